@@ -1,0 +1,32 @@
+# One place for the project's commands. Every target creates the project-local
+# virtual environment (.venv) first, so a fresh clone needs only Python 3.11+, git and make.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test screenshots bench sim clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/sitetk --demo
+
+sim: $(STAMP)
+	$(BIN)/sitetk sim
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+screenshots: $(STAMP)
+	$(BIN)/python -m tui.screenshots
+
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) build *.egg-info

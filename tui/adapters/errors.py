@@ -1,0 +1,27 @@
+"""The one error type every adapter raises: a title, a detail and whether retrying may help."""
+
+from __future__ import annotations
+
+
+class SiteError(Exception):
+    """A failure talking to the site, phrased for an operator.
+
+    `title` is one short line (fits a toast), `detail` says what was wrong and what to do,
+    `retryable` tells whether the same call may succeed later (timeouts, refused connections,
+    server errors) as opposed to needing a change (bad credentials, wrong state, bad input).
+    `code` carries the platform error code or HTTP status when there is one.
+    """
+
+    def __init__(self, title: str, detail: str = "", *, retryable: bool = False, code: int | None = None) -> None:
+        super().__init__(title if not detail else f"{title}: {detail}")
+        self.title = title
+        self.detail = detail
+        self.retryable = retryable
+        self.code = code
+
+    def __reduce__(self):  # keep pickling (e.g. across threads/processes) faithful
+        return (_rebuild, (self.title, self.detail, self.retryable, self.code))
+
+
+def _rebuild(title: str, detail: str, retryable: bool, code: int | None) -> SiteError:
+    return SiteError(title, detail, retryable=retryable, code=code)

@@ -1,0 +1,1 @@
+"""Headless subcommands (`sitetk <noun> <verb>`), one module per noun."""

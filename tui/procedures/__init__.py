@@ -1,0 +1,1 @@
+"""Operator operations as async step sequences, shared by screens and the headless CLI."""

@@ -1,0 +1,1 @@
+"""The embedded simulated site: cloud XML-RPC, OneFlow REST, marketplace HTTP, git repositories."""

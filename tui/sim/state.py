@@ -1,0 +1,325 @@
+"""The embedded site's state: every cloud object, the simulated clock and the fault switches.
+
+One `SimSite` holds the whole cloud in memory behind one re-entrant lock. The protocol servers
+(XML-RPC, OneFlow REST, marketplace HTTP) read and change it; time-driven transitions (a VM
+booting, an image downloading) are events on a heap that `advance()` runs when they are due, so
+the site moves with time without a background thread. Durations are in simulated seconds and
+multiplied by `time_scale` (1.0 realistic; tests use a small factor).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from tui.domain.naming import DEFAULT_NAMING, NamingProfile
+from tui.domain.template_text import Template
+
+
+@dataclass
+class Perms:
+    owner_u: int = 1
+    owner_m: int = 1
+    owner_a: int = 0
+    group_u: int = 0
+    group_m: int = 0
+    group_a: int = 0
+    other_u: int = 0
+    other_m: int = 0
+    other_a: int = 0
+
+
+@dataclass
+class SimUser:
+    id: int
+    name: str
+    password: str
+    gid: int
+    gname: str
+    groups: list[int]
+    auth_driver: str = "core"
+    enabled: bool = True
+    template: Template = field(default_factory=list)
+
+
+@dataclass
+class SimGroup:
+    id: int
+    name: str
+    template: Template = field(default_factory=list)
+
+
+@dataclass
+class SimHost:
+    id: int
+    name: str
+    state: int  # 2 MONITORED, 3 ERROR, 4 DISABLED, 8 OFFLINE
+    total_cpu: int  # percent, 100 per core
+    total_mem: int  # KiB
+    template: Template = field(default_factory=list)
+    im_mad: str = "kvm"
+    vm_mad: str = "kvm"
+    cluster_id: int = 0
+    cluster: str = "default"
+    prev_state: int = 2
+
+
+@dataclass
+class SimDatastore:
+    id: int
+    name: str
+    type: int  # 0 image, 1 system, 2 file
+    ds_mad: str
+    tm_mad: str
+    total_mb: int
+    free_mb: int
+    template: Template = field(default_factory=list)
+    uid: int = 0
+    gid: int = 0
+
+
+@dataclass
+class SimAddressRange:
+    ar_id: int
+    ip: str
+    mac: str
+    size: int
+    type: str = "IP4"
+    leases: dict[int, int] = field(default_factory=dict)  # offset -> vm id
+
+
+@dataclass
+class SimVnet:
+    id: int
+    name: str
+    bridge: str
+    vn_mad: str
+    template: Template = field(default_factory=list)
+    ars: list[SimAddressRange] = field(default_factory=list)
+    phydev: str = ""
+    vlan_id: str = ""
+    uid: int = 0
+    gid: int = 0
+    perms: Perms = field(default_factory=lambda: Perms(1, 1, 0, 1, 0, 0, 0, 0, 0))
+
+
+@dataclass
+class SimImage:
+    id: int
+    name: str
+    uid: int
+    gid: int
+    datastore_id: int
+    state: int  # 1 READY, 4 LOCKED, 5 ERROR ...
+    size_mb: int
+    template: Template = field(default_factory=list)
+    type: int = 0  # 0 OS, 1 CDROM, 2 DATABLOCK
+    persistent: int = 0
+    regtime: int = field(default_factory=lambda: int(time.time()))
+    source: str = ""
+    path: str = ""
+    format: str = "qcow2"
+    perms: Perms = field(default_factory=Perms)
+    running_vms: int = 0
+
+
+@dataclass
+class SimVmTemplate:
+    id: int
+    name: str
+    uid: int
+    gid: int
+    template: Template = field(default_factory=list)
+    regtime: int = field(default_factory=lambda: int(time.time()))
+    perms: Perms = field(default_factory=Perms)
+
+
+@dataclass
+class SimHistory:
+    seq: int
+    host_id: int
+    hostname: str
+    stime: int
+    etime: int = 0
+    action: int = 0
+    ds_id: int = 0
+
+
+@dataclass
+class SimVm:
+    id: int
+    name: str
+    uid: int
+    gid: int
+    state: int
+    lcm_state: int
+    template: Template = field(default_factory=list)
+    user_template: Template = field(default_factory=list)
+    history: list[SimHistory] = field(default_factory=list)
+    prev_state: int = 0
+    prev_lcm_state: int = 0
+    stime: int = field(default_factory=lambda: int(time.time()))
+    etime: int = 0
+    deploy_id: str = ""
+    perms: Perms = field(default_factory=Perms)
+    #: bumped on every change, so renderers can cache a VM's XML
+    revision: int = 0
+
+
+@dataclass
+class SimMarketplace:
+    id: int
+    name: str
+    market_mad: str
+    endpoint: str
+    template: Template = field(default_factory=list)
+
+
+@dataclass
+class SimMarketApp:
+    id: int
+    name: str
+    marketplace_id: int
+    type: int  # 1 IMAGE, 2 VMTEMPLATE, 3 SERVICE_TEMPLATE
+    version: str
+    description: str
+    apptemplate64: str
+    size_mb: int
+    template: Template = field(default_factory=list)
+    state: int = 1
+    format: str = "qcow2"
+    source: str = ""
+    md5: str = ""
+    regtime: int = field(default_factory=lambda: int(time.time()))
+    #: marketplace record id this app mirrors (e.g. "service_toolkit")
+    record_id: str = ""
+    #: a broken app makes its image end in ERROR
+    broken: bool = False
+
+
+@dataclass
+class SimDocument:
+    id: int
+    name: str
+    uid: int
+    gid: int
+    type: int  # 100 service, 101 service template
+    body: dict[str, Any]
+    regtime: int = field(default_factory=lambda: int(time.time()))
+    perms: Perms = field(default_factory=Perms)
+
+
+@dataclass
+class SimAcl:
+    id: int
+    user: int
+    resource: int
+    rights: int
+    zone: int
+
+
+@dataclass
+class Faults:
+    """Fault injection switches, read by the protocol servers on every request."""
+
+    latency_ms: int = 0
+    #: probability in [0, 1] that a request fails (internal error, HTTP 500 or a dropped connection)
+    fail_rate: float = 0.0
+    #: every session is rejected as if the credentials had expired
+    expired_credentials: bool = False
+    #: VMs of this service role fail to boot (BOOT_FAILURE), so their service ends FAILED_DEPLOYING
+    fail_role: str = ""
+    #: `one.vm.deploy` calls fail with an internal error while this is > 0 (decremented per call)
+    fail_next_deploys: int = 0
+    #: extra delay per XML-RPC method name, in milliseconds
+    method_delay_ms: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class SimConfig:
+    one_version: str = "7.0.0"
+    time_scale: float = 1.0
+    scenario: str = "fresh"
+    extra_vms: int = 0
+    seed: int = 7
+
+
+class SimSite:
+    """The whole simulated cloud. Lock `site.lock` around every read or change."""
+
+    def __init__(self, config: SimConfig, state_dir: Path, naming: NamingProfile = DEFAULT_NAMING) -> None:
+        self.config = config
+        self.state_dir = state_dir
+        self.naming = naming
+        self.faults = Faults()
+        self.lock = threading.RLock()
+        self.rng = random.Random(config.seed)
+        self.users: dict[int, SimUser] = {}
+        self.groups: dict[int, SimGroup] = {}
+        self.hosts: dict[int, SimHost] = {}
+        self.datastores: dict[int, SimDatastore] = {}
+        self.vnets: dict[int, SimVnet] = {}
+        self.images: dict[int, SimImage] = {}
+        self.templates: dict[int, SimVmTemplate] = {}
+        self.vms: dict[int, SimVm] = {}
+        self.marketplaces: dict[int, SimMarketplace] = {}
+        self.marketapps: dict[int, SimMarketApp] = {}
+        self.documents: dict[int, SimDocument] = {}
+        self.acls: dict[int, SimAcl] = {}
+        #: marketplace HTTP records by marketplace URL path prefix ("" for the main one)
+        self.market_records: dict[str, list[dict[str, Any]]] = {}
+        #: the oned.conf values served by one.system.config
+        self.system_config: dict[str, str] = {}
+        self._ids: dict[str, itertools.count[int]] = {}
+        self._events: list[tuple[float, int, Callable[[], None]]] = []
+        self._event_seq = itertools.count()
+        #: set by the server once it listens: base URL such as http://127.0.0.1:PORT
+        self.base_url = ""
+
+    # ids and time -------------------------------------------------------------------------
+    def next_id(self, kind: str, start: int = 0) -> int:
+        counter = self._ids.get(kind)
+        if counter is None:
+            counter = self._ids[kind] = itertools.count(start)
+        return next(counter)
+
+    def reserve_ids(self, kind: str, above: int) -> None:
+        """Make the next id of `kind` at least `above + 1` (after seeding objects by hand)."""
+        self._ids[kind] = itertools.count(above + 1)
+
+    def after(self, sim_seconds: float, action: Callable[[], None]) -> None:
+        """Run `action` (under the lock) once `sim_seconds` of simulated time have passed."""
+        due = time.monotonic() + sim_seconds * self.config.time_scale
+        heapq.heappush(self._events, (due, next(self._event_seq), action))
+
+    def advance(self) -> None:
+        """Run every event that is due. Called at the start of every request."""
+        with self.lock:
+            now = time.monotonic()
+            while self._events and self._events[0][0] <= now:
+                _, _, action = heapq.heappop(self._events)
+                action()
+
+    def pending_events(self) -> int:
+        return len(self._events)
+
+    # authentication ----------------------------------------------------------------------
+    def authenticate(self, username: str, password: str) -> SimUser | None:
+        if self.faults.expired_credentials:
+            return None
+        for user in self.users.values():
+            if user.name == username and user.password == password and user.enabled:
+                return user
+        return None
+
+    def user_by_name(self, name: str) -> SimUser | None:
+        return next((u for u in self.users.values() if u.name == name), None)
+
+    def should_fail(self) -> bool:
+        return self.faults.fail_rate > 0 and self.rng.random() < self.faults.fail_rate

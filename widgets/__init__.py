@@ -1,0 +1,1 @@
+"""Reusable Textual widgets with no knowledge of the cloud."""
