@@ -1,0 +1,36 @@
+"""Progress events that procedures yield and that screens render and the headless CLI prints."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One step of a procedure: `done` of `total` units finished, with a human message.
+
+    `state` is "running", "done", "failed" or "skipped" (already in the wanted state: re-runs are
+    idempotent and say so). `data` carries step results (ids created, values read) for --json.
+    """
+
+    step: str
+    done: int
+    total: int
+    message: str = ""
+    state: str = "running"
+    data: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def fraction(self) -> float:
+        return 1.0 if self.total <= 0 else min(1.0, self.done / self.total)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "done": self.done,
+            "total": self.total,
+            "message": self.message,
+            "state": self.state,
+            "data": self.data,
+        }
