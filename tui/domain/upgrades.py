@@ -1,0 +1,288 @@
+"""Installed versus available appliances, and the upgrade plan the spec's rules give.
+
+Which appliance and version an image came from is read from its marketplace attributes (see
+`attribute_file`). Per marketplace record, the status is:
+
+- UPDATE_AVAILABLE: images tagged with the record's name exist, and the newest of them is an
+  older build than the record's version;
+- UP_TO_DATE: tagged images exist and the newest is the record's build or newer;
+- UNTAGGED: no image carries the record's name, but an image without any appliance attributes
+  looks like the appliance: the words of the appliance name (letters and digits, case ignored)
+  appear, consecutively, among the words of the image name (`Site Toolkit` matches
+  `site_toolkit-automation-0`, not `mysite toolkit`);
+- NOT_DOWNLOADED: neither.
+
+The plan follows the spec's upgrade rules in order: (1) the installed images carry their
+attributes before anything is updated; (2) each new version is downloaded and tagged; (3) old
+images are removed, each removal only after the operator confirms it; (4) core.yaml must then
+point to the new image and template IDs (the old IDs are listed) and gain any new site variables.
+Upgrading the toolkit appliance adds a note that the manager follows its own upgrade instructions.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+from typing import Collection, Iterable, Sequence
+
+from tui.domain.appliances import ApplianceRecord
+from tui.domain.attribute_file import ApplianceTag, installed_version_from_image_template
+from tui.domain.images import ImageInfo
+from tui.domain.naming import NamingProfile
+from tui.domain.versions import ApplianceVersion, newest
+
+UPGRADE_TABLE_HEADER: tuple[str, str, str] = ("Software", "Previous", "New")
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+class InstallState(str, Enum):
+    NOT_DOWNLOADED = "not downloaded"
+    UP_TO_DATE = "up to date"
+    UPDATE_AVAILABLE = "update available"
+    UNTAGGED = "untagged image found"
+
+
+@dataclass(frozen=True)
+class TaggedImage:
+    image: ImageInfo
+    tag: ApplianceTag
+
+    @property
+    def version(self) -> ApplianceVersion:
+        return self.tag.version
+
+
+@dataclass(frozen=True)
+class ApplianceStatus:
+    record: ApplianceRecord
+    state: InstallState
+    #: the newest installed version (None unless some image is tagged with the record's name)
+    installed: ApplianceVersion | None
+    #: images tagged with the record's name
+    images: tuple[TaggedImage, ...] = ()
+    #: images without attributes that look like the appliance
+    untagged: tuple[ImageInfo, ...] = ()
+    note: str = ""
+
+    @property
+    def available(self) -> ApplianceVersion:
+        return self.record.parsed_version
+
+    @property
+    def outdated(self) -> tuple[TaggedImage, ...]:
+        """Tagged images older than the available version (the ones an upgrade replaces)."""
+        return tuple(t for t in self.images if self.available.newer_than(t.version))
+
+    @property
+    def label(self) -> str:
+        if self.state is InstallState.UPDATE_AVAILABLE and self.installed is not None:
+            return f"{self.state.value} ({self.installed.label} -> {self.available.label})"
+        return self.state.value
+
+
+@dataclass(frozen=True)
+class UpgradeRow:
+    software: str
+    previous: ApplianceVersion
+    new: ApplianceVersion
+
+    def cells(self) -> tuple[str, str, str]:
+        """`Software | Previous | New`, as release announcements list them."""
+        return (self.software, self.previous.label, self.new.label)
+
+
+class StepKind(str, Enum):
+    CHECK_ATTRIBUTES = "attributes on installed images"
+    DOWNLOAD = "download new version"
+    ATTACH_ATTRIBUTES = "attach attributes to new images"
+    REMOVE_OLD = "remove old version"
+    UPDATE_SITE_CONFIG = "update core.yaml"
+
+
+@dataclass(frozen=True)
+class PlanStep:
+    kind: StepKind
+    #: the appliance (record name) the step is about; "" for site-wide steps
+    appliance: str
+    summary: str
+    image_ids: tuple[int, ...] = ()
+    #: already satisfied (a check that passes): nothing to do
+    done: bool = False
+    #: ask the operator before doing it (removals)
+    needs_confirmation: bool = False
+    record: ApplianceRecord | None = None
+
+
+@dataclass(frozen=True)
+class UpgradePlan:
+    rows: tuple[UpgradeRow, ...]
+    steps: tuple[PlanStep, ...]
+    #: appliances that cannot be planned yet, with what to do first
+    blocked: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not self.rows
+
+    @property
+    def old_image_ids(self) -> tuple[int, ...]:
+        """IDs that core.yaml may reference and that must change."""
+        ids: list[int] = []
+        for step in self.steps:
+            if step.kind is StepKind.REMOVE_OLD:
+                ids.extend(step.image_ids)
+        return tuple(ids)
+
+    @property
+    def ready(self) -> bool:
+        """Every attribute check passes and nothing is blocked."""
+        return not self.blocked and all(s.done for s in self.steps if s.kind is StepKind.CHECK_ATTRIBUTES)
+
+
+def name_words(name: str) -> tuple[str, ...]:
+    return tuple(word.casefold() for word in _WORD.findall(name))
+
+
+def looks_like(image_name: str, appliance_name: str) -> bool:
+    """The appliance name's words appear consecutively among the image name's words."""
+    needle, hay = name_words(appliance_name), name_words(image_name)
+    if not needle:
+        return False
+    return any(hay[i : i + len(needle)] == needle for i in range(len(hay) - len(needle) + 1))
+
+
+def appliance_statuses(
+    records: Iterable[ApplianceRecord], images: Sequence[ImageInfo], naming: NamingProfile
+) -> tuple[ApplianceStatus, ...]:
+    """The install status of each record, from the images' attributes."""
+    tagged: dict[str, list[TaggedImage]] = {}
+    plain: list[ImageInfo] = []
+    for image in images:
+        tag = installed_version_from_image_template(image.attributes, naming)
+        if tag is None:
+            plain.append(image)
+        else:
+            tagged.setdefault(tag.name, []).append(TaggedImage(image, tag))
+    return tuple(_status(record, tuple(tagged.get(record.name, ())), plain) for record in records)
+
+
+def _status(record: ApplianceRecord, images: tuple[TaggedImage, ...], plain: list[ImageInfo]) -> ApplianceStatus:
+    lookalikes = tuple(image for image in plain if looks_like(image.name, record.name))
+    available = record.parsed_version
+    notes: list[str] = []
+    if not available.conforming:
+        notes.append(f"version {available.label} does not follow vX.X.X-YYYYMMDD-HHMM; compared best-effort")
+    if not images:
+        state = InstallState.UNTAGGED if lookalikes else InstallState.NOT_DOWNLOADED
+        if lookalikes:
+            notes.append(
+                f"image(s) {_ids(lookalikes)} look like this appliance but carry no marketplace attributes"
+            )
+        return ApplianceStatus(record, state, None, (), lookalikes, "; ".join(notes))
+    installed = newest([t.version for t in images])
+    assert installed is not None
+    if available.newer_than(installed):
+        state = InstallState.UPDATE_AVAILABLE
+    else:
+        state = InstallState.UP_TO_DATE
+        if installed.newer_than(available):
+            notes.append(f"the installed {installed.label} is newer than the marketplace's {available.label}")
+        stale = [t.image for t in images if installed.newer_than(t.version)]
+        if stale:
+            notes.append(f"image(s) {_ids(stale)} hold an older version and can be removed")
+    return ApplianceStatus(record, state, installed, images, lookalikes, "; ".join(notes))
+
+
+def upgrade_rows(statuses: Iterable[ApplianceStatus]) -> tuple[UpgradeRow, ...]:
+    """`Software | Previous | New` for every appliance with an update available."""
+    return tuple(
+        UpgradeRow(s.record.name, s.installed, s.available)
+        for s in statuses
+        if s.state is InstallState.UPDATE_AVAILABLE and s.installed is not None
+    )
+
+
+def build_upgrade_plan(
+    statuses: Iterable[ApplianceStatus], naming: NamingProfile, *, only: Collection[str] | None = None
+) -> UpgradePlan:
+    """The ordered plan for the appliances with updates (restricted to the names in `only`)."""
+    chosen = [s for s in statuses if only is None or s.record.name in only]
+    updates = [s for s in chosen if s.state is InstallState.UPDATE_AVAILABLE]
+    blocked = tuple(
+        f"{s.record.name}: image(s) {_ids(s.untagged)} carry no marketplace attributes; attach the attributes "
+        "of the version they hold before upgrading (spec: attributes before update)"
+        for s in chosen
+        if s.state is InstallState.UNTAGGED
+    )
+    steps: list[PlanStep] = []
+    for s in updates:
+        steps.append(_check_step(s))
+    for s in updates:
+        steps.append(
+            PlanStep(StepKind.DOWNLOAD, s.record.name, f"download {s.record.name} {s.available.label}", record=s.record)
+        )
+        steps.append(
+            PlanStep(
+                StepKind.ATTACH_ATTRIBUTES,
+                s.record.name,
+                f"attach the attributes of {s.available.label} to every image of the download",
+                record=s.record,
+            )
+        )
+    for s in updates:
+        old = [t.image for t in s.outdated]
+        in_use = [image for image in old if image.running_vms > 0]
+        summary = f"remove {s.record.name} {s.installed.label if s.installed else ''}: image(s) {_ids(old)}"
+        if in_use:
+            summary += f" (image(s) {_ids(in_use)} still used by VMs: move those VMs first)"
+        steps.append(
+            PlanStep(
+                StepKind.REMOVE_OLD,
+                s.record.name,
+                summary,
+                image_ids=tuple(image.id for image in old),
+                needs_confirmation=True,
+                record=s.record,
+            )
+        )
+    if updates:
+        old_ids = tuple(t.image.id for s in updates for t in s.outdated)
+        steps.append(
+            PlanStep(
+                StepKind.UPDATE_SITE_CONFIG,
+                "",
+                f"core.yaml: replace image ID(s) {', '.join(map(str, old_ids))} and the template IDs of "
+                f"{', '.join(s.record.name for s in updates)} by the new ones, and add any new site variables",
+                image_ids=old_ids,
+            )
+        )
+    notes: tuple[str, ...] = ()
+    if any(s.record.name == naming.toolkit_appliance_name for s in updates):
+        notes = (f"Upgrading {naming.toolkit_appliance_name}: the manager follows its own upgrade instructions.",)
+    return UpgradePlan(upgrade_rows(updates), tuple(steps), blocked, notes)
+
+
+def _check_step(status: ApplianceStatus) -> PlanStep:
+    missing = [t.image for t in status.images if not t.tag.complete] + list(status.untagged)
+    if not missing:
+        summary = f"every installed image of {status.record.name} carries its attributes"
+    else:
+        summary = (
+            f"attach the attributes of the installed version to image(s) {_ids(missing)} of "
+            f"{status.record.name} before updating"
+        )
+    return PlanStep(
+        StepKind.CHECK_ATTRIBUTES,
+        status.record.name,
+        summary,
+        image_ids=tuple(image.id for image in missing),
+        done=not missing,
+        record=status.record,
+    )
+
+
+def _ids(images: Iterable[ImageInfo]) -> str:
+    return ", ".join(str(image.id) for image in images)
