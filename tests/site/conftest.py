@@ -1,0 +1,76 @@
+"""Fixtures of the site-configuration tests: an isolated home, vault password files, seeded repositories."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tui.adapters.vault import VaultPassword, read_password_file
+from tui.procedures.audit import AuditLog
+from tui.sim.repos import SIM_VAULT_PASSWORD, seed_repositories
+
+VAULT_PASSWORD = "correct horse battery staple"
+ANSIBLE_VAULT = str(Path(sys.executable).with_name("ansible-vault"))
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh HOME (no git identity, no credential helpers), state dir and audit log per test."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("ANSIBLE_LOCAL_TEMP", str(tmp_path / "ansible-tmp"))
+    monkeypatch.setenv("ANSIBLE_HOME", str(tmp_path / "ansible-home"))
+    monkeypatch.delenv("SITETK_AUDIT_LOG", raising=False)
+    for name in ("SITETK_VAULT_PASSWORD_FILE", "SITETK_SITES_REPO", "SITETK_SITES_TOKEN", "SITETK_SITES_TOKEN_FILE", "SITETK_LIBRARY_REPO", "SITETK_LIBRARY_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    return home
+
+
+@pytest.fixture
+def password_file(tmp_path: Path) -> Path:
+    path = tmp_path / "vault-pass"
+    path.write_text(VAULT_PASSWORD + "\n")
+    path.chmod(0o600)
+    return path
+
+
+@pytest.fixture
+def password(password_file: Path) -> VaultPassword:
+    return read_password_file(password_file)
+
+
+@pytest.fixture
+def sim_password_file(tmp_path: Path) -> Path:
+    path = tmp_path / "sim-vault-pass"
+    path.write_text(SIM_VAULT_PASSWORD + "\n")
+    path.chmod(0o600)
+    return path
+
+
+@pytest.fixture
+def audit(tmp_path: Path) -> AuditLog:
+    return AuditLog(tmp_path / "audit" / "audit.log")
+
+
+@pytest.fixture
+def seeded(tmp_path: Path) -> tuple[Path, Path]:
+    """The embedded site's bare sites repository and component library."""
+    return seed_repositories(tmp_path / "state")
+
+
+def ansible_vault(*args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the real `ansible-vault` command."""
+    env = dict(os.environ)
+    return subprocess.run([ANSIBLE_VAULT, *args], capture_output=True, text=True, env=env, input=input, timeout=120, check=False)
+
+
+async def collect(events):  # type: ignore[no-untyped-def]
+    return [event async for event in events]

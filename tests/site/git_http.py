@@ -1,0 +1,99 @@
+"""A smart-HTTP git server on loopback for tests: `git http-backend` behind HTTP basic auth.
+
+It lets the tests run the real askpass path: git gets a 401, asks the askpass helper for the user
+name and the token, and retries with them. Every request line and Authorization header is recorded
+so tests can check the token never travels in a URL.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+HTTP_BACKEND = "/usr/lib/git-core/git-http-backend"
+
+
+class GitHttpServer:
+    def __init__(self, root: Path, username: str, token: str) -> None:
+        self.root = root
+        self.expected = "Basic " + base64.b64encode(f"{username}:{token}".encode()).decode()
+        self.request_lines: list[str] = []
+        self.failed_auth = 0
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:  # keep test output quiet
+                pass
+
+            def do_GET(self) -> None:
+                self._serve()
+
+            def do_POST(self) -> None:
+                self._serve()
+
+            def _serve(self) -> None:
+                server.request_lines.append(self.requestline)
+                if self.headers.get("Authorization") != server.expected:
+                    server.failed_auth += 1
+                    self.send_response(401)
+                    self.send_header("WWW-Authenticate", 'Basic realm="sites"')
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                path, _, query = self.path.partition("?")
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                env = {
+                    "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                    "GIT_PROJECT_ROOT": str(server.root),
+                    "GIT_HTTP_EXPORT_ALL": "1",
+                    "PATH_INFO": path,
+                    "QUERY_STRING": query,
+                    "REQUEST_METHOD": self.command,
+                    "CONTENT_TYPE": self.headers.get("Content-Type", ""),
+                    "CONTENT_LENGTH": str(len(body)),
+                    "REMOTE_USER": "tester",
+                    "REMOTE_ADDR": "127.0.0.1",
+                    "GIT_CONFIG_NOSYSTEM": "1",
+                    "HOME": str(server.root),
+                }
+                if self.headers.get("Content-Encoding"):
+                    env["HTTP_CONTENT_ENCODING"] = self.headers["Content-Encoding"]
+                if self.headers.get("Git-Protocol"):
+                    env["GIT_PROTOCOL"] = self.headers["Git-Protocol"]
+                done = subprocess.run([HTTP_BACKEND], input=body, capture_output=True, env=env, check=False)
+                head, _, payload = done.stdout.partition(b"\r\n\r\n")
+                status = 200
+                headers = []
+                for line in head.decode("latin-1").split("\r\n"):
+                    name, _, value = line.partition(":")
+                    if name.lower() == "status":
+                        status = int(value.strip().split()[0])
+                    elif name:
+                        headers.append((name, value.strip()))
+                self.send_response(status)
+                for name, value in headers:
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def __enter__(self) -> "GitHttpServer":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join()

@@ -1,0 +1,166 @@
+"""`sitetk site ...` headless commands with --json, through the real entry point."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.site.conftest import ansible_vault
+from tui.__main__ import main
+from tui.adapters.vault import VaultPassword, is_vault_text, read_vault_file
+from tui.cli.common import EXIT_FAILED, EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
+from tui.sim.repos import SIM_VAULT_PASSWORD, template_core_yaml
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
+    code = main(["site", *argv])
+    out = capsys.readouterr().out
+    return code, json.loads(out) if "--json" in argv else out
+
+
+@pytest.fixture
+def core(tmp_path: Path) -> Path:
+    path = tmp_path / "core.yaml"
+    path.write_text(template_core_yaml())
+    return path
+
+
+def test_encrypt_decrypt_edit(capsys: pytest.CaptureFixture[str], core: Path, password_file: Path, password: VaultPassword) -> None:
+    pw = ("--vault-password-file", str(password_file))
+    code, result = run(capsys, "encrypt", str(core), *pw, "--json")
+    assert code == EXIT_OK and result["ok"] and result["events"][-1]["state"] == "done"
+    assert ansible_vault("view", *pw, str(core)).stdout == template_core_yaml()
+    code, result = run(capsys, "decrypt", str(core), *pw, "--json")
+    assert code == EXIT_OK and result["text"] == template_core_yaml() and result["encrypted"]
+    assert is_vault_text(core.read_text())  # decrypt never writes
+    code, text = run(capsys, "decrypt", str(core), *pw)
+    assert text == template_core_yaml()
+    code, result = run(capsys, "edit", str(core), *pw, "--set", "site_vxlan_guest_mtu=1400", "--set", "site_dns=9.9.9.9", "--dry-run", "--json")
+    assert code == EXIT_OK and result["dry_run"] and len(result["preview"]["changes"]) == 2
+    assert read_vault_file(core, password) == template_core_yaml()
+    code, result = run(capsys, "edit", str(core), *pw, "--set", "site_vxlan_guest_mtu=1400", "--set", "site_dns=9.9.9.9", "--json")
+    assert code == EXIT_OK and result["events"][-1]["data"]["changed"]
+    text = read_vault_file(core, password)
+    assert "site_vxlan_guest_mtu: 1400\n" in text and 'site_dns: "9.9.9.9"\n' in text
+
+
+def test_failures_exit_codes(capsys: pytest.CaptureFixture[str], core: Path, password_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pw = ("--vault-password-file", str(password_file))
+    run(capsys, "encrypt", str(core), *pw, "--json")
+    before = core.read_bytes()
+    wrong = tmp_path / "wrong"
+    wrong.write_text("wrong-password\n")
+    wrong.chmod(0o600)
+    code, result = run(capsys, "edit", str(core), "--vault-password-file", str(wrong), "--set", "a=1", "--json")
+    assert code == EXIT_FAILED and result["error"]["title"] == "Wrong vault password"
+    code, result = run(capsys, "edit", str(core), *pw, "--set", "no-equals-sign", "--json")
+    assert code == EXIT_USAGE and "dotted.path=value" in result["error"]["detail"]
+    code, result = run(capsys, "edit", str(core), *pw, "--set", "a=[1", "--json")
+    assert code == EXIT_USAGE and "not valid YAML" in result["error"]["detail"]
+    monkeypatch.setattr("sys.stdin", open("/dev/null"))
+    code, result = run(capsys, "edit", str(core), "--set", "a=1", "--json")
+    assert code == EXIT_USAGE and "--vault-password-file" in result["error"]["detail"]
+    assert core.read_bytes() == before
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("a: [\n")
+    code, result = run(capsys, "encrypt", str(broken), *pw, "--json")
+    assert code == EXIT_FAILED and result["error"]["detail"].startswith("line 2, column 1")
+    assert broken.read_text() == "a: [\n"
+
+
+def test_readable_password_file_warns(capsys: pytest.CaptureFixture[str], core: Path, password_file: Path) -> None:
+    password_file.chmod(0o644)
+    code, result = run(capsys, "encrypt", str(core), "--vault-password-file", str(password_file), "--json")
+    assert code == EXIT_OK and "chmod 600" in result["warnings"][0]
+
+
+def test_check_and_components(capsys: pytest.CaptureFixture[str], core: Path, seeded: tuple[Path, Path], tmp_path: Path) -> None:
+    library = ("--library", str(seeded[1]), "--library-workdir", str(tmp_path / "lib"))
+    code, result = run(capsys, "components", *library, "--json")
+    assert code == EXIT_OK and len(result["components"]) == 9
+    bastion = next(c for c in result["components"] if c["name"] == "tn_bastion")
+    assert bastion["appliance_record_ids"] == ["service_bastion"] and set(bastion["site_variables"]) == {"template_id", "image_id"}
+    code, result = run(capsys, "check", str(core), *library, "--nic-mtu", "1500", "--json")
+    assert code == EXIT_FINDINGS and not result["ok"]
+    assert {"path": "site_s3_server.endpoint", "severity": "error"}.items() <= result["findings"][0].items()
+    good = tmp_path / "good.yaml"
+    good.write_text(template_core_yaml().replace("<objectstore ip>", "10.0.0.21"))
+    code, result = run(capsys, "check", str(good), "--json")
+    assert code == EXIT_OK and result["ok"] and all(f["severity"] == "warning" for f in result["findings"])
+    code, text = run(capsys, "check", str(core))
+    assert code == EXIT_FINDINGS and "ERROR   site_s3_server.endpoint" in text
+
+
+def test_site_repository_flow(capsys: pytest.CaptureFixture[str], seeded: tuple[Path, Path], tmp_path: Path, sim_password_file: Path, password_file: Path) -> None:
+    sites, library = seeded
+    repo = ("--repo", str(sites), "--workdir", str(tmp_path / "work"))
+    code, result = run(capsys, "branches", *repo, "--json")
+    assert code == EXIT_OK and result == {"ok": True, "default_branch": "main", "sites": ["demo-site"]}
+    pw = ("--vault-password-file", str(password_file))
+    code, result = run(capsys, "create", "lab-cli", *repo, *pw, "--set", "site_domain=lab.internal", "--json")
+    assert code == EXIT_OK and result["site"]["site_dir"] == "lab-cli"
+    libopts = ("--library", str(library), "--library-workdir", str(tmp_path / "lib"))
+    code, result = run(capsys, "enable", "vm_kvm", *repo, *libopts, *pw, "--set", "template_id=3", "--set", "image_id=4", "--json")
+    assert code == EXIT_OK and result["events"][-1]["state"] == "done"
+    code, result = run(capsys, "enable", "nonexistent", *repo, *libopts, *pw, "--json")
+    assert code == EXIT_USAGE and "not in the component library" in result["error"]["detail"]
+    code, result = run(capsys, "submit", *repo, *pw, "--dry-run", "--json")
+    assert code == EXIT_OK and "+    template_id: 3" in result["preview"]["diff"]
+    code, result = run(capsys, "submit", *repo, *pw, "--yes", "--json")
+    assert code == EXIT_OK and result["events"][-1]["data"]["pushed"]
+    code, result = run(capsys, "branches", *repo, "--json")
+    assert result["sites"] == ["demo-site", "lab-cli"]
+    # the existing site, opened by a second clone
+    other = ("--repo", str(sites), "--workdir", str(tmp_path / "other"))
+    code, result = run(capsys, "open", "demo-site", *other, "--json")
+    assert code == EXIT_OK and result["site"]["path"].endswith("demo-site/core.yaml")
+    code, result = run(capsys, "submit", *other, "--vault-password-file", str(sim_password_file), "--json")
+    assert code == EXIT_OK and not result["preview"]["pending"]
+    assert read_vault_file(Path(result["preview"]["path"]), VaultPassword.from_text(SIM_VAULT_PASSWORD)).startswith("# Site configuration")
+
+
+def test_submit_without_yes_on_a_pipe_refuses(capsys: pytest.CaptureFixture[str], seeded: tuple[Path, Path], tmp_path: Path, password_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = ("--repo", str(seeded[0]), "--workdir", str(tmp_path / "work"))
+    pw = ("--vault-password-file", str(password_file))
+    run(capsys, "create", "lab-pipe", *repo, *pw, "--json")
+    monkeypatch.setattr("sys.stdin", open("/dev/null"))
+    code, out = run(capsys, "submit", *repo, *pw)
+    assert code == EXIT_USAGE and "Diff against origin/main:.dummy/core.yaml" in out
+    code, result = run(capsys, "branches", *repo, "--json")
+    assert result["sites"] == ["demo-site"]  # nothing pushed
+
+
+def test_repository_options_are_required(capsys: pytest.CaptureFixture[str]) -> None:
+    code, result = run(capsys, "branches", "--json")
+    assert code == EXIT_USAGE and "--repo" in result["error"]["detail"]
+    code, result = run(capsys, "components", "--json")
+    assert code == EXIT_USAGE and "--library" in result["error"]["detail"]
+
+
+def test_dry_runs_change_nothing(capsys: pytest.CaptureFixture[str], core: Path, seeded: tuple[Path, Path], tmp_path: Path, password_file: Path, password: VaultPassword) -> None:
+    pw = ("--vault-password-file", str(password_file))
+    before = core.read_bytes()
+    code, result = run(capsys, "encrypt", str(core), *pw, "--dry-run", "--json")
+    assert code == EXIT_OK and result["dry_run"] and result["preview"]["changes"][0]["cli"].startswith("ansible-vault encrypt --vault-password-file")
+    assert core.read_bytes() == before
+    sites, library = seeded
+    repo = ("--repo", str(sites), "--workdir", str(tmp_path / "work"))
+    code, result = run(capsys, "create", "lab-dry", *repo, *pw, "--dry-run", "--json")
+    assert [c["cli"].split()[:2] for c in result["preview"]["changes"]] == [["git", "checkout"], ["git", "mv"], ["ansible-vault", "encrypt"]]
+    code, result = run(capsys, "branches", *repo, "--json")
+    assert result["sites"] == ["demo-site"]
+    run(capsys, "create", "lab-dry", *repo, *pw, "--json")
+    libopts = ("--library", str(library), "--library-workdir", str(tmp_path / "lib"))
+    config = tmp_path / "work" / "lab-dry" / "core.yaml"
+    encrypted = config.read_bytes()
+    code, result = run(capsys, "enable", "tn_bastion", *repo, *libopts, *pw, "--set", "template_id=9", "--dry-run", "--json")
+    descriptions = [c["description"] for c in result["preview"]["changes"]]
+    assert "site_variables.tn_bastion.template_id: 0 -> 9" in descriptions
+    assert any("appliance service_bastion" in d for d in descriptions)
+    assert config.read_bytes() == encrypted
+    code, result = run(capsys, "submit", *repo, *pw, "--dry-run", "--json")
+    assert [c["kind"] for c in result["changes"]["changes"]] == ["update", "create"]
+    assert result["changes"]["changes"][1]["cli"] == "git push --set-upstream origin lab-dry"

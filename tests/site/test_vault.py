@@ -1,0 +1,164 @@
+"""Vault files: interoperability with the `ansible-vault` command both ways, passwords, atomic writes."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from tests.site.conftest import VAULT_PASSWORD, ansible_vault
+from tui.adapters.errors import SiteError
+from tui.adapters.vault import (
+    VaultPassword,
+    decrypt_text,
+    decrypt_text_async,
+    encrypt_text,
+    encrypt_text_async,
+    is_vault_text,
+    read_password_file,
+    read_vault_file,
+    write_atomic,
+    write_vault_file,
+)
+
+PLAIN = "# comment survives\nsite_domain: \"trial.example\"  # eol\nsite_variables:\n  tn_vxlan: null\n"
+
+
+def test_ours_opens_with_ansible_vault(tmp_path: Path, password: VaultPassword, password_file: Path) -> None:
+    path = tmp_path / "core.yaml"
+    write_vault_file(path, PLAIN, password)
+    assert path.read_text().startswith("$ANSIBLE_VAULT;1.1;AES256\n")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    viewed = ansible_vault("view", "--vault-password-file", str(password_file), str(path))
+    assert viewed.returncode == 0, viewed.stderr
+    assert viewed.stdout == PLAIN
+    decrypted = ansible_vault("decrypt", "--vault-password-file", str(password_file), str(path))
+    assert decrypted.returncode == 0, decrypted.stderr
+    assert path.read_text() == PLAIN
+
+
+def test_ansible_vault_files_open_here(tmp_path: Path, password: VaultPassword, password_file: Path) -> None:
+    path = tmp_path / "core.yaml"
+    path.write_text(PLAIN)
+    done = ansible_vault("encrypt", "--vault-password-file", str(password_file), str(path))
+    assert done.returncode == 0, done.stderr
+    assert is_vault_text(path.read_text())
+    assert read_vault_file(path, password) == PLAIN
+
+
+def test_string_level_round_trip_and_salt(password: VaultPassword) -> None:
+    first = encrypt_text(PLAIN, password)
+    second = encrypt_text(PLAIN, password)
+    assert first != second  # a fresh salt each time
+    assert decrypt_text(first, password) == decrypt_text(second, password) == PLAIN
+
+
+async def test_async_wrappers(password: VaultPassword) -> None:
+    text = await encrypt_text_async(PLAIN, password)
+    assert await decrypt_text_async(text, password) == PLAIN
+
+
+def test_wrong_password_says_so_and_changes_nothing(tmp_path: Path, password: VaultPassword) -> None:
+    path = tmp_path / "core.yaml"
+    write_vault_file(path, PLAIN, password)
+    before = path.read_bytes()
+    with pytest.raises(SiteError) as caught:
+        read_vault_file(path, VaultPassword.from_text("not the password"))
+    assert caught.value.title == "Wrong vault password"
+    assert "Nothing was changed" in caught.value.detail
+    assert "not the password" not in str(caught.value)
+    assert path.read_bytes() == before
+
+
+def test_plain_text_is_not_decrypted(password: VaultPassword) -> None:
+    with pytest.raises(SiteError, match="Not vault-encrypted"):
+        decrypt_text(PLAIN, password)
+
+
+def test_encrypting_twice_is_refused(password: VaultPassword) -> None:
+    with pytest.raises(SiteError, match="Already encrypted"):
+        encrypt_text(encrypt_text(PLAIN, password), password)
+
+
+def test_is_vault_text() -> None:
+    assert is_vault_text("$ANSIBLE_VAULT;1.1;AES256\n6162\n")
+    assert is_vault_text(b"$ANSIBLE_VAULT;1.2;AES256;dev\n6162\n")
+    assert not is_vault_text(PLAIN)
+    assert not is_vault_text("")
+    assert not is_vault_text(" $ANSIBLE_VAULT;1.1;AES256\n")  # ansible itself would not accept it
+
+
+def test_password_file_is_read_as_ansible_reads_it(tmp_path: Path, password_file: Path) -> None:
+    windows = tmp_path / "crlf"
+    windows.write_bytes(f"  {VAULT_PASSWORD}\r\n\n".encode())
+    windows.chmod(0o600)
+    encrypted = encrypt_text(PLAIN, read_password_file(windows))
+    assert decrypt_text(encrypted, read_password_file(password_file)) == PLAIN
+    target = tmp_path / "core.yaml"
+    target.write_text(encrypted)
+    viewed = ansible_vault("view", "--vault-password-file", str(windows), str(target))
+    assert viewed.stdout == PLAIN
+
+
+def test_readable_password_file_warns(tmp_path: Path) -> None:
+    path = tmp_path / "open-pass"
+    path.write_text("pw-pw-pw\n")
+    path.chmod(0o644)
+    password = read_password_file(path)
+    assert password.warnings and "chmod 600" in password.warnings[0]
+    path.chmod(0o600)
+    assert read_password_file(path).warnings == ()
+
+
+def test_password_repr_hides_the_secret(password: VaultPassword) -> None:
+    assert VAULT_PASSWORD not in repr(password)
+
+
+def test_password_file_problems(tmp_path: Path) -> None:
+    with pytest.raises(SiteError, match="not found"):
+        read_password_file(tmp_path / "missing")
+    empty = tmp_path / "empty"
+    empty.write_text("\n")
+    empty.chmod(0o600)
+    with pytest.raises(SiteError, match="Empty vault password"):
+        read_password_file(empty)
+    with pytest.raises(SiteError, match="directory"):
+        read_password_file(tmp_path)
+
+
+def test_executable_password_file_is_run_like_ansible(tmp_path: Path) -> None:
+    script = tmp_path / "pass-script"
+    script.write_text(f"#!/bin/sh\necho '{VAULT_PASSWORD}'\n")
+    script.chmod(0o700)
+    password = read_password_file(script)
+    assert password.secret == VAULT_PASSWORD.encode()
+    failing = tmp_path / "failing"
+    failing.write_text("#!/bin/sh\nexit 3\n")
+    failing.chmod(0o700)
+    with pytest.raises(SiteError, match="script failed"):
+        read_password_file(failing)
+
+
+def test_atomic_write_replaces_in_one_step(tmp_path: Path) -> None:
+    path = tmp_path / "dir" / "file"
+    path.parent.mkdir()
+    path.write_text("old")
+    path.chmod(0o644)
+    write_atomic(path, "new")
+    assert path.read_text() == "new"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert sorted(os.listdir(path.parent)) == ["file"]  # no temp file left behind
+
+
+def test_atomic_write_failure_leaves_no_trace(tmp_path: Path) -> None:
+    target = tmp_path / "dir" / "core.yaml"
+    target.mkdir(parents=True)  # a directory in the way: the final rename fails
+    (target / "keep").write_text("kept")
+    with pytest.raises(SiteError, match="Cannot write"):
+        write_atomic(target, "new")
+    assert sorted(os.listdir(target.parent)) == ["core.yaml"]
+    assert (target / "keep").read_text() == "kept"
+    with pytest.raises(SiteError, match="Cannot write"):
+        write_atomic(tmp_path / "missing-dir" / "file", "new")

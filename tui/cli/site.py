@@ -1,0 +1,465 @@
+"""`sitetk site ...`: the site configuration (core.yaml), the sites repository and components.
+
+    sitetk site encrypt PATH            vault-encrypt a plain core.yaml in place (checked first)
+    sitetk site decrypt PATH            print the decrypted text (never written to disk)
+    sitetk site edit PATH --set K=V     change values in memory and re-encrypt (comments kept)
+    sitetk site check PATH              the checks: components, variables, MTU, object store
+    sitetk site components              the component library with each component's variables
+    sitetk site enable COMPONENT        list a component with its site variables (--set var=value)
+    sitetk site branches|open|create    the sites repository's site branches
+    sitetk site submit                  show the decrypted diff, then commit and push
+
+The vault password comes from `--vault-password-file` (or SITETK_VAULT_PASSWORD_FILE), else a
+prompt. Repository tokens come from `--token-file` or the SITETK_SITES_TOKEN / SITETK_LIBRARY_TOKEN
+environment variables, never from the command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from tui.adapters.git_repo import GitRemote, GitRepo
+from tui.adapters.vault import VaultPassword, is_vault_text, read_password_file, read_text
+from tui.cli.common import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, confirm, emit_json, follow, print_preview, run_async
+from tui.domain.components import ComponentDefinition, ComponentLibrary
+from tui.domain.naming import DEFAULT_NAMING
+from tui.domain.site_checks import Finding, Severity
+from tui.procedures.component_library import load_library
+from tui.procedures.site_config import (
+    check_site_file,
+    edit_file,
+    enable_component,
+    encrypt_file,
+    load_site_config,
+    preview_edit,
+    preview_enable_component,
+    preview_encrypt,
+)
+from tui.procedures.site_repo import (
+    create_site,
+    current_site,
+    default_workdir,
+    list_sites,
+    locate_site,
+    open_site,
+    preview_create_site,
+    preview_submit,
+    submit_site,
+)
+
+PASSWORD_FILE_ENV = "SITETK_VAULT_PASSWORD_FILE"
+SITES_REPO_ENV = "SITETK_SITES_REPO"
+SITES_TOKEN_ENV = "SITETK_SITES_TOKEN"
+SITES_TOKEN_FILE_ENV = "SITETK_SITES_TOKEN_FILE"
+LIBRARY_REPO_ENV = "SITETK_LIBRARY_REPO"
+LIBRARY_TOKEN_ENV = "SITETK_LIBRARY_TOKEN"
+
+
+class UsageError(Exception):
+    """Bad input on the command line (exit code 2)."""
+
+
+# --- argument helpers --------------------------------------------------------------------------
+
+
+def parse_set(items: list[str] | None) -> list[tuple[str, Any]]:
+    """`["a.b=1500", "c=x"]` -> [("a.b", 1500), ("c", "x")]; values are YAML (empty -> null)."""
+    yaml = YAML(typ="safe", pure=True)
+    result = []
+    for item in items or []:
+        path, sep, raw = item.partition("=")
+        if not sep or not path.strip():
+            raise UsageError(f"--set {item!r}: write dotted.path=value")
+        try:
+            value = yaml.load(raw) if raw.strip() else None
+        except YAMLError as exc:
+            raise UsageError(f"--set {item!r}: the value is not valid YAML ({str(exc).splitlines()[0]})") from None
+        result.append((path.strip(), value))
+    return result
+
+
+def _password(args: argparse.Namespace, warnings: list[str]) -> VaultPassword:
+    source = args.vault_password_file or os.environ.get(PASSWORD_FILE_ENV)
+    if source:
+        password = read_password_file(source)
+        warnings.extend(password.warnings)
+        return password
+    if not sys.stdin.isatty():
+        raise UsageError("no vault password: give --vault-password-file FILE (or set SITETK_VAULT_PASSWORD_FILE)")
+    return VaultPassword.from_text(getpass.getpass("Vault password: "), "prompt")
+
+
+def _token(file_arg: str | None, file_env: str | None, env: str) -> str | None:
+    source = file_arg or (os.environ.get(file_env) if file_env else None)
+    if source:
+        try:
+            token = Path(source).expanduser().read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise UsageError(f"token file {source}: {exc.strerror}") from None
+        if not token:
+            raise UsageError(f"token file {source} is empty")
+        return token
+    return os.environ.get(env) or None
+
+
+def _sites_repo(args: argparse.Namespace) -> GitRepo:
+    url = args.repo or os.environ.get(SITES_REPO_ENV)
+    if not url:
+        raise UsageError("no sites repository: give --repo URL (or set SITETK_SITES_REPO)")
+    token = _token(args.token_file, SITES_TOKEN_FILE_ENV, SITES_TOKEN_ENV)
+    workdir = Path(args.workdir) if args.workdir else default_workdir(url, "sites")
+    return GitRepo(GitRemote(url, token), workdir)
+
+
+def _library_repo(args: argparse.Namespace) -> GitRepo:
+    url = args.library or os.environ.get(LIBRARY_REPO_ENV)
+    if not url:
+        raise UsageError("no component library: give --library URL (or set SITETK_LIBRARY_REPO)")
+    token = _token(args.library_token_file, None, LIBRARY_TOKEN_ENV)
+    workdir = Path(args.library_workdir) if args.library_workdir else default_workdir(url, "library")
+    return GitRepo(GitRemote(url, token), workdir)
+
+
+def _warn(warnings: list[str], as_json: bool) -> None:
+    if not as_json:
+        for warning in warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+
+
+def _finish(as_json: bool, payload: dict[str, Any], text: str | None = None) -> None:
+    if as_json:
+        emit_json({"ok": True, **payload})
+    elif text:
+        print(text)
+
+
+def _findings_text(findings: tuple[Finding, ...] | list[Finding]) -> str:
+    if not findings:
+        return "no problems found"
+    return "\n".join(f"{f.severity.value.upper():7} {f.path}: {f.message}" for f in findings)
+
+
+def _component_text(definition: ComponentDefinition) -> str:
+    lines = [f"{definition.name}: {definition.short_description}"]
+    for leaf, description in definition.variable_paths():
+        lines.append(f"    {leaf}: {description}")
+    if definition.appliances:
+        lines.append(f"    appliances: {', '.join(definition.appliance_record_ids())}")
+    return "\n".join(lines)
+
+
+def _component_json(definition: ComponentDefinition) -> dict[str, Any]:
+    return {
+        "name": definition.name,
+        "short_description": definition.short_description,
+        "long_description": definition.long_description,
+        "maintainers": list(definition.maintainers),
+        "hypervisors": list(definition.hypervisors),
+        "appliances": list(definition.appliances),
+        "appliance_record_ids": list(definition.appliance_record_ids()),
+        "site_variables": {leaf: description for leaf, description in definition.variable_paths()},
+    }
+
+
+async def _library(args: argparse.Namespace) -> ComponentLibrary:
+    repo = _library_repo(args)
+    try:
+        return await load_library(repo, DEFAULT_NAMING)
+    finally:
+        repo.close()
+
+
+# --- commands ----------------------------------------------------------------------------------
+
+
+async def _encrypt(args: argparse.Namespace) -> int:
+    warnings: list[str] = []
+    password = _password(args, warnings)
+    _warn(warnings, args.json)
+    if args.dry_run:
+        print_preview(await preview_encrypt(Path(args.path), password), args.json)
+        return EXIT_OK
+    events = await follow(encrypt_file(Path(args.path), password), args.json)
+    _finish(args.json, {"warnings": warnings, "events": [e.as_json() for e in events]})
+    return EXIT_OK
+
+
+async def _decrypt(args: argparse.Namespace) -> int:
+    warnings: list[str] = []
+    password = _password(args, warnings)
+    _warn(warnings, args.json)
+    loaded = await load_site_config(Path(args.path), password)
+    if args.json:
+        emit_json({"ok": True, "warnings": warnings, "path": str(loaded.path), "encrypted": loaded.encrypted, "text": loaded.config.text})
+    else:
+        sys.stdout.write(loaded.config.text)
+    return EXIT_OK
+
+
+async def _edit(args: argparse.Namespace) -> int:
+    changes = parse_set(args.set)
+    if not changes:
+        raise UsageError("nothing to change: give --set dotted.path=value (repeatable)")
+    warnings: list[str] = []
+    password = _password(args, warnings)
+    _warn(warnings, args.json)
+    if args.dry_run:
+        print_preview(await preview_edit(Path(args.path), password, changes), args.json)
+        return EXIT_OK
+    events = await follow(edit_file(Path(args.path), password, changes), args.json)
+    findings = events[-1].data.get("findings", []) if events else []
+    if not args.json:
+        for finding in findings:
+            print(f"{finding['severity']}: {finding['path']}: {finding['message']}", file=sys.stderr)
+    _finish(args.json, {"warnings": warnings, "events": [e.as_json() for e in events]})
+    return EXIT_OK
+
+
+async def _check(args: argparse.Namespace) -> int:
+    warnings: list[str] = []
+    password = _password(args, warnings) if _needs_password(Path(args.path)) else None
+    _warn(warnings, args.json)
+    definitions = None
+    problems: tuple[str, ...] = ()
+    if args.library or os.environ.get(LIBRARY_REPO_ENV):
+        library = await _library(args)
+        definitions, problems = library.as_mapping(), library.problems
+    findings = await check_site_file(Path(args.path), password, definitions=definitions, nic_mtu=args.nic_mtu)
+    errors = [f for f in findings if f.severity is Severity.ERROR]
+    if args.json:
+        emit_json({"ok": not errors, "warnings": warnings, "library_problems": list(problems), "findings": [f.as_json() for f in findings]})
+    else:
+        for problem in problems:
+            print(f"warning: component library: {problem}", file=sys.stderr)
+        print(_findings_text(findings))
+    return EXIT_FINDINGS if errors else EXIT_OK
+
+
+def _needs_password(path: Path) -> bool:
+    return is_vault_text(read_text(path))
+
+
+async def _components(args: argparse.Namespace) -> int:
+    library = await _library(args)
+    if args.json:
+        emit_json({"ok": True, "components": [_component_json(d) for d in library.definitions], "problems": list(library.problems)})
+    else:
+        print("\n".join(_component_text(d) for d in library.definitions))
+        for problem in library.problems:
+            print(f"warning: {problem}", file=sys.stderr)
+    return EXIT_OK
+
+
+async def _enable(args: argparse.Namespace) -> int:
+    values = dict(parse_set(args.set))
+    warnings: list[str] = []
+    password = _password(args, warnings)
+    _warn(warnings, args.json)
+    library = await _library(args)
+    definition = library.get(args.component)
+    if definition is None:
+        raise UsageError(f"{args.component!r} is not in the component library (known: {', '.join(library.names()) or 'none'})")
+    if args.path:
+        path = Path(args.path)
+    else:
+        repo = _sites_repo(args)
+        path = (await current_site(repo, args.site)).path
+        repo.close()
+    if args.dry_run:
+        print_preview(await preview_enable_component(path, password, definition, values), args.json)
+        return EXIT_OK
+    events = await follow(enable_component(path, password, definition, values, allow_incomplete=args.allow_incomplete), args.json)
+    _finish(args.json, {"warnings": warnings, "events": [e.as_json() for e in events]})
+    return EXIT_OK
+
+
+async def _branches(args: argparse.Namespace) -> int:
+    repo = _sites_repo(args)
+    try:
+        listing = await list_sites(repo)
+    finally:
+        repo.close()
+    _finish(args.json, {"default_branch": listing.default_branch, "sites": list(listing.sites)}, "\n".join(listing.sites) or "(no site branches)")
+    return EXIT_OK
+
+
+async def _open(args: argparse.Namespace) -> int:
+    repo = _sites_repo(args)
+    try:
+        events = await follow(open_site(repo, args.branch, args.site), args.json)
+    finally:
+        repo.close()
+    site = events[-1].data
+    _finish(args.json, {"site": site, "events": [e.as_json() for e in events]}, site.get("path"))
+    return EXIT_OK
+
+
+async def _create(args: argparse.Namespace) -> int:
+    initial = dict(parse_set(args.set))
+    warnings: list[str] = []
+    password = _password(args, warnings)
+    _warn(warnings, args.json)
+    repo = _sites_repo(args)
+    try:
+        if args.dry_run:
+            print_preview(await preview_create_site(repo, args.branch, args.site or args.branch, password), args.json)
+            return EXIT_OK
+        events = await follow(create_site(repo, args.branch, args.site or args.branch, password, initial=initial), args.json)
+    finally:
+        repo.close()
+    site = events[-1].data
+    _finish(args.json, {"warnings": warnings, "site": site, "events": [e.as_json() for e in events]}, site.get("path"))
+    return EXIT_OK
+
+
+async def _submit(args: argparse.Namespace) -> int:
+    warnings: list[str] = []
+    password = _password(args, warnings)
+    _warn(warnings, args.json)
+    repo = _sites_repo(args)
+    try:
+        site = await current_site(repo, args.site) if not args.branch else locate_site(repo, args.branch, args.site)
+        preview = await preview_submit(repo, site, password, reveal=args.reveal)
+        if not preview.pending:
+            _finish(args.json, {"preview": preview.as_json(), "events": []}, f"{site.branch}: nothing to submit")
+            return EXIT_OK
+        if args.dry_run:
+            changes = preview.as_preview(args.message)
+            _finish(args.json, {"dry_run": True, "preview": preview.as_json(), "changes": changes.as_json()}, f"{preview.diff}\n{changes.as_text()}")
+            return EXIT_OK
+        if not args.json:
+            print(f"Diff against {preview.base}:")
+            print(preview.diff or "(no change to the configuration)")
+            print(preview.as_preview(args.message).as_text())
+        if not confirm(f"Commit and push {site.site_dir}/core.yaml to {site.branch}", args.yes):
+            return EXIT_USAGE
+        events = await follow(submit_site(repo, site, password, message=args.message), args.json)
+    finally:
+        repo.close()
+    _finish(args.json, {"warnings": warnings, "preview": preview.as_json(), "events": [e.as_json() for e in events]})
+    return EXIT_OK
+
+
+# --- registration ------------------------------------------------------------------------------
+
+
+def _run(handler: Any) -> Any:
+    def run(args: argparse.Namespace) -> int:
+        async def main() -> int:
+            try:
+                return await handler(args)
+            except UsageError as error:
+                if args.json:
+                    emit_json({"ok": False, "error": {"title": "bad usage", "detail": str(error), "retryable": False, "code": None}})
+                else:
+                    print(f"error: {error}", file=sys.stderr)
+                return EXIT_USAGE
+
+        return run_async(main, args.json)
+
+    return run
+
+
+def _common(parser: argparse.ArgumentParser, password: bool = True) -> None:
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    if password:
+        parser.add_argument("--vault-password-file", metavar="FILE", help=f"vault password file (default: ${PASSWORD_FILE_ENV}, else a prompt)")
+
+
+def _repo_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--repo", metavar="URL", help=f"sites repository (default: ${SITES_REPO_ENV})")
+    parser.add_argument("--workdir", metavar="DIR", help="working clone (default: under the state directory)")
+    parser.add_argument("--token-file", metavar="FILE", help=f"file holding the repository token (or ${SITES_TOKEN_FILE_ENV} / ${SITES_TOKEN_ENV})")
+
+
+def _library_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--library", metavar="URL", help=f"component library repository (default: ${LIBRARY_REPO_ENV})")
+    parser.add_argument("--library-workdir", metavar="DIR", help="working clone of the library")
+    parser.add_argument("--library-token-file", metavar="FILE", help=f"file holding the library token (or ${LIBRARY_TOKEN_ENV})")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    site = subparsers.add_parser("site", help="site configuration, sites repository and components")
+    verbs = site.add_subparsers(dest="verb", required=True)
+
+    p = verbs.add_parser("encrypt", help="vault-encrypt a plain core.yaml in place")
+    p.add_argument("path")
+    p.add_argument("--dry-run", action="store_true", help="show what would change, write nothing")
+    _common(p)
+    p.set_defaults(func=_run(_encrypt))
+
+    p = verbs.add_parser("decrypt", help="print the decrypted core.yaml (nothing is written)")
+    p.add_argument("path")
+    _common(p)
+    p.set_defaults(func=_run(_decrypt))
+
+    p = verbs.add_parser("edit", help="set values in an encrypted core.yaml (comments kept)")
+    p.add_argument("path")
+    p.add_argument("--set", action="append", metavar="PATH=VALUE", help="dotted path and YAML value; repeatable")
+    p.add_argument("--dry-run", action="store_true", help="show the changes, write nothing")
+    _common(p)
+    p.set_defaults(func=_run(_edit))
+
+    p = verbs.add_parser("check", help="check a core.yaml (encrypted or plain)")
+    p.add_argument("path")
+    p.add_argument("--nic-mtu", type=int, help="MTU of the NIC/bridge the VXLAN rides on")
+    _library_options(p)
+    _common(p)
+    p.set_defaults(func=_run(_check))
+
+    p = verbs.add_parser("components", help="list the component library")
+    _library_options(p)
+    _common(p, password=False)
+    p.set_defaults(func=_run(_components))
+
+    p = verbs.add_parser("enable", help="list a component in site_variables with its site variables")
+    p.add_argument("component")
+    p.add_argument("--path", help="core.yaml to change (default: the open site of the working clone)")
+    p.add_argument("--site", help="site directory (default: named after the branch)")
+    p.add_argument("--set", action="append", metavar="VAR=VALUE", help="site variable value; repeatable")
+    p.add_argument("--allow-incomplete", action="store_true", help="write even when site variables are left unset")
+    p.add_argument("--dry-run", action="store_true", help="show what would change, write nothing")
+    _library_options(p)
+    _repo_options(p)
+    _common(p)
+    p.set_defaults(func=_run(_enable))
+
+    p = verbs.add_parser("branches", help="list the site branches of the sites repository")
+    _repo_options(p)
+    _common(p, password=False)
+    p.set_defaults(func=_run(_branches))
+
+    p = verbs.add_parser("open", help="open an existing site branch in the working clone")
+    p.add_argument("branch")
+    p.add_argument("--site", help="site directory (default: named after the branch)")
+    _repo_options(p)
+    _common(p, password=False)
+    p.set_defaults(func=_run(_open))
+
+    p = verbs.add_parser("create", help="create a site from the template (pushed on submit)")
+    p.add_argument("branch")
+    p.add_argument("--site", help="site directory, app_manager_deployment_site (default: the branch name)")
+    p.add_argument("--set", action="append", metavar="PATH=VALUE", help="initial value; repeatable")
+    p.add_argument("--dry-run", action="store_true", help="show what would change, change nothing")
+    _repo_options(p)
+    _common(p)
+    p.set_defaults(func=_run(_create))
+
+    p = verbs.add_parser("submit", help="show the decrypted diff, then commit and push core.yaml")
+    p.add_argument("--branch", help="site branch (default: the open one)")
+    p.add_argument("--site", help="site directory (default: named after the branch)")
+    p.add_argument("--message", "-m", help="commit message")
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    p.add_argument("--dry-run", action="store_true", help="show the diff only")
+    p.add_argument("--reveal", action="store_true", help="show secret values in the diff")
+    _repo_options(p)
+    _common(p)
+    p.set_defaults(func=_run(_submit))

@@ -1,0 +1,307 @@
+"""Checks of a site configuration: what is missing or wrong, as findings (error or warning).
+
+- the spec's minimal component set (tn_bastion mandatory, tn_vxlan required, the recommended ones
+  flagged); the identifiers are data (`MINIMAL_COMPONENT_SET`), and a site whose components carry
+  other names maps them through the naming profile's extra settings (`component_<role>`);
+- every site variable of each listed component present and set (given the library definitions);
+- template, image, network and cluster IDs that exist in the cloud (given the sets of existing
+  ids, so the checks stay pure);
+- the trial-network guest MTU below the NIC MTU (VXLAN adds 50 to 54 bytes of headers);
+- the shape of `site_s3_server` (its endpoint is the object store VM's address).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Iterator, Mapping, Sequence
+from urllib.parse import urlsplit
+
+from tui.domain.components import ComponentDefinition
+from tui.domain.naming import DEFAULT_NAMING, NamingProfile
+from tui.domain.site_config import MISSING, SiteConfig, lookup
+
+#: bytes of headers a VXLAN encapsulation adds (50 over IPv4, up to 54 with a VLAN tag)
+VXLAN_OVERHEAD = 50
+
+_HOSTNAME = re.compile(r"^(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9\-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9\-]{0,61}[A-Za-z0-9])?)*$")
+
+
+class Severity(str, Enum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: Severity
+    path: str
+    message: str
+
+    def as_json(self) -> dict[str, str]:
+        return {"severity": self.severity.value, "path": self.path, "message": self.message}
+
+
+class Requirement(str, Enum):
+    MANDATORY = "mandatory"
+    REQUIRED = "required"
+    RECOMMENDED = "recommended"
+    OPTIONAL = "optional"
+
+
+@dataclass(frozen=True)
+class ComponentRequirement:
+    #: stable role name; `naming.extra["component_<role>"]` overrides the identifier
+    role: str
+    component: str
+    requirement: Requirement
+    purpose: str
+
+
+#: The spec's minimal component set. The product-named components use neutral identifiers.
+MINIMAL_COMPONENT_SET: tuple[ComponentRequirement, ...] = (
+    ComponentRequirement("bastion", "tn_bastion", Requirement.MANDATORY, "the entry point of every trial network"),
+    ComponentRequirement("vxlan", "tn_vxlan", Requirement.REQUIRED, "strictly required to deploy any trial network (only listed, no installation)"),
+    ComponentRequirement("init", "tn_init", Requirement.OPTIONAL, "deploys tn_vxlan and tn_bastion in one shorter pipeline"),
+    ComponentRequirement("vnet", "vnet", Requirement.RECOMMENDED, "treated like tn_vxlan: only listed, no installation"),
+    ComponentRequirement("vm", "vm_kvm", Requirement.RECOMMENDED, "a simple VM that checks the site works"),
+    ComponentRequirement("cluster", "cluster", Requirement.RECOMMENDED, "the container cluster other cluster-based components build on"),
+    ComponentRequirement("core_net_cluster", "core_net_cluster", Requirement.RECOMMENDED, "the core network on the container cluster"),
+    ComponentRequirement("core_net_vm", "core_net_vm", Requirement.RECOMMENDED, "the core network on a VM"),
+    ComponentRequirement("ran_sim", "ran_sim", Requirement.RECOMMENDED, "the UE/RAN simulator on a VM"),
+)
+
+
+def minimal_component_set(naming: NamingProfile = DEFAULT_NAMING) -> tuple[ComponentRequirement, ...]:
+    """The minimal set with identifiers renamed by the naming profile (`component_<role>` extras)."""
+    result = []
+    for item in MINIMAL_COMPONENT_SET:
+        name = naming.extra.get(f"component_{item.role}", item.component)
+        result.append(ComponentRequirement(item.role, name, item.requirement, item.purpose))
+    return tuple(result)
+
+
+@dataclass(frozen=True)
+class CloudIds:
+    """IDs that exist in the cloud; a None set means "not known", and its check is skipped."""
+
+    templates: frozenset[int] | None = None
+    images: frozenset[int] | None = None
+    service_templates: frozenset[int] | None = None
+    networks: frozenset[int] | None = None
+    clusters: frozenset[int] | None = None
+
+
+def check_site_config(
+    config: SiteConfig,
+    *,
+    naming: NamingProfile = DEFAULT_NAMING,
+    definitions: Mapping[str, ComponentDefinition] | None = None,
+    cloud: CloudIds | None = None,
+    nic_mtu: int | None = None,
+    requirements: Sequence[ComponentRequirement] | None = None,
+) -> tuple[Finding, ...]:
+    """Every check; errors first, each group in file order."""
+    findings: list[Finding] = []
+    findings += check_component_map(config)
+    findings += check_minimal_components(config, requirements if requirements is not None else minimal_component_set(naming))
+    if definitions is not None:
+        findings += check_component_variables(config, definitions)
+    if cloud is not None:
+        findings += check_cloud_ids(config, cloud)
+    findings += check_mtu(config, nic_mtu)
+    findings += check_s3_server(config)
+    errors = [f for f in findings if f.severity is Severity.ERROR]
+    return tuple(errors + [f for f in findings if f.severity is not Severity.ERROR])
+
+
+def check_component_map(config: SiteConfig) -> list[Finding]:
+    key = config.variables_key
+    value = config.data.get(key, MISSING)
+    if value is MISSING:
+        return [Finding(Severity.ERROR, key, f"{key} is missing: it must list every component the site offers")]
+    if not isinstance(value, Mapping) or not value:
+        return [Finding(Severity.ERROR, key, f"{key} must be a mapping of component -> site variables (null when none)")]
+    return []
+
+
+def check_minimal_components(config: SiteConfig, requirements: Sequence[ComponentRequirement]) -> list[Finding]:
+    listed = set(config.components())
+    findings = []
+    for item in requirements:
+        if item.component in listed:
+            continue
+        path = f"{config.variables_key}.{item.component}"
+        if item.requirement is Requirement.MANDATORY:
+            findings.append(Finding(Severity.ERROR, path, f"{item.component} is mandatory ({item.purpose}); list it and set its site variables"))
+        elif item.requirement is Requirement.REQUIRED:
+            findings.append(Finding(Severity.ERROR, path, f"{item.component} is required ({item.purpose}); list it"))
+        elif item.requirement is Requirement.RECOMMENDED:
+            findings.append(Finding(Severity.WARNING, path, f"{item.component} is highly recommended ({item.purpose}) but not listed"))
+    return findings
+
+
+def check_component_variables(config: SiteConfig, definitions: Mapping[str, ComponentDefinition]) -> list[Finding]:
+    findings = []
+    for component in config.components():
+        path = f"{config.variables_key}.{component}"
+        definition = definitions.get(component)
+        if definition is None:
+            findings.append(Finding(Severity.WARNING, path, f"{component} is not in the component library; its site variables cannot be checked"))
+            continue
+        value = config.component_variables(component)
+        leaves = definition.variable_paths()
+        if not leaves:
+            continue
+        if not isinstance(value, Mapping):
+            names = ", ".join(name for name, _ in leaves)
+            findings.append(Finding(Severity.ERROR, path, f"{component} needs its site variables: {names}"))
+            continue
+        for leaf, description in leaves:
+            found = lookup(value, leaf)
+            about = f" ({description})" if description else ""
+            if found is MISSING:
+                findings.append(Finding(Severity.ERROR, f"{path}.{leaf}", f"missing site variable{about}"))
+            elif found is None or found == "":
+                findings.append(Finding(Severity.ERROR, f"{path}.{leaf}", f"site variable not set{about}"))
+    return findings
+
+
+def _id_leaves(node: Any, path: str) -> Iterator[tuple[str, str, Any]]:
+    """(path, key, value) of every scalar leaf below `node`."""
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            child = f"{path}.{key}"
+            if isinstance(value, (Mapping, list)):
+                yield from _id_leaves(value, child)
+            else:
+                yield child, str(key), value
+
+
+def _as_id(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return None
+
+
+def check_cloud_ids(config: SiteConfig, cloud: CloudIds) -> list[Finding]:
+    findings: list[Finding] = []
+    key = config.variables_key
+    for path, name, value in _id_leaves(config.data.get(key), key):
+        lowered = name.lower()
+        if lowered.endswith("service_template_id"):
+            known, kind = cloud.service_templates, "service template"
+        elif lowered.endswith("template_id"):
+            known, kind = cloud.templates, "VM template"
+        elif lowered.endswith("image_id"):
+            known, kind = cloud.images, "image"
+        else:
+            continue
+        findings += _check_id(path, value, known, kind)
+    networks = config.data.get("site_networks_id")
+    if isinstance(networks, Mapping):
+        for name, value in networks.items():
+            findings += _check_id(f"site_networks_id.{name}", value, cloud.networks, "virtual network")
+    clusters = config.data.get("site_clusters")
+    if isinstance(clusters, list):
+        for index, value in enumerate(clusters):
+            findings += _check_id(f"site_clusters.{index}", value, cloud.clusters, "cluster")
+    return findings
+
+
+def _check_id(path: str, value: Any, known: frozenset[int] | None, kind: str) -> list[Finding]:
+    if value is None or value == "":
+        return []  # reported as "not set" by the variable check
+    number = _as_id(value)
+    if number is None:
+        return [Finding(Severity.ERROR, path, f"{value!r} is not a {kind} ID (a whole number)")]
+    if known is not None and number not in known:
+        return [Finding(Severity.ERROR, path, f"{kind} {number} does not exist in the cloud")]
+    return []
+
+
+def check_mtu(config: SiteConfig, nic_mtu: int | None = None) -> list[Finding]:
+    """Guest MTU of the trial-network VXLAN below the NIC MTU (`site_vxlan_mtu` or the given one)."""
+    findings: list[Finding] = []
+    guest_raw = config.get("site_vxlan_guest_mtu")
+    declared_raw = config.get("site_vxlan_mtu")
+    guest = _as_id(guest_raw)
+    declared = _as_id(declared_raw)
+    if guest_raw is not None and guest is None:
+        findings.append(Finding(Severity.ERROR, "site_vxlan_guest_mtu", f"{guest_raw!r} is not an MTU (a whole number of bytes)"))
+    if declared_raw is not None and declared is None:
+        findings.append(Finding(Severity.ERROR, "site_vxlan_mtu", f"{declared_raw!r} is not an MTU (a whole number of bytes)"))
+    if nic_mtu is not None and declared is not None and declared > nic_mtu:
+        findings.append(Finding(Severity.WARNING, "site_vxlan_mtu", f"site_vxlan_mtu {declared} is above the network's MTU {nic_mtu}"))
+    limit = nic_mtu if nic_mtu is not None else declared
+    source = "the network's MTU" if nic_mtu is not None else "site_vxlan_mtu"
+    if guest is None or limit is None:
+        return findings
+    if guest >= limit:
+        findings.append(
+            Finding(Severity.ERROR, "site_vxlan_guest_mtu", f"guest MTU {guest} must be lower than {source} {limit} (VXLAN adds {VXLAN_OVERHEAD}+ bytes of headers); use {limit - VXLAN_OVERHEAD} or less")
+        )
+    elif limit - guest < VXLAN_OVERHEAD:
+        findings.append(
+            Finding(Severity.WARNING, "site_vxlan_guest_mtu", f"guest MTU {guest} leaves {limit - guest} bytes below {source} {limit}; VXLAN headers need {VXLAN_OVERHEAD}, so large packets will fragment (use {limit - VXLAN_OVERHEAD})")
+        )
+    return findings
+
+
+def _valid_host(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        return bool(_HOSTNAME.match(host))
+
+
+def check_s3_server(config: SiteConfig) -> list[Finding]:
+    value = config.data.get("site_s3_server", MISSING)
+    if value is MISSING or value is None:
+        return [Finding(Severity.ERROR, "site_s3_server", "site_s3_server is missing: fill it from the object store VM (its endpoint is that VM's address)")]
+    if not isinstance(value, Mapping):
+        return [Finding(Severity.ERROR, "site_s3_server", "site_s3_server must be a mapping with endpoint, bucket, region, ...")]
+    findings = []
+    endpoint = value.get("endpoint")
+    if not endpoint or not isinstance(endpoint, str):
+        findings.append(Finding(Severity.ERROR, "site_s3_server.endpoint", "endpoint is not set: use https://<object store VM address>:9000"))
+    else:
+        problem = _endpoint_problem(endpoint)
+        if problem:
+            findings.append(Finding(Severity.ERROR, "site_s3_server.endpoint", problem))
+    bucket = value.get("bucket")
+    if not bucket or not isinstance(bucket, str):
+        findings.append(Finding(Severity.ERROR, "site_s3_server.bucket", "bucket is not set (the object store bucket for trial-network files)"))
+    insecure = value.get("insecure", MISSING)
+    if insecure is not MISSING and not isinstance(insecure, bool):
+        findings.append(Finding(Severity.WARNING, "site_s3_server.insecure", f"insecure should be true or false, not {insecure!r}"))
+    return findings
+
+
+def _endpoint_problem(endpoint: str) -> str:
+    if "<" in endpoint or ">" in endpoint:
+        return f"{endpoint!r} is still the template placeholder: fill in the object store VM's address"
+    try:
+        parts = urlsplit(endpoint)
+        port = parts.port
+    except ValueError as exc:
+        return f"{endpoint!r} is not a URL ({exc})"
+    if parts.scheme not in ("http", "https"):
+        return f"{endpoint!r} must start with http:// or https://"
+    if parts.username or parts.password:
+        return "the endpoint must not carry credentials; keep the keys in their own fields"
+    host = parts.hostname or ""
+    if not host or not _valid_host(host):
+        return f"{endpoint!r} has no valid host: use the object store VM's address"
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        return f"{endpoint!r} must be scheme://host:port only, without a path"
+    if port is None:
+        return f"{endpoint!r} has no port (the object store listens on 9000 by default)"
+    return ""

@@ -1,0 +1,131 @@
+"""The audit log: one JSON line per mutating operation, append-only, secrets redacted.
+
+Default place: `$XDG_STATE_HOME/sitetk/audit.log` (`~/.local/state/sitetk/audit.log`), mode 0600
+in a 0700 directory; `SITETK_AUDIT_LOG` or the `path` argument override it. Each entry has the
+UTC time, the local user, the action, its target, the outcome and details. Before writing, the
+`Redactor` replaces every registered secret value (vault password, repository token, ...) and
+the value of every key named like a secret (password, token, secret, key) with `***`.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from tui.domain.secret_names import MASK, is_secret_key
+
+AUDIT_ENV = "SITETK_AUDIT_LOG"
+
+
+def default_audit_path() -> Path:
+    override = os.environ.get(AUDIT_ENV)
+    if override:
+        return Path(override).expanduser()
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "sitetk" / "audit.log"
+
+
+class Redactor:
+    """Removes secrets from values before they are logged or shown."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        self._secrets: set[str] = set()
+        self._lock = threading.Lock()
+        for secret in secrets:
+            self.register(secret)
+
+    def register(self, secret: str | None) -> None:
+        """Remember a secret value; very short values are ignored (they would mask ordinary text)."""
+        if secret and len(secret) >= 4:
+            with self._lock:
+                self._secrets.add(secret)
+
+    def text(self, value: str) -> str:
+        with self._lock:
+            secrets = sorted(self._secrets, key=len, reverse=True)
+        for secret in secrets:
+            value = value.replace(secret, MASK)
+        return value
+
+    def redact(self, value: Any) -> Any:
+        """A copy of `value` (JSON-like) with secret-named keys masked and secret values replaced."""
+        if isinstance(value, Mapping):
+            return {str(k): (MASK if is_secret_key(str(k)) and v not in (None, "") else self.redact(v)) for k, v in value.items()}
+        if isinstance(value, (list, tuple, set, frozenset)):
+            return [self.redact(item) for item in value]
+        if isinstance(value, str):
+            return self.text(value)
+        if value is None or isinstance(value, (bool, int, float)):
+            return value
+        return self.text(str(value))
+
+
+#: the process-wide redactor: procedures register the secrets they handle here
+REDACTOR = Redactor()
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    action: str
+    target: str = ""
+    outcome: str = "ok"
+    details: Mapping[str, Any] = field(default_factory=dict)
+    time: str = ""
+    user: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {"time": self.time, "user": self.user, "action": self.action, "target": self.target, "outcome": self.outcome, "details": dict(self.details)}
+
+
+class AuditLog:
+    """Append-only JSON-lines log; writes are single `write` calls on an O_APPEND descriptor."""
+
+    def __init__(self, path: Path | None = None, redactor: Redactor | None = None) -> None:
+        self.path = Path(path) if path is not None else default_audit_path()
+        self.redactor = redactor if redactor is not None else REDACTOR
+        self._lock = threading.Lock()
+
+    def record(self, action: str, target: str = "", outcome: str = "ok", details: Mapping[str, Any] | None = None) -> AuditEntry:
+        try:
+            user = getpass.getuser()
+        except Exception:  # noqa: BLE001 - no user name in odd containers
+            user = str(os.getuid())
+        entry = AuditEntry(
+            action=action,
+            target=self.redactor.text(target),
+            outcome=outcome,
+            details=self.redactor.redact(dict(details or {})),
+            time=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            user=user,
+        )
+        line = json.dumps(entry.as_json(), sort_keys=False, default=str) + "\n"
+        with self._lock:
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                if os.fstat(fd).st_mode & 0o077:
+                    os.fchmod(fd, 0o600)
+                os.write(fd, line.encode("utf-8"))
+            finally:
+                os.close(fd)
+        return entry
+
+    def entries(self) -> list[dict[str, Any]]:
+        """Every entry, oldest first (unreadable lines are skipped)."""
+        try:
+            lines = self.path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return []
+        result = []
+        for line in lines:
+            try:
+                result.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+        return result

@@ -1,0 +1,364 @@
+"""Procedures on the site configuration file: encrypt, read, edit, save, check, enable a component.
+
+Spec operation 6 (vault encryption of core.yaml) and the file side of operation 9 (listing a
+component in the component map with its site variables). The file stays vault-encrypted at
+rest: edits decrypt in memory, change the round-trip document (comments survive), re-encrypt and
+replace the file atomically; a wrong password or an invalid result changes nothing. Unchanged
+content is not rewritten (re-encrypting would produce new bytes for nothing), so re-runs are
+idempotent. Every change is audit-logged with secrets redacted.
+
+The appliance side of operation 9 (download the component's appliances, grant the automation
+cloud user permissions) is plugged in through `enable_component(provision_appliances=...)`.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+
+from tui.adapters.errors import SiteError
+from tui.adapters.vault import (
+    VaultPassword,
+    decrypt_text_async,
+    encrypt_text_async,
+    is_vault_text,
+    read_text,
+    write_atomic,
+)
+from tui.domain.components import ComponentDefinition
+from tui.domain.naming import DEFAULT_NAMING, NamingProfile
+from tui.domain.secret_names import MASK, is_secret_key
+from tui.domain.site_checks import CloudIds, Finding, check_component_variables, check_site_config
+from tui.domain.site_config import MISSING, SiteConfig, SiteConfigError, lookup
+from tui.procedures.audit import REDACTOR, AuditLog
+from tui.procedures.preview import Change, Preview
+from tui.procedures.progress import Progress
+
+#: downloads a component's appliances and grants the automation cloud user permissions on their
+#: images, templates and service templates; returns the site variable values it learned
+#: (e.g. {"template_id": 12, "image_id": 40}, dotted keys for nested ones)
+ApplianceProvisioner = Callable[[ComponentDefinition], Awaitable[Mapping[str, Any]]]
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    path: Path
+    config: SiteConfig
+    #: whether the file on disk is vault-encrypted
+    encrypted: bool
+
+
+def invalid_yaml(error: SiteConfigError, path: Path | str) -> SiteError:
+    where = f"line {error.line}, column {error.column}: " if error.line else ""
+    return SiteError(f"{Path(path).name} is not valid YAML", f"{where}{error.message}. Nothing was written.")
+
+
+def parse_config(text: str, path: Path | str, naming: NamingProfile = DEFAULT_NAMING) -> SiteConfig:
+    try:
+        return SiteConfig.parse(text, naming)
+    except SiteConfigError as error:
+        raise invalid_yaml(error, path) from None
+
+
+def _register(password: VaultPassword | None) -> None:
+    if password is not None:
+        REDACTOR.register(password.text)
+
+
+async def load_site_config(path: Path, password: VaultPassword | None, naming: NamingProfile = DEFAULT_NAMING) -> LoadedConfig:
+    """Read core.yaml (decrypting in memory when it is vault text) and parse it."""
+    path = Path(path)
+    raw = read_text(path)
+    if is_vault_text(raw):
+        if password is None:
+            raise SiteError("Vault password needed", f"{path} is vault-encrypted; give the vault password file (--vault-password-file).")
+        _register(password)
+        text = await decrypt_text_async(raw, password, str(path))
+        return LoadedConfig(path, parse_config(text, path, naming), True)
+    return LoadedConfig(path, parse_config(raw, path, naming), False)
+
+
+async def _load_encrypted(path: Path, password: VaultPassword, naming: NamingProfile) -> SiteConfig:
+    loaded = await load_site_config(path, password, naming)
+    if not loaded.encrypted:
+        raise SiteError("Not encrypted", f"{path} is plain text; encrypt it first (sitetk site encrypt {shlex.quote(str(path))}).")
+    return loaded.config
+
+
+def vault_cli(verb: str, path: Path, password: VaultPassword) -> str:
+    """The equivalent hand-run command (the password file by name, never its content)."""
+    source = password.source if password.source not in ("prompt", "") else "<vault password file>"
+    return f"ansible-vault {verb} --vault-password-file {shlex.quote(source)} {shlex.quote(str(path))}"
+
+
+async def preview_encrypt(path: Path, password: VaultPassword) -> Preview:
+    """What `encrypt_file` would do: encrypt in place, or nothing when already encrypted."""
+    path = Path(path)
+    if is_vault_text(read_text(path)):
+        return Preview(f"Encrypt {path}", (Change(f"{path} is already vault-encrypted", "", "none"),))
+    return Preview(f"Encrypt {path}", (Change(f"encrypt {path} in place (mode 0600)", vault_cli("encrypt", path, password), "update"),))
+
+
+async def encrypt_file(path: Path, password: VaultPassword, *, naming: NamingProfile = DEFAULT_NAMING, audit: AuditLog | None = None) -> AsyncIterator[Progress]:
+    """Encrypt a plain core.yaml in place (checked to be valid YAML first); already encrypted: skipped."""
+    path = Path(path)
+    step, total = "encrypt", 3
+    _register(password)
+    raw = read_text(path)
+    yield Progress(step, 1, total, f"read {path}")
+    if is_vault_text(raw):
+        await decrypt_text_async(raw, password, str(path))  # a wrong password still says so
+        yield Progress(step, total, total, f"{path} is already vault-encrypted", state="skipped", data={"path": str(path), "changed": False})
+        return
+    parse_config(raw, path, naming)
+    yield Progress(step, 2, total, "valid YAML")
+    encrypted = await encrypt_text_async(raw, password)
+    write_atomic(path, encrypted)
+    (audit or AuditLog()).record("site.encrypt", str(path), details={"cli": vault_cli("encrypt", path, password)})
+    yield Progress(step, total, total, f"encrypted {path} (mode 0600)", state="done", data={"path": str(path), "changed": True})
+
+
+def _show(path: str, value: Any) -> str:
+    if is_secret_key(path.rsplit(".", 1)[-1]) and value not in (None, ""):
+        return MASK
+    return "null" if value is None else repr(value) if isinstance(value, str) else str(value)
+
+
+def _changes(before: SiteConfig, changes: Sequence[tuple[str, Any]]) -> list[tuple[str, Any, Any]]:
+    result = []
+    for path, value in changes:
+        old = lookup(before.data, path)
+        if old is MISSING or old != value or type(old) is not type(value):
+            result.append((path, None if old is MISSING else old, value))
+    return result
+
+
+async def preview_edit(path: Path, password: VaultPassword, changes: Sequence[tuple[str, Any]], naming: NamingProfile = DEFAULT_NAMING) -> Preview:
+    """What `edit_file` would change (secret values masked) and the hand-run equivalent."""
+    before = await _load_encrypted(Path(path), password, naming)
+    try:
+        before.edit(list(changes))
+    except SiteConfigError as error:
+        raise SiteError("Cannot apply the change", error.message) from None
+    diff = _changes(before, changes)
+    items = tuple(
+        Change(f"{p}: {_show(p, old)} -> {_show(p, new)}", vault_cli("edit", Path(path), password), "update") for p, old, new in diff
+    ) or (Change(f"{path}: already as requested", "", "none"),)
+    return Preview(f"Edit {path}", items)
+
+
+async def edit_file(
+    path: Path,
+    password: VaultPassword,
+    changes: Sequence[tuple[str, Any]],
+    *,
+    naming: NamingProfile = DEFAULT_NAMING,
+    definitions: Mapping[str, ComponentDefinition] | None = None,
+    audit: AuditLog | None = None,
+) -> AsyncIterator[Progress]:
+    """Apply dotted-path changes to an encrypted core.yaml in memory and re-encrypt it."""
+    path = Path(path)
+    step, total = "edit", 3
+    before = await _load_encrypted(path, password, naming)
+    yield Progress(step, 1, total, f"decrypted {path} in memory")
+    try:
+        after = before.edit(list(changes))
+    except SiteConfigError as error:
+        raise SiteError("Cannot apply the change", f"{error.message}. Nothing was written.") from None
+    async for event in _write_config(path, password, before, after, step, total, naming, definitions, audit, "site.edit", _changes(before, changes)):
+        yield event
+
+
+async def save_text(
+    path: Path,
+    password: VaultPassword,
+    text: str,
+    *,
+    naming: NamingProfile = DEFAULT_NAMING,
+    definitions: Mapping[str, ComponentDefinition] | None = None,
+    audit: AuditLog | None = None,
+) -> AsyncIterator[Progress]:
+    """Replace the configuration with `text` (from the editor): valid YAML only, encrypted, atomic."""
+    path = Path(path)
+    step, total = "save", 3
+    after = parse_config(text, path, naming)
+    raw = read_text(path)
+    if is_vault_text(raw):
+        before = parse_config(await decrypt_text_async(raw, password, str(path)), path, naming)
+    else:
+        before = SiteConfig("", naming.site_variables_key)
+    yield Progress(step, 1, total, "valid YAML")
+    async for event in _write_config(path, password, before, after, step, total, naming, definitions, audit, "site.save", []):
+        yield event
+
+
+async def _write_config(
+    path: Path,
+    password: VaultPassword,
+    before: SiteConfig,
+    after: SiteConfig,
+    step: str,
+    total: int,
+    naming: NamingProfile,
+    definitions: Mapping[str, ComponentDefinition] | None,
+    audit: AuditLog | None,
+    action: str,
+    changed: list[tuple[str, Any, Any]],
+) -> AsyncIterator[Progress]:
+    findings = check_site_config(after, naming=naming, definitions=definitions)
+    data: dict[str, Any] = {
+        "path": str(path),
+        "changes": [{"path": p, "old": _show(p, old), "new": _show(p, new)} for p, old, new in changed],
+        "findings": [f.as_json() for f in findings],
+    }
+    if after.text == before.text:
+        yield Progress(step, total, total, "no change: file left as it was", state="skipped", data={**data, "changed": False})
+        return
+    encrypted = await encrypt_text_async(after.text, password)
+    yield Progress(step, 2, total, "re-encrypted")
+    write_atomic(path, encrypted)
+    details = {"changes": {p: new for p, _old, new in changed}, "cli": vault_cli("edit", path, password)}
+    (audit or AuditLog()).record(action, str(path), details=details)
+    yield Progress(step, total, total, f"wrote {path} (vault-encrypted, mode 0600)", state="done", data={**data, "changed": True})
+
+
+async def check_site_file(
+    path: Path,
+    password: VaultPassword | None,
+    *,
+    naming: NamingProfile = DEFAULT_NAMING,
+    definitions: Mapping[str, ComponentDefinition] | None = None,
+    cloud: CloudIds | None = None,
+    nic_mtu: int | None = None,
+) -> tuple[Finding, ...]:
+    """Every check of point 3 on a core.yaml (encrypted or plain); a parse error is a SiteError."""
+    loaded = await load_site_config(Path(path), password, naming)
+    return check_site_config(loaded.config, naming=naming, definitions=definitions, cloud=cloud, nic_mtu=nic_mtu)
+
+
+def component_values(definition: ComponentDefinition, current: Any, *layers: Mapping[str, Any]) -> dict[str, Any]:
+    """The component's site variables as dotted leaf -> value: current values, then each layer on top."""
+    values: dict[str, Any] = {}
+    for leaf, _description in definition.variable_paths():
+        found = lookup(current, leaf) if isinstance(current, Mapping) else MISSING
+        values[leaf] = None if found is MISSING else found
+    known = set(values)
+    for layer in layers:
+        for key, value in layer.items():
+            if key not in known:
+                raise SiteError(
+                    f"{definition.name} has no site variable {key!r}",
+                    f"Its site variables are: {', '.join(sorted(known)) or 'none'}.",
+                )
+            values[key] = value
+    return values
+
+
+@dataclass(frozen=True)
+class EnablePlan:
+    """What enabling a component changes: the new configuration and each changed variable."""
+
+    after: SiteConfig
+    values: Mapping[str, Any]
+    changed: tuple[tuple[str, Any, Any], ...]
+    missing: tuple[str, ...]
+
+
+def plan_enable(
+    before: SiteConfig,
+    definition: ComponentDefinition,
+    values: Mapping[str, Any] | None = None,
+    learned: Mapping[str, Any] | None = None,
+    naming: NamingProfile = DEFAULT_NAMING,
+) -> EnablePlan:
+    """The component listed with its variables: current values, then `learned`, then `values`."""
+    merged = component_values(definition, before.component_variables(definition.name), learned or {}, values or {})
+    missing = tuple(leaf for leaf, value in merged.items() if value is None or value == "")
+    after = before.with_component(definition.name, merged or None)
+    prefix = f"{naming.site_variables_key}.{definition.name}"
+    changed = _changes(before, [(f"{prefix}.{leaf}", value) for leaf, value in merged.items()] or [(prefix, None)])
+    return EnablePlan(after, merged, tuple(changed), missing)
+
+
+def _missing_error(definition: ComponentDefinition, missing: Sequence[str]) -> SiteError:
+    described = dict(definition.variable_paths())
+    wanted = "; ".join(f"{leaf} ({described[leaf]})" if described.get(leaf) else leaf for leaf in missing)
+    return SiteError(f"{definition.name}: site variables missing", f"Give {wanted}. Nothing was written.")
+
+
+async def preview_enable_component(
+    path: Path,
+    password: VaultPassword,
+    definition: ComponentDefinition,
+    values: Mapping[str, Any] | None = None,
+    naming: NamingProfile = DEFAULT_NAMING,
+) -> Preview:
+    """The site-variable changes of `enable_component` (the appliance step previews its own)."""
+    path = Path(path)
+    before = await _load_encrypted(path, password, naming)
+    plan = plan_enable(before, definition, values, None, naming)
+    cli = vault_cli("edit", path, password)
+    changes = [Change(f"{p}: {_show(p, old)} -> {_show(p, new)}", cli, "update") for p, old, new in plan.changed]
+    if not changes:
+        changes.append(Change(f"{definition.name}: already listed as requested", "", "none"))
+    for record in definition.appliance_record_ids():
+        changes.append(Change(f"appliance {record}: downloaded and shared with the automation cloud user by the appliance step", "", "action"))
+    warnings = tuple(f"{leaf} is not set yet" for leaf in plan.missing)
+    return Preview(f"Enable {definition.name} in {path}", tuple(changes), warnings=warnings)
+
+
+async def enable_component(
+    path: Path,
+    password: VaultPassword,
+    definition: ComponentDefinition,
+    values: Mapping[str, Any] | None = None,
+    *,
+    naming: NamingProfile = DEFAULT_NAMING,
+    provision_appliances: ApplianceProvisioner | None = None,
+    allow_incomplete: bool = False,
+    audit: AuditLog | None = None,
+) -> AsyncIterator[Progress]:
+    """List a component in the component map with its site variables (spec operation 9).
+
+    Order: decrypt (a wrong password stops everything), appliances (the provisioner downloads
+    them and grants permissions; the values it returns fill the IDs), site variables (given
+    `values` override), check that every variable is set (unless `allow_incomplete`), write.
+    """
+    path = Path(path)
+    step, total = f"enable {definition.name}", 5
+    before = await _load_encrypted(path, password, naming)
+    yield Progress(step, 1, total, f"decrypted {path} in memory")
+    learned: Mapping[str, Any] = {}
+    if not definition.appliances:
+        yield Progress(step, 2, total, f"{definition.name} uses no appliance", state="skipped")
+    elif provision_appliances is None:
+        ids = ", ".join(definition.appliance_record_ids())
+        yield Progress(step, 2, total, f"appliances ({ids}) not downloaded here: give their IDs as site variables", state="skipped")
+    else:
+        yield Progress(step, 2, total, f"downloading appliances and granting permissions: {', '.join(definition.appliance_record_ids())}")
+        learned = dict(await provision_appliances(definition))
+    plan = plan_enable(before, definition, values, learned, naming)
+    if plan.missing and not allow_incomplete:
+        raise _missing_error(definition, plan.missing)
+    yield Progress(step, 3, total, f"{definition.name} listed with {len(plan.values)} site variable(s)")
+    findings = check_component_variables(plan.after, {definition.name: definition})
+    yield Progress(step, 4, total, "site variables checked" if not findings else f"{len(findings)} problem(s) left", data={"findings": [f.as_json() for f in findings]})
+    if plan.after.text == before.text:
+        yield Progress(step, total, total, f"{definition.name} already enabled as requested", state="skipped", data={"path": str(path), "changed": False})
+        return
+    write_atomic(path, await encrypt_text_async(plan.after.text, password))
+    (audit or AuditLog()).record(
+        "site.enable_component",
+        definition.name,
+        details={"path": str(path), "changes": {p: new for p, _old, new in plan.changed}, "appliances": list(definition.appliance_record_ids())},
+    )
+    yield Progress(
+        step,
+        total,
+        total,
+        f"{definition.name} enabled in {path}",
+        state="done",
+        data={"path": str(path), "changed": True, "changes": [{"path": p, "old": _show(p, o), "new": _show(p, n)} for p, o, n in plan.changed]},
+    )

@@ -1,0 +1,277 @@
+"""Procedures on the sites repository: list sites, open one, create one, submit the configuration.
+
+A site is a branch holding a directory (named after `app_manager_deployment_site`) with the
+vault-encrypted `core.yaml`. Opening fetches and switches the working clone to the branch;
+creating branches from the default branch and turns its hidden template directory into the site's
+directory, then encrypts the template at once so no plain `core.yaml` stays in the site
+directory. Submitting (the spec's last step) first shows the decrypted diff against the branch
+(secret values masked unless revealed), then commits the encrypted file and pushes it; a plain
+`core.yaml` is refused. Re-runs are idempotent: an existing site is opened, an unchanged one is
+not committed again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, AsyncIterator, Mapping
+
+from tui.adapters.errors import SiteError
+from tui.adapters.git_repo import DEFAULT_TEMPLATE_DIR, SITE_CONFIG_FILE, GitRepo, check_name
+from tui.adapters.vault import VaultPassword, decrypt_text_async, encrypt_text_async, is_vault_text, read_text, write_atomic
+from tui.domain.naming import DEFAULT_NAMING, NamingProfile
+from tui.domain.site_config import SiteConfigError, config_diff
+from tui.procedures.audit import REDACTOR, AuditLog
+from tui.procedures.preview import Change, Preview
+from tui.procedures.progress import Progress
+from tui.procedures.site_config import invalid_yaml, parse_config, vault_cli
+
+
+def default_workdir(url: str, kind: str = "sites") -> Path:
+    """Where the working clone of a repository lives: under the state directory, one per URL."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", url.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")) or kind
+    digest = hashlib.sha256(url.encode()).hexdigest()[:10]
+    return Path(base) / "sitetk" / "repos" / f"{kind}-{stem}-{digest}"
+
+
+@dataclass(frozen=True)
+class SiteRef:
+    branch: str
+    site_dir: str
+    #: absolute path of the site's core.yaml in the working clone
+    path: Path
+
+    def as_json(self) -> dict[str, str]:
+        return {"branch": self.branch, "site_dir": self.site_dir, "path": str(self.path)}
+
+
+@dataclass(frozen=True)
+class SiteListing:
+    default_branch: str
+    sites: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SubmitPreview:
+    site: SiteRef
+    #: unified diff of the decrypted configurations (secret values masked unless revealed)
+    diff: str
+    #: what the diff compares against: "origin/<branch>" or the template of a new site
+    base: str
+    new_branch: bool
+    #: False when there is nothing to commit and nothing to push
+    pending: bool
+
+    def as_json(self) -> dict[str, Any]:
+        return {**self.site.as_json(), "diff": self.diff, "base": self.base, "new_branch": self.new_branch, "pending": self.pending}
+
+    def as_preview(self, message: str | None = None) -> Preview:
+        """The repository changes of the submit, with the git commands that do the same."""
+        if not self.pending:
+            return Preview(f"Submit {self.site.branch}", (Change(f"{self.site.branch} is up to date on the remote", "", "none"),))
+        text = message or default_message(self.site)
+        branch = self.site.branch
+        return Preview(
+            f"Submit {self.site.site_dir}/{SITE_CONFIG_FILE} to {branch}",
+            (
+                Change(f"commit {self.site.site_dir}/{SITE_CONFIG_FILE} (vault-encrypted)", f"git add {shlex.quote(self.site.site_dir)} && git commit -m {shlex.quote(text)}", "update"),
+                Change(f"push {'the new branch ' if self.new_branch else ''}{branch}", f"git push --set-upstream origin {shlex.quote(branch)}", "create" if self.new_branch else "update"),
+            ),
+        )
+
+
+def default_message(site: SiteRef) -> str:
+    return f"{site.site_dir}: update site configuration"
+
+
+def _register(repo: GitRepo, password: VaultPassword | None = None) -> None:
+    if repo.remote.token:
+        REDACTOR.register(repo.remote.token)
+    if password is not None:
+        REDACTOR.register(password.text)
+
+
+async def list_sites(repo: GitRepo) -> SiteListing:
+    """Clone or fetch the repository; its default branch and the site branches."""
+    _register(repo)
+    await repo.sync()
+    return SiteListing(await repo.default_branch(), tuple(await repo.site_branches()))
+
+
+def locate_site(repo: GitRepo, branch: str, site_dir: str | None = None) -> SiteRef:
+    """The site directory of the checked-out branch: `site_dir`, else the branch name, else the only one."""
+    if site_dir:
+        check_name("site directory", site_dir)
+        return SiteRef(branch, site_dir, repo.workdir / site_dir / SITE_CONFIG_FILE)
+    if (repo.workdir / branch / SITE_CONFIG_FILE).is_file():
+        return SiteRef(branch, branch, repo.workdir / branch / SITE_CONFIG_FILE)
+    candidates = sorted(
+        child.name for child in repo.workdir.iterdir() if child.is_dir() and not child.name.startswith(".") and (child / SITE_CONFIG_FILE).is_file()
+    )
+    if len(candidates) == 1:
+        return SiteRef(branch, candidates[0], repo.workdir / candidates[0] / SITE_CONFIG_FILE)
+    found = ", ".join(candidates) or "none"
+    raise SiteError("Site directory not found", f"Branch {branch} has no {branch}/{SITE_CONFIG_FILE} (site directories found: {found}); name the site directory.")
+
+
+async def current_site(repo: GitRepo, site_dir: str | None = None) -> SiteRef:
+    """The site the working clone is on (after open or create)."""
+    if not repo.is_cloned():
+        raise SiteError("No site open", f"{repo.workdir} is not a clone yet; open or create a site first.")
+    branch = await repo.current_branch()
+    default = await repo.default_branch()
+    if branch is None or branch == default:
+        raise SiteError("No site open", f"The working clone is on {branch or 'no branch'}; open or create a site first.")
+    return locate_site(repo, branch, site_dir)
+
+
+async def open_site(repo: GitRepo, branch: str, site_dir: str | None = None) -> AsyncIterator[Progress]:
+    """Fetch and switch to an existing site branch; the final event's data names the core.yaml."""
+    step, total = f"open {branch}", 3
+    _register(repo)
+    await repo.sync()
+    yield Progress(step, 1, total, "repository up to date")
+    await repo.checkout(branch)
+    yield Progress(step, 2, total, f"on branch {branch}")
+    site = locate_site(repo, branch, site_dir)
+    if not site.path.is_file():
+        raise SiteError("Site configuration missing", f"{branch} has no {site.site_dir}/{SITE_CONFIG_FILE}.")
+    yield Progress(step, total, total, f"site configuration at {site.path}", state="done", data=site.as_json())
+
+
+async def preview_create_site(
+    repo: GitRepo, branch: str, site_dir: str, password: VaultPassword, *, template_dir: str = DEFAULT_TEMPLATE_DIR
+) -> Preview:
+    """What `create_site` would do, with the git and ansible-vault commands that do the same."""
+    _register(repo, password)
+    check_name("branch", branch)
+    check_name("site directory", site_dir)
+    await repo.sync()
+    title = f"Create site {site_dir} on branch {branch}"
+    if branch in await repo.branches():
+        return Preview(title, (Change(f"{branch} exists already: it is opened instead", f"git checkout {shlex.quote(branch)}", "none"),))
+    default = await repo.default_branch()
+    config = f"{site_dir}/{SITE_CONFIG_FILE}"
+    return Preview(
+        title,
+        (
+            Change(f"branch {branch} from {default}", f"git checkout -b {shlex.quote(branch)} origin/{shlex.quote(default)}", "create"),
+            Change(f"{template_dir} becomes {site_dir}", f"git mv {shlex.quote(template_dir)} {shlex.quote(site_dir)}", "update"),
+            Change(f"{config} vault-encrypted", vault_cli("encrypt", Path(config), password), "update"),
+        ),
+        warnings=("nothing reaches the remote until the site is submitted",),
+    )
+
+
+async def create_site(
+    repo: GitRepo,
+    branch: str,
+    site_dir: str,
+    password: VaultPassword,
+    *,
+    template_dir: str = DEFAULT_TEMPLATE_DIR,
+    initial: Mapping[str, Any] | None = None,
+    naming: NamingProfile = DEFAULT_NAMING,
+    audit: AuditLog | None = None,
+) -> AsyncIterator[Progress]:
+    """Start a site from the template: new branch, template directory renamed, core.yaml encrypted.
+
+    `initial` sets dotted paths in the template before it is encrypted (values already known from
+    the cloud). The branch reaches the remote on submit. An existing remote branch is opened.
+    """
+    step, total = f"create {branch}", 4
+    _register(repo, password)
+    check_name("branch", branch)
+    check_name("site directory", site_dir)
+    await repo.sync()
+    yield Progress(step, 1, total, "repository up to date")
+    if branch in await repo.branches():
+        await repo.checkout(branch)
+        site = locate_site(repo, branch, site_dir)
+        yield Progress(step, total, total, f"{branch} exists already: opened it", state="skipped", data=site.as_json())
+        return
+    path = await repo.start_site(branch, site_dir, template_dir)
+    site = SiteRef(branch, site_dir, path)
+    yield Progress(step, 2, total, f"branch {branch}: {template_dir} became {site_dir}")
+    raw = read_text(path)
+    if is_vault_text(raw):
+        await decrypt_text_async(raw, password, str(path))
+        yield Progress(step, total, total, f"{site_dir}/{SITE_CONFIG_FILE} already encrypted", state="skipped", data=site.as_json())
+        return
+    config = parse_config(raw, path, naming)
+    if initial:
+        try:
+            config = config.edit(list(initial.items()))
+        except SiteConfigError as error:
+            raise invalid_yaml(error, path) from None
+    yield Progress(step, 3, total, f"template read ({len(config.components())} components listed)")
+    write_atomic(path, await encrypt_text_async(config.text, password))
+    (audit or AuditLog()).record("site.create", branch, details={"site_dir": site_dir, "template_dir": template_dir, "initial": dict(initial or {})})
+    yield Progress(step, total, total, f"{site_dir}/{SITE_CONFIG_FILE} encrypted; submit to push the branch", state="done", data=site.as_json())
+
+
+async def _decrypted(text: str | None, password: VaultPassword, source: str) -> str:
+    if text is None:
+        return ""
+    if is_vault_text(text):
+        return await decrypt_text_async(text, password, source)
+    return text
+
+
+async def preview_submit(repo: GitRepo, site: SiteRef, password: VaultPassword, *, template_dir: str = DEFAULT_TEMPLATE_DIR, reveal: bool = False) -> SubmitPreview:
+    """The decrypted diff of the site's core.yaml against its branch (or the template, for a new site)."""
+    _register(repo, password)
+    raw = read_text(site.path)
+    if not is_vault_text(raw):
+        raise SiteError("Refusing to submit plain text", f"{site.path} is not vault-encrypted; encrypt it first. Nothing was committed.")
+    new_text = await decrypt_text_async(raw, password, str(site.path))
+    relative = f"{site.site_dir}/{SITE_CONFIG_FILE}"
+    new_branch = site.branch not in await repo.branches()
+    if new_branch:
+        default = await repo.default_branch()
+        base = f"origin/{default}:{template_dir}/{SITE_CONFIG_FILE}"
+        old_raw = await repo.read_file(f"origin/{default}", f"{template_dir}/{SITE_CONFIG_FILE}")
+    else:
+        base = f"origin/{site.branch}:{relative}"
+        old_raw = await repo.read_file(f"origin/{site.branch}", relative)
+    old_text = await _decrypted(old_raw, password, base)
+    diff = config_diff(old_text, new_text, f"a/{relative}", f"b/{relative}", reveal=reveal)
+    pending = bool(diff) or new_branch or bool(await repo.changed_paths()) or await repo.unpushed(site.branch)
+    return SubmitPreview(site, diff, base, new_branch, pending)
+
+
+async def submit_site(
+    repo: GitRepo,
+    site: SiteRef,
+    password: VaultPassword,
+    *,
+    message: str | None = None,
+    naming: NamingProfile = DEFAULT_NAMING,
+    audit: AuditLog | None = None,
+) -> AsyncIterator[Progress]:
+    """Commit the encrypted core.yaml to the site branch and push it (after `preview_submit`)."""
+    step, total = f"submit {site.branch}", 4
+    _register(repo, password)
+    raw = read_text(site.path)
+    if not is_vault_text(raw):
+        raise SiteError("Refusing to submit plain text", f"{site.path} is not vault-encrypted; encrypt it first. Nothing was committed.")
+    parse_config(await decrypt_text_async(raw, password, str(site.path)), site.path, naming)
+    yield Progress(step, 1, total, "encrypted and decrypts to valid YAML")
+    current = await repo.current_branch()
+    if current != site.branch:
+        raise SiteError("Wrong branch checked out", f"The working clone is on {current}, not {site.branch}; open the site again.")
+    sha = await repo.commit(message or default_message(site), [site.site_dir])
+    yield Progress(step, 2, total, f"committed {sha[:12]}" if sha else "nothing new to commit", state="running" if sha else "skipped")
+    if not await repo.unpushed(site.branch):
+        yield Progress(step, total, total, f"{site.branch} is up to date on the remote", state="skipped", data={**site.as_json(), "commit": None, "pushed": False})
+        return
+    await repo.push(site.branch)
+    head = await repo.head()
+    yield Progress(step, 3, total, f"pushed {site.branch}")
+    (audit or AuditLog()).record("site.submit", site.branch, details={"site_dir": site.site_dir, "commit": head, "remote": repo.remote.url})
+    yield Progress(step, total, total, f"{site.branch} submitted", state="done", data={**site.as_json(), "commit": head, "pushed": True})
