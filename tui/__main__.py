@@ -13,7 +13,11 @@ from typing import Sequence
 
 #: modules under tui.cli that register a noun (each: `register(subparsers) -> None`)
 NOUNS: tuple[str, ...] = (
+    "hosts",
+    "info",
+    "market",
     "sim",
+    "site",
 )
 
 

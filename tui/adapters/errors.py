@@ -25,3 +25,10 @@ class SiteError(Exception):
 
 def _rebuild(title: str, detail: str, retryable: bool, code: int | None) -> SiteError:
     return SiteError(title, detail, retryable=retryable, code=code)
+
+
+def redact(text: str, secrets: tuple[str, ...]) -> str:
+    """`text` with every secret replaced by `***` (for messages built from wire text)."""
+    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text

@@ -1,0 +1,152 @@
+"""The lxml builders and the state tables: shapes the sim may not produce (unknown codes, missing
+elements, several NICs, role VMs named by OneFlow), read without raising."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+from lxml import etree
+
+from tui.adapters import cloud_parse as parse
+from tui.adapters.cloud_transport import MalformedResponse
+from tui.domain.vms import LCM_STATES, VM_STATES, service_from_name, state_kind, state_names
+
+
+def xml(text: str) -> etree._Element:
+    return etree.fromstring(text.encode())
+
+
+@pytest.mark.parametrize(
+    "state, lcm, short",
+    [(3, 3, "runn"), (1, 0, "pend"), (8, 0, "poff"), (9, 0, "unde"), (3, 32, "boot"), (3, 29, "shut"),
+     (3, 36, "fail"), (3, 69, "back"), (3, 70, "back"), (3, 71, "rest"), (3, 62, "drsz"), (2, 0, "hold"),
+     (6, 0, "done"), (3, 16, "unkn")],
+)
+def test_cli_short_state_names(state: int, lcm: int, short: str) -> None:
+    assert state_names(state, lcm)[1] == short
+
+
+def test_unknown_codes_never_raise() -> None:
+    assert state_names(3, 99) == ("LCM_STATE_99", "?99")
+    assert state_names(42, 0) == ("STATE_42", "?42")
+    assert state_kind(3, 99) == "unknown"
+    assert state_kind(3, 3) == "running"
+    assert state_kind(3, 36) == "failed"
+    assert state_kind(8, 0) == "off"
+    assert state_kind(3, 2) == "transient"
+    assert set(range(72)) <= set(LCM_STATES)
+    assert set(range(12)) <= set(VM_STATES)
+
+
+def test_service_from_role_vm_name() -> None:
+    assert service_from_name("manager_0_(service_12)") == (12, "manager")
+    assert service_from_name("my_role_3_(service_4)") == (4, "my_role")
+    assert service_from_name("plain-vm") == (None, "")
+
+
+def test_short_vm_body_to_summary() -> None:
+    vm = parse.vm_summary(xml("""
+<VM><ID>7</ID><UID>2</UID><GID>1</GID><UNAME>alice</UNAME><GNAME>users</GNAME><NAME>a[/]b</NAME>
+<LAST_POLL>0</LAST_POLL><STATE>3</STATE><LCM_STATE>3</LCM_STATE><RESCHED>0</RESCHED><STIME>100</STIME>
+<ETIME>0</ETIME><DEPLOY_ID>one-7</DEPLOY_ID>
+<TEMPLATE><CPU><![CDATA[0.5]]></CPU><MEMORY><![CDATA[2048]]></MEMORY><VCPU><![CDATA[2]]></VCPU>
+<NIC><IP><![CDATA[10.0.0.5]]></IP><NIC_ID>0</NIC_ID></NIC><NIC><IP6_GLOBAL>2001:db8::5</IP6_GLOBAL><NIC_ID>1</NIC_ID></NIC></TEMPLATE>
+<MONITORING><CPU>12.5</CPU><MEMORY>1024</MEMORY></MONITORING>
+<USER_TEMPLATE><SERVICE_ID>3</SERVICE_ID><ROLE_NAME>manager</ROLE_NAME></USER_TEMPLATE>
+<HISTORY_RECORDS><HISTORY><OID>7</OID><SEQ>1</SEQ><HOSTNAME>kvm-2</HOSTNAME><HID>2</HID></HISTORY></HISTORY_RECORDS>
+</VM>"""))
+    assert (vm.id, vm.name, vm.owner, vm.group) == (7, "a[/]b", "alice", "users")
+    assert (vm.state_name, vm.status, vm.running) == ("runn", "RUNNING", True)
+    assert (vm.host, vm.host_id) == ("kvm-2", 2)
+    assert vm.ips == ("10.0.0.5", "2001:db8::5")
+    assert (vm.cpu, vm.vcpu, vm.memory_mb) == (0.5, 2, 2048)
+    assert (vm.cpu_usage, vm.memory_usage_kb) == (12.5, 1024)
+    assert (vm.service_id, vm.role_name) == (3, "manager")
+
+
+def test_summary_tolerates_a_bare_vm_and_reads_the_role_from_the_name() -> None:
+    vm = parse.vm_summary(xml("<VM><ID>1</ID><NAME>automation_0_(service_9)</NAME><STATE>3</STATE>"
+                              "<LCM_STATE>71</LCM_STATE></VM>"))
+    assert (vm.state_name, vm.host, vm.ips, vm.memory_mb) == ("rest", "", (), 0)
+    assert (vm.service_id, vm.role_name) == (9, "automation")
+
+
+def test_full_vm_to_detail() -> None:
+    detail = parse.vm_detail(xml("""
+<VM><ID>4</ID><NAME>m</NAME><STATE>9</STATE><LCM_STATE>0</LCM_STATE><PREV_STATE>3</PREV_STATE>
+<PERMISSIONS><OWNER_U>1</OWNER_U><OWNER_M>1</OWNER_M><OWNER_A>0</OWNER_A><GROUP_U>1</GROUP_U><GROUP_M>0</GROUP_M>
+<GROUP_A>0</GROUP_A><OTHER_U>0</OTHER_U><OTHER_M>0</OTHER_M><OTHER_A>0</OTHER_A></PERMISSIONS>
+<TEMPLATE><CONTEXT><NETWORK>YES</NETWORK><SSH_PUBLIC_KEY>ssh-ed25519 AAA</SSH_PUBLIC_KEY></CONTEXT>
+<CPU_MODEL><MODEL>Broadwell-noTSX</MODEL></CPU_MODEL>
+<DISK><DISK_ID>0</DISK_ID><IMAGE>img</IMAGE><IMAGE_ID>3</IMAGE_ID><SIZE>10240</SIZE><TARGET>vda</TARGET></DISK>
+<DISK><DISK_ID>1</DISK_ID><IMAGE>data</IMAGE><IMAGE_ID>5</IMAGE_ID></DISK>
+<NIC><NIC_ID>0</NIC_ID><NETWORK>oam</NETWORK><NETWORK_ID>0</NETWORK_ID><IP>10.0.0.9</IP><MAC>02:00</MAC></NIC></TEMPLATE>
+<USER_TEMPLATE><READY>YES</READY></USER_TEMPLATE>
+<HISTORY_RECORDS><HISTORY><SEQ>0</SEQ><HOSTNAME>h0</HOSTNAME><HID>0</HID><STIME>1</STIME><ETIME>2</ETIME></HISTORY>
+<HISTORY><SEQ>1</SEQ><HOSTNAME>h1</HOSTNAME><HID>1</HID><STIME>3</STIME><ETIME>0</ETIME></HISTORY></HISTORY_RECORDS></VM>"""))
+    assert detail.cpu_model == "Broadwell-noTSX"
+    assert [d.image_id for d in detail.disks] == [3, 5]
+    assert detail.disks[0].size_mb == 10240 and detail.disks[1].size_mb is None
+    assert detail.nics[0].network == "oam" and detail.nics[0].ip == "10.0.0.9"
+    assert detail.context == (("NETWORK", "YES"), ("SSH_PUBLIC_KEY", "ssh-ed25519 AAA"))
+    assert [h.hostname for h in detail.history] == ["h0", "h1"]
+    assert detail.last_host is not None and detail.last_host.host_id == 1
+    assert detail.summary.host == "h1"
+    assert detail.permissions.octal == "640"
+    assert detail.state_name == "unde"
+    assert not detail.ready  # READY=YES only counts while running
+
+
+def test_host_cpu_facts() -> None:
+    host = parse.host(xml("""
+<HOST><ID>1</ID><NAME>kvm-1</NAME><STATE>2</STATE><IM_MAD>kvm</IM_MAD><VM_MAD>kvm</VM_MAD><CLUSTER_ID>0</CLUSTER_ID>
+<CLUSTER>default</CLUSTER><HOST_SHARE><MEM_USAGE>1048576</MEM_USAGE><CPU_USAGE>100</CPU_USAGE>
+<TOTAL_MEM>8388608</TOTAL_MEM><TOTAL_CPU>800</TOTAL_CPU><MAX_MEM>8388608</MAX_MEM><MAX_CPU>800</MAX_CPU>
+<RUNNING_VMS>1</RUNNING_VMS></HOST_SHARE><VMS><ID>4</ID></VMS>
+<TEMPLATE><ARCH>x86_64</ARCH><KVM_CPU_FEATURES>sse4.2,avx, avx2</KVM_CPU_FEATURES>
+<KVM_CPU_MODEL>Broadwell-noTSX</KVM_CPU_MODEL><KVM_CPU_MODELS>Broadwell-noTSX Haswell qemu64</KVM_CPU_MODELS>
+<MODELNAME>Intel Xeon</MODELNAME></TEMPLATE></HOST>"""))
+    assert (host.name, host.state_name, host.arch) == ("kvm-1", "on", "x86_64")
+    assert host.kvm_cpu_models == ("Broadwell-noTSX", "Haswell", "qemu64")
+    assert host.kvm_cpu_features == ("sse4.2", "avx", "avx2")
+    assert host.free_cpu_percent == 87.5
+    assert host.free_mem_mib == 7168
+    assert host.vm_ids == (4,)
+    bare = parse.host(xml("<HOST><ID>2</ID><NAME>arm</NAME><STATE>8</STATE></HOST>"))
+    assert bare.kvm_cpu_features is None and bare.state_name == "off" and not bare.usable
+
+
+def test_image_marketapp_acl_document_system() -> None:
+    image = parse.image(xml("<IMAGE><ID>3</ID><NAME>i</NAME><STATE>5</STATE><DATASTORE_ID>1</DATASTORE_ID>"
+                            "<TEMPLATE><ERROR>download failed</ERROR><PLATFORM_MARKETPLACE_APPLIANCE_NAME>X"
+                            "</PLATFORM_MARKETPLACE_APPLIANCE_NAME></TEMPLATE></IMAGE>"))
+    assert (image.state_name, image.error) == ("err", "download failed")
+    assert image.attributes.get("PLATFORM_MARKETPLACE_APPLIANCE_NAME") == "X"
+    encoded = base64.b64encode(b'NAME="x"\nPATH="http://m/x"').decode()
+    app = parse.marketapp(xml(f"<MARKETPLACEAPP><ID>5</ID><NAME>svc</NAME><TYPE>3</TYPE><STATE>1</STATE>"
+                              f"<APPTEMPLATE64>{encoded}</APPTEMPLATE64><TEMPLATE><ROLE><NAME>manager</NAME>"
+                              f"<APP>mgr</APP></ROLE><ROLE><NAME>automation</NAME><APP>auto</APP></ROLE>"
+                              f"</TEMPLATE></MARKETPLACEAPP>"))
+    assert app.type_name == "SERVICE_TEMPLATE" and app.state_name == "READY"
+    assert app.roles == (("manager", "mgr"), ("automation", "auto"))
+    assert app.app_template.startswith('NAME="x"')
+    rule = parse.acl(xml("<ACL><ID>2</ID><USER>200000001</USER><RESOURCE>4000400000000</RESOURCE><RIGHTS>1</RIGHTS>"
+                         "<ZONE>400000000</ZONE><STRING>@1 NET/* USE *</STRING></ACL>"))
+    assert (rule.user, rule.rights, rule.string) == (0x200000001, 1, "@1 NET/* USE *")
+    with pytest.raises(MalformedResponse):
+        parse.acl(xml("<ACL><ID>2</ID><USER>zz</USER></ACL>"))
+    doc = parse.document(xml('<DOCUMENT><ID>1</ID><NAME>t</NAME><TYPE>101</TYPE><TEMPLATE><BODY><![CDATA[{"name": "t"}]]>'
+                             "</BODY></TEMPLATE></DOCUMENT>"))
+    assert doc.body == {"name": "t"}
+    conf = parse.system_config(xml("<OPENNEBULA_CONFIGURATION><ONEGATE_ENDPOINT>http://gate:5030</ONEGATE_ENDPOINT>"
+                                   "<DB><BACKEND>sqlite</BACKEND></DB></OPENNEBULA_CONFIGURATION>"))
+    assert conf.onegate_endpoint == "http://gate:5030"
+    assert conf.attributes.vector("DB") == {"BACKEND": "sqlite"}
+
+
+def test_wrong_root_is_malformed() -> None:
+    with pytest.raises(MalformedResponse):
+        parse.vm_detail(xml("<HOST><ID>1</ID></HOST>"))
+    with pytest.raises(MalformedResponse):
+        parse.pool(xml("<VM_POOL/>"), "HOST_POOL", "HOST", parse.host)

@@ -1,0 +1,409 @@
+"""`CloudClient`: the async client of the cloud's XML-RPC API, returning domain models.
+
+Every call runs in a worker thread (pyone is synchronous) through `CloudTransport`, which bounds
+each call by the client's timeout; an asyncio deadline slightly above it covers what sockets
+cannot bound (name resolution). Single objects and small pools go through pyone (its method
+dispatch, parameter casting and parser; the domain models are read from the element tree pyone
+parsed, which keeps what its bindings drop, such as ONEGATE_ENDPOINT). The pools a console
+refreshes all the time (VMs, hosts, images) take the fast path: the same transport, the result
+parsed with lxml straight into domain models.
+
+Wire rules kept here: append flags are sent as ints (the server is strictly typed and rejects a
+boolean), templates as text escaped by `template_text.render_template` (or already-escaped text),
+documents' JSON bodies in the XML form with CDATA. Every failure is a `SiteError`; the session
+never appears in a message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import xmlrpc.client
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar, Union
+
+from lxml import etree
+from pyone.acl import OneAcl
+from pyone.server_xrpc import OneServerXRPC
+
+from tui.adapters import cloud_parse as parse
+from tui.adapters.cloud_errors import to_site_error
+from tui.adapters.cloud_transport import (
+    CloudTransport,
+    MalformedResponse,
+    check_result,
+    decode_response,
+    parse_document,
+)
+from tui.adapters.errors import SiteError
+from tui.domain.acls import AclRule
+from tui.domain.attributes import Attributes
+from tui.domain.datastores import Datastore
+from tui.domain.documents import Document
+from tui.domain.hosts import Host
+from tui.domain.images import ImageInfo
+from tui.domain.marketapps import Marketplace, MarketApp
+from tui.domain.networks import Vnet
+from tui.domain.permissions import Permissions
+from tui.domain.system import SystemConfig
+from tui.domain.template_text import render_template
+from tui.domain.users import Group, User
+from tui.domain.vms import VmDetail, VmSummary
+from tui.domain.vmtemplates import VmTemplate
+
+T = TypeVar("T")
+#: a template to send: text (sent as is), `Attributes`, or `(NAME, value)` pairs to render
+TemplateInput = Union[str, Attributes, Sequence[tuple[str, Any]]]
+
+#: pool filter flags
+ALL_RESOURCES, MINE, MINE_AND_GROUPS = -2, -3, -1
+#: VM pool state filter
+ANY_STATE, ANY_BUT_DONE = -2, -1
+#: actions `one.vm.action` knows
+VM_ACTIONS = frozenset({
+    "terminate", "terminate-hard", "undeploy", "undeploy-hard", "poweroff", "poweroff-hard", "reboot",
+    "reboot-hard", "hold", "release", "stop", "suspend", "resume", "resched", "unresched",
+})
+
+#: extra time the asyncio side waits beyond the transport's own deadline before giving up
+_GRACE_S = 0.5
+
+
+def template_text(template: TemplateInput) -> str:
+    """The text to send for `template`: strings go as they are, anything else is rendered."""
+    if isinstance(template, str):
+        return template
+    if isinstance(template, Attributes):
+        return template.to_text()
+    return render_template(list(template))
+
+
+def json_document_template(body: Mapping[str, Any], name: str | None = None) -> str:
+    """A document template carrying a JSON body, in the XML form (as the platform's own JSON
+    documents are written): `<TEMPLATE><NAME/>?<BODY><![CDATA[json]]></BODY></TEMPLATE>`."""
+    text = json.dumps(body, separators=(",", ":")).replace("]]>", "]]\\u003e")
+    name_part = f"<NAME><![CDATA[{name.replace(']]>', '')}]]></NAME>" if name is not None else ""
+    return f"<TEMPLATE>{name_part}<BODY><![CDATA[{text}]]></BODY></TEMPLATE>"
+
+
+def _flag(value: bool | int) -> int:
+    return 1 if value else 0
+
+
+class _PyoneServer(OneServerXRPC):
+    """pyone's XML-RPC server proxy, sending through `CloudTransport` and failing with the
+    platform's full error (code and object id) instead of pyone's per-code exceptions."""
+
+    def __init__(self, endpoint: str, session: str, transport: CloudTransport) -> None:
+        # no timeout here: pyone would set it as the process-wide default socket timeout
+        super().__init__(endpoint, session)
+        # pyone builds its own (unbounded) requests transport; route every call through ours
+        self._ServerProxy__transport = transport
+
+    def _do_request(self, method: str, params: tuple[Any, ...]) -> Any:
+        result = xmlrpc.client.ServerProxy._ServerProxy__request(self, method, params)  # type: ignore[attr-defined]
+        value = check_result(result)
+        if value == "":
+            # pyone indexes the first character of string results
+            raise MalformedResponse(f"{method} answered an empty value")
+        return result
+
+
+class CloudClient:
+    """Async client of one frontend's XML-RPC endpoint (`http://host:2633/RPC2`)."""
+
+    def __init__(self, endpoint: str, session: str, timeout: float = 30.0, *, verify_ssl: bool = True,
+                 cert_dir: str | None = None, max_workers: int = 4) -> None:
+        if ":" not in session:
+            raise SiteError("Malformed session", "A session is user:password (or user:token).")
+        try:
+            self._transport = CloudTransport(endpoint, timeout, verify_ssl=verify_ssl, cert_dir=cert_dir)
+        except ValueError as exc:
+            raise SiteError(f"Bad XML-RPC endpoint {endpoint!r}",
+                            f"{exc}. ONE_XMLRPC must look like http://<host>:2633/RPC2.") from None
+        self.endpoint = endpoint
+        self.timeout = float(timeout)
+        self.user = session.split(":", 1)[0]
+        self._session = session
+        self._secrets = (session, session.split(":", 1)[1])
+        self._server = _PyoneServer(endpoint, session, self._transport)
+        self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="cloud-rpc")
+
+    def __repr__(self) -> str:
+        return f"CloudClient({self.endpoint!r}, user={self.user!r}, timeout={self.timeout:g})"
+
+    async def close(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        self._transport.close()
+
+    async def __aenter__(self) -> "CloudClient":
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    # plumbing ----------------------------------------------------------------------------------
+    async def _run(self, method: str, work: Callable[[], T]) -> T:
+        loop = asyncio.get_running_loop()
+        try:
+            future = loop.run_in_executor(self._executor, work)
+        except RuntimeError as exc:  # executor shut down
+            raise SiteError("Cloud client closed", f"{method} was called after close().") from exc
+        try:
+            return await asyncio.wait_for(future, self.timeout + _GRACE_S)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a SiteError (cancellation passes)
+            raise to_site_error(exc, method=method, endpoint=self.endpoint, timeout=self.timeout,
+                                secrets=self._secrets) from None
+
+    def _pyone(self, method: str, params: tuple[Any, ...]) -> Any:
+        """Call `one.<method>` through pyone (in the worker thread)."""
+        target: Any = self._server
+        for part in method.split("."):
+            target = getattr(target, part)
+        try:
+            return target(*params)
+        except MalformedResponse:
+            raise
+        except (etree.LxmlError, AssertionError, LookupError, ValueError, TypeError, AttributeError) as exc:
+            # raised by pyone's generated parser reading the answer
+            raise MalformedResponse(f"pyone could not read the answer: {exc}") from exc
+
+    async def _scalar(self, method: str, kind: type[T], *params: Any) -> T:
+        def work() -> T:
+            value = self._pyone(method, params)
+            if not isinstance(value, kind) or isinstance(value, bool) != (kind is bool):
+                raise MalformedResponse(f"one.{method} answered {type(value).__name__}, expected {kind.__name__}")
+            return value
+        return await self._run(f"one.{method}", work)
+
+    def _xml(self, method: str, params: tuple[Any, ...]) -> etree._Element:
+        """The document pyone parsed (its element tree keeps what the bindings drop)."""
+        node = getattr(self._pyone(method, params), "gds_elementtree_node_", None)
+        if node is None:
+            raise MalformedResponse(f"one.{method} did not answer an XML document")
+        return node
+
+    async def _object(self, method: str, root_tag: str, build: Callable[[etree._Element], T], *params: Any) -> T:
+        return await self._run(f"one.{method}", lambda: build(parse.expect_root(self._xml(method, params), root_tag)))
+
+    async def _pyone_pool(self, method: str, pool_tag: str, item_tag: str, build: Callable[[etree._Element], T],
+                          *params: Any) -> tuple[T, ...]:
+        return await self._run(f"one.{method}", lambda: parse.pool(self._xml(method, params), pool_tag, item_tag, build))
+
+    def _raw_call(self, method: str, *params: Any) -> Any:
+        """POST `method` (full name) with `params` after the session, through the transport, and
+        return the platform's success value (blocking: runs in a worker thread)."""
+        body = xmlrpc.client.dumps((self._session, *params), method, allow_none=False).encode("utf-8")
+        return check_result(decode_response(self._transport.post(body)))
+
+    async def _fast_pool(self, method: str, pool_tag: str, item_tag: str, build: Callable[[etree._Element], T],
+                         *params: Any) -> tuple[T, ...]:
+        def work() -> tuple[T, ...]:
+            return parse.pool(parse_document(self._raw_call(method, *params), method), pool_tag, item_tag, build)
+        return await self._run(method, work)
+
+    async def raw(self, method: str, *params: Any) -> Any:
+        """Call `method` (full name, e.g. `one.vm.update`) with `params` exactly as given, bypassing
+        pyone's casting; the platform's success value (a string or an int, never a parsed object).
+        For probing the server's strict typing and for methods this client does not wrap."""
+        return await self._run(method, lambda: self._raw_call(method, *params))
+
+    # system ------------------------------------------------------------------------------------
+    async def version(self) -> str:
+        return await self._scalar("system.version", str)
+
+    async def system_config(self) -> SystemConfig:
+        return await self._object("system.config", "OPENNEBULA_CONFIGURATION", parse.system_config)
+
+    async def whoami(self) -> User:
+        return await self.user_info(-1)
+
+    # VMs ---------------------------------------------------------------------------------------
+    async def list_vms(self, filter: int = ALL_RESOURCES, state: int = ANY_BUT_DONE,
+                       start: int = -1, end: int = -1) -> tuple[VmSummary, ...]:
+        """The VM list (short bodies), fast path."""
+        return await self._fast_pool("one.vmpool.info", "VM_POOL", "VM", parse.vm_summary,
+                                     int(filter), int(start), int(end), int(state))
+
+    async def list_vms_detail(self, filter: int = ALL_RESOURCES, state: int = ANY_BUT_DONE,
+                              start: int = -1, end: int = -1, query: str = "") -> tuple[VmDetail, ...]:
+        """Full VM bodies (`infoextended`): CPU model, context, user template of every VM.
+        `query` (`KEY=VALUE`, pairs joined by `&`) keeps only the VMs whose template says so."""
+        params: tuple[Any, ...] = (int(filter), int(start), int(end), int(state))
+        if query:
+            params += (str(query),)
+        return await self._fast_pool("one.vmpool.infoextended", "VM_POOL", "VM", parse.vm_detail, *params)
+
+    async def vm_info(self, vm_id: int) -> VmDetail:
+        return await self._object("vm.info", "VM", parse.vm_detail, int(vm_id))
+
+    async def vm_action(self, action: str, vm_id: int) -> int:
+        if action not in VM_ACTIONS:
+            raise SiteError(f"Unknown VM action {action!r}", f"Known actions: {', '.join(sorted(VM_ACTIONS))}.")
+        return await self._scalar("vm.action", int, action, int(vm_id))
+
+    async def vm_deploy(self, vm_id: int, host_id: int, enforce: bool = False, ds_id: int = -1) -> int:
+        return await self._scalar("vm.deploy", int, int(vm_id), int(host_id), bool(enforce), int(ds_id))
+
+    async def vm_updateconf(self, vm_id: int, template: TemplateInput, append: bool | int = 1) -> int:
+        """Update OS/CPU_MODEL/CONTEXT/... sections. Keep append=1: with 0 the platform erases every
+        updateconf section missing from `template`."""
+        return await self._scalar("vm.updateconf", int, int(vm_id), template_text(template), _flag(append))
+
+    async def vm_update(self, vm_id: int, template: TemplateInput, append: bool | int) -> int:
+        """Update the USER_TEMPLATE (append 1 merges, 0 replaces)."""
+        return await self._scalar("vm.update", int, int(vm_id), template_text(template), _flag(append))
+
+    # hosts -------------------------------------------------------------------------------------
+    async def list_hosts(self) -> tuple[Host, ...]:
+        return await self._fast_pool("one.hostpool.info", "HOST_POOL", "HOST", parse.host)
+
+    async def host_info(self, host_id: int) -> Host:
+        return await self._object("host.info", "HOST", parse.host, int(host_id))
+
+    # images ------------------------------------------------------------------------------------
+    async def list_images(self, filter: int = ALL_RESOURCES, start: int = -1, end: int = -1) -> tuple[ImageInfo, ...]:
+        return await self._fast_pool("one.imagepool.info", "IMAGE_POOL", "IMAGE", parse.image,
+                                     int(filter), int(start), int(end))
+
+    async def image_info(self, image_id: int) -> ImageInfo:
+        return await self._object("image.info", "IMAGE", parse.image, int(image_id))
+
+    async def image_update(self, image_id: int, template: TemplateInput, append: bool | int) -> int:
+        """Update the image TEMPLATE (append 1 merges: how marketplace attributes are attached)."""
+        return await self._scalar("image.update", int, int(image_id), template_text(template), _flag(append))
+
+    async def image_allocate(self, template: TemplateInput, ds_id: int) -> int:
+        return await self._scalar("image.allocate", int, template_text(template), int(ds_id))
+
+    async def image_delete(self, image_id: int) -> int:
+        return await self._scalar("image.delete", int, int(image_id))
+
+    async def image_chmod(self, image_id: int, perms: Permissions | Sequence[int]) -> int:
+        return await self._scalar("image.chmod", int, int(image_id), *_perm_args(perms))
+
+    async def image_chown(self, image_id: int, uid: int = -1, gid: int = -1) -> int:
+        return await self._scalar("image.chown", int, int(image_id), int(uid), int(gid))
+
+    # VM templates ------------------------------------------------------------------------------
+    async def list_templates(self, filter: int = ALL_RESOURCES, start: int = -1, end: int = -1) -> tuple[VmTemplate, ...]:
+        return await self._pyone_pool("templatepool.info", "VMTEMPLATE_POOL", "VMTEMPLATE", parse.vm_template,
+                                      int(filter), int(start), int(end))
+
+    async def template_info(self, template_id: int) -> VmTemplate:
+        return await self._object("template.info", "VMTEMPLATE", parse.vm_template, int(template_id))
+
+    async def template_allocate(self, template: TemplateInput) -> int:
+        return await self._scalar("template.allocate", int, template_text(template))
+
+    async def template_delete(self, template_id: int) -> int:
+        return await self._scalar("template.delete", int, int(template_id))
+
+    async def template_chmod(self, template_id: int, perms: Permissions | Sequence[int]) -> int:
+        return await self._scalar("template.chmod", int, int(template_id), *_perm_args(perms))
+
+    async def template_chown(self, template_id: int, uid: int = -1, gid: int = -1) -> int:
+        return await self._scalar("template.chown", int, int(template_id), int(uid), int(gid))
+
+    async def template_instantiate(self, template_id: int, name: str = "", hold: bool = False,
+                                   extra: TemplateInput = "", persistent: bool = False) -> int:
+        return await self._scalar("template.instantiate", int, int(template_id), name, bool(hold),
+                                  template_text(extra), bool(persistent))
+
+    # users and groups --------------------------------------------------------------------------
+    async def list_users(self) -> tuple[User, ...]:
+        return await self._pyone_pool("userpool.info", "USER_POOL", "USER", parse.user)
+
+    async def user_info(self, user_id: int) -> User:
+        """A user; -1 is the caller."""
+        return await self._object("user.info", "USER", parse.user, int(user_id))
+
+    async def user_update(self, user_id: int, template: TemplateInput, append: bool | int) -> int:
+        return await self._scalar("user.update", int, int(user_id), template_text(template), _flag(append))
+
+    async def list_groups(self) -> tuple[Group, ...]:
+        return await self._pyone_pool("grouppool.info", "GROUP_POOL", "GROUP", parse.group)
+
+    async def group_info(self, group_id: int) -> Group:
+        return await self._object("group.info", "GROUP", parse.group, int(group_id))
+
+    # networks and datastores -------------------------------------------------------------------
+    async def list_vnets(self, filter: int = ALL_RESOURCES, start: int = -1, end: int = -1) -> tuple[Vnet, ...]:
+        return await self._pyone_pool("vnpool.info", "VNET_POOL", "VNET", parse.vnet, int(filter), int(start), int(end))
+
+    async def vnet_info(self, vnet_id: int) -> Vnet:
+        return await self._object("vn.info", "VNET", parse.vnet, int(vnet_id))
+
+    async def list_datastores(self) -> tuple[Datastore, ...]:
+        return await self._pyone_pool("datastorepool.info", "DATASTORE_POOL", "DATASTORE", parse.datastore)
+
+    # marketplaces ------------------------------------------------------------------------------
+    async def list_marketplaces(self) -> tuple[Marketplace, ...]:
+        return await self._pyone_pool("marketpool.info", "MARKETPLACE_POOL", "MARKETPLACE", parse.marketplace)
+
+    async def list_marketapps(self, filter: int = ALL_RESOURCES, start: int = -1, end: int = -1) -> tuple[MarketApp, ...]:
+        return await self._pyone_pool("marketapppool.info", "MARKETPLACEAPP_POOL", "MARKETPLACEAPP", parse.marketapp,
+                                      int(filter), int(start), int(end))
+
+    async def marketapp_info(self, app_id: int) -> MarketApp:
+        return await self._object("marketapp.info", "MARKETPLACEAPP", parse.marketapp, int(app_id))
+
+    # documents ---------------------------------------------------------------------------------
+    async def list_documents(self, doc_type: int, filter: int = ALL_RESOURCES, start: int = -1,
+                             end: int = -1) -> tuple[Document, ...]:
+        return await self._pyone_pool("documentpool.info", "DOCUMENT_POOL", "DOCUMENT", parse.document,
+                                      int(filter), int(start), int(end), int(doc_type))
+
+    async def document_info(self, doc_id: int) -> Document:
+        return await self._object("document.info", "DOCUMENT", parse.document, int(doc_id))
+
+    async def document_allocate(self, template: TemplateInput, doc_type: int) -> int:
+        """Create a document; for a JSON body pass `json_document_template(body, name)`."""
+        return await self._scalar("document.allocate", int, template_text(template), int(doc_type))
+
+    async def document_update(self, doc_id: int, template: TemplateInput, append: bool | int = 0) -> int:
+        return await self._scalar("document.update", int, int(doc_id), template_text(template), _flag(append))
+
+    async def document_delete(self, doc_id: int) -> int:
+        return await self._scalar("document.delete", int, int(doc_id))
+
+    # ACLs --------------------------------------------------------------------------------------
+    async def acl_list(self) -> tuple[AclRule, ...]:
+        return await self._pyone_pool("acl.info", "ACL_POOL", "ACL", parse.acl)
+
+    async def acl_addrule(self, user_hex: str, resource_hex: str, rights_hex: str,
+                          zone_hex: str | None = None) -> int:
+        """Add a rule from its hex fields (as `acl_list` shows them, with or without 0x)."""
+        params = [_hex(user_hex), _hex(resource_hex), _hex(rights_hex)]
+        if zone_hex is not None:
+            params.append(_hex(zone_hex))
+        return await self._scalar("acl.addrule", int, *params)
+
+    async def acl_add(self, rule: str) -> int:
+        """Add a rule from its text form, e.g. `#5 IMAGE+TEMPLATE+DOCUMENT/* USE`."""
+        try:
+            fields = OneAcl().parse_rule(rule.strip())
+        except Exception as exc:  # pyone raises a bare Exception naming the bad component
+            raise SiteError(f"Malformed ACL rule {rule!r}", f"{exc}. Shape: <#uid|@gid|*> <RES+RES/#id|@gid|*> "
+                            "<USE+MANAGE+ADMIN+CREATE> [zone].") from None
+        return await self.acl_addrule(*fields)
+
+    async def acl_delrule(self, rule_id: int) -> int:
+        return await self._scalar("acl.delrule", int, int(rule_id))
+
+
+def _hex(value: str) -> str:
+    text = value.strip().lower()
+    text = text[2:] if text.startswith("0x") else text
+    try:
+        int(text, 16)
+    except ValueError:
+        raise SiteError(f"Not a hexadecimal ACL field: {value!r}", "ACL fields are hex numbers such as 100000005.") from None
+    return text
+
+
+def _perm_args(perms: Permissions | Iterable[int]) -> tuple[int, ...]:
+    args = perms.as_args() if isinstance(perms, Permissions) else tuple(int(x) for x in perms)
+    if len(args) != 9 or any(x not in (-1, 0, 1) for x in args):
+        raise SiteError("Bad permissions", "chmod takes nine values, each 1, 0 or -1 (unchanged).")
+    return args

@@ -1,0 +1,114 @@
+"""Every failure of a cloud call, phrased as one `SiteError`: platform error codes, XML-RPC faults,
+HTTP errors, timeouts, refused or dropped connections, TLS problems and malformed answers.
+
+Messages name the endpoint and the method, say what to check, and never carry the session:
+`redact` removes the password (or token) from any text taken from the wire or an exception.
+"""
+
+from __future__ import annotations
+
+import http.client
+import socket
+import ssl
+import xmlrpc.client
+
+from tui.adapters.cloud_transport import CallTimeout, MalformedResponse, PlatformFailure
+from tui.adapters.errors import SiteError, redact
+
+AUTHENTICATION = 0x0100
+AUTHORIZATION = 0x0200
+NO_EXISTS = 0x0400
+ACTION = 0x0800
+XML_RPC_API = 0x1000
+INTERNAL = 0x2000
+ALLOCATE = 0x4000
+LOCKED = 0x8000
+
+#: platform error code -> (title, hint, retryable)
+PLATFORM_ERRORS: dict[int, tuple[str, str, bool]] = {
+    AUTHENTICATION: ("Authentication failed",
+                     "The frontend rejected the credentials. Check ONE_AUTH (or ~/.one/one_auth): "
+                     "one line user:password for an enabled user.", False),
+    AUTHORIZATION: ("Not authorized",
+                    "The user lacks the permission for this call: ask a cloud administrator for an ACL rule "
+                    "or use a user of the oneadmin group.", False),
+    NO_EXISTS: ("Not found", "The object does not exist (any more): refresh and pick another one.", False),
+    ACTION: ("Not allowed in this state",
+             "The object is in a state that does not allow this action: wait for it to settle or move it "
+             "to a state that does.", False),
+    XML_RPC_API: ("Bad request", "The frontend refused the parameters of the call.", False),
+    INTERNAL: ("Internal error on the frontend", "The frontend failed while serving the call; retry, and "
+               "check oned.log on the frontend if it persists.", True),
+    ALLOCATE: ("Could not create the object", "The frontend refused to create it (quota, name clash or "
+               "invalid template).", False),
+    LOCKED: ("Object locked", "The object is locked (an operation is in progress or it was locked by "
+             "hand); retry later or unlock it.", True),
+}
+
+
+
+def platform_error(failure: PlatformFailure, method: str, secrets: tuple[str, ...] = ()) -> SiteError:
+    title, hint, retryable = PLATFORM_ERRORS.get(
+        failure.code, (f"Platform error 0x{failure.code:04x}", "The frontend refused the call.", False))
+    message = redact(failure.message, secrets)
+    return SiteError(f"{title} ({method})", f"{message}\n{hint}", retryable=retryable, code=failure.code)
+
+
+def to_site_error(exc: BaseException, *, method: str, endpoint: str, timeout: float,
+                  secrets: tuple[str, ...] = ()) -> SiteError:
+    """Map any exception of a cloud call to a `SiteError` (SiteErrors pass through)."""
+    if isinstance(exc, SiteError):
+        return exc
+    text = redact(str(exc), secrets)
+    if isinstance(exc, PlatformFailure):
+        return platform_error(exc, method, secrets)
+    if isinstance(exc, xmlrpc.client.Fault):
+        return SiteError(
+            f"Request rejected by the frontend ({method})",
+            f"XML-RPC fault {exc.faultCode}: {redact(str(exc.faultString), secrets)}\n"
+            "The call does not match what this frontend accepts (a parameter of the wrong type or a method "
+            "it does not know): check the frontend's version.",
+            retryable=False, code=exc.faultCode)
+    if isinstance(exc, (CallTimeout, socket.timeout, TimeoutError)):
+        return SiteError(
+            f"No answer from {endpoint} within {timeout:g} s",
+            f"{method} did not complete in time. The frontend may be overloaded or unreachable; "
+            "raise ONE_XMLRPC_TIMEOUT if it is just slow.",
+            retryable=True)
+    if isinstance(exc, ConnectionRefusedError):
+        return SiteError(
+            f"Nothing listening at {endpoint}",
+            "The connection was refused: is oned running? Check ONE_XMLRPC (or ~/.one/one_endpoint).",
+            retryable=True)
+    if isinstance(exc, socket.gaierror):
+        return SiteError(
+            f"Cannot resolve the host of {endpoint}",
+            f"{text}\nCheck the host name in ONE_XMLRPC (or ~/.one/one_endpoint).", retryable=True)
+    if isinstance(exc, ssl.SSLError):
+        return SiteError(
+            f"TLS handshake with {endpoint} failed",
+            f"{text}\nFor a self-signed certificate set ONE_CERT_DIR to its CA directory, or "
+            "ONE_DISABLE_SSL_VERIFY=yes.", retryable=False)
+    if isinstance(exc, (ConnectionResetError, ConnectionAbortedError, BrokenPipeError,
+                        http.client.RemoteDisconnected, http.client.IncompleteRead)):
+        return SiteError(
+            f"Connection to {endpoint} dropped",
+            f"The frontend closed the connection during {method} ({text or type(exc).__name__}). Retry; "
+            "if it persists, check the frontend and any proxy in between.", retryable=True)
+    if isinstance(exc, xmlrpc.client.ProtocolError):
+        return SiteError(
+            f"HTTP {exc.errcode} from {endpoint}",
+            f"{redact(str(exc.errmsg), secrets)} during {method}. Check that ONE_XMLRPC points at the "
+            "frontend's XML-RPC endpoint (http://<host>:2633/RPC2).",
+            retryable=exc.errcode >= 500, code=exc.errcode)
+    if isinstance(exc, (MalformedResponse, http.client.HTTPException)):
+        return SiteError(
+            f"Malformed answer from {endpoint}",
+            f"{method}: {text or type(exc).__name__}. Is ONE_XMLRPC pointing at the frontend's XML-RPC "
+            "endpoint?", retryable=False)
+    if isinstance(exc, OSError):
+        return SiteError(
+            f"Cannot reach {endpoint}",
+            f"{text or type(exc).__name__}. Check the network and ONE_XMLRPC.", retryable=True)
+    return SiteError(f"Unexpected failure calling {endpoint}", f"{method}: {type(exc).__name__}: {text}",
+                     retryable=False)

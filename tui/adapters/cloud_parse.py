@@ -1,0 +1,531 @@
+"""Cloud XML documents (lxml elements) into domain models.
+
+One builder per kind, used both for pools (parsed straight from the wire with lxml: the hot path
+of a console, several times faster than pyone's generated parser) and for single objects (the
+element pyone parsed, `gds_elementtree_node_`, which also keeps what pyone's bindings drop).
+Builders tolerate missing elements (defaults) and unknown state codes; a document whose root is
+not the expected one raises `MalformedResponse`.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, TypeVar
+
+from lxml import etree
+
+from tui.adapters.cloud_transport import MalformedResponse
+from tui.domain.acls import AclRule
+from tui.domain.attributes import EMPTY_ATTRIBUTES, Attributes, AttrItem
+from tui.domain.datastores import Datastore
+from tui.domain.documents import Document, parse_body
+from tui.domain.hosts import Host, host_state_names
+from tui.domain.images import ImageInfo, image_state_names
+from tui.domain.marketapps import Marketplace, MarketApp, decode_apptemplate64
+from tui.domain.networks import AddressRange, Vnet
+from tui.domain.permissions import Permissions
+from tui.domain.system import SystemConfig
+from tui.domain.users import Group, User
+from tui.domain.vms import Disk, HistoryRecord, Nic, VmDetail, VmSummary, service_from_name, state_names
+from tui.domain.vmtemplates import VmTemplate
+
+Element = etree._Element
+T = TypeVar("T")
+
+
+# small readers -----------------------------------------------------------------------------
+def _int(text: str | None, default: int = 0) -> int:
+    if not text:
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return int(float(text))
+        except ValueError:
+            return default
+
+
+def _opt_int(text: str | None) -> int | None:
+    if text is None or not text.strip():
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def _float(text: str | None, default: float = 0.0) -> float:
+    if not text:
+        return default
+    try:
+        return float(text)
+    except ValueError:
+        return default
+
+
+def _texts(elem: Element) -> dict[str, str]:
+    """Direct children without sub-elements, tag -> text (first occurrence wins)."""
+    out: dict[str, str] = {}
+    for child in elem:
+        if len(child) == 0 and child.tag not in out:
+            out[child.tag] = child.text or ""
+    return out
+
+
+def _ids(elem: Element | None) -> tuple[int, ...]:
+    """The <ID> children of a collection element such as VMS, GROUPS, CLUSTERS."""
+    if elem is None:
+        return ()
+    return tuple(_int(child.text) for child in elem if child.tag == "ID")
+
+
+def attributes(elem: Element | None) -> Attributes:
+    """A TEMPLATE / USER_TEMPLATE element as `Attributes` (repeated names kept, in order)."""
+    if elem is None:
+        return EMPTY_ATTRIBUTES
+    items: list[AttrItem] = []
+    for child in elem:
+        if not isinstance(child.tag, str):
+            continue
+        if len(child):
+            items.append((child.tag, tuple((sub.tag, sub.text or "") for sub in child if isinstance(sub.tag, str))))
+        else:
+            items.append((child.tag, child.text or ""))
+    return Attributes(tuple(items))
+
+
+def permissions(elem: Element | None) -> Permissions:
+    if elem is None:
+        return Permissions()
+    values = _texts(elem)
+    return Permissions(*(_int(values.get(name)) for name in (
+        "OWNER_U", "OWNER_M", "OWNER_A", "GROUP_U", "GROUP_M", "GROUP_A", "OTHER_U", "OTHER_M", "OTHER_A")))
+
+
+def expect_root(root: Element, tag: str) -> Element:
+    if root.tag != tag:
+        raise MalformedResponse(f"expected <{tag}>, got <{root.tag}>")
+    return root
+
+
+def pool(root: Element, pool_tag: str, item_tag: str, build: Callable[[Element], T]) -> tuple[T, ...]:
+    expect_root(root, pool_tag)
+    return tuple(build(child) for child in root if child.tag == item_tag)
+
+
+# VMs -------------------------------------------------------------------------------------------
+_SUMMARY_TAGS = ("ID", "UID", "GID", "UNAME", "GNAME", "NAME", "STATE", "LCM_STATE", "STIME", "TEMPLATE",
+                 "USER_TEMPLATE", "HISTORY_RECORDS", "MONITORING")
+
+def vm_summary(vm: Element) -> VmSummary:
+    """A VM element (short pool body or full) as a list row. Written for speed: one pass each."""
+    values: dict[str, str] = {}
+    template = user_template = history = monitoring = None
+    for child in vm.iterchildren(*_SUMMARY_TAGS):
+        tag = child.tag
+        if tag == "TEMPLATE":
+            template = child
+        elif tag == "USER_TEMPLATE":
+            user_template = child
+        elif tag == "HISTORY_RECORDS":
+            history = child
+        elif tag == "MONITORING":
+            monitoring = child
+        else:
+            values[tag] = child.text or ""
+    cpu = vcpu = memory = ""
+    ips: list[str] = []
+    # iterchildren(tags) filters in C: no Python objects for the DISK, GRAPHICS, ... not read here
+    if template is not None:
+        for child in template.iterchildren("CPU", "VCPU", "MEMORY", "NIC", "NIC_ALIAS"):
+            tag = child.tag
+            if tag == "CPU":
+                cpu = child.text or ""
+            elif tag == "VCPU":
+                vcpu = child.text or ""
+            elif tag == "MEMORY":
+                memory = child.text or ""
+            else:
+                ips.extend(sub.text for sub in child.iterchildren("IP", "IP6_GLOBAL", "IP6") if sub.text)
+    host = ""
+    host_id: int | None = None
+    if history is not None and len(history):
+        for sub in history[-1].iterchildren("HOSTNAME", "HID"):
+            if sub.tag == "HOSTNAME":
+                host = sub.text or ""
+            else:
+                host_id = _opt_int(sub.text)
+    service_id: int | None = None
+    role = ""
+    if user_template is not None:
+        for child in user_template.iterchildren("SERVICE_ID", "ROLE_NAME"):
+            if child.tag == "SERVICE_ID":
+                service_id = _opt_int(child.text)
+            else:
+                role = child.text or ""
+    name = values.get("NAME", "")
+    if service_id is None:
+        service_id, name_role = service_from_name(name)
+        role = role or name_role
+    cpu_usage: float | None = None
+    memory_usage: int | None = None
+    if monitoring is not None:
+        for child in monitoring.iterchildren("CPU", "MEMORY"):
+            if child.tag == "CPU":
+                cpu_usage = _float(child.text)
+            else:
+                memory_usage = _int(child.text)
+    state = _int(values.get("STATE"))
+    lcm_state = _int(values.get("LCM_STATE"))
+    status, short = state_names(state, lcm_state)
+    return VmSummary(
+        id=_int(values.get("ID")),
+        name=name,
+        uid=_int(values.get("UID")),
+        gid=_int(values.get("GID")),
+        owner=values.get("UNAME", ""),
+        group=values.get("GNAME", ""),
+        state=state,
+        lcm_state=lcm_state,
+        status=status,
+        state_name=short,
+        host=host,
+        host_id=host_id,
+        ips=tuple(ips),
+        cpu=_float(cpu),
+        vcpu=_int(vcpu),
+        memory_mb=_int(memory),
+        cpu_usage=cpu_usage,
+        memory_usage_kb=memory_usage,
+        service_id=service_id,
+        role_name=role,
+        stime=_int(values.get("STIME")),
+    )
+
+
+def _nic(values: dict[str, str]) -> Nic:
+    return Nic(
+        nic_id=_int(values.get("NIC_ID")),
+        network=values.get("NETWORK", ""),
+        network_id=_opt_int(values.get("NETWORK_ID")),
+        ip=values.get("IP", ""),
+        ip6=values.get("IP6_GLOBAL", values.get("IP6", "")),
+        mac=values.get("MAC", ""),
+        bridge=values.get("BRIDGE", ""),
+        attributes=values,
+    )
+
+
+def _disk(values: dict[str, str]) -> Disk:
+    return Disk(
+        disk_id=_int(values.get("DISK_ID")),
+        image=values.get("IMAGE", ""),
+        image_id=_opt_int(values.get("IMAGE_ID")),
+        datastore_id=_opt_int(values.get("DATASTORE_ID")),
+        size_mb=_opt_int(values.get("SIZE")),
+        target=values.get("TARGET", ""),
+        type=values.get("TYPE", ""),
+        attributes=values,
+    )
+
+
+def _history(elem: Element) -> HistoryRecord:
+    values = _texts(elem)
+    return HistoryRecord(
+        seq=_int(values.get("SEQ")),
+        host_id=_int(values.get("HID"), -1),
+        hostname=values.get("HOSTNAME", ""),
+        datastore_id=_int(values.get("DS_ID"), -1),
+        stime=_int(values.get("STIME")),
+        etime=_int(values.get("ETIME")),
+        action=_int(values.get("ACTION")),
+    )
+
+
+def vm_detail(vm: Element) -> VmDetail:
+    expect_root(vm, "VM")
+    values = _texts(vm)
+    template = attributes(vm.find("TEMPLATE"))
+    history = vm.find("HISTORY_RECORDS")
+    return VmDetail(
+        summary=vm_summary(vm),
+        prev_state=_int(values.get("PREV_STATE")),
+        prev_lcm_state=_int(values.get("PREV_LCM_STATE")),
+        etime=_int(values.get("ETIME")),
+        deploy_id=values.get("DEPLOY_ID", ""),
+        permissions=permissions(vm.find("PERMISSIONS")),
+        cpu_model=template.vector("CPU_MODEL").get("MODEL", ""),
+        nics=tuple(_nic(v) for v in template.vectors("NIC")),
+        disks=tuple(_disk(v) for v in template.vectors("DISK")),
+        context=next((value for key, value in template if key == "CONTEXT" and not isinstance(value, str)), ()),
+        user_template=attributes(vm.find("USER_TEMPLATE")),
+        template=template,
+        history=tuple(_history(h) for h in history if h.tag == "HISTORY") if history is not None else (),
+    )
+
+
+# hosts -----------------------------------------------------------------------------------------
+def host(elem: Element) -> Host:
+    expect_root(elem, "HOST")
+    values = _texts(elem)
+    share_elem = elem.find("HOST_SHARE")
+    share = _texts(share_elem) if share_elem is not None else {}
+    template = attributes(elem.find("TEMPLATE"))
+    features_text = template.get("KVM_CPU_FEATURES", "") if "KVM_CPU_FEATURES" in template else None
+    state = _int(values.get("STATE"))
+    return Host(
+        id=_int(values.get("ID")),
+        name=values.get("NAME", ""),
+        state=state,
+        state_name=host_state_names(state)[1],
+        im_mad=values.get("IM_MAD", ""),
+        vm_mad=values.get("VM_MAD", ""),
+        cluster_id=_int(values.get("CLUSTER_ID")),
+        cluster=values.get("CLUSTER", ""),
+        arch=template.get("ARCH"),
+        model_name=template.get("MODELNAME"),
+        kvm_cpu_model=template.get("KVM_CPU_MODEL"),
+        kvm_cpu_models=tuple(template.get("KVM_CPU_MODELS").split()),
+        kvm_cpu_features=None if features_text is None else tuple(features_text.replace(",", " ").split()),
+        hypervisor=template.get("HYPERVISOR"),
+        total_cpu=_int(share.get("TOTAL_CPU")),
+        used_cpu=_int(share.get("CPU_USAGE")),
+        max_cpu=_int(share.get("MAX_CPU"), _int(share.get("TOTAL_CPU"))),
+        total_mem_kb=_int(share.get("TOTAL_MEM")),
+        used_mem_kb=_int(share.get("MEM_USAGE")),
+        max_mem_kb=_int(share.get("MAX_MEM"), _int(share.get("TOTAL_MEM"))),
+        running_vms=_int(share.get("RUNNING_VMS")),
+        vm_ids=_ids(elem.find("VMS")),
+        template=template,
+    )
+
+
+# images, templates, datastores -----------------------------------------------------------------
+def image(elem: Element) -> ImageInfo:
+    expect_root(elem, "IMAGE")
+    values = _texts(elem)
+    state = _int(values.get("STATE"))
+    status, short = image_state_names(state)
+    return ImageInfo(
+        id=_int(values.get("ID")),
+        name=values.get("NAME", ""),
+        uid=_int(values.get("UID")),
+        gid=_int(values.get("GID")),
+        uname=values.get("UNAME", ""),
+        gname=values.get("GNAME", ""),
+        state=state,
+        status=status,
+        state_name=short,
+        type=_int(values.get("TYPE")),
+        persistent=_int(values.get("PERSISTENT")) == 1,
+        datastore_id=_int(values.get("DATASTORE_ID"), -1),
+        datastore=values.get("DATASTORE", ""),
+        size_mb=_int(values.get("SIZE")),
+        format=values.get("FORMAT", ""),
+        source=values.get("SOURCE", ""),
+        path=values.get("PATH", ""),
+        regtime=_int(values.get("REGTIME")),
+        running_vms=_int(values.get("RUNNING_VMS")),
+        vm_ids=_ids(elem.find("VMS")),
+        permissions=permissions(elem.find("PERMISSIONS")),
+        attributes=attributes(elem.find("TEMPLATE")),
+    )
+
+
+def vm_template(elem: Element) -> VmTemplate:
+    expect_root(elem, "VMTEMPLATE")
+    values = _texts(elem)
+    return VmTemplate(
+        id=_int(values.get("ID")),
+        name=values.get("NAME", ""),
+        uid=_int(values.get("UID")),
+        gid=_int(values.get("GID")),
+        uname=values.get("UNAME", ""),
+        gname=values.get("GNAME", ""),
+        regtime=_int(values.get("REGTIME")),
+        permissions=permissions(elem.find("PERMISSIONS")),
+        template=attributes(elem.find("TEMPLATE")),
+    )
+
+
+def datastore(elem: Element) -> Datastore:
+    expect_root(elem, "DATASTORE")
+    values = _texts(elem)
+    return Datastore(
+        id=_int(values.get("ID")),
+        name=values.get("NAME", ""),
+        uname=values.get("UNAME", ""),
+        gname=values.get("GNAME", ""),
+        type=_int(values.get("TYPE")),
+        state=_int(values.get("STATE")),
+        ds_mad=values.get("DS_MAD", ""),
+        tm_mad=values.get("TM_MAD", ""),
+        total_mb=_int(values.get("TOTAL_MB")),
+        free_mb=_int(values.get("FREE_MB")),
+        used_mb=_int(values.get("USED_MB")),
+        cluster_ids=_ids(elem.find("CLUSTERS")),
+        image_ids=_ids(elem.find("IMAGES")),
+        template=attributes(elem.find("TEMPLATE")),
+    )
+
+
+# users and groups ------------------------------------------------------------------------------
+def user(elem: Element) -> User:
+    expect_root(elem, "USER")
+    values = _texts(elem)
+    return User(
+        id=_int(values.get("ID")),
+        name=values.get("NAME", ""),
+        gid=_int(values.get("GID")),
+        gname=values.get("GNAME", ""),
+        group_ids=_ids(elem.find("GROUPS")),
+        auth_driver=values.get("AUTH_DRIVER", ""),
+        enabled=_int(values.get("ENABLED"), 1) == 1,
+        template=attributes(elem.find("TEMPLATE")),
+    )
+
+
+def group(elem: Element) -> Group:
+    expect_root(elem, "GROUP")
+    values = _texts(elem)
+    return Group(
+        id=_int(values.get("ID")),
+        name=values.get("NAME", ""),
+        user_ids=_ids(elem.find("USERS")),
+        admin_ids=_ids(elem.find("ADMINS")),
+        template=attributes(elem.find("TEMPLATE")),
+    )
+
+
+# networks --------------------------------------------------------------------------------------
+def _address_range(elem: Element) -> AddressRange:
+    values = _texts(elem)
+    return AddressRange(
+        ar_id=_int(values.get("AR_ID")),
+        type=values.get("TYPE", ""),
+        ip=values.get("IP", ""),
+        mac=values.get("MAC", ""),
+        size=_int(values.get("SIZE")),
+        used_leases=_int(values.get("USED_LEASES")),
+        attributes=values,
+    )
+
+
+def vnet(elem: Element) -> Vnet:
+    expect_root(elem, "VNET")
+    values = _texts(elem)
+    template = attributes(elem.find("TEMPLATE"))
+    ar_pool = elem.find("AR_POOL")
+    return Vnet(
+        id=_int(values.get("ID")),
+        name=values.get("NAME", ""),
+        uid=_int(values.get("UID")),
+        gid=_int(values.get("GID")),
+        uname=values.get("UNAME", ""),
+        gname=values.get("GNAME", ""),
+        state=_int(values.get("STATE"), 1),
+        bridge=values.get("BRIDGE", ""),
+        bridge_type=values.get("BRIDGE_TYPE", ""),
+        vn_mad=values.get("VN_MAD", ""),
+        phydev=values.get("PHYDEV", ""),
+        vlan_id=values.get("VLAN_ID", ""),
+        mtu=_opt_int(template.get("MTU")),
+        guest_mtu=_opt_int(template.get("GUEST_MTU")),
+        used_leases=_int(values.get("USED_LEASES")),
+        address_ranges=tuple(_address_range(ar) for ar in ar_pool if ar.tag == "AR") if ar_pool is not None else (),
+        template=template,
+    )
+
+
+# marketplaces ----------------------------------------------------------------------------------
+def marketplace(elem: Element) -> Marketplace:
+    expect_root(elem, "MARKETPLACE")
+    values = _texts(elem)
+    return Marketplace(
+        id=_int(values.get("ID")),
+        name=values.get("NAME", ""),
+        uname=values.get("UNAME", ""),
+        state=_int(values.get("STATE")),
+        market_mad=values.get("MARKET_MAD", ""),
+        zone_id=_int(values.get("ZONE_ID")),
+        app_ids=_ids(elem.find("MARKETPLACEAPPS")),
+        template=attributes(elem.find("TEMPLATE")),
+    )
+
+
+def marketapp(elem: Element) -> MarketApp:
+    expect_root(elem, "MARKETPLACEAPP")
+    values = _texts(elem)
+    template = attributes(elem.find("TEMPLATE"))
+    encoded = values.get("APPTEMPLATE64", "")
+    return MarketApp(
+        id=_int(values.get("ID")),
+        name=values.get("NAME", ""),
+        uname=values.get("UNAME", ""),
+        type=_int(values.get("TYPE")),
+        state=_int(values.get("STATE")),
+        version=values.get("VERSION", ""),
+        description=values.get("DESCRIPTION", ""),
+        marketplace_id=_int(values.get("MARKETPLACE_ID"), -1),
+        marketplace=values.get("MARKETPLACE", ""),
+        format=values.get("FORMAT", ""),
+        size_mb=_int(values.get("SIZE")),
+        md5=values.get("MD5", ""),
+        source=values.get("SOURCE", ""),
+        regtime=_int(values.get("REGTIME")),
+        zone_id=_int(values.get("ZONE_ID")),
+        origin_id=_int(values.get("ORIGIN_ID"), -1),
+        apptemplate64=encoded,
+        app_template=decode_apptemplate64(encoded),
+        roles=tuple((v.get("NAME", ""), v.get("APP", "")) for v in template.vectors("ROLE")),
+        disks=tuple((v.get("NAME", ""), v.get("APP", "")) for v in template.vectors("DISK")),
+        template=template,
+    )
+
+
+# documents, ACLs, system -------------------------------------------------------------------------
+def document(elem: Element) -> Document:
+    expect_root(elem, "DOCUMENT")
+    values = _texts(elem)
+    template = elem.find("TEMPLATE")
+    body_elem = template.find("BODY") if template is not None else None
+    body_text = (body_elem.text or "") if body_elem is not None else ""
+    return Document(
+        id=_int(values.get("ID")),
+        name=values.get("NAME", ""),
+        uid=_int(values.get("UID")),
+        gid=_int(values.get("GID")),
+        uname=values.get("UNAME", ""),
+        gname=values.get("GNAME", ""),
+        type=_int(values.get("TYPE")),
+        permissions=permissions(elem.find("PERMISSIONS")),
+        body_text=body_text,
+        body=parse_body(body_text),
+    )
+
+
+def acl(elem: Element) -> AclRule:
+    expect_root(elem, "ACL")
+    values = _texts(elem)
+
+    def hex_field(name: str) -> int:
+        text = values.get(name, "0").strip().lower()
+        try:
+            return int(text, 16)
+        except ValueError:
+            raise MalformedResponse(f"ACL {values.get('ID')}: {name} is not hexadecimal: {text!r}") from None
+
+    return AclRule(
+        id=_int(values.get("ID")),
+        user=hex_field("USER"),
+        resource=hex_field("RESOURCE"),
+        rights=hex_field("RIGHTS"),
+        zone=hex_field("ZONE"),
+        string=values.get("STRING", ""),
+    )
+
+
+def system_config(elem: Element) -> SystemConfig:
+    expect_root(elem, "OPENNEBULA_CONFIGURATION")
+    attrs = attributes(elem)
+    return SystemConfig(onegate_endpoint=attrs.get("ONEGATE_ENDPOINT"), attributes=attrs)

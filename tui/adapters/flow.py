@@ -1,0 +1,211 @@
+"""`FlowClient`: the async client of OneFlow's REST API (multi-VM services), over httpx.
+
+HTTP Basic auth on every request (never in the URL). Envelopes carry string values ("ID": "5")
+and a single document in a pool is still a list (tolerated as an object too); they become the
+same `Document` the cloud adapter reads, then `ServiceTemplate` / `Service`. Errors: 401 bad
+credentials, 403 not authorized, 400 the server's text as the detail, 404 not found, 405 not
+allowed, 5xx retryable, plus timeouts (bounded in total, not per phase), refused connections
+and invalid JSON, all as `SiteError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any, Mapping
+
+import httpx
+
+from tui.adapters.errors import SiteError, redact
+from tui.adapters.http_errors import malformed, transport_error
+from tui.domain.documents import Document
+from tui.domain.permissions import Permissions
+from tui.domain.services import Service, ServiceTemplate, service_from_document, service_template_from_document
+
+_HINT = "ONEFLOW_URL (or ~/.one/oneflow_endpoint)"
+_SERVICE = "OneFlow"
+
+#: HTTP status -> (title, hint, retryable)
+_STATUS: dict[int, tuple[str, str, bool]] = {
+    400: ("OneFlow refused the request", "", False),
+    401: ("OneFlow rejected the credentials",
+          "Check ONEFLOW_USER / ONEFLOW_PASSWORD, or the user:password in ONE_AUTH (~/.one/one_auth).", False),
+    403: ("Not authorized by OneFlow", "The user lacks the permission: ask a cloud administrator.", False),
+    404: ("Not found in OneFlow", "The service or template does not exist (any more): refresh.", False),
+    405: ("Not allowed by OneFlow", "The action is not allowed in the object's current state.", False),
+}
+
+
+def _int(value: Any, default: int = 0) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def document_from_envelope(doc: Mapping[str, Any]) -> Document:
+    """A `{"ID": "5", ..., "TEMPLATE": {"BODY": {...}}}` envelope as a `Document`."""
+    template = doc.get("TEMPLATE") or {}
+    body = template.get("BODY") if isinstance(template, Mapping) else None
+    if isinstance(body, str):  # some servers send the body as JSON text
+        try:
+            body = json.loads(body)
+        except ValueError:
+            body = None
+    perms = doc.get("PERMISSIONS") or {}
+    return Document(
+        id=_int(doc.get("ID"), -1),
+        name=str(doc.get("NAME", "")),
+        uid=_int(doc.get("UID")),
+        gid=_int(doc.get("GID")),
+        uname=str(doc.get("UNAME", "")),
+        gname=str(doc.get("GNAME", "")),
+        type=_int(doc.get("TYPE")),
+        permissions=Permissions(*(_int(perms.get(k)) for k in (
+            "OWNER_U", "OWNER_M", "OWNER_A", "GROUP_U", "GROUP_M", "GROUP_A", "OTHER_U", "OTHER_M", "OTHER_A")))
+        if isinstance(perms, Mapping) else Permissions(),
+        body_text=json.dumps(body) if isinstance(body, Mapping) else "",
+        body=dict(body) if isinstance(body, Mapping) else None,
+    )
+
+
+class FlowClient:
+    """Async client of one OneFlow server (`http://host:2474`)."""
+
+    def __init__(self, url: str, user: str, password: str, timeout: float = 30.0, *, verify_ssl: bool = True) -> None:
+        self.url = url.rstrip("/")
+        self.user = user
+        self.timeout = float(timeout)
+        self._secrets = (password,) if password else ()
+        self._client = httpx.AsyncClient(
+            base_url=self.url, auth=httpx.BasicAuth(user, password), timeout=httpx.Timeout(self.timeout),
+            verify=verify_ssl, follow_redirects=False,
+            headers={"Accept": "application/json", "User-Agent": "sitetk"},
+        )
+
+    def __repr__(self) -> str:
+        return f"FlowClient({self.url!r}, user={self.user!r}, timeout={self.timeout:g})"
+
+    async def close(self) -> None:
+        await self._client.aclose()
+
+    async def __aenter__(self) -> "FlowClient":
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    # plumbing ----------------------------------------------------------------------------------
+    async def _request(self, method: str, path: str, body: Any = None, *, secrets: tuple[str, ...] = ()) -> httpx.Response:
+        hidden = self._secrets + tuple(s for s in secrets if s)
+        try:
+            response = await asyncio.wait_for(
+                self._client.request(method, path, json=body) if body is not None else self._client.request(method, path),
+                self.timeout)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a SiteError
+            raise transport_error(exc, service=_SERVICE, url=self.url, timeout=self.timeout, hint=_HINT,
+                                  secrets=hidden) from None
+        if response.status_code >= 400:
+            text = redact(response.text.strip(), hidden)[:2000]
+            title, hint, retryable = _STATUS.get(
+                response.status_code,
+                ("OneFlow internal error", "OneFlow failed serving the request; retry, and check oneflow.log "
+                 "on the frontend if it persists.", True) if response.status_code >= 500
+                else (f"OneFlow answered HTTP {response.status_code}", "", False))
+            detail = "\n".join(part for part in (f"{method} {path}: {text}" if text else f"{method} {path}", hint) if part)
+            raise SiteError(title, detail, retryable=retryable, code=response.status_code)
+        return response
+
+    def _json(self, response: httpx.Response, path: str) -> Any:
+        try:
+            return json.loads(response.content)
+        except ValueError as exc:
+            raise malformed(self.url, _SERVICE, f"{path} answered invalid JSON ({exc})") from None
+
+    def _document(self, data: Any, path: str) -> Document:
+        doc = data.get("DOCUMENT") if isinstance(data, Mapping) else None
+        if not isinstance(doc, Mapping):
+            raise malformed(self.url, _SERVICE, f"{path} answered no DOCUMENT object")
+        return document_from_envelope(doc)
+
+    def _pool(self, data: Any, path: str) -> tuple[Document, ...]:
+        pool = data.get("DOCUMENT_POOL") if isinstance(data, Mapping) else None
+        if not isinstance(pool, Mapping):
+            raise malformed(self.url, _SERVICE, f"{path} answered no DOCUMENT_POOL object")
+        docs = pool.get("DOCUMENT", [])
+        if isinstance(docs, Mapping):
+            docs = [docs]
+        if not isinstance(docs, list):
+            raise malformed(self.url, _SERVICE, f"{path}: DOCUMENT_POOL.DOCUMENT is not a list")
+        return tuple(document_from_envelope(d) for d in docs if isinstance(d, Mapping))
+
+    def _template(self, doc: Document, path: str) -> ServiceTemplate:
+        try:
+            return service_template_from_document(doc)
+        except ValueError as exc:
+            raise malformed(self.url, _SERVICE, f"{path}: {exc}") from None
+
+    def _service(self, doc: Document, path: str) -> Service:
+        try:
+            return service_from_document(doc)
+        except ValueError as exc:
+            raise malformed(self.url, _SERVICE, f"{path}: {exc}") from None
+
+    # service templates -------------------------------------------------------------------------
+    async def list_service_templates(self) -> tuple[ServiceTemplate, ...]:
+        path = "/service_template"
+        docs = self._pool(self._json(await self._request("GET", path), path), path)
+        return tuple(self._template(doc, path) for doc in docs)
+
+    async def get_service_template(self, template_id: int) -> ServiceTemplate:
+        path = f"/service_template/{int(template_id)}"
+        return self._template(self._document(self._json(await self._request("GET", path), path), path), path)
+
+    async def create_service_template(self, body: Mapping[str, Any]) -> ServiceTemplate:
+        """Register a service template from its body (`name`, `roles`, ...)."""
+        path = "/service_template"
+        response = await self._request("POST", path, dict(body))
+        return self._template(self._document(self._json(response, path), path), path)
+
+    async def delete_service_template(self, template_id: int) -> None:
+        await self._request("DELETE", f"/service_template/{int(template_id)}")
+
+    async def instantiate(self, template_id: int, merge_template: Mapping[str, Any],
+                          secrets: tuple[str, ...] = ()) -> Service:
+        """Instantiate a service template; `merge_template` holds `name`, the input values
+        (`user_inputs_values` or `custom_attrs_values`), `networks_values`, optional `roles`.
+        `secrets` (input values) are redacted from any error the server sends back."""
+        path = f"/service_template/{int(template_id)}/action"
+        payload = {"action": {"perform": "instantiate", "params": {"merge_template": dict(merge_template)}}}
+        response = await self._request("POST", path, payload, secrets=secrets)
+        return self._service(self._document(self._json(response, path), path), path)
+
+    async def service_template_action(self, template_id: int, perform: str,
+                                      params: Mapping[str, Any] | None = None) -> ServiceTemplate | None:
+        """chown, chgrp, chmod, rename (None) or clone (the new template) on a service template."""
+        path = f"/service_template/{int(template_id)}/action"
+        response = await self._request("POST", path, {"action": {"perform": perform, "params": dict(params or {})}})
+        if response.status_code == 204 or not response.content.strip():
+            return None
+        return self._template(self._document(self._json(response, path), path), path)
+
+    # services ----------------------------------------------------------------------------------
+    async def list_services(self) -> tuple[Service, ...]:
+        path = "/service"
+        docs = self._pool(self._json(await self._request("GET", path), path), path)
+        return tuple(self._service(doc, path) for doc in docs)
+
+    async def get_service(self, service_id: int) -> Service:
+        path = f"/service/{int(service_id)}"
+        return self._service(self._document(self._json(await self._request("GET", path), path), path), path)
+
+    async def delete_service(self, service_id: int) -> None:
+        """Delete a service (terminates its VMs)."""
+        await self._request("DELETE", f"/service/{int(service_id)}")
+
+    async def service_action(self, service_id: int, perform: str, params: Mapping[str, Any] | None = None) -> None:
+        """recover, chown, ..., or a VM action applied to the service's VMs."""
+        path = f"/service/{int(service_id)}/action"
+        await self._request("POST", path, {"action": {"perform": perform, "params": dict(params or {})}})

@@ -1,0 +1,40 @@
+"""Datastores: image, system and file stores with their capacity."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tui.domain.attributes import EMPTY_ATTRIBUTES, Attributes
+
+IMAGE_DS, SYSTEM_DS, FILE_DS = 0, 1, 2
+
+#: DATASTORE TYPE code -> name
+DATASTORE_TYPES: dict[int, str] = {IMAGE_DS: "IMAGE", SYSTEM_DS: "SYSTEM", FILE_DS: "FILE"}
+#: DATASTORE STATE code -> name
+DATASTORE_STATES: dict[int, str] = {0: "READY", 1: "DISABLED"}
+
+
+@dataclass(frozen=True)
+class Datastore:
+    id: int
+    name: str
+    uname: str
+    gname: str
+    type: int
+    state: int
+    ds_mad: str
+    tm_mad: str
+    total_mb: int
+    free_mb: int
+    used_mb: int
+    cluster_ids: tuple[int, ...]
+    image_ids: tuple[int, ...]
+    template: Attributes = EMPTY_ATTRIBUTES
+
+    @property
+    def type_name(self) -> str:
+        return DATASTORE_TYPES.get(self.type, f"TYPE_{self.type}")
+
+    @property
+    def state_name(self) -> str:
+        return DATASTORE_STATES.get(self.state, f"STATE_{self.state}")
