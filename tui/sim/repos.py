@@ -9,20 +9,29 @@ command, the way a real site's hosting would hold them:
   `<component>/<naming.component_manager_dir>/public.yaml` (metadata, site variables, inputs);
   appliances are marketplace record URLs with the `{marketplace_url}` placeholder and the record
   ids of the embedded marketplace's catalogue.
-Seeding is idempotent: existing repositories are left as they are.
+Seeding is idempotent: existing repositories are left as they are. Building them takes a few
+git commands, so each distinct set of contents is built once per process and copied for every
+further site (tests start many sites). `seed_site_repositories(site)` is what scenario seeding
+calls: it also writes the demo vault password file (mode 0600) beside them.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ansible.parsing.vault import VaultLib, VaultSecret
 
 from tui.domain.naming import DEFAULT_NAMING, NamingProfile
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tui.sim.state import SimSite
 
 SITES_REPO = "sites.git"
 LIBRARY_REPO = "library.git"
@@ -32,6 +41,8 @@ TEMPLATE_DIR = ".dummy"
 EXISTING_SITE = "demo-site"
 #: the demo's vault password (the site secret app_automation_sites_token of the demo site)
 SIM_VAULT_PASSWORD = "demo-sites-token"
+#: the file in the state directory holding the demo vault password (mode 0600)
+VAULT_PASSWORD_FILE = "vault-password"
 
 _IDENTITY = ("-c", "user.name=Site Repository Seeder", "-c", "user.email=seeder@sim.invalid")
 
@@ -319,6 +330,19 @@ def _build(bare: Path, commits: list[tuple[str, str | None, dict[str, str | None
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+_CACHE_LOCK = threading.Lock()
+_CACHE: dict[tuple[object, ...], Path] = {}
+_CACHE_ROOT: list[Path] = []
+
+
+def _cache_root() -> Path:
+    if not _CACHE_ROOT:
+        root = Path(tempfile.mkdtemp(prefix="sitetk-sim-repos-"))
+        atexit.register(shutil.rmtree, str(root), True)
+        _CACHE_ROOT.append(root)
+    return _CACHE_ROOT[0]
+
+
 def seed_repositories(
     state_dir: Path,
     naming: NamingProfile = DEFAULT_NAMING,
@@ -328,6 +352,49 @@ def seed_repositories(
 ) -> tuple[Path, Path]:
     """Create (once) the bare sites repository and component library; return their paths."""
     state_dir.mkdir(parents=True, exist_ok=True)
+    sites = state_dir / SITES_REPO
+    library = state_dir / LIBRARY_REPO
+    if sites.exists() and library.exists():
+        return sites, library
+    key = (naming, vault_password, existing_site)
+    with _CACHE_LOCK:
+        built = _CACHE.get(key)
+        if built is None:
+            built = Path(tempfile.mkdtemp(prefix="built-", dir=_cache_root()))
+            _build_repositories(built, naming, vault_password=vault_password, existing_site=existing_site)
+            _CACHE[key] = built
+    for name, target in ((SITES_REPO, sites), (LIBRARY_REPO, library)):
+        if not target.exists():
+            partial = target.with_name(target.name + ".copy")
+            shutil.rmtree(partial, ignore_errors=True)
+            shutil.copytree(built / name, partial, symlinks=True)
+            partial.rename(target)
+    return sites, library
+
+
+def write_vault_password_file(state_dir: Path, password: str = SIM_VAULT_PASSWORD) -> Path:
+    """The demo's vault password file (mode 0600 from its creation), as an operator keeps one."""
+    path = state_dir / VAULT_PASSWORD_FILE
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(password + "\n")
+    os.chmod(path, 0o600)
+    return path
+
+
+def seed_site_repositories(site: "SimSite") -> None:
+    """Seed the site's repositories and vault password file; record their paths on the site."""
+    site.sites_repo, site.library_repo = seed_repositories(site.state_dir, site.naming)
+    site.vault_password_file = write_vault_password_file(site.state_dir)
+
+
+def _build_repositories(
+    state_dir: Path,
+    naming: NamingProfile,
+    *,
+    vault_password: str,
+    existing_site: str | None,
+) -> None:
     sites = state_dir / SITES_REPO
     library = state_dir / LIBRARY_REPO
     if not sites.exists():
@@ -346,4 +413,3 @@ def seed_repositories(
         for component, text in _components(naming).items():
             files[f"{component}/{naming.component_manager_dir}/public.yaml"] = text
         _build(library, [(DEFAULT_BRANCH, None, files)])
-    return sites, library

@@ -82,6 +82,8 @@ class SimDatastore:
     template: Template = field(default_factory=list)
     uid: int = 0
     gid: int = 0
+    perms: Perms = field(default_factory=lambda: Perms(1, 1, 0, 1, 0, 0, 0, 0, 0))
+    state: int = 0  # 0 READY, 1 DISABLED
 
 
 @dataclass
@@ -127,6 +129,10 @@ class SimImage:
     format: str = "qcow2"
     perms: Perms = field(default_factory=Perms)
     running_vms: int = 0
+    prev_state: int = 0
+    #: ids of the VMs whose disks use this image
+    vm_ids: list[int] = field(default_factory=list)
+    modtime: int = 0
 
 
 @dataclass
@@ -170,6 +176,18 @@ class SimVm:
     perms: Perms = field(default_factory=Perms)
     #: bumped on every change, so renderers can cache a VM's XML
     revision: int = 0
+    #: bumped on every state change; a timed transition scheduled under an older epoch is stale
+    epoch: int = 0
+    resched: int = 0
+    last_poll: int = 0
+    #: BACKUPS/BACKUP_CONFIG (kept apart from TEMPLATE, as the platform does)
+    backup_config: Template = field(default_factory=list)
+    #: the CPU model the hypervisor domain was defined with at the last (re)definition
+    deployed_cpu_model: str = ""
+
+    def touch(self) -> None:
+        """Mark the VM changed (every writer calls this, so cached XML is re-rendered)."""
+        self.revision += 1
 
 
 @dataclass
@@ -179,6 +197,10 @@ class SimMarketplace:
     market_mad: str
     endpoint: str
     template: Template = field(default_factory=list)
+    uid: int = 0
+    gid: int = 0
+    perms: Perms = field(default_factory=lambda: Perms(1, 1, 0, 1, 0, 0, 1, 0, 0))
+    state: int = 0  # 0 ENABLED, 1 DISABLED
 
 
 @dataclass
@@ -201,6 +223,9 @@ class SimMarketApp:
     record_id: str = ""
     #: a broken app makes its image end in ERROR
     broken: bool = False
+    uid: int = 0
+    gid: int = 0
+    perms: Perms = field(default_factory=lambda: Perms(1, 1, 0, 1, 0, 0, 1, 0, 0))
 
 
 @dataclass
@@ -213,6 +238,8 @@ class SimDocument:
     body: dict[str, Any]
     regtime: int = field(default_factory=lambda: int(time.time()))
     perms: Perms = field(default_factory=Perms)
+    #: template attributes other than BODY (BODY is `body`, rendered as JSON)
+    template: Template = field(default_factory=list)
 
 
 @dataclass
@@ -239,6 +266,9 @@ class Faults:
     fail_next_deploys: int = 0
     #: extra delay per XML-RPC method name, in milliseconds
     method_delay_ms: dict[str, int] = field(default_factory=dict)
+    #: marketplace HTTP faults by record id ("" for the listing): "error" (HTTP 500),
+    #: "invalid_json" (a truncated body) or "slow:<ms>" (the answer comes after that delay)
+    market_faults: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -279,8 +309,17 @@ class SimSite:
         self._ids: dict[str, itertools.count[int]] = {}
         self._events: list[tuple[float, int, Callable[[], None]]] = []
         self._event_seq = itertools.count()
+        #: seconds of the event clock skipped by run_next_event (fast-forwarding a scenario)
+        self._skew = 0.0
         #: set by the server once it listens: base URL such as http://127.0.0.1:PORT
         self.base_url = ""
+        #: rendered XML per VM id, owned by tui.sim.xml_render (keyed by the VM's revision)
+        self.render_cache: dict[int, Any] = {}
+        #: the bare sites repository, the component library and the demo vault password file
+        #: (tui.sim.repos.seed_site_repositories fills them while seeding)
+        self.sites_repo: Path | None = None
+        self.library_repo: Path | None = None
+        self.vault_password_file: Path | None = None
 
     # ids and time -------------------------------------------------------------------------
     def next_id(self, kind: str, start: int = 0) -> int:
@@ -295,19 +334,35 @@ class SimSite:
 
     def after(self, sim_seconds: float, action: Callable[[], None]) -> None:
         """Run `action` (under the lock) once `sim_seconds` of simulated time have passed."""
-        due = time.monotonic() + sim_seconds * self.config.time_scale
+        due = self._clock() + sim_seconds * self.config.time_scale
         heapq.heappush(self._events, (due, next(self._event_seq), action))
 
     def advance(self) -> None:
         """Run every event that is due. Called at the start of every request."""
         with self.lock:
-            now = time.monotonic()
+            now = self._clock()
             while self._events and self._events[0][0] <= now:
                 _, _, action = heapq.heappop(self._events)
                 action()
 
     def pending_events(self) -> int:
         return len(self._events)
+
+    def run_next_event(self) -> bool:
+        """Run the earliest event now, however far ahead it is due: a jump of simulated time for
+        seeding scenarios. False when nothing is scheduled."""
+        with self.lock:
+            if not self._events:
+                return False
+            due, _, action = heapq.heappop(self._events)
+            # the site's clock jumps to the event's time, so what it schedules keeps its order
+            self._skew = max(self._skew, due - time.monotonic())
+            action()
+            return True
+
+    def _clock(self) -> float:
+        """The site's event clock: the monotonic clock plus the time skipped by run_next_event."""
+        return time.monotonic() + self._skew
 
     # authentication ----------------------------------------------------------------------
     def authenticate(self, username: str, password: str) -> SimUser | None:

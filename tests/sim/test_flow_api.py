@@ -1,0 +1,177 @@
+"""OneFlow REST on the embedded site, over loopback: auth, envelopes, routes, instantiate validation."""
+
+from __future__ import annotations
+
+import json
+from typing import Callable
+
+import httpx
+import pytest
+
+from tests.sim.flow_support import add_service_template, flow_client, instantiate_body
+from tui.sim.server import SimServer
+
+VALUES = {"app_greeting": "hello", "app_secret": "s3cr3t"}
+MSG_INPUTS_7 = "Verify that every User Input have its corresponding value defined"
+MSG_INPUTS_6 = "Every custom_attrs key must have its value defined at custom_attrs_value"
+MSG_NETWORKS = "Every network key must have its value defined at networks_value"
+
+
+@pytest.fixture
+def sim6(sim_factory: Callable[..., SimServer]) -> SimServer:
+    return sim_factory(one_version="6.10.0")
+
+
+# authentication --------------------------------------------------------------------------------
+def test_missing_credentials_are_refused(sim: SimServer) -> None:
+    response = httpx.get(f"{sim.flow_url}/service_template")
+    assert response.status_code == 401
+    assert response.text == "A username and password must be provided"
+
+
+def test_wrong_credentials_are_refused(sim: SimServer) -> None:
+    with flow_client(sim, password="wrong") as client:
+        response = client.get("/service")
+    assert response.status_code == 401 and response.text == "Invalid credentials"
+
+
+def test_expired_credentials_are_refused(sim: SimServer) -> None:
+    sim.site.faults.expired_credentials = True
+    with flow_client(sim) as client:
+        assert client.get("/service").status_code == 401
+
+
+# pools and envelopes ---------------------------------------------------------------------------
+def test_empty_pools_are_empty_objects(sim: SimServer) -> None:
+    with flow_client(sim) as client:
+        for path in ("/service_template", "/service"):
+            response = client.get(path)
+            assert response.status_code == 200
+            assert json.loads(response.text) == {"DOCUMENT_POOL": {}}
+
+
+def test_a_single_template_is_a_list_with_string_envelope_values(sim: SimServer) -> None:
+    template_id = add_service_template(sim.site, [{"name": "front"}])
+    with flow_client(sim) as client:
+        pool = json.loads(client.get("/service_template").text)
+        one = json.loads(client.get(f"/service_template/{template_id}").text)
+    documents = pool["DOCUMENT_POOL"]["DOCUMENT"]
+    assert isinstance(documents, list) and len(documents) == 1
+    document = documents[0]
+    assert document == one["DOCUMENT"]
+    assert document["ID"] == str(template_id) and document["TYPE"] == "101"
+    assert document["UNAME"] == "oneadmin" and document["PERMISSIONS"]["OWNER_U"] == "1"
+    assert all(isinstance(v, str) for k, v in document.items() if k not in ("PERMISSIONS", "TEMPLATE"))
+    assert isinstance(document["TEMPLATE"]["BODY"], dict)
+    assert document["TEMPLATE"]["BODY"]["roles"][0]["name"] == "front"
+
+
+def test_unknown_objects_wrong_methods_and_bad_actions(sim: SimServer) -> None:
+    template_id = add_service_template(sim.site, [{"name": "front"}])
+    with flow_client(sim) as client:
+        missing = client.get("/service_template/999")
+        assert missing.status_code == 404 and "999" in missing.text
+        assert client.get("/service/999").status_code == 404
+        assert client.get(f"/service/{template_id}").status_code == 404  # a template is not a service
+        assert client.put(f"/service_template/{template_id}", content=b"{}").status_code == 405
+        assert client.get("/nothing_here").status_code == 404
+        bad_json = client.post(f"/service_template/{template_id}/action", content=b"{not json")
+        assert bad_json.status_code == 400
+        no_action = client.post(f"/service_template/{template_id}/action", json={"perform": "instantiate"})
+        assert no_action.status_code == 400
+        unknown = client.post(f"/service_template/{template_id}/action", json={"action": {"perform": "explode"}})
+        assert unknown.status_code == 400 and "explode" in unknown.text
+
+
+def test_other_users_do_not_see_private_templates(sim: SimServer) -> None:
+    template_id = add_service_template(sim.site, [{"name": "front"}])
+    user = sim.site.users[2]
+    with flow_client(sim, user.name, user.password) as client:
+        assert json.loads(client.get("/service_template").text) == {"DOCUMENT_POOL": {}}
+        assert client.get(f"/service_template/{template_id}").status_code == 403
+    with flow_client(sim) as admin:
+        chmod = admin.post(f"/service_template/{template_id}/action",
+                           json={"action": {"perform": "chmod", "params": {"octet": "644"}}})
+        assert chmod.status_code == 204
+    with flow_client(sim, user.name, user.password) as client:
+        assert client.get(f"/service_template/{template_id}").status_code == 200
+        rename = client.post(f"/service_template/{template_id}/action",
+                             json={"action": {"perform": "rename", "params": {"name": "mine"}}})
+        assert rename.status_code == 403
+
+
+def test_rename_and_clone_a_template(sim: SimServer) -> None:
+    template_id = add_service_template(sim.site, [{"name": "front"}])
+    with flow_client(sim) as client:
+        path = f"/service_template/{template_id}/action"
+        assert client.post(path, json={"action": {"perform": "rename", "params": {"name": "renamed"}}}).status_code == 204
+        clone = client.post(path, json={"action": {"perform": "clone", "params": {"name": "copy"}}})
+        assert clone.status_code == 201
+        names = [d["NAME"] for d in json.loads(client.get("/service_template").text)["DOCUMENT_POOL"]["DOCUMENT"]]
+    assert sorted(names) == ["copy", "renamed"]
+
+
+# instantiate validation ------------------------------------------------------------------------
+def test_7x_requires_every_input(sim: SimServer) -> None:
+    template_id = add_service_template(sim.site, [{"name": "front"}])
+    with flow_client(sim) as client:
+        path = f"/service_template/{template_id}/action"
+        none = client.post(path, json=instantiate_body(None))
+        partial = client.post(path, json=instantiate_body({"app_greeting": "hi"}))
+        wrong_type = client.post(path, json=instantiate_body({"app_greeting": "hi", "app_secret": 5}))
+    assert (none.status_code, none.text) == (400, MSG_INPUTS_7)
+    assert (partial.status_code, partial.text) == (400, MSG_INPUTS_7)
+    assert wrong_type.status_code == 400
+    assert not [d for d in sim.site.documents.values() if d.type == 100]  # nothing half-created
+
+
+def test_networks_need_values(sim: SimServer) -> None:
+    template_id = add_service_template(sim.site, [{"name": "front"}])
+    missing = instantiate_body(VALUES)
+    del missing["action"]["params"]["merge_template"]["networks_values"]
+    other_key = instantiate_body(VALUES)
+    other_key["action"]["params"]["merge_template"]["networks_values"] = [{"Private": {"id": "0"}}]
+    wrong_shape = instantiate_body(VALUES)
+    wrong_shape["action"]["params"]["merge_template"]["networks_values"] = {"Public": {"id": "0"}}
+    with flow_client(sim) as client:
+        path = f"/service_template/{template_id}/action"
+        for body, message in ((missing, MSG_NETWORKS), (other_key, MSG_NETWORKS)):
+            response = client.post(path, json=body)
+            assert (response.status_code, response.text) == (400, message)
+        assert client.post(path, json=wrong_shape).status_code == 400
+
+
+def test_7x_renames_custom_attrs_values_on_the_way_in(sim: SimServer) -> None:
+    template_id = add_service_template(sim.site, [{"name": "front"}])
+    with flow_client(sim) as client:
+        response = client.post(f"/service_template/{template_id}/action",
+                               json=instantiate_body(VALUES, key="custom_attrs_values"))
+    assert response.status_code == 201, response.text
+    document = json.loads(response.text)["DOCUMENT"]
+    body = document["TEMPLATE"]["BODY"]
+    assert document["TYPE"] == "100" and document["NAME"] == "svc"
+    assert body["user_inputs_values"] == VALUES and "custom_attrs_values" not in body
+    assert body["networks_values"] == [{"Public": {"id": "0"}}]
+    assert isinstance(body["start_time"], int) and isinstance(body["log"], list)
+    assert all("state" in role and "nodes" in role for role in body["roles"])
+
+
+def test_6x_expects_custom_attrs_values(sim6: SimServer) -> None:
+    template_id = add_service_template(sim6.site, [{"name": "front"}], seven=False)
+    with flow_client(sim6) as client:
+        path = f"/service_template/{template_id}/action"
+        new_key = client.post(path, json=instantiate_body(VALUES, key="user_inputs_values"))
+        assert (new_key.status_code, new_key.text) == (400, MSG_INPUTS_6)
+        response = client.post(path, json=instantiate_body(VALUES, key="custom_attrs_values"))
+    assert response.status_code == 201, response.text
+    body = json.loads(response.text)["DOCUMENT"]["TEMPLATE"]["BODY"]
+    assert body["custom_attrs_values"] == VALUES and "user_inputs_values" not in body
+
+
+def test_unknown_role_in_merge_template_is_refused(sim: SimServer) -> None:
+    template_id = add_service_template(sim.site, [{"name": "front"}])
+    body = instantiate_body(VALUES)
+    body["action"]["params"]["merge_template"]["roles"] = [{"name": "ghost", "cardinality": 2}]
+    with flow_client(sim) as client:
+        response = client.post(f"/service_template/{template_id}/action", json=body)
+    assert response.status_code == 400 and "ghost" in response.text

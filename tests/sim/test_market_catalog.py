@@ -1,0 +1,140 @@
+"""The embedded site's appliance catalogue: record fields, versions, and the cloud's MARKETPLACEAPPs."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pytest
+
+from tui.domain.naming import NamingProfile
+from tui.domain.template_text import first, parse_template
+from tui.sim import catalog
+from tui.sim.state import SimConfig, SimSite
+
+REQUIRED = ("_id", "links", "name", "version", "publisher", "creation_time", "opennebula_version")
+
+
+def _site(tmp_path: Path, one_version: str = "7.0.0", naming: NamingProfile | None = None) -> SimSite:
+    site = SimSite(SimConfig(one_version=one_version), tmp_path, **({"naming": naming} if naming else {}))
+    catalog.seed_catalog(site)
+    return site
+
+
+def test_every_record_has_the_required_fields_and_a_download_link(tmp_path: Path) -> None:
+    site = _site(tmp_path)
+    for prefix in catalog.PREFIXES:
+        for record in site.market_records[prefix]:
+            assert all(key in record for key in REQUIRED), record["_id"]
+            rid = record["_id"]["$oid"]
+            assert record["links"]["download"]["href"] == f"{prefix}/appliance/{rid}/download"
+            assert isinstance(record["creation_time"], int)
+            if "opennebula_template" in record:
+                assert isinstance(record["opennebula_template"], str)
+                json.loads(record["opennebula_template"])
+
+
+def test_toolkit_service_has_four_roles_23_inputs_and_four_images(tmp_path: Path) -> None:
+    site = _site(tmp_path)
+    record = catalog.find_record(site, "", record_id=catalog.TOOLKIT_RECORD_ID)
+    assert record is not None and record["type"] == "SERVICE_TEMPLATE"
+    body = json.loads(record["opennebula_template"])
+    assert [r["name"] for r in body["roles"]] == ["objectstore", "automation", "manager", "timeseries"]
+    assert body["deployment"] == "straight" and body["ready_status_gate"] is True
+    assert body["networks"] == {"Public": "M|network|Public||id:"}
+    inputs = body["user_inputs"]
+    assert len(inputs) == 23 and all(k.startswith("app_") for k in inputs)
+    assert inputs["app_objectstore_root_password"].startswith("M|password|")
+    assert inputs["app_automation_cloud_insecure"].split("|")[1] == "boolean"
+    assert all(len(v.split("|")) == 5 for v in inputs.values())
+    images: set[str] = set()
+    for role, template_name in record["roles"].items():
+        vm_record = catalog.find_record(site, "", name=template_name)
+        assert vm_record is not None and vm_record["type"] == "VMTEMPLATE", role
+        images.update(vm_record["disks"])
+    assert len(images) == 4
+    for name in images:
+        image = catalog.find_record(site, "", name=name)
+        assert image is not None and "type" not in image and image["files"][0]["size"] > 0
+
+
+def test_names_follow_the_naming_profile(tmp_path: Path) -> None:
+    naming = NamingProfile(input_prefix="x_", role_manager="lcm", toolkit_appliance_name="Kit")
+    site = _site(tmp_path, naming=naming)
+    record = catalog.find_record(site, "", record_id=catalog.TOOLKIT_RECORD_ID)
+    assert record is not None and record["name"] == "Kit"
+    body = json.loads(record["opennebula_template"])
+    assert "lcm" in [r["name"] for r in body["roles"]]
+    assert all(key.startswith("x_") for key in body["user_inputs"])
+    assert "x_lcm_admin_password" in body["user_inputs"]
+
+
+def test_versions_include_old_new_and_nonconforming(tmp_path: Path) -> None:
+    site = _site(tmp_path)
+    versions = {r["version"] for p in catalog.PREFIXES for r in site.market_records[p]}
+    for expected in (catalog.TOOLKIT_VERSION, catalog.TOOLKIT_OLD_VERSION, "v1.29", "1.31.3-6.10.0-3-20251118-1327",
+                     "v4.3.0.23-20250919-1159", "7.4.0-0-20260714"):
+        assert expected in versions
+    community_toolkit = catalog.find_record(site, "/community", record_id=catalog.TOOLKIT_RECORD_ID)
+    assert community_toolkit is not None and community_toolkit["version"] == catalog.TOOLKIT_OLD_VERSION
+
+
+def test_some_records_lack_optional_fields_and_some_carry_unknown_ones(tmp_path: Path) -> None:
+    site = _site(tmp_path)
+    records = [r for p in catalog.PREFIXES for r in site.market_records[p]]
+    assert any("tags" not in r and "logo" not in r for r in records)
+    assert any("os-id" not in r for r in records)
+    known = set(REQUIRED) | {"description", "short_description", "tags", "format", "os-id", "os-release", "os-arch",
+                             "hypervisor", "opennebula_template", "logo", "type", "roles", "disks", "files"}
+    assert any(set(r) - known for r in records)
+
+
+@pytest.mark.parametrize(("one_version", "label"), [("7.0.0", "7.0"), ("6.10.0", "6.10")])
+def test_cloud_imports_the_apps_listed_for_its_version(tmp_path: Path, one_version: str, label: str) -> None:
+    site = _site(tmp_path, one_version)
+    assert len(site.marketplaces) == 2
+    for market in site.marketplaces.values():
+        prefix = {v: k for k, v in catalog.marketplace_names(site.naming).items()}[market.name]
+        listed = {r["_id"]["$oid"] for r in site.market_records[prefix] if catalog.lists_version(r, label)}
+        imported = {a.record_id for a in site.marketapps.values() if a.marketplace_id == market.id}
+        assert imported == listed
+    all_ids = {r["_id"]["$oid"] for p in catalog.PREFIXES for r in site.market_records[p]}
+    assert {a.record_id for a in site.marketapps.values()} != all_ids  # the version filter matters
+
+
+def test_app_shapes_follow_the_market_driver(tmp_path: Path) -> None:
+    site = _site(tmp_path)
+    apps = [a for a in site.marketapps.values() if a.marketplace_id == 0]
+    service = next(a for a in apps if a.record_id == catalog.TOOLKIT_RECORD_ID)
+    assert service.type == 3
+    roles = [dict(v) for k, v in service.template if k == "ROLE"]
+    assert {r["NAME"] for r in roles} == {"objectstore", "automation", "manager", "timeseries"}
+    assert json.loads(base64.b64decode(service.apptemplate64))["name"] == site.naming.toolkit_appliance_name
+    vm_app = next(a for a in apps if a.name == roles[0]["APP"])
+    assert vm_app.type == 2
+    disks = [dict(v) for k, v in vm_app.template if k == "DISK"]
+    assert disks and all(any(a.name == d["APP"] and a.type == 1 for a in apps) for d in disks)
+    assert first(parse_template(base64.b64decode(vm_app.apptemplate64).decode()), "CONTEXT")
+    image = next(a for a in apps if a.name == disks[0]["APP"])
+    assert image.size_mb > 0 and image.md5 and base64.b64decode(image.apptemplate64).startswith(b"DEV_PREFIX=")
+    assert sum(1 for a in site.marketapps.values() if a.broken) == 1
+
+
+def test_base_url_is_bound_lazily(tmp_path: Path) -> None:
+    site = _site(tmp_path)
+    app = next(iter(site.marketapps.values()))
+    assert app.source == ""
+    site.base_url = "http://127.0.0.1:4321"
+    site.advance()  # the first request after the server listens binds the URLs
+    market = site.marketplaces[app.marketplace_id]
+    assert market.endpoint == "http://127.0.0.1:4321"
+    assert app.source == f"http://127.0.0.1:4321/appliance/{app.record_id}/download/0"
+    assert ("ENDPOINT", "http://127.0.0.1:4321") in market.template
+
+
+def test_seeding_twice_does_not_duplicate_apps(tmp_path: Path) -> None:
+    site = _site(tmp_path)
+    count = len(site.marketapps)
+    catalog.seed_catalog(site)
+    assert len(site.marketapps) == count and len(site.marketplaces) == 2

@@ -1,0 +1,96 @@
+"""`sitetk sim`: run the embedded simulated site in the foreground.
+
+The first line on stdout is one JSON object naming the endpoints, the session, the state
+directory, the sites repository, the component library and the demo vault password file; the
+site then serves until SIGINT or SIGTERM and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+from tui.cli.common import EXIT_OK, EXIT_USAGE
+from tui.sim.state import SimConfig
+
+
+def _number(kind: type, problem: Callable[[Any], str]) -> Callable[[str], Any]:
+    """An argparse type: `kind(text)`, refused with `problem(value)` when that says something."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {'whole number' if kind is int else 'number'}") from None
+        reason = problem(value)
+        if reason:
+            raise argparse.ArgumentTypeError(reason)
+        return value
+
+    return parse
+
+
+_non_negative_int = _number(int, lambda v: f"{v} is negative; give 0 or more" if v < 0 else "")
+_positive_float = _number(
+    float, lambda v: f"{v} must be above 0 (1.0 is real time, 0.05 twenty times faster)" if v <= 0 else "")
+_probability = _number(
+    float, lambda v: f"{v} is not a probability; give a value from 0 to 1" if not 0.0 <= v <= 1.0 else "")
+_port = _number(int, lambda v: f"{v} is not a TCP port (0-65535, 0 picks a free one)" if not 0 <= v <= 65535 else "")
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("sim", help="run the embedded simulated site in the foreground",
+                                   description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scenario", choices=("fresh", "deployed"), default="fresh",
+                        help="fresh: before the toolkit; deployed: after a toolkit deployment")
+    parser.add_argument("--vms", type=_non_negative_int, default=0, help="add N ordinary running VMs for scale")
+    parser.add_argument("--one-version", choices=("7.0.0", "6.10.0"), default="7.0.0",
+                        help="the platform version the site reports and behaves as")
+    parser.add_argument("--time-scale", type=_positive_float, default=1.0,
+                        help="simulated durations multiplied by this (1.0 real time)")
+    parser.add_argument("--latency-ms", type=_non_negative_int, default=0, help="delay added to every request")
+    parser.add_argument("--fail-rate", type=_probability, default=0.0,
+                        help="probability that a request fails (internal error or dropped connection)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument("--port", type=_port, default=0, help="port to listen on (0 picks a free one)")
+    parser.add_argument("--state-dir", default=None, help="directory for the site's files (default: a new temp dir)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tui.sim.runner import start_sim  # the simulator loads only for this command
+
+    config = SimConfig(one_version=args.one_version, time_scale=args.time_scale, scenario=args.scenario,
+                       extra_vms=args.vms)
+    try:
+        server = start_sim(config, Path(args.state_dir) if args.state_dir else None, args.host, args.port)
+    except OSError as exc:
+        print(f"error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
+    server.site.faults.latency_ms = args.latency_ms
+    server.site.faults.fail_rate = args.fail_rate
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        print(json.dumps({
+            "xmlrpc": server.xmlrpc_url,
+            "oneflow": server.flow_url,
+            "marketplace": server.market_url,
+            "session": server.session,
+            "state_dir": str(server.site.state_dir),
+            "sites_repo": str(server.site.sites_repo or ""),
+            "library_repo": str(server.site.library_repo or ""),
+            "vault_password_file": str(server.site.vault_password_file or ""),
+        }), flush=True)
+        while not stop.wait(0.5):
+            pass
+    finally:
+        server.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return EXIT_OK

@@ -1,0 +1,115 @@
+"""What the appliances inside the simulated VMs report once they boot.
+
+A VM that belongs to a service role (ROLE_NAME, usually with SERVICE_ID) publishes READY=YES in
+its USER_TEMPLATE a little after it reaches RUNNING, as appliances do through OneGate. A VM that
+runs the document database (its role is one of `naming.document_db_roles`, or it carries
+`naming.document_db_attribute`) only becomes READY on an x86_64 host whose KVM_CPU_FEATURES list
+sse4_2 and avx and when its CPU model is absent, host-passthrough or one the host offers;
+otherwise the database never starts and DB_ERROR says why. The automation role's VM publishes a
+freshly generated ed25519 public key under `naming.automation_key_attribute`.
+Each boot that (re)defines the VM clears READY and DB_ERROR and reports again.
+"""
+
+from __future__ import annotations
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from tui.domain.template_text import scalar
+from tui.sim.state import SimHost, SimSite, SimVm
+
+#: simulated seconds between RUNNING and the appliance's reports
+READY_DELAY = 12.0
+KEY_DELAY = 6.0
+DB_ERROR_ATTRIBUTE = "DB_ERROR"
+
+
+def role_of(vm: SimVm) -> str:
+    return scalar(vm.user_template, "ROLE_NAME", "") or scalar(vm.template, "ROLE_NAME", "")
+
+
+def runs_document_db(site: SimSite, vm: SimVm) -> bool:
+    if role_of(vm) in site.naming.document_db_roles:
+        return True
+    flag = scalar(vm.user_template, site.naming.document_db_attribute, "") or scalar(
+        vm.template, site.naming.document_db_attribute, ""
+    )
+    return flag.strip().upper() in ("YES", "TRUE", "1")
+
+
+def vm_is_ready(vm: SimVm) -> bool:
+    """RUNNING (ACTIVE/RUNNING) and READY=YES published, what OneFlow's ready gate waits for."""
+    return vm.state == 3 and vm.lcm_state == 3 and scalar(vm.user_template, "READY", "").upper() == "YES"
+
+
+def current_host(site: SimSite, vm: SimVm) -> SimHost | None:
+    return site.hosts.get(vm.history[-1].host_id) if vm.history else None
+
+
+def document_db_problem(host: SimHost | None, cpu_model: str) -> str:
+    """Why the document database cannot start on this host with this CPU model ("" when it can)."""
+    if host is None:
+        return "the VM has no host"
+    arch = scalar(host.template, "ARCH", "")
+    if arch != "x86_64":
+        return f"host {host.name} is {arch or 'of an unknown architecture'}, the database needs x86_64"
+    raw = scalar(host.template, "KVM_CPU_FEATURES", "")
+    if not raw:
+        return f"host {host.name} reports no KVM_CPU_FEATURES, sse4_2 and avx cannot be confirmed"
+    features = {f.strip().lower() for f in raw.split(",")}
+    missing = [flag for flag in ("sse4_2", "avx") if flag not in features]
+    if missing:
+        return f"host {host.name} CPU lacks {' and '.join(missing)}, the database needs sse4_2 and avx"
+    models = scalar(host.template, "KVM_CPU_MODELS", "").split()
+    if cpu_model and cpu_model != "host-passthrough" and cpu_model not in models:
+        return f"CPU model {cpu_model} is not offered by host {host.name} (KVM_CPU_MODELS)"
+    return ""
+
+
+def new_public_key(comment: str) -> str:
+    key = Ed25519PrivateKey.generate().public_key()
+    text = key.public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH).decode()
+    return f"{text} {comment}"
+
+
+def _set(vm: SimVm, name: str, value: str) -> None:
+    vm.user_template = [a for a in vm.user_template if a[0] != name] + [(name, value)]
+    vm.touch()
+
+
+def _drop(vm: SimVm, *names: str) -> None:
+    before = len(vm.user_template)
+    vm.user_template = [a for a in vm.user_template if a[0] not in names]
+    if len(vm.user_template) != before:
+        vm.touch()
+
+
+def on_boot(site: SimSite, vm: SimVm) -> None:
+    """Called when the VM reaches RUNNING: schedule what its appliance will report."""
+    role = role_of(vm)
+    service = scalar(vm.user_template, "SERVICE_ID", "")
+    if not role and not service and not runs_document_db(site, vm):
+        return
+    _drop(vm, "READY", DB_ERROR_ATTRIBUTE)
+    epoch = vm.epoch
+
+    def still_running() -> bool:
+        return site.vms.get(vm.id) is vm and vm.epoch == epoch and vm.state == 3 and vm.lcm_state == 3
+
+    def report_ready() -> None:
+        if not still_running():
+            return
+        if runs_document_db(site, vm):
+            problem = document_db_problem(current_host(site, vm), vm.deployed_cpu_model)
+            if problem:
+                _set(vm, DB_ERROR_ATTRIBUTE, f"document database cannot start: {problem}")
+                return
+        _set(vm, "READY", "YES")
+
+    def publish_key() -> None:
+        if still_running() and not scalar(vm.user_template, site.naming.automation_key_attribute, ""):
+            _set(vm, site.naming.automation_key_attribute, new_public_key(f"{role}@one-{vm.id}"))
+
+    if role == site.naming.role_automation:
+        site.after(KEY_DELAY, publish_key)
+    site.after(READY_DELAY, report_ready)

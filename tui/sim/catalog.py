@@ -1,0 +1,631 @@
+"""The embedded site's appliance catalogue: marketplace HTTP records and the cloud's MARKETPLACEAPPs.
+
+Two HTTP marketplaces are served: the site's own (path prefix "") and a community one (prefix
+"/community", UUID record ids, lagging behind: it still carries older builds of some appliances).
+Every record has the fields of reference/marketplace.md; some leave optional fields out and some
+carry fields the console does not know. The cloud registers both marketplaces and imports, as the
+platform's `one` market driver does, every record listed for its own version (IMAGE apps with
+APPTEMPLATE64/VMTEMPLATE64, VMTEMPLATE apps with `DISK=[NAME, APP]`, SERVICE_TEMPLATE apps with
+`ROLE=[NAME, APP]` and the service template JSON in APPTEMPLATE64).
+
+Stored records hold site-relative URLs (`/appliance/<id>/download`); the marketplace server makes
+them absolute for each response, since the listening port may be known only after seeding.
+Product words come from the site's naming profile.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import functools
+import hashlib
+import json
+import re
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from tui.domain.naming import NamingProfile
+from tui.domain.template_text import Template, Vector, parse_template, render_template
+from tui.sim.state import SimMarketApp, SimMarketplace, SimSite
+
+MAIN_PREFIX = ""
+COMMUNITY_PREFIX = "/community"
+PREFIXES = (MAIN_PREFIX, COMMUNITY_PREFIX)
+
+TOOLKIT_RECORD_ID = "service_toolkit"
+TOOLKIT_VERSION = "v0.5.0-20250403-1109"
+TOOLKIT_OLD_VERSION = "v0.4.0-20250219-2235"
+
+APP_TYPES = {"IMAGE": 1, "VMTEMPLATE": 2, "SERVICE_TEMPLATE": 3}
+GIB = 1024**3
+_UUID_NAMESPACE = uuid.UUID("6c1f3f0e-8f4a-4d8e-9a55-3b1c2a7d9e10")
+
+
+@dataclass(frozen=True)
+class FileSpec:
+    """One downloadable file of an image record."""
+
+    name: str
+    size: int
+    type: str = "OS"
+    dev_prefix: str = "vd"
+    driver: str = "qcow2"
+
+
+@dataclass(frozen=True)
+class ApplianceSpec:
+    """What one marketplace record says; `record()` renders it in the marketplace's JSON shape."""
+
+    record_id: str
+    name: str
+    version: str
+    kind: str  # IMAGE, VMTEMPLATE or SERVICE_TEMPLATE
+    publisher: str
+    short_description: str = ""
+    description: str = ""
+    opennebula_version: str = "6.10, 7.0"
+    tags: tuple[str, ...] = ()
+    files: tuple[FileSpec, ...] = ()
+    #: the VM template (image and VM-template records) or service template body (services)
+    template: dict[str, Any] | None = None
+    disks: tuple[str, ...] = ()
+    roles: tuple[tuple[str, str], ...] = ()
+    os: tuple[str, str, str] | None = ("Ubuntu", "22.04", "x86_64")
+    hypervisor: str | None = "KVM"
+    logo: str | None = None
+    extra: tuple[tuple[str, Any], ...] = ()
+    broken: bool = False
+
+    @property
+    def creation_time(self) -> int:
+        return _epoch_of(self.version)
+
+
+# -- record rendering ---------------------------------------------------------------------------
+def _epoch_of(version: str) -> int:
+    """The build time in a version string as epoch seconds (a fixed date when there is none)."""
+    match = re.search(r"(?<![0-9])([0-9]{8})(?:-([0-9]{4}))?(?![0-9])", version)
+    text = (match.group(1) + (match.group(2) or "0000")) if match else "202401010000"
+    try:
+        stamp = datetime.strptime(text, "%Y%m%d%H%M").replace(tzinfo=timezone.utc)
+    except ValueError:
+        stamp = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    return int(stamp.timestamp())
+
+
+def _checksums(seed: str) -> dict[str, str]:
+    return {"md5": hashlib.md5(seed.encode()).hexdigest(), "sha256": hashlib.sha256(seed.encode()).hexdigest()}
+
+
+def file_path(prefix: str, record_id: str, index: int, name: str) -> str:
+    """Site-relative URL of a record's file (served by the marketplace server)."""
+    return f"{prefix}/appliance/{record_id}/files/{index}/{name}"
+
+
+def record_from_spec(spec: ApplianceSpec, prefix: str) -> dict[str, Any]:
+    """The marketplace JSON record (site-relative URLs, nulls omitted)."""
+    record: dict[str, Any] = {
+        "_id": {"$oid": spec.record_id},
+        "links": {"download": {"href": f"{prefix}/appliance/{spec.record_id}/download"}},
+        "name": spec.name,
+        "version": spec.version,
+        "publisher": spec.publisher,
+    }
+    if spec.description:
+        record["description"] = spec.description
+    if spec.short_description:
+        record["short_description"] = spec.short_description
+    if spec.tags:
+        record["tags"] = list(spec.tags)
+    if spec.kind == "IMAGE":
+        record["format"] = spec.files[0].driver if spec.files else "qcow2"
+    record["creation_time"] = spec.creation_time
+    if spec.os is not None:
+        record["os-id"], record["os-release"], record["os-arch"] = spec.os
+    if spec.hypervisor:
+        record["hypervisor"] = spec.hypervisor
+    record["opennebula_version"] = spec.opennebula_version
+    if spec.template is not None:
+        record["opennebula_template"] = json.dumps(spec.template, indent=2)
+    if spec.logo:
+        record["logo"] = spec.logo
+    if spec.kind != "IMAGE":
+        record["type"] = spec.kind
+    if spec.roles:
+        record["roles"] = dict(spec.roles)
+    if spec.disks:
+        record["disks"] = list(spec.disks)
+    if spec.files:
+        record["files"] = [
+            {
+                "name": f.name,
+                "url": file_path(prefix, spec.record_id, i, f.name),
+                "type": f.type,
+                "dev_prefix": f.dev_prefix,
+                "driver": f.driver,
+                "size": f.size,
+                "checksum": _checksums(f"{spec.record_id}/{spec.version}/{f.name}"),
+            }
+            for i, f in enumerate(spec.files)
+        ]
+    for key, value in spec.extra:
+        record[key] = value
+    return record
+
+
+# -- content ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ToolkitInput:
+    """One user input of the toolkit service template."""
+
+    name: str
+    mandatory: bool
+    type: str
+    description: str
+    params: str = ""
+    default: str = ""
+
+    def descriptor(self) -> str:
+        """`M|type|description|params|default` as a service template carries it."""
+        return "|".join(("M" if self.mandatory else "O", self.type, self.description, self.params, self.default))
+
+
+def toolkit_inputs(naming: NamingProfile) -> tuple[ToolkitInput, ...]:
+    """The 23 user inputs of the toolkit service, in the spec's order."""
+    obj, aut, man, ts = naming.roles
+
+    def i(suffix: str, mandatory: bool, type_: str, description: str, default: str = "") -> ToolkitInput:
+        return ToolkitInput(naming.input_name(suffix), mandatory, type_, description, "", default)
+
+    return (
+        i(f"{obj}_hostname", True, "text", "Comma-separated host names or host patterns of the object store"),
+        i(f"{obj}_opts", False, "text", "Extra object store server options", '--console-address ":9001"'),
+        i(f"{obj}_tls_cert", False, "text64", "Object store TLS certificate (empty without TLS)"),
+        i(f"{obj}_tls_key", False, "text64", "Object store TLS key (empty without TLS)"),
+        i(f"{obj}_root_user", True, "text", "Object store admin user", "admin"),
+        i(f"{obj}_root_password", True, "password", "Object store admin password"),
+        i(f"{aut}_username", True, "text", "Login of the automation server web interface", "admin"),
+        i(f"{aut}_password", True, "password", "Password of the automation server web interface"),
+        i(f"{aut}_sites_token", True, "password", "Secret that encrypts the site branch of the sites repository"),
+        i(f"{aut}_cloud_endpoint", True, "text", "Cloud RPC endpoint of the site (http://<host>:<port>/RPC2)"),
+        i(f"{aut}_cloud_flow_endpoint", True, "text", "Cloud multi-VM service endpoint of the site (http://<host>:<port>)"),
+        i(f"{aut}_cloud_username", True, "text", "Cloud user the automation server deploys trial networks with"),
+        i(f"{aut}_cloud_password", True, "password", "Password of that cloud user"),
+        i(f"{aut}_cloud_insecure", True, "boolean", "YES unless the cloud endpoints are TLS-protected", "YES"),
+        i(f"{man}_admin_user", True, "text", "Manager admin user", "admin"),
+        i(f"{man}_admin_password", True, "password", "Manager admin password"),
+        i(f"{man}_sites_branch", True, "text", "Default branch of the sites repository for this site"),
+        i(f"{man}_deployment_site", True, "text", "Directory of the sites repository holding core.yaml"),
+        i(f"{ts}_user", True, "text", "Time-series database admin user", "admin"),
+        i(f"{ts}_password", True, "password", "Time-series database admin password"),
+        i(f"{ts}_org", True, "text", "Time-series organization name", "site"),
+        i(f"{ts}_bucket", True, "text", "Default time-series bucket", "results"),
+        i(f"{ts}_token", True, "password", "Time-series database access token"),
+    )
+
+
+def _vm_template(cpu: str, memory: str, *, logo: str = "", inputs: str = "") -> dict[str, Any]:
+    """An appliance VM template in the marketplace's JSON form (values are strings)."""
+    template: dict[str, Any] = {
+        "CONTEXT": {
+            "NETWORK": "YES",
+            "SSH_PUBLIC_KEY": "$USER[SSH_PUBLIC_KEY]",
+            "SET_HOSTNAME": "$NAME",
+            "TOKEN": "YES",
+            "REPORT_READY": "YES",
+        },
+        "CPU": cpu,
+        "VCPU": cpu,
+        "MEMORY": memory,
+        "GRAPHICS": {"LISTEN": "0.0.0.0", "TYPE": "vnc"},
+        "OS": {"ARCH": "x86_64"},
+    }
+    if logo:
+        template["LOGO"] = logo
+    if inputs:
+        template["INPUTS_ORDER"] = inputs
+    return template
+
+
+def toolkit_service_body(naming: NamingProfile, description: str = "") -> dict[str, Any]:
+    """The toolkit's service template body in the 7.x form (user_inputs, template_contents)."""
+    obj, aut, man, ts = naming.roles
+    parents = {obj: [], ts: [], aut: [obj], man: [aut, ts]}
+
+    def role(name: str) -> dict[str, Any]:
+        return {
+            "name": name,
+            "type": "vm",
+            "template_id": 0,
+            "cardinality": 1,
+            "parents": parents[name],
+            "template_contents": {"NIC": [{"NAME": "NIC0", "NETWORK_ID": "$Public"}]},
+            "min_vms": 1,
+            "max_vms": 1,
+            "cooldown": 300,
+            "elasticity_policies": [],
+            "scheduled_policies": [],
+        }
+
+    return {
+        "name": naming.toolkit_appliance_name,
+        "deployment": "straight",
+        "description": description or f"{naming.toolkit_appliance_name}: the tools to create and manage trial networks",
+        "ready_status_gate": True,
+        "automatic_deletion": False,
+        "networks": {"Public": "M|network|Public||id:"},
+        "user_inputs": {inp.name: inp.descriptor() for inp in toolkit_inputs(naming)},
+        "roles": [role(obj), role(aut), role(man), role(ts)],
+    }
+
+
+def service_body_6x(body: dict[str, Any]) -> dict[str, Any]:
+    """A 7.x service template body in the 6.x form: custom_attrs, vm_template, vm_template_contents."""
+    out = copy.deepcopy(body)
+    if "user_inputs" in out:
+        out["custom_attrs"] = out.pop("user_inputs")
+    for role in out.get("roles", []):
+        role.pop("type", None)
+        if "template_id" in role:
+            role["vm_template"] = role.pop("template_id")
+        contents = role.pop("template_contents", None)
+        if isinstance(contents, dict) and contents:
+            role["vm_template_contents"] = _template_to_str(contents)
+    return out
+
+
+def service_body_for(one_version: str, body: dict[str, Any]) -> dict[str, Any]:
+    """The service template body as a cloud of this version stores it."""
+    head = one_version.split(".", 1)[0]
+    return service_body_6x(body) if head.isdigit() and int(head) < 7 else copy.deepcopy(body)
+
+
+def _toolkit(naming: NamingProfile, version: str, opennebula_version: str, newest: bool) -> list[ApplianceSpec]:
+    """The toolkit service record, its four VM-template records and its four image records."""
+    name = naming.toolkit_appliance_name
+    obj, aut, man, ts = naming.roles
+    publisher = f"{name} maintainers"
+    software = version.split("-", 1)[0]
+    images = {
+        aut: (f"{name} {aut} disk", (FileSpec(f"{aut}-{software}.qcow2", 6 * GIB),)),
+        man: (f"{name} {man} disk", (FileSpec(f"{man}-{software}.qcow2", 5 * GIB),)),
+        f"{obj}0": (f"{name} {obj} disk0", (FileSpec(f"{obj}-disk0-{software}.qcow2", 3 * GIB),)),
+        f"{obj}1": (f"{name} {obj} disk1", (FileSpec(f"{obj}-disk1-{software}.qcow2", 20 * GIB, type="DATABLOCK"),)),
+    }
+    role_disks = {
+        obj: (images[f"{obj}0"][0], images[f"{obj}1"][0]),
+        aut: (images[aut][0],),
+        man: (images[man][0],),
+        # the time-series database ships in the manager's image
+        ts: (images[man][0],),
+    }
+    sizes = {obj: ("2", "4096"), aut: ("2", "4096"), man: ("2", "8192"), ts: ("1", "2048")}
+    changes = "Adds the time-series role." if newest else "First release with the four roles."
+    specs = [
+        ApplianceSpec(
+            record_id=TOOLKIT_RECORD_ID,
+            name=name,
+            version=version,
+            kind="SERVICE_TEMPLATE",
+            publisher=publisher,
+            short_description=f"{name}: object store, automation server, manager and time-series database",
+            description=(
+                f"# {name}\n\nOne multi-VM service with the tools to create and manage trial networks "
+                f"within one site:\n\n* **{obj}**: S3-compatible object store\n* **{aut}**: automation "
+                f"server\n* **{man}**: trial-network lifecycle manager\n* **{ts}**: time-series database\n\n"
+                f"{changes}\n"
+            ),
+            opennebula_version=opennebula_version,
+            tags=("toolkit", "service", software),
+            template=toolkit_service_body(naming),
+            roles=tuple((role, f"{name} {role}") for role in naming.roles),
+            logo="/logos/toolkit.png",
+        )
+    ]
+    for role in naming.roles:
+        cpu, memory = sizes[role]
+        specs.append(
+            ApplianceSpec(
+                record_id=f"{TOOLKIT_RECORD_ID}_{role}",
+                name=f"{name} {role}",
+                version=version,
+                kind="VMTEMPLATE",
+                publisher=publisher,
+                short_description=f"VM template of the {role} role of {name}",
+                description=f"VM template of the **{role}** role of {name}.",
+                opennebula_version=opennebula_version,
+                template=_vm_template(cpu, memory, logo="/logos/toolkit.png"),
+                disks=role_disks[role],
+            )
+        )
+    for key, (image_name, files) in images.items():
+        specs.append(
+            ApplianceSpec(
+                record_id=f"{TOOLKIT_RECORD_ID}_{key}_image",
+                name=image_name,
+                version=version,
+                kind="IMAGE",
+                publisher=publisher,
+                short_description=f"Disk image of {name} ({image_name.rsplit(' ', 2)[-2]})",
+                opennebula_version=opennebula_version,
+                files=files,
+            )
+        )
+    return specs
+
+
+def _image(
+    record_id: str,
+    name: str,
+    version: str,
+    size_gib: float,
+    short: str,
+    *,
+    publisher: str,
+    opennebula_version: str = "6.10, 7.0",
+    tags: tuple[str, ...] = (),
+    os: tuple[str, str, str] | None = ("Ubuntu", "22.04", "x86_64"),
+    cpu: str = "1",
+    memory: str = "2048",
+    logo: str | None = None,
+    extra: tuple[tuple[str, Any], ...] = (),
+    broken: bool = False,
+    with_template: bool = True,
+    description: str | None = None,
+) -> ApplianceSpec:
+    file_name = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") + ".qcow2"
+    return ApplianceSpec(
+        record_id=record_id,
+        name=name,
+        version=version,
+        kind="IMAGE",
+        publisher=publisher,
+        short_description=short,
+        description=description if description is not None else f"# {name}\n\n{short}.\n",
+        opennebula_version=opennebula_version,
+        tags=tags,
+        files=(FileSpec(file_name, int(size_gib * GIB)),),
+        template=_vm_template(cpu, memory) if with_template else None,
+        os=os,
+        logo=logo,
+        extra=extra,
+        broken=broken,
+    )
+
+
+def main_catalog(naming: NamingProfile) -> list[ApplianceSpec]:
+    """The site's own marketplace: newest builds."""
+    pub = "Site operations team"
+    return _toolkit(naming, TOOLKIT_VERSION, "6.10, 7.0", newest=True) + [
+        _image("service_dns", "DNS Server", "v1.1.0-20250520-0931", 2, "DNS server for deployed trial networks",
+               publisher=pub, tags=("dns", "network"), logo="/logos/dns.png"),
+        _image("service_route_manager", "Route Manager API", "v1.0.0-20250305-1412", 1.5,
+               "A VM exposing a REST API to manage its static routes",
+               publisher=pub, os=None, extra=(("downloads", 412), ("maintainer_notes", "static routes only"))),
+        _image("service_bastion", "Bastion", "v1.3.0-20250612-1045", 2.5, "Entry point of every trial network",
+               publisher=pub, tags=("bastion", "vpn"), logo="/logos/bastion.png"),
+        _image("service_vm_kvm", "Ubuntu Base VM", "v1.2.0-20250301-0900", 2, "Simple Ubuntu VM to check the site",
+               publisher=pub, tags=("ubuntu",), os=("Ubuntu", "24.04", "x86_64")),
+        _image("service_ueransim", "UE and RAN Simulator", "v4.3.0.23-20250919-1159", 3,
+               "User equipment and radio access network simulator on a VM", publisher=pub, tags=("ran", "ue")),
+        _image("service_core_vm", "Core Network VM", "v2.7.2-20250702-1130", 4, "Mobile core network on one VM",
+               publisher=pub, tags=("core",), cpu="2", memory="4096"),
+        _image("service_container_cluster", "Container Cluster", "1.31.3-6.10.0-3-20251118-1327", 3,
+               "Base image of the container cluster that cluster-based components run on",
+               publisher=pub, tags=("cluster",), cpu="2", memory="4096"),
+        _image("service_vpn_gateway", "VPN Gateway", "v0.8.2-20240611-0815", 1, "VPN gateway for remote trial-network access",
+               publisher=pub, opennebula_version="6.6, 6.8, 6.10", tags=("vpn",)),
+        _image("service_traffic_generator", "Traffic Generator", "v0.9.1-20250110-1200", 1,
+               "Traffic generator (its image file is missing from the storage)", publisher=pub, broken=True,
+               extra=(("status", "unmaintained"),)),
+    ]
+
+
+def community_catalog(naming: NamingProfile) -> list[ApplianceSpec]:
+    """The community marketplace: UUID ids for its own records, older builds of some appliances."""
+
+    def uid(name: str) -> str:
+        return str(uuid.uuid5(_UUID_NAMESPACE, name))
+
+    pub = "Community"
+    return _toolkit(naming, TOOLKIT_OLD_VERSION, "6.8, 6.10, 7.0", newest=False) + [
+        _image("service_dns", "DNS Server", "v1.0.0-20250110-1005", 2, "DNS server for deployed trial networks",
+               publisher="Site operations team", tags=("dns",)),
+        _image("service_container_cluster", "Container Cluster", "v1.29", 3, "Container cluster base image",
+               publisher="Site operations team", opennebula_version="6.8, 6.10"),
+        _image(uid("ubuntu-24.04"), "Ubuntu 24.04", "7.4.0-0-20260714", 0.6, "Ubuntu 24.04 LTS cloud image",
+               publisher=pub, opennebula_version="7.0", tags=("ubuntu", "linux"), os=("Ubuntu", "24.04", "x86_64"),
+               logo="/logos/ubuntu.png"),
+        _image(uid("alpine-3.21"), "Alpine Linux 3.21", "6.10.0-3-20250115", 0.25, "",
+               publisher=pub, opennebula_version="6.10", os=("Alpine", "", "x86_64"), description="",
+               extra=(("import_id", "alpine321"), ("sha256sum", "see files"))),
+        _image(uid("debian-12-arm"), "Debian 12 (arm64)", "6.10.0-2-20241210", 0.4, "Debian 12 cloud image for arm64",
+               publisher=pub, opennebula_version="6.10, 7.0", os=("Debian", "12", "aarch64"), with_template=False),
+    ]
+
+
+# -- cloud side (MARKETPLACE and MARKETPLACEAPP objects) -------------------------------------------
+def marketplace_names(naming: NamingProfile) -> dict[str, str]:
+    """Marketplace name in the cloud for each HTTP prefix."""
+    return {MAIN_PREFIX: f"{naming.toolkit_appliance_name} Marketplace", COMMUNITY_PREFIX: "Community Marketplace"}
+
+
+def cloud_version_label(one_version: str) -> str:
+    """`7.0.0` -> `7.0`: what the platform's market driver puts in its User-Agent."""
+    parts = one_version.split(".")
+    return ".".join(parts[:2])
+
+
+def lists_version(record: dict[str, Any], label: str) -> bool:
+    """Whether a record's `opennebula_version` list contains `label` (e.g. "7.0")."""
+    listed = str(record.get("opennebula_version", ""))
+    return label in {v.strip() for v in listed.split(",")}
+
+
+def _template_to_str(template: dict[str, Any]) -> str:
+    """The market driver's JSON -> template text conversion (empty values dropped)."""
+    attrs: Template = []
+    for key, value in template.items():
+        if isinstance(value, dict):
+            vector: Vector = [(str(k).upper(), str(v)) for k, v in value.items() if v not in (None, "")]
+            if vector:
+                attrs.append((str(key).upper(), vector))
+        elif isinstance(value, list):
+            for item in value:
+                if isinstance(item, dict):
+                    attrs.append((str(key).upper(), [(str(k).upper(), str(v)) for k, v in item.items()]))
+        elif value not in (None, ""):
+            attrs.append((str(key).upper(), str(value)))
+    return render_template(attrs)
+
+
+def template_from_json(template: dict[str, Any]) -> Template:
+    """An appliance VM template (JSON form) as template attributes."""
+    return parse_template(_template_to_str(template))
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+def _app_from_spec(site: SimSite, spec: ApplianceSpec, market: SimMarketplace) -> SimMarketApp:
+    record = record_from_spec(spec, "")
+    attrs: Template = [
+        ("IMPORT_ID", spec.record_id),
+        ("PUBLISHER", spec.publisher),
+    ]
+    if spec.tags:
+        attrs.append(("TAGS", ", ".join(spec.tags)))
+    apptemplate = ""
+    size_mb = 0
+    md5 = ""
+    if spec.kind == "IMAGE":
+        if spec.files:
+            first = spec.files[0]
+            size_mb = -(-first.size // 2**20)
+            md5 = record["files"][0]["checksum"]["md5"]
+            apptemplate = _b64(f'DEV_PREFIX="{first.dev_prefix}"\nTYPE="{first.type}"\n')
+        if spec.template is not None:
+            attrs.append(("VMTEMPLATE64", _b64(_template_to_str(spec.template))))
+    elif spec.kind == "VMTEMPLATE":
+        for n, disk in enumerate(spec.disks):
+            disk_id = hashlib.md5(f"{spec.record_id}/{n}".encode()).hexdigest()[:10]
+            attrs.append(("DISK", [("APP", disk), ("NAME", disk_id)]))
+        if spec.template is not None:
+            apptemplate = _b64(_template_to_str(spec.template))
+    else:
+        for role, app_name in spec.roles:
+            attrs.append(("ROLE", [("APP", app_name), ("NAME", role)]))
+        if spec.template is not None:
+            apptemplate = _b64(json.dumps(service_body_for(site.config.one_version, spec.template)))
+    return SimMarketApp(
+        id=site.next_id("marketapp"),
+        name=spec.name,
+        marketplace_id=market.id,
+        type=APP_TYPES[spec.kind],
+        version=spec.version,
+        description=spec.short_description,
+        apptemplate64=apptemplate,
+        size_mb=size_mb,
+        template=attrs,
+        format=record.get("format", ""),
+        md5=md5,
+        regtime=spec.creation_time,
+        record_id=spec.record_id,
+        broken=spec.broken,
+    )
+
+
+def _marketplace(site: SimSite, prefix: str) -> SimMarketplace:
+    name = marketplace_names(site.naming)[prefix]
+    for market in site.marketplaces.values():
+        if market.name == name:
+            return market
+    market = SimMarketplace(id=site.next_id("marketplace"), name=name, market_mad="one", endpoint=prefix)
+    site.marketplaces[market.id] = market
+    return market
+
+
+def seed_catalog(site: SimSite) -> None:
+    """Fill `site.market_records` and register both marketplaces and their apps in the cloud.
+
+    Apps are imported for the records listed for the cloud's version, like the platform's market
+    driver (which sends `User-Agent: OpenNebula X.Y.Z`). Idempotent per marketplace: a marketplace
+    that already has apps is left alone.
+    """
+    label = cloud_version_label(site.config.one_version)
+    catalogs = {MAIN_PREFIX: main_catalog(site.naming), COMMUNITY_PREFIX: community_catalog(site.naming)}
+    with site.lock:
+        for prefix, specs in catalogs.items():
+            site.market_records[prefix] = [record_from_spec(spec, prefix) for spec in specs]
+            market = _marketplace(site, prefix)
+            if any(app.marketplace_id == market.id for app in site.marketapps.values()):
+                continue
+            for spec, record in zip(specs, site.market_records[prefix]):
+                if lists_version(record, label):
+                    app = _app_from_spec(site, spec, market)
+                    site.marketapps[app.id] = app
+        bind_base_url(site)
+        # The server learns its port after seeding; its first request runs this again.
+        site.after(0, lambda: bind_base_url(site))
+
+
+def bind_base_url(site: SimSite) -> None:
+    """Make marketplace ENDPOINTs and app SOURCE/LINK absolute once `site.base_url` is known.
+
+    Idempotent; does nothing while the base URL is unknown (they stay site-relative).
+    """
+    if not site.base_url:
+        return
+    base = site.base_url.rstrip("/")
+    names = {name: prefix for prefix, name in marketplace_names(site.naming).items()}
+    with site.lock:
+        for market in site.marketplaces.values():
+            prefix = names.get(market.name)
+            if prefix is None:
+                continue
+            market.endpoint = f"{base}{prefix}"
+            market.template = [a for a in market.template if a[0] not in ("ENDPOINT", "MARKET_MAD")]
+            market.template += [("ENDPOINT", market.endpoint), ("MARKET_MAD", market.market_mad)]
+            for app in site.marketapps.values():
+                if app.marketplace_id != market.id or not app.record_id:
+                    continue
+                link = f"{market.endpoint}/appliance/{app.record_id}"
+                app.source = f"{link}/download/0"
+                app.template = [a for a in app.template if a[0] != "LINK"] + [("LINK", link)]
+
+
+# -- look-ups used by the marketplace server and the deployed scenario ----------------------------
+def find_record(site: SimSite, prefix: str, *, record_id: str = "", name: str = "") -> dict[str, Any] | None:
+    """A stored record of the marketplace at `prefix`, by id or by name."""
+    for record in site.market_records.get(prefix, []):
+        if record_id and record.get("_id", {}).get("$oid") == record_id:
+            return record
+        if name and record.get("name") == name:
+            return record
+    return None
+
+
+def absolute(record: dict[str, Any], base: str) -> dict[str, Any]:
+    """A copy of a stored record whose site-relative URLs start with `base`."""
+    out = copy.deepcopy(record)
+    href = out.get("links", {}).get("download", {}).get("href")
+    if isinstance(href, str) and href.startswith("/"):
+        out["links"]["download"]["href"] = base + href
+    for item in out.get("files", []) if isinstance(out.get("files"), list) else []:
+        if isinstance(item, dict) and isinstance(item.get("url"), str) and item["url"].startswith("/"):
+            item["url"] = base + item["url"]
+    return out
+
+
+def is_broken(site: SimSite, prefix: str, record_id: str) -> bool:
+    """Whether the record's file is missing from the storage (its download fails)."""
+    return record_id in _broken_ids(site.naming, prefix)
+
+
+@functools.lru_cache(maxsize=16)
+def _broken_ids(naming: NamingProfile, prefix: str) -> frozenset[str]:
+    specs = main_catalog(naming) if prefix == MAIN_PREFIX else community_catalog(naming)
+    return frozenset(spec.record_id for spec in specs if spec.broken)

@@ -1,0 +1,579 @@
+"""OneFlow's service orchestration on the embedded site: instantiate, deploy, watch, undeploy, recover.
+
+A service is a DOCUMENT of type 100 whose body is its service template's body merged with the
+instantiate request, plus runtime fields (`state`, `start_time`, `log`, per role `state`, `nodes`,
+`last_vmname`). Role VMs are created through the cloud side (`tui.sim.lifecycle`), so they boot,
+fail and report READY like any other VM; the service and role states follow from those VMs.
+
+There is no background thread: `evaluate_services(site)` moves every service one step forward
+from its VMs' states. The OneFlow server calls it on every request, and each service in a
+transient state also re-schedules its own evaluation with `site.after`, so time passing
+(`site.advance()`, run on every request of any protocol) is enough to move it.
+
+Rules (reference/oneflow.md): `deployment: straight` deploys a role only once all its parents are
+RUNNING; with `ready_status_gate` a VM counts as running only when ACTIVE/RUNNING and its
+USER_TEMPLATE has READY=YES; a role VM in a failure state makes its role and the service
+FAILED_DEPLOYING (with a log entry naming the role); `recover` retries; undeploying terminates
+children before parents and removes the document once every VM is gone.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import time
+from typing import Any
+
+from tui.domain.template_text import Template, Vector, first, parse_template
+from tui.domain.vms import state_names
+from tui.sim.lifecycle import instantiate_vm_template, recover_vm, terminate_vm, vm_is_ready
+from tui.sim.rpc_errors import OneError
+from tui.sim.state import Perms, SimDocument, SimSite, SimUser, SimVm
+from tui.sim.xml_render import owner_names
+
+SERVICE_TYPE = 100
+TEMPLATE_TYPE = 101
+
+SERVICE_STATES = (
+    "PENDING", "DEPLOYING", "RUNNING", "UNDEPLOYING", "WARNING", "DONE", "FAILED_UNDEPLOYING",
+    "FAILED_DEPLOYING", "SCALING", "FAILED_SCALING", "COOLDOWN", "DEPLOYING_NETS", "UNDEPLOYING_NETS",
+    "FAILED_DEPLOYING_NETS", "FAILED_UNDEPLOYING_NETS", "HOLD",
+)
+ROLE_STATES = (
+    "PENDING", "DEPLOYING", "RUNNING", "UNDEPLOYING", "WARNING", "DONE", "FAILED_UNDEPLOYING",
+    "FAILED_DEPLOYING", "SCALING", "FAILED_SCALING", "COOLDOWN", "HOLD",
+)
+PENDING, DEPLOYING, RUNNING, UNDEPLOYING, WARNING, DONE, FAILED_UNDEPLOYING, FAILED_DEPLOYING = range(8)
+
+#: LCM states the platform's OneFlow treats as a failed VM (Role::VM_FAILURE_STATES)
+VM_FAILURE_LCM_STATES = frozenset({36, 37, 38, 39, 40, 41, 42, 44, 46, 47, 48, 49, 50, 61})
+_UNKNOWN_LCM = 16
+_OFF_STATES = frozenset({4, 5, 8, 9})  # STOPPED, SUSPENDED, POWEROFF, UNDEPLOYED
+#: what a VM's NAME looks like: <role>_<n>_(service_<id>)
+VM_NAME_TEMPLATE = "{role}_{n}_(service_{service})"
+#: one.vm.recover operation that retries the failed step (OneFlow's recover uses it)
+RECOVER_RETRY = 2
+#: simulated seconds between two evaluations of a service in a transient state
+TICK_SECONDS = 2.0
+
+MSG_INPUTS_7 = "Verify that every User Input have its corresponding value defined"
+MSG_INPUTS_6 = "Every custom_attrs key must have its value defined at custom_attrs_value"
+MSG_NETWORKS = "Every network key must have its value defined at networks_value"
+
+
+class FlowError(Exception):
+    """A request OneFlow refuses: the HTTP status and the plain-text body."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+# versions and input keys ----------------------------------------------------------------------
+def is_7x(site: SimSite) -> bool:
+    """Whether the site runs a 7.x (or newer) OneFlow."""
+    head = site.config.one_version.split(".", 1)[0]
+    return head.isdigit() and int(head) >= 7
+
+
+def input_keys(site: SimSite) -> tuple[str, str]:
+    """(inputs key, values key) of this server's version: user_inputs in 7.x, custom_attrs in 6.x."""
+    return ("user_inputs", "user_inputs_values") if is_7x(site) else ("custom_attrs", "custom_attrs_values")
+
+
+def template_inputs(site: SimSite, body: dict[str, Any]) -> dict[str, Any]:
+    """The inputs a template declares, as this server's version reads them."""
+    key, _ = input_keys(site)
+    inputs = body.get(key)
+    if not inputs and is_7x(site):
+        inputs = body.get("custom_attrs")  # 7.x migrates 6.x templates on the fly
+    return inputs if isinstance(inputs, dict) else {}
+
+
+def input_values(body: dict[str, Any]) -> dict[str, str]:
+    """The input values a service holds (7.x `user_inputs_values`, 6.x `custom_attrs_values`)."""
+    values = body.get("user_inputs_values")
+    if not isinstance(values, dict):
+        values = body.get("custom_attrs_values")
+    return {str(k): str(v) for k, v in values.items()} if isinstance(values, dict) else {}
+
+
+# logging and states ---------------------------------------------------------------------------
+def _log(body: dict[str, Any], severity: str, message: str) -> None:
+    log = body.setdefault("log", [])
+    if isinstance(log, list):
+        log.append({"timestamp": int(time.time()), "severity": severity, "message": message})
+
+
+def _set_state(body: dict[str, Any], state: int) -> None:
+    if body.get("state") != state:
+        body["state"] = state
+        _log(body, "I", f"New state: {SERVICE_STATES[state]}")
+
+
+def _roles(body: dict[str, Any]) -> list[dict[str, Any]]:
+    roles = body.get("roles")
+    return [r for r in roles if isinstance(r, dict)] if isinstance(roles, list) else []
+
+
+def _children(body: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    return [r for r in _roles(body) if name in (r.get("parents") or [])]
+
+
+def _straight(body: dict[str, Any]) -> bool:
+    return body.get("deployment") == "straight"
+
+
+# instantiate ----------------------------------------------------------------------------------
+def instantiate(site: SimSite, template: SimDocument, merge: Any, user: SimUser) -> SimDocument:
+    """Create a service from a service template and `merge_template` (raises FlowError 400)."""
+    if merge is None:
+        merge = {}
+    if not isinstance(merge, dict):
+        raise FlowError(400, "Wrong merge_template format")
+    merge = copy.deepcopy(merge)
+    if is_7x(site) and "custom_attrs_values" in merge:
+        renamed = merge.pop("custom_attrs_values")
+        merge.setdefault("user_inputs_values", renamed)
+    body = copy.deepcopy(template.body)
+    role_changes = merge.pop("roles", None)
+    body.update(merge)
+    if role_changes is not None:
+        _merge_roles(body, role_changes)
+    _validate(site, body)
+
+    now = int(time.time())
+    body["state"] = PENDING
+    body["start_time"] = now
+    body["log"] = []
+    body.setdefault("on_hold", False)
+    for role in _roles(body):
+        role["state"] = PENDING
+        role["nodes"] = []
+        role["last_vmname"] = 0
+        role.setdefault("on_hold", False)
+        role.setdefault("cooldown", 300)
+    doc = SimDocument(
+        id=site.next_id("document"),
+        name=str(body["name"]),
+        uid=user.id,
+        gid=user.gid,
+        type=SERVICE_TYPE,
+        body=body,
+        regtime=now,
+        perms=Perms(),
+    )
+    site.documents[doc.id] = doc
+    schedule(site, doc.id, 0)
+    return doc
+
+
+def _merge_roles(body: dict[str, Any], changes: Any) -> None:
+    if not isinstance(changes, list) or not all(isinstance(c, dict) and isinstance(c.get("name"), str) for c in changes):
+        raise FlowError(400, "Wrong roles format: a list of objects with a name")
+    by_name = {r.get("name"): r for r in _roles(body)}
+    for change in changes:
+        role = by_name.get(change["name"])
+        if role is None:
+            raise FlowError(400, f"Role {change['name']} does not exist in the service template")
+        for key, value in change.items():
+            if key in ("nodes", "state", "last_vmname", "parents"):
+                continue
+            if isinstance(value, dict) and isinstance(role.get(key), dict):
+                role[key] = {**role[key], **value}
+            else:
+                role[key] = value
+
+
+def _validate(site: SimSite, body: dict[str, Any]) -> None:
+    if not isinstance(body.get("name"), str) or not body["name"].strip():
+        raise FlowError(400, "Wrong name format: the service name must be a non-empty string")
+    inputs = template_inputs(site, body)
+    _, values_key = input_keys(site)
+    values = body.get(values_key)
+    if values is not None and (not isinstance(values, dict) or not all(isinstance(v, str) for v in values.values())):
+        raise FlowError(400, f"Wrong {values_key} format: an object whose values are strings")
+    if inputs and (values is None or set(inputs) - set(values)):
+        raise FlowError(400, MSG_INPUTS_7 if is_7x(site) else MSG_INPUTS_6)
+    networks = body.get("networks") or {}
+    if not isinstance(networks, dict):
+        raise FlowError(400, "Wrong networks format")
+    given = body.get("networks_values")
+    if not networks:
+        return
+    if given is None:
+        raise FlowError(400, MSG_NETWORKS)
+    if not isinstance(given, list) or not all(isinstance(item, dict) for item in given):
+        raise FlowError(400, "Wrong networks_values format: a list of single-key objects")
+    merged: dict[str, Any] = {}
+    for item in given:
+        merged.update(item)
+    if set(networks) - set(merged):
+        raise FlowError(400, MSG_NETWORKS)
+    for key in networks:
+        value = merged[key]
+        if not isinstance(value, dict) or not str(value.get("id", "")).strip().isdigit():
+            raise FlowError(400, f"Wrong networks_values format: network {key} needs an existing network id")
+
+
+def network_ids(body: dict[str, Any]) -> dict[str, str]:
+    """Network name -> vnet id from a service's networks_values."""
+    out: dict[str, str] = {}
+    for item in body.get("networks_values") or []:
+        if isinstance(item, dict):
+            for key, value in item.items():
+                if isinstance(value, dict) and "id" in value:
+                    out[str(key)] = str(value["id"])
+    return out
+
+
+# evaluation -----------------------------------------------------------------------------------
+def schedule(site: SimSite, doc_id: int, delay: float = TICK_SECONDS) -> None:
+    """Evaluate the service after `delay` simulated seconds, and again while it is in transit."""
+
+    def tick() -> None:
+        doc = site.documents.get(doc_id)
+        if doc is None or doc.type != SERVICE_TYPE:
+            return
+        evaluate(site, doc)
+        if doc.id in site.documents and doc.body.get("state") in (PENDING, DEPLOYING, UNDEPLOYING):
+            schedule(site, doc_id)
+
+    site.after(delay, tick)
+
+
+def evaluate_services(site: SimSite) -> None:
+    """Move every service forward from its VMs' states (called at the start of each request)."""
+    with site.lock:
+        for doc in list(site.documents.values()):
+            if doc.type == SERVICE_TYPE and isinstance(doc.body, dict):
+                evaluate(site, doc)
+
+
+def evaluate(site: SimSite, doc: SimDocument) -> None:
+    """One evaluation step of one service."""
+    body = doc.body
+    state = body.get("state")
+    if state in (PENDING, DEPLOYING):
+        _evaluate_deploy(site, doc)
+    elif state in (RUNNING, WARNING):
+        _evaluate_running(site, doc)
+    elif state == UNDEPLOYING:
+        _evaluate_undeploy(site, doc)
+    _refresh_nodes(site, doc)
+
+
+def _vm_status(vm: SimVm | None, gate: bool) -> str:
+    """running, pending, failed, unknown, off or done, as OneFlow sees a role VM."""
+    if vm is None or vm.state == 6:
+        return "done"
+    if vm.state == 11 or (vm.state == 3 and vm.lcm_state in VM_FAILURE_LCM_STATES):
+        return "failed"
+    if vm.state == 3 and vm.lcm_state == _UNKNOWN_LCM:
+        return "unknown"
+    if vm.state == 3 and vm.lcm_state == 3:
+        if not gate or vm_is_ready(vm):
+            return "running"
+        return "pending"
+    if vm.state in _OFF_STATES:
+        return "off"
+    return "pending"
+
+
+def _evaluate_deploy(site: SimSite, doc: SimDocument) -> None:
+    body = doc.body
+    gate = bool(body.get("ready_status_gate"))
+    _set_state(body, DEPLOYING)
+    changed = True
+    while changed:  # a role turning RUNNING may let its children start in the same step
+        changed = False
+        for role in _roles(body):
+            rstate = role.get("state", PENDING)
+            if rstate == PENDING and _may_deploy(body, role):
+                error = _deploy_role(site, doc, role)
+                if error:
+                    _fail_deploy(body, role, error)
+                    return
+                role["state"] = DEPLOYING
+                changed = True
+            elif rstate == DEPLOYING:
+                statuses = [(node, _vm_status(site.vms.get(_node_id(node)), gate)) for node in role.get("nodes", [])]
+                failed = next(((n, s) for n, s in statuses if s in ("failed", "done")), None)
+                if failed is not None:
+                    vm = site.vms.get(_node_id(failed[0]))
+                    what = state_names(vm.state, vm.lcm_state)[0] if vm is not None else "DONE"
+                    _fail_deploy(body, role, f"Role {role.get('name')} : VM {_node_id(failed[0])} is in state {what}")
+                    return
+                if all(s == "running" for _, s in statuses) and len(statuses) >= int(role.get("cardinality", 1)):
+                    role["state"] = RUNNING
+                    changed = True
+    if _roles(body) and all(r.get("state") == RUNNING for r in _roles(body)):
+        _set_state(body, RUNNING)
+
+
+def _may_deploy(body: dict[str, Any], role: dict[str, Any]) -> bool:
+    if not _straight(body):
+        return True
+    by_name = {r.get("name"): r for r in _roles(body)}
+    return all(by_name.get(p, {}).get("state") == RUNNING for p in role.get("parents") or [])
+
+
+def _fail_deploy(body: dict[str, Any], role: dict[str, Any], message: str) -> None:
+    role["state"] = FAILED_DEPLOYING
+    _log(body, "E", message)
+    _set_state(body, FAILED_DEPLOYING)
+
+
+def _evaluate_running(site: SimSite, doc: SimDocument) -> None:
+    body = doc.body
+    warning = False
+    for role in _roles(body):
+        if role.get("state") not in (RUNNING, WARNING):
+            continue
+        statuses = [(_node_id(n), _vm_status(site.vms.get(_node_id(n)), gate=False)) for n in role.get("nodes", [])]
+        troubled = [(vm_id, s) for vm_id, s in statuses if s in ("failed", "unknown", "done", "off")]
+        if troubled:
+            if role.get("state") != WARNING:
+                role["state"] = WARNING
+                vm_id = troubled[0][0]
+                vm = site.vms.get(vm_id)
+                what = state_names(vm.state, vm.lcm_state)[0] if vm is not None else "DONE"
+                _log(body, "W", f"Role {role.get('name')} : VM {vm_id} is in state {what}")
+            warning = True
+        elif all(s == "running" for _, s in statuses):
+            role["state"] = RUNNING
+        else:
+            warning = warning or role.get("state") == WARNING
+    _set_state(body, WARNING if warning else RUNNING)
+
+
+def _evaluate_undeploy(site: SimSite, doc: SimDocument) -> None:
+    body = doc.body
+    for role in _roles(body):
+        rstate = role.get("state", PENDING)
+        if rstate in (DONE, FAILED_UNDEPLOYING):
+            continue
+        if _straight(body) and any(c.get("state") != DONE for c in _children(body, str(role.get("name")))):
+            continue
+        if rstate != UNDEPLOYING:
+            role["state"] = UNDEPLOYING
+            error = _terminate_role(site, role)
+            if error:
+                role["state"] = FAILED_UNDEPLOYING
+                _log(body, "E", error)
+                _set_state(body, FAILED_UNDEPLOYING)
+                return
+        if all(_vm_status(site.vms.get(_node_id(n)), False) == "done" for n in role.get("nodes", [])):
+            role["state"] = DONE
+    if all(r.get("state") == DONE for r in _roles(body)):
+        _set_state(body, DONE)
+        site.documents.pop(doc.id, None)
+
+
+def _terminate_role(site: SimSite, role: dict[str, Any]) -> str:
+    """Terminate the role's VMs; an error message when one cannot be terminated."""
+    for node in role.get("nodes", []):
+        vm = site.vms.get(_node_id(node))
+        if vm is None or vm.state == 6:
+            continue
+        try:
+            terminate_vm(site, vm.id, hard=False)
+        except OneError:
+            try:
+                terminate_vm(site, vm.id, hard=True)
+            except OneError as exc:
+                return f"Role {role.get('name')} : Delete failed for VM {vm.id}; {exc.message}"
+    return ""
+
+
+def _node_id(node: Any) -> int:
+    try:
+        return int(node.get("deploy_id")) if isinstance(node, dict) else -1
+    except (TypeError, ValueError):
+        return -1
+
+
+def identity(site: SimSite, oid: int, uid: int, gid: int, name: str) -> dict[str, str]:
+    """ID, UID, GID, UNAME, GNAME, NAME of an object, as strings (OneFlow's envelope values)."""
+    uname, gname = owner_names(site, uid, gid)
+    return {"ID": str(oid), "UID": str(uid), "GID": str(gid), "UNAME": uname, "GNAME": gname, "NAME": name}
+
+
+def vm_info(site: SimSite, vm: SimVm) -> dict[str, str]:
+    """The VM fields a service document keeps for each node (Role::VM_INFO)."""
+    return identity(site, vm.id, vm.uid, vm.gid, vm.name)
+
+
+def _refresh_nodes(site: SimSite, doc: SimDocument) -> None:
+    for role in _roles(doc.body):
+        for node in role.get("nodes", []):
+            vm = site.vms.get(_node_id(node))
+            if vm is not None and isinstance(node, dict):
+                node["vm_info"] = {"VM": vm_info(site, vm)}
+
+
+# deploying a role -----------------------------------------------------------------------------
+def _deploy_role(site: SimSite, doc: SimDocument, role: dict[str, Any]) -> str:
+    """Create the role's missing VMs; an error message when the cloud refuses one."""
+    template_id = role.get("template_id", role.get("vm_template"))
+    try:
+        template_id = int(template_id)
+    except (TypeError, ValueError):
+        return f"Role {role.get('name')} : no VM template id"
+    missing = int(role.get("cardinality", 1)) - len(role.get("nodes", []))
+    role.setdefault("nodes", [])
+    for _ in range(max(0, missing)):
+        number = int(role.get("last_vmname", 0))
+        role["last_vmname"] = number + 1
+        name = VM_NAME_TEMPLATE.format(role=role.get("name"), n=number, service=doc.id)
+        try:
+            extra = role_extra_template(site, doc, role, template_id)
+            vm = instantiate_vm_template(
+                site, template_id, name, extra, doc.uid, doc.gid, hold=bool(role.get("on_hold"))
+            )
+        except OneError as exc:
+            return (
+                f"Role {role.get('name')} : Instantiate failed for template {template_id}; "
+                f"[one.template.instantiate] {exc.message}"
+            )
+        role["nodes"].append({"deploy_id": vm.id, "vm_info": {"VM": vm_info(site, vm)}})
+    return ""
+
+
+_VAR = re.compile(r"\$([A-Za-z0-9_]+)")
+
+
+def _substitute(text: str, values: dict[str, str]) -> str:
+    return _VAR.sub(lambda m: values.get(m.group(1), m.group(0)), text)
+
+
+def _json_template(contents: dict[str, Any], values: dict[str, str]) -> Template:
+    """7.x `template_contents` (JSON) as template attributes, `$name` references substituted."""
+    attrs: Template = []
+    for key, value in contents.items():
+        name = str(key).upper()
+        items = value if isinstance(value, list) else [value]
+        for item in items:
+            if isinstance(item, dict):
+                attrs.append((name, [(str(k).upper(), _substitute(str(v), values)) for k, v in item.items()]))
+            elif item is not None:
+                attrs.append((name, _substitute(str(item), values)))
+    return attrs
+
+
+def role_extra_template(site: SimSite, doc: SimDocument, role: dict[str, Any], template_id: int) -> Template:
+    """What a role VM is instantiated with on top of its VM template.
+
+    The role's contents (7.x `template_contents` or 6.x `vm_template_contents`, with `$network`
+    and `$input` references replaced), every input value as an attribute and a CONTEXT entry
+    (CONTEXT merged over the template's own, since the platform would replace it whole),
+    SERVICE_ID and ROLE_NAME.
+    """
+    body = doc.body
+    inputs = input_values(body)
+    values = {**inputs, **network_ids(body)}
+    contents = role.get("template_contents")
+    if isinstance(contents, dict):
+        extra = _json_template(contents, values)
+    elif isinstance(role.get("vm_template_contents"), str):
+        extra = parse_template(_substitute(role["vm_template_contents"], values))
+    else:
+        extra = []
+    base = site.templates.get(template_id)
+    context: dict[str, str] = {}
+    base_context = first(base.template, "CONTEXT") if base is not None else None
+    if isinstance(base_context, list):
+        context.update(dict(base_context))
+    for name, value in extra:
+        if name == "CONTEXT" and isinstance(value, list):
+            context.update(dict(value))
+    context.update({k.upper(): v for k, v in inputs.items()})
+    out: Template = [(n, v) for n, v in extra if n not in ("CONTEXT", "SERVICE_ID", "ROLE_NAME")]
+    names = {n for n, _ in out}
+    out += [(k.upper(), v) for k, v in inputs.items() if k.upper() not in names]
+    context_vector: Vector = list(context.items())
+    out.append(("CONTEXT", context_vector))
+    out.append(("SERVICE_ID", str(doc.id)))
+    out.append(("ROLE_NAME", str(role.get("name"))))
+    return out
+
+
+# operator actions -----------------------------------------------------------------------------
+def undeploy(site: SimSite, doc: SimDocument) -> None:
+    """DELETE /service/:id: terminate the VMs (children first) and drop the document when done."""
+    body = doc.body
+    if body.get("state") == UNDEPLOYING:
+        return
+    _set_state(body, UNDEPLOYING)
+    for role in _roles(body):
+        if role.get("state") == FAILED_UNDEPLOYING:
+            role["state"] = RUNNING
+        if not role.get("nodes"):
+            role["state"] = DONE
+    evaluate(site, doc)
+    if doc.id in site.documents and body.get("state") == UNDEPLOYING:
+        schedule(site, doc.id)
+
+
+def recover(site: SimSite, doc: SimDocument, delete: bool = False) -> None:
+    """`recover`: retry a failed deployment (failed VMs retried in place, missing ones created) or
+    undeployment; with `delete`, terminate what is left and drop the service."""
+    body = doc.body
+    state = body.get("state")
+    if delete:
+        for role in _roles(body):
+            for node in role.get("nodes", []):
+                vm = site.vms.get(_node_id(node))
+                if vm is not None and vm.state != 6:
+                    try:
+                        terminate_vm(site, vm.id, hard=True)
+                    except OneError:
+                        pass
+        site.documents.pop(doc.id, None)
+        return
+    if state in (FAILED_DEPLOYING, DEPLOYING, PENDING):
+        for role in _roles(body):
+            if role.get("state") not in (FAILED_DEPLOYING, DEPLOYING):
+                continue
+            kept = []
+            for node in role.get("nodes", []):
+                vm = site.vms.get(_node_id(node))
+                status = _vm_status(vm, gate=False)
+                if status == "failed" and vm is not None:
+                    try:
+                        recover_vm(site, vm.id, RECOVER_RETRY)
+                    except OneError as exc:
+                        _log(body, "E", f"Role {role.get('name')} : Retry failed for VM {vm.id}; {exc.message}")
+                if status != "done":  # DONE nodes are dropped and deployed again
+                    kept.append(node)
+            role["nodes"] = kept
+            role["state"] = PENDING
+        _set_state(body, DEPLOYING)
+        evaluate(site, doc)
+        schedule(site, doc.id)
+        return
+    if state in (FAILED_UNDEPLOYING, UNDEPLOYING):
+        for role in _roles(body):
+            if role.get("state") == FAILED_UNDEPLOYING:
+                role["state"] = RUNNING
+        body["state"] = UNDEPLOYING
+        _log(body, "I", "New state: UNDEPLOYING")
+        evaluate(site, doc)
+        if doc.id in site.documents:
+            schedule(site, doc.id)
+        return
+    raise FlowError(405, f"Service {doc.id} cannot be recovered in state {SERVICE_STATES[state] if isinstance(state, int) and 0 <= state < len(SERVICE_STATES) else state}")
+
+
+def role_nodes(site: SimSite, doc: SimDocument, role_name: str | None = None) -> list[SimVm]:
+    """The live VMs of a service (of one role when `role_name` is given)."""
+    vms = []
+    for role in _roles(doc.body):
+        if role_name is not None and role.get("name") != role_name:
+            continue
+        for node in role.get("nodes", []):
+            vm = site.vms.get(_node_id(node))
+            if vm is not None:
+                vms.append(vm)
+    return vms

@@ -1,0 +1,118 @@
+"""Images of the simulated cloud: allocation, the datastore "download" while LOCKED, deletion.
+
+`one.image.allocate` with FROM_APP=<marketplace app id> takes the app's source, size, format and
+MD5; the image stays LOCKED for a time that grows with the app's size, then turns READY, or
+ERROR with TEMPLATE/ERROR when the app is broken. Other images copy their PATH (or create an
+empty datablock of SIZE) in a short LOCKED phase.
+"""
+
+from __future__ import annotations
+
+import time
+
+from tui.domain.template_text import Template, scalar
+from tui.sim.rpc_errors import ACTION, ALLOCATE, NO_EXISTS, XML_RPC_API, OneError, no_exists
+from tui.sim.state import Perms, SimImage, SimSite
+
+#: simulated seconds: a fixed part plus one second per `_MB_PER_SECOND` of app size
+_BASE_COPY_TIME = 4.0
+_MB_PER_SECOND = 400.0
+_MAX_COPY_TIME = 120.0
+_TYPES = {"OS": 0, "CDROM": 1, "DATABLOCK": 2, "KERNEL": 3, "RAMDISK": 4, "CONTEXT": 5}
+
+
+def copy_seconds(size_mb: int) -> float:
+    return min(_BASE_COPY_TIME + size_mb / _MB_PER_SECOND, _MAX_COPY_TIME)
+
+
+def _set(image: SimImage, name: str, value: str) -> None:
+    image.template = [a for a in image.template if a[0] != name] + [(name, value)]
+
+
+def allocate_image(site: SimSite, attrs: Template, ds_id: int, uid: int, gid: int) -> SimImage:
+    """Register an image in an image datastore and start its copy; raises OneError like the platform."""
+    ds = site.datastores.get(ds_id)
+    if ds is None:
+        raise no_exists("DATASTORE", ds_id)
+    if ds.type != 0:
+        raise OneError(ALLOCATE, "Error allocating a new image. New images cannot be allocated in a "
+                                 f"{'system' if ds.type == 1 else 'file'} datastore.", ds_id)
+    name = scalar(attrs, "NAME", "").strip()
+    if not name:
+        raise OneError(ALLOCATE, "Error allocating a new image. No NAME in template.")
+    taken = next((i for i in site.images.values() if i.name == name and i.uid == uid), None)
+    if taken is not None:
+        raise OneError(ALLOCATE, f"Error allocating a new image. NAME is already taken by IMAGE {taken.id}.")
+    type_word = scalar(attrs, "TYPE", "OS").upper()
+    if type_word not in _TYPES:
+        raise OneError(ALLOCATE, f"Error allocating a new image. Unknown image type: {type_word}.")
+    persistent = 1 if scalar(attrs, "PERSISTENT", "NO").upper() in ("YES", "1", "TRUE") else 0
+    image_id = site.next_id("image")
+    size_mb = 0
+    fmt = scalar(attrs, "FORMAT", "") or scalar(attrs, "DRIVER", "") or "qcow2"
+    path = scalar(attrs, "PATH", "")
+    app = None
+    from_app = scalar(attrs, "FROM_APP", "")
+    if from_app:
+        app = site.marketapps.get(int(from_app)) if from_app.isdigit() else None
+        if app is None:
+            raise OneError(NO_EXISTS, f"Error getting marketplaceapp [{from_app}].")
+        if app.state != 1:
+            raise OneError(ACTION, f"Marketplace app {app.id} is not in READY state.")
+        size_mb, fmt, path = app.size_mb, app.format or fmt, app.source or path
+    elif type_word == "DATABLOCK" and not path:
+        size_text = scalar(attrs, "SIZE", "")
+        if not size_text.isdigit():
+            raise OneError(XML_RPC_API, "Error allocating a new image. SIZE is needed for empty DATABLOCK images.")
+        size_mb = int(size_text)
+    elif not path and not scalar(attrs, "SOURCE", ""):
+        raise OneError(ALLOCATE, "Error allocating a new image. No PATH nor SOURCE in image template.")
+    else:
+        size_text = scalar(attrs, "SIZE", "")
+        size_mb = int(size_text) if size_text.isdigit() else 2048
+    if size_mb > ds.free_mb:
+        raise OneError(ACTION, f"Not enough space in datastore {ds.id}: {size_mb} MB needed, {ds.free_mb} MB free.")
+    kept = [a for a in attrs if a[0] not in ("NAME", "TYPE", "PERSISTENT", "PATH", "SOURCE", "SIZE", "FORMAT")]
+    if app is not None:
+        kept = [a for a in kept if a[0] not in ("FROM_APP_NAME", "MD5")]
+        kept += [("FROM_APP_NAME", app.name), ("MD5", app.md5)] if app.md5 else [("FROM_APP_NAME", app.name)]
+    if not scalar(kept, "DEV_PREFIX", ""):
+        kept.append(("DEV_PREFIX", "vd"))
+    image = SimImage(
+        id=image_id, name=name, uid=uid, gid=gid, datastore_id=ds_id, state=4, size_mb=size_mb,
+        template=kept, type=_TYPES[type_word], persistent=persistent, path=path, format=fmt,
+        source=f"/var/lib/one//datastores/{ds_id}/{image_id:032x}", perms=Perms(1, 1, 0, 0, 0, 0, 0, 0, 0),
+    )
+    image.modtime = image.regtime
+    site.images[image_id] = image
+    ds.free_mb -= size_mb
+    broken = app is not None and app.broken
+
+    def copied() -> None:
+        current = site.images.get(image_id)
+        if current is not image or image.state != 4:
+            return
+        image.prev_state = 4
+        image.modtime = int(time.time())
+        if broken:
+            image.state = 5
+            _set(image, "ERROR", f"{time.strftime('%a %b %d %H:%M:%S %Y')} : Error copying image in the datastore: "
+                                 f"the download of {path or 'the appliance'} failed its MD5 check")
+            ds.free_mb += size_mb
+        else:
+            image.state = 1
+
+    site.after(copy_seconds(size_mb), copied)
+    return image
+
+
+def delete_image(site: SimSite, image_id: int) -> None:
+    image = site.images.get(image_id)
+    if image is None:
+        raise no_exists("IMAGE", image_id)
+    if image.running_vms > 0:
+        raise OneError(ACTION, f"Cannot delete image {image_id}: it is used by {image.running_vms} VM(s).", image_id)
+    del site.images[image_id]
+    ds = site.datastores.get(image.datastore_id)
+    if ds is not None and image.state != 5:
+        ds.free_mb = min(ds.free_mb + image.size_mb, ds.total_mb)

@@ -1,0 +1,398 @@
+"""The VM life cycle of the simulated cloud: allocation, scheduling and every timed state transition.
+
+Transitions are events on the site's heap (`site.after`), so a VM moves PENDING -> PROLOG -> BOOT
+-> RUNNING as simulated time passes. Every change of state bumps `SimVm.epoch`; an event carries
+the epoch it was scheduled under and does nothing once the VM has moved on (an action taken
+mid-transition wins). Wrong-state actions raise the platform's ACTION errors with its messages.
+Callers hold `site.lock`.
+
+Public API (used by the XML-RPC methods, OneFlow and the scenarios):
+`instantiate_vm_template`, `allocate_vm`, `terminate_vm`, `vm_action`, `deploy_vm`, `recover_vm`,
+`vm_is_ready`, `state_str`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from tui.domain.template_text import Template, merge_template, scalar
+from tui.sim import appliances
+from tui.sim.appliances import vm_is_ready
+from tui.sim.leases import release
+from tui.sim.rpc_errors import ACTION, INTERNAL, OneError, action_error, no_exists
+from tui.sim.scheduler import RequirementError, candidates
+from tui.sim.state import SimHistory, SimHost, SimSite, SimVm
+from tui.sim.vm_build import build_vm_templates
+
+__all__ = [
+    "allocate_vm", "deploy_vm", "instantiate_vm_template", "recover_vm", "state_str", "terminate_vm",
+    "vm_action", "vm_is_ready",
+]
+
+# states ---------------------------------------------------------------------------------------
+INIT, PENDING, HOLD, ACTIVE, STOPPED, SUSPENDED, DONE, POWEROFF, UNDEPLOYED = 0, 1, 2, 3, 4, 5, 6, 8, 9
+VM_STATE_NAMES = {0: "INIT", 1: "PENDING", 2: "HOLD", 3: "ACTIVE", 4: "STOPPED", 5: "SUSPENDED", 6: "DONE",
+                  7: "FAILED", 8: "POWEROFF", 9: "UNDEPLOYED", 10: "CLONING", 11: "CLONING_FAILURE"}
+LCM_STATE_NAMES = (
+    "LCM_INIT PROLOG BOOT RUNNING MIGRATE SAVE_STOP SAVE_SUSPEND SAVE_MIGRATE PROLOG_MIGRATE PROLOG_RESUME "
+    "EPILOG_STOP EPILOG SHUTDOWN CANCEL FAILURE CLEANUP_RESUBMIT UNKNOWN HOTPLUG SHUTDOWN_POWEROFF BOOT_UNKNOWN "
+    "BOOT_POWEROFF BOOT_SUSPENDED BOOT_STOPPED CLEANUP_DELETE HOTPLUG_SNAPSHOT HOTPLUG_NIC HOTPLUG_SAVEAS "
+    "HOTPLUG_SAVEAS_POWEROFF HOTPLUG_SAVEAS_SUSPENDED SHUTDOWN_UNDEPLOY EPILOG_UNDEPLOY PROLOG_UNDEPLOY "
+    "BOOT_UNDEPLOY HOTPLUG_PROLOG_POWEROFF HOTPLUG_EPILOG_POWEROFF BOOT_MIGRATE BOOT_FAILURE BOOT_MIGRATE_FAILURE "
+    "PROLOG_MIGRATE_FAILURE PROLOG_FAILURE EPILOG_FAILURE EPILOG_STOP_FAILURE EPILOG_UNDEPLOY_FAILURE "
+    "PROLOG_MIGRATE_POWEROFF PROLOG_MIGRATE_POWEROFF_FAILURE PROLOG_MIGRATE_SUSPEND PROLOG_MIGRATE_SUSPEND_FAILURE "
+    "BOOT_UNDEPLOY_FAILURE BOOT_STOPPED_FAILURE PROLOG_RESUME_FAILURE PROLOG_UNDEPLOY_FAILURE DISK_SNAPSHOT_POWEROFF "
+    "DISK_SNAPSHOT_REVERT_POWEROFF DISK_SNAPSHOT_DELETE_POWEROFF DISK_SNAPSHOT_SUSPENDED "
+    "DISK_SNAPSHOT_REVERT_SUSPENDED DISK_SNAPSHOT_DELETE_SUSPENDED DISK_SNAPSHOT DISK_SNAPSHOT_REVERT "
+    "DISK_SNAPSHOT_DELETE PROLOG_MIGRATE_UNKNOWN PROLOG_MIGRATE_UNKNOWN_FAILURE DISK_RESIZE DISK_RESIZE_POWEROFF "
+    "DISK_RESIZE_UNDEPLOYED HOTPLUG_NIC_POWEROFF HOTPLUG_RESIZE HOTPLUG_SAVEAS_UNDEPLOYED HOTPLUG_SAVEAS_STOPPED "
+    "BACKUP BACKUP_POWEROFF RESTORE"
+).split()
+(LCM_INIT, PROLOG, BOOT, RUNNING) = (0, 1, 2, 3)
+SAVE_STOP, SAVE_SUSPEND, PROLOG_RESUME, EPILOG_STOP, EPILOG, SHUTDOWN = 5, 6, 9, 10, 11, 12
+UNKNOWN, SHUTDOWN_POWEROFF, BOOT_POWEROFF, BOOT_SUSPENDED, BOOT_STOPPED = 16, 18, 20, 21, 22
+SHUTDOWN_UNDEPLOY, EPILOG_UNDEPLOY, PROLOG_UNDEPLOY, BOOT_UNDEPLOY, BOOT_FAILURE = 29, 30, 31, 32, 36
+FAILURE_LCM_STATES = frozenset({36, 37, 38, 39, 40, 41, 42, 44, 46, 47, 48, 49, 50, 61})
+
+#: HISTORY ACTION codes written when a host record closes
+_HISTORY_ACTION = {"terminate": 27, "terminate-hard": 28, "undeploy": 5, "undeploy-hard": 6, "stop": 9,
+                   "poweroff": 19, "poweroff-hard": 20, "suspend": 10}
+
+#: simulated seconds each phase lasts
+SCHED_DELAY, SCHED_RETRY = 3.0, 30.0
+PROLOG_TIME, BOOT_TIME = 10.0, 6.0
+SHUTDOWN_TIME, HARD_SHUTDOWN_TIME, EPILOG_TIME, SAVE_TIME = 6.0, 1.0, 5.0, 5.0
+
+
+def state_str(vm: SimVm) -> str:
+    """The state word the platform puts in its messages: the LCM state name while ACTIVE."""
+    if vm.state == ACTIVE:
+        return LCM_STATE_NAMES[vm.lcm_state] if 0 <= vm.lcm_state < len(LCM_STATE_NAMES) else str(vm.lcm_state)
+    return VM_STATE_NAMES.get(vm.state, str(vm.state))
+
+
+def _now() -> int:
+    return int(time.time())
+
+
+def _set_state(vm: SimVm, state: int, lcm: int) -> None:
+    if (vm.state, vm.lcm_state) != (state, lcm):
+        vm.prev_state, vm.prev_lcm_state = vm.state, vm.lcm_state
+    vm.state, vm.lcm_state = state, lcm
+    vm.epoch += 1
+    vm.last_poll = _now()
+    vm.touch()
+
+
+def _later(site: SimSite, vm: SimVm, seconds: float, step: Callable[[], None]) -> None:
+    """Run `step` after `seconds` unless the VM changed state (or vanished) meanwhile."""
+    epoch = vm.epoch
+
+    def guarded() -> None:
+        if site.vms.get(vm.id) is vm and vm.epoch == epoch:
+            step()
+
+    site.after(seconds, guarded)
+
+
+def _get_vm(site: SimSite, vm_id: int) -> SimVm:
+    vm = site.vms.get(vm_id)
+    if vm is None:
+        raise no_exists("VM", vm_id)
+    return vm
+
+
+# allocation -----------------------------------------------------------------------------------
+
+
+def allocate_vm(site: SimSite, attrs: Template, name: str, uid: int, gid: int, hold: bool = False,
+                template_id: int | None = None) -> SimVm:
+    """Create a VM from a full template (disks and NICs resolved) and start scheduling it."""
+    vm_id = site.next_id("vm")
+    system, user_attrs, images = build_vm_templates(site, vm_id, attrs, uid, gid, template_id)
+    vm = SimVm(id=vm_id, name=name or f"vm-{vm_id}", uid=uid, gid=gid, state=HOLD if hold else PENDING,
+               lcm_state=LCM_INIT, template=system, user_template=user_attrs)
+    vm.last_poll = vm.stime
+    for image in images:
+        image.vm_ids.append(vm_id)
+        image.running_vms += 1
+        if image.state == 1:
+            image.prev_state, image.state = image.state, (8 if image.persistent else 2)
+    site.vms[vm_id] = vm
+    if not hold:
+        _later(site, vm, SCHED_DELAY, lambda: _schedule(site, vm))
+    return vm
+
+
+def instantiate_vm_template(site: SimSite, template_id: int, name: str, extra: Template, uid: int, gid: int,
+                            hold: bool = False) -> SimVm:
+    """one.template.instantiate: copy the VM template, merge `extra` (same names replaced), boot it."""
+    tpl = site.templates.get(template_id)
+    if tpl is None:
+        raise no_exists("TEMPLATE", template_id)
+    attrs = merge_template(list(tpl.template), list(extra))
+    vm = allocate_vm(site, attrs, name, uid, gid, hold, template_id)
+    if not name:
+        vm.name = f"{tpl.name}-{vm.id}"
+        vm.touch()
+    return vm
+
+
+# scheduling and deployment --------------------------------------------------------------------
+
+
+def _schedule(site: SimSite, vm: SimVm) -> None:
+    if vm.state != PENDING:
+        return
+    try:
+        hosts = candidates(site, vm)
+        message = "" if hosts else "Cannot dispatch VM: No host meets the VM requirements"
+    except RequirementError as exc:
+        hosts, message = [], f"Cannot dispatch VM: {exc}"
+    if not hosts:
+        vm.user_template = [a for a in vm.user_template if a[0] != "SCHED_MESSAGE"]
+        vm.user_template.append(("SCHED_MESSAGE", f"{time.strftime('%c')} : {message}"))
+        vm.touch()
+        _later(site, vm, SCHED_RETRY, lambda: _schedule(site, vm))
+        return
+    system_ds = min((ds.id for ds in site.datastores.values() if ds.type == 1), default=0)
+    _place(site, vm, hosts[0], system_ds)
+
+
+def _place(site: SimSite, vm: SimVm, host: SimHost, ds_id: int) -> None:
+    """Open a HISTORY record on `host` and run the prolog/boot phases that fit the VM's state."""
+    # a VM resumed from UNDEPLOYED or STOPPED waits in PENDING; its last host record says why
+    left_by = vm.history[-1].action if vm.history else 0
+    from_state = {5: UNDEPLOYED, 6: UNDEPLOYED, 9: STOPPED}.get(left_by, vm.state) if vm.state == PENDING else vm.state
+    vm.user_template = [a for a in vm.user_template if a[0] != "SCHED_MESSAGE"]
+    vm.history.append(SimHistory(seq=len(vm.history), host_id=host.id, hostname=host.name, stime=_now(), ds_id=ds_id))
+    vm.deploy_id = f"one-{vm.id}"
+    if from_state == UNDEPLOYED:
+        prolog, boot = PROLOG_UNDEPLOY, BOOT_UNDEPLOY
+    elif from_state == STOPPED:
+        prolog, boot = PROLOG_RESUME, BOOT_STOPPED
+    else:
+        prolog, boot = PROLOG, BOOT
+    _set_state(vm, ACTIVE, prolog)
+    _later(site, vm, PROLOG_TIME, lambda: _boot(site, vm, boot))
+
+
+def _boot(site: SimSite, vm: SimVm, boot_lcm: int) -> None:
+    """Enter a BOOT_* state; a redefinition of the domain picks up the current CPU model."""
+    if boot_lcm != BOOT_SUSPENDED:
+        cpu_model = next((v for k, v in vm.template if k == "CPU_MODEL" and isinstance(v, list)), [])
+        vm.deployed_cpu_model = next((v for k, v in cpu_model if k == "MODEL"), "")
+    _set_state(vm, ACTIVE, boot_lcm)
+    _later(site, vm, BOOT_TIME, lambda: _booted(site, vm))
+
+
+def _booted(site: SimSite, vm: SimVm) -> None:
+    if site.faults.fail_role and appliances.role_of(vm) == site.faults.fail_role:
+        _set_state(vm, ACTIVE, BOOT_FAILURE)
+        return
+    _set_state(vm, ACTIVE, RUNNING)
+    appliances.on_boot(site, vm)
+
+
+def _close_history(vm: SimVm, action: str) -> None:
+    if vm.history and not vm.history[-1].etime:
+        vm.history[-1].etime = _now()
+        vm.history[-1].action = _HISTORY_ACTION.get(action, 0)
+
+
+def _finish(site: SimSite, vm: SimVm, action: str) -> None:
+    """The VM is DONE: close its host record, give back leases and images."""
+    _close_history(vm, action)
+    for name, nic in vm.template:
+        if name == "NIC" and isinstance(nic, list):
+            net_id = next((v for k, v in nic if k == "NETWORK_ID"), "")
+            vnet = site.vnets.get(int(net_id)) if net_id.isdigit() else None
+            if vnet is not None:
+                release(vnet, vm.id)
+    for image in site.images.values():
+        if vm.id in image.vm_ids:
+            image.vm_ids.remove(vm.id)
+            image.running_vms = max(image.running_vms - 1, 0)
+            if image.running_vms == 0 and image.state in (2, 8):
+                image.prev_state, image.state = image.state, 1
+    vm.etime = _now()
+    _set_state(vm, DONE, LCM_INIT)
+
+
+def deploy_vm(site: SimSite, vm_id: int, host_id: int, enforce: bool = False, ds_id: int = -1) -> None:
+    """one.vm.deploy: place a PENDING, HOLD, STOPPED or UNDEPLOYED VM on the chosen host."""
+    vm = _get_vm(site, vm_id)
+    host = site.hosts.get(host_id)
+    if host is None:
+        raise no_exists("HOST", host_id)
+    if ds_id >= 0:
+        ds = site.datastores.get(ds_id)
+        if ds is None:
+            raise no_exists("DATASTORE", ds_id)
+        if ds.type != 1:
+            raise OneError(ACTION, "Can only deploy VMs in system datastores", ds_id)
+    else:
+        ds_id = min((ds.id for ds in site.datastores.values() if ds.type == 1), default=0)
+    if vm.state not in (PENDING, HOLD, STOPPED, UNDEPLOYED):
+        raise OneError(ACTION, f"Deploy action is not available for state {state_str(vm)}", vm_id)
+    if host.state == 8:
+        raise OneError(ACTION, "Host is offline, cannot use it to deploy VM", vm_id)
+    if enforce:
+        from tui.sim.xml_objects import host_usage
+        from tui.sim.xml_render import vm_capacity
+
+        _, cpu_used, mem_used = host_usage(site).get(host.id, ([], 0, 0))
+        cpu, mem = vm_capacity(vm)
+        if cpu_used + cpu > host.total_cpu or mem_used + mem > host.total_mem:
+            raise OneError(ACTION, f"Host {host.id} does not have enough capacity to run VM {vm_id}", vm_id)
+    if site.faults.fail_next_deploys > 0:
+        site.faults.fail_next_deploys -= 1
+        raise OneError(INTERNAL, f"Error deploying VM {vm_id} on host {host_id}: the virtualization driver did not answer", vm_id)
+    _place(site, vm, host, ds_id)
+
+
+# actions --------------------------------------------------------------------------------------
+
+#: the verb each action uses in "Could not <verb> VM 5, wrong state X."
+_VERBS = {"terminate": "terminate", "undeploy": "undeploy", "poweroff": "power off", "hold": "hold",
+          "release": "release", "stop": "stop", "suspend": "suspend", "resume": "resume", "reboot": "reboot",
+          "resched": "set rescheduling flag for", "unresched": "unset rescheduling flag for"}
+
+
+def _wrong_state(action: str, vm: SimVm) -> OneError:
+    base = action.removesuffix("-hard")
+    return action_error(action, f"Could not {_VERBS.get(base, base)} VM {vm.id}, wrong state {state_str(vm)}.", vm.id)
+
+
+def _shutdown_then(site: SimSite, vm: SimVm, lcm: int, hard: bool, then: Callable[[], None]) -> None:
+    _set_state(vm, ACTIVE, lcm)
+    _later(site, vm, HARD_SHUTDOWN_TIME if hard else SHUTDOWN_TIME, then)
+
+
+def _epilog_then(site: SimSite, vm: SimVm, lcm: int, then: Callable[[], None]) -> None:
+    _set_state(vm, ACTIVE, lcm)
+    _later(site, vm, EPILOG_TIME, then)
+
+
+def terminate_vm(site: SimSite, vm_id: int, hard: bool = False) -> None:
+    """terminate / terminate-hard; raises OneError for a wrong state."""
+    vm_action(site, "terminate-hard" if hard else "terminate", vm_id)
+
+
+def _to_stopped(vm: SimVm) -> None:
+    _close_history(vm, "stop")
+    _set_state(vm, STOPPED, LCM_INIT)
+
+
+def _to_undeployed(site: SimSite, vm: SimVm, action: str) -> None:
+    _close_history(vm, action)
+    _set_state(vm, UNDEPLOYED, LCM_INIT)
+
+
+def vm_action(site: SimSite, action: str, vm_id: int) -> None:
+    """one.vm.action for every action the console uses; raises OneError like the platform."""
+    vm = _get_vm(site, vm_id)
+    hard = action.endswith("-hard")
+    base = action.removesuffix("-hard")
+    running = vm.state == ACTIVE and vm.lcm_state in (RUNNING, UNKNOWN)
+    if base == "terminate":
+        if vm.state in (INIT, PENDING, HOLD, STOPPED, UNDEPLOYED, 10, 11):
+            _finish(site, vm, action)
+        elif vm.state in (POWEROFF, SUSPENDED):
+            _epilog_then(site, vm, EPILOG, lambda: _finish(site, vm, action))
+        elif running or (vm.state == ACTIVE and hard):
+            _shutdown_then(site, vm, SHUTDOWN, hard,
+                           lambda: _epilog_then(site, vm, EPILOG, lambda: _finish(site, vm, action)))
+        else:
+            raise _wrong_state(action, vm)
+    elif base == "undeploy":
+        if running:
+            _shutdown_then(site, vm, SHUTDOWN_UNDEPLOY, hard,
+                           lambda: _epilog_then(site, vm, EPILOG_UNDEPLOY, lambda: _to_undeployed(site, vm, action)))
+        elif vm.state == POWEROFF:
+            _epilog_then(site, vm, EPILOG_UNDEPLOY, lambda: _to_undeployed(site, vm, action))
+        else:
+            raise _wrong_state(action, vm)
+    elif base == "poweroff":
+        if not running:
+            raise _wrong_state(action, vm)
+        _shutdown_then(site, vm, SHUTDOWN_POWEROFF, hard, lambda: _set_state(vm, POWEROFF, LCM_INIT))
+    elif base == "stop":
+        if not running:
+            raise _wrong_state(action, vm)
+        _set_state(vm, ACTIVE, SAVE_STOP)
+        _later(site, vm, SAVE_TIME, lambda: _epilog_then(site, vm, EPILOG_STOP, lambda: _to_stopped(vm)))
+    elif base == "suspend":
+        if not running:
+            raise _wrong_state(action, vm)
+        _set_state(vm, ACTIVE, SAVE_SUSPEND)
+        _later(site, vm, SAVE_TIME, lambda: _set_state(vm, SUSPENDED, LCM_INIT))
+    elif base == "resume":
+        _resume(site, vm, action)
+    elif base == "hold":
+        if vm.state != PENDING:
+            raise _wrong_state(action, vm)
+        _set_state(vm, HOLD, LCM_INIT)
+    elif base == "release":
+        if vm.state != HOLD:
+            raise _wrong_state(action, vm)
+        _set_state(vm, PENDING, LCM_INIT)
+        _later(site, vm, SCHED_DELAY, lambda: _schedule(site, vm))
+    elif base == "reboot":
+        if not running:
+            raise _wrong_state(action, vm)
+        vm.epoch += 1  # pending appliance reports belong to the previous boot
+        vm.touch()
+        appliances.on_boot(site, vm)
+    elif base in ("resched", "unresched"):
+        if not (running or vm.state == POWEROFF):
+            raise _wrong_state(action, vm)
+        vm.resched = 1 if base == "resched" else 0
+        vm.touch()
+    else:
+        raise OneError(ACTION, "Invalid action.", vm_id)
+
+
+def _resume(site: SimSite, vm: SimVm, action: str) -> None:
+    if vm.state == POWEROFF:
+        _boot(site, vm, BOOT_POWEROFF)
+    elif vm.state == SUSPENDED:
+        _boot(site, vm, BOOT_SUSPENDED)
+    elif vm.state in (UNDEPLOYED, STOPPED):
+        # back to the scheduler; _place picks the prolog that fits the state it left
+        _set_state(vm, PENDING, LCM_INIT)
+        _later(site, vm, SCHED_DELAY, lambda: _schedule(site, vm))
+    else:
+        raise _wrong_state(action, vm)
+
+
+def recover_vm(site: SimSite, vm_id: int, operation: int) -> None:
+    """one.vm.recover: 0 failure, 1 success, 2 retry, 3 delete, 4 delete-recreate, 5 delete-db."""
+    vm = _get_vm(site, vm_id)
+    if operation in (3, 5):
+        if vm.state == DONE:
+            raise OneError(ACTION, f"Could not recover VM {vm_id}, wrong state {state_str(vm)}.", vm_id)
+        _finish(site, vm, "terminate-hard")
+        return
+    if vm.state != ACTIVE or (vm.lcm_state not in FAILURE_LCM_STATES and vm.lcm_state not in (PROLOG, BOOT)):
+        raise OneError(ACTION, f"Could not recover VM {vm_id}, wrong state {state_str(vm)}.", vm_id)
+    if operation == 0:
+        _set_state(vm, ACTIVE, BOOT_FAILURE)
+    elif operation == 1:
+        _set_state(vm, ACTIVE, RUNNING)
+        appliances.on_boot(site, vm)
+    elif operation == 2:
+        _boot(site, vm, BOOT)
+    elif operation == 4:
+        _close_history(vm, "terminate-hard")
+        _set_state(vm, PENDING, LCM_INIT)
+        _later(site, vm, SCHED_DELAY, lambda: _schedule(site, vm))
+    else:
+        raise OneError(ACTION, f"Invalid recover operation {operation}.", vm_id)
+
+
+def role_vms(site: SimSite, service_id: int) -> list[SimVm]:
+    """The VMs carrying SERVICE_ID == service_id (any state)."""
+    wanted = str(service_id)
+    return [vm for vm in site.vms.values() if scalar(vm.user_template, "SERVICE_ID", "") == wanted]

@@ -1,0 +1,179 @@
+"""What every XML-RPC method of the simulated cloud shares: the method registry, the call context,
+authorization, template parsing with the platform's errors, and pool filters and pagination.
+
+Methods register with `@method("one.x.y", "iis", "b")`: the letters are the parameter types after
+the session (i int, s string, b boolean), the second string the optional trailing ones. The
+dispatcher (tui.sim.xmlrpc_api) checks types strictly, as xmlrpc-c does, before the handler runs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Protocol, Sequence, TypeVar
+
+from tui.domain.template_text import Template, TemplateSyntaxError, parse_template
+from tui.sim.acl import authorize, is_admin
+from tui.sim.rpc_errors import XML_RPC_API, OneError, no_exists, not_authorized
+from tui.sim.state import Perms, SimSite, SimUser
+
+Handler = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    required: str
+    optional: str
+    handler: Handler
+
+
+METHODS: dict[str, Method] = {}
+
+
+def method(name: str, required: str = "", optional: str = "") -> Callable[[Handler], Handler]:
+    def register(handler: Handler) -> Handler:
+        METHODS[name] = Method(name, required, optional, handler)
+        return handler
+
+    return register
+
+
+class WireEscaped(str):
+    """A success value already escaped for its XML-RPC <string> (cached VM bodies)."""
+
+
+@dataclass
+class Call:
+    """One authenticated request: the site, the caller and the method name (for messages)."""
+
+    site: SimSite
+    user: SimUser
+    method: str
+
+    @property
+    def admin(self) -> bool:
+        return is_admin(self.user)
+
+    @property
+    def groups(self) -> set[int]:
+        return set(self.user.groups) | {self.user.gid}
+
+    def require(self, kind: str, op: str, obj: Any = None) -> None:
+        """Raise the platform's AUTHORIZATION error unless the caller may do `op` on `obj`."""
+        if obj is None:
+            allowed = authorize(self.site, self.user, kind, op)
+            oid = -1
+        else:
+            oid = obj.id
+            allowed = authorize(
+                self.site, self.user, kind, op, oid,
+                getattr(obj, "uid", -1), getattr(obj, "gid", -1), getattr(obj, "perms", None),
+            )
+        if not allowed:
+            raise not_authorized(self.user.id, op, kind, oid)
+
+    def can_use(self, kind: str, obj: Any) -> bool:
+        return authorize(self.site, self.user, kind, "USE", obj.id, getattr(obj, "uid", -1),
+                         getattr(obj, "gid", -1), getattr(obj, "perms", None))
+
+
+# templates ------------------------------------------------------------------------------------
+
+_XML_NAME = re.compile(r"^[A-Z_][A-Z0-9_.\-]*$")
+#: characters XML 1.0 cannot carry, not even in CDATA
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def parse_text(text: str) -> Template:
+    """Parse template text (or XML); syntax errors and names XML cannot hold are bad parameters."""
+    try:
+        attrs = parse_template(text)
+    except TemplateSyntaxError as exc:
+        raise OneError(XML_RPC_API, f"Parse error: {exc}") from exc
+    for name, value in attrs:
+        names = [name] + ([k for k, _ in value] if isinstance(value, list) else [])
+        bad = next((n for n in names if not _XML_NAME.match(n)), None)
+        if bad is not None:
+            raise OneError(XML_RPC_API, f"Parse error: '{bad}' is not a valid attribute name")
+        values = [v for _, v in value] if isinstance(value, list) else [value]
+        if any(_NOT_XML.search(v) for v in values):
+            raise OneError(XML_RPC_API, f"Parse error: a value of {name} holds a control character")
+    return attrs
+
+
+def apply_update(current: Template, text: str, append: int) -> Template:
+    """update(..., append): 0 replaces the whole template, 1 merges (same names replaced)."""
+    new = parse_text(text)
+    if append == 0:
+        return new
+    replaced = {name for name, _ in new}
+    return [a for a in current if a[0] not in replaced] + new
+
+
+# permissions ----------------------------------------------------------------------------------
+
+
+def chmod(perms: Perms, values: Sequence[int]) -> None:
+    names = ("owner_u", "owner_m", "owner_a", "group_u", "group_m", "group_a", "other_u", "other_m", "other_a")
+    if any(v not in (-1, 0, 1) for v in values):
+        raise OneError(XML_RPC_API, "Wrong permissions: each value must be -1, 0 or 1.")
+    for name, value in zip(names, values):
+        if value != -1:
+            setattr(perms, name, value)
+
+
+def chown(call: Call, obj: Any, uid: int, gid: int) -> None:
+    site = call.site
+    if uid >= 0 and uid not in site.users:
+        raise no_exists("USER", uid)
+    if gid >= 0 and gid not in site.groups:
+        raise no_exists("GROUP", gid)
+    if uid >= 0:
+        obj.uid = uid
+    if gid >= 0:
+        obj.gid = gid
+
+
+# pools ----------------------------------------------------------------------------------------
+
+class Owned(Protocol):
+    id: int
+    uid: int
+    gid: int
+
+
+T = TypeVar("T", bound=Owned)
+
+
+def filter_pool(call: Call, kind: str, objects: Iterable[T], flag: int, start: int = -1, end: int = -1) -> list[T]:
+    """Pool filter (-4 primary group, -3 mine, -2 all, -1 mine + my groups, >=0 that user) and
+    range: (-1, -1) all; end < -1 offset `start`, page size |end|; else ids start..end (-1 open).
+    The result is newest first, as the platform's default API_LIST_ORDER (DESC) lists."""
+    if flag < -4:
+        raise OneError(XML_RPC_API, "Incorrect filter_flag.")
+    me = call.user
+    groups = call.groups
+    admin = call.admin
+    ordered = sorted(objects, key=lambda o: o.id, reverse=True)
+    picked: list[T] = []
+    for obj in ordered:
+        uid, gid = obj.uid, obj.gid
+        if flag == -3:
+            keep = uid == me.id
+        elif flag == -4:
+            keep = gid == me.gid
+        elif flag == -1:
+            keep = uid == me.id or gid in groups
+        elif flag == -2:
+            keep = True
+        else:
+            keep = uid == flag
+        if keep and (admin or uid == me.id or call.can_use(kind, obj)):
+            picked.append(obj)
+    if end < -1:
+        offset = max(start, 0)
+        return picked[offset : offset + (-end)]
+    if start >= 0 or end >= 0:
+        return [o for o in picked if (start < 0 or o.id >= start) and (end < 0 or o.id <= end)]
+    return picked

@@ -1,0 +1,59 @@
+"""The platform's XML-RPC error codes and the one exception the simulated cloud raises with them.
+
+Every failure the simulator answers is `[false, "[method] message", code, object_id, 0]`; the
+method layer raises `OneError(code, message, oid)` and the dispatcher adds the `[method] ` prefix,
+so the same errors serve the XML-RPC API and the in-process callers (OneFlow, scenarios).
+"""
+
+from __future__ import annotations
+
+AUTHENTICATION = 0x0100
+AUTHORIZATION = 0x0200
+NO_EXISTS = 0x0400
+ACTION = 0x0800
+XML_RPC_API = 0x1000
+INTERNAL = 0x2000
+ALLOCATE = 0x4000
+LOCKED = 0x8000
+
+#: object names as the platform spells them in "Error getting <name> [<id>]."
+OBJECT_NAMES: dict[str, str] = {
+    "VM": "virtual machine",
+    "HOST": "host",
+    "NET": "virtual network",
+    "IMAGE": "image",
+    "USER": "user",
+    "TEMPLATE": "virtual machine template",
+    "GROUP": "group",
+    "DATASTORE": "datastore",
+    "CLUSTER": "cluster",
+    "DOCUMENT": "document",
+    "MARKETPLACE": "marketplace",
+    "MARKETPLACEAPP": "marketplaceapp",
+    "ACL": "ACL",
+}
+
+
+class OneError(Exception):
+    """A platform error: `code` is one of the constants above, `oid` the object concerned."""
+
+    def __init__(self, code: int, message: str, oid: int = -1) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.oid = oid
+
+
+def no_exists(kind: str, oid: int) -> OneError:
+    """`Error getting virtual machine [99].` for kind "VM"."""
+    return OneError(NO_EXISTS, f"Error getting {OBJECT_NAMES.get(kind, kind.lower())} [{oid}].", oid)
+
+
+def not_authorized(uid: int, operation: str, kind: str, oid: int) -> OneError:
+    """`User [2] : Not authorized to perform MANAGE VM [5].`"""
+    return OneError(AUTHORIZATION, f"User [{uid}] : Not authorized to perform {operation} {kind} [{oid}].", oid)
+
+
+def action_error(action: str, detail: str, oid: int) -> OneError:
+    """`Error performing action "undeploy": Could not undeploy VM 5, wrong state POWEROFF.`"""
+    return OneError(ACTION, f'Error performing action "{action}": {detail}', oid)

@@ -1,0 +1,248 @@
+"""The read-only XML-RPC methods: system information, every `*.info` and every pool listing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tui.domain.template_text import scalar
+from tui.sim.rpc_context import Call, WireEscaped, filter_pool, method
+from tui.sim.rpc_errors import AUTHORIZATION, XML_RPC_API, OneError, no_exists
+from tui.sim.xml_objects import (
+    render_acl_pool,
+    render_datastore,
+    render_document,
+    render_group,
+    render_group_pool,
+    render_host,
+    render_host_pool,
+    render_image,
+    render_marketapp,
+    render_marketplace,
+    render_system_config,
+    render_user,
+    render_user_pool,
+    render_vmtemplate,
+    render_vnet,
+)
+from tui.sim.xml_render import pool_xml, vm_pool_escaped, vm_xml_escaped
+
+
+def _get(call: Call, table: dict[int, Any], kind: str, oid: int) -> Any:
+    obj = table.get(oid)
+    if obj is None:
+        raise no_exists(kind, oid)
+    call.require(kind, "USE", obj)
+    return obj
+
+
+# system ---------------------------------------------------------------------------------------
+
+
+@method("one.system.version")
+def system_version(call: Call) -> str:
+    return call.site.config.one_version
+
+
+@method("one.system.config")
+def system_config(call: Call) -> str:
+    # 7.x serves everyone (a reduced view for others); 6.x only the oneadmin group
+    major = int(call.site.config.one_version.split(".")[0] or 0)
+    if major < 7 and call.user.gid != 0:
+        raise OneError(AUTHORIZATION, "The oned configuration can only be retrieved by users in the oneadmin group")
+    return render_system_config(call.site)
+
+
+# VMs ------------------------------------------------------------------------------------------
+
+
+def _query_matches(vm: Any, query: str) -> bool:
+    """The optional key-value filter of vmpool.info: `KEY=VALUE` pairs joined by `&`."""
+    for term in query.split("&"):
+        if not term.strip():
+            continue
+        key, _, wanted = term.partition("=")
+        key, wanted = key.strip().upper(), wanted.strip()
+        if key == "NAME":
+            value = vm.name
+        else:
+            value = scalar(vm.user_template, key, "") or scalar(vm.template, key, "")
+        if value != wanted:
+            return False
+    return True
+
+
+def _vm_pool(call: Call, flag: int, start: int, end: int, state: int, query: str) -> list[Any]:
+    if state < -2 or state > 11:
+        raise OneError(XML_RPC_API, "Incorrect filter_flag, state")
+    vms = call.site.vms.values()
+    if state == -1:
+        selected = (vm for vm in vms if vm.state != 6)
+    elif state >= 0:
+        selected = (vm for vm in vms if vm.state == state)
+    else:
+        selected = iter(vms)
+    if query:
+        selected = (vm for vm in selected if _query_matches(vm, query))
+    return filter_pool(call, "VM", selected, flag, start, end)
+
+
+@method("one.vmpool.info", "iiii", "s")
+def vmpool_info(call: Call, flag: int, start: int, end: int, state: int, query: str = "") -> str:
+    return WireEscaped(vm_pool_escaped(call.site, _vm_pool(call, flag, start, end, state, query), full=False))
+
+
+@method("one.vmpool.infoextended", "iiii", "s")
+def vmpool_infoextended(call: Call, flag: int, start: int, end: int, state: int, query: str = "") -> str:
+    return WireEscaped(vm_pool_escaped(call.site, _vm_pool(call, flag, start, end, state, query), full=True))
+
+
+@method("one.vm.info", "i", "b")
+def vm_info(call: Call, vm_id: int, decrypt: bool = False) -> str:
+    return WireEscaped(vm_xml_escaped(call.site, _get(call, call.site.vms, "VM", vm_id), full=True))
+
+
+# hosts and datastores -------------------------------------------------------------------------
+
+
+@method("one.hostpool.info")
+def hostpool_info(call: Call) -> str:
+    if call.admin:
+        return render_host_pool(call.site)
+    hosts = [h for h in call.site.hosts.values() if call.can_use("HOST", h)]
+    return pool_xml("HOST_POOL", (render_host(call.site, h) for h in sorted(hosts, key=lambda h: h.id)))
+
+
+@method("one.host.info", "i", "b")
+def host_info(call: Call, host_id: int, decrypt: bool = False) -> str:
+    return render_host(call.site, _get(call, call.site.hosts, "HOST", host_id))
+
+
+@method("one.datastorepool.info")
+def datastorepool_info(call: Call) -> str:
+    stores = sorted((d for d in call.site.datastores.values() if call.can_use("DATASTORE", d)), key=lambda d: d.id)
+    return pool_xml("DATASTORE_POOL", (render_datastore(call.site, d) for d in stores))
+
+
+@method("one.datastore.info", "i", "b")
+def datastore_info(call: Call, ds_id: int, decrypt: bool = False) -> str:
+    return render_datastore(call.site, _get(call, call.site.datastores, "DATASTORE", ds_id))
+
+
+# images, templates, networks ------------------------------------------------------------------
+
+
+@method("one.imagepool.info", "iii")
+def imagepool_info(call: Call, flag: int, start: int, end: int) -> str:
+    images = filter_pool(call, "IMAGE", call.site.images.values(), flag, start, end)
+    return pool_xml("IMAGE_POOL", (render_image(call.site, i) for i in images))
+
+
+@method("one.image.info", "i", "b")
+def image_info(call: Call, image_id: int, decrypt: bool = False) -> str:
+    return render_image(call.site, _get(call, call.site.images, "IMAGE", image_id))
+
+
+@method("one.templatepool.info", "iii")
+def templatepool_info(call: Call, flag: int, start: int, end: int) -> str:
+    templates = filter_pool(call, "TEMPLATE", call.site.templates.values(), flag, start, end)
+    return pool_xml("VMTEMPLATE_POOL", (render_vmtemplate(call.site, t) for t in templates))
+
+
+@method("one.template.info", "i", "bb")
+def template_info(call: Call, template_id: int, extended: bool = False, decrypt: bool = False) -> str:
+    return render_vmtemplate(call.site, _get(call, call.site.templates, "TEMPLATE", template_id))
+
+
+@method("one.vnpool.info", "iii")
+def vnpool_info(call: Call, flag: int, start: int, end: int) -> str:
+    vnets = filter_pool(call, "NET", call.site.vnets.values(), flag, start, end)
+    return pool_xml("VNET_POOL", (render_vnet(call.site, v, extended=False) for v in vnets))
+
+
+@method("one.vn.info", "i", "b")
+def vn_info(call: Call, vnet_id: int, decrypt: bool = False) -> str:
+    return render_vnet(call.site, _get(call, call.site.vnets, "NET", vnet_id), extended=True)
+
+
+# users and groups -----------------------------------------------------------------------------
+
+
+@method("one.userpool.info")
+def userpool_info(call: Call) -> str:
+    if call.admin:
+        return render_user_pool(call.site)
+    # a user sees itself and whoever an ACL lets it see
+    visible = [u for u in call.site.users.values() if u.id == call.user.id or call.can_use("USER", u)]
+    return render_user_pool(call.site, visible)
+
+
+@method("one.user.info", "i", "b")
+def user_info(call: Call, user_id: int, decrypt: bool = False) -> str:
+    if user_id == -1:
+        return render_user(call.site, call.user)
+    user = call.site.users.get(user_id)
+    if user is None:
+        raise no_exists("USER", user_id)
+    if user.id != call.user.id:
+        call.require("USER", "USE", user)
+    return render_user(call.site, user)
+
+
+@method("one.grouppool.info")
+def grouppool_info(call: Call) -> str:
+    if call.admin:
+        return render_group_pool(call.site)
+    return render_group_pool(call.site, [g for g in call.site.groups.values() if g.id in call.groups])
+
+
+@method("one.group.info", "i", "b")
+def group_info(call: Call, group_id: int, decrypt: bool = False) -> str:
+    group = call.site.groups.get(group_id)
+    if group is None:
+        raise no_exists("GROUP", group_id)
+    if group_id not in call.groups and not call.admin:
+        call.require("GROUP", "USE", group)
+    return render_group(call.site, group)
+
+
+# marketplaces, documents, ACLs ----------------------------------------------------------------
+
+
+@method("one.marketpool.info")
+def marketpool_info(call: Call) -> str:
+    markets = sorted((m for m in call.site.marketplaces.values() if call.can_use("MARKETPLACE", m)), key=lambda m: m.id)
+    return pool_xml("MARKETPLACE_POOL", (render_marketplace(call.site, m) for m in markets))
+
+
+@method("one.market.info", "i", "b")
+def market_info(call: Call, market_id: int, decrypt: bool = False) -> str:
+    return render_marketplace(call.site, _get(call, call.site.marketplaces, "MARKETPLACE", market_id))
+
+
+@method("one.marketapppool.info", "iii")
+def marketapppool_info(call: Call, flag: int, start: int, end: int) -> str:
+    apps = filter_pool(call, "MARKETPLACEAPP", call.site.marketapps.values(), flag, start, end)
+    return pool_xml("MARKETPLACEAPP_POOL", (render_marketapp(call.site, a) for a in apps))
+
+
+@method("one.marketapp.info", "i", "b")
+def marketapp_info(call: Call, app_id: int, decrypt: bool = False) -> str:
+    return render_marketapp(call.site, _get(call, call.site.marketapps, "MARKETPLACEAPP", app_id))
+
+
+@method("one.documentpool.info", "iiii")
+def documentpool_info(call: Call, flag: int, start: int, end: int, doc_type: int) -> str:
+    docs = filter_pool(call, "DOCUMENT", (d for d in call.site.documents.values() if d.type == doc_type),
+                       flag, start, end)
+    return pool_xml("DOCUMENT_POOL", (render_document(call.site, d) for d in docs))
+
+
+@method("one.document.info", "i", "b")
+def document_info(call: Call, doc_id: int, decrypt: bool = False) -> str:
+    return render_document(call.site, _get(call, call.site.documents, "DOCUMENT", doc_id))
+
+
+@method("one.acl.info")
+def acl_info(call: Call) -> str:
+    call.require("ACL", "MANAGE")
+    return render_acl_pool(call.site)

@@ -1,0 +1,47 @@
+"""Start the simulated site in-process: build the state, listen, seed the scenario.
+
+The same entry serves `sitetk sim`, `sitetk --demo` and the test fixtures. The server listens
+before seeding because the marketplaces' ENDPOINTs name the site's own URL. The state directory
+receives `one_auth` (the oneadmin session, mode 0600) and `one_endpoint`, laid out like a
+frontend's ~/.one, so `ONE_AUTH=<state_dir>/one_auth` works as on a real site.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from tui.domain.naming import DEFAULT_NAMING, NamingProfile
+from tui.sim.scenarios import seed
+from tui.sim.server import SimServer
+from tui.sim.state import SimConfig, SimSite
+
+
+def _write_private(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+    os.chmod(path, 0o600)
+
+
+def start_sim(config: SimConfig, state_dir: Path | None = None, host: str = "127.0.0.1", port: int = 0,
+              naming: NamingProfile = DEFAULT_NAMING) -> SimServer:
+    """A started, seeded simulated site; stop it with `SimServer.stop()`."""
+    if config.time_scale <= 0:
+        raise ValueError(f"time_scale must be positive, not {config.time_scale}")
+    if config.extra_vms < 0:
+        raise ValueError(f"the number of extra VMs cannot be negative ({config.extra_vms})")
+    directory = Path(state_dir) if state_dir is not None else Path(tempfile.mkdtemp(prefix="sitetk-sim-"))
+    directory.mkdir(parents=True, exist_ok=True)
+    site = SimSite(config, directory, naming)
+    server = SimServer(site, host, port).start()
+    try:
+        with site.lock:
+            seed(site)
+    except BaseException:
+        server.stop()
+        raise
+    _write_private(directory / "one_auth", server.session + "\n")
+    (directory / "one_endpoint").write_text(server.xmlrpc_url + "\n")
+    return server

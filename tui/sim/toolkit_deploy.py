@@ -1,0 +1,217 @@
+"""The toolkit deployment of the `deployed` scenario, done as an operator would have done it.
+
+1. Export the toolkit service appliance from the marketplace that still carries the older build
+   (`catalog.TOOLKIT_OLD_VERSION`, so an upgrade plan has work): its four images (allocated from
+   their marketplace apps, with the spec's PLATFORM_MARKETPLACE_APPLIANCE_* attributes attached),
+   one VM template per role, and the service template (DOCUMENT 101) pointing at them.
+2. Instantiate it through OneFlow's own engine with plausible inputs (generated passwords and
+   tokens, held in memory only) on the site's default network.
+3. Fast-forward simulated time until every role is up, placing the manager VM with the
+   equivalent of `onevm deploy` on an x86_64 host WITHOUT avx, so the CPU screen has work.
+
+Choice: the toolkit template keeps `ready_status_gate: true`, as the appliance's own template
+does. The manager's document database cannot start on that host, so its VM runs but never
+reports READY=YES (it publishes DB_ERROR instead) and the service stays DEPLOYING with the
+manager role DEPLOYING while every other role is RUNNING. That is the state a real site shows in
+this situation; moving the manager to a compatible host lets it report READY and the service
+reach RUNNING.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import secrets
+from typing import Any, Callable
+
+from tui.domain.template_text import Template, parse_template, scalar
+from tui.domain.versions import parse_version
+from tui.sim import catalog, flow_engine
+from tui.sim.appliances import DB_ERROR_ATTRIBUTE
+from tui.sim.images import allocate_image
+from tui.sim.lifecycle import deploy_vm
+from tui.sim.state import SimDocument, SimHost, SimImage, SimSite, SimVm, SimVmTemplate
+
+#: events run at most while fast-forwarding (the service keeps re-evaluating while DEPLOYING)
+_EVENT_LIMIT = 20_000
+
+
+class DeployError(RuntimeError):
+    """The site lacks what the deployment needs (an image datastore, a network, the record)."""
+
+
+def deploy_toolkit_now(site: SimSite) -> SimDocument:
+    """Export and instantiate the toolkit, then fast-forward; returns the service document."""
+    with site.lock:
+        template = export_toolkit(site)
+        _run_until(site, lambda: all(site.images[i].state != 4 for i in _image_ids(site, template)))
+        admin = site.users[0]
+        service = flow_engine.instantiate(site, template, _merge_template(site, template), admin)
+        flow_engine.evaluate(site, service)
+        target = _host_without_avx(site)
+        manager = site.naming.role_manager
+
+        def place_manager() -> None:
+            if target is None:
+                return
+            for vm in flow_engine.role_nodes(site, service, manager):
+                if vm.state == 1 and not vm.history:  # PENDING, not yet dispatched
+                    deploy_vm(site, vm.id, target.id)
+
+        _run_until(site, lambda: _settled(site, service), before_each=place_manager)
+        flow_engine.evaluate(site, service)
+        return service
+
+
+def export_toolkit(site: SimSite, prefix: str = catalog.COMMUNITY_PREFIX) -> SimDocument:
+    """What `onemarketapp export` of the toolkit service app creates; returns the service template."""
+    record = catalog.find_record(site, prefix, record_id=catalog.TOOLKIT_RECORD_ID)
+    if record is None:
+        raise DeployError(f"marketplace {prefix or '/'} has no {catalog.TOOLKIT_RECORD_ID} record")
+    datastore = min((ds.id for ds in site.datastores.values() if ds.type == 0), default=None)
+    if datastore is None:
+        raise DeployError("the site has no image datastore")
+    version = parse_version(str(record["version"]))
+    name = f"{record['name']} {version.software}"
+    naming = site.naming
+    attributes: Template = [
+        (naming.appliance_name_attribute, str(record["name"])),
+        (naming.appliance_version_attribute, version.stamp),
+        (naming.appliance_software_version_attribute, version.software),
+    ]
+    images: dict[str, SimImage] = {}
+    template_ids: dict[str, int] = {}
+    for role, vm_record_name in record.get("roles", {}).items():
+        vm_record = catalog.find_record(site, prefix, name=vm_record_name)
+        if vm_record is None:
+            raise DeployError(f"role {role}: no VM template record named {vm_record_name}")
+        disks: list[SimImage] = []
+        for index, image_name in enumerate(vm_record.get("disks", [])):
+            if image_name not in images:
+                images[image_name] = _export_image(
+                    site, prefix, image_name, f"{name}-{role}-disk{index}", datastore, attributes
+                )
+            disks.append(images[image_name])
+        attrs = catalog.template_from_json(json.loads(vm_record.get("opennebula_template") or "{}"))
+        attrs += [("DISK", [("IMAGE_ID", str(image.id))]) for image in disks]
+        vm_template = SimVmTemplate(id=site.next_id("template"), name=f"{name}-{role}", uid=0, gid=0, template=attrs)
+        site.templates[vm_template.id] = vm_template
+        template_ids[role] = vm_template.id
+    body = json.loads(record["opennebula_template"])
+    body["name"] = name
+    for role_body in body.get("roles", []):
+        role_body["template_id"] = template_ids[role_body["name"]]
+    body = catalog.service_body_for(site.config.one_version, body)
+    doc = SimDocument(id=site.next_id("document"), name=name, uid=0, gid=0, type=flow_engine.TEMPLATE_TYPE, body=body)
+    site.documents[doc.id] = doc
+    return doc
+
+
+def _export_image(
+    site: SimSite, prefix: str, record_name: str, image_name: str, datastore: int, attributes: Template
+) -> SimImage:
+    record = catalog.find_record(site, prefix, name=record_name)
+    if record is None:
+        raise DeployError(f"no image record named {record_name}")
+    market_name = catalog.marketplace_names(site.naming)[prefix]
+    market_ids = {m.id for m in site.marketplaces.values() if m.name == market_name}
+    app = next((a for a in site.marketapps.values()
+                if a.record_id == record["_id"]["$oid"] and a.marketplace_id in market_ids), None)
+    attrs: Template = [("NAME", image_name)]
+    if app is not None:
+        attrs += parse_template(base64.b64decode(app.apptemplate64).decode()) if app.apptemplate64 else []
+        attrs.append(("FROM_APP", str(app.id)))
+    else:  # the cloud's version does not list the record: download its file directly
+        item = record["files"][0]
+        attrs += [("PATH", site.base_url + item["url"]), ("TYPE", item.get("type", "OS")),
+                  ("SIZE", str(-(-int(item["size"]) // 2**20)))]
+    return allocate_image(site, attrs + attributes, datastore, 0, 0)
+
+
+def _image_ids(site: SimSite, template: SimDocument) -> set[int]:
+    ids: set[int] = set()
+    for role in template.body.get("roles", []):
+        vm_template = site.templates.get(int(role.get("template_id", role.get("vm_template", -1))))
+        if vm_template is None:
+            continue
+        for name, value in vm_template.template:
+            if name == "DISK" and isinstance(value, list):
+                ids.update(int(v) for k, v in value if k == "IMAGE_ID" and v.isdigit() and int(v) in site.images)
+    return ids
+
+
+def _merge_template(site: SimSite, template: SimDocument) -> dict[str, Any]:
+    """The instantiate request: every input with a plausible value, the default network."""
+    naming = site.naming
+    obj, aut, man, _ = naming.roles
+    # the site's first ordinary (non-oneadmin-group) user plays the automation's cloud account
+    automation_user = next(
+        (u for u in sorted(site.users.values(), key=lambda u: u.id) if u.gid != 0 and 0 not in u.groups),
+        site.users[0],
+    )
+    base = site.base_url.rstrip("/")
+    values: dict[str, str] = {}
+    for item in catalog.toolkit_inputs(naming):
+        kind = item.type
+        values[item.name] = secrets.token_urlsafe(18) if kind == "password" else item.default
+    i = naming.input_name
+    values.update({
+        i(f"{obj}_hostname"): f"{obj}.site.internal,{obj}-console.site.internal",
+        i(f"{obj}_tls_cert"): "",
+        i(f"{obj}_tls_key"): "",
+        i(f"{aut}_cloud_endpoint"): f"{base or 'http://localhost:2633'}/RPC2",
+        i(f"{aut}_cloud_flow_endpoint"): base or "http://localhost:2474",
+        i(f"{aut}_cloud_username"): automation_user.name,
+        i(f"{aut}_cloud_password"): automation_user.password,
+        i(f"{man}_sites_branch"): "demo-site",
+        i(f"{man}_deployment_site"): "demo-site",
+    })
+    network = _default_network(site)
+    _, values_key = flow_engine.input_keys(site)
+    return {
+        "name": template.name,
+        values_key: values,
+        "networks_values": [{"Public": {"id": str(network)}}],
+    }
+
+
+def _default_network(site: SimSite) -> int:
+    bridged = sorted(v.id for v in site.vnets.values() if v.vn_mad == "bridge")
+    if bridged:
+        return bridged[0]
+    if site.vnets:
+        return min(site.vnets)
+    raise DeployError("the site has no virtual network")
+
+
+def _host_without_avx(site: SimSite) -> SimHost | None:
+    for host in sorted(site.hosts.values(), key=lambda h: h.id):
+        reported = scalar(host.template, "KVM_CPU_FEATURES", "")
+        features = {f.strip().lower() for f in reported.split(",")}
+        if host.state == 2 and scalar(host.template, "ARCH", "") == "x86_64" and reported and "avx" not in features:
+            return host
+    return None
+
+
+def _settled(site: SimSite, service: SimDocument) -> bool:
+    """Every role up, except that the manager may have given up on READY (DB_ERROR)."""
+    flow_engine.evaluate(site, service)
+    body = service.body
+    if body.get("state") in (flow_engine.RUNNING, flow_engine.FAILED_DEPLOYING):
+        return True
+    roles = [r for r in body.get("roles", []) if isinstance(r, dict)]
+    for role in roles:
+        if role.get("state") == flow_engine.RUNNING:
+            continue
+        vms: list[SimVm] = flow_engine.role_nodes(site, service, str(role.get("name")))
+        if not vms or not all(vm.state == 3 and vm.lcm_state == 3 and scalar(vm.user_template, DB_ERROR_ATTRIBUTE) for vm in vms):
+            return False
+    return True
+
+
+def _run_until(site: SimSite, done: Callable[[], bool], before_each: Callable[[], None] | None = None) -> None:
+    for _ in range(_EVENT_LIMIT):
+        if before_each is not None:
+            before_each()
+        if done() or not site.run_next_event():
+            return

@@ -1,0 +1,357 @@
+"""VM documents exactly as the platform writes them, plus the XML primitives every renderer shares.
+
+Element names and order follow the platform's XSDs (vm.xsd, vm_pool.xsd); template attributes
+come out sorted by name (vector members too) with values in CDATA; responses carry no namespace.
+`one.vmpool.info` gets the SHORT body, `one.vm.info` and `one.vmpool.infoextended` the full one.
+Each VM's two bodies are cached in `site.render_cache` under a key led by `SimVm.revision`, so a
+pool of 50,000 VMs is a join of cached strings.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+from tui.domain.template_text import Attr, Template
+from tui.sim.state import Perms, SimHistory, SimSite, SimVm
+
+# primitives -----------------------------------------------------------------------------------
+
+
+def esc(text: str) -> str:
+    """Escape element text (names, paths); template values go to CDATA instead."""
+    if "&" in text or "<" in text or ">" in text:
+        return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text
+
+
+def cdata(value: str) -> str:
+    # "]]>" cannot live inside one CDATA section: split it over two
+    return "<![CDATA[" + value.replace("]]>", "]]]]><![CDATA[>") + "]]>"
+
+
+def _attr_xml(name: str, value: str | list[tuple[str, str]]) -> str:
+    if isinstance(value, list):
+        inner = "".join(f"<{k}>{cdata(v)}</{k}>" for k, v in sorted(value, key=lambda kv: kv[0]))
+        return f"<{name}>{inner}</{name}>"
+    return f"<{name}>{cdata(value)}</{name}>"
+
+
+def _order_key(order: dict[str, int]):
+    """A sort key placing names known to a schema sequence in its order, others alphabetically."""
+    known = sorted(order, key=order.__getitem__)
+
+    def key(attr: Attr) -> tuple[float, str]:
+        name = attr[0]
+        if name in order:
+            return (order[name], name)
+        # an unknown name sits just before the first known name that sorts after it
+        for known_name in known:
+            if known_name > name:
+                return (order[known_name] - 0.5, name)
+        return (len(order), name)
+
+    return key
+
+
+def attrs_xml(attrs: Iterable[Attr], order: dict[str, int] | None = None) -> str:
+    """Template attributes sorted by name (stable for repeated names), values in CDATA."""
+    key = _order_key(order) if order else (lambda attr: attr[0])
+    return "".join(_attr_xml(name, value) for name, value in sorted(attrs, key=key))
+
+
+def template_xml(tag: str, attrs: Iterable[Attr], order: dict[str, int] | None = None) -> str:
+    inner = attrs_xml(attrs, order)
+    return f"<{tag}>{inner}</{tag}>" if inner else f"<{tag}/>"
+
+
+def perms_xml(perms: Perms) -> str:
+    p = perms
+    return (
+        f"<PERMISSIONS><OWNER_U>{p.owner_u}</OWNER_U><OWNER_M>{p.owner_m}</OWNER_M><OWNER_A>{p.owner_a}</OWNER_A>"
+        f"<GROUP_U>{p.group_u}</GROUP_U><GROUP_M>{p.group_m}</GROUP_M><GROUP_A>{p.group_a}</GROUP_A>"
+        f"<OTHER_U>{p.other_u}</OTHER_U><OTHER_M>{p.other_m}</OTHER_M><OTHER_A>{p.other_a}</OTHER_A></PERMISSIONS>"
+    )
+
+
+def ids_xml(tag: str, ids: Iterable[int]) -> str:
+    inner = "".join(f"<ID>{i}</ID>" for i in ids)
+    return f"<{tag}>{inner}</{tag}>" if inner else f"<{tag}/>"
+
+
+def owner_names(site: SimSite, uid: int, gid: int) -> tuple[str, str]:
+    user = site.users.get(uid)
+    group = site.groups.get(gid)
+    return (user.name if user else "", group.name if group else "")
+
+
+def pool_xml(root: str, bodies: Iterable[str]) -> str:
+    inner = "".join(bodies)
+    return f"<{root}>{inner}</{root}>" if inner else f"<{root}/>"
+
+
+# VM -------------------------------------------------------------------------------------------
+
+#: the VM/TEMPLATE sequence of vm.xsd (CPU_MODEL is written by the platform but absent there)
+VM_TEMPLATE_SEQUENCE: tuple[str, ...] = (
+    "AUTOMATIC_DS_REQUIREMENTS", "AUTOMATIC_NIC_REQUIREMENTS", "AUTOMATIC_REQUIREMENTS",
+    "CLONING_TEMPLATE_ID", "CONTEXT", "CPU", "CPU_COST", "DISK", "DISK_COST", "EMULATOR", "FEATURES",
+    "HYPERV_OPTIONS", "GRAPHICS", "VIDEO", "IMPORTED", "INPUT", "MEMORY", "MEMORY_COST", "MEMORY_MAX",
+    "MEMORY_SLOTS", "MEMORY_RESIZE_MODE", "NIC", "NIC_ALIAS", "NIC_DEFAULT", "NUMA_NODE", "OS", "PCI",
+    "QEMU_GA_EXEC", "RAW", "SECURITY_GROUP_RULE", "SNAPSHOT", "SPICE_OPTIONS", "SUBMIT_ON_HOLD",
+    "TEMPLATE_ID", "TM_MAD_SYSTEM", "TOPOLOGY", "TPM", "MEMORY_ENCRYPTION", "VCPU", "VCPU_MAX", "VMGROUP",
+    "VMID", "VROUTER_ID", "VROUTER_KEEPALIVED_ID", "VROUTER_KEEPALIVED_PASSWORD", "SCHED_ACTION",
+)
+_VM_TEMPLATE_ORDER = {name: i for i, name in enumerate(VM_TEMPLATE_SEQUENCE)}
+_VM_TEMPLATE_KEY = _order_key(_VM_TEMPLATE_ORDER)
+#: attributes that live in VM/TEMPLATE; everything else a template carries goes to USER_TEMPLATE
+VM_SYSTEM_ATTRIBUTES = frozenset(VM_TEMPLATE_SEQUENCE) | {"CPU_MODEL"}
+_VIDEO_ORDER = {"TYPE": 0, "IOMMU": 1, "ATS": 2, "VRAM": 3, "RESOLUTION": 4}
+_BACKUP_CONFIG_KEYS = (
+    "BACKUP_JOB_ID", "BACKUP_VOLATILE", "DISK_IDS", "FS_FREEZE", "INCREMENTAL_BACKUP_ID", "INCREMENT_MODE",
+    "INTERACTIVE", "KEEP_LAST", "LAST_BACKUP_ID", "LAST_BACKUP_SIZE", "LAST_BRIDGE", "LAST_DATASTORE_ID",
+    "LAST_INCREMENT_ID", "MODE",
+)
+_SHORT_DISK_KEYS = frozenset(
+    {"DATASTORE", "DATASTORE_ID", "DISK_ID", "IMAGE", "IMAGE_ID", "SIZE", "TARGET", "TYPE", "CLONE", "DEV_PREFIX"}
+)
+_SHORT_NIC_KEYS = frozenset(
+    {"BRIDGE", "IP", "IP6", "IP6_GLOBAL", "IP6_ULA", "MAC", "NAME", "NETWORK", "NETWORK_ID", "NIC_ID",
+     "SECURITY_GROUPS", "VN_MAD"}
+)
+#: VM states in which a VM holds a place on its host
+ON_HOST_STATES = frozenset({3, 5, 8})
+
+
+def _vm_template_xml(vm: SimVm) -> str:
+    parts: list[str] = []
+    attrs = list(vm.template)
+    names = {name for name, _ in attrs}
+    # the schema requires both; a VM built outside allocate_vm may lack them
+    if "VMID" not in names:
+        attrs.append(("VMID", str(vm.id)))
+    if "TM_MAD_SYSTEM" not in names:
+        attrs.append(("TM_MAD_SYSTEM", "shared"))
+    for name, value in sorted(attrs, key=_VM_TEMPLATE_KEY):
+        if name == "VIDEO" and isinstance(value, list):
+            inner = "".join(
+                f"<{k}>{cdata(v)}</{k}>" for k, v in sorted(value, key=lambda kv: _VIDEO_ORDER.get(kv[0], 9))
+                if k in _VIDEO_ORDER
+            )
+            parts.append(f"<VIDEO>{inner}</VIDEO>")
+        else:
+            parts.append(_attr_xml(name, value))
+    return "<TEMPLATE>" + "".join(parts) + "</TEMPLATE>"
+
+
+def _short_template_xml(vm: SimVm) -> str:
+    scalars: dict[str, str] = {}
+    disks: list[str] = []
+    nics: list[str] = []
+    graphics = ""
+    for name, value in vm.template:
+        if name in ("CPU", "MEMORY", "VCPU") and isinstance(value, str) and name not in scalars:
+            scalars[name] = value
+        elif name == "DISK" and isinstance(value, list):
+            disks.append(_attr_xml("DISK", [kv for kv in value if kv[0] in _SHORT_DISK_KEYS]))
+        elif name == "NIC" and isinstance(value, list):
+            nics.append(_attr_xml("NIC", [kv for kv in value if kv[0] in _SHORT_NIC_KEYS]))
+        elif name == "GRAPHICS" and not graphics:
+            graphics = _attr_xml(name, value)
+    head = "".join(f"<{k}>{cdata(scalars[k])}</{k}>" for k in ("CPU", "MEMORY", "VCPU") if k in scalars)
+    return "<TEMPLATE>" + head + "".join(disks) + "".join(nics) + graphics + "</TEMPLATE>"
+
+
+def _short_user_template_xml(vm: SimVm) -> str:
+    kept = [a for a in vm.user_template if a[0] in ("LABELS", "ERROR") or a[0].startswith("SCHED_")]
+    return template_xml("USER_TEMPLATE", kept)
+
+
+def vm_capacity(vm: SimVm) -> tuple[int, int]:
+    """(CPU in percent, memory in KiB) the VM takes on its host."""
+    cpu = mem = 0
+    for name, value in vm.template:
+        if name == "CPU" and isinstance(value, str):
+            try:
+                cpu = int(float(value) * 100)
+            except ValueError:
+                cpu = 0
+        elif name == "MEMORY" and isinstance(value, str):
+            try:
+                mem = int(float(value)) * 1024
+            except ValueError:
+                mem = 0
+    return cpu, mem
+
+
+def _monitoring(vm: SimVm, full: bool) -> str:
+    if not (vm.state == 3 and vm.lcm_state == 3):
+        return "<MONITORING/>"
+    cpu = (vm.id * 7) % 40 / 10.0
+    mem = vm_capacity(vm)[1] * 6 // 10
+    if full:
+        return (
+            f"<MONITORING><CPU>{cpu}</CPU><ID>{vm.id}</ID><MEMORY>{mem}</MEMORY>"
+            f"<TIMESTAMP>{vm.last_poll or vm.stime}</TIMESTAMP></MONITORING>"
+        )
+    return f"<MONITORING><CPU>{cpu}</CPU><MEMORY>{mem}</MEMORY><STATE>a</STATE></MONITORING>"
+
+
+def _history_parts(site: SimSite, h: SimHistory) -> tuple[int, str, str]:
+    host = site.hosts.get(h.host_id)
+    ds = site.datastores.get(h.ds_id)
+    return (host.cluster_id if host else 0, host.vm_mad if host else "kvm", ds.tm_mad if ds else "shared")
+
+
+def _history_short(site: SimSite, vm: SimVm) -> str:
+    if not vm.history:
+        return "<HISTORY_RECORDS/>"
+    h = vm.history[-1]
+    cid, vm_mad, tm_mad = _history_parts(site, h)
+    return (
+        f"<HISTORY_RECORDS><HISTORY><OID>{vm.id}</OID><SEQ>{h.seq}</SEQ><HOSTNAME>{esc(h.hostname)}</HOSTNAME>"
+        f"<HID>{h.host_id}</HID><CID>{cid}</CID><DS_ID>{h.ds_id}</DS_ID><VM_MAD>{cdata(vm_mad)}</VM_MAD>"
+        f"<TM_MAD>{cdata(tm_mad)}</TM_MAD><ACTION>{h.action}</ACTION></HISTORY></HISTORY_RECORDS>"
+    )
+
+
+def _history_full(site: SimSite, vm: SimVm) -> str:
+    if not vm.history:
+        return "<HISTORY_RECORDS/>"
+    parts: list[str] = []
+    for h in vm.history:
+        cid, vm_mad, tm_mad = _history_parts(site, h)
+        running_end = h.etime
+        parts.append(
+            f"<HISTORY><OID>{vm.id}</OID><SEQ>{h.seq}</SEQ><HOSTNAME>{esc(h.hostname)}</HOSTNAME>"
+            f"<HID>{h.host_id}</HID><CID>{cid}</CID><STIME>{h.stime}</STIME><ETIME>{h.etime}</ETIME>"
+            f"<VM_MAD>{cdata(vm_mad)}</VM_MAD><TM_MAD>{cdata(tm_mad)}</TM_MAD><DS_ID>{h.ds_id}</DS_ID>"
+            f"<PLAN_ID>-1</PLAN_ID><ACTION_ID>-1</ACTION_ID>"
+            f"<PSTIME>{h.stime}</PSTIME><PETIME>{h.stime}</PETIME><RSTIME>{h.stime}</RSTIME>"
+            f"<RETIME>{running_end}</RETIME><ESTIME>{running_end}</ESTIME><EETIME>{running_end}</EETIME>"
+            f"<ACTION>{h.action}</ACTION><UID>{vm.uid}</UID><GID>{vm.gid}</GID><REQUEST_ID>-1</REQUEST_ID></HISTORY>"
+        )
+    return "<HISTORY_RECORDS>" + "".join(parts) + "</HISTORY_RECORDS>"
+
+
+def _backups_xml(vm: SimVm) -> str:
+    values = {k: v for k, v in vm.backup_config if isinstance(v, str)}
+    inner = "".join(f"<{k}>{cdata(values[k])}</{k}>" for k in _BACKUP_CONFIG_KEYS if k in values)
+    return f"<BACKUPS><BACKUP_CONFIG>{inner}</BACKUP_CONFIG><BACKUP_IDS/></BACKUPS>"
+
+
+def _head(site: SimSite, vm: SimVm) -> tuple[str, str]:
+    uname, gname = owner_names(site, vm.uid, vm.gid)
+    return uname, gname
+
+
+def render_vm_short(site: SimSite, vm: SimVm) -> str:
+    uname, gname = _head(site, vm)
+    return (
+        f"<VM><ID>{vm.id}</ID><UID>{vm.uid}</UID><GID>{vm.gid}</GID><UNAME>{esc(uname)}</UNAME>"
+        f"<GNAME>{esc(gname)}</GNAME><NAME>{esc(vm.name)}</NAME><LAST_POLL>{vm.last_poll}</LAST_POLL>"
+        f"<STATE>{vm.state}</STATE><LCM_STATE>{vm.lcm_state}</LCM_STATE><RESCHED>{vm.resched}</RESCHED>"
+        f"<STIME>{vm.stime}</STIME><ETIME>{vm.etime}</ETIME><DEPLOY_ID>{esc(vm.deploy_id)}</DEPLOY_ID>"
+        + _short_template_xml(vm)
+        + _monitoring(vm, full=False)
+        + _short_user_template_xml(vm)
+        + _history_short(site, vm)
+        + "</VM>"
+    )
+
+
+def render_vm_full(site: SimSite, vm: SimVm) -> str:
+    uname, gname = _head(site, vm)
+    return (
+        f"<VM><ID>{vm.id}</ID><UID>{vm.uid}</UID><GID>{vm.gid}</GID><UNAME>{esc(uname)}</UNAME>"
+        f"<GNAME>{esc(gname)}</GNAME><NAME>{esc(vm.name)}</NAME>{perms_xml(vm.perms)}"
+        f"<LAST_POLL>{vm.last_poll}</LAST_POLL><STATE>{vm.state}</STATE><LCM_STATE>{vm.lcm_state}</LCM_STATE>"
+        f"<PREV_STATE>{vm.prev_state}</PREV_STATE><PREV_LCM_STATE>{vm.prev_lcm_state}</PREV_LCM_STATE>"
+        f"<RESCHED>{vm.resched}</RESCHED><STIME>{vm.stime}</STIME><ETIME>{vm.etime}</ETIME>"
+        f"<DEPLOY_ID>{esc(vm.deploy_id)}</DEPLOY_ID>"
+        + _monitoring(vm, full=True)
+        + "<SCHED_ACTIONS/>"
+        + _vm_template_xml(vm)
+        + template_xml("USER_TEMPLATE", vm.user_template)
+        + _history_full(site, vm)
+        + _backups_xml(vm)
+        + "</VM>"
+    )
+
+
+def _cache_key(vm: SimVm) -> tuple:
+    # revision leads; the rest catches a writer that forgot SimVm.touch()
+    return (vm.revision, vm.state, vm.lcm_state, len(vm.history), len(vm.user_template), len(vm.template),
+            vm.name, vm.uid, vm.gid, vm.resched)
+
+
+class _Entry:
+    __slots__ = ("key", "short", "full", "capacity")
+
+    def __init__(self, key: tuple) -> None:
+        self.key = key
+        # bodies are kept XML-escaped, as they travel inside an XML-RPC <string>
+        self.short: str | None = None
+        self.full: str | None = None
+        self.capacity: tuple[int, int] | None = None
+
+
+def wire_escape(text: str) -> str:
+    """Escape a value for an XML-RPC <string>, exactly as xmlrpc.client does."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def wire_unescape(text: str) -> str:
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+def _entry(site: SimSite, vm: SimVm) -> _Entry:
+    key = _cache_key(vm)
+    entry = site.render_cache.get(vm.id)
+    if entry is None or entry.key != key:
+        entry = site.render_cache[vm.id] = _Entry(key)
+    return entry
+
+
+def vm_xml_escaped(site: SimSite, vm: SimVm, full: bool) -> str:
+    """The VM's body (short for vmpool.info, full otherwise), wire-escaped, cached by revision."""
+    entry = _entry(site, vm)
+    if full:
+        if entry.full is None:
+            entry.full = wire_escape(render_vm_full(site, vm))
+        return entry.full
+    if entry.short is None:
+        entry.short = wire_escape(render_vm_short(site, vm))
+    return entry.short
+
+
+def vm_xml(site: SimSite, vm: SimVm, full: bool = True) -> str:
+    """The VM's XML document as the platform returns it."""
+    return wire_unescape(vm_xml_escaped(site, vm, full))
+
+
+def cached_capacity(site: SimSite, vm: SimVm) -> tuple[int, int]:
+    entry = _entry(site, vm)
+    if entry.capacity is None:
+        entry.capacity = vm_capacity(vm)
+    return entry.capacity
+
+
+def vm_pool_escaped(site: SimSite, vms: Sequence[SimVm], full: bool) -> str:
+    """VM_POOL, wire-escaped: a join of cached bodies, the hot path of a console."""
+    if not vms:
+        return "&lt;VM_POOL/&gt;"
+    parts = ["&lt;VM_POOL&gt;"]
+    parts.extend([vm_xml_escaped(site, vm, full) for vm in vms])
+    parts.append("&lt;/VM_POOL&gt;")
+    return "".join(parts)
+
+
+def forget_vm(site: SimSite, vm_id: int) -> None:
+    site.render_cache.pop(vm_id, None)
+
+
+def split_vm_template(attrs: Template) -> tuple[Template, Template]:
+    """Split a template into (VM/TEMPLATE, USER_TEMPLATE) as the platform does at allocation."""
+    system = [a for a in attrs if a[0] in VM_SYSTEM_ATTRIBUTES]
+    user = [a for a in attrs if a[0] not in VM_SYSTEM_ATTRIBUTES]
+    return system, user
