@@ -18,6 +18,7 @@ NOUNS: tuple[str, ...] = (
     "market",
     "sim",
     "site",
+    "toolkit",
 )
 
 

@@ -6,12 +6,20 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import AsyncIterator
 
 import pytest
 
+from tests.conftest import SimFactory
 from tui.adapters.vault import VaultPassword, read_password_file
+from tui.console import demo_settings
 from tui.procedures.audit import AuditLog
-from tui.sim.repos import SIM_VAULT_PASSWORD, seed_repositories
+from tui.procedures.connection import SiteConnection
+from tui.procedures.site_repo import open_site
+from tui.procedures.site_workspace import sites_repo
+from tui.settings import Settings
+from tui.sim.server import SimServer
+from tui.sim.repos import EXISTING_SITE, SIM_VAULT_PASSWORD, seed_repositories
 
 VAULT_PASSWORD = "correct horse battery staple"
 ANSIBLE_VAULT = str(Path(sys.executable).with_name("ansible-vault"))
@@ -74,3 +82,36 @@ def ansible_vault(*args: str, input: str | None = None) -> subprocess.CompletedP
 
 async def collect(events):  # type: ignore[no-untyped-def]
     return [event async for event in events]
+
+
+# --- the embedded cloud --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def deployed(sim_factory: SimFactory) -> SimServer:
+    """The embedded site after a toolkit deployment (with its repositories and vault password file)."""
+    return sim_factory(scenario="deployed", time_scale=0.02)
+
+
+def settings_for(server: SimServer, tmp_path: Path) -> Settings:
+    """Console settings pointed at an embedded site, as `sitetk --demo` makes them."""
+    return demo_settings(server, Settings(state_dir=tmp_path / "console-state", audit_log=tmp_path / "audit" / "audit.log"))
+
+
+@pytest.fixture
+async def cloud(deployed: SimServer, tmp_path: Path) -> AsyncIterator[SiteConnection]:
+    """A connected `SiteConnection` to the deployed embedded site."""
+    site = SiteConnection(settings_for(deployed, tmp_path))
+    await site.connect()
+    yield site
+    await site.close()
+
+
+async def open_demo_site(settings: Settings) -> Path:
+    """Clone the sites repository and open the demo site; the path of its core.yaml."""
+    repo = sites_repo(settings)
+    try:
+        events = await collect(open_site(repo, EXISTING_SITE))
+    finally:
+        repo.close()
+    return Path(events[-1].data["path"])

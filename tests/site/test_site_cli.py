@@ -12,7 +12,9 @@ from tests.site.conftest import ansible_vault
 from tui.__main__ import main
 from tui.adapters.vault import VaultPassword, is_vault_text, read_vault_file
 from tui.cli.common import EXIT_FAILED, EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
+from tui.sim.acl import rule_of
 from tui.sim.repos import SIM_VAULT_PASSWORD, template_core_yaml
+from tui.sim.server import SimServer
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
@@ -164,3 +166,49 @@ def test_dry_runs_change_nothing(capsys: pytest.CaptureFixture[str], core: Path,
     code, result = run(capsys, "submit", *repo, *pw, "--dry-run", "--json")
     assert [c["kind"] for c in result["changes"]["changes"]] == ["update", "create"]
     assert result["changes"]["changes"][1]["cli"] == "git push --set-upstream origin lab-dry"
+
+
+@pytest.fixture
+def cloud_env(deployed: SimServer, monkeypatch: pytest.MonkeyPatch) -> SimServer:
+    """The platform's usual variables and the site settings pointed at the embedded deployed site."""
+    state = deployed.site.state_dir
+    monkeypatch.setenv("ONE_AUTH", str(state / "one_auth"))
+    monkeypatch.setenv("ONE_XMLRPC", deployed.xmlrpc_url)
+    monkeypatch.setenv("ONEFLOW_URL", deployed.flow_url)
+    monkeypatch.setenv("SITETK_SITES_REPO", str(deployed.site.sites_repo))
+    monkeypatch.setenv("SITETK_LIBRARY_REPO", str(deployed.site.library_repo))
+    monkeypatch.setenv("SITETK_VAULT_PASSWORD_FILE", str(deployed.site.vault_password_file))
+    return deployed
+
+
+def test_enable_fill_and_check_against_the_cloud(capsys: pytest.CaptureFixture[str], cloud_env: SimServer) -> None:
+    code, result = run(capsys, "open", "demo-site", "--json")
+    assert code == EXIT_OK
+    path = result["site"]["path"]
+    code, result = run(capsys, "enable", "vm_kvm", "--dry-run", "--json")
+    assert code == EXIT_OK and result["plan"]["user"]["name"] == "tkauto"
+    assert any(c["cli"].startswith("onemarketapp export") for c in result["preview"]["changes"])
+    code, result = run(capsys, "enable", "vm_kvm", "--yes", "--poll", "0.02", "--json")
+    assert code == EXIT_OK, result
+    values = next(e["data"]["values"] for e in result["events"] if "values" in e["data"])
+    rules = {acl.to_str() for acl in map(rule_of, cloud_env.site.acls.values())}
+    assert f"#2 IMAGE/#{values['image_id']} USE #0" in rules and f"#2 TEMPLATE/#{values['template_id']} USE #0" in rules
+    code, result = run(capsys, "fill", path, "--dry-run", "--json")
+    assert code == EXIT_OK
+    paths = [c["path"] for c in result["plan"]["changes"]]
+    assert "site_s3_server.endpoint" in paths and "site_onegate" in paths
+    code, result = run(capsys, "fill", path, "--json")
+    assert code == EXIT_OK and result["events"][-1]["state"] == "done"
+    code, result = run(capsys, "check", path, "--cloud", "--json")
+    assert code == EXIT_OK, result["findings"]
+    assert not [f for f in result["findings"] if f["path"].startswith("site_variables.vm_kvm")]
+    code, result = run(capsys, "submit", "--yes", "--json")
+    assert code == EXIT_OK and result["events"][-1]["data"]["pushed"]
+
+
+def test_enable_in_read_only_mode_is_refused(capsys: pytest.CaptureFixture[str], cloud_env: SimServer) -> None:
+    run(capsys, "open", "demo-site", "--json")
+    code = main(["--read-only", "site", "enable", "vm_kvm", "--yes", "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert code == EXIT_USAGE and "read-only" in result["error"]["detail"]
+    assert not [a for a in cloud_env.site.acls.values() if rule_of(a).to_str().startswith("#2 ")]

@@ -6,14 +6,18 @@ Exit codes: 0 success, 1 the operation failed (SiteError), 2 bad usage or input,
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import sys
-from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, TypeVar
 
 from tui.adapters.errors import SiteError
 from tui.procedures.preview import Preview
 from tui.procedures.progress import Progress
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tui.procedures.connection import SiteConnection
 
 T = TypeVar("T")
 
@@ -77,3 +81,51 @@ def confirm(prompt: str, assume_yes: bool) -> bool:
         return False
     answer = input(f"{prompt} [y/N] ").strip().lower()
     return answer in ("y", "yes")
+
+
+async def collecting(source: AsyncIterator[Progress], sink: list[Progress]) -> AsyncIterator[Progress]:
+    """Pass a procedure's events through, keeping them in `sink` (so a failure can still report
+    what happened before it)."""
+    async for event in source:
+        sink.append(event)
+        yield event
+
+
+def positive_seconds(text: str) -> float:
+    """argparse type of a time limit in seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return value
+
+
+def site_command(handler: Callable[[argparse.Namespace, "SiteConnection"], Awaitable[int]]
+                 ) -> Callable[[argparse.Namespace], int]:
+    """A subcommand on the site: settings from the environment and the platform's files (as the
+    console), a connected `SiteConnection` (closed afterwards), failures as exit codes."""
+
+    def run(args: argparse.Namespace) -> int:
+        from tui.procedures.connection import SiteConnection
+        from tui.settings import Settings
+
+        as_json = bool(getattr(args, "json", False))
+        try:
+            settings = Settings.load()
+        except SiteError as error:  # a malformed config file or environment value
+            print_error(error, as_json)
+            return EXIT_USAGE
+
+        async def work() -> int:
+            site = SiteConnection(settings)
+            try:
+                await site.connect()
+                return await handler(args, site)
+            finally:
+                await site.close()
+
+        return run_async(work, as_json)
+
+    return run

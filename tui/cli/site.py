@@ -4,14 +4,22 @@
     sitetk site decrypt PATH            print the decrypted text (never written to disk)
     sitetk site edit PATH --set K=V     change values in memory and re-encrypt (comments kept)
     sitetk site check PATH              the checks: components, variables, MTU, object store
+                                        (--cloud: also the IDs and the NIC MTU of the cloud)
+    sitetk site fill PATH               fill the object store endpoint, gate, network and
+                                        appliance IDs from the cloud (--dry-run: preview)
     sitetk site components              the component library with each component's variables
-    sitetk site enable COMPONENT        list a component with its site variables (--set var=value)
+    sitetk site enable COMPONENT        offer a component (operation 9): download its appliance,
+                                        grant the automation cloud user, list it with its site
+                                        variables (--set var=value); --submit pushes it after
     sitetk site branches|open|create    the sites repository's site branches
     sitetk site submit                  show the decrypted diff, then commit and push
 
-The vault password comes from `--vault-password-file` (or SITETK_VAULT_PASSWORD_FILE), else a
-prompt. Repository tokens come from `--token-file` or the SITETK_SITES_TOKEN / SITETK_LIBRARY_TOKEN
-environment variables, never from the command line.
+The vault password comes from `--vault-password-file` (or SITETK_VAULT_PASSWORD_FILE, or
+vault_password_file in the [site] table of the config file), else a prompt. Repositories come
+from --repo/--library, else the settings (sites_repo, library_repo). Repository tokens come from
+`--token-file`, the settings' token files or the SITETK_SITES_TOKEN / SITETK_LIBRARY_TOKEN
+environment variables, never from the command line. Commands that read the cloud use the
+platform's usual credentials (ONE_AUTH, ONE_XMLRPC).
 """
 
 from __future__ import annotations
@@ -26,13 +34,18 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
+from tui.adapters.errors import SiteError
 from tui.adapters.git_repo import GitRemote, GitRepo
 from tui.adapters.vault import VaultPassword, is_vault_text, read_password_file, read_text
 from tui.cli.common import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, confirm, emit_json, follow, print_preview, run_async
 from tui.domain.components import ComponentDefinition, ComponentLibrary
 from tui.domain.naming import DEFAULT_NAMING
 from tui.domain.site_checks import Finding, Severity
+from tui.domain.site_fill import appliance_leaves
 from tui.procedures.component_library import load_library
+from tui.procedures.connection import SiteConnection
+from tui.procedures.preview import Preview
+from tui.procedures.provision_component import GRANT_POLICY, offer_component, plan_provision
 from tui.procedures.site_config import (
     check_site_file,
     edit_file,
@@ -54,6 +67,9 @@ from tui.procedures.site_repo import (
     preview_submit,
     submit_site,
 )
+from tui.procedures.site_fill import fill_site_file, gather_cloud_facts, plan_fill
+from tui.procedures.site_workspace import library_repo, sites_repo
+from tui.settings import Settings
 
 PASSWORD_FILE_ENV = "SITETK_VAULT_PASSWORD_FILE"
 SITES_REPO_ENV = "SITETK_SITES_REPO"
@@ -65,6 +81,37 @@ LIBRARY_TOKEN_ENV = "SITETK_LIBRARY_TOKEN"
 
 class UsageError(Exception):
     """Bad input on the command line (exit code 2)."""
+
+
+def _settings() -> Settings:
+    """The console's settings (config file, environment)."""
+    try:
+        return Settings.load()
+    except SiteError as error:
+        raise UsageError(f"{error.title}: {error.detail}") from None
+
+
+async def _connect(as_json: bool, why: str) -> SiteConnection | None:
+    """The cloud, when reachable with the usual credentials; None (with a warning) otherwise."""
+    site = SiteConnection(_settings())
+    try:
+        await site.connect()
+    except SiteError as error:
+        await site.close()
+        if not as_json:
+            print(f"warning: the cloud is not reachable ({error.title}): {why}", file=sys.stderr)
+        return None
+    return site
+
+
+async def _require_cloud(args: argparse.Namespace) -> SiteConnection:
+    site = SiteConnection(_settings())
+    try:
+        await site.connect()
+    except SiteError:
+        await site.close()
+        raise
+    return site
 
 
 # --- argument helpers --------------------------------------------------------------------------
@@ -88,6 +135,8 @@ def parse_set(items: list[str] | None) -> list[tuple[str, Any]]:
 
 def _password(args: argparse.Namespace, warnings: list[str]) -> VaultPassword:
     source = args.vault_password_file or os.environ.get(PASSWORD_FILE_ENV)
+    if not source and (configured := _settings().vault_password_file) is not None:
+        source = str(configured)
     if source:
         password = read_password_file(source)
         warnings.extend(password.warnings)
@@ -112,8 +161,10 @@ def _token(file_arg: str | None, file_env: str | None, env: str) -> str | None:
 
 def _sites_repo(args: argparse.Namespace) -> GitRepo:
     url = args.repo or os.environ.get(SITES_REPO_ENV)
+    if not url and not args.workdir and not args.token_file and _settings().sites_repo:
+        return sites_repo(_settings())
     if not url:
-        raise UsageError("no sites repository: give --repo URL (or set SITETK_SITES_REPO)")
+        raise UsageError("no sites repository: give --repo URL (or set SITETK_SITES_REPO, or sites_repo in the config file)")
     token = _token(args.token_file, SITES_TOKEN_FILE_ENV, SITES_TOKEN_ENV)
     workdir = Path(args.workdir) if args.workdir else default_workdir(url, "sites")
     return GitRepo(GitRemote(url, token), workdir)
@@ -121,8 +172,10 @@ def _sites_repo(args: argparse.Namespace) -> GitRepo:
 
 def _library_repo(args: argparse.Namespace) -> GitRepo:
     url = args.library or os.environ.get(LIBRARY_REPO_ENV)
+    if not url and not args.library_workdir and not args.library_token_file and _settings().library_repo:
+        return library_repo(_settings())
     if not url:
-        raise UsageError("no component library: give --library URL (or set SITETK_LIBRARY_REPO)")
+        raise UsageError("no component library: give --library URL (or set SITETK_LIBRARY_REPO, or library_repo in the config file)")
     token = _token(args.library_token_file, None, LIBRARY_TOKEN_ENV)
     workdir = Path(args.library_workdir) if args.library_workdir else default_workdir(url, "library")
     return GitRepo(GitRemote(url, token), workdir)
@@ -229,16 +282,29 @@ async def _check(args: argparse.Namespace) -> int:
     _warn(warnings, args.json)
     definitions = None
     problems: tuple[str, ...] = ()
-    if args.library or os.environ.get(LIBRARY_REPO_ENV):
+    if args.library or os.environ.get(LIBRARY_REPO_ENV) or _settings().library_repo:
         library = await _library(args)
         definitions, problems = library.as_mapping(), library.problems
-    findings = await check_site_file(Path(args.path), password, definitions=definitions, nic_mtu=args.nic_mtu)
+    cloud_ids, nic_mtu, notes = None, args.nic_mtu, ()
+    if args.cloud:
+        site = await _require_cloud(args)
+        try:
+            loaded = await load_site_config(Path(args.path), password, site.naming)
+            facts = await gather_cloud_facts(site, loaded.config, definitions)
+        finally:
+            await site.close()
+        cloud_ids, notes = facts.ids, facts.notes
+        nic_mtu = nic_mtu if nic_mtu is not None else facts.nic_mtu
+    findings = await check_site_file(Path(args.path), password, definitions=definitions, cloud=cloud_ids, nic_mtu=nic_mtu)
     errors = [f for f in findings if f.severity is Severity.ERROR]
     if args.json:
-        emit_json({"ok": not errors, "warnings": warnings, "library_problems": list(problems), "findings": [f.as_json() for f in findings]})
+        emit_json({"ok": not errors, "warnings": warnings, "library_problems": list(problems), "cloud_notes": list(notes),
+                   "findings": [f.as_json() for f in findings]})
     else:
         for problem in problems:
             print(f"warning: component library: {problem}", file=sys.stderr)
+        for note in notes:
+            print(f"note: {note}", file=sys.stderr)
         print(_findings_text(findings))
     return EXIT_FINDINGS if errors else EXIT_OK
 
@@ -267,17 +333,113 @@ async def _enable(args: argparse.Namespace) -> int:
     definition = library.get(args.component)
     if definition is None:
         raise UsageError(f"{args.component!r} is not in the component library (known: {', '.join(library.names()) or 'none'})")
+    repo: GitRepo | None = None
     if args.path:
         path = Path(args.path)
+        if args.submit:
+            raise UsageError("--submit works on the open site of the sites repository, not with --path")
     else:
         repo = _sites_repo(args)
         path = (await current_site(repo, args.site)).path
-        repo.close()
+    try:
+        site = None
+        if definition.appliances and not args.no_cloud:
+            site = await _connect(args.json, "appliances are not downloaded and nothing is granted; give their IDs with --set")
+        if site is None:
+            if args.dry_run:
+                print_preview(await preview_enable_component(path, password, definition, values), args.json)
+                return EXIT_OK
+            events = await follow(enable_component(path, password, definition, values, allow_incomplete=args.allow_incomplete), args.json)
+        else:
+            try:
+                events = await _enable_with_cloud(args, site, path, password, definition, values)
+            finally:
+                await site.close()
+            if events is None:
+                return EXIT_OK if args.dry_run else EXIT_USAGE
+        payload: dict[str, Any] = {"warnings": warnings, "events": [e.as_json() for e in events]}
+        if args.submit and repo is not None:
+            submitted = await _submit_after(args, repo, password)
+            if submitted is None:
+                return EXIT_USAGE
+            payload["submit"] = [e.as_json() for e in submitted]
+    finally:
+        if repo is not None:
+            repo.close()
+    _finish(args.json, payload)
+    return EXIT_OK
+
+
+async def _enable_with_cloud(
+    args: argparse.Namespace, site: SiteConnection, path: Path, password: VaultPassword, definition: ComponentDefinition, values: dict[str, Any]
+) -> list[Any] | None:
+    """Operation 9 against the cloud: preview (provisioning and site variables), confirm, run."""
+    if args.read_only:
+        raise UsageError("read-only mode: enabling a component downloads appliances and adds ACL rules")
+    plan = await plan_provision(site, definition, cloud_user=args.cloud_user, datastore_id=args.datastore)
+    variables = await preview_enable_component(path, password, definition, values, site.naming, from_appliance=appliance_leaves(definition))
+    preview = Preview(
+        f"Enable {definition.name}",
+        plan.preview().changes + tuple(c for c in variables.changes if not c.description.startswith("appliance ")),
+        warnings=plan.preview().warnings,
+    )
     if args.dry_run:
-        print_preview(await preview_enable_component(path, password, definition, values), args.json)
-        return EXIT_OK
-    events = await follow(enable_component(path, password, definition, values, allow_incomplete=args.allow_incomplete), args.json)
-    _finish(args.json, {"warnings": warnings, "events": [e.as_json() for e in events]})
+        if args.json:
+            emit_json({"ok": True, "dry_run": True, "preview": preview.as_json(), "plan": plan.as_json()})
+        else:
+            print(preview.as_text())
+            print(f"note: {GRANT_POLICY}")
+        return None
+    if not args.json:
+        print(preview.as_text())
+        print(f"note: {GRANT_POLICY}")
+    if not preview.is_noop and not confirm(f"Enable {definition.name} (download, grant {plan.user.name}, write core.yaml)", args.yes):
+        return None
+    return await follow(
+        offer_component(site, path, password, definition, values, plan=plan, allow_incomplete=args.allow_incomplete, poll_interval=max(0.01, args.poll)),
+        args.json,
+    )
+
+
+async def _submit_after(args: argparse.Namespace, repo: GitRepo, password: VaultPassword) -> list[Any] | None:
+    site_ref = await current_site(repo, args.site)
+    preview = await preview_submit(repo, site_ref, password)
+    if not preview.pending:
+        return []
+    if not args.json:
+        print(f"Diff against {preview.base}:")
+        print(preview.diff or "(no change to the configuration)")
+        print(preview.as_preview().as_text())
+    if not confirm(f"Commit and push {site_ref.site_dir}/core.yaml to {site_ref.branch}", args.yes):
+        return None
+    return await follow(submit_site(repo, site_ref, password), args.json)
+
+
+async def _fill(args: argparse.Namespace) -> int:
+    warnings: list[str] = []
+    password = _password(args, warnings)
+    _warn(warnings, args.json)
+    definitions = None
+    if args.library or os.environ.get(LIBRARY_REPO_ENV) or _settings().library_repo:
+        definitions = (await _library(args)).as_mapping()
+    site = await _require_cloud(args)
+    try:
+        plan = await plan_fill(site, Path(args.path), password, definitions)
+        preview = plan.preview(password)
+        if args.dry_run:
+            if args.json:
+                emit_json({"ok": True, "dry_run": True, "preview": preview.as_json(), "plan": plan.as_json()})
+            else:
+                print(preview.as_text())
+            return EXIT_OK
+        if args.read_only:
+            raise UsageError("read-only mode: fill writes core.yaml")
+        if not args.json:
+            print(preview.as_text())
+        events = await follow(fill_site_file(site, plan, password, definitions), args.json)
+    finally:
+        await site.close()
+    _finish(args.json, {"warnings": warnings, "plan": plan.as_json(), "events": [e.as_json() for e in events]})
     return EXIT_OK
 
 
@@ -411,9 +573,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = verbs.add_parser("check", help="check a core.yaml (encrypted or plain)")
     p.add_argument("path")
     p.add_argument("--nic-mtu", type=int, help="MTU of the NIC/bridge the VXLAN rides on")
+    p.add_argument("--cloud", action="store_true", help="also check IDs against the cloud and take the NIC MTU from its default network")
     _library_options(p)
     _common(p)
     p.set_defaults(func=_run(_check))
+
+    p = verbs.add_parser("fill", help="fill core.yaml from the cloud (object store, gate, network, appliance IDs)")
+    p.add_argument("path")
+    p.add_argument("--dry-run", action="store_true", help="show what would change, write nothing")
+    _library_options(p)
+    _common(p)
+    p.set_defaults(func=_run(_fill))
 
     p = verbs.add_parser("components", help="list the component library")
     _library_options(p)
@@ -427,6 +597,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--set", action="append", metavar="VAR=VALUE", help="site variable value; repeatable")
     p.add_argument("--allow-incomplete", action="store_true", help="write even when site variables are left unset")
     p.add_argument("--dry-run", action="store_true", help="show what would change, write nothing")
+    p.add_argument("--cloud-user", metavar="NAME", help="the automation cloud user (default: from the toolkit deployment)")
+    p.add_argument("--datastore", type=int, metavar="ID", help="IMAGE datastore for downloads (default: the first)")
+    p.add_argument("--no-cloud", action="store_true", help="do not download or grant; only list the component")
+    p.add_argument("--poll", type=float, default=2.0, metavar="SECONDS", help="seconds between checks of a downloading image")
+    p.add_argument("--submit", action="store_true", help="then show the diff and commit and push the site branch")
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     _library_options(p)
     _repo_options(p)
     _common(p)

@@ -295,13 +295,15 @@ def rank_hosts(
     hosts: Iterable[Host],
     *,
     min_free_cpu: int = 0,
+    min_free_cpu_percent: float = 0.0,
     min_free_mem_mib: int = 0,
     known_good: Iterable[str] = DEFAULT_KNOWN_GOOD_MODELS,
     exclude_host_id: int | None = None,
 ) -> HostRanking:
     """Targets for a document-database VM: usable, compatible hosts above the free thresholds.
 
-    `min_free_cpu` is in the platform's CPU percent (100 per core), `min_free_mem_mib` in MiB.
+    `min_free_cpu` is in the platform's CPU percent (100 per core), `min_free_cpu_percent` a share
+    of the host's allocatable CPU (0-100, as the settings give it), `min_free_mem_mib` in MiB.
     Best first: most free CPU, then most free memory, then a known-good model, then lowest ID.
     """
     known_good = tuple(known_good)
@@ -318,6 +320,8 @@ def rank_hosts(
             reason = verdict.text
         elif host.free_cpu < min_free_cpu:
             reason = f"free CPU {host.free_cpu} below the threshold {min_free_cpu}"
+        elif host.free_cpu_percent < min_free_cpu_percent:
+            reason = f"free CPU {host.free_cpu_percent:.0f}% below the threshold {min_free_cpu_percent:g}%"
         elif host.free_mem_mib < min_free_mem_mib:
             reason = f"free memory {host.free_mem_mib} MiB below the threshold {min_free_mem_mib} MiB"
         if reason:

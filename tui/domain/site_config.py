@@ -228,6 +228,16 @@ def cloud_fill(
     return changes
 
 
+def parse_value(raw: str) -> Any:
+    """A value typed by the operator, read as YAML (`12` -> 12, `true` -> True, empty -> None)."""
+    if not raw.strip():
+        return None
+    try:
+        return YAML(typ="safe", pure=True).load(raw)
+    except YAMLError as exc:
+        raise SiteConfigError(f"{raw!r} is not a valid value ({str(exc).splitlines()[0]})") from None
+
+
 def mask_secrets(text: str) -> str:
     return "\n".join(mask_yaml_line(line) for line in text.split("\n"))
 

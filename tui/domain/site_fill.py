@@ -98,7 +98,8 @@ def appliance_values(definition: ComponentDefinition, installed: Mapping[str, In
         notes.append(f"{definition.name}: appliance(s) {', '.join(missing)} not downloaded")
     skipped: list[str] = []
     for leaf, _description in definition.variable_paths():
-        kind = next((k for k in _ID_KINDS if leaf == k or leaf.endswith(f"_{k}")), None)
+        last = leaf.rsplit(".", 1)[-1]
+        kind = next((k for k in _ID_KINDS if last == k or last.endswith(f"_{k}")), None)
         if kind is None:
             continue
         if "." in leaf:
@@ -123,6 +124,12 @@ def appliance_values(definition: ComponentDefinition, installed: Mapping[str, In
     return values, tuple(notes)
 
 
+def appliance_leaves(definition: ComponentDefinition) -> frozenset[str]:
+    """The site variables the component's appliances fill by themselves (once downloaded)."""
+    stand_in = {r: InstalledAppliance(r, r, "", 1, 1, 1) for r in definition.appliance_record_ids()}
+    return frozenset(appliance_values(definition, stand_in)[0])
+
+
 def fill_changes(
     config: SiteConfig,
     facts: CloudFacts,
@@ -134,7 +141,7 @@ def fill_changes(
     if facts.objectstore_address:
         scheme, port = _s3_parts(config.get("site_s3_server.endpoint"))
         for path, value in cloud_fill(objectstore_address=facts.objectstore_address, s3_scheme=scheme, s3_port=port):
-            proposed.append((path, value, f"object store VM ({facts.objectstore_source or 'toolkit deployment'})"))
+            proposed.append((path, value, f"the object store VM: {facts.objectstore_source or 'toolkit deployment'}"))
     if facts.gate_endpoint:
         for path, value in cloud_fill(gate_endpoint=facts.gate_endpoint):
             proposed.append((path, value, f"the platform's ONEGATE_ENDPOINT {facts.gate_endpoint}"))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from typing import Any, AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 
 from tui.adapters.errors import SiteError
 from tui.adapters.vault import (
@@ -120,7 +120,7 @@ async def encrypt_file(path: Path, password: VaultPassword, *, naming: NamingPro
     yield Progress(step, total, total, f"encrypted {path} (mode 0600)", state="done", data={"path": str(path), "changed": True})
 
 
-def _show(path: str, value: Any) -> str:
+def show_value(path: str, value: Any) -> str:
     if is_secret_key(path.rsplit(".", 1)[-1]) and value not in (None, ""):
         return MASK
     return "null" if value is None else repr(value) if isinstance(value, str) else str(value)
@@ -144,7 +144,7 @@ async def preview_edit(path: Path, password: VaultPassword, changes: Sequence[tu
         raise SiteError("Cannot apply the change", error.message) from None
     diff = _changes(before, changes)
     items = tuple(
-        Change(f"{p}: {_show(p, old)} -> {_show(p, new)}", vault_cli("edit", Path(path), password), "update") for p, old, new in diff
+        Change(f"{p}: {show_value(p, old)} -> {show_value(p, new)}", vault_cli("edit", Path(path), password), "update") for p, old, new in diff
     ) or (Change(f"{path}: already as requested", "", "none"),)
     return Preview(f"Edit {path}", items)
 
@@ -210,7 +210,7 @@ async def _write_config(
     findings = check_site_config(after, naming=naming, definitions=definitions)
     data: dict[str, Any] = {
         "path": str(path),
-        "changes": [{"path": p, "old": _show(p, old), "new": _show(p, new)} for p, old, new in changed],
+        "changes": [{"path": p, "old": show_value(p, old), "new": show_value(p, new)} for p, old, new in changed],
         "findings": [f.as_json() for f in findings],
     }
     if after.text == before.text:
@@ -294,18 +294,28 @@ async def preview_enable_component(
     definition: ComponentDefinition,
     values: Mapping[str, Any] | None = None,
     naming: NamingProfile = DEFAULT_NAMING,
+    from_appliance: Collection[str] = (),
 ) -> Preview:
-    """The site-variable changes of `enable_component` (the appliance step previews its own)."""
+    """The site-variable changes of `enable_component` (the appliance step previews its own).
+
+    `from_appliance` names the variables the appliance step will fill (shown as such, not as unset).
+    """
     path = Path(path)
     before = await _load_encrypted(path, password, naming)
     plan = plan_enable(before, definition, values, None, naming)
     cli = vault_cli("edit", path, password)
-    changes = [Change(f"{p}: {_show(p, old)} -> {_show(p, new)}", cli, "update") for p, old, new in plan.changed]
+    prefix = f"{naming.site_variables_key}.{definition.name}."
+    changes = []
+    for p, old, new in plan.changed:
+        leaf = p[len(prefix):] if p.startswith(prefix) else ""
+        was = show_value(p, old) if before.has(p) else "(not there)"
+        will = "the appliance's ID" if new is None and leaf in from_appliance else show_value(p, new)
+        changes.append(Change(f"{p}: {was} -> {will}", cli, "update"))
     if not changes:
         changes.append(Change(f"{definition.name}: already listed as requested", "", "none"))
     for record in definition.appliance_record_ids():
         changes.append(Change(f"appliance {record}: downloaded and shared with the automation cloud user by the appliance step", "", "action"))
-    warnings = tuple(f"{leaf} is not set yet" for leaf in plan.missing)
+    warnings = tuple(f"{leaf} is not set yet" for leaf in plan.missing if leaf not in from_appliance)
     return Preview(f"Enable {definition.name} in {path}", tuple(changes), warnings=warnings)
 
 
@@ -343,7 +353,8 @@ async def enable_component(
     if plan.missing and not allow_incomplete:
         raise _missing_error(definition, plan.missing)
     yield Progress(step, 3, total, f"{definition.name} listed with {len(plan.values)} site variable(s)")
-    findings = check_component_variables(plan.after, {definition.name: definition})
+    own = f"{naming.site_variables_key}.{definition.name}"
+    findings = [f for f in check_component_variables(plan.after, {definition.name: definition}) if f.path == own or f.path.startswith(own + ".")]
     yield Progress(step, 4, total, "site variables checked" if not findings else f"{len(findings)} problem(s) left", data={"findings": [f.as_json() for f in findings]})
     if plan.after.text == before.text:
         yield Progress(step, total, total, f"{definition.name} already enabled as requested", state="skipped", data={"path": str(path), "changed": False})
@@ -360,5 +371,5 @@ async def enable_component(
         total,
         f"{definition.name} enabled in {path}",
         state="done",
-        data={"path": str(path), "changed": True, "changes": [{"path": p, "old": _show(p, o), "new": _show(p, n)} for p, o, n in plan.changed]},
+        data={"path": str(path), "changed": True, "changes": [{"path": p, "old": show_value(p, o), "new": show_value(p, n)} for p, o, n in plan.changed]},
     )

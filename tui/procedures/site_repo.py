@@ -31,12 +31,15 @@ from tui.procedures.progress import Progress
 from tui.procedures.site_config import invalid_yaml, parse_config, vault_cli
 
 
-def default_workdir(url: str, kind: str = "sites") -> Path:
-    """Where the working clone of a repository lives: under the state directory, one per URL."""
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+def default_workdir(url: str, kind: str = "sites", base: Path | None = None) -> Path:
+    """Where the working clone of a repository lives: under `base` (default the state directory's
+    `repos`), one per URL."""
+    if base is None:
+        state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+        base = Path(state) / "sitetk" / "repos"
     stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", url.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")) or kind
     digest = hashlib.sha256(url.encode()).hexdigest()[:10]
-    return Path(base) / "sitetk" / "repos" / f"{kind}-{stem}-{digest}"
+    return Path(base) / f"{kind}-{stem}-{digest}"
 
 
 @dataclass(frozen=True)

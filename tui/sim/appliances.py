@@ -66,8 +66,11 @@ def document_db_problem(host: SimHost | None, cpu_model: str) -> str:
     return ""
 
 
-def new_public_key(comment: str) -> str:
-    key = Ed25519PrivateKey.generate().public_key()
+def new_public_key(comment: str, seed: bytes | None = None) -> str:
+    """An OpenSSH ed25519 public key line; from `seed` (32 bytes) when given, so a seeded site
+    publishes the same keys run after run (stable screenshots)."""
+    private = Ed25519PrivateKey.from_private_bytes(seed) if seed else Ed25519PrivateKey.generate()
+    key = private.public_key()
     text = key.public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH).decode()
     return f"{text} {comment}"
 
@@ -108,7 +111,8 @@ def on_boot(site: SimSite, vm: SimVm) -> None:
 
     def publish_key() -> None:
         if still_running() and not scalar(vm.user_template, site.naming.automation_key_attribute, ""):
-            _set(vm, site.naming.automation_key_attribute, new_public_key(f"{role}@one-{vm.id}"))
+            _set(vm, site.naming.automation_key_attribute,
+                 new_public_key(f"{role}@one-{vm.id}", site.rng.randbytes(32)))
 
     if role == site.naming.role_automation:
         site.after(KEY_DELAY, publish_key)

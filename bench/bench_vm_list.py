@@ -1,0 +1,198 @@
+"""Issue 3: the console and its VM list, each figure against a baseline of the same run.
+
+(a) start-up: `sitetk --demo --vms 100` in a terminal (a pty) until the VM list first paints
+    rows, against a bare Textual app painting a few rows (bench.minimal_app), both timed by the
+    same hook (SITETK_BENCH_EXIT_ON_FIRST_ROWS, see tui/app.py); target 1.5x. The demo gets 100
+    VMs because the fresh demo site has none, and an empty list paints no rows.
+(b) one refresh (fetch, parse, build rows, paint) of the real console, headless, against
+    `sitetk sim --vms N` in its own process, for 1,000 / 10,000 / 50,000 VMs, against the floor
+    (raw POST plus lxml parse, interleaved with the refreshes); target 2x at 10,000. Also the
+    time from data arrival (the adapter returned the VMs) to visible rows, informative.
+(c) one filter keystroke at 50,000 VMs (a key into the focused filter until the table has
+    re-rendered); limit 50 ms. Keys alternate narrowing and widening ("4", "2", backspace x2).
+(d) peak resident memory of a process running the console headless at 50,000 VMs against a
+    process doing the floor fetch and parse; informative (no target).
+(e) the longest event-loop stall during a 10,000-VM refresh (lag of a 5 ms sleep loop, in
+    refreshes of their own so the sampling does not slow the timed ones); limit 100 ms (the
+    median over the refreshes is judged, the worst is shown beside it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from bench.console_driver import (
+    RefreshTiming,
+    open_filter,
+    running_console,
+    settings_for,
+    timed_keystroke,
+    timed_refresh,
+)
+from bench.floor import FloorSample, floor_once, median_of
+from bench.rows import Row, limit_row, ratio_row
+from bench.sim_process import SimProcess
+from bench.terminal import time_to_first_rows
+
+GROUP = "vm list (issue 3)"
+ROOT = Path(__file__).resolve().parent.parent
+SIZES: tuple[int, ...] = (1_000, 10_000, 50_000)
+REFRESHES: dict[int, int] = {1_000: 7, 10_000: 5, 50_000: 3}
+STARTUP_RUNS = 5
+DEMO_VMS = 100
+REFRESH_TARGET_SIZE, REFRESH_RATIO = 10_000, 2.0
+STARTUP_RATIO = 1.5
+KEYSTROKE_SIZE, KEYSTROKE_LIMIT_MS = 50_000, 50.0
+KEYSTROKE_ROUNDS = 3
+#: (key, filter text expected after it): narrow over everything, narrow the view, widen, clear
+KEYS: tuple[tuple[str, str], ...] = (("4", "4"), ("2", "42"), ("backspace", "4"), ("backspace", ""))
+STALL_SIZE, STALL_LIMIT_MS = 10_000, 100.0
+MEMORY_SIZE = 50_000
+
+
+@dataclass
+class SizeResult:
+    size: int
+    refreshes: list[RefreshTiming] = field(default_factory=list)
+    floors: list[FloorSample] = field(default_factory=list)
+    keystrokes: list[float] = field(default_factory=list)
+    stalls: list[float] = field(default_factory=list)
+    listed: int = 0
+
+
+def isolated_env(home: Path) -> dict[str, str]:
+    """The environment of child processes: the user's own config, state and caches left alone."""
+    env = dict(os.environ)
+    for name in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME"):
+        env[name] = str(home / name.lower())
+    env.pop("SITETK_CONFIG", None)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+# (a) start-up ---------------------------------------------------------------------------------
+def startup_rows(runs: int = STARTUP_RUNS, demo_vms: int = DEMO_VMS) -> list[Row]:
+    demo = [sys.executable, "-m", "tui", "--demo", "--vms", str(demo_vms)]
+    minimal = [sys.executable, "-m", "bench.minimal_app"]
+    demo_s: list[float] = []
+    minimal_s: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="sitetk-bench-") as home:
+        env = isolated_env(Path(home))
+        time_to_first_rows(minimal, env, ROOT)  # warm-up: byte-code and file caches for both
+        time_to_first_rows(demo, env, ROOT)
+        for _ in range(runs):
+            minimal_s.append(time_to_first_rows(minimal, env, ROOT))
+            demo_s.append(time_to_first_rows(demo, env, ROOT))
+    demo_ms, minimal_ms = statistics.median(demo_s) * 1e3, statistics.median(minimal_s) * 1e3
+    return [
+        limit_row(GROUP, "start-up: minimal Textual app to first rows", minimal_ms, "ms", None),
+        ratio_row(GROUP, f"start-up: sitetk --demo --vms {demo_vms} to first VM rows", demo_ms, minimal_ms, "ms",
+                  STARTUP_RATIO),
+    ]
+
+
+# (b), (c), (e) the console against a site in its own process ------------------------------------
+async def measure_console(sim: SimProcess, size: int, refreshes: int, *, keystrokes: bool, stalls: bool) -> SizeResult:
+    result = SizeResult(size)
+    async with running_console(settings_for(sim.xmlrpc, sim.session, sim.oneflow)) as console:
+        result.listed = console.screen.table.row_count
+        # warm-up of both sides (first connections, caches), not counted
+        await asyncio.to_thread(floor_once, sim.xmlrpc, sim.session)
+        await timed_refresh(console)
+        for _ in range(refreshes):
+            gc.collect()
+            sample, pool = await asyncio.to_thread(floor_once, sim.xmlrpc, sim.session)
+            result.floors.append(sample)
+            del pool
+            gc.collect()
+            result.refreshes.append(await timed_refresh(console))
+        if stalls:
+            for _ in range(refreshes):
+                gc.collect()
+                result.stalls.append((await timed_refresh(console, monitor=True)).longest_stall_s)
+        if keystrokes:
+            await open_filter(console)
+            gc.collect()
+            for _ in range(KEYSTROKE_ROUNDS):
+                for key, expect in KEYS:
+                    result.keystrokes.append(await timed_keystroke(console, key, expect))
+    return result
+
+
+def console_rows(result: SizeResult) -> list[Row]:
+    size, label = result.size, f"{result.size:,} VMs"
+    floor_ms = median_of(result.floors).total_s * 1e3
+    refresh_ms = statistics.median(r.total_s for r in result.refreshes) * 1e3
+    arrival_ms = statistics.median(r.arrival_to_visible_s for r in result.refreshes) * 1e3
+    rows = [
+        limit_row(GROUP, f"floor: POST + lxml parse, {label}", floor_ms, "ms", None),
+        ratio_row(GROUP, f"refresh: fetch, parse, render, {label} ({result.listed:,} rows)", refresh_ms, floor_ms, "ms",
+                  REFRESH_RATIO if size == REFRESH_TARGET_SIZE else None),
+        limit_row(GROUP, f"data arrival to visible rows, {label}", arrival_ms, "ms", None),
+    ]
+    if result.stalls:
+        stalls_ms = [s * 1e3 for s in result.stalls]
+        rows += [
+            limit_row(GROUP, f"longest loop stall in a refresh, {label} (median of {len(stalls_ms)})",
+                      statistics.median(stalls_ms), "ms", STALL_LIMIT_MS if size == STALL_SIZE else None),
+            limit_row(GROUP, f"longest loop stall in a refresh, {label}, worst of {len(stalls_ms)}", max(stalls_ms),
+                      "ms", None),
+        ]
+    if result.keystrokes:
+        keys_ms = [k * 1e3 for k in result.keystrokes]
+        rows += [
+            limit_row(GROUP, f"filter keystroke, {label} (median of {len(keys_ms)})", statistics.median(keys_ms), "ms",
+                      KEYSTROKE_LIMIT_MS if size == KEYSTROKE_SIZE else None),
+            limit_row(GROUP, f"filter keystroke, {label}, worst of {len(keys_ms)}", max(keys_ms), "ms", None),
+        ]
+    return rows
+
+
+# (d) memory -----------------------------------------------------------------------------------
+def _peak_rss_of(module: str, sim: SimProcess, home: Path) -> tuple[int, int]:
+    """Run `python -m module` against the site; (peak RSS in KiB, VMs it saw) from its JSON line."""
+    env = sim.child_env(isolated_env(home))
+    done = subprocess.run([sys.executable, "-m", module], env=env, cwd=ROOT, capture_output=True, text=True,
+                          timeout=900, check=False)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"python -m {module} exited {done.returncode}: {done.stderr[-2000:]}")
+    report = json.loads(lines[-1])
+    return int(report["peak_rss_kb"]), int(report["vms"])
+
+
+def memory_rows(sim: SimProcess, size: int) -> list[Row]:
+    with tempfile.TemporaryDirectory(prefix="sitetk-bench-") as home:
+        floor_kb, floor_vms = _peak_rss_of("bench.floor", sim, Path(home))
+        console_kb, console_vms = _peak_rss_of("bench.console_probe", sim, Path(home))
+    label = f"{size:,} VMs"
+    return [
+        limit_row(GROUP, f"peak memory, floor process, {label} ({floor_vms:,} parsed)", floor_kb / 1024, "MB", None),
+        ratio_row(GROUP, f"peak memory, console process (headless), {label} ({console_vms:,} rows)", console_kb / 1024,
+                  floor_kb / 1024, "MB", None),
+    ]
+
+
+def run(sizes: Sequence[int] = SIZES, refreshes: int | None = None, startup_runs: int = STARTUP_RUNS,
+        keystroke_size: int = KEYSTROKE_SIZE, stall_size: int = STALL_SIZE, memory_size: int = MEMORY_SIZE) -> list[Row]:
+    print("  vm list: start-up", file=sys.stderr, flush=True)
+    rows = startup_rows(startup_runs) if startup_runs else []
+    for size in sizes:
+        print(f"  vm list: {size:,} VMs", file=sys.stderr, flush=True)
+        with SimProcess(vms=size) as sim:
+            result = asyncio.run(measure_console(sim, size, refreshes or REFRESHES.get(size, 3),
+                                                 keystrokes=size == keystroke_size, stalls=size == stall_size))
+            rows.extend(console_rows(result))
+            if size == memory_size:
+                rows.extend(memory_rows(sim, size))
+    return rows

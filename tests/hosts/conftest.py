@@ -1,0 +1,72 @@
+"""Fixtures of the host-compatibility tests: a connection to the embedded site and an audit log.
+
+`connect(server, **settings)` builds the `SiteConnection` the console would build for that site
+(settings overrides such as `min_free_cpu_percent` apply); connections are closed at teardown.
+Every test gets its own HOME, XDG directories and audit log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from tui.procedures.audit import AuditLog
+from tui.procedures.connection import SiteConnection
+from tui.procedures.move_plan import MoveTimeouts
+from tui.settings import Settings
+from tui.sim.server import SimServer
+
+#: waits bounded for a site running at time_scale 0.02 (an undeploy takes about 0.2 s there)
+FAST = MoveTimeouts(undeploy=30.0, running=30.0, ready=30.0, poll_interval=0.02)
+
+Connect = Callable[..., SiteConnection]
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    for name in ("SITETK_AUDIT_LOG", "SITETK_CONFIG", "ONE_AUTH", "ONE_XMLRPC", "ONEFLOW_URL", "ONE_XMLRPC_TIMEOUT"):
+        monkeypatch.delenv(name, raising=False)
+    return home
+
+
+@pytest.fixture
+def audit(tmp_path: Path) -> AuditLog:
+    return AuditLog(tmp_path / "audit" / "audit.log")
+
+
+def settings_for(server: SimServer, **overrides: Any) -> Settings:
+    settings = Settings.for_site(server.xmlrpc_url, server.session, server.flow_url, (server.market_url,))
+    return replace(settings, **overrides) if overrides else settings
+
+
+@pytest.fixture
+def connect() -> Iterator[Connect]:
+    opened: list[SiteConnection] = []
+
+    def factory(server: SimServer, **overrides: Any) -> SiteConnection:
+        site = SiteConnection(settings_for(server, **overrides))
+        opened.append(site)
+        return site
+
+    yield factory
+    for site in opened:
+        asyncio.run(site.close())
+
+
+@pytest.fixture
+def deployed(sim_factory: Callable[..., SimServer]) -> SimServer:
+    """A site after a toolkit deployment: the manager VM sits on the AVX-less host."""
+    return sim_factory(scenario="deployed")
+
+
+async def collect(events: Any) -> list[Any]:
+    return [event async for event in events]

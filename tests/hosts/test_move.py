@@ -1,0 +1,255 @@
+"""Operation 7 against the embedded site: plan, preview, move, resume after a failure, put back, cancel."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tests.hosts.conftest import FAST, Connect, collect
+from tui.adapters.errors import SiteError
+from tui.domain.cpu import HOST_PASSTHROUGH, VmVerdictKind
+from tui.procedures.audit import AuditLog
+from tui.procedures.connection import SiteConnection
+from tui.procedures.hosts import load_inventory
+from tui.procedures.move_plan import (
+    PASSTHROUGH_WARNING,
+    STEP_DEPLOY,
+    STEP_SET_MODEL,
+    STEP_UNDEPLOY,
+    STEP_WAIT_UNDEPLOYED,
+    STEPS,
+    plan_flagged,
+    plan_move,
+    plan_redeploy,
+    preview_move,
+)
+from tui.procedures.move_vm import UPDATECONF_SECTIONS, MoveFailed, move_vm
+from tui.domain.vms import VmDetail
+from tui.sim.server import SimServer
+
+WESTMERE, CASCADELAKE, BROADWELL, LEGACY, ARM, BROADWELL_DISABLED = 2, 0, 1, 3, 4, 5
+
+
+async def _manager(site: SiteConnection) -> VmDetail:
+    inventory = await load_inventory(site)
+    [row] = inventory.db_vms
+    return row.vm
+
+
+def _sections(vm: VmDetail) -> dict[str, object]:
+    """The updateconf sections other than CPU_MODEL, as the platform returns them."""
+    return {name: value for name, value in vm.template.items if name in UPDATECONF_SECTIONS and name != "CPU_MODEL"}
+
+
+def _actions(audit: AuditLog) -> list[tuple[str, str]]:
+    return [(entry["action"], entry["outcome"]) for entry in audit.entries()]
+
+
+async def test_move_to_a_compatible_host_makes_the_manager_ready(deployed: SimServer, connect: Connect,
+                                                                 audit: AuditLog) -> None:
+    site = connect(deployed)
+    manager = await _manager(site)
+    assert manager.summary.host_id == WESTMERE and not manager.cpu_model
+    before = _sections(manager)
+    assert "OS" in before and "CONTEXT" in before
+
+    plan = await plan_move(site, manager.id, audit=audit)
+    assert (plan.target_host_id, plan.cpu_model) == (CASCADELAKE, "Cascadelake-Server-noTSX")
+    assert (plan.origin_host_id, plan.origin_cpu_model) == (WESTMERE, "")
+
+    events = await collect(move_vm(site, plan, timeouts=FAST, audit=audit))
+    finished = [e.step for e in events if e.state == "done"]
+    assert finished == list(STEPS)
+    assert events[-1].done == events[-1].total == len(STEPS)
+
+    after = await site.cloud.vm_info(manager.id)
+    assert after.summary.running and after.ready
+    assert after.summary.host_id == CASCADELAKE
+    assert after.cpu_model == "Cascadelake-Server-noTSX"
+    assert _sections(after) == before  # OS, CONTEXT and the rest survived the update
+
+    inventory = await load_inventory(site)
+    assert inventory.db_vm(manager.id).verdict.kind is VmVerdictKind.FINE  # type: ignore[union-attr]
+    assert inventory.at_risk == ()
+    assert _actions(audit) == [("hosts.move", "started"), ("hosts.undeploy", "ok"), ("hosts.set_cpu_model", "ok"),
+                               ("hosts.deploy", "ok"), ("hosts.move", "done")]
+
+
+async def test_running_a_finished_move_again_changes_nothing(deployed: SimServer, connect: Connect,
+                                                             audit: AuditLog) -> None:
+    site = connect(deployed)
+    manager = await _manager(site)
+    await collect(move_vm(site, await plan_move(site, manager.id, BROADWELL, audit=audit), timeouts=FAST, audit=audit))
+
+    again = await plan_move(site, manager.id, audit=audit)
+    assert again.target_host_id == BROADWELL  # it stays where it already runs with the host's model
+    preview = preview_move(again)
+    assert preview.is_noop and "nothing to change" in preview.title
+    assert not preview.destructive
+
+    mutations = len(audit.entries())
+    events = await collect(move_vm(site, again, timeouts=FAST, audit=audit))
+    assert {e.step for e in events if e.state == "skipped"} >= {STEP_UNDEPLOY, STEP_WAIT_UNDEPLOYED, STEP_SET_MODEL,
+                                                               STEP_DEPLOY}
+    assert [a for a, _ in _actions(audit)[mutations:]] == ["hosts.move", "hosts.move"]  # started, done: no change
+
+
+async def test_preview_states_every_step_with_its_cli(deployed: SimServer, connect: Connect, audit: AuditLog) -> None:
+    site = connect(deployed)
+    manager = await _manager(site)
+    plan = await plan_move(site, manager.id, BROADWELL, audit=audit)
+    preview = preview_move(plan)
+    assert preview.destructive and preview.target == f"VM {manager.id} {manager.name}"
+    script = preview.cli_script()
+    assert f"onevm undeploy {manager.id}" in script
+    assert f"onevm updateconf {manager.id} vm-{manager.id}-cpu.tmpl --append" in script
+    assert 'CPU_MODEL = [ MODEL = "Broadwell-noTSX" ]' in script
+    assert f"onevm deploy {manager.id} {BROADWELL}" in script
+    assert [c.kind for c in preview.changes] == ["action", "none", "update", "action", "none", "none"]
+    assert any("unavailable" in w for w in preview.warnings)
+    hard = preview_move(await plan_move(site, manager.id, BROADWELL, hard=True, audit=audit))
+    assert f"onevm undeploy --hard {manager.id}" in hard.cli_script()
+    assert audit.entries() == []  # planning and previewing change nothing
+
+
+async def test_a_failed_deploy_leaves_a_clear_state_and_resumes(deployed: SimServer, connect: Connect,
+                                                                audit: AuditLog) -> None:
+    site = connect(deployed)
+    manager = await _manager(site)
+    plan = await plan_move(site, manager.id, BROADWELL, audit=audit)
+    deployed.site.faults.fail_next_deploys = 1
+
+    seen = []
+    with pytest.raises(MoveFailed) as caught:
+        async for event in move_vm(site, plan, timeouts=FAST, audit=audit):
+            seen.append(event)
+    failure = caught.value
+    assert failure.step == STEP_DEPLOY
+    assert failure.vm_state.startswith("UNDEPLOYED (CPU model Broadwell-noTSX")
+    assert f"sitetk hosts move {manager.id} --host {BROADWELL}" in failure.detail
+    assert f"sitetk hosts redeploy {manager.id} --host {WESTMERE} --cpu-model ''" in failure.detail
+    assert seen[-1].state == "failed" and seen[-1].step == STEP_DEPLOY
+    assert ("hosts.move", "failed") in _actions(audit)
+
+    vm = await site.cloud.vm_info(manager.id)
+    assert vm.summary.status == "UNDEPLOYED" and vm.cpu_model == "Broadwell-noTSX"
+
+    # resuming: a new plan (as a new process would make) keeps the origin from the audit log
+    resumed = await plan_move(site, manager.id, BROADWELL, audit=audit)
+    assert (resumed.origin_host_id, resumed.origin_cpu_model) == (WESTMERE, "")
+    events = await collect(move_vm(site, resumed, timeouts=FAST, audit=audit))
+    skipped = [e.step for e in events if e.state == "skipped"]
+    assert skipped == [STEP_UNDEPLOY, STEP_WAIT_UNDEPLOYED, STEP_SET_MODEL]
+    vm = await site.cloud.vm_info(manager.id)
+    assert vm.ready and vm.summary.host_id == BROADWELL
+
+
+async def test_put_back_where_it_was_after_a_failure(deployed: SimServer, connect: Connect, audit: AuditLog) -> None:
+    site = connect(deployed)
+    manager = await _manager(site)
+    before = _sections(manager)
+    deployed.site.faults.fail_next_deploys = 1
+    with pytest.raises(MoveFailed):
+        await collect(move_vm(site, await plan_move(site, manager.id, audit=audit), timeouts=FAST, audit=audit))
+
+    back = await plan_redeploy(site, manager.id, WESTMERE, audit=audit)
+    assert back.cpu_model == "" and back.redeploy and not back.wait_ready  # its database cannot start there
+    assert any("not expected to start" in w for w in back.warnings)
+    events = await collect(move_vm(site, back, timeouts=FAST, audit=audit))
+    assert events[-1].state == "done"
+
+    vm = await site.cloud.vm_info(manager.id)
+    assert vm.summary.running and vm.summary.host_id == WESTMERE
+    assert vm.cpu_model == ""  # removed again
+    assert _sections(vm) == before
+    assert ("hosts.redeploy", "done") in _actions(audit)
+
+
+async def test_cancelling_leaves_a_clear_state_and_the_move_resumes(deployed: SimServer, connect: Connect,
+                                                                    audit: AuditLog) -> None:
+    site = connect(deployed)
+    manager = await _manager(site)
+    plan = await plan_move(site, manager.id, CASCADELAKE, audit=audit)
+    waiting = asyncio.Event()
+
+    async def run() -> None:
+        async for event in move_vm(site, plan, timeouts=FAST, audit=audit):
+            if event.step == STEP_WAIT_UNDEPLOYED:
+                waiting.set()
+
+    task = asyncio.create_task(run())
+    await asyncio.wait_for(waiting.wait(), 30)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    cancelled = audit.entries()[-1]
+    assert (cancelled["action"], cancelled["outcome"]) == ("hosts.move", "cancelled")
+    assert cancelled["details"]["step"] == STEP_WAIT_UNDEPLOYED
+    assert cancelled["details"]["vm_state"]
+
+    events = await collect(move_vm(site, await plan_move(site, manager.id, CASCADELAKE, audit=audit),
+                                   timeouts=FAST, audit=audit))
+    assert events[0].state == "skipped"  # the undeploy requested before the cancel is not repeated
+    assert (await site.cloud.vm_info(manager.id)).ready
+
+
+async def test_targets_are_checked(deployed: SimServer, connect: Connect, audit: AuditLog) -> None:
+    site = connect(deployed)
+    manager = await _manager(site)
+    with pytest.raises(SiteError, match="not a suitable target") as caught:
+        await plan_move(site, manager.id, WESTMERE, audit=audit)
+    assert "no AVX" in caught.value.detail and "Suitable hosts" in caught.value.detail
+    with pytest.raises(SiteError, match="not a suitable target"):
+        await plan_move(site, manager.id, BROADWELL_DISABLED, audit=audit)
+    with pytest.raises(SiteError, match="No host 99"):
+        await plan_move(site, manager.id, 99, audit=audit)
+    with pytest.raises(SiteError):
+        await plan_move(site, 9999, audit=audit)
+
+
+async def test_passthrough_only_when_no_compatible_host_exists(deployed: SimServer, connect: Connect,
+                                                               audit: AuditLog) -> None:
+    site = connect(deployed)
+    manager = await _manager(site)
+    with pytest.raises(SiteError, match="host-passthrough is not offered"):
+        await plan_move(site, manager.id, passthrough=True, audit=audit)
+
+    with deployed.site.lock:  # every compatible host goes out of service
+        for host_id in (CASCADELAKE, BROADWELL):
+            deployed.site.hosts[host_id].state = 4
+    with pytest.raises(SiteError, match="No compatible host") as caught:
+        await plan_move(site, manager.id, audit=audit)
+    assert "--passthrough" in caught.value.detail
+
+    plan = await plan_move(site, manager.id, passthrough=True, audit=audit)
+    assert plan.cpu_model == HOST_PASSTHROUGH
+    assert plan.target_host_id == LEGACY  # the features are unknown there; never an AVX-less or aarch64 host
+    assert PASSTHROUGH_WARNING in preview_move(plan).warnings
+    for host_id in (ARM, WESTMERE):
+        with pytest.raises(SiteError, match="cannot take the VM"):
+            await plan_move(site, manager.id, host_id, passthrough=True, audit=audit)
+
+
+async def test_all_flagged_vms_get_a_plan(deployed: SimServer, connect: Connect, audit: AuditLog) -> None:
+    site = connect(deployed)
+    plans, problems = await plan_flagged(site, audit=audit)
+    assert [p.vm_name for p in plans] == [(await _manager(site)).name]
+    assert problems == ()
+
+
+async def test_a_ready_vm_is_moved_again_and_its_old_ready_is_not_trusted(deployed: SimServer, connect: Connect,
+                                                                          audit: AuditLog) -> None:
+    site = connect(deployed)
+    manager = await _manager(site)
+    await collect(move_vm(site, await plan_move(site, manager.id, BROADWELL, audit=audit), timeouts=FAST, audit=audit))
+    assert (await site.cloud.vm_info(manager.id)).ready
+
+    second = await plan_move(site, manager.id, CASCADELAKE, audit=audit)
+    assert second.facts.ready_flag
+    preview = preview_move(second)
+    assert f"onevm update {manager.id} vm-{manager.id}-ready.tmpl --append" in preview.cli_script()
+    await collect(move_vm(site, second, timeouts=FAST, audit=audit))
+    assert ("hosts.reset_ready", "ok") in _actions(audit)
+    vm = await site.cloud.vm_info(manager.id)
+    assert vm.ready and vm.summary.host_id == CASCADELAKE and vm.cpu_model == "Cascadelake-Server-noTSX"

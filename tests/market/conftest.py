@@ -1,0 +1,75 @@
+"""Fixtures of the marketplace tests: a connected `SiteConnection` to the embedded site, with the
+audit log and console state under the test's tmp_path, and helpers to collect progress events."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, AsyncIterator, Awaitable, Callable
+
+import pytest
+
+from tui.procedures.audit import AUDIT_ENV
+from tui.procedures.connection import SiteConnection
+from tui.procedures.progress import Progress
+from tui.settings import Settings
+from tui.sim.server import SimServer
+
+#: poll fast: the embedded site runs 50 times faster than real time in tests
+POLL = 0.02
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Audit log, config and state under tmp_path; no operator config file is read."""
+    audit = tmp_path / "audit" / "audit.log"
+    monkeypatch.setenv(AUDIT_ENV, str(audit))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.delenv("SITETK_CONFIG", raising=False)
+    return audit
+
+
+def settings_for(server: SimServer, tmp_path: Path, *, marketplace_urls: tuple[str, ...] = (),
+                 timeout: float | None = None) -> Settings:
+    """Settings pointed at the embedded site; marketplaces come from the cloud unless given."""
+    base = Settings(state_dir=tmp_path / "state", audit_log=tmp_path / "audit" / "audit.log")
+    settings = Settings.for_site(server.xmlrpc_url, server.session, server.flow_url, marketplace_urls, base=base)
+    return replace(settings, xmlrpc_timeout=timeout) if timeout is not None else settings
+
+
+SiteFactory = Callable[..., Awaitable[SiteConnection]]
+
+
+@pytest.fixture
+async def connect(tmp_path: Path) -> AsyncIterator[SiteFactory]:
+    """`await connect(server, marketplace_urls=..., timeout=...)`: a connected SiteConnection."""
+    opened: list[SiteConnection] = []
+
+    async def factory(server: SimServer, **kwargs: Any) -> SiteConnection:
+        site = SiteConnection(settings_for(server, tmp_path, **kwargs))
+        opened.append(site)
+        await site.connect()
+        return site
+
+    yield factory
+    for site in opened:
+        await site.close()
+
+
+async def collect(events: AsyncIterator[Progress]) -> list[Progress]:
+    return [event async for event in events]
+
+
+def audit_entries(path: Path) -> list[dict[str, Any]]:
+    from tui.procedures.audit import AuditLog
+
+    return AuditLog(path).entries()
+
+
+#: the toolkit's attribute file, as the spec shows it
+TOOLKIT_FILE_TEXT = (
+    'PLATFORM_MARKETPLACE_APPLIANCE_NAME="Site Toolkit"\n'
+    'PLATFORM_MARKETPLACE_APPLIANCE_VERSION="20250403-1109"\n'
+    'PLATFORM_MARKETPLACE_APPLIANCE_SOFTWARE_VERSION="v0.5.0"\n'
+)

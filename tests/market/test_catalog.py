@@ -1,0 +1,199 @@
+"""Listing the marketplaces over loopback: sources, version filter, odd records, failing servers."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.market.conftest import SiteFactory
+from tui.adapters.errors import SiteError
+from tui.domain.upgrades import InstallState
+from tui.procedures.marketplace import appliance_record, load_catalog, sources_from
+from tui.sim.server import SimServer
+
+
+def _names(catalog, marketplace: str | None = None) -> set[str]:  # type: ignore[no-untyped-def]
+    return {e.record.name for e in catalog.entries if marketplace is None or e.source.name == marketplace}
+
+
+def _add_record(server: SimServer, record: dict, prefix: str = "") -> None:  # type: ignore[type-arg]
+    with server.site.lock:
+        server.site.market_records[prefix].append(record)
+
+
+def _record(record_id: str, **fields: object) -> dict:  # type: ignore[type-arg]
+    base = {"_id": {"$oid": record_id}, "links": {"download": {"href": f"/appliance/{record_id}/download"}},
+            "name": record_id.replace("_", " ").title(), "version": "v1.0.0-20250101-1200", "publisher": "Tests",
+            "opennebula_version": "6.10, 7.0"}
+    base.update(fields)
+    return {k: v for k, v in base.items() if v is not None}
+
+
+async def test_lists_every_registered_marketplace_with_install_status(sim: SimServer, connect: SiteFactory) -> None:
+    site = await connect(sim)
+    catalog = await load_catalog(site)
+    assert [s.name for s in catalog.sources] == ["Site Toolkit Marketplace", "Community Marketplace"]
+    assert all(s.origin == "cloud" and s.registered for s in catalog.sources)
+    assert catalog.failures == () and catalog.record_errors == ()
+    toolkit = catalog.find(f"{sim.market_url}#service_toolkit")
+    record = toolkit.record
+    assert record.version == "v0.5.0-20250403-1109"
+    assert record.download_url == f"{sim.market_url}/appliance/service_toolkit/download"
+    assert record.type.value == "SERVICE_TEMPLATE" and set(record.roles) == set(site.naming.roles)
+    assert record.publisher and record.description.startswith("# Site Toolkit")
+    assert toolkit.state is InstallState.NOT_DOWNLOADED
+    assert {e.state for e in catalog.entries} == {InstallState.NOT_DOWNLOADED}
+
+
+async def test_a_settings_url_is_read_once_even_when_the_cloud_registers_it(sim: SimServer, connect: SiteFactory) -> None:
+    site = await connect(sim, marketplace_urls=(sim.market_url + "/",))
+    catalog = await load_catalog(site)
+    assert [s.origin for s in catalog.sources] == ["cloud+settings", "cloud"]
+
+
+def test_sources_keep_cloud_marketplaces_with_an_http_endpoint_first() -> None:
+    from tui.domain.attributes import Attributes
+    from tui.domain.marketapps import Marketplace
+
+    def market(mid: int, endpoint: str) -> Marketplace:
+        return Marketplace(mid, f"m{mid}", "oneadmin", 0, "one", 0, (), Attributes((("ENDPOINT", endpoint),)))
+
+    sources = sources_from([market(0, ""), market(1, "http://a/"), market(2, "http://a")], ["http://b", " "])
+    assert [(s.url, s.origin, s.marketplace_id) for s in sources] == [("http://a", "cloud", 1),
+                                                                      ("http://b", "settings", None)]
+
+
+@pytest.mark.parametrize("one_version, expected_in, expected_out", [
+    ("7.0.0", {"Ubuntu 24.04", "DNS Server"}, {"Alpine Linux 3.21"}),
+    ("6.10.0", {"Alpine Linux 3.21", "Container Cluster"}, {"Ubuntu 24.04"}),
+    ("6.8.0", {"Site Toolkit", "Container Cluster"}, {"DNS Server", "Ubuntu 24.04", "Bastion"}),
+])
+async def test_marketplaces_list_only_records_for_the_platform_version(
+        sim_factory, connect: SiteFactory, one_version: str, expected_in: set[str],  # type: ignore[no-untyped-def]
+        expected_out: set[str]) -> None:
+    server = sim_factory(one_version=one_version)
+    site = await connect(server)
+    catalog = await load_catalog(site)
+    assert catalog.platform_version == one_version
+    names = _names(catalog)
+    assert expected_in <= names
+    assert not expected_out & names
+    series = ".".join(one_version.split(".")[:2])
+    assert all(series in e.record.platform_versions for e in catalog.entries)
+
+
+async def test_a_record_with_missing_and_extra_fields_is_listed_with_what_it_has(sim: SimServer,
+                                                                                 connect: SiteFactory) -> None:
+    _add_record(sim, _record("sparse_one", publisher=None, description=None, tags="a, b", creation_time="12",
+                             files="not a list", flavour="mint", size_hint=3))
+    site = await connect(sim)
+    catalog = await load_catalog(site)
+    sparse = catalog.find("sparse_one").record
+    assert sparse.publisher == "" and sparse.description == "" and sparse.os_id == ""
+    assert sparse.tags == ("a", "b") and sparse.creation_time == 12 and sparse.files == ()
+    assert dict(sparse.extra) == {"flavour": "mint", "size_hint": 3}
+    assert "field 'publisher' is missing" in sparse.warnings
+    assert any("'files' ignored" in w for w in sparse.warnings)
+    route = catalog.find("Route Manager API").record
+    assert route.os_id == "" and dict(route.extra) == {"downloads": 412, "maintainer_notes": "static routes only"}
+    rows = dict(catalog.find("sparse_one").detail_rows())
+    assert rows["publisher"] == "-" and rows["extra field flavour"] == "mint"
+
+
+async def test_a_record_without_a_required_field_is_reported_and_hides_nothing(sim: SimServer,
+                                                                               connect: SiteFactory) -> None:
+    _add_record(sim, _record("nameless", name=None))
+    _add_record(sim, _record("no_link", links={"download": {}}))
+    site = await connect(sim)
+    catalog = await load_catalog(site)
+    assert len(catalog.record_errors) == 2
+    assert any("'name' is missing" in e and "nameless" in e for e in catalog.record_errors)
+    assert any("links.download.href" in e for e in catalog.record_errors)
+    assert "DNS Server" in _names(catalog, "Site Toolkit Marketplace")
+
+
+@pytest.mark.parametrize("version, software, stamp", [
+    ("v1.29", "v1.29", ""),
+    ("1.31.3-6.10.0-3-20251118-1327", "1.31.3", "6.10.0-3-20251118-1327"),
+    ("v4.3.0.23-20250919-1159", "v4.3.0.23", "20250919-1159"),
+    ("7.4.0-0-20260714", "7.4.0", "0-20260714"),
+    ("", "", ""),
+    ("latest", "latest", ""),
+])
+async def test_each_non_conforming_version_is_flagged_and_split_at_the_first_dash(
+        sim: SimServer, connect: SiteFactory, version: str, software: str, stamp: str) -> None:
+    _add_record(sim, _record("odd_version", version=version))
+    site = await connect(sim)
+    catalog = await load_catalog(site)
+    entry = catalog.find("odd_version")
+    parsed = entry.record.parsed_version
+    assert not parsed.conforming and parsed.reason
+    assert (parsed.software, parsed.stamp) == (software, stamp)
+    rows = dict(entry.detail_rows())
+    assert rows["software version"] == (software or "-") and rows["build stamp"] == (stamp or "-")
+    assert rows["version problem"] == parsed.reason
+    assert entry.as_json()["version_conforming"] is False
+
+
+async def test_the_seeded_catalogue_flags_its_non_conforming_versions(sim: SimServer, connect: SiteFactory) -> None:
+    site = await connect(sim)
+    catalog = await load_catalog(site)
+    flagged = {e.record.version for e in catalog.entries if not e.record.parsed_version.conforming}
+    assert flagged == {"v4.3.0.23-20250919-1159", "1.31.3-6.10.0-3-20251118-1327", "7.4.0-0-20260714",
+                       "6.10.0-2-20241210"}
+
+
+async def test_unknown_record_is_a_clear_404(sim: SimServer, connect: SiteFactory) -> None:
+    site = await connect(sim)
+    with pytest.raises(SiteError) as caught:
+        await appliance_record(site, sim.market_url, "no_such_appliance")
+    assert caught.value.code == 404 and "not found" in caught.value.title
+
+
+async def test_a_marketplace_url_that_is_not_one_fails_alone(sim: SimServer, connect: SiteFactory) -> None:
+    site = await connect(sim, marketplace_urls=(sim.market_url + "/nothing-here", "http://127.0.0.1:9"))
+    catalog = await load_catalog(site)
+    failures = {f.source.url: f for f in catalog.failures}
+    assert failures[sim.market_url + "/nothing-here"].title == "the appliance list not found"
+    assert "Nothing listening" in failures["http://127.0.0.1:9"].title
+    assert not catalog.all_failed
+    assert "Site Toolkit" in _names(catalog)
+
+
+@pytest.mark.parametrize("fault, title_part", [
+    ("error", "Marketplace error reading the appliance list"),
+    ("invalid_json", "Malformed answer"),
+])
+async def test_server_errors_and_invalid_json_are_reported_and_change_nothing(
+        sim: SimServer, connect: SiteFactory, fault: str, title_part: str) -> None:
+    site = await connect(sim)
+    images_before = await site.cloud.list_images()
+    sim.site.faults.market_faults[""] = fault
+    catalog = await load_catalog(site)
+    assert catalog.all_failed and catalog.entries == ()
+    assert all(title_part in f.title for f in catalog.failures)
+    if fault == "error":
+        assert all(f.retryable and "HTTP 500" in f.detail for f in catalog.failures)
+    else:
+        assert all("invalid JSON" in f.detail for f in catalog.failures)
+    assert await site.cloud.list_images() == images_before
+
+
+async def test_a_marketplace_timeout_is_reported_and_changes_nothing(sim: SimServer, connect: SiteFactory) -> None:
+    site = await connect(sim, timeout=0.5)
+    images_before = await site.cloud.list_images()
+    sim.site.faults.market_faults[""] = "slow:3000"
+    catalog = await load_catalog(site)
+    assert catalog.all_failed
+    assert all(f.title.startswith("No answer from") and "within 0.5 s" in f.title for f in catalog.failures)
+    assert all(f.retryable for f in catalog.failures)
+    assert await site.cloud.list_images() == images_before
+
+
+async def test_find_by_name_prefers_the_newest_build_and_reports_unknown_names(sim: SimServer,
+                                                                               connect: SiteFactory) -> None:
+    site = await connect(sim)
+    catalog = await load_catalog(site)
+    assert catalog.find("site toolkit").record.version == "v0.5.0-20250403-1109"
+    assert catalog.find("service_dns").record.version == "v1.1.0-20250520-0931"
+    with pytest.raises(SiteError, match="No appliance"):
+        catalog.find("nothing like this")

@@ -1,0 +1,135 @@
+"""`sitetk market ...` headless, against the embedded site through the platform's own conventions
+(ONE_AUTH and ONE_XMLRPC), with JSON output."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.market.conftest import TOOLKIT_FILE_TEXT
+from tui.__main__ import main
+from tui.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from tui.sim.server import SimServer
+
+
+@pytest.fixture
+def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):  # type: ignore[no-untyped-def]
+    def point_at(server: SimServer) -> SimServer:
+        monkeypatch.setenv("ONE_AUTH", str(server.site.state_dir / "one_auth"))
+        monkeypatch.setenv("ONE_XMLRPC", server.xmlrpc_url)
+        monkeypatch.setenv("HOME", str(tmp_path / "home"))
+        return server
+
+    return point_at
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict]:  # type: ignore[type-arg]
+    code = main(["market", *argv])
+    out = capsys.readouterr().out
+    return code, json.loads(out)
+
+
+def test_list_json_has_every_appliance_with_status(sim: SimServer, env, capsys) -> None:  # type: ignore[no-untyped-def]
+    env(sim)
+    code, data = run(capsys, "list", "--json")
+    assert code == EXIT_OK and data["ok"] and data["platform_version"] == "7.0.0"
+    names = {a["name"] for a in data["appliances"]}
+    assert {"Site Toolkit", "DNS Server", "Ubuntu 24.04"} <= names
+    odd = next(a for a in data["appliances"] if a["id"] == "service_container_cluster")
+    assert odd["version_conforming"] is False and odd["software_version"] == "1.31.3"
+    assert all(a["status"] == "not downloaded" for a in data["appliances"])
+
+
+def test_list_filter_and_text_output(sim: SimServer, env, capsys) -> None:  # type: ignore[no-untyped-def]
+    env(sim)
+    assert main(["market", "list", "--filter", "dns"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "DNS Server" in out and "Bastion" not in out and "(!) marks" in out
+
+
+def test_list_fails_when_every_marketplace_fails(sim: SimServer, env, capsys) -> None:  # type: ignore[no-untyped-def]
+    env(sim)
+    sim.site.faults.market_faults[""] = "error"
+    code, data = run(capsys, "list", "--json")
+    assert code == EXIT_FAILED and not data["ok"] and len(data["failures"]) == 2
+
+
+def test_show_prints_the_split_version(sim: SimServer, env, capsys) -> None:  # type: ignore[no-untyped-def]
+    env(sim)
+    assert main(["market", "show", "UE and RAN Simulator"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "software version   v4.3.0.23" in out and "build stamp        20250919-1159" in out
+    assert "version problem" in out
+    code, data = run(capsys, "show", "nothing-like-this", "--json")
+    assert code == EXIT_FAILED and "No appliance" in data["error"]["title"]
+
+
+def test_download_dry_run_changes_nothing_then_download_then_rerun(sim: SimServer, env, capsys) -> None:  # type: ignore[no-untyped-def]
+    env(sim)
+    before = len(sim.site.images)
+    code, data = run(capsys, "download", "service_dns", "--datastore", "1", "--dry-run", "--json")
+    assert code == EXIT_OK and data["dry_run"] and len(sim.site.images) == before
+    assert any("onemarketapp export" in c["cli"] for c in data["preview"]["changes"])
+    code, data = run(capsys, "download", "service_dns", "--datastore", "1", "--name", "dns", "--yes", "--json",
+                     "--poll", "0.02")
+    assert code == EXIT_OK and data["ok"]
+    result = data["events"][-1]["data"]["download"]
+    assert len(result["image_ids"]) == 1 and len(sim.site.images) == before + 1
+    code, data = run(capsys, "download", "service_dns", "--datastore", "1", "--name", "dns", "--yes", "--json",
+                     "--poll", "0.02")
+    assert code == EXIT_OK and data["events"][-1]["data"]["download"]["reused"]
+    assert len(sim.site.images) == before + 1
+
+
+def test_download_without_yes_on_a_pipe_refuses(sim: SimServer, env, capsys) -> None:  # type: ignore[no-untyped-def]
+    env(sim)
+    before = len(sim.site.images)
+    assert main(["market", "download", "service_dns", "--datastore", "1"]) == EXIT_USAGE
+    assert len(sim.site.images) == before
+
+
+def test_download_failure_is_json_with_the_rollback(sim: SimServer, env, capsys) -> None:  # type: ignore[no-untyped-def]
+    env(sim)
+    before = set(sim.site.images)
+    code, data = run(capsys, "download", "service_traffic_generator", "--datastore", "1", "--yes", "--json",
+                     "--poll", "0.02")
+    assert code == EXIT_FAILED and "ERROR" in data["error"]["title"]
+    assert any(e["step"].startswith("rollback") for e in data["events"])
+    assert set(sim.site.images) == before
+
+
+def test_attrs_writes_the_file_and_tags_the_images(sim: SimServer, env, capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    env(sim)
+    target = tmp_path / "toolkit"
+    code, data = run(capsys, "attrs", "service_toolkit", "--file-only", "--write-file", str(target), "--json")
+    assert code == EXIT_OK and target.read_text() == TOOLKIT_FILE_TEXT and data["file"] == TOOLKIT_FILE_TEXT
+    code, data = run(capsys, "attrs", "service_toolkit", "--image", "0", "--dry-run", "--json")
+    assert code == EXIT_OK and data["preview"]["changes"][0]["cli"] == "oneimage update 0 <attribute file> --append"
+    code, data = run(capsys, "attrs", "service_toolkit", "--image", "0", "--yes", "--json")
+    assert code == EXIT_OK and [e["data"].get("result") for e in data["events"] if "result" in e["data"]] == ["updated"]
+    code, data = run(capsys, "attrs", "service_toolkit", "--image", "0", "--yes", "--json")
+    assert [e["data"].get("result") for e in data["events"] if "result" in e["data"]] == ["unchanged"]
+    code, data = run(capsys, "attrs", "service_dns", "--json")
+    assert code == EXIT_USAGE and "no image of DNS Server" in data["error"]["detail"]
+
+
+def test_read_only_refuses_mutations(sim: SimServer, env, capsys) -> None:  # type: ignore[no-untyped-def]
+    env(sim)
+    code = main(["--read-only", "market", "download", "service_dns", "--datastore", "1", "--yes", "--json"])
+    assert code == EXIT_USAGE and "read-only" in json.loads(capsys.readouterr().out)["error"]["detail"]
+
+
+def test_upgrades_table_and_apply(sim_factory, env, capsys) -> None:  # type: ignore[no-untyped-def]
+    server = env(sim_factory(scenario="deployed"))
+    code, data = run(capsys, "upgrades", "--json")
+    assert code == EXIT_OK and data["table"] == {"columns": ["Software", "Previous", "New"], "rows": [
+        ["Site Toolkit", "v0.4.0-20250219-2235", "v0.5.0-20250403-1109"]]}
+    code, data = run(capsys, "upgrades", "--apply", "--json")
+    assert code == EXIT_USAGE and "--datastore" in data["error"]["detail"]
+    before = len(server.site.images)
+    code, data = run(capsys, "upgrades", "--apply", "--datastore", "1", "--yes", "--json", "--poll", "0.02")
+    assert code == EXIT_OK and len(server.site.images) == before + 4
+    core = data["events"][-1]["data"]["core_yaml"]
+    assert sum(1 for c in core if c["kind"] == "image") == 4

@@ -1,0 +1,228 @@
+"""Operation 2 over loopback: exporting image, VM-template and service apps, failures and rollback."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from tests.market.conftest import POLL, SiteFactory, audit_entries, collect
+from tui.adapters.errors import SiteError
+from tui.domain.attribute_file import installed_version_from_image_template
+from tui.domain.documents import SERVICE_TEMPLATE_DOCUMENT
+from tui.domain.images import READY
+from tui.procedures.attach_attributes import role_templates, tag_for_record
+from tui.procedures.connection import SiteConnection
+from tui.procedures.download_appliance import (
+    DownloadCancelled,
+    DownloadPlan,
+    download_appliance,
+    find_market_app,
+    plan_download,
+)
+from tui.procedures.marketplace import load_catalog
+from tui.procedures.progress import Progress
+from tui.sim.server import SimServer
+
+IMAGE_DS = 1
+
+
+async def _snapshot(site: SiteConnection) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    images = await site.cloud.list_images()
+    templates = await site.cloud.list_templates()
+    documents = await site.cloud.list_documents(SERVICE_TEMPLATE_DOCUMENT)
+    return (tuple(sorted(i.id for i in images)), tuple(sorted(t.id for t in templates)),
+            tuple(sorted(d.id for d in documents)))
+
+
+async def _plan(site: SiteConnection, ref: str, name: str, datastore: int = IMAGE_DS) -> DownloadPlan:
+    entry = (await load_catalog(site)).find(ref)
+    app = await find_market_app(site, entry.record)
+    return await plan_download(site, app.id, datastore, name, tag=tag_for_record(entry.record))
+
+
+async def _run(site: SiteConnection, plan: DownloadPlan, **kwargs: object) -> list[Progress]:
+    return await collect(download_appliance(site, plan, poll_interval=POLL, **kwargs))  # type: ignore[arg-type]
+
+
+async def test_image_app_becomes_a_ready_image_and_template_carrying_its_attributes(
+        sim: SimServer, connect: SiteFactory, isolated: Path) -> None:
+    site = await connect(sim)
+    plan = await _plan(site, "service_dns", "dns")
+    assert [i.name for i in plan.images] == ["dns"] and [t.name for t in plan.templates] == ["dns"]
+    assert "onemarketapp export" in plan.preview().cli_script()
+    events = await _run(site, plan)
+    result = events[-1].data["download"]
+    image_id, template_id = result["image_ids"][0], result["template_ids"][0]
+    image = await site.cloud.image_info(image_id)
+    assert image.state == READY and image.attributes.get("FROM_APP") == str(plan.app.id)
+    tag = installed_version_from_image_template(image.attributes, site.naming)
+    assert (tag.name, tag.software_version, tag.stamp) == ("DNS Server", "v1.1.0", "20250520-0931")
+    template = await site.cloud.template_info(template_id)
+    assert template.image_ids == (image_id,) and template.name == "dns"
+    downloading = [e for e in events if e.step == "download dns"]
+    assert downloading[0].data["state"] == "LOCKED" and downloading[-1].data["state"] == "READY"
+    assert [e.done for e in events] == sorted(e.done for e in events)
+    assert events[-1].done == events[-1].total
+    actions = [(e["action"], e["outcome"]) for e in audit_entries(isolated)]
+    assert ("marketapp.export", "ok") in actions and ("image.attributes", "ok") in actions
+
+
+async def test_vm_template_app_exports_its_images_first(sim: SimServer, connect: SiteFactory) -> None:
+    site = await connect(sim)
+    plan = await _plan(site, "service_toolkit_objectstore", "os-only")
+    assert [i.name for i in plan.images] == ["os-only-disk0", "os-only-disk1"]
+    events = await _run(site, plan)
+    creates = [e.step for e in events if e.step.startswith("create") and e.state == "done"]
+    assert creates == ["create image os-only-disk0", "create image os-only-disk1", "create VM template os-only"]
+    result = events[-1].data["download"]
+    template = await site.cloud.template_info(result["template_ids"][0])
+    assert template.image_ids == tuple(result["image_ids"])
+    for image_id in result["image_ids"]:
+        image = await site.cloud.image_info(image_id)
+        assert image.state == READY
+        assert installed_version_from_image_template(image.attributes, site.naming).name == "Site Toolkit objectstore"
+
+
+async def test_toolkit_service_app_exports_four_images_four_templates_and_the_service_template(
+        sim: SimServer, connect: SiteFactory) -> None:
+    site = await connect(sim)
+    plan = await _plan(site, "service_toolkit", "TK")
+    assert len(plan.images) == 4 and len(plan.templates) == 4 and plan.service is not None
+    events = await _run(site, plan)
+    result = events[-1].data["download"]
+    assert len(result["image_ids"]) == 4 and len(result["template_ids"]) == 4
+    document = await site.cloud.document_info(result["service_template_id"])
+    assert document.type == SERVICE_TEMPLATE_DOCUMENT and document.body["name"] == "TK"
+    roles = dict(role_templates(document.body))
+    assert set(roles) == set(site.naming.roles) and set(roles.values()) == set(result["template_ids"])
+    for role, template_id in roles.items():
+        template = await site.cloud.template_info(template_id)
+        assert template.name == f"TK-{role}" and set(template.image_ids) <= set(result["image_ids"])
+    for image_id in result["image_ids"]:
+        image = await site.cloud.image_info(image_id)
+        assert image.state == READY
+        tag = installed_version_from_image_template(image.attributes, site.naming)
+        assert (tag.name, tag.software_version, tag.stamp) == ("Site Toolkit", "v0.5.0", "20250403-1109")
+    ready = [e for e in events if e.step.startswith("download ") and e.state == "done"]
+    assert len(ready) == 4 and all("READY" in e.message for e in ready)
+    catalog = await load_catalog(site)
+    assert catalog.find(f"{sim.market_url}#service_toolkit").state.value == "up to date"
+
+
+async def test_broken_app_ends_in_error_with_the_reason_and_everything_is_rolled_back(
+        sim: SimServer, connect: SiteFactory, isolated: Path) -> None:
+    site = await connect(sim)
+    before = await _snapshot(site)
+    plan = await _plan(site, "service_traffic_generator", "traffic")
+    events: list[Progress] = []
+    with pytest.raises(SiteError) as caught:
+        async for event in download_appliance(site, plan, poll_interval=POLL):
+            events.append(event)
+    assert "ended in ERROR" in caught.value.title
+    assert "MD5" in caught.value.detail and "Rolled back" in caught.value.detail
+    failed = [e for e in events if e.state == "failed"]
+    assert failed and "ERROR" in failed[0].message and failed[0].data["error"]
+    rollback = [e.step for e in events if e.step.startswith("rollback") and e.state == "done"]
+    assert any(step.startswith("rollback: delete VM template") for step in rollback)
+    assert any(step.startswith("rollback: delete image") for step in rollback)
+    assert await _snapshot(site) == before
+    outcomes = [(e["action"], e["outcome"]) for e in audit_entries(isolated)]
+    assert ("marketapp.export", "failed") in outcomes and ("image.delete", "ok") in outcomes
+
+
+async def test_cancel_rolls_back_what_was_created(sim: SimServer, connect: SiteFactory) -> None:
+    site = await connect(sim)
+    before = await _snapshot(site)
+    plan = await _plan(site, "service_toolkit", "TK-cancelled")
+    cancel = asyncio.Event()
+    events: list[Progress] = []
+    with pytest.raises(DownloadCancelled) as caught:
+        async for event in download_appliance(site, plan, poll_interval=POLL, cancel=cancel):
+            events.append(event)
+            if event.step.startswith("download ") and event.data.get("state") == "LOCKED":
+                cancel.set()
+    assert "Rolled back: deleted 4 image(s), 4 VM template(s), 1 service template(s)" in caught.value.detail
+    assert await _snapshot(site) == before
+
+
+async def test_a_hard_task_cancel_rolls_back_too(sim: SimServer, connect: SiteFactory) -> None:
+    site = await connect(sim)
+    before = await _snapshot(site)
+    plan = await _plan(site, "service_toolkit_automation", "auto")
+    created = asyncio.Event()
+
+    async def run() -> None:
+        async for event in download_appliance(site, plan, poll_interval=POLL):
+            if event.step.startswith("create VM template") and event.state == "done":
+                created.set()
+
+    task = asyncio.create_task(run())
+    await created.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await _snapshot(site) == before
+
+
+async def test_a_step_timeout_fails_and_rolls_back(sim: SimServer, connect: SiteFactory) -> None:
+    site = await connect(sim)
+    before = await _snapshot(site)
+    plan = await _plan(site, "service_toolkit_objectstore", "slow")
+    with pytest.raises(SiteError) as caught:
+        await _run(site, plan, step_timeout=0.01)
+    assert caught.value.title == "Download timed out after 0.01 s"
+    assert "still not READY" in caught.value.detail and "Rolled back" in caught.value.detail
+    assert await _snapshot(site) == before
+
+
+async def test_a_rerun_reuses_what_exists_and_changes_nothing(sim: SimServer, connect: SiteFactory,
+                                                              isolated: Path) -> None:
+    site = await connect(sim)
+    first = await _run(site, await _plan(site, "service_toolkit", "TK"))
+    after_first = await _snapshot(site)
+    plan = await _plan(site, "service_toolkit", "TK")
+    assert plan.complete and plan.preview().is_noop is False
+    assert all(c.kind == "none" for c in plan.preview().changes if "attach" not in c.description)
+    second = await _run(site, plan)
+    assert await _snapshot(site) == after_first
+    assert second[-1].data["download"]["image_ids"] == first[-1].data["download"]["image_ids"]
+    skipped = [e for e in second if e.state == "skipped"]
+    assert len(skipped) == 4 + 4 + 1 + 4
+    assert all("unchanged" in e.message for e in skipped if e.step.startswith("attributes"))
+
+
+async def test_a_name_taken_by_another_image_stops_the_plan(sim: SimServer, connect: SiteFactory) -> None:
+    site = await connect(sim)
+    before = await _snapshot(site)
+    with pytest.raises(SiteError, match="Image name 'Ubuntu 22.04' is taken"):
+        await _plan(site, "service_dns", "Ubuntu 22.04")
+    assert await _snapshot(site) == before
+
+
+@pytest.mark.parametrize("datastore, message", [(0, "is a SYSTEM datastore"), (99, "No datastore 99")])
+async def test_only_an_image_datastore_is_accepted(sim: SimServer, connect: SiteFactory, datastore: int,
+                                                   message: str) -> None:
+    site = await connect(sim)
+    with pytest.raises(SiteError, match=message):
+        await _plan(site, "service_dns", "dns", datastore=datastore)
+
+
+@pytest.mark.parametrize("name", ["", "   ", "bad\nname", "x" * 200])
+async def test_a_bad_final_name_is_refused(sim: SimServer, connect: SiteFactory, name: str) -> None:
+    site = await connect(sim)
+    with pytest.raises(SiteError, match="final name"):
+        await _plan(site, "service_dns", name)
+
+
+async def test_a_record_of_an_unregistered_marketplace_cannot_be_exported(sim: SimServer,
+                                                                         connect: SiteFactory) -> None:
+    from dataclasses import replace
+
+    site = await connect(sim)
+    record = (await load_catalog(site)).find("service_dns").record
+    with pytest.raises(SiteError, match="is not registered in the cloud"):
+        await find_market_app(site, replace(record, marketplace_url="http://elsewhere.invalid"))
+    with pytest.raises(SiteError, match="another version"):
+        await find_market_app(site, replace(record, version="v9.9.9-20990101-0000"))

@@ -1,0 +1,146 @@
+"""The upgrade plan on the deployed scenario (toolkit v0.4.0 installed, v0.5.0 offered) and applying it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.market.conftest import POLL, SiteFactory, audit_entries, collect
+from tui.adapters.errors import SiteError
+from tui.domain.attribute_file import installed_version_from_image_template
+from tui.domain.upgrades import StepKind
+from tui.procedures.connection import SiteConnection
+from tui.procedures.upgrades import Removal, apply_upgrade_plan, load_upgrade_plan, upgrade_preview
+from tui.sim.server import SimServer
+
+OLD, NEW = "v0.4.0-20250219-2235", "v0.5.0-20250403-1109"
+
+
+@pytest.fixture
+def deployed(sim_factory) -> SimServer:  # type: ignore[no-untyped-def]
+    return sim_factory(scenario="deployed")
+
+
+def _free_old_images(server: SimServer) -> None:
+    """As if the old toolkit's VMs had moved to the new version: nothing uses the old images."""
+    with server.site.lock:
+        for image in server.site.images.values():
+            image.running_vms = 0
+            image.vm_ids = []
+            if image.state == 2:
+                image.state = 1
+
+
+async def _toolkit_images(site: SiteConnection) -> dict[int, str]:
+    found = {}
+    for image in await site.cloud.list_images():
+        tag = installed_version_from_image_template(image.attributes, site.naming)
+        if tag is not None and tag.name == site.naming.toolkit_appliance_name:
+            found[image.id] = tag.version.raw
+    return found
+
+
+async def test_the_plan_lists_the_older_toolkit_with_its_newer_version_in_the_spec_order(
+        deployed: SimServer, connect: SiteFactory) -> None:
+    site = await connect(deployed)
+    plan = await load_upgrade_plan(site)
+    assert [row.cells() for row in plan.rows] == [("Site Toolkit", OLD, NEW)]
+    assert [s.kind for s in plan.steps] == [StepKind.CHECK_ATTRIBUTES, StepKind.DOWNLOAD, StepKind.ATTACH_ATTRIBUTES,
+                                           StepKind.REMOVE_OLD, StepKind.UPDATE_SITE_CONFIG]
+    assert plan.ready and plan.notes and "own upgrade instructions" in plan.notes[0]
+    preview = upgrade_preview(plan, 1)
+    assert preview.destructive and "onemarketapp export" in preview.cli_script()
+    assert "oneimage delete" in preview.cli_script()
+
+
+async def test_a_fresh_site_has_nothing_to_upgrade(sim: SimServer, connect: SiteFactory) -> None:
+    site = await connect(sim)
+    plan = await load_upgrade_plan(site)
+    assert plan.empty and plan.steps == ()
+    events = await collect(apply_upgrade_plan(site, plan, datastore_id=1, confirm_removal=_never))
+    assert [e.state for e in events] == ["skipped"]
+
+
+async def _never(removal: Removal) -> bool:
+    raise AssertionError(f"asked to remove {removal}")
+
+
+async def test_applying_downloads_the_new_version_and_keeps_the_old_one_while_vms_use_it(
+        deployed: SimServer, connect: SiteFactory) -> None:
+    site = await connect(deployed)
+    old_images = await _toolkit_images(site)
+    plan = await load_upgrade_plan(site)
+    events = await collect(apply_upgrade_plan(site, plan, datastore_id=1, confirm_removal=_never,
+                                              poll_interval=POLL))
+    kept = [e for e in events if e.step.startswith("remove old version")][-1]
+    assert kept.state == "skipped" and "still used by VMs" in kept.message
+    now = await _toolkit_images(site)
+    assert {i: v for i, v in now.items() if i in old_images} == old_images
+    new = {i: v for i, v in now.items() if i not in old_images}
+    assert len(new) == 4 and set(new.values()) == {NEW}
+    changes = events[-1].data["core_yaml"]
+    image_changes = {c["old"]: c["new"] for c in changes if c["kind"] == "image"}
+    assert set(image_changes) == set(old_images) and set(image_changes.values()) == set(new)
+    assert {c["kind"] for c in changes} == {"image", "VM template", "service template"}
+    assert all(c["new"] is not None for c in changes)
+    assert (await load_upgrade_plan(site)).empty
+
+
+async def test_old_version_is_removed_only_after_confirmation(deployed: SimServer, connect: SiteFactory,
+                                                              isolated: Path) -> None:
+    _free_old_images(deployed)
+    site = await connect(deployed)
+    old_images = await _toolkit_images(site)
+    templates_before = {t.id for t in await site.cloud.list_templates()}
+    asked: list[Removal] = []
+
+    async def confirm(removal: Removal) -> bool:
+        asked.append(removal)
+        return True
+
+    plan = await load_upgrade_plan(site)
+    order: list[str] = []
+    async for event in apply_upgrade_plan(site, plan, datastore_id=1, confirm_removal=confirm, poll_interval=POLL):
+        if event.state == "done" and event.step.split(":")[0] not in order:
+            order.append(event.step.split(":")[0])
+    assert order == [k.value for k in (StepKind.CHECK_ATTRIBUTES, StepKind.DOWNLOAD, StepKind.ATTACH_ATTRIBUTES,
+                                       StepKind.REMOVE_OLD, StepKind.UPDATE_SITE_CONFIG)]
+    assert len(asked) == 1 and set(asked[0].image_ids) == set(old_images)
+    assert len(asked[0].template_ids) == 4 and len(asked[0].service_template_ids) == 1
+    remaining = await _toolkit_images(site)
+    assert not set(old_images) & set(remaining) and set(remaining.values()) == {NEW}
+    templates_after = {t.id for t in await site.cloud.list_templates()}
+    assert not set(asked[0].template_ids) & templates_after
+    assert len(templates_after - templates_before) == 4
+    deleted = [e["target"] for e in audit_entries(isolated) if e["action"] == "image.delete"]
+    assert sorted(deleted) == sorted(f"image {i}" for i in old_images)
+
+
+async def test_a_declined_removal_keeps_the_old_version(deployed: SimServer, connect: SiteFactory) -> None:
+    _free_old_images(deployed)
+    site = await connect(deployed)
+    old_images = await _toolkit_images(site)
+
+    async def decline(removal: Removal) -> bool:
+        return False
+
+    events = await collect(apply_upgrade_plan(site, await load_upgrade_plan(site), datastore_id=1,
+                                              confirm_removal=decline, poll_interval=POLL))
+    assert any("kept (not confirmed)" in e.message for e in events)
+    assert set(old_images) <= set(await _toolkit_images(site))
+
+
+async def test_images_without_attributes_block_the_upgrade_before_any_change(deployed: SimServer,
+                                                                             connect: SiteFactory) -> None:
+    site = await connect(deployed)
+    old = sorted(await _toolkit_images(site))
+    image = await site.cloud.image_info(old[0])
+    kept = [(k, v) for k, v in image.attributes if not k.startswith(site.naming.attribute_prefix)]
+    await site.cloud.image_update(old[0], kept, 0)
+    images_before = await site.cloud.list_images()
+    plan = await load_upgrade_plan(site)
+    assert plan.rows and not plan.ready
+    with pytest.raises(SiteError, match="attributes"):
+        await collect(apply_upgrade_plan(site, plan, datastore_id=1, confirm_removal=_never, poll_interval=POLL))
+    assert await site.cloud.list_images() == images_before

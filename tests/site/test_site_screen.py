@@ -1,0 +1,194 @@
+"""Pilot tests of the site configuration screen against the embedded deployed site: open, live
+parse errors, save (encrypted), fill from the cloud, the component flow, submit, the password
+prompt and read-only mode."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.widgets import OptionList
+
+from tests.site.conftest import settings_for
+from tui.adapters.vault import VaultPassword, decrypt_text, is_vault_text, read_vault_file
+from tui.app import SiteToolkitApp
+from tui.domain.site_config import SiteConfig, SiteConfigError
+from tui.procedures.connection import SiteConnection
+from tui.screens.site_components import ComponentFlowModal
+from tui.screens.site_config import SiteConfigScreen
+from tui.screens.site_dialogs import OpenSiteModal, PasswordModal, PreviewModal
+from tui.screenshots import frozen_clock, wait_for
+from tui.settings import Settings
+from tui.sim.acl import rule_of
+from tui.sim.repos import SIM_VAULT_PASSWORD
+from tui.sim.server import SimServer
+
+SIZE = (140, 40)
+PASSWORD = VaultPassword.from_text(SIM_VAULT_PASSWORD)
+
+
+def site_app(server: SimServer, tmp_path: Path, *, read_only: bool = False, **overrides: Any) -> SiteToolkitApp:
+    settings: Settings = dataclasses.replace(settings_for(server, tmp_path), refresh_interval=3600.0, theme="textual-dark", **overrides)
+    return SiteToolkitApp(SiteConnection(settings), read_only=read_only, clock=frozen_clock, initial_screen="site",
+                          notification_timeout=3600)
+
+
+async def choose(pilot: Any, branch: str = "demo-site") -> None:
+    modal = await wait_for(pilot, lambda: isinstance(s := pilot.app.screen, OpenSiteModal) and s.query("#open-branches") and s,
+                           what="the site chooser")
+    branches = modal.query_one("#open-branches", OptionList)
+    branches.highlighted = next(i for i in range(branches.option_count) if branches.get_option_at_index(i).id == branch)
+    branches.focus()
+    await pilot.press("enter")
+
+
+def site_screen(app: SiteToolkitApp) -> SiteConfigScreen:
+    screen = next(s for s in app.screen_stack if isinstance(s, SiteConfigScreen))
+    return screen
+
+
+async def opened(pilot: Any) -> SiteConfigScreen:
+    await choose(pilot)
+    await wait_for(pilot, lambda: any(isinstance(s, SiteConfigScreen) for s in pilot.app.screen_stack), what="the site screen")
+    screen = site_screen(pilot.app)
+    await wait_for(pilot, lambda: screen.saved_text is not None and screen.library is not None and screen.facts is not None
+                   and screen.checked_text == screen.editor.text and not screen.busy, what="the site loaded")
+    return screen
+
+
+async def edited(pilot: Any, screen: SiteConfigScreen, old: str, new: str) -> None:
+    text = screen.editor.text
+    assert old in text
+    screen.editor.replace(text.replace(old, new, 1), (0, 0), screen.editor.document.end)
+    await wait_for(pilot, lambda: screen.checked_text == screen.editor.text, what="the debounced parse")
+
+
+def notifications(app: SiteToolkitApp) -> list[str]:
+    return [n.message for n in app._notifications]
+
+
+async def test_open_parse_error_and_save(deployed: SimServer, tmp_path: Path) -> None:
+    app = site_app(deployed, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await opened(pilot)
+        path = screen.site_ref.path  # type: ignore[union-attr]
+        before = path.read_bytes()
+        assert screen.editor.text == read_vault_file(path, PASSWORD)
+        assert screen.parse_error is None and not screen.dirty
+        # a YAML error: line and column, the file untouched, save refused
+        await pilot.click("#site-editor")
+        screen.editor.move_cursor((11, 0))
+        await pilot.press(*"bad: [", "enter")
+        await wait_for(pilot, lambda: screen.parse_error is not None and screen.checked_text == screen.editor.text, what="the parse error")
+        with pytest.raises(SiteConfigError) as expected:
+            SiteConfig.parse(screen.editor.text)
+        error = screen.parse_error
+        assert error is not None and (error.line, error.column) == (expected.value.line, expected.value.column) and error.line >= 12
+        assert f"line {error.line}, column {error.column}" in str(screen.editor.border_subtitle)
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: any(m.startswith("Fix the YAML first") for m in notifications(app)), what="the refusal")
+        assert path.read_bytes() == before
+        # fixed, saved: vault text on disk that decrypts to the editor's text
+        await edited(pilot, screen, "bad: [\n", "")
+        assert screen.parse_error is None and not screen.dirty
+        await edited(pilot, screen, 'site_domain: "trial.demo.internal"', 'site_domain: "trial.lab.internal"')
+        assert screen.parse_error is None and screen.dirty
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: not screen.dirty and not screen.busy, what="the save")
+        raw = path.read_text()
+        assert is_vault_text(raw) and 'site_domain: "trial.lab.internal"' in read_vault_file(path, PASSWORD)
+        assert oct(path.stat().st_mode & 0o777) == "0o600"
+        assert [p.name for p in path.parent.iterdir()] == ["core.yaml"]  # no temporary or plain copy left
+        assert "trial.lab.internal" not in raw
+
+
+async def test_fill_from_the_cloud_goes_into_the_editor(deployed: SimServer, tmp_path: Path) -> None:
+    app = site_app(deployed, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await opened(pilot)
+        before = screen.site_ref.path.read_bytes()  # type: ignore[union-attr]
+        await pilot.press("ctrl+f")
+        modal = await wait_for(pilot, lambda: isinstance(s := app.screen, PreviewModal) and s, what="the fill preview")
+        assert "site_s3_server.endpoint" in str(modal.preview.changes[0].description)
+        assert all("<vault password file> demo-site/core.yaml" in c.cli for c in modal.preview.changes)
+        await pilot.click("#preview-confirm")
+        await wait_for(pilot, lambda: screen.dirty and screen.checked_text == screen.editor.text, what="the filled editor")
+        assert 'endpoint: "https://10.11.28.20:9000"' in screen.editor.text and 'site_onegate: "10.11.28.1"' in screen.editor.text
+        assert screen.site_ref.path.read_bytes() == before  # nothing written until saved  # type: ignore[union-attr]
+
+
+async def test_component_flow_and_submit(deployed: SimServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ComponentFlowModal, "POLL_INTERVAL", 0.02)
+    app = site_app(deployed, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await opened(pilot)
+        await pilot.press("ctrl+n")
+        modal = await wait_for(pilot, lambda: isinstance(s := app.screen, ComponentFlowModal) and s.query("#flow-components") and s,
+                               what="the component flow")
+        components = modal.query_one("#flow-components", OptionList)
+        components.focus()
+        components.highlighted = next(i for i in range(components.option_count) if components.get_option_at_index(i).id == "vm_kvm")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: modal.step == "-form", what="the form")
+        labels = [f.label for f in modal.query("ValidatedField")]
+        assert labels == ["template_id", "image_id"]
+        await pilot.click("#flow-next")
+        await wait_for(pilot, lambda: modal.step == "-review" and not modal.query_one("#flow-enable").disabled, what="the review")
+        await pilot.click("#flow-enable")
+        await wait_for(pilot, lambda: modal.step == "-finished", timeout=30, what="the provisioning")
+        learned = modal.learned
+        assert set(learned) == {"template_id", "image_id"}
+        await pilot.click("#flow-close")
+        await wait_for(pilot, lambda: app.screen is screen and screen.saved_text and f"template_id: {learned['template_id']}" in screen.editor.text,
+                       what="the reloaded configuration")
+        rules = {rule_of(acl).to_str() for acl in deployed.site.acls.values()}
+        assert f"#2 IMAGE/#{learned['image_id']} USE #0" in rules
+        # submit: the decrypted diff, then commit and push
+        await pilot.press("ctrl+t")
+        preview = await wait_for(pilot, lambda: isinstance(s := app.screen, PreviewModal) and s, what="the submit preview")
+        assert f"+    template_id: {learned['template_id']}" in (preview.diff or "")
+        assert app.focused is not None and app.focused.id == "preview-cancel"
+        await pilot.click("#preview-confirm")
+        await wait_for(pilot, lambda: any("submitted" in m for m in notifications(app)), what="the submit")
+        pushed = subprocess.run(["git", "--git-dir", str(deployed.site.sites_repo), "show", "demo-site:demo-site/core.yaml"],
+                                capture_output=True, text=True, check=True).stdout
+        assert is_vault_text(pushed) and f"template_id: {learned['template_id']}" in decrypt_text(pushed, PASSWORD)
+
+
+async def test_password_prompt_when_no_file(deployed: SimServer, tmp_path: Path) -> None:
+    app = site_app(deployed, tmp_path, vault_password_file=None)
+    async with app.run_test(size=SIZE) as pilot:
+        await choose(pilot)
+        modal = await wait_for(pilot, lambda: isinstance(s := app.screen, PasswordModal) and s.query("#password-value") and s,
+                               what="the password prompt")
+        await pilot.press(*"wrong-password", "enter")
+        again = await wait_for(pilot, lambda: isinstance(s := app.screen, PasswordModal) and s is not modal and s.query("#password-error") and s,
+                               what="the second prompt")
+        assert "Wrong vault password" in again.error
+        await pilot.press(*SIM_VAULT_PASSWORD, "enter")
+        screen = site_screen(app)
+        await wait_for(pilot, lambda: screen.saved_text is not None, what="the decrypted site")
+        assert screen.password is not None and screen.password.source == "prompt"
+
+
+async def test_read_only_hides_changes(deployed: SimServer, tmp_path: Path) -> None:
+    app = site_app(deployed, tmp_path, read_only=True)
+    async with app.run_test(size=SIZE) as pilot:
+        modal = await wait_for(pilot, lambda: isinstance(s := app.screen, OpenSiteModal) and s.query("#open-branches") and s,
+                               what="the site chooser")
+        assert not modal.query("#open-create")
+        await choose(pilot)
+        screen = site_screen(app)
+        await wait_for(pilot, lambda: screen.saved_text is not None, what="the site")
+        assert screen.editor.read_only
+        shown = {active.binding.action for active in screen.active_bindings.values()}
+        assert "open_site" in shown and not shown & {"save", "fill", "components", "submit"}
+        path = screen.site_ref.path  # type: ignore[union-attr]
+        before = path.read_bytes()
+        await pilot.press("ctrl+s", "ctrl+n", "ctrl+t")
+        await pilot.pause()
+        assert app.screen is screen and path.read_bytes() == before
+        assert not screen.check_action("save", ()) and not screen.check_action("submit", ())

@@ -1,0 +1,234 @@
+"""Pilot tests of the toolkit screen (form, files, deployment view) and the key view, against the
+embedded site over loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from textual.widgets import Input, Label, Select
+
+from tests.toolkit.conftest import FAST, ToolkitSite, collect, eventually, filled
+from tests.ui.conftest import console_app
+from tui.adapters.cloud import json_document_template
+from tui.app import SiteToolkitApp
+from tui.domain.documents import SERVICE_TEMPLATE_DOCUMENT
+from tui.procedures.instantiate_toolkit import deploy_toolkit, plan_deploy
+from tui.procedures.site_record import load_site_record
+from tui.procedures.toolkit import load_form
+from tui.screens.toolkit import ToolkitScreen
+from tui.screens.toolkit_files import InputFileModal
+from tui.screens.toolkit_key import KeyScreen
+from tui.screenshots import toolkit_values, wait_for
+from widgets.confirm_modal import ConfirmModal
+from widgets.secret_input import SecretInput
+
+SIZE = (140, 40)
+
+
+async def open_form(pilot: Any) -> ToolkitScreen:
+    app: SiteToolkitApp = pilot.app
+    await wait_for(pilot, lambda: app.info is not None, what="the connection")
+    app.open_screen("toolkit")
+    screen = await wait_for(pilot, lambda: isinstance(app.screen, ToolkitScreen) and app.screen.ready and app.screen,
+                            timeout=30, what="the toolkit form")
+    screen.poll_interval = 0.05
+    return screen
+
+
+async def start_deploy(pilot: Any, screen: ToolkitScreen) -> Any:
+    """Fill the form with valid values, deploy and confirm; returns the deployment view."""
+    for name, value in toolkit_values(screen).items():
+        screen.fields[name].value = value
+    await pilot.pause()
+    await pilot.press("ctrl+g")
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, ConfirmModal), what="the preview")
+    await pilot.click("#confirm")
+    return screen.deploy_view
+
+
+def reason(screen: ToolkitScreen, name: str) -> str:
+    return str(screen.fields[name].query_one(".field-reason", Label).render())
+
+
+async def test_the_form_has_every_input_grouped_prefilled_and_an_extra_one(toolkit_site: ToolkitSite) -> None:
+    server, site, template = await toolkit_site()
+    body = json.loads(json.dumps(dict(template.body)))
+    body["name"] = "Site Toolkit v0.6.0"
+    body["user_inputs"]["site_region"] = "O|text|Region label"
+    await site.cloud.document_allocate(json_document_template(body, body["name"]), SERVICE_TEMPLATE_DOCUMENT)
+    async with console_app(server).run_test(size=SIZE) as pilot:
+        screen = await open_form(pilot)
+        assert screen.form.template.name == "Site Toolkit v0.6.0"  # the newest toolkit template
+        assert len(screen.fields) == 1 + 24  # the instance name, the 23 inputs, the extra one
+        groups = [str(label.render()) for label in screen.query(".tk-group")]
+        assert groups == ["Service instance", "Object store", "Automation server", "Trial-network manager",
+                          "Time-series database", "Other"]
+        assert screen.fields["name"].value == "Site Toolkit v0.6.0"
+        assert screen.fields["app_automation_cloud_endpoint"].value == server.xmlrpc_url
+        assert screen.fields["app_automation_cloud_username"].value == "oneadmin"
+        assert screen.query_one("#in-network_3a_Public", Select).value == "0"
+        secret = screen.fields["app_automation_password"].query_one(SecretInput)
+        assert secret.input.password is True
+        assert "Region label" in str(screen.fields["site_region"].query_one(".field-help", Label).render())
+        # two toolkit templates: a Select offers both
+        assert len(screen.query_one("#tk-template", Select)._options) == 2  # noqa: SLF001
+
+
+async def test_inline_validation_blocks_deploy_and_focuses_the_first_invalid_field(toolkit_site: ToolkitSite) -> None:
+    server, site, _ = await toolkit_site()
+    async with console_app(server).run_test(size=SIZE) as pilot:
+        screen = await open_form(pilot)
+        endpoint = screen.fields["app_automation_cloud_flow_endpoint"]
+        endpoint.value = ""
+        endpoint.focus()
+        await pilot.press(*"http://10.0.0.1/flow")
+        await wait_for(pilot, lambda: "no port" in reason(screen, "app_automation_cloud_flow_endpoint"),
+                       what="the inline reason")
+        assert reason(screen, "app_objectstore_hostname") == ""  # untouched fields stay quiet
+
+        await pilot.press("ctrl+g")
+        await pilot.pause()
+        assert not isinstance(pilot.app.screen, ConfirmModal)
+        assert reason(screen, "app_objectstore_hostname") == "required"
+        hostname_input = screen.fields["app_objectstore_hostname"].query_one(Input)
+        assert pilot.app.focused is hostname_input  # the first invalid field
+
+        values = toolkit_values(screen)
+        for name, value in values.items():
+            screen.fields[name].value = value
+        await pilot.pause()
+        await pilot.press("ctrl+g")
+        modal = await wait_for(pilot, lambda: isinstance(pilot.app.screen, ConfirmModal) and pilot.app.screen,
+                               what="the deployment preview")
+        assert modal.command == "oneflow-template instantiate 0 <input file>"
+        assert pilot.app.focused is not None and pilot.app.focused.id == "cancel"
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: pilot.app.screen is screen, what="back to the form")
+        assert await site.flow.list_services() == ()  # cancelled: nothing created
+
+
+async def test_secrets_are_masked_until_revealed(toolkit_site: ToolkitSite) -> None:
+    server, _, _ = await toolkit_site()
+    async with console_app(server).run_test(size=SIZE) as pilot:
+        screen = await open_form(pilot)
+        field = screen.fields["app_timeseries_token"]
+        field.focus()
+        await pilot.press(*"tok-123456")
+        secret = field.query_one(SecretInput)
+        assert secret.input.password is True
+        await pilot.press("ctrl+r")
+        assert secret.input.password is False and secret.revealed
+        await pilot.press("ctrl+r")
+        assert secret.input.password is True
+        tls_key = screen.fields["app_objectstore_tls_key"]
+        assert not tls_key.query_one("TextArea").display  # the multi-line secret is masked too
+
+
+async def test_save_without_secrets_then_load_and_a_malformed_file(toolkit_site: ToolkitSite, tmp_path: Path) -> None:
+    server, _, _ = await toolkit_site()
+    target = tmp_path / "inputs.json"
+    async with console_app(server).run_test(size=SIZE) as pilot:
+        screen = await open_form(pilot)
+        values = toolkit_values(screen)
+        for name, value in values.items():
+            screen.fields[name].value = value
+        await pilot.press("ctrl+s")
+        modal = await wait_for(pilot, lambda: isinstance(pilot.app.screen, InputFileModal) and pilot.app.screen,
+                               what="the save dialog")
+        modal.query_one("#file-path", Input).value = str(target)
+        await pilot.click("#file-ok")
+        await wait_for(pilot, lambda: target.exists(), what="the saved file")
+        assert stat.S_IMODE(os.stat(target).st_mode) == 0o600
+        text = target.read_text()
+        assert not any(values[f.name] in text for f in screen.form.fields if f.secret and f.mandatory)
+        assert json.loads(text)["custom_attrs_values"]["app_manager_sites_branch"] == "demo-site"
+
+        for widget in screen.fields.values():
+            widget.value = ""
+        screen.load_file(str(target))
+        await pilot.pause()
+        assert screen.fields["app_manager_sites_branch"].value == "demo-site"
+        assert screen.fields["app_automation_password"].value == ""  # left out: to type here
+        assert screen.fields["name"].value == "Site Toolkit v0.5.0"
+        await wait_for(pilot, lambda: reason(screen, "app_automation_password") == "required", what="the reason")
+
+        broken = tmp_path / "broken.json"
+        broken.write_text('{\n  "name": "x",\n  "custom_attrs_values": {"a": 1\n}\n')
+        screen.load_file(str(broken))
+        await pilot.pause()
+        assert pilot.app.last_error is not None and "line 5, column 1" in pilot.app.last_error[1]
+
+
+async def test_deploy_is_followed_live_and_a_failure_shows_the_log(toolkit_site: ToolkitSite) -> None:
+    server, site, _ = await toolkit_site()
+    server.site.faults.fail_role = "automation"
+    async with console_app(server).run_test(size=SIZE) as pilot:
+        screen = await open_form(pilot)
+        view = await start_deploy(pilot, screen)
+        await wait_for(pilot, lambda: view.phase == "failed", timeout=60, what="the failed deployment")
+        assert any("Role automation" in line for line in view.log_lines)
+        assert view.query_one("#dv-log").has_class("-shown")
+        assert "FAILED_DEPLOYING" in str(view.query_one("#dv-title").render())
+        await pilot.press("escape")
+        assert not screen.showing_deployment
+
+
+async def test_escape_stops_following_and_leaves_the_service(toolkit_site: ToolkitSite) -> None:
+    server, site, _ = await toolkit_site()
+    async with console_app(server).run_test(size=SIZE) as pilot:
+        screen = await open_form(pilot)
+        view = await start_deploy(pilot, screen)
+        await wait_for(pilot, lambda: view.service_id is not None, what="the service")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: view.phase == "cancelled", timeout=30, what="the follow to stop")
+        service_id = view.service_id
+
+    async def running() -> bool:
+        return (await site.flow.get_service(service_id)).state_name == "RUNNING"
+
+    await eventually(running, "the service to go on by itself")
+
+
+async def test_key_view_grants_once_and_hides_the_grant_in_read_only(toolkit_site: ToolkitSite) -> None:
+    server, site, template = await toolkit_site()
+    form = await load_form(site, template)
+    file, _ = filled(form)
+    await collect(deploy_toolkit(site, plan_deploy(form, file), **FAST))
+    record = load_site_record(site.settings)
+
+    async with console_app(server, read_only=True).run_test(size=SIZE) as pilot:
+        app: SiteToolkitApp = pilot.app
+        await wait_for(pilot, lambda: app.info is not None, what="the connection")
+        app.open_screen("toolkit")
+        await pilot.pause()
+        assert not isinstance(app.screen, ToolkitScreen)  # the form changes the cloud: hidden
+        app.open_screen("key")
+        screen = await wait_for(pilot, lambda: isinstance(app.screen, KeyScreen) and not app.screen.load_pending
+                                and app.screen, what="the key view")
+        assert screen.plan is not None and not screen.plan.already
+        assert screen.check_action("grant", ()) is False
+        await pilot.press("g")
+        await pilot.pause()
+        assert not isinstance(app.screen, ConfirmModal)
+
+    async with console_app(server).run_test(size=SIZE) as pilot:
+        app = pilot.app
+        await wait_for(pilot, lambda: app.info is not None, what="the connection")
+        app.open_screen("key")
+        screen = await wait_for(pilot, lambda: isinstance(app.screen, KeyScreen) and not app.screen.load_pending
+                                and app.screen, what="the key view")
+        assert screen.automation.key.line == record.automation_public_key
+        await pilot.press("g")
+        modal = await wait_for(pilot, lambda: isinstance(app.screen, ConfirmModal) and app.screen, what="the preview")
+        assert modal.command == "oneuser update tkauto <key file> --append"
+        await pilot.click("#confirm")
+        await wait_for(pilot, lambda: app.screen is screen and not screen.busy and screen.plan is not None
+                       and screen.plan.already, timeout=30, what="the grant")
+        assert screen.check_action("grant", ()) is None  # nothing left to grant
+    tkauto = next(u for u in await site.cloud.list_users() if u.name == "tkauto")
+    assert (await site.cloud.user_info(tkauto.id)).ssh_public_keys == (record.automation_public_key,)
+    assert load_site_record(site.settings).key_granted_to == ("tkauto",)

@@ -1,0 +1,215 @@
+"""Pilot tests of the app shell: start-up failures, read-only mode, errors, palette, `:` jumps, help, quit."""
+
+from __future__ import annotations
+
+from textual.command import CommandList, CommandPalette
+
+from tests.ui.conftest import SIZE, console_app, rendered_text, vm_screen, wait_for, wait_vms_loaded
+from tui.adapters.errors import SiteError
+from tui.app import SiteToolkitApp
+from tui.procedures.connection import SiteConnection
+from tui.screens.connect_error import ConnectErrorScreen
+from tui.screens.registry import SCREENS, ScreenSpec
+from tui.screens.vms import VmListScreen
+from tui.screenshots import frozen_clock
+from tui.settings import Settings
+from widgets.error_modal import ErrorModal
+from widgets.help_screen import HelpScreen
+from widgets.jump_prompt import JumpPrompt
+
+VMS = next(s for s in SCREENS if s.name == "vms")
+#: a second screen for jump tests, and one that changes the cloud (hidden in read-only mode)
+OTHER = ScreenSpec("vms-again", "Virtual machines (second view)", VMS.target, aliases=("again",))
+MUTATING = ScreenSpec("mutator", "Changes things", VMS.target, mutates=True)
+
+
+async def test_unreachable_site_at_start_shows_what_was_tried_and_retry_recovers(sim_factory) -> None:  # type: ignore[no-untyped-def]
+    server = sim_factory(vms=3)
+    server.stop()
+    app = console_app(server)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await wait_for(pilot, lambda: isinstance(app.screen, ConnectErrorScreen) and app.screen,
+                                what="the connection failure screen")
+        await pilot.pause()
+        text = rendered_text(screen.query_one("#connect-detail"))
+        assert server.xmlrpc_url in rendered_text(screen.query_one("#connect-title"))
+        assert "Tried:" in text and "ONE_XMLRPC" in text and "How to fix" in text
+        tried = rendered_text(screen.query_one("#connect-tried"))
+        assert "oneadmin:***" in tried and server.session.split(":", 1)[1] not in tried
+        assert app.is_running
+
+        await pilot.press("r")  # still down: the screen counts the attempt
+        await wait_for(pilot, lambda: screen.attempts == 2, what="the second attempt")
+
+        server.start()
+        await pilot.press("r")
+        vms = await wait_vms_loaded(pilot)
+        assert vms.table.row_count == 3
+        assert not any(isinstance(s, ConnectErrorScreen) for s in app.screen_stack)
+
+
+async def test_bad_credentials_at_start_name_one_auth(sim_factory) -> None:  # type: ignore[no-untyped-def]
+    server = sim_factory()
+    app = console_app(server, session="oneadmin:wrong-password")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await wait_for(pilot, lambda: isinstance(app.screen, ConnectErrorScreen) and app.screen,
+                                what="the connection failure screen")
+        await pilot.pause()
+        assert "Authentication failed" in rendered_text(screen.query_one("#connect-title"))
+        detail = rendered_text(screen.query_one("#connect-detail"))
+        assert "ONE_AUTH" in detail and "wrong-password" not in detail
+        await pilot.press("q")
+    assert app.return_code in (0, None)
+
+
+async def test_read_only_hides_mutating_screens_and_shows_a_badge(sim_factory) -> None:  # type: ignore[no-untyped-def]
+    server = sim_factory(vms=2)
+    app = console_app(server, read_only=True, screens=(VMS, MUTATING))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_vms_loaded(pilot)
+        assert app.context_value("mode") == "READ-ONLY"
+        assert [s.name for s in app.available_screens()] == ["vms"]
+        await pilot.press("colon")
+        prompt = app.screen
+        assert isinstance(prompt, JumpPrompt)
+        assert [c.name for c in prompt.choices] == ["vms"]
+        await pilot.press("escape")
+        app.open_screen("mutator")  # even by name it does not open
+        await pilot.pause()
+        assert isinstance(app.screen, VmListScreen) and app.screen.SCREEN_NAME == "vms"
+
+    app = console_app(server, read_only=False, screens=(VMS, MUTATING))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_vms_loaded(pilot)
+        assert app.context_value("mode") == ""
+        assert [s.name for s in app.available_screens()] == ["vms", "mutator"]
+
+
+async def test_errors_become_a_toast_or_a_copyable_modal_and_never_quit(sim_factory) -> None:  # type: ignore[no-untyped-def]
+    server = sim_factory(vms=2)
+    app = console_app(server)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await wait_vms_loaded(pilot)
+
+        app.report_error(SiteError("Short failure", "one line"))
+        await pilot.pause()
+        assert not isinstance(app.screen, ErrorModal)
+        assert any("one line" in str(n.message) for n in app._notifications)
+
+        long_detail = "\n".join(f"line {n} of a long server message [with] brackets" for n in range(60))
+        app.report_error(SiteError("Long failure", long_detail))
+        modal = await wait_for(pilot, lambda: isinstance(app.screen, ErrorModal) and app.screen, what="the modal")
+        await pilot.pause()
+        assert modal.query_one("#error-detail").text == long_detail
+        await pilot.click("#error-copy")
+        assert app.clipboard == f"Long failure\n\n{long_detail}"
+        await pilot.press("escape")
+        assert app.screen is screen
+
+        await pilot.press("e")  # the last error, in full, again
+        assert isinstance(app.screen, ErrorModal)
+        await pilot.press("escape")
+
+        async def explode() -> None:
+            raise RuntimeError("bug in a worker")
+
+        screen.run_worker(explode(), group="test", exit_on_error=False)
+        modal = await wait_for(pilot, lambda: isinstance(app.screen, ErrorModal) and app.screen, what="the modal")
+        await pilot.pause()
+        assert "RuntimeError: bug in a worker" in modal.error_title
+        assert "Traceback" in modal.detail
+        await pilot.press("escape")
+        assert app.is_running and app.screen is screen
+
+
+async def test_jump_prompt_opens_screens_by_name_and_alias(sim_factory) -> None:  # type: ignore[no-untyped-def]
+    server = sim_factory(vms=2)
+    app = console_app(server, screens=(VMS, OTHER))
+    async with app.run_test(size=SIZE) as pilot:
+        first = await wait_vms_loaded(pilot)
+        await pilot.press("colon", *"again", "enter")
+        await wait_for(pilot, lambda: app.screen is app.get_screen("vms-again"), what="the jump")
+        second = app.screen
+        assert second is not first
+
+        await pilot.press("colon", *"nosuch", "enter")  # unknown: the prompt stays and says so
+        assert isinstance(app.screen, JumpPrompt)
+        assert "No screen named 'nosuch'" in rendered_text(app.screen.query_one("#jump-reason"))
+        await pilot.press("escape")
+
+        await pilot.press("colon", *"vm", "enter")
+        await wait_for(pilot, lambda: app.screen is first, what="the jump back")
+        assert first.table.row_count == 2  # the installed screen kept its state
+
+
+async def test_command_palette_lists_screens_and_actions(sim_factory) -> None:  # type: ignore[no-untyped-def]
+    server = sim_factory(vms=2)
+    app = console_app(server, screens=(VMS, OTHER))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_vms_loaded(pilot)
+        await pilot.press("ctrl+p")
+        assert isinstance(app.screen, CommandPalette)
+        await pilot.press(*"second view")
+
+        def first_option() -> str:
+            options = app.screen.query_one(CommandList)
+            return str(options.get_option_at_index(0).prompt) if options.option_count else ""
+
+        await wait_for(pilot, lambda: "second view" in first_option(), what="the palette hit")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.screen is app.get_screen("vms-again"), what="the palette jump")
+
+        await pilot.press("ctrl+p", *"refresh vms")
+        await wait_for(pilot, lambda: "Refresh VMs" in first_option(), what="the screen's own command")
+        await pilot.press("escape")
+
+
+async def test_help_is_generated_from_the_active_bindings(sim_factory) -> None:  # type: ignore[no-untyped-def]
+    server = sim_factory(vms=2)
+    app = console_app(server)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_vms_loaded(pilot)
+        await pilot.press("question_mark")
+        help_screen = app.screen
+        assert isinstance(help_screen, HelpScreen)
+        entries = {(e.key, e.description) for e in help_screen.entries}
+        assert ("/", "Filter") in entries
+        assert ("r", "Refresh") in entries
+        assert ("H", "Sort by host") in entries
+        assert (":", "Go to") in entries
+        assert any(desc == "Quit" for _, desc in entries)
+        await pilot.press("escape")
+        assert vm_screen(app) is not None
+
+
+async def test_q_quits(sim_factory) -> None:  # type: ignore[no-untyped-def]
+    server = sim_factory(vms=1)
+    app = console_app(server)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_vms_loaded(pilot)
+        await pilot.press("q")
+        await wait_for(pilot, lambda: not app.is_running, what="the app to exit")
+    assert app.return_code == 0
+
+
+async def test_retry_reads_the_credentials_again_after_the_operator_fixes_them(sim_factory, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    server = sim_factory(vms=2)
+    auth = tmp_path / "one_auth"
+    env = {"ONE_AUTH": str(auth), "ONE_XMLRPC": server.xmlrpc_url, "XDG_CONFIG_HOME": str(tmp_path / "config")}
+
+    def load() -> Settings:
+        return Settings.load(env=env, home=tmp_path / "home", system_dir=tmp_path / "system")
+
+    app = SiteToolkitApp(SiteConnection(load()), clock=frozen_clock, reload_settings=load)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await wait_for(pilot, lambda: isinstance(app.screen, ConnectErrorScreen) and app.screen,
+                                what="the connection failure screen")
+        await pilot.pause()
+        assert "No credentials" in rendered_text(screen.query_one("#connect-title"))
+        assert str(auth) in rendered_text(screen.query_one("#connect-detail"))
+
+        auth.write_text(server.session + "\n")
+        auth.chmod(0o600)
+        await pilot.press("r")
+        vms = await wait_vms_loaded(pilot)
+        assert vms.table.row_count == 2

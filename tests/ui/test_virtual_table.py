@@ -1,0 +1,114 @@
+"""VirtualTable behaviour at 50,000 rows: filter, sort, cursor by key, data replacement, markup."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+
+from widgets.virtual_table import Column, TableRow, VirtualTable
+
+N = 50_000
+COLUMNS = [Column("id", "ID", 6, align="right"), Column("name", "NAME", 20, flex=True), Column("host", "HOST", 10)]
+
+
+def make_rows(n: int, *, names: dict[int, str] | None = None) -> list[TableRow]:
+    rows = []
+    for i in range(n):
+        name = (names or {}).get(i, f"vm-{i:05d}")
+        host = f"host{i % 7}"
+        rows.append(TableRow(i, (Text(str(i)), Text(name), Text(host)), f"{name} {host}".lower(), (i, name, host)))
+    return rows
+
+
+class TableApp(App[None]):
+    def __init__(self) -> None:
+        super().__init__()
+        self.highlighted: list[object] = []
+        self.selected: list[object] = []
+
+    def compose(self) -> ComposeResult:
+        yield VirtualTable(COLUMNS, id="t")
+
+    def on_virtual_table_row_highlighted(self, event: VirtualTable.RowHighlighted) -> None:
+        self.highlighted.append(event.key)
+
+    def on_virtual_table_row_selected(self, event: VirtualTable.RowSelected) -> None:
+        self.selected.append(event.key)
+
+
+async def test_fifty_thousand_rows_filter_sort_and_cursor() -> None:
+    app = TableApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = app.query_one(VirtualTable)
+        table.set_rows(make_rows(N))
+        table.focus()
+        await pilot.pause()
+        assert table.row_count == N and table.visible_count == N
+        assert table.virtual_size.height == N + 1  # header + rows, yet only the visible ones render
+
+        await pilot.press("down", "down", "down")
+        assert table.cursor_key == 3
+
+        # Filter narrows incrementally and the cursor stays on its row while it is visible.
+        table.set_filter("vm-0000")
+        assert table.visible_count == 10
+        assert table.cursor_key == 3
+        table.set_filter("vm-00003")
+        assert [r.key for r in table.visible_rows] == [3]
+        table.set_filter("vm-000")  # widening re-filters from the full data
+        assert table.visible_count == 100 and table.cursor_key == 3
+        table.set_filter("host3 vm-0001")  # every term must match
+        assert {r.key for r in table.visible_rows} == {10, 17}
+        assert table.cursor_key in (10, 17)  # row 3 is filtered out: the cursor is on a visible row
+        table.set_filter("")
+        assert table.visible_count == N and table.cursor_key == 3  # ... and returns when it shows
+        await pilot.press(*["down"] * 7)
+        assert table.cursor_key == 10
+
+        # Sort descending by id: the cursor follows row 10 to its new index.
+        table.sort_by("id", reverse=True)
+        assert table.visible_rows[0].key == N - 1
+        assert table.cursor_key == 10 and table.cursor_row == N - 11
+        table.sort_by("id")  # toggles back to ascending
+        assert table.sort_reverse is False and table.visible_rows[0].key == 0
+
+        # Replacing the data keeps the cursor on the same key.
+        table.set_rows(list(reversed(make_rows(N))))
+        assert table.cursor_key == 10
+        # The cursor's object disappears: the cursor stays at the same position.
+        row_before = table.cursor_row
+        table.set_rows([r for r in make_rows(N) if r.key != 10])
+        assert table.cursor_key != 10 and table.cursor_row == row_before
+
+        await pilot.press("end")
+        assert table.cursor_row == table.visible_count - 1
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.selected == [table.cursor_key]
+        assert app.highlighted[-1] == table.cursor_key
+
+
+async def test_header_click_sorts_and_markup_is_shown_as_is() -> None:
+    app = TableApp()
+    async with app.run_test(size=(80, 10)) as pilot:
+        table = app.query_one(VirtualTable)
+        table.set_rows(make_rows(5, names={2: "a[/]b", 3: "[bold]x[/bold]"}))
+        await pilot.pause()
+        lines = [table.render_line(y).text for y in range(7)]
+        assert any("a[/]b" in line for line in lines)
+        assert any("[bold]x[/bold]" in line for line in lines)
+        await pilot.click(VirtualTable, offset=(10, 0))  # NAME header
+        await pilot.pause()
+        assert table.sort_column == "name"
+        assert "NAME ▲" in table.render_line(0).text
+
+
+async def test_empty_view_shows_placeholder() -> None:
+    app = TableApp()
+    async with app.run_test(size=(60, 8)) as pilot:
+        table = app.query_one(VirtualTable)
+        table.placeholder = "Nothing here"
+        table.set_rows([])
+        await pilot.pause()
+        assert "Nothing here" in table.render_line(2).text
+        assert table.cursor_key is None and table.cursor_table_row is None

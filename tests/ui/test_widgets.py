@@ -1,0 +1,119 @@
+"""The generic widgets on their own: confirmation, secret input, validated field, progress, context bar."""
+
+from __future__ import annotations
+
+from textual.app import App, ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Button, Input
+
+from tests.ui.conftest import rendered_text
+from widgets.confirm_modal import ConfirmModal
+from widgets.context_bar import ContextBar
+from widgets.progress_panel import ProgressPanel
+from widgets.secret_input import SecretInput
+from widgets.state_cell import StateLook, StatePalette
+from widgets.validated_field import ValidatedField, first_invalid
+
+
+def _not_empty(value: str) -> str | None:
+    return None if value.strip() else "required: type a name"
+
+
+class Harness(App[None]):
+    def __init__(self, *widgets) -> None:  # type: ignore[no-untyped-def]
+        super().__init__()
+        self._widgets = widgets
+        self.results: list[object] = []
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="form"):
+            yield from self._widgets
+
+
+async def test_confirm_names_the_object_and_defaults_to_cancel() -> None:
+    app = Harness()
+    async with app.run_test(size=(100, 30)) as pilot:
+        app.push_screen(ConfirmModal("Terminate", "VM 12 a[/]b", command="onevm terminate 12"), app.results.append)
+        await pilot.pause()
+        modal = app.screen
+        assert isinstance(modal, ConfirmModal)
+        assert app.focused is not None and app.focused.id == "cancel"
+        assert "VM 12 a[/]b" in rendered_text(modal.query_one("#confirm-object"))
+        assert "$ onevm terminate 12" in rendered_text(modal.query_one("#confirm-command"))
+        await pilot.press("enter")  # a stray enter cancels
+        assert app.results == [False]
+
+        app.push_screen(ConfirmModal("Terminate", "VM 12"), app.results.append)
+        await pilot.pause()
+        await pilot.press("escape")
+        app.push_screen(ConfirmModal("Terminate", "VM 12"), app.results.append)
+        await pilot.pause()
+        await pilot.click("#confirm")
+        assert app.results == [False, False, True]
+
+
+async def test_secret_input_is_masked_until_revealed() -> None:
+    secret = SecretInput("s3cret", id="secret")
+    app = Harness(secret)
+    async with app.run_test(size=(80, 10)) as pilot:
+        assert secret.input.password is True
+        assert "s3cret" not in rendered_text(secret.input)
+        await pilot.click("#secret-reveal")
+        assert secret.revealed and secret.input.password is False
+        assert "s3cret" in rendered_text(secret.input)
+        assert str(secret.query_one("#secret-reveal", Button).label) == "Hide"
+        secret.input.focus()
+        await pilot.press("ctrl+r")
+        assert not secret.revealed and secret.input.password is True
+        assert secret.value == "s3cret"
+
+
+async def test_validated_fields_show_the_reason_and_focus_the_first_invalid() -> None:
+    name = ValidatedField("Name", check=_not_empty, id="name")
+    password = ValidatedField("Password", "x", check=_not_empty, secret=True, id="password")
+    app = Harness(name, password)
+    async with app.run_test(size=(100, 20)) as pilot:
+        form = app.query_one("#form")
+        invalid = first_invalid(form)
+        assert invalid is name
+        assert app.focused is name.query_one(Input)
+        assert name.reason == "required: type a name"
+        assert "required: type a name" in rendered_text(name.query_one(".field-reason"))
+        assert name.has_class("-invalid")
+        await pilot.press(*"web")
+        assert name.is_valid and name.reason is None and not name.has_class("-invalid")
+        assert first_invalid(form) is None
+        assert password.value == "x"
+
+
+async def test_progress_panel_marks_steps_with_glyphs_and_moves_the_bar() -> None:
+    panel = ProgressPanel(["undeploy", "set CPU model", "deploy"])
+    app = Harness(panel)
+    async with app.run_test(size=(80, 12)) as pilot:
+        panel.update_step("undeploy", "done", "VM 3 is UNDEPLOYED")
+        panel.update_step("set CPU model", "running")
+        await pilot.pause()
+        text = rendered_text(panel.query_one("#progress-steps"))
+        assert "✔ undeploy  done  VM 3 is UNDEPLOYED" in text
+        assert "▶ set CPU model  running" in text
+        assert "· deploy  pending" in text
+        assert panel.query_one("#progress-bar").progress == 1
+
+
+async def test_context_bar_hides_empty_slots_and_shows_text_as_is() -> None:
+    bar = ContextBar((("endpoint", ""), ("user", "user"), ("mode", "")))
+    app = Harness(bar)
+    async with app.run_test(size=(80, 5)) as pilot:
+        bar.set_item("user", "a[/]b")
+        bar.set_item("mode", "READ-ONLY", "badge")
+        await pilot.pause()
+        assert bar.query_one("#ctx-endpoint").has_class("-hidden")
+        assert rendered_text(bar.query_one("#ctx-user")).strip() == "user a[/]b"
+        assert bar.query_one("#ctx-mode").has_class("-badge")
+
+
+def test_state_palette_gives_word_glyph_and_style() -> None:
+    palette = StatePalette({"running": StateLook("green", "●")}, default=StateLook("magenta", "?"))
+    text = palette.text("runn", "running")
+    assert text.plain == "● runn"
+    assert palette.text("[x]").plain == "? [x]"  # unknown states still read as words

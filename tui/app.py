@@ -1,0 +1,350 @@
+"""The console application: connection at start, screen registry, `:` jumps, palette, help, errors.
+
+`SiteToolkitApp(connection, read_only=..., clock=...)` connects in a worker when it starts. On
+success it opens the default screen of `tui.screens.registry`; on failure it shows
+`ConnectErrorScreen` (what was tried, how to fix it, retry). Every screen derives from
+`tui.screens.base.SiteScreen` and carries a context bar the app keeps current (endpoint, user,
+platform version, connection health, last refresh, read-only badge).
+
+Public API for screens and other engineers:
+
+- `app.open_screen(name)`: open a registered screen (installed once, then switched to).
+- `app.toast(message, severity=...)`: a short notification (never parsed as markup).
+- `app.report_error(error)`: a `SiteError` becomes an error toast (its detail stays available
+  under `e`); anything else opens the error modal with the traceback.
+- `app.show_error(title, detail)`: the scrollable, copyable error modal.
+- `app.mark_refreshed()` / `app.mark_unreachable(error)`: feed the context bar's health and
+  last-refresh slots after a poll.
+- `app.now()`: the injectable clock (tests freeze it so screenshots are stable).
+- `app.rows_shown(screen)`: a list screen put rows of data in its table (the start-up benchmark
+  hook: with `SITETK_BENCH_EXIT_ON_FIRST_ROWS=1` the app exits right after they are first
+  painted, and `sitetk` prints `sitetk-bench first-rows <time.monotonic()>` to stderr once the
+  terminal is restored; bench/bench_vm_list.py reads it).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import time
+import traceback
+from datetime import datetime
+from functools import partial
+from typing import Any, Callable, ClassVar, Iterable, Sequence
+
+from textual import work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.containers import Center, Vertical
+from textual.content import Content
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Label, LoadingIndicator
+
+from tui.adapters.errors import SiteError
+from tui.procedures.connection import ConnectionInfo, SiteConnection
+from tui.settings import Settings
+from tui.screens import registry
+from tui.screens.base import CONTEXT_SLOTS, SiteScreen
+from tui.screens.connect_error import ConnectErrorScreen
+from tui.screens.registry import ScreenSpec
+from widgets.context_bar import ContextBar, Variant
+from widgets.error_modal import ErrorModal
+from widgets.help_screen import HelpScreen
+from widgets.jump_prompt import Choice, JumpPrompt
+
+Clock = Callable[[], datetime]
+
+#: environment variable of the start-up benchmark hook (see `SiteToolkitApp.rows_shown`)
+BENCH_EXIT_ENV = "SITETK_BENCH_EXIT_ON_FIRST_ROWS"
+BENCH_MARK = "sitetk-bench first-rows"
+
+#: Garbage collector thresholds of the console. A full collection scans every live object: with
+#: the rows of a large site that blocks the event loop for 100 ms and more, and the default
+#: (700, 10, 10) runs one on nearly every refresh of 10,000 VMs. List rows hold no reference
+#: cycles (reference counting frees them), so full collections can be a hundred times rarer.
+GC_THRESHOLDS = (700, 10, 1000)
+
+#: a SiteError detail longer than this (or on several lines) opens the modal, not only a toast
+_TOAST_DETAIL_LIMIT = 160
+
+
+def _local_now() -> datetime:
+    return datetime.now().astimezone()
+
+
+class ScreensProvider(Provider):
+    """Command palette entries that open the registered screens."""
+
+    def _entries(self) -> list[tuple[str, str, ScreenSpec]]:
+        app = self.app
+        assert isinstance(app, SiteToolkitApp)
+        return [(f"Open screen: {s.title}", s.description or f":{s.name}", s) for s in app.available_screens()]
+
+    async def discover(self) -> Hits:
+        app = self.app
+        assert isinstance(app, SiteToolkitApp)
+        for label, help_text, spec in self._entries():
+            yield DiscoveryHit(label, partial(app.open_screen, spec.name), help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        app = self.app
+        assert isinstance(app, SiteToolkitApp)
+        matcher = self.matcher(query)
+        for label, help_text, spec in self._entries():
+            score = max(matcher.match(label), matcher.match(spec.name))
+            if score > 0:
+                yield Hit(score, matcher.highlight(label), partial(app.open_screen, spec.name), help=help_text)
+
+
+class SiteToolkitApp(App[int]):
+    """The Site Toolkit Console."""
+
+    TITLE = "sitetk"
+    SUB_TITLE = "Site Toolkit Console"
+    CSS_PATH = "app.tcss"
+    HELP_GROUP = "Everywhere"
+    COMMANDS = App.COMMANDS | {ScreensProvider}
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit", id="quit"),
+        Binding("ctrl+q", "quit", "Quit", show=False, priority=True, id="quit-now"),
+        Binding("colon", "jump", "Go to", key_display=":", id="jump"),
+        Binding("question_mark", "help", "Help", key_display="?", id="help"),
+        Binding("ctrl+p", "command_palette", "Commands", show=False, priority=True, id="palette"),
+        Binding("e", "last_error", "Last error", show=False, id="last-error"),
+    ]
+
+    class Connected(Message):
+        def __init__(self, info: ConnectionInfo) -> None:
+            super().__init__()
+            self.info = info
+
+    class ConnectFailed(Message):
+        def __init__(self, error: SiteError) -> None:
+            super().__init__()
+            self.error = error
+
+    def __init__(
+        self,
+        connection: SiteConnection,
+        *,
+        read_only: bool = False,
+        clock: Clock | None = None,
+        screens: Sequence[ScreenSpec] | None = None,
+        initial_screen: str | None = None,
+        notification_timeout: float | None = None,
+        reload_settings: Callable[[], Settings] | None = None,
+    ) -> None:
+        super().__init__()
+        self.site = connection
+        #: re-reads the settings before a retry of a failed start (None: keep the ones given)
+        self.reload_settings = reload_settings
+        self.read_only = read_only
+        self.now: Clock = clock or _local_now
+        self.screens: tuple[ScreenSpec, ...] = tuple(screens if screens is not None else registry.SCREENS)
+        self.initial_screen = initial_screen or registry.DEFAULT_SCREEN
+        self.info: ConnectionInfo | None = None
+        self.last_error: tuple[str, str] | None = None
+        self.return_code_on_exit = 0
+        #: time.monotonic() when a list screen's first rows were painted (None until then)
+        self.first_rows_at: float | None = None
+        self._exit_on_first_rows = os.environ.get(BENCH_EXIT_ENV) == "1"
+        self._context_values: dict[str, tuple[str, Variant]] = {}
+        if notification_timeout is not None:
+            self.NOTIFICATION_TIMEOUT = notification_timeout
+        theme = connection.settings.theme
+        if theme and theme in self.available_themes:
+            self.theme = theme
+        self._theme_warning = "" if not theme or theme in self.available_themes else theme
+
+    # ------------------------------------------------------------------ start-up
+
+    def compose(self) -> ComposeResult:
+        yield ContextBar(CONTEXT_SLOTS, id="context-bar")
+        with Vertical(id="connecting"):
+            with Center():
+                yield Label(Content(f"Connecting to {self.site.endpoint} …"), id="connecting-label")
+            yield LoadingIndicator()
+        yield Footer()
+
+    def on_mount(self) -> None:
+        gc.set_threshold(*GC_THRESHOLDS)
+        self.set_context("endpoint", self.site.endpoint, "muted")
+        self.set_context("health", "○ connecting", "muted")
+        if self.read_only:
+            self.set_context("mode", "READ-ONLY", "badge")
+        if self._theme_warning:
+            self.toast(f"Unknown theme {self._theme_warning!r}; using {self.theme!r}", severity="warning")
+        self.connect()
+
+    @work(exclusive=True, group="connect", exit_on_error=False)
+    async def connect(self) -> None:
+        """Connect (again) to the site; the result arrives as `Connected` or `ConnectFailed`."""
+        self.set_context("health", "○ connecting", "muted")
+        try:
+            if self.info is None and self.reload_settings is not None and isinstance(self.screen, ConnectErrorScreen):
+                # a retry after a failed start: the operator may have fixed ONE_AUTH or the config
+                await self.site.use(self.reload_settings())
+                self.set_context("endpoint", self.site.endpoint, "muted")
+            info = await self.site.connect()
+        except SiteError as error:
+            self.post_message(self.ConnectFailed(error))
+            return
+        self.post_message(self.Connected(info))
+
+    def on_site_toolkit_app_connected(self, message: Connected) -> None:
+        self.info = message.info
+        self.set_context("user", message.info.user)
+        self.set_context("version", message.info.version)
+        self.set_context("health", "● connected", "ok")
+        # The start-up screen stays under every other screen: a spinner left on it would keep
+        # repainting the screen on top (16 full repaints a second, all the time).
+        for indicator in self.query("#connecting LoadingIndicator"):
+            indicator.remove()
+        if isinstance(self.screen, ConnectErrorScreen):
+            self.pop_screen()
+        self.open_screen(self.initial_screen)
+
+    def on_site_toolkit_app_connect_failed(self, message: ConnectFailed) -> None:
+        self.set_context("health", "✘ not connected", "error")
+        screen = self.screen
+        if isinstance(screen, ConnectErrorScreen):
+            screen.show_error(message.error, self.site.describe())
+        else:
+            self.push_screen(ConnectErrorScreen(message.error, self.site.describe()))
+
+    # ------------------------------------------------------------------ screens
+
+    def available_screens(self) -> list[ScreenSpec]:
+        """Registered screens the operator may open now (mutating ones hidden in read-only)."""
+        return registry.available(self.read_only, self.screens)
+
+    def open_screen(self, name: str) -> None:
+        """Open a registered screen by name or alias."""
+        spec = registry.find(name, self.screens)
+        if spec is None:
+            self.toast(f"No screen named {name!r}", severity="warning")
+            return
+        if self.read_only and spec.mutates:
+            self.toast(f"{spec.title} changes the cloud: not available in read-only mode", severity="warning")
+            return
+        if self.info is None:
+            self.toast("Not connected yet", severity="warning")
+            return
+        if not self.is_screen_installed(spec.name):
+            self.install_screen(spec.create(), spec.name)
+        elif self.screen is self.get_screen(spec.name):
+            return
+        if isinstance(self.screen, SiteScreen):
+            self.switch_screen(spec.name)
+        else:
+            self.push_screen(spec.name)
+
+    def current_site_screen(self) -> SiteScreen | None:
+        for screen in reversed(self.screen_stack):
+            if isinstance(screen, SiteScreen):
+                return screen
+        return None
+
+    # ------------------------------------------------------------------ context bar
+
+    def set_context(self, key: str, value: str, variant: Variant = "normal") -> None:
+        """Set one context bar slot on every screen."""
+        self._context_values[key] = (value, variant)
+        for screen in self.screen_stack:
+            self.paint_context(screen, only=key)
+
+    def paint_context(self, screen: Screen[Any], only: str | None = None) -> None:
+        for bar in screen.query(ContextBar):
+            for key, (value, variant) in self._context_values.items():
+                if only is None or key == only:
+                    bar.set_item(key, value, variant)
+
+    def context_value(self, key: str) -> str:
+        return self._context_values.get(key, ("", "normal"))[0]
+
+    def mark_refreshed(self) -> None:
+        """A poll succeeded: healthy, refreshed now."""
+        self.set_context("health", "● connected", "ok")
+        self.set_context("refresh", self.now().strftime("%H:%M:%S"))
+
+    def mark_unreachable(self, error: SiteError) -> None:
+        """A poll failed: the bar says so until the next success; `e` shows the error in full."""
+        self.last_error = (error.title, error.detail)
+        self.set_context("health", f"✘ {error.title}", "error")
+
+    # ------------------------------------------------------------------ results and failures
+
+    def toast(self, message: str, *, title: str = "", severity: str = "information",
+              timeout: float | None = None) -> None:
+        """A short notification; the text is shown as is (never parsed as markup)."""
+        self.notify(message, title=title, severity=severity, timeout=timeout, markup=False)  # type: ignore[arg-type]
+
+    def show_error(self, title: str, detail: str) -> None:
+        """The error modal: scrollable, copyable detail."""
+        self.last_error = (title, detail)
+        self.push_screen(ErrorModal(title, detail))
+
+    def report_error(self, error: BaseException) -> None:
+        """A failure from a worker or procedure: toast for a short SiteError, modal otherwise."""
+        if isinstance(error, SiteError):
+            self.last_error = (error.title, error.detail)
+            long_detail = len(error.detail) > _TOAST_DETAIL_LIMIT or "\n" in error.detail
+            if long_detail:
+                self.show_error(error.title, error.detail)
+            else:
+                hint = " (e: details)" if error.detail else ""
+                self.toast(f"{error.detail}{hint}" if error.detail else error.title, title=error.title if error.detail else "",
+                           severity="error")
+            return
+        detail = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+        self.show_error(f"Unexpected error: {type(error).__name__}: {error}", detail)
+
+    # ------------------------------------------------------------------ actions
+
+    def action_jump(self) -> None:
+        choices = [Choice(s.name, s.name, s.title, s.aliases) for s in self.available_screens()]
+
+        def chosen(name: str | None) -> None:
+            if name:
+                self.open_screen(name)
+
+        self.push_screen(JumpPrompt(choices), chosen)
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen.for_screen(self.screen))
+
+    def action_last_error(self) -> None:
+        if self.last_error is None:
+            self.toast("No error so far")
+            return
+        self.show_error(*self.last_error)
+
+    async def action_quit(self) -> None:
+        self.exit(self.return_code_on_exit)
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Go to screen", "Jump to a screen by name (:)", self.action_jump)
+        yield SystemCommand("Keys", "Keys of this screen (?)", self.action_help)
+        yield SystemCommand("Last error", "Show the last error in full (e)", self.action_last_error)
+        site_screen = screen if isinstance(screen, SiteScreen) else self.current_site_screen()
+        if site_screen is not None:
+            yield from site_screen.palette_commands()
+
+    def rows_shown(self, screen: Screen[Any]) -> None:
+        """A list screen has put rows of data in its table: note when they are first painted."""
+        if self.first_rows_at is None:
+            screen.call_after_refresh(self._first_rows_painted)
+
+    def _first_rows_painted(self) -> None:
+        if self.first_rows_at is None:
+            self.first_rows_at = time.monotonic()
+            if self._exit_on_first_rows:
+                self.exit(self.return_code_on_exit)
+
+    async def on_unmount(self) -> None:
+        await self.site.close()
+

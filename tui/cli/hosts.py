@@ -1,0 +1,271 @@
+"""`sitetk hosts ...`: host CPU compatibility for the document database, and operation 7 headless.
+
+    sitetk hosts list [--json]       every host (verdict, free capacity) and every database VM
+    sitetk hosts check [--json]      database VMs only; exit 3 when one is at risk
+    sitetk hosts move VM_ID [--host HOST_ID] [--passthrough] [--hard] [--yes] [--dry-run] [--json]
+    sitetk hosts move --all-flagged [--hard] [--yes] [--dry-run] [--json]
+    sitetk hosts redeploy VM_ID --host HOST_ID [--cpu-model MODEL] [--yes] [--dry-run] [--json]
+
+The connection comes from the environment and the platform's files, as for the console
+(`sitetk info` shows what is used). A move prints its preview (every step and the equivalent
+platform CLI commands), asks for confirmation unless `--yes`, then prints one line per step on
+stderr. Running the same move again resumes it. `--read-only` (before `hosts`) refuses moves.
+Exit codes: see `tui.cli.common`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from tui.cli.common import (
+    EXIT_FAILED,
+    EXIT_FINDINGS,
+    EXIT_OK,
+    EXIT_USAGE,
+    collecting,
+    confirm,
+    emit_json,
+    follow,
+    positive_seconds,
+    print_error,
+    site_command,
+)
+from tui.procedures.connection import SiteConnection
+from tui.procedures.hosts import DbVmRow, HostInventory, load_inventory
+from tui.procedures.move_plan import MovePlan, MoveTimeouts, plan_flagged, plan_move, plan_redeploy, preview_many
+from tui.procedures.move_vm import MoveFailed, move_many
+from tui.procedures.preview import Preview
+from tui.procedures.progress import Progress
+
+
+def _flag(value: bool | None) -> str:
+    return "?" if value is None else ("yes" if value else "NO")
+
+
+def _mib(mib: int) -> str:
+    return f"{mib / 1024:.1f}G" if mib >= 1024 else f"{mib}M"
+
+
+def hosts_table(inventory: HostInventory) -> Table:
+    table = Table(title="Hosts", title_justify="left", box=None, header_style="bold", pad_edge=False)
+    for name, justify in (("ID", "right"), ("NAME", "left"), ("STATE", "left"), ("ARCH", "left"),
+                          ("KVM_CPU_MODEL", "left"), ("SSE4.2", "left"), ("AVX", "left"), ("FREE CPU", "right"),
+                          ("FREE MEM", "right"), ("VMS", "right"), ("VERDICT", "left"), ("MODEL NAME", "left")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for row in inventory.hosts:
+        host = row.host
+        model = host.kvm_cpu_model + (" *" if row.known_good else "")
+        table.add_row(str(host.id), Text(host.name), host.state_name, Text(host.arch or "?"), Text(model or "?"),
+                      _flag(row.sse4_2), _flag(row.avx), f"{host.free_cpu / 100:g}/{host.max_cpu / 100:g}",
+                      _mib(host.free_mem_mib), str(host.running_vms), Text(row.verdict.text), Text(host.model_name))
+    return table
+
+
+def db_vms_table(inventory: HostInventory) -> Table:
+    table = Table(title="Document-database VMs", title_justify="left", box=None, header_style="bold", pad_edge=False)
+    for name in ("ID", "NAME", "WHY", "STATE", "HOST", "CPU MODEL", "APP", "VERDICT"):
+        table.add_column(name, justify="right" if name == "ID" else "left")
+    for row in inventory.db_vms:
+        verdict = row.verdict.kind.value + (f": {row.verdict.reason}" if row.verdict.reason else "")
+        host = f"{row.host_id} {row.host_name}" if row.host_id is not None else "-"
+        table.add_row(str(row.id), Text(row.name), row.identified_by, row.vm.summary.state_name, Text(host),
+                      Text(row.cpu_model or "(none)"), row.application, Text(verdict))
+    return table
+
+
+def _print(*renderables: Any) -> None:
+    console = Console(file=sys.stdout, width=None if sys.stdout.isatty() else 400, highlight=False,
+                      soft_wrap=False)
+    for renderable in renderables:
+        console.print(renderable)
+
+
+# list and check ---------------------------------------------------------------------------------
+
+
+def _notes(inventory: HostInventory, as_json: bool) -> None:
+    if not as_json:
+        for note in inventory.notes:
+            print(f"warning: {note}", file=sys.stderr)
+
+
+async def _list(args: argparse.Namespace, site: SiteConnection) -> int:
+    inventory = await load_inventory(site)
+    _notes(inventory, args.json)
+    if args.json:
+        emit_json({"ok": True, **inventory.as_json()})
+    else:
+        _print(hosts_table(inventory), "", db_vms_table(inventory))
+        known = ", ".join(inventory.known_good)
+        print(f"\n* known-good model ({known}); ? the host does not report it")
+    return EXIT_OK
+
+
+def _risk_line(row: DbVmRow) -> str:
+    return f"VM {row.id} {row.name}: {row.verdict.kind.value}: {row.verdict.reason}"
+
+
+async def _check(args: argparse.Namespace, site: SiteConnection) -> int:
+    inventory = await load_inventory(site)
+    _notes(inventory, args.json)
+    at_risk = inventory.at_risk
+    if args.json:
+        emit_json({"ok": not at_risk, "document_db_vms": [row.as_json() for row in inventory.db_vms],
+                   "at_risk": [row.id for row in at_risk], "notes": list(inventory.notes),
+                   "targets": [ranked.host.id for ranked in inventory.ranking.eligible]})
+    else:
+        if not inventory.db_vms:
+            print("No document-database VM found (by role "
+                  f"{', '.join(site.naming.document_db_roles)} or attribute {site.naming.document_db_attribute}).")
+        else:
+            _print(db_vms_table(inventory))
+        if at_risk:
+            print("\nAt risk:")
+            for row in at_risk:
+                print(f"  {_risk_line(row)}")
+            targets = ", ".join(f"{r.host.id} {r.host.name}" for r in inventory.ranking.eligible) or "none"
+            print(f"Compatible targets: {targets}. Fix with: sitetk hosts move <VM_ID> [--host <HOST_ID>]")
+    return EXIT_FINDINGS if at_risk else EXIT_OK
+
+
+# move and redeploy ------------------------------------------------------------------------------
+
+
+def _timeouts(args: argparse.Namespace) -> MoveTimeouts:
+    base = MoveTimeouts()
+    if args.timeout is None:
+        return base
+    return MoveTimeouts(undeploy=args.timeout, running=args.timeout, ready=args.timeout,
+                        poll_interval=base.poll_interval)
+
+
+def _usage(message: str, as_json: bool) -> int:
+    if as_json:
+        emit_json({"ok": False, "error": {"title": "bad usage", "detail": message, "retryable": False, "code": None}})
+    else:
+        print(f"error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+async def _run_plans(args: argparse.Namespace, site: SiteConnection, plans: tuple[MovePlan, ...],
+                     skipped: list[dict[str, Any]]) -> int:
+    timeouts = _timeouts(args)
+    preview: Preview = preview_many(plans, timeouts)
+    if args.dry_run:
+        if args.json:
+            emit_json({"ok": True, "dry_run": True, "preview": preview.as_json(), "plans": [p.as_json() for p in plans],
+                       "skipped": skipped})
+        else:
+            print(preview.as_text())
+        return EXIT_OK
+    if not args.json:
+        print(preview.as_text())
+    if not confirm(f"{'Redeploy' if plans[0].redeploy else 'Move'} {preview.target}", args.yes):
+        return EXIT_USAGE
+    events: list[Progress] = []
+    try:
+        events = await follow(collecting(move_many(site, plans, timeouts=timeouts), events), args.json)
+    except MoveFailed as failure:
+        if args.json:
+            emit_json({"ok": False, "error": {"title": failure.title, "detail": failure.detail, "retryable": True,
+                                              "code": None}, "failure": failure.as_json(),
+                       "events": [e.as_json() for e in events]})
+        else:
+            print_error(failure, False)
+        return EXIT_FAILED
+    except asyncio.CancelledError:
+        last = events[-1] if events else None
+        where = f" during step “{last.step}”" if last else ""
+        print(f"interrupted{where}: run the same command again to resume the move", file=sys.stderr)
+        raise
+    if args.json:
+        emit_json({"ok": True, "preview": preview.as_json(), "plans": [p.as_json() for p in plans],
+                   "skipped": skipped, "events": [e.as_json() for e in events]})
+    else:
+        for plan in plans:
+            print(f"{plan.label} runs on {plan.target_label} with CPU model {plan.cpu_model or '(none)'}.")
+    return EXIT_OK
+
+
+async def _move(args: argparse.Namespace, site: SiteConnection) -> int:
+    if args.read_only:
+        return _usage("read-only mode: moving a VM changes the cloud", args.json)
+    if args.all_flagged == (args.vm_id is not None):
+        return _usage("give either a VM_ID or --all-flagged", args.json)
+    skipped: list[dict[str, Any]] = []
+    if args.all_flagged:
+        if args.host is not None or args.passthrough:
+            return _usage("--host and --passthrough apply to one VM, not to --all-flagged", args.json)
+        plans, problems = await plan_flagged(site, hard=args.hard)
+        skipped = [{"vm_id": row.id, "name": row.name, "reason": f"{error.title}: {error.detail}"}
+                   for row, error in problems]
+        if not args.json:
+            for item in skipped:
+                print(f"skipping VM {item['vm_id']} {item['name']}: {item['reason']}", file=sys.stderr)
+        if not plans:
+            if args.json:
+                emit_json({"ok": not skipped, "plans": [], "skipped": skipped})
+            else:
+                print("No flagged document-database VM to move." if not skipped else "Nothing can be moved.")
+            return EXIT_OK if not skipped else EXIT_FAILED
+    else:
+        plans = (await plan_move(site, args.vm_id, args.host, passthrough=args.passthrough, hard=args.hard),)
+    return await _run_plans(args, site, plans, skipped)
+
+
+async def _redeploy(args: argparse.Namespace, site: SiteConnection) -> int:
+    if args.read_only:
+        return _usage("read-only mode: redeploying a VM changes the cloud", args.json)
+    plan = await plan_redeploy(site, args.vm_id, args.host, args.cpu_model)
+    return await _run_plans(args, site, (plan,), [])
+
+
+# registration -----------------------------------------------------------------------------------
+
+
+def _mutating_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    parser.add_argument("--dry-run", action="store_true", help="print the preview and change nothing")
+    parser.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS",
+                        help="time limit of each waiting step (default 600 s undeploy, 900 s running, 900 s ready)")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("hosts", help="host CPU compatibility for the document database; move VMs",
+                                   description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    verbs = parser.add_subparsers(dest="verb", required=True)
+
+    p = verbs.add_parser("list", help="every host with its verdict, and every document-database VM")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=site_command(_list))
+
+    p = verbs.add_parser("check", help="verdicts of the document-database VMs (exit 3 when one is at risk)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=site_command(_check))
+
+    p = verbs.add_parser("move", help="move a VM to a compatible host and set its CPU model (operation 7)")
+    p.add_argument("vm_id", type=int, nargs="?", metavar="VM_ID")
+    p.add_argument("--host", type=int, metavar="HOST_ID", help="target host (default: the best compatible one)")
+    p.add_argument("--all-flagged", action="store_true", help="move every flagged document-database VM")
+    p.add_argument("--passthrough", action="store_true",
+                   help="use host-passthrough (only when no compatible host exists; discouraged)")
+    p.add_argument("--hard", action="store_true", help="undeploy --hard (power cut) instead of a graceful shutdown")
+    _mutating_options(p)
+    p.set_defaults(func=site_command(_move))
+
+    p = verbs.add_parser("redeploy", help="put a VM back on a host (where it was before a move)")
+    p.add_argument("vm_id", type=int, metavar="VM_ID")
+    p.add_argument("--host", type=int, metavar="HOST_ID", required=True, help="the host to deploy it on")
+    p.add_argument("--cpu-model", default=None, metavar="MODEL",
+                   help="CPU model to set there; '' removes it (default: the model it had before its last move)")
+    p.add_argument("--hard", action="store_true", help=argparse.SUPPRESS)
+    _mutating_options(p)
+    p.set_defaults(func=site_command(_redeploy))

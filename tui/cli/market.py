@@ -1,0 +1,373 @@
+"""`sitetk market ...`: the appliance marketplaces, operations 1 and 2 and upgrades, headless.
+
+    sitetk market list [--filter TEXT] [--all-versions] [--json]
+    sitetk market show APPLIANCE [--json]
+    sitetk market download APPLIANCE --datastore DS_ID [--name NAME] [--no-attributes] [--timeout S]
+                           [--yes] [--dry-run] [--json]
+    sitetk market download --app-id APP_ID --datastore DS_ID [...]
+    sitetk market attrs APPLIANCE [--image ID ...] [--template ID] [--service-template ID]
+                        [--write-file PATH] [--yes] [--dry-run] [--json]
+    sitetk market upgrades [--only NAME ...] [--apply --datastore DS_ID] [--yes] [--dry-run] [--json]
+
+APPLIANCE is a record id (`service_toolkit`), a name (`"Site Toolkit"`) or a key as `list` shows
+it (`<marketplace url>#<id>`); a name found in several marketplaces means the newest build.
+Marketplaces are the ones the cloud has registered plus `[marketplace] urls` of the config file.
+
+Mutating verbs print their preview (with the equivalent platform CLI commands), ask for
+confirmation unless `--yes`, then print one line per step on stderr. `--dry-run` prints the
+preview only. `attrs` without an image option tags the images that look like the appliance and
+carry no attributes (and reports those already tagged with this version as unchanged); with
+`--write-file` it also writes the attribute file (no extension). `upgrades` prints the
+`Software | Previous | New` table and the plan; `--apply` runs it and asks before removing each
+old version (with `--yes`: removes without asking). Exit codes: see `tui.cli.common`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from tui.adapters.errors import SiteError
+from tui.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    collecting,
+    confirm,
+    emit_json,
+    follow,
+    positive_seconds,
+    print_error,
+    site_command,
+)
+from tui.domain.attribute_file import ApplianceTag
+from tui.procedures.attach_attributes import (
+    attach_attributes,
+    attribute_text,
+    default_targets,
+    images_of_service_template,
+    images_of_templates,
+    plan_attach,
+    tag_for_record,
+    write_attribute_file,
+)
+from tui.procedures.connection import SiteConnection
+from tui.procedures.download_appliance import (
+    DEFAULT_POLL_INTERVAL,
+    DEFAULT_STEP_TIMEOUT,
+    default_download_name,
+    download_appliance,
+    find_market_app,
+    plan_download,
+)
+from tui.procedures.marketplace import CatalogEntry, MarketCatalog, load_catalog
+from tui.procedures.progress import Progress
+from tui.procedures.upgrades import Removal, apply_upgrade_plan, load_upgrade_plan, upgrade_preview
+
+#: glyphs of the install states (never colour alone)
+STATE_MARKS = {"not downloaded": "-", "up to date": "=", "update available": "^", "untagged image found": "?"}
+
+
+def _print(*renderables: Any) -> None:
+    console = Console(file=sys.stdout, width=None if sys.stdout.isatty() else 400, highlight=False, soft_wrap=False)
+    for renderable in renderables:
+        console.print(renderable)
+
+
+def _usage(message: str, as_json: bool) -> int:
+    if as_json:
+        emit_json({"ok": False, "error": {"title": "bad usage", "detail": message, "retryable": False, "code": None}})
+    else:
+        print(f"error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _report_catalog_problems(catalog: MarketCatalog) -> None:
+    for failure in catalog.failures:
+        print(f"warning: {failure.source.name} ({failure.source.url}): {failure.title}", file=sys.stderr)
+        if failure.detail:
+            print(f"  {failure.detail}", file=sys.stderr)
+    for error in catalog.record_errors:
+        print(f"warning: skipped a record: {error}", file=sys.stderr)
+
+
+def catalog_table(entries: list[CatalogEntry]) -> Table:
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for name in ("NAME", "VERSION", "TYPE", "STATUS", "MARKETPLACE", "ID"):
+        table.add_column(name)
+    for entry in entries:
+        version = entry.record.parsed_version
+        status = f"{STATE_MARKS.get(entry.state.value, ' ')} {entry.status.label}"
+        table.add_row(Text(entry.record.name), Text(version.label + ("" if version.conforming else " (!)")),
+                      entry.record.type.value, Text(status), Text(entry.source.name), Text(entry.record.id))
+    return table
+
+
+def _matches(entry: CatalogEntry, text: str) -> bool:
+    record = entry.record
+    hay = " ".join((record.name, record.version, record.publisher, record.id, record.type.value,
+                    entry.status.label, " ".join(record.tags))).casefold()
+    return all(word in hay for word in text.casefold().split())
+
+
+async def _list(args: argparse.Namespace, site: SiteConnection) -> int:
+    catalog = await load_catalog(site, all_versions=args.all_versions)
+    entries = [e for e in catalog.entries if not args.filter or _matches(e, args.filter)]
+    if args.json:
+        emit_json({"ok": not catalog.all_failed, "platform_version": catalog.platform_version,
+                   "marketplaces": [s.as_json() for s in catalog.sources],
+                   "failures": [f.as_json() for f in catalog.failures], "record_errors": list(catalog.record_errors),
+                   "hidden_other_versions": catalog.hidden_other_versions,
+                   "appliances": [e.as_json() for e in entries]})
+    else:
+        _report_catalog_problems(catalog)
+        _print(catalog_table(entries))
+        print(f"\n{len(entries)} appliance(s) for platform {catalog.platform_version} from "
+              f"{len(catalog.sources) - len(catalog.failures)} of {len(catalog.sources)} marketplace(s)"
+              + (f"; {catalog.hidden_other_versions} listed only for other platform versions"
+                 if catalog.hidden_other_versions else "")
+              + "; (!) marks a version that breaks vX.X.X-YYYYMMDD-HHMM")
+    if not catalog.sources:
+        print("warning: no marketplace: the cloud has none registered and the config file lists none "
+              "([marketplace] urls)", file=sys.stderr)
+    return EXIT_FAILED if catalog.all_failed else EXIT_OK
+
+
+async def _show(args: argparse.Namespace, site: SiteConnection) -> int:
+    catalog = await load_catalog(site, all_versions=True)
+    entry = catalog.find(args.appliance)
+    if args.json:
+        emit_json({"ok": True, "appliance": {**entry.as_json(), "description": entry.record.description,
+                                             "short_description": entry.record.short_description,
+                                             "extra": dict(entry.record.extra)}})
+        return EXIT_OK
+    width = max(len(label) for label, _ in entry.detail_rows())
+    for label, value in entry.detail_rows():
+        print(f"{label:<{width}}  " + value.replace("\n", "\n" + " " * (width + 2)))
+    if entry.record.description:
+        print()
+        print(entry.record.description.rstrip())
+    return EXIT_OK
+
+
+async def _run(args: argparse.Namespace, events_source: AsyncIterator[Progress], extra: dict[str, Any]) -> int:
+    events: list[Progress] = []
+    try:
+        await follow(collecting(events_source, events), args.json)
+    except SiteError as error:
+        if args.json:
+            emit_json({"ok": False, "error": {"title": error.title, "detail": error.detail,
+                                              "retryable": error.retryable, "code": error.code},
+                       **extra, "events": [e.as_json() for e in events]})
+        else:
+            print_error(error, False)
+        return EXIT_FAILED
+    if args.json:
+        emit_json({"ok": True, **extra, "events": [e.as_json() for e in events]})
+    return EXIT_OK
+
+
+async def _download(args: argparse.Namespace, site: SiteConnection) -> int:
+    if args.read_only:
+        return _usage("read-only mode: a download changes the cloud", args.json)
+    if (args.appliance is None) == (args.app_id is None):
+        return _usage("give either an APPLIANCE or --app-id", args.json)
+    tag: ApplianceTag | None = None
+    if args.app_id is not None:
+        app = await site.cloud.marketapp_info(args.app_id)
+    else:
+        entry = (await load_catalog(site, all_versions=True)).find(args.appliance)
+        app = await find_market_app(site, entry.record)
+        tag = tag_for_record(entry.record)
+    name = args.name or default_download_name(app.name, app.version)
+    plan = await plan_download(site, app.id, args.datastore, name, tag=tag)
+    preview = plan.preview()
+    if args.dry_run:
+        if args.json:
+            emit_json({"ok": True, "dry_run": True, "preview": preview.as_json(), "plan": plan.as_json()})
+        else:
+            print(preview.as_text())
+        return EXIT_OK
+    if not args.json:
+        print(preview.as_text())
+    if not confirm(f"Download {app.name} {app.version} as {plan.name!r}", args.yes):
+        return EXIT_USAGE
+    code = await _run(args, download_appliance(site, plan, step_timeout=args.timeout, poll_interval=args.poll,
+                                               attach=not args.no_attributes), {"plan": plan.as_json()})
+    if code == EXIT_OK and not args.json:
+        print(f"{plan.name}: downloaded into datastore {plan.datastore.id}" +
+              ("" if args.no_attributes else ", attributes attached"))
+    return code
+
+
+async def _attach_targets(args: argparse.Namespace, site: SiteConnection, entry: CatalogEntry) -> tuple[int, ...]:
+    ids: list[int] = list(args.image or [])
+    if args.template:
+        ids += await images_of_templates(site, args.template)
+    if args.service_template is not None:
+        ids += await images_of_service_template(site, args.service_template)
+    if not ids and not (args.image or args.template or args.service_template is not None):
+        ids = list(default_targets(entry.status))
+    return tuple(dict.fromkeys(ids))
+
+
+async def _attrs(args: argparse.Namespace, site: SiteConnection) -> int:
+    entry = (await load_catalog(site, all_versions=True)).find(args.appliance)
+    tag = tag_for_record(entry.record)
+    text = attribute_text(tag, site.naming)
+    written: Path | None = None
+    if args.write_file and not args.dry_run:
+        written = write_attribute_file(text, args.write_file)
+        if not args.json:
+            print(f"wrote {written}", file=sys.stderr)
+    if args.file_only:
+        if args.json:
+            emit_json({"ok": True, "file": text, "written": str(written) if written else None})
+        else:
+            sys.stdout.write(text)
+        return EXIT_OK
+    ids = await _attach_targets(args, site, entry)
+    if not ids:
+        return _usage(f"no image of {entry.record.name} found: name them with --image, --template or "
+                      "--service-template", args.json)
+    plan = await plan_attach(site, tag, ids)
+    file_name = str(written) if written else (args.write_file or "<attribute file>")
+    preview = plan.preview(file_name)
+    extra = {"file": text, "written": str(written) if written else None, "plan": plan.as_json()}
+    if args.dry_run:
+        if args.json:
+            emit_json({"ok": True, "dry_run": True, "preview": preview.as_json(), **extra})
+        else:
+            print("attribute file:")
+            sys.stdout.write(text)
+            print(preview.as_text())
+        return EXIT_OK
+    if args.read_only:
+        return _usage("read-only mode: attaching attributes changes the cloud", args.json)
+    if not args.json:
+        print("attribute file:")
+        sys.stdout.write(text)
+        print(preview.as_text())
+    if plan.to_update and not confirm(f"Attach the attributes to {len(plan.to_update)} image(s)", args.yes):
+        return EXIT_USAGE
+    return await _run(args, attach_attributes(site, plan), extra)
+
+
+async def _upgrades(args: argparse.Namespace, site: SiteConnection) -> int:
+    plan = await load_upgrade_plan(site, only=args.only or None)
+    preview = upgrade_preview(plan, args.datastore)
+    table = {"columns": ["Software", "Previous", "New"], "rows": [list(r.cells()) for r in plan.rows]}
+    info = {"table": table, "blocked": list(plan.blocked), "notes": list(plan.notes),
+            "steps": [{"kind": s.kind.value, "appliance": s.appliance, "summary": s.summary, "done": s.done,
+                       "image_ids": list(s.image_ids), "needs_confirmation": s.needs_confirmation}
+                      for s in plan.steps]}
+    if not args.apply or args.dry_run:
+        if args.json:
+            emit_json({"ok": True, "dry_run": bool(args.dry_run), **info, "preview": preview.as_json()})
+        else:
+            _print(_upgrade_table(plan))
+            print(preview.as_text())
+        return EXIT_OK
+    if args.read_only:
+        return _usage("read-only mode: an upgrade changes the cloud", args.json)
+    if args.datastore is None:
+        return _usage("--apply needs --datastore DS_ID (the IMAGE datastore for the new versions)", args.json)
+    if not args.json:
+        _print(_upgrade_table(plan))
+        print(preview.as_text())
+    if plan.empty:
+        if args.json:
+            emit_json({"ok": True, **info, "events": []})
+        else:
+            print("Nothing to upgrade.")
+        return EXIT_OK
+    if not confirm("Apply the upgrade plan (downloads first; each removal is asked separately)", args.yes):
+        return EXIT_USAGE
+
+    async def confirm_removal(removal: Removal) -> bool:
+        detail = f"Remove the old {removal.target}: {removal.describe()}"
+        if not args.json:
+            print(removal.cli(), file=sys.stderr)
+        return await asyncio.to_thread(confirm, detail, args.yes)
+
+    return await _run(args, apply_upgrade_plan(site, plan, datastore_id=args.datastore,
+                                               confirm_removal=confirm_removal, step_timeout=args.timeout,
+                                               poll_interval=args.poll), info)
+
+
+def _upgrade_table(plan: Any) -> Table:
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for name in ("Software", "Previous", "New"):
+        table.add_column(name)
+    for row in plan.rows:
+        table.add_row(*(Text(cell) for cell in row.cells()))
+    return table
+
+
+# registration -----------------------------------------------------------------------------------
+def _mutating(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    parser.add_argument("--dry-run", action="store_true", help="print the preview and change nothing")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _waiting(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--timeout", type=positive_seconds, default=DEFAULT_STEP_TIMEOUT, metavar="SECONDS",
+                        help=f"time an image may stay LOCKED (default {DEFAULT_STEP_TIMEOUT:g} s)")
+    parser.add_argument("--poll", type=positive_seconds, default=DEFAULT_POLL_INTERVAL, metavar="SECONDS",
+                        help=argparse.SUPPRESS)
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("market", help="appliance marketplaces: list, download, attributes, upgrades",
+                                   description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    verbs = parser.add_subparsers(dest="verb", required=True)
+
+    p = verbs.add_parser("list", help="every appliance with its install status")
+    p.add_argument("--filter", default="", metavar="TEXT", help="keep appliances whose fields contain every word")
+    p.add_argument("--all-versions", action="store_true",
+                   help="keep records that do not list this platform version")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=site_command(_list))
+
+    p = verbs.add_parser("show", help="one appliance in full")
+    p.add_argument("appliance", metavar="APPLIANCE")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=site_command(_show))
+
+    p = verbs.add_parser("download", help="export an appliance into an IMAGE datastore (operation 2)")
+    p.add_argument("appliance", nargs="?", metavar="APPLIANCE")
+    p.add_argument("--app-id", type=int, default=None, metavar="APP_ID", help="the cloud's marketplace app id")
+    p.add_argument("--datastore", type=int, required=True, metavar="DS_ID", help="IMAGE datastore id")
+    p.add_argument("--name", default="", help="final name (default: appliance name and software version)")
+    p.add_argument("--no-attributes", action="store_true", help="do not attach the marketplace attributes")
+    _waiting(p)
+    _mutating(p)
+    p.set_defaults(func=site_command(_download))
+
+    p = verbs.add_parser("attrs", help="attach the marketplace attributes to images (operation 1)")
+    p.add_argument("appliance", metavar="APPLIANCE")
+    p.add_argument("--image", type=int, action="append", metavar="IMAGE_ID", help="an image (repeatable)")
+    p.add_argument("--template", type=int, action="append", metavar="TEMPLATE_ID",
+                   help="the images of a VM template (repeatable)")
+    p.add_argument("--service-template", type=int, default=None, metavar="ID",
+                   help="every image of a service template")
+    p.add_argument("--write-file", default="", metavar="PATH", help="also write the attribute file (no extension)")
+    p.add_argument("--file-only", action="store_true", help="only print (or write) the attribute file")
+    _mutating(p)
+    p.set_defaults(func=site_command(_attrs))
+
+    p = verbs.add_parser("upgrades", help="the upgrade plan (Software | Previous | New); --apply runs it")
+    p.add_argument("--only", action="append", metavar="NAME", help="only this appliance (repeatable)")
+    p.add_argument("--apply", action="store_true", help="run the plan")
+    p.add_argument("--datastore", type=int, default=None, metavar="DS_ID", help="IMAGE datastore for new versions")
+    _waiting(p)
+    _mutating(p)
+    p.set_defaults(func=site_command(_upgrades))

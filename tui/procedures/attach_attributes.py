@@ -1,0 +1,266 @@
+"""Operation 1: attach the marketplace attributes to images.
+
+The attribute file (`domain.attribute_file`: three `KEY="value"` lines, no extension) is applied
+with the image update call in merge mode (`append=1`), which replaces only the three attributes
+and keeps every other attribute of the image. For a service appliance it is applied to every
+image of the service (four for the toolkit), for an image appliance once.
+
+Idempotent: an image that already carries exactly these attributes is skipped and the progress
+says so. Each image gets its own result (updated, unchanged or failed, read back after the
+update); one failing image does not stop the others, and the procedure raises at the end when
+any failed. The equivalent platform CLI is `oneimage update <id> <file> --append`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, AsyncIterator, Iterable, Mapping, Sequence
+
+from tui.adapters.errors import SiteError
+from tui.domain.appliances import ApplianceRecord
+from tui.domain.attribute_file import (
+    ApplianceTag,
+    installed_version_from_image_template,
+    render_attribute_file,
+    tag_for,
+)
+from tui.domain.images import ImageInfo
+from tui.domain.marketapps import MarketApp
+from tui.domain.naming import NamingProfile
+from tui.domain.upgrades import ApplianceStatus
+from tui.domain.versions import parse_version
+from tui.procedures.preview import Change, Preview
+from tui.procedures.progress import Progress
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tui.procedures.connection import SiteConnection
+
+#: how the preview names the attribute file when it is not written to disk
+FILE_PLACEHOLDER = "<attribute file>"
+
+UPDATED, UNCHANGED, FAILED = "updated", "unchanged", "failed"
+
+
+def tag_for_app(app: MarketApp) -> ApplianceTag:
+    """The attributes of an app the cloud registered (its NAME and VERSION mirror the record's)."""
+    version = parse_version(app.version)
+    return ApplianceTag(name=app.name, stamp=version.stamp, software_version=version.software)
+
+
+def tag_for_record(record: ApplianceRecord) -> ApplianceTag:
+    return tag_for(record)
+
+
+def attribute_text(tag: ApplianceTag, naming: NamingProfile) -> str:
+    """The attribute file, byte for byte as the spec shows it."""
+    return render_attribute_file(tag.pairs(naming))
+
+
+def default_file_name(tag: ApplianceTag) -> str:
+    """A file name without extension for the appliance: `site_toolkit_attributes`."""
+    slug = re.sub(r"[^a-z0-9]+", "_", tag.name.casefold()).strip("_") or "appliance"
+    return f"{slug}_attributes"
+
+
+def write_attribute_file(text: str, path: Path | str) -> Path:
+    """Write the attribute file at `path` (the file itself, not a directory).
+
+    The spec's file has no extension, so a path with one is refused. Written with Unix newlines,
+    byte for byte as `attribute_text` renders it.
+    """
+    target = Path(path).expanduser()
+    if target.is_dir():
+        raise SiteError(f"{target} is a directory", "Give the path of the attribute file to write.")
+    if target.suffix:
+        raise SiteError(f"Attribute file {target.name!r} has an extension",
+                        f"The spec's attribute file has no file extension: use {target.with_suffix('').name!r}.")
+    if not target.parent.is_dir():
+        raise SiteError(f"No directory {target.parent}", "Create the directory first or choose another path.")
+    try:
+        target.write_text(text, encoding="utf-8", newline="")
+    except OSError as exc:
+        raise SiteError(f"Cannot write {target}", str(exc.strerror or exc)) from None
+    return target
+
+
+@dataclass(frozen=True)
+class ImageTarget:
+    """One image the attributes go to, and what it carries now."""
+
+    image_id: int
+    name: str
+    current: ApplianceTag | None
+    #: the image already carries exactly these attributes (nothing to do)
+    up_to_date: bool
+
+    def as_json(self) -> dict[str, object]:
+        current = None
+        if self.current is not None:
+            current = {"name": self.current.name, "stamp": self.current.stamp,
+                       "software_version": self.current.software_version}
+        return {"image_id": self.image_id, "name": self.name, "current": current, "up_to_date": self.up_to_date}
+
+
+@dataclass(frozen=True)
+class AttachPlan:
+    """What attaching `tag` to `targets` changes, before anything is changed."""
+
+    tag: ApplianceTag
+    #: the attribute file's text
+    text: str
+    targets: tuple[ImageTarget, ...]
+
+    @property
+    def to_update(self) -> tuple[ImageTarget, ...]:
+        return tuple(t for t in self.targets if not t.up_to_date)
+
+    def cli(self, image_id: int | str, file_path: str = FILE_PLACEHOLDER) -> str:
+        return f"oneimage update {image_id} {shlex.quote(file_path) if file_path != FILE_PLACEHOLDER else file_path} --append"
+
+    def preview(self, file_path: str = FILE_PLACEHOLDER) -> Preview:
+        changes: list[Change] = []
+        for target in self.targets:
+            label = f"image {target.image_id} {target.name!r}"
+            if target.up_to_date:
+                changes.append(Change(f"{label} already carries these attributes", "", "none"))
+                continue
+            was = ""
+            if target.current is not None:
+                was = f" (now {target.current.name} {target.current.version.label})"
+            changes.append(Change(f"attach {self.tag.name} {self.tag.version.label} attributes to {label}{was}",
+                                  self.cli(target.image_id, file_path), "update"))
+        warnings: list[str] = []
+        for target in self.targets:
+            if target.current is not None and not target.up_to_date and target.current.complete:
+                warnings.append(f"image {target.image_id} now says {target.current.name} "
+                                f"{target.current.version.label}: re-tag it only if it really holds "
+                                f"{self.tag.name} {self.tag.version.label}")
+        if not self.tag.version.conforming:
+            warnings.append(f"version {self.tag.version.label} does not follow vX.X.X-YYYYMMDD-HHMM "
+                            f"({self.tag.version.reason}); it is split at its first '-'")
+        return Preview(f"Attach marketplace attributes of {self.tag.name} to {len(self.targets)} image(s)",
+                       tuple(changes), warnings=tuple(warnings))
+
+    def as_json(self) -> dict[str, object]:
+        return {"tag": {"name": self.tag.name, "stamp": self.tag.stamp,
+                        "software_version": self.tag.software_version},
+                "file": self.text, "targets": [t.as_json() for t in self.targets]}
+
+
+def _target(image: ImageInfo, tag: ApplianceTag, naming: NamingProfile) -> ImageTarget:
+    current = installed_version_from_image_template(image.attributes, naming)
+    return ImageTarget(image.id, image.name, current, current == tag)
+
+
+def default_targets(status: ApplianceStatus) -> tuple[int, ...]:
+    """The images to tag when none are named: those that look like the appliance and carry no
+    attributes, and those already tagged with exactly this version (a re-run reports them
+    unchanged). Images tagged with another version are never picked: that would mislabel them."""
+    tag = tag_for(status.record)
+    same = [t.image.id for t in status.images if t.tag == tag]
+    return tuple(dict.fromkeys(same + [image.id for image in status.untagged]))
+
+
+async def plan_attach(site: "SiteConnection", tag: ApplianceTag, image_ids: Iterable[int]) -> AttachPlan:
+    """Read each image and compare its attributes with `tag` (raises when an image is missing)."""
+    ids = list(dict.fromkeys(int(i) for i in image_ids))
+    if not ids:
+        raise SiteError(f"No image to tag with {tag.name}",
+                        "Name the images (their IDs), or a VM template or service template that uses them.")
+    text = attribute_text(tag, site.naming)
+    images = await asyncio.gather(*(site.cloud.image_info(i) for i in ids))
+    return AttachPlan(tag, text, tuple(_target(image, tag, site.naming) for image in images))
+
+
+async def images_of_templates(site: "SiteConnection", template_ids: Sequence[int]) -> tuple[int, ...]:
+    """The images the DISKs of these VM templates use, in order, without repeats."""
+    templates = await asyncio.gather(*(site.cloud.template_info(t) for t in template_ids))
+    return tuple(dict.fromkeys(i for template in templates for i in template.image_ids))
+
+
+def role_templates(body: Mapping[str, object]) -> tuple[tuple[str, int], ...]:
+    """(role name, VM template id) of each role of a service template body.
+
+    7.x bodies name the template in `template_id`, 6.x ones in `vm_template`.
+    """
+    out: list[tuple[str, int]] = []
+    roles = body.get("roles")
+    for role in roles if isinstance(roles, list) else []:
+        if not isinstance(role, dict):
+            continue
+        value = role.get("template_id", role.get("vm_template"))
+        if isinstance(value, int) or (isinstance(value, str) and value.strip().isdigit()):
+            out.append((str(role.get("name", "")), int(value)))
+    return tuple(out)
+
+
+def role_template_ids(body: Mapping[str, object]) -> tuple[int, ...]:
+    """The VM template id each role of a service template body points at."""
+    return tuple(template_id for _, template_id in role_templates(body))
+
+
+async def images_of_service_template(site: "SiteConnection", document_id: int) -> tuple[int, ...]:
+    """Every image of a service template: its roles' VM templates' disks."""
+    document = await site.cloud.document_info(document_id)
+    if document.body is None:
+        raise SiteError(f"Document {document_id} is not a service template",
+                        "Its body is not JSON; give the ID of a service template (`oneflow-template list`).")
+    return await images_of_templates(site, list(dict.fromkeys(role_template_ids(document.body))))
+
+
+async def attach_attributes(site: "SiteConnection", plan: AttachPlan, *, offset: int = 0,
+                            total: int | None = None) -> AsyncIterator[Progress]:
+    """Apply the plan: one `image update --append` per image that needs it, each read back.
+
+    `offset` and `total` place these events inside a longer procedure (a download). Raises
+    `SiteError` at the end when any image failed; the others are updated regardless.
+    """
+    count = total if total is not None else len(plan.targets)
+    results: list[dict[str, object]] = []
+    failed: list[str] = []
+    for index, target in enumerate(plan.targets, start=1):
+        step = f"attributes on image {target.name}"
+        done = offset + index
+        if target.up_to_date:
+            results.append({"image_id": target.image_id, "name": target.name, "result": UNCHANGED})
+            yield Progress(step, done, count, f"image {target.image_id} already carries {plan.tag.name} "
+                           f"{plan.tag.version.label}: unchanged", "skipped",
+                           {"image_id": target.image_id, "result": UNCHANGED})
+            continue
+        yield Progress(step, done - 1, count, f"oneimage update {target.image_id} <file> --append")
+        try:
+            await site.cloud.image_update(target.image_id, plan.text, 1)
+            after = await site.cloud.image_info(target.image_id)
+            carried = installed_version_from_image_template(after.attributes, site.naming)
+            if carried != plan.tag:
+                raise SiteError(f"Image {target.image_id} does not carry the attributes after the update",
+                                "The cloud accepted the update but reads back other values; check the image.")
+        except SiteError as error:
+            failed.append(f"image {target.image_id}: {error.title}")
+            results.append({"image_id": target.image_id, "name": target.name, "result": FAILED,
+                            "error": error.title, "detail": error.detail})
+            site.audit.record("image.attributes", f"image {target.image_id}", "failed",
+                  {"appliance": plan.tag.name, "version": plan.tag.version.raw, "error": error.title})
+            yield Progress(step, done, count, f"image {target.image_id}: {error.title}", "failed",
+                           {"image_id": target.image_id, "result": FAILED, "error": error.title})
+            continue
+        results.append({"image_id": target.image_id, "name": target.name, "result": UPDATED})
+        site.audit.record("image.attributes", f"image {target.image_id}", "ok",
+              {"appliance": plan.tag.name, "version": plan.tag.version.raw, "append": 1})
+        yield Progress(step, done, count, f"image {target.image_id}: attributes attached", "done",
+                       {"image_id": target.image_id, "result": UPDATED})
+    if failed:
+        raise SiteError(f"Attributes failed on {len(failed)} of {len(plan.targets)} image(s)",
+                        "; ".join(failed) + ". The other images were updated; re-run to retry the failed ones.")
+    yield Progress("attributes", offset + len(plan.targets), count,
+                   _summary(results), "done", {"results": results})
+
+
+def _summary(results: list[dict[str, object]]) -> str:
+    updated = sum(1 for r in results if r["result"] == UPDATED)
+    unchanged = sum(1 for r in results if r["result"] == UNCHANGED)
+    return f"{updated} image(s) updated, {unchanged} already up to date"

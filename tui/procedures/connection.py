@@ -1,0 +1,184 @@
+"""The connection to one site: its clients, naming profile and settings, and the start-up check.
+
+`SiteConnection(settings)` is what every procedure takes as `site`: `site.cloud` (XML-RPC),
+`site.flow` (OneFlow), `site.marketplace` (appliance marketplaces), `site.naming` and
+`site.settings`. Clients are created on first use, inside the running event loop, and closed by
+`close()`. `connect()` is the start-up check: it asks the platform version and who the session
+is, and on failure raises one `SiteError` that says what was tried and how to fix it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from tui.adapters.cloud import CloudClient
+from tui.adapters.cloud_errors import AUTHENTICATION
+from tui.adapters.errors import SiteError
+from tui.adapters.flow import FlowClient
+from tui.adapters.marketplace import MarketplaceClient
+from tui.domain.naming import NamingProfile
+from tui.procedures.audit import AUDIT_ENV, AuditLog
+from tui.settings import Settings
+
+_INFO_HINT = "`sitetk info` lists every setting and where it came from; `sitetk --demo` runs against an embedded demo site."
+
+
+def _home_relative(path: Path) -> str:
+    try:
+        return "~/" + str(path.relative_to(Path.home()))
+    except ValueError:
+        return str(path)
+
+
+@dataclass(frozen=True)
+class ConnectionInfo:
+    """Who and where: what the start-up check learned."""
+
+    endpoint: str
+    version: str
+    user: str
+    user_id: int
+    group: str
+
+
+class SiteConnection:
+    """Clients, naming and settings of one site (see the module docstring)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.info: ConnectionInfo | None = None
+        self._cloud: CloudClient | None = None
+        self._flow: FlowClient | None = None
+        self._marketplace: MarketplaceClient | None = None
+        self._audit: AuditLog | None = None
+
+    def __repr__(self) -> str:
+        return f"SiteConnection({self.endpoint!r}, user={self.settings.one_user!r})"
+
+    @property
+    def endpoint(self) -> str:
+        return self.settings.xmlrpc_url
+
+    @property
+    def naming(self) -> NamingProfile:
+        return self.settings.naming
+
+    @property
+    def cloud(self) -> CloudClient:
+        """The XML-RPC client; raises `SiteError` when there are no usable credentials."""
+        if self._cloud is None:
+            if not self.settings.has_credentials:
+                raise self._no_credentials()
+            self._cloud = CloudClient(
+                self.settings.xmlrpc_url, self.settings.session, self.settings.xmlrpc_timeout,
+                verify_ssl=self.settings.ssl_verify,
+                cert_dir=str(self.settings.cert_dir) if self.settings.cert_dir else None,
+            )
+        return self._cloud
+
+    @property
+    def flow(self) -> FlowClient:
+        if self._flow is None:
+            s = self.settings
+            self._flow = FlowClient(s.flow_url, s.flow_user, s.flow_password, s.xmlrpc_timeout, verify_ssl=s.ssl_verify)
+        return self._flow
+
+    @property
+    def marketplace(self) -> MarketplaceClient:
+        """The marketplace client; it announces the platform version learned by `connect()`."""
+        if self._marketplace is None:
+            kwargs = {"platform_version": self.info.version} if self.info and self.info.version else {}
+            self._marketplace = MarketplaceClient(self.settings.xmlrpc_timeout, verify_ssl=self.settings.ssl_verify,
+                                                  **kwargs)
+        return self._marketplace
+
+    @property
+    def audit(self) -> AuditLog:
+        """The audit log mutating procedures record to (`$SITETK_AUDIT_LOG`, else the settings' path)."""
+        if self._audit is None:
+            override = os.environ.get(AUDIT_ENV, "")
+            self._audit = AuditLog(Path(override).expanduser() if override else self.settings.audit_log)
+        return self._audit
+
+    def describe(self) -> list[tuple[str, str]]:
+        """What the connection uses, with where each value came from; no secret appears."""
+        s = self.settings
+        src = s.sources
+
+        def sourced(value: str, key: str) -> str:
+            origin = src.get(key, "")
+            return f"{value}  ({origin})" if origin else value
+
+        session = f"{s.one_user}:***" if s.one_user else "(none)"
+        rows = [
+            ("XML-RPC endpoint", sourced(s.xmlrpc_url, "xmlrpc_url")),
+            ("session", sourced(session, "session")),
+            ("timeout", sourced(f"{s.xmlrpc_timeout:g} s", "xmlrpc_timeout")),
+            ("OneFlow endpoint", sourced(s.flow_url, "flow_url")),
+            ("config file", _home_relative(s.config_path) + ("" if s.config_found else "  (not found: defaults)")),
+        ]
+        if s.credentials_problem:
+            rows.append(("credentials", s.credentials_problem))
+        for warning in s.warnings:
+            rows.append(("warning", warning))
+        return rows
+
+    def _tried(self) -> str:
+        s = self.settings
+        user = s.one_user or "(no user)"
+        return (f"Tried: {s.xmlrpc_url} ({s.sources.get('xmlrpc_url', 'default')}) as {user} "
+                f"({s.sources.get('session', 'no credentials')}), timeout {s.xmlrpc_timeout:g} s.")
+
+    def _no_credentials(self) -> SiteError:
+        return SiteError(
+            "No credentials for the cloud",
+            f"{self.settings.credentials_problem}\n{self._tried()}\n"
+            f"How to fix: put one line user:password in ~/.one/one_auth (chmod 600) or set ONE_AUTH to such a "
+            f"file, then retry. {_INFO_HINT}",
+            retryable=False)
+
+    async def connect(self) -> ConnectionInfo:
+        """Check the site answers and the session is accepted; learn version and user."""
+        try:
+            cloud = self.cloud
+            version = await cloud.version()
+            user = await cloud.whoami()
+        except SiteError as error:
+            raise self._explain(error) from None
+        self.info = ConnectionInfo(self.endpoint, version, user.name, user.id, user.gname)
+        return self.info
+
+    def _explain(self, error: SiteError) -> SiteError:
+        if error.title == "No credentials for the cloud":
+            return error
+        if error.code == AUTHENTICATION:
+            fix = ("How to fix: check the user and password in the credentials file (ONE_AUTH, else "
+                   "~/.one/one_auth: one line user:password) and that the user is enabled.")
+        elif error.retryable:
+            fix = ("How to fix: point ONE_XMLRPC (or ~/.one/one_endpoint) at the frontend, e.g. "
+                   "http://frontend:2633/RPC2, check that oned runs and the port is reachable from here; "
+                   "raise ONE_XMLRPC_TIMEOUT for a slow frontend.")
+        else:
+            fix = "How to fix: check ONE_XMLRPC and ONE_AUTH."
+        detail = "\n".join(part for part in (error.detail, self._tried(), f"{fix} {_INFO_HINT}") if part)
+        return SiteError(f"Cannot connect: {error.title}", detail, retryable=error.retryable, code=error.code)
+
+    async def use(self, settings: Settings) -> None:
+        """Point at other settings (e.g. read again after the operator fixed a file); the clients
+        reopen on next use."""
+        await self.close()
+        self.settings = settings
+        self.info = None
+
+    async def close(self) -> None:
+        """Close every client that was opened (safe to call more than once)."""
+        cloud, flow, market = self._cloud, self._flow, self._marketplace
+        self._cloud = self._flow = self._marketplace = None
+        if cloud is not None:
+            await cloud.close()
+        if flow is not None:
+            await flow.close()
+        if market is not None:
+            await market.close()

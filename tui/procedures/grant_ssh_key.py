@@ -1,0 +1,162 @@
+"""Operation 5: give the automation VM's public key to the cloud user the automation server uses.
+
+The user named in the automation's cloud-username input gets the key in its SSH_PUBLIC_KEY
+attribute, so VMs it deploys (whose context copies `$USER[SSH_PUBLIC_KEY]`) accept the
+automation server without passwords. The update runs in merge mode (`user update` with
+append=1) and its text holds only SSH_PUBLIC_KEY: every other attribute of the user stays as it
+is. The value keeps every key already there, in order, one a line, and adds this key on its own
+line unless it is already there (same type and blob, whatever the comment): a second grant
+changes nothing. The value is written with the template text's escaping (quotes and
+backslashes), so a comment with either survives.
+
+`plan_grant` reads the user and says what will change (`GrantPlan.preview()`, with the platform
+CLI equivalent `oneuser update <user> <file> --append`); `grant_ssh_key` re-reads the user right
+before the update (keys added meanwhile are kept), updates, reads back to verify that the key is
+there and no earlier key was lost, records the grant in the site record when one is given, and
+audit-logs it (the key's fingerprint, never a secret).
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, AsyncIterator
+
+from tui.adapters.errors import SiteError
+from tui.domain.site_record import SiteRecord
+from tui.domain.ssh_keys import SshKeyError, SshPublicKey, has_key, line_has_key, parse_public_key, with_key
+from tui.domain.template_text import render_template
+from tui.domain.users import SSH_PUBLIC_KEY, User, split_keys
+from tui.procedures.preview import Change, Preview
+from tui.procedures.progress import Progress
+from tui.procedures.site_record import load_site_record, save_site_record
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tui.procedures.connection import SiteConnection
+
+KEY_FILE_PLACEHOLDER = "<key file>"
+
+
+@dataclass(frozen=True)
+class GrantPlan:
+    user_id: int
+    user_name: str
+    key: SshPublicKey
+    #: the user's SSH_PUBLIC_KEY lines now
+    existing: tuple[str, ...]
+    #: the whole SSH_PUBLIC_KEY value after the grant
+    new_value: str
+
+    @property
+    def already(self) -> bool:
+        return any(line_has_key(line, self.key) for line in self.existing)
+
+    @property
+    def text(self) -> str:
+        """The update's template text: SSH_PUBLIC_KEY only, escaped."""
+        return render_template([(SSH_PUBLIC_KEY, self.new_value)])
+
+    def cli(self, file_path: str = KEY_FILE_PLACEHOLDER) -> str:
+        shown = file_path if file_path == KEY_FILE_PLACEHOLDER else shlex.quote(file_path)
+        return f"oneuser update {shlex.quote(self.user_name)} {shown} --append"
+
+    def preview(self, file_path: str = KEY_FILE_PLACEHOLDER) -> Preview:
+        label = f"user {self.user_id} {self.user_name!r}"
+        if self.already:
+            change = Change(f"{label} already has the key {self.key.fingerprint}: nothing to change", "", "none")
+        else:
+            kept = len(self.existing)
+            change = Change(f"add the automation key {self.key.short()} to SSH_PUBLIC_KEY of {label}"
+                            f" (keeps its {kept} key(s); merge mode, other attributes unchanged)",
+                            self.cli(file_path), "update")
+        return Preview(f"Give the automation key to cloud user {self.user_name!r}", (change,), target=label)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"user_id": self.user_id, "user_name": self.user_name, "public_key": self.key.line,
+                "fingerprint": self.key.fingerprint, "existing_keys": list(self.existing),
+                "already": self.already, "update_text": self.text}
+
+
+def _key(key: SshPublicKey | str) -> SshPublicKey:
+    if isinstance(key, SshPublicKey):
+        return key
+    try:
+        return parse_public_key(key)
+    except SshKeyError as exc:
+        raise SiteError("Not an SSH public key", f"{exc}.") from None
+
+
+async def find_user(site: "SiteConnection", user_name: str) -> User:
+    """The cloud user by name (full record); raises SiteError saying what to do when missing."""
+    name = user_name.strip()
+    if not name:
+        raise SiteError("No cloud user named",
+                        "The automation's cloud-username input is empty: it names the user the key goes to.")
+    users = await site.cloud.list_users()
+    match = next((u for u in users if u.name == name), None)
+    if match is None:
+        raise SiteError(f"No cloud user {name!r}",
+                        f"The automation server deploys trial networks as {name!r}, the user named in the "
+                        f"{site.naming.input_name(site.naming.role_automation + '_cloud_username')} input. Create it "
+                        f"(`oneuser create {shlex.quote(name)} <password>`) or fix the input, then retry.")
+    return await site.cloud.user_info(match.id)
+
+
+def plan_for_user(user: User, key: SshPublicKey) -> GrantPlan:
+    value = user.template.get(SSH_PUBLIC_KEY)
+    new_value, _ = with_key(value, key)
+    return GrantPlan(user.id, user.name, key, split_keys(value), new_value)
+
+
+async def plan_grant(site: "SiteConnection", key: SshPublicKey | str, user_name: str) -> GrantPlan:
+    """Read the user and work out the new SSH_PUBLIC_KEY value; nothing is changed."""
+    return plan_for_user(await find_user(site, user_name), _key(key))
+
+
+async def grant_ssh_key(site: "SiteConnection", plan: GrantPlan, *,
+                        record: SiteRecord | None = None) -> AsyncIterator[Progress]:
+    """Apply the plan (see the module docstring); raises SiteError when the read-back disagrees."""
+    total = 3
+    label = f"user {plan.user_id} {plan.user_name}"
+    yield Progress("read user", 0, total, f"reading {label}")
+    current = plan_for_user(await site.cloud.user_info(plan.user_id), plan.key)
+    yield Progress("read user", 1, total, f"{label} has {len(current.existing)} key(s)", "done",
+                   {"user_id": plan.user_id, "keys": len(current.existing)})
+    if current.already:
+        _remember(site, record, plan.user_name)
+        yield Progress("update user", 2, total, f"{label} already has the key {plan.key.fingerprint}; unchanged",
+                       "skipped", {"user_id": plan.user_id, "changed": False})
+        yield Progress("verify", 3, total, "nothing to verify", "skipped", {"user_id": plan.user_id, "changed": False})
+        return
+    details = {"fingerprint": plan.key.fingerprint, "type": plan.key.type, "comment": plan.key.comment,
+               "append": 1, "keys_before": len(current.existing)}
+    yield Progress("update user", 1, total, current.cli())
+    try:
+        await site.cloud.user_update(plan.user_id, current.text, 1)
+        after = await site.cloud.user_info(plan.user_id)
+    except SiteError as error:
+        site.audit.record("user.ssh_key.grant", label, "failed", {**details, "error": error.title})
+        raise
+    yield Progress("update user", 2, total, f"SSH_PUBLIC_KEY of {label} updated (merge mode)", "done",
+                   {"user_id": plan.user_id, "changed": True})
+    value = after.template.get(SSH_PUBLIC_KEY)
+    lost = [line for line in current.existing if line not in split_keys(value)]
+    if not has_key(value, plan.key) or lost:
+        why = "the key is missing" if not has_key(value, plan.key) else f"{len(lost)} earlier key(s) are missing"
+        site.audit.record("user.ssh_key.grant", label, "failed", {**details, "error": f"read back: {why}"})
+        yield Progress("verify", 2, total, f"read back: {why}", "failed", {"user_id": plan.user_id})
+        raise SiteError(f"User {plan.user_name}'s keys are not as written",
+                        f"The cloud accepted the update but reading {label} back shows that {why}. Check it with "
+                        f"`oneuser show {shlex.quote(plan.user_name)}`; the grant can be run again safely.")
+    site.audit.record("user.ssh_key.grant", label, "ok", {**details, "keys_after": len(split_keys(value))})
+    _remember(site, record, plan.user_name)
+    yield Progress("verify", 3, total, f"{label} now has {len(split_keys(value))} key(s), the automation key among them",
+                   "done", {"user_id": plan.user_id, "changed": True, "keys": len(split_keys(value))})
+
+
+def _remember(site: "SiteConnection", record: SiteRecord | None, user_name: str) -> None:
+    if record is None:
+        return
+    current = load_site_record(site.settings, record.service_id) or record
+    if user_name not in current.key_granted_to:
+        save_site_record(site.settings, replace(current, key_granted_to=current.key_granted_to + (user_name,)))

@@ -1,0 +1,324 @@
+"""Host CPU inventory for the document database: every host with its verdict, every database VM.
+
+Reads only (no preview, no audit). `load_inventory(site)` answers the operator's two questions at
+a glance: which hosts can run the document database (x86_64 with SSE4.2 and AVX; the verdict comes
+from `tui.domain.cpu`), and whether every VM that runs it sees a suitable CPU.
+
+Document-database VMs are the VMs whose role (ROLE_NAME, or the `<role>_<n>_(service_<id>)` name)
+is one of `naming.document_db_roles`, the VMs carrying the attribute `naming.document_db_attribute`
+(YES/TRUE/1, in the user template or the template), and the VMs the latest site record of the
+toolkit deployment lists for those roles. They are read with a few filtered pool queries
+(`KEY=VALUE`), never the whole VM pool, so the screen stays cheap on a site of 50,000 VMs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+from tui.adapters.cloud_errors import NO_EXISTS
+from tui.adapters.errors import SiteError
+from tui.domain.cpu import (
+    HostCpu,
+    HostRanking,
+    HostVerdict,
+    HostVerdictKind,
+    VmVerdict,
+    VmVerdictKind,
+    host_verdict,
+    rank_hosts,
+    vm_verdict,
+)
+from tui.domain.hosts import Host
+from tui.domain.naming import NamingProfile
+from tui.domain.vms import VmDetail
+from tui.procedures.site_record import load_site_record
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tui.procedures.connection import SiteConnection
+    from tui.settings import Settings
+
+_TRUE_WORDS = frozenset({"YES", "TRUE", "1"})
+VM_DONE = 6
+
+
+@dataclass(frozen=True)
+class HostRow:
+    """One host with its CPU facts and its verdict for the document database."""
+
+    host: Host
+    cpu: HostCpu
+    verdict: HostVerdict
+
+    @property
+    def id(self) -> int:
+        return self.host.id
+
+    @property
+    def name(self) -> str:
+        return self.host.name
+
+    @property
+    def sse4_2(self) -> bool | None:
+        return self.cpu.has_sse4_2
+
+    @property
+    def avx(self) -> bool | None:
+        return self.cpu.has_avx
+
+    @property
+    def known_good(self) -> bool:
+        return self.verdict.known_good
+
+    @property
+    def compatible(self) -> bool:
+        return self.verdict.kind is HostVerdictKind.COMPATIBLE
+
+    def as_json(self) -> dict[str, Any]:
+        host = self.host
+        return {
+            "id": host.id,
+            "name": host.name,
+            "state": host.state_name,
+            "arch": host.arch,
+            "model_name": host.model_name,
+            "kvm_cpu_model": host.kvm_cpu_model,
+            "known_good_model": self.known_good,
+            "sse4_2": self.sse4_2,
+            "avx": self.avx,
+            "free_cpu": host.free_cpu,
+            "max_cpu": host.max_cpu,
+            "free_cpu_percent": round(host.free_cpu_percent, 1),
+            "free_memory_mib": host.free_mem_mib,
+            "max_memory_mib": host.max_mem_kb // 1024,
+            "running_vms": host.running_vms,
+            "verdict": self.verdict.kind.value,
+            "reasons": list(self.verdict.reasons),
+        }
+
+
+@dataclass(frozen=True)
+class DbVmRow:
+    """A VM that runs the document database, with its CPU model, its host and a verdict."""
+
+    vm: VmDetail
+    #: why it counts as a database VM: "role manager", "attribute DOCUMENT_DB", "site record"
+    identified_by: str
+    host: HostRow | None
+    verdict: VmVerdict
+
+    @property
+    def id(self) -> int:
+        return self.vm.id
+
+    @property
+    def name(self) -> str:
+        return self.vm.name
+
+    @property
+    def cpu_model(self) -> str:
+        return self.vm.cpu_model
+
+    @property
+    def ready(self) -> bool:
+        return self.vm.ready
+
+    @property
+    def at_risk(self) -> bool:
+        return self.verdict.at_risk
+
+    @property
+    def flagged(self) -> bool:
+        """Anything but FINE: the move (operation 7) would set a model the database can use."""
+        return self.verdict.kind is not VmVerdictKind.FINE
+
+    @property
+    def host_id(self) -> int | None:
+        return self.vm.summary.host_id
+
+    @property
+    def host_name(self) -> str:
+        return self.vm.summary.host
+
+    @property
+    def application(self) -> str:
+        """What the appliance reports: "ready", "not ready" (running) or the VM state."""
+        if self.vm.ready:
+            return "ready"
+        if self.vm.summary.running:
+            return "not ready"
+        return self.vm.summary.state_name
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "identified_by": self.identified_by,
+            "state": self.vm.summary.status,
+            "host_id": self.host_id,
+            "host": self.host_name,
+            "cpu_model": self.cpu_model,
+            "ready": self.ready,
+            "verdict": self.verdict.kind.value,
+            "reason": self.verdict.reason,
+            "at_risk": self.at_risk,
+        }
+
+
+@dataclass(frozen=True)
+class HostInventory:
+    hosts: tuple[HostRow, ...]
+    db_vms: tuple[DbVmRow, ...]
+    known_good: tuple[str, ...] = ()
+    #: compatible targets above the free-capacity thresholds, best first
+    ranking: HostRanking = field(default_factory=lambda: HostRanking((), ()))
+    #: things worth knowing that did not stop the inventory (an unreadable site record, ...)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def at_risk(self) -> tuple[DbVmRow, ...]:
+        return tuple(row for row in self.db_vms if row.at_risk)
+
+    @property
+    def flagged(self) -> tuple[DbVmRow, ...]:
+        return tuple(row for row in self.db_vms if row.flagged)
+
+    @property
+    def compatible_hosts(self) -> tuple[HostRow, ...]:
+        return tuple(row for row in self.hosts if row.compatible)
+
+    def host(self, host_id: int | None) -> HostRow | None:
+        return next((row for row in self.hosts if row.id == host_id), None)
+
+    def db_vm(self, vm_id: int) -> DbVmRow | None:
+        return next((row for row in self.db_vms if row.id == vm_id), None)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "hosts": [row.as_json() for row in self.hosts],
+            "document_db_vms": [row.as_json() for row in self.db_vms],
+            "known_good_models": list(self.known_good),
+            "targets": [ranked.host.id for ranked in self.ranking.eligible],
+            "at_risk": [row.id for row in self.at_risk],
+            "notes": list(self.notes),
+        }
+
+
+def host_rows(hosts: Iterable[Host], known_good: Sequence[str]) -> tuple[HostRow, ...]:
+    rows = []
+    for host in sorted(hosts, key=lambda h: h.id):
+        cpu = HostCpu.from_host(host)
+        rows.append(HostRow(host, cpu, host_verdict(cpu, known_good)))
+    return tuple(rows)
+
+
+def rank_targets(hosts: Iterable[Host], settings: "Settings", *, exclude_host_id: int | None = None) -> HostRanking:
+    """Compatible hosts with enough free CPU (percent of the host's capacity) and memory, best first."""
+    return rank_hosts(hosts, min_free_cpu_percent=settings.min_free_cpu_percent,
+                      min_free_mem_mib=settings.min_free_memory_mib, known_good=settings.known_good_cpu_models,
+                      exclude_host_id=exclude_host_id)
+
+
+def document_db_reason(vm: VmDetail, naming: NamingProfile, record_ids: Iterable[int] = ()) -> str:
+    """Why `vm` runs the document database ("" when it does not)."""
+    role = vm.summary.role_name or vm.user_template.get("ROLE_NAME") or vm.template.get("ROLE_NAME")
+    if role and role in naming.document_db_roles:
+        return f"role {role}"
+    attribute = naming.document_db_attribute
+    if attribute:
+        flag = vm.user_template.get(attribute) or vm.template.get(attribute)
+        if flag.strip().upper() in _TRUE_WORDS:
+            return f"attribute {attribute}"
+    if vm.id in set(record_ids):
+        return "site record"
+    return ""
+
+
+def db_vm_rows(vms: Iterable[VmDetail], hosts: Sequence[HostRow], naming: NamingProfile,
+               known_good: Sequence[str], record_ids: Iterable[int] = ()) -> tuple[DbVmRow, ...]:
+    record_ids = tuple(record_ids)
+    by_id = {row.id: row for row in hosts}
+    rows = []
+    for vm in sorted(vms, key=lambda v: v.id):
+        reason = document_db_reason(vm, naming, record_ids)
+        if not reason:
+            continue
+        host = by_id.get(vm.summary.host_id) if vm.summary.host_id is not None else None
+        verdict = vm_verdict(vm.cpu_model, host.cpu if host is not None else None, known_good=known_good)
+        rows.append(DbVmRow(vm, reason, host, verdict))
+    return tuple(rows)
+
+
+#: values of the database attribute that mark a VM (the pool query matches values exactly)
+FLAG_VALUES: tuple[str, ...] = ("YES", "yes", "Yes", "TRUE", "true", "1")
+
+
+def document_db_queries(naming: NamingProfile) -> tuple[str, ...]:
+    """VM pool queries (`KEY=VALUE`) that together return every candidate database VM."""
+    queries = [f"ROLE_NAME={role}" for role in naming.document_db_roles if role]
+    if naming.document_db_attribute:
+        queries += [f"{naming.document_db_attribute}={value}" for value in FLAG_VALUES]
+    return tuple(queries)
+
+
+async def document_db_candidates(site: "SiteConnection", record_vm_ids: Iterable[int] = ()) -> tuple[VmDetail, ...]:
+    """Full records of the VMs that may run the database: a few filtered pool reads (never the
+    whole pool, which on a large site is tens of thousands of VMs) plus the site record's VMs."""
+    cloud = site.cloud
+    found: dict[int, VmDetail] = {}
+    pools = await asyncio.gather(*(cloud.list_vms_detail(query=q) for q in document_db_queries(site.naming)))
+    for pool in pools:
+        for vm in pool:
+            found.setdefault(vm.id, vm)
+    for vm_id in record_vm_ids:
+        if vm_id not in found:
+            try:
+                vm = await cloud.vm_info(vm_id)
+            except SiteError as error:
+                if error.code != NO_EXISTS:
+                    raise
+                continue  # the record names a VM that is gone
+            if vm.summary.state != VM_DONE:
+                found[vm.id] = vm
+    return tuple(found.values())
+
+
+def record_vm_ids_of(site: "SiteConnection") -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """The VM ids the latest site record lists for the database roles, and notes (an unreadable
+    record is reported, not fatal: the roles and the attribute still find the VMs)."""
+    try:
+        record = load_site_record(site.settings)
+    except SiteError as error:
+        return (), (f"{error.title}: {error.detail}",)
+    if record is None:
+        return (), ()
+    ids: list[int] = []
+    for role_name in site.naming.document_db_roles:
+        role = record.role(role_name)
+        if role is not None:
+            ids += role.vm_ids
+    return tuple(ids), ()
+
+
+async def load_inventory(site: "SiteConnection", *, record_vm_ids: Iterable[int] | None = None) -> HostInventory:
+    """Every host with its verdict and every document-database VM with its own.
+
+    `record_vm_ids`: VMs a toolkit deployment lists for the database roles; None reads them
+    from the latest site record of this endpoint (`tui.procedures.site_record`).
+    """
+    settings = site.settings
+    known_good = settings.known_good_cpu_models
+    notes: tuple[str, ...] = ()
+    if record_vm_ids is None:
+        record_vm_ids, notes = record_vm_ids_of(site)
+    record_vm_ids = tuple(record_vm_ids)
+    hosts, vms = await asyncio.gather(site.cloud.list_hosts(), document_db_candidates(site, record_vm_ids))
+    rows = host_rows(hosts, known_good)
+    return HostInventory(
+        hosts=rows,
+        db_vms=db_vm_rows(vms, rows, site.naming, known_good, record_vm_ids),
+        known_good=known_good,
+        ranking=rank_targets(hosts, settings),
+        notes=notes,
+    )

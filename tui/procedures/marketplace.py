@@ -1,0 +1,281 @@
+"""Reading the appliance marketplaces: records, where they come from, and what the site has.
+
+Marketplaces are read over HTTP from two places: those the cloud has registered (a MARKETPLACE
+whose TEMPLATE/ENDPOINT is an HTTP address) and those listed in the settings
+(`[marketplace] urls`). Each is listed concurrently; one that fails (404, 500, invalid JSON, a
+timeout) is reported in `MarketCatalog.failures` and never hides the others. Records the
+marketplace lists for another platform series are left out (servers already filter on the
+User-Agent; this catches those that do not).
+
+The install status of each record comes from the images' marketplace attributes
+(`domain.upgrades.appliance_statuses`). These are reads: no preview, no audit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence
+
+from tui.adapters.errors import SiteError
+from tui.domain.appliances import ApplianceRecord, platform_series
+from tui.domain.images import ImageInfo
+from tui.domain.marketapps import Marketplace
+from tui.domain.upgrades import ApplianceStatus, InstallState, appliance_statuses
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tui.procedures.connection import SiteConnection
+
+ORIGIN_CLOUD = "cloud"
+ORIGIN_SETTINGS = "settings"
+
+
+def normalize_url(url: str) -> str:
+    """Marketplace URLs compare without a trailing slash."""
+    return url.strip().rstrip("/")
+
+
+@dataclass(frozen=True)
+class MarketplaceSource:
+    """One marketplace read over HTTP: its URL, a display name and why it is read."""
+
+    url: str
+    name: str
+    #: "cloud" (registered in the cloud), "settings" (config file) or "cloud+settings"
+    origin: str
+    #: the cloud's MARKETPLACE id, when registered there
+    marketplace_id: int | None = None
+
+    @property
+    def registered(self) -> bool:
+        return self.marketplace_id is not None
+
+    def as_json(self) -> dict[str, object]:
+        return {"url": self.url, "name": self.name, "origin": self.origin, "marketplace_id": self.marketplace_id}
+
+
+@dataclass(frozen=True)
+class SourceFailure:
+    """A marketplace that could not be listed, with the operator-facing reason."""
+
+    source: MarketplaceSource
+    title: str
+    detail: str
+    retryable: bool = False
+
+    def as_json(self) -> dict[str, object]:
+        return {"source": self.source.as_json(), "title": self.title, "detail": self.detail,
+                "retryable": self.retryable}
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    """One record of one marketplace with its install status on this site."""
+
+    record: ApplianceRecord
+    source: MarketplaceSource
+    status: ApplianceStatus
+
+    @property
+    def key(self) -> str:
+        """Unique across marketplaces: `<marketplace url>#<record id>`."""
+        return f"{self.record.marketplace_url}#{self.record.id}"
+
+    @property
+    def state(self) -> InstallState:
+        return self.status.state
+
+    def detail_rows(self) -> list[tuple[str, str]]:
+        """(label, value) rows of the appliance's detail (`sitetk market show`, the detail pane)."""
+        record = self.record
+        version = record.parsed_version
+        rows = [
+            ("name", record.name),
+            ("id", record.id),
+            ("version", record.version or "(none)"),
+            ("software version", version.software or "-"),
+            ("build stamp", version.stamp or "-"),
+        ]
+        if not version.conforming:
+            rows.append(("version problem", version.reason))
+        rows += [
+            ("publisher", record.publisher or "-"),
+            ("type", record.type.value),
+        ]
+        if record.roles:
+            rows.append(("roles", ", ".join(f"{role}: {name}" for role, name in record.roles.items())))
+        if record.disks:
+            rows.append(("disks", ", ".join(record.disks)))
+        rows += [
+            ("platform versions", ", ".join(record.platform_versions) or "any"),
+            ("download", record.download_url),
+            ("marketplace", f"{self.source.name} ({record.marketplace_url})"),
+            ("status", self.status.label),
+        ]
+        if self.status.images:
+            rows.append(("images", "\n".join(f"{t.image.id} {t.image.name} ({t.version.label})"
+                                              for t in self.status.images)))
+        if self.status.untagged:
+            rows.append(("untagged look-alikes", "\n".join(f"{i.id} {i.name}" for i in self.status.untagged)))
+        if self.status.note:
+            rows.append(("note", self.status.note))
+        if record.size is not None:
+            rows.append(("size", f"{record.size / 2**30:.1f} GiB"))
+        if record.os_id or record.os_release or record.os_arch:
+            rows.append(("os", " ".join(p for p in (record.os_id, record.os_release, record.os_arch) if p)))
+        if record.tags:
+            rows.append(("tags", ", ".join(record.tags)))
+        for warning in record.warnings:
+            rows.append(("record warning", warning))
+        for key in sorted(record.extra):
+            rows.append((f"extra field {key}", str(record.extra[key])))
+        return rows
+
+    def as_json(self) -> dict[str, object]:
+        record = self.record
+        version = record.parsed_version
+        return {
+            "id": record.id,
+            "key": self.key,
+            "name": record.name,
+            "version": record.version,
+            "software_version": version.software,
+            "build_stamp": version.stamp,
+            "version_conforming": version.conforming,
+            "version_problem": version.reason,
+            "publisher": record.publisher,
+            "type": record.type.value,
+            "marketplace": self.source.name,
+            "marketplace_url": record.marketplace_url,
+            "download_url": record.download_url,
+            "platform_versions": list(record.platform_versions),
+            "roles": dict(record.roles),
+            "disks": list(record.disks),
+            "status": self.status.state.value,
+            "status_label": self.status.label,
+            "installed_version": self.status.installed.raw if self.status.installed else None,
+            "image_ids": [t.image.id for t in self.status.images],
+            "untagged_image_ids": [image.id for image in self.status.untagged],
+            "note": self.status.note,
+            "warnings": list(record.warnings),
+        }
+
+
+@dataclass(frozen=True)
+class MarketCatalog:
+    """Everything the marketplace screen and `sitetk market list` show."""
+
+    platform_version: str
+    sources: tuple[MarketplaceSource, ...]
+    entries: tuple[CatalogEntry, ...]
+    failures: tuple[SourceFailure, ...] = ()
+    #: records a marketplace served that could not be read (named field, record id)
+    record_errors: tuple[str, ...] = ()
+    #: records left out because they do not list this platform series
+    hidden_other_versions: int = 0
+    images: tuple[ImageInfo, ...] = ()
+
+    @property
+    def records(self) -> tuple[ApplianceRecord, ...]:
+        return tuple(entry.record for entry in self.entries)
+
+    @property
+    def all_failed(self) -> bool:
+        return bool(self.sources) and len(self.failures) == len(self.sources)
+
+    def find(self, ref: str) -> CatalogEntry:
+        """An entry by key (`url#id`), record id or record name (case-insensitive).
+
+        Raises `SiteError` when nothing matches, or when a name or id is ambiguous across
+        marketplaces (the message lists the keys to choose from).
+        """
+        wanted = ref.strip()
+        for entry in self.entries:
+            if entry.key == wanted:
+                return entry
+        matches = [e for e in self.entries if e.record.id == wanted]
+        if not matches:
+            matches = [e for e in self.entries if e.record.name.casefold() == wanted.casefold()]
+        if len(matches) == 1:
+            return matches[0]
+        if not matches:
+            raise SiteError(f"No appliance {wanted!r} in the marketplaces",
+                            "Give a record id, a name or a key as `sitetk market list` shows them.")
+        newest = _newest_entries(matches)
+        if len(newest) == 1:
+            return newest[0]
+        raise SiteError(f"Appliance {wanted!r} is in several marketplaces",
+                        "Give one of these keys: " + ", ".join(e.key for e in matches))
+
+
+def _newest_entries(entries: Sequence[CatalogEntry]) -> list[CatalogEntry]:
+    """The entries holding the newest build (several when two marketplaces hold the same one)."""
+    best = max(entries, key=lambda e: e.record.parsed_version.semantic_key()).record.parsed_version
+    return [e for e in entries if e.record.parsed_version.same_release(best)]
+
+
+def sources_from(marketplaces: Sequence[Marketplace], configured: Sequence[str]) -> tuple[MarketplaceSource, ...]:
+    """The HTTP marketplaces to read: the cloud's (with an ENDPOINT) first, then the settings'."""
+    found: dict[str, MarketplaceSource] = {}
+    for market in marketplaces:
+        endpoint = normalize_url(market.endpoint)
+        if not endpoint.startswith(("http://", "https://")) or endpoint in found:
+            continue
+        found[endpoint] = MarketplaceSource(endpoint, market.name, ORIGIN_CLOUD, market.id)
+    for url in configured:
+        endpoint = normalize_url(url)
+        if not endpoint:
+            continue
+        known = found.get(endpoint)
+        if known is None:
+            found[endpoint] = MarketplaceSource(endpoint, endpoint, ORIGIN_SETTINGS)
+        elif known.origin == ORIGIN_CLOUD:
+            found[endpoint] = MarketplaceSource(endpoint, known.name, f"{ORIGIN_CLOUD}+{ORIGIN_SETTINGS}",
+                                                known.marketplace_id)
+    return tuple(found.values())
+
+
+async def marketplace_sources(site: "SiteConnection") -> tuple[MarketplaceSource, ...]:
+    """The cloud's registered HTTP marketplaces and the configured ones, without duplicates."""
+    return sources_from(await site.cloud.list_marketplaces(), site.settings.marketplace_urls)
+
+
+async def _list_source(site: "SiteConnection", source: MarketplaceSource):
+    try:
+        return await site.marketplace.list_appliances(source.url)
+    except SiteError as error:
+        return SourceFailure(source, error.title, error.detail, error.retryable)
+
+
+async def load_catalog(site: "SiteConnection", *, all_versions: bool = False) -> MarketCatalog:
+    """List every marketplace concurrently and compute each record's install status.
+
+    `all_versions` keeps records that do not list this platform series (servers that filter on
+    the User-Agent never send them anyway).
+    """
+    platform_version = site.marketplace.platform_version
+    sources, images = await asyncio.gather(marketplace_sources(site), site.cloud.list_images())
+    listings = await asyncio.gather(*(_list_source(site, source) for source in sources))
+    failures: list[SourceFailure] = []
+    record_errors: list[str] = []
+    chosen: list[tuple[ApplianceRecord, MarketplaceSource]] = []
+    hidden = 0
+    series = platform_series(platform_version)
+    for source, listing in zip(sources, listings):
+        if isinstance(listing, SourceFailure):
+            failures.append(listing)
+            continue
+        record_errors.extend(f"{source.name}: {error}" for error in listing.errors)
+        for record in listing.records:
+            if not all_versions and not record.supports_platform(series):
+                hidden += 1
+                continue
+            chosen.append((record, source))
+    statuses = appliance_statuses([record for record, _ in chosen], images, site.naming)
+    entries = tuple(CatalogEntry(record, source, status) for (record, source), status in zip(chosen, statuses))
+    return MarketCatalog(platform_version, sources, entries, tuple(failures), tuple(record_errors), hidden, tuple(images))
+
+
+async def appliance_record(site: "SiteConnection", marketplace_url: str, record_id: str) -> ApplianceRecord:
+    """One record read fresh from its marketplace (`GET {url}/appliance/<id>`)."""
+    return await site.marketplace.get_appliance(normalize_url(marketplace_url), record_id)

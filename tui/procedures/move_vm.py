@@ -1,0 +1,357 @@
+"""Operation 7: move a document-database VM to a host whose CPU the database can use.
+
+The spec's manual steps (undeploy; Update Configuration, OS & CPU, CPU model = the target host's
+KVM_CPU_MODEL; deploy on that same host) as one procedure:
+
+1. undeploy            `onevm undeploy [--hard] <id>`
+2. wait undeployed     until STATE is UNDEPLOYED
+3. set CPU model       `onevm updateconf <id> <file> --append` with `CPU_MODEL = [ MODEL = "<model>" ]`;
+                       merge mode (append=1) so the VM's OS, CONTEXT and other sections stay; the
+                       procedure reads the VM back and checks they did
+4. deploy              `onevm deploy <id> <host>` (a READY=YES left in the user template by the
+                       last boot is reset first, `onevm update <id> --append`, or the last wait
+                       would trust it)
+5. wait running        until LCM_STATE is RUNNING on that host
+6. wait ready          until the appliance publishes READY=YES in the user template
+
+The plan and its preview come from `tui.procedures.move_plan` (`plan_move`, `plan_redeploy`,
+`plan_flagged`, `preview_move`). `move_vm()` runs the steps as progress events; `move_many()` runs
+several moves one after the other. Each step looks at the VM first and is skipped when already
+done (`step_skips`), so running the same move again resumes where it stopped. A step that fails
+or times out raises `MoveFailed`, naming the step and the state the VM is in, with the commands
+that resume it or put it back where it was. Cancelling (`asyncio.CancelledError`) stops between
+two platform calls and is audit-logged with the step and the VM's last known state. Every
+change (undeploy, CPU model, READY reset, deploy) is audit-logged, as are the move's start and end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Sequence
+
+from tui.adapters.errors import SiteError
+from tui.domain.cpu import cpu_model_update_text
+from tui.domain.template_text import render_template
+from tui.domain.vms import ACTIVE, LCM_STATES, RUNNING, VmDetail
+from tui.procedures.audit import AuditLog
+from tui.procedures.move_plan import (
+    AUDIT_MOVE,
+    AUDIT_REDEPLOY,
+    DEFAULT_TIMEOUTS,
+    DEPLOYABLE,
+    STEP_DEPLOY,
+    STEP_SET_MODEL,
+    STEP_UNDEPLOY,
+    STEP_WAIT_READY,
+    STEP_WAIT_RUNNING,
+    STEP_WAIT_UNDEPLOYED,
+    STEPS,
+    UNDEPLOYABLE_LCM,
+    VM_DONE,
+    VM_POWEROFF,
+    VM_STOPPED,
+    VM_SUSPENDED,
+    VM_UNDEPLOYED,
+    MovePlan,
+    MoveTimeouts,
+    VmFacts,
+    audit_log,
+    move_command,
+    ready_flag,
+    redeploy_command,
+    resume_hint,
+    step_skips,
+    updateconf_cli,
+)
+from tui.procedures.progress import Progress
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tui.procedures.connection import SiteConnection
+
+#: sections `one.vm.updateconf` manages; with append=0 every one missing from the text is erased
+UPDATECONF_SECTIONS: tuple[str, ...] = ("OS", "FEATURES", "INPUT", "GRAPHICS", "VIDEO", "RAW", "CPU_MODEL",
+                                        "BACKUP_CONFIG", "CONTEXT")
+
+class MoveFailed(SiteError):
+    """A move stopped at `step`; `vm_state` is the state the VM was left in."""
+
+    def __init__(self, plan: MovePlan, step: str, reason: str, vm_state: str) -> None:
+        self.plan = plan
+        self.step = step
+        self.reason = reason
+        self.vm_state = vm_state
+        detail = (f"{reason} {plan.label} is now {vm_state}. {resume_hint(plan)}")
+        super().__init__(f"Move of {plan.label} stopped at step “{step}”", detail, retryable=True)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"step": self.step, "reason": self.reason, "vm_state": self.vm_state, "plan": self.plan.as_json(),
+                "resume": move_command(self.plan), "redeploy": redeploy_command(self.plan)}
+
+
+# running ----------------------------------------------------------------------------------------
+
+def describe_state(vm: VmDetail) -> str:
+    """"UNDEPLOYED (CPU model Broadwell-noTSX, last on host 1 node-1)" and the like."""
+    summary = vm.summary
+    parts = [f"CPU model {vm.cpu_model or '(none)'}"]
+    if summary.host_id is not None:
+        where = "on" if summary.state == ACTIVE else "last on"
+        parts.append(f"{where} host {summary.host_id} {summary.host}")
+    if summary.running:
+        parts.append("application ready" if vm.ready else "application not ready")
+    return f"{summary.status} ({', '.join(parts)})"
+
+
+def _sections(vm: VmDetail, skip: str = "CPU_MODEL") -> list[tuple[str, Any]]:
+    return [(name, value) for name, value in vm.template.to_template() if name in UPDATECONF_SECTIONS and name != skip]
+
+
+class _Run:
+    """The state of one running move, shared by its steps."""
+
+    def __init__(self, site: "SiteConnection", plan: MovePlan, timeouts: MoveTimeouts, audit: AuditLog,
+                 offset: int, total: int) -> None:
+        self.site = site
+        self.plan = plan
+        self.timeouts = timeouts
+        self.audit = audit
+        self.offset = offset
+        self.total = total
+        self.step = STEPS[0]
+        self.vm: VmDetail | None = None
+
+    def event(self, index: int, state: str, message: str, **data: Any) -> Progress:
+        done = index + (1 if state in ("done", "skipped") else 0)
+        return Progress(self.step, self.offset + done, self.total, message, state,
+                        {"vm_id": self.plan.vm_id, **data})
+
+    async def read(self) -> VmDetail:
+        self.vm = await self.site.cloud.vm_info(self.plan.vm_id)
+        return self.vm
+
+    def fail(self, reason: str) -> MoveFailed:
+        state = describe_state(self.vm) if self.vm is not None else "in an unknown state"
+        return MoveFailed(self.plan, self.step, reason, state)
+
+    async def state_after_error(self, error: SiteError) -> MoveFailed:
+        try:
+            await self.read()
+        except SiteError:
+            self.vm = None
+        said = f"{error.title}: {error.detail}" if error.detail else error.title
+        return self.fail(said if said.endswith((".", "!", "?")) else said + ".")
+
+    async def wait(self, index: int, timeout: float, done: Callable[[VmDetail], bool],
+                   broken: Callable[[VmDetail], str], what: str,
+                   on_timeout: str | Callable[[], str] = "") -> AsyncIterator[Progress]:
+        """Poll the VM until `done`; fail when `broken` says why, or after `timeout` seconds
+        (adding `on_timeout`, a hint or what the appliance said)."""
+        deadline = time.monotonic() + timeout
+        last = ""
+        pause = min(0.1, self.timeouts.poll_interval)
+        while True:
+            try:
+                vm = await self.read()
+            except SiteError as error:
+                if not error.retryable or time.monotonic() >= deadline:
+                    raise await self.state_after_error(error) from None
+                vm = None
+            if vm is not None:
+                if done(vm):
+                    return
+                problem = broken(vm)
+                if problem:
+                    raise self.fail(problem)
+                now = vm.summary.status
+                if now != last:
+                    last = now
+                    pause = min(0.1, self.timeouts.poll_interval)
+                    yield self.event(index, "running", f"waiting for {what}: VM is {now}", vm_state=now)
+            if time.monotonic() >= deadline:
+                extra = on_timeout() if callable(on_timeout) else on_timeout
+                raise self.fail(f"Waited {timeout:g} s for {what}." + (f" {extra}" if extra else ""))
+            await asyncio.sleep(pause)
+            pause = min(pause * 1.5, self.timeouts.poll_interval)
+
+
+def _on_target(vm: VmDetail, plan: MovePlan) -> bool:
+    return vm.summary.state == ACTIVE and vm.summary.host_id == plan.target_host_id
+
+
+def _failed_lcm(vm: VmDetail) -> bool:
+    return vm.summary.state == ACTIVE and LCM_STATES.get(vm.summary.lcm_state, ("", ""))[1] == "fail"
+
+
+async def move_vm(site: "SiteConnection", plan: MovePlan, *, timeouts: MoveTimeouts = DEFAULT_TIMEOUTS,
+                  audit: AuditLog | None = None, _offset: int = 0, _total: int | None = None) -> AsyncIterator[Progress]:
+    """Run a move (or a redeploy) step by step, skipping steps already done. Raises `MoveFailed`."""
+    audit = audit if audit is not None else audit_log(site)
+    steps = plan.steps
+    run = _Run(site, plan, timeouts, audit, _offset, _total if _total is not None else len(steps))
+    action = AUDIT_REDEPLOY if plan.redeploy else AUDIT_MOVE
+    details = {"vm_id": plan.vm_id, "vm_name": plan.vm_name, "origin_host_id": plan.origin_host_id,
+               "origin_host_name": plan.origin_host_name, "origin_cpu_model": plan.origin_cpu_model,
+               "target_host_id": plan.target_host_id, "target_host_name": plan.target_host_name,
+               "cpu_model": plan.cpu_model, "hard": plan.hard, "passthrough": plan.passthrough}
+    audit.record(action, plan.label, "started", details)
+    try:
+        async for event in _steps(run):
+            yield event
+    except asyncio.CancelledError:
+        state = describe_state(run.vm) if run.vm is not None else "not read yet"
+        audit.record(action, plan.label, "cancelled", {**details, "step": run.step, "vm_state": state})
+        raise
+    except SiteError as error:
+        failure = error if isinstance(error, MoveFailed) else await run.state_after_error(error)
+        audit.record(action, plan.label, "failed", {**details, "step": failure.step, "reason": failure.reason,
+                                                    "vm_state": failure.vm_state})
+        short = failure.reason if len(failure.reason) <= 100 else failure.reason[:99] + "…"
+        yield Progress(failure.step, run.offset + steps.index(failure.step), run.total, short, "failed",
+                       {"vm_id": plan.vm_id, "vm_state": failure.vm_state, "reason": failure.reason})
+        raise failure from None
+    final = describe_state(run.vm) if run.vm is not None else ""
+    audit.record(action, plan.label, "done", {**details, "vm_state": final})
+
+
+async def _steps(run: _Run) -> AsyncIterator[Progress]:
+    plan, cloud, timeouts = run.plan, run.site.cloud, run.timeouts
+    vm = await run.read()
+    if vm.summary.state == VM_DONE:
+        raise run.fail("The VM was terminated.")
+    skips = step_skips(VmFacts.of(vm), plan)
+
+    # 1. undeploy
+    run.step, index = STEP_UNDEPLOY, 0
+    state, lcm = vm.summary.state, vm.summary.lcm_state
+    if STEP_UNDEPLOY in skips:
+        yield run.event(index, "skipped", skips[STEP_UNDEPLOY])
+    elif (state == ACTIVE and lcm in UNDEPLOYABLE_LCM) or state == VM_POWEROFF:
+        yield run.event(index, "running", f"undeploying from {plan.origin_label}")
+        await cloud.vm_action("undeploy-hard" if plan.hard else "undeploy", plan.vm_id)
+        run.audit.record("hosts.undeploy", plan.label, "ok", {
+            "vm_id": plan.vm_id, "hard": plan.hard, "cli": f"onevm undeploy{' --hard' if plan.hard else ''} {plan.vm_id}"})
+        yield run.event(index, "done", "undeploy requested")
+    elif state == VM_SUSPENDED:
+        raise run.fail(f"A SUSPENDED VM cannot be undeployed: resume it first (onevm resume {plan.vm_id}), then run "
+                       "the move again.")
+    else:
+        raise run.fail(f"The VM is {vm.summary.status}, a state the move cannot start from: wait until it is RUNNING, "
+                       f"POWEROFF or UNDEPLOYED (a failed VM needs onevm recover {plan.vm_id} first).")
+
+    # 2. wait undeployed
+    run.step, index = STEP_WAIT_UNDEPLOYED, 1
+    if STEP_WAIT_UNDEPLOYED in skips:
+        yield run.event(index, "skipped", skips[STEP_WAIT_UNDEPLOYED])
+    else:
+        def undeploy_broken(current: VmDetail) -> str:
+            if _failed_lcm(current):
+                return f"The undeploy failed ({current.summary.status}); see onevm show {plan.vm_id}."
+            if current.summary.state not in (ACTIVE, VM_POWEROFF, VM_UNDEPLOYED):
+                return f"The VM left the undeploy in state {current.summary.status}."
+            return ""
+
+        async for event in run.wait(index, timeouts.undeploy, lambda v: v.summary.state == VM_UNDEPLOYED,
+                                    undeploy_broken, "UNDEPLOYED",
+                                    "" if plan.hard else "A guest that ignores the shutdown needs --hard."):
+            yield event
+        yield run.event(index, "done", "VM is UNDEPLOYED")
+    vm = run.vm or vm
+
+    # 3. set CPU model
+    run.step, index = STEP_SET_MODEL, 2
+    if vm.cpu_model == plan.cpu_model:
+        yield run.event(index, "skipped", f"CPU model already {plan.cpu_model or '(none)'}")
+    else:
+        yield run.event(index, "running", f"setting CPU model {plan.cpu_model or '(none)'}")
+        before = _sections(vm)
+        if plan.cpu_model:
+            await cloud.vm_updateconf(plan.vm_id, cpu_model_update_text(plan.cpu_model), append=1)
+        else:
+            # removing a section takes replace mode: every other section goes back unchanged
+            await cloud.vm_updateconf(plan.vm_id, render_template(before), append=0)
+        run.audit.record("hosts.set_cpu_model", plan.label, "ok", {
+            "vm_id": plan.vm_id, "cpu_model": plan.cpu_model, "previous": vm.cpu_model, "cli": updateconf_cli(plan)})
+        vm = await run.read()
+        if vm.cpu_model != plan.cpu_model:
+            raise run.fail(f"The VM's CPU model reads {vm.cpu_model or '(none)'} after the update, "
+                           f"not {plan.cpu_model or '(none)'}.")
+        after = _sections(vm)
+        if after != before:
+            lost = sorted({name for name, _ in before} - {name for name, _ in after})
+            changed = ", ".join(lost) if lost else "some of its sections"
+            raise run.fail(f"The update changed the VM's other configuration ({changed}); check it with "
+                           f"onevm show {plan.vm_id} before deploying.")
+        yield run.event(index, "done", f"CPU model {plan.cpu_model or '(none)'} set; other sections unchanged",
+                        cpu_model=plan.cpu_model)
+
+    # 4. deploy
+    run.step, index = STEP_DEPLOY, 3
+    if _on_target(vm, plan):
+        yield run.event(index, "skipped", f"already deployed on {plan.target_label}")
+    elif vm.summary.state in DEPLOYABLE:
+        yield run.event(index, "running", f"deploying on {plan.target_label}")
+        if plan.wait_ready and ready_flag(vm):
+            # a READY=YES left from the last boot would end the last wait at once
+            await cloud.vm_update(plan.vm_id, 'READY = "NO"', append=1)
+            run.audit.record("hosts.reset_ready", plan.label, "ok", {
+                "vm_id": plan.vm_id, "cli": f"onevm update {plan.vm_id} <READY = \"NO\"> --append"})
+        await cloud.vm_deploy(plan.vm_id, plan.target_host_id)
+        run.audit.record("hosts.deploy", plan.label, "ok", {
+            "vm_id": plan.vm_id, "host_id": plan.target_host_id,
+            "cli": f"onevm deploy {plan.vm_id} {plan.target_host_id}"})
+        yield run.event(index, "done", f"deploy on {plan.target_label} requested")
+    else:
+        raise run.fail(f"The VM is {vm.summary.status}, not UNDEPLOYED: it cannot be deployed on {plan.target_label}.")
+
+    # 5. wait running
+    run.step, index = STEP_WAIT_RUNNING, 4
+
+    def running_broken(current: VmDetail) -> str:
+        if _failed_lcm(current):
+            return f"The deployment failed ({current.summary.status}); see onevm show {plan.vm_id}."
+        if current.summary.state in (VM_UNDEPLOYED, VM_POWEROFF, VM_STOPPED, VM_SUSPENDED, VM_DONE):
+            return f"The VM stopped being deployed: it is {current.summary.status}."
+        if current.summary.state == ACTIVE and current.summary.host_id != plan.target_host_id:
+            return f"The VM is on host {current.summary.host_id} {current.summary.host}, not {plan.target_label}."
+        return ""
+
+    async for event in run.wait(index, timeouts.running, lambda v: v.summary.running and _on_target(v, plan),
+                                running_broken, "RUNNING"):
+        yield event
+    yield run.event(index, "done", f"VM is RUNNING on {plan.target_label}")
+
+    # 6. wait ready
+    if not plan.wait_ready:
+        return
+    run.step, index = STEP_WAIT_READY, 5
+
+    def ready_broken(current: VmDetail) -> str:
+        if not current.summary.running:
+            return f"The VM stopped running while waiting for the application: it is {current.summary.status}."
+        return ""
+
+    async for event in run.wait(index, timeouts.ready, lambda v: v.ready, ready_broken, "the application to be ready",
+                                lambda: _appliance_errors(run.vm)):
+        yield event
+    yield run.event(index, "done", "the application reports READY=YES")
+
+
+def _appliance_errors(vm: VmDetail | None) -> str:
+    """What the appliance published about a failure (user template attributes named *ERROR)."""
+    if vm is None:
+        return ""
+    said = "; ".join(f"{name}={value}" for name, value in vm.user_template.scalars().items()
+                     if name.endswith("ERROR") and value)
+    return f"The appliance reports: {said}" if said else ""
+
+
+async def move_many(site: "SiteConnection", plans: Sequence[MovePlan], *, timeouts: MoveTimeouts = DEFAULT_TIMEOUTS,
+                    audit: AuditLog | None = None) -> AsyncIterator[Progress]:
+    """Run several moves one after the other; the first failure stops the rest."""
+    total = sum(len(plan.steps) for plan in plans)
+    offset = 0
+    for plan in plans:
+        async for event in move_vm(site, plan, timeouts=timeouts, audit=audit, _offset=offset, _total=total):
+            yield replace(event, step=f"VM {plan.vm_id}: {event.step}") if len(plans) > 1 else event
+        offset += len(plan.steps)

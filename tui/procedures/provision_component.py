@@ -1,0 +1,391 @@
+"""Day-2 provisioning of a component (spec operation 9): its appliances downloaded and the
+automation cloud user allowed to use their images, VM templates and service templates.
+
+- `plan_provision(site, definition, cloud_user=None, datastore_id=None)`: decides, without
+  changing anything, per appliance of the component whether it is downloaded already (the
+  newest build carries the marketplace's version: reused) or must be downloaded (a
+  `DownloadPlan` of the marketplace procedures, which itself reuses what an interrupted run left),
+  and which grants the objects need. The cloud user is the one named in the automation's
+  cloud-username input: given, else the toolkit's site record, else the toolkit service's input.
+  `ProvisionPlan.preview()` lists every change with the equivalent platform commands
+  (`onemarketapp export`, `oneimage update --append`, `oneacl create`).
+- `provision_component(site, plan)`: runs it. Downloads go through `download_appliance`
+  (progress, rollback on failure, attributes attached); each grant is one ACL rule
+  (`domain.object_grants` says why rules and not chgrp/chmod). An object the user can already use
+  is left alone, and a rule the platform reports as existing counts as granted, so re-runs are
+  idempotent. The last event carries the component's learned site-variable values.
+- `ComponentProvisioner`: the `ApplianceProvisioner` of `site_config.enable_component`.
+- `offer_component(...)`: the whole operation as one stream of events: decrypt core.yaml (a wrong
+  password stops before anything changes), provision, list the component with its variables,
+  re-encrypt. Submitting stays a separate, confirmed step (`site_repo.submit_site`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping, Sequence
+
+from tui.adapters.errors import SiteError
+from tui.adapters.vault import VaultPassword
+from tui.domain.appliances import ApplianceRecord
+from tui.domain.components import ComponentDefinition
+from tui.domain.documents import SERVICE_TEMPLATE_DOCUMENT
+from tui.domain.object_grants import KINDS, CloudObject, Grant, acl_rule, plan_grants
+from tui.domain.site_fill import InstalledAppliance, appliance_values
+from tui.domain.upgrades import InstallState
+from tui.domain.users import User
+from tui.procedures.attach_attributes import tag_for_record
+from tui.procedures.download_appliance import (
+    DEFAULT_POLL_INTERVAL,
+    DEFAULT_STEP_TIMEOUT,
+    DownloadPlan,
+    default_download_name,
+    download_appliance,
+    find_market_app,
+    list_image_datastores,
+    plan_download,
+)
+from tui.procedures.marketplace import load_catalog
+from tui.procedures.preview import Change, Preview
+from tui.procedures.progress import Progress
+from tui.procedures.site_config import enable_component, load_site_config
+from tui.procedures.site_fill import find_deployment, installed_from_catalog
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tui.procedures.connection import SiteConnection
+
+#: how the grants are made, for previews and the README
+GRANT_POLICY = (
+    "Grants are per-object ACL rules giving the automation cloud user USE only; the objects keep their owner, "
+    "group and permissions (no oneimage chgrp/chmod, which would open them to a whole group). "
+    "List them with `oneacl list`, revoke one with `oneacl delete <id>`."
+)
+_DUPLICATE = "already exists"
+
+
+@dataclass(frozen=True)
+class ApplianceStep:
+    """One appliance of the component: reused as downloaded, or downloaded by `download`."""
+
+    record: ApplianceRecord
+    installed: InstalledAppliance | None = None
+    download: DownloadPlan | None = None
+    note: str = ""
+
+    @property
+    def reused(self) -> bool:
+        return self.download is None
+
+
+@dataclass(frozen=True)
+class ProvisionPlan:
+    definition: ComponentDefinition
+    user: User
+    appliances: tuple[ApplianceStep, ...]
+    #: grants on objects that exist already (reused appliances); downloads get theirs afterwards
+    grants: tuple[Grant, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def is_noop(self) -> bool:
+        return all(step.reused for step in self.appliances) and not any(g.needed for g in self.grants)
+
+    def preview(self) -> Preview:
+        changes: list[Change] = []
+        user = self.user.name
+        for step in self.appliances:
+            record = step.record
+            if step.download is None:
+                found = step.installed
+                ids = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in (
+                    ("image", found.image_id if found else None), ("VM template", found.template_id if found else None),
+                    ("service template", found.service_template_id if found else None)) if v is not None)
+                changes.append(Change(f"{record.name} {record.version}: downloaded already ({ids}); reused", "", "none"))
+                continue
+            changes.extend(step.download.preview().changes)
+            for kind in ("image", "template", "service_template"):
+                if kind == "template" and not step.download.templates or kind == "service_template" and step.download.service is None:
+                    continue
+                resource, words = KINDS[kind]
+                changes.append(Change(
+                    f"allow {user} to use each new {words} of {record.name} (skipped when it may already)",
+                    f"oneacl create '#{self.user.id} {resource}/#<new {words} id> USE'", "create"))
+        for grant in self.grants:
+            if grant.needed:
+                changes.append(Change(f"allow {user} to use {grant.object.label}", grant.cli, "create"))
+            else:
+                changes.append(Change(f"{user} may already use {grant.object.label}: {grant.already}", "", "none"))
+        if not self.appliances:
+            changes.append(Change(f"{self.definition.name} uses no appliance: nothing to download or grant", "", "none"))
+        warnings = tuple(self.notes) + tuple(w for s in self.appliances if s.download for w in s.download.warnings)
+        return Preview(f"Provision {self.definition.name} for cloud user {user} (ID {self.user.id})", tuple(changes), warnings=warnings)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "component": self.definition.name,
+            "user": {"id": self.user.id, "name": self.user.name},
+            "appliances": [
+                {"record": s.record.id, "name": s.record.name, "version": s.record.version, "reused": s.reused,
+                 "download": s.download.as_json() if s.download else None, "note": s.note}
+                for s in self.appliances
+            ],
+            "grants": [g.as_json() for g in self.grants],
+            "notes": list(self.notes),
+            "policy": GRANT_POLICY,
+        }
+
+
+async def resolve_cloud_user(site: "SiteConnection", name: str | None = None) -> User:
+    """The automation cloud user: `name`, else the site record's, else the toolkit service's input."""
+    wanted = (name or "").strip()
+    if not wanted:
+        deployment = await find_deployment(site)
+        wanted = deployment.automation_user if deployment is not None else ""
+    input_name = site.naming.input_name("automation_cloud_username")
+    if not wanted:
+        raise SiteError(
+            "Automation cloud user unknown",
+            f"No toolkit deployment names {input_name}; give the cloud user (--cloud-user NAME) that the automation server deploys with.",
+        )
+    users = await site.cloud.list_users()
+    user = next((u for u in users if u.name == wanted), None)
+    if user is None:
+        raise SiteError(f"Cloud user {wanted!r} does not exist", f"{input_name} names {wanted!r}, which the cloud does not have: create it (oneuser create) or fix the name.")
+    return user
+
+
+async def _objects(site: "SiteConnection", found: InstalledAppliance) -> list[CloudObject]:
+    objects: list[CloudObject] = []
+    if found.image_id is not None:
+        image = await site.cloud.image_info(found.image_id)
+        objects.append(CloudObject("image", image.id, image.name, image.uid, image.gid, image.permissions))
+    if found.template_id is not None:
+        template = await site.cloud.template_info(found.template_id)
+        objects.append(CloudObject("template", template.id, template.name, template.uid, template.gid, template.permissions))
+    if found.service_template_id is not None:
+        document = await site.cloud.document_info(found.service_template_id)
+        objects.append(CloudObject("service_template", document.id, document.name, document.uid, document.gid, document.permissions))
+    return objects
+
+
+async def _result_objects(site: "SiteConnection", result: Mapping[str, Any]) -> list[CloudObject]:
+    """Every object a download left: all its images, VM templates and its service template."""
+    objects: list[CloudObject] = []
+    images = await asyncio.gather(*(site.cloud.image_info(int(i)) for i in result.get("image_ids", [])))
+    objects += [CloudObject("image", i.id, i.name, i.uid, i.gid, i.permissions) for i in images]
+    templates = await asyncio.gather(*(site.cloud.template_info(int(t)) for t in result.get("template_ids", []) if int(t) >= 0))
+    objects += [CloudObject("template", t.id, t.name, t.uid, t.gid, t.permissions) for t in templates]
+    if result.get("service_template_id") is not None:
+        d = await site.cloud.document_info(int(result["service_template_id"]))
+        objects.append(CloudObject("service_template", d.id, d.name, d.uid, d.gid, d.permissions))
+    return objects
+
+
+async def plan_provision(
+    site: "SiteConnection",
+    definition: ComponentDefinition,
+    *,
+    cloud_user: str | None = None,
+    datastore_id: int | None = None,
+) -> ProvisionPlan:
+    """What provisioning `definition` would do; nothing is changed."""
+    user = await resolve_cloud_user(site, cloud_user)
+    record_ids = definition.appliance_record_ids()
+    if not record_ids:
+        return ProvisionPlan(definition, user, ())
+    catalog, templates, documents, rules = await asyncio.gather(
+        load_catalog(site), site.cloud.list_templates(), site.cloud.list_documents(SERVICE_TEMPLATE_DOCUMENT), site.cloud.acl_list()
+    )
+    steps: list[ApplianceStep] = []
+    objects: list[CloudObject] = []
+    notes: list[str] = []
+    datastore: int | None = datastore_id
+    for record_id in record_ids:
+        try:
+            entry = catalog.find(record_id)
+        except SiteError as error:
+            failures = "; ".join(f"{f.source.name}: {f.title}" for f in catalog.failures)
+            raise SiteError(
+                f"{definition.name}: appliance {record_id} not found",
+                f"{error.detail} {definition.name}'s public.yaml names {record_id}." + (f" Unreadable marketplaces: {failures}." if failures else ""),
+            ) from None
+        record = entry.record
+        installed = installed_from_catalog(record_id, catalog, templates, documents)
+        if entry.status.state is InstallState.UP_TO_DATE and installed is not None:
+            steps.append(ApplianceStep(record, installed))
+            objects += await _objects(site, installed)
+            continue
+        if datastore is None:
+            stores = await list_image_datastores(site)
+            if not stores:
+                raise SiteError("No IMAGE datastore", "Appliances are downloaded into an IMAGE datastore; the cloud has none.")
+            datastore = stores[0].id
+        app = await find_market_app(site, record)
+        plan = await plan_download(site, app.id, datastore, default_download_name(record.name, record.version), tag=tag_for_record(record))
+        note = ""
+        if entry.status.state is InstallState.UPDATE_AVAILABLE and entry.status.installed is not None:
+            note = f"{record.name}: {entry.status.installed.label} is installed; {record.version} is downloaded beside it"
+        elif entry.status.state is InstallState.UNTAGGED:
+            note = f"{record.name}: {entry.status.note}"
+        if note:
+            notes.append(note)
+        steps.append(ApplianceStep(record, None, plan, note))
+    return ProvisionPlan(definition, user, tuple(steps), plan_grants(objects, user, rules), tuple(notes))
+
+
+async def _grant(site: "SiteConnection", grant: Grant) -> tuple[str, str]:
+    """Add one rule; (state, message). An existing rule counts as granted."""
+    if not grant.needed:
+        return "skipped", f"{grant.user_name} may already use {grant.object.label}: {grant.already}"
+    try:
+        rule_id = await site.cloud.acl_add(grant.rule)
+    except SiteError as error:
+        if _DUPLICATE in error.detail or _DUPLICATE in error.title:
+            return "skipped", f"rule {grant.rule} exists already"
+        raise
+    site.audit.record("acl.create", grant.rule, "ok", {"rule_id": rule_id, "user": grant.user_name, "object": grant.object.label, "cli": grant.cli})
+    return "done", f"rule {rule_id}: {grant.rule}"
+
+
+async def provision_component(
+    site: "SiteConnection",
+    plan: ProvisionPlan,
+    *,
+    step_timeout: float = DEFAULT_STEP_TIMEOUT,
+    poll_interval: float = DEFAULT_POLL_INTERVAL,
+    cancel: asyncio.Event | None = None,
+) -> AsyncIterator[Progress]:
+    """Download what is missing, grant what is needed; the last event's data["values"] holds the
+    component's site-variable values learned from the appliances."""
+    name = plan.definition.name
+    installed: dict[str, InstalledAppliance] = {}
+    grants: list[Grant] = list(plan.grants)
+    for step in plan.appliances:
+        record = step.record
+        if step.download is None:
+            assert step.installed is not None
+            installed[record.id] = step.installed
+            yield Progress(f"{record.name}: download", 1, 1, f"{record.version} downloaded already: reused", "skipped")
+            continue
+        result: Mapping[str, Any] | None = None
+        async for event in download_appliance(site, step.download, step_timeout=step_timeout, poll_interval=poll_interval, cancel=cancel):
+            if "download" in event.data:
+                result = event.data["download"]
+            yield Progress(f"{record.name}: {event.step}", event.done, event.total, event.message, event.state, event.data)
+        if result is None:
+            raise SiteError(f"{record.name}: the download ended without a result", "Nothing was granted; run the step again.")
+        image_ids = list(result.get("image_ids", []))
+        template_ids = [t for t in result.get("template_ids", []) if int(t) >= 0]
+        installed[record.id] = InstalledAppliance(
+            record.id, record.name, record.version,
+            int(image_ids[0]) if image_ids else None,
+            int(template_ids[0]) if template_ids else None,
+            result.get("service_template_id"),
+        )
+        new_objects = await _result_objects(site, result)
+        grants += plan_grants(new_objects, plan.user, await site.cloud.acl_list())
+    total = max(1, len(grants))
+    for n, grant in enumerate(grants, start=1):
+        state, message = await _grant(site, grant)
+        yield Progress(f"grant {grant.object.label}", n, total, message, state, grant.as_json())
+    values, notes = appliance_values(plan.definition, installed)
+    yield Progress(
+        f"provision {name}", 1, 1,
+        f"{name}: {len(installed)} appliance(s) ready for {plan.user.name}" + (f" ({'; '.join(notes)})" if notes else ""),
+        "done",
+        {"values": values, "notes": list(notes), "appliances": {k: vars(v) for k, v in installed.items()},
+         "grants": [g.as_json() for g in grants]},
+    )
+
+
+ProgressSink = Callable[[Progress], None]
+
+
+@dataclass
+class ComponentProvisioner:
+    """`site_config.ApplianceProvisioner`: plans (unless given a plan) and provisions a component,
+    handing each progress event to `on_progress`; returns the learned site-variable values."""
+
+    site: "SiteConnection"
+    cloud_user: str | None = None
+    datastore_id: int | None = None
+    plan: ProvisionPlan | None = None
+    on_progress: ProgressSink | None = None
+    step_timeout: float = DEFAULT_STEP_TIMEOUT
+    poll_interval: float = DEFAULT_POLL_INTERVAL
+    cancel: asyncio.Event | None = None
+    learned: dict[str, Any] = field(default_factory=dict)
+
+    async def __call__(self, definition: ComponentDefinition) -> Mapping[str, Any]:
+        plan = self.plan if self.plan is not None and self.plan.definition.name == definition.name else None
+        if plan is None:
+            plan = await plan_provision(self.site, definition, cloud_user=self.cloud_user, datastore_id=self.datastore_id)
+        async for event in provision_component(self.site, plan, step_timeout=self.step_timeout, poll_interval=self.poll_interval, cancel=self.cancel):
+            if self.on_progress is not None:
+                self.on_progress(event)
+            if "values" in event.data:
+                self.learned = dict(event.data["values"])
+        return dict(self.learned)
+
+
+async def offer_component(
+    site: "SiteConnection",
+    path: Path,
+    password: VaultPassword,
+    definition: ComponentDefinition,
+    values: Mapping[str, Any] | None = None,
+    *,
+    plan: ProvisionPlan | None = None,
+    cloud_user: str | None = None,
+    datastore_id: int | None = None,
+    allow_incomplete: bool = False,
+    step_timeout: float = DEFAULT_STEP_TIMEOUT,
+    poll_interval: float = DEFAULT_POLL_INTERVAL,
+    cancel: asyncio.Event | None = None,
+) -> AsyncIterator[Progress]:
+    """Provision the component and list it in core.yaml with its site variables (one event stream).
+
+    Operator-given `values` win over what the appliances say. core.yaml is decrypted first, so a
+    wrong password or an unreadable file stops everything before the cloud changes.
+    """
+    await load_site_config(Path(path), password, site.naming)
+    queue: asyncio.Queue[Progress | BaseException | None] = asyncio.Queue()
+    provisioner = ComponentProvisioner(
+        site, cloud_user, datastore_id, plan, queue.put_nowait, step_timeout, poll_interval, cancel
+    )
+
+    async def run() -> None:
+        try:
+            async for event in enable_component(
+                Path(path), password, definition, values, naming=site.naming,
+                provision_appliances=provisioner if definition.appliances else None,
+                allow_incomplete=allow_incomplete, audit=site.audit,
+            ):
+                queue.put_nowait(event)
+        except BaseException as error:  # noqa: BLE001 - handed to the consumer, which re-raises it
+            queue.put_nowait(error)
+        else:
+            queue.put_nowait(None)
+
+    task = asyncio.create_task(run())
+    try:
+        while True:
+            item = await queue.get()
+            if item is None:
+                break
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        if not task.done():
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+
+
+def grant_rules(plan: ProvisionPlan) -> Sequence[str]:
+    """The rules the plan adds now (downloads add theirs once their objects exist)."""
+    return tuple(acl_rule(g.user_id, g.object) for g in plan.grants if g.needed)

@@ -1,0 +1,93 @@
+"""The base of every console screen: context bar, footer, read-only gating and worker failures.
+
+A screen subclasses `SiteScreen`, sets `SCREEN_NAME` (its registry name) and `TITLE`, and writes
+`compose_body()` instead of `compose()`. It gets:
+
+- the context bar on top and the key footer at the bottom, kept up to date by the app;
+- `self.site`: the `SiteConnection` (procedures take it; never call adapters from a screen);
+- read-only gating: actions named in `MUTATING_ACTIONS` are hidden and refused with `--read-only`;
+- worker failures handled: a worker started with
+  `@work(exclusive=True, group="...", exit_on_error=False)` that raises ends up in
+  `worker_failed()`, which by default reports it (toast for a `SiteError`, error modal with the
+  traceback for anything unexpected). Override `worker_failed` to show an error state instead;
+- `palette_commands()`: extra entries for the ctrl+p palette while the screen is current.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar, Iterable
+
+from textual.app import ComposeResult, SystemCommand
+from textual.screen import Screen
+from textual.widgets import Footer
+from textual.worker import Worker, WorkerState
+
+from widgets.context_bar import ContextBar
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tui.app import SiteToolkitApp
+    from tui.procedures.connection import SiteConnection
+
+#: the context bar's slots: (key, label), in display order
+CONTEXT_SLOTS: tuple[tuple[str, str], ...] = (
+    ("endpoint", ""),
+    ("user", "user"),
+    ("version", "version"),
+    ("health", ""),
+    ("refresh", "refreshed"),
+    ("mode", ""),
+)
+
+
+class SiteScreen(Screen[None]):
+    """A top-level console screen (see the module docstring)."""
+
+    #: registry name (`:` name) of this screen
+    SCREEN_NAME: ClassVar[str] = ""
+    #: actions hidden and refused in read-only mode
+    MUTATING_ACTIONS: ClassVar[frozenset[str]] = frozenset()
+
+    def compose(self) -> ComposeResult:
+        yield ContextBar(CONTEXT_SLOTS, id="context-bar")
+        yield from self.compose_body()
+        yield Footer()
+
+    def compose_body(self) -> ComposeResult:
+        """The screen's own widgets (between the context bar and the footer)."""
+        yield from ()
+
+    @property
+    def shell(self) -> "SiteToolkitApp":
+        from tui.app import SiteToolkitApp
+
+        app = self.app
+        assert isinstance(app, SiteToolkitApp)
+        return app
+
+    @property
+    def site(self) -> "SiteConnection":
+        return self.shell.site
+
+    @property
+    def read_only(self) -> bool:
+        return self.shell.read_only
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in self.MUTATING_ACTIONS and self.read_only:
+            return False
+        return True
+
+    def on_screen_resume(self) -> None:
+        self.shell.paint_context(self)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR and event.worker.error is not None:
+            self.worker_failed(event.worker, event.worker.error)
+
+    def worker_failed(self, worker: Worker[Any], error: BaseException) -> None:
+        """A worker of this screen raised: report it (override to show an error state)."""
+        self.shell.report_error(error)
+
+    def palette_commands(self) -> Iterable[SystemCommand]:
+        """Commands offered by ctrl+p while this screen is current."""
+        yield from ()

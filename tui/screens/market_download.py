@@ -1,0 +1,326 @@
+"""The download flow (operation 2) as a modal: datastore, final name, review, progress, cancel.
+
+1. The form: an IMAGE datastore (a `Select`, empty until chosen) and the final name (prefilled
+   with the appliance name and software version, validated inline).
+2. Review (`enter` or the button): the procedure plans the export and the modal shows the preview:
+   every object it will create and the equivalent platform CLI command. Changing the form
+   invalidates the review.
+3. Download: the progress view lists every step (create each image, template and service
+   template, follow each image LOCKED -> READY, attach the attributes). Cancel (or `escape`)
+   stops it and the procedure deletes what it had created; so does a failure (an image in
+   ERROR shows the platform's reason).
+
+The modal returns True when it changed the cloud (so the list reloads).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.message import Message
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Select, Static
+
+from tui.adapters.errors import SiteError
+from tui.domain.datastores import Datastore
+from tui.domain.marketapps import MarketApp
+from tui.procedures.attach_attributes import tag_for_record
+from tui.procedures.download_appliance import (
+    DownloadCancelled,
+    DownloadPlan,
+    check_name,
+    default_download_name,
+    download_appliance,
+    find_market_app,
+    list_image_datastores,
+    plan_download,
+)
+from tui.procedures.marketplace import CatalogEntry
+from tui.procedures.progress import Progress
+from widgets.progress_panel import ProgressPanel
+
+
+def _mib(mb: int) -> str:
+    return f"{mb / 1024:.1f} GiB" if mb >= 1024 else f"{mb} MiB"
+
+
+def datastore_label(ds: Datastore) -> str:
+    return f"{ds.id} {ds.name} ({_mib(ds.free_mb)} free of {_mib(ds.total_mb)})"
+
+
+class DownloadModal(ModalScreen[bool]):
+    """Download one appliance into an IMAGE datastore (see the module docstring)."""
+
+    AUTO_FOCUS = "#dl-datastore"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "Cancel / close", id="download.close"),
+    ]
+    DEFAULT_CSS = """
+    DownloadModal { align: center middle; }
+    DownloadModal > Vertical {
+        width: 100; max-width: 95%; height: 90%;
+        border: thick $primary; background: $surface; padding: 1 2;
+    }
+    DownloadModal #dl-title { text-style: bold; width: 1fr; }
+    DownloadModal #dl-info { color: $text-muted; width: 1fr; margin: 0 0 1 0; }
+    DownloadModal .dl-label { margin: 1 0 0 0; text-style: bold; }
+    DownloadModal #dl-name-error { color: $text-error; height: auto; width: 1fr; }
+    DownloadModal #dl-body { height: 1fr; }
+    DownloadModal #dl-form { height: auto; }
+    DownloadModal #dl-preview { width: 1fr; height: auto; margin: 1 0 0 0; }
+    DownloadModal #dl-progress { display: none; }
+    DownloadModal.-running #dl-progress, DownloadModal.-finished #dl-progress { display: block; }
+    DownloadModal.-running #dl-form, DownloadModal.-finished #dl-form { display: none; }
+    DownloadModal #dl-result { width: 1fr; height: auto; margin: 1 0 0 0; }
+    DownloadModal #dl-buttons { height: auto; margin: 1 0 0 0; align: right middle; }
+    DownloadModal #dl-buttons Button { margin: 0 0 0 2; }
+    """
+
+    class Prepared(Message):
+        def __init__(self, app_: MarketApp | None, datastores: tuple[Datastore, ...], error: SiteError | None) -> None:
+            super().__init__()
+            self.market_app = app_
+            self.datastores = datastores
+            self.error = error
+
+    class Planned(Message):
+        def __init__(self, plan: DownloadPlan | None, error: SiteError | None) -> None:
+            super().__init__()
+            self.plan = plan
+            self.error = error
+
+    class Stepped(Message):
+        def __init__(self, event: Progress) -> None:
+            super().__init__()
+            self.event = event
+
+    class Finished(Message):
+        def __init__(self, result: dict[str, Any] | None, error: SiteError | None) -> None:
+            super().__init__()
+            self.result = result
+            self.error = error
+
+    def __init__(self, entry: CatalogEntry) -> None:
+        super().__init__()
+        self.entry = entry
+        self.market_app: MarketApp | None = None
+        self.datastores: tuple[Datastore, ...] = ()
+        self.plan: DownloadPlan | None = None
+        self.cancel_event = asyncio.Event()
+        self.running = False
+        self.changed = False
+        self.events: list[Progress] = []
+
+    def compose(self) -> ComposeResult:
+        record = self.entry.record
+        with Vertical():
+            yield Label(Content(f"Download {record.name} {record.parsed_version.label}"), id="dl-title")
+            yield Label(Content(f"{record.type.value} from {self.entry.source.name} · looking up the cloud's app…"),
+                        id="dl-info")
+            with VerticalScroll(id="dl-body"):
+                with Vertical(id="dl-form"):
+                    yield Label("IMAGE datastore", classes="dl-label")
+                    yield Select[int]([], prompt="Choose an IMAGE datastore", id="dl-datastore")
+                    yield Label("Final name", classes="dl-label")
+                    yield Input(default_download_name(record.name, record.version), id="dl-name")
+                    yield Label("", id="dl-name-error")
+                    yield Static("", id="dl-preview")
+                yield ProgressPanel(id="dl-progress")
+                yield Static("", id="dl-result")
+            with Horizontal(id="dl-buttons"):
+                yield Button("Close", id="dl-close")
+                yield Button("Cancel download", id="dl-cancel", variant="error")
+                yield Button("Review", id="dl-review", variant="primary")
+                yield Button("Download", id="dl-start", variant="success")
+
+    def on_mount(self) -> None:
+        self.query_one("#dl-cancel", Button).display = False
+        self.query_one("#dl-start", Button).disabled = True
+        self.query_one("#dl-review", Button).disabled = True
+        self._prepare()
+
+    # ------------------------------------------------------------------ preparing
+
+    @work(exclusive=True, group="download-prepare", exit_on_error=False)
+    async def _prepare(self) -> None:
+        site = self.app.site  # type: ignore[attr-defined]
+        try:
+            datastores = await list_image_datastores(site)
+            app_ = await find_market_app(site, self.entry.record)
+        except SiteError as error:
+            self.post_message(self.Prepared(None, (), error))
+            return
+        self.post_message(self.Prepared(app_, datastores, None))
+
+    @on(Prepared)
+    def _prepared(self, message: Prepared) -> None:
+        info = self.query_one("#dl-info", Label)
+        record = self.entry.record
+        if message.error is not None:
+            info.update(Content(f"{record.type.value} from {self.entry.source.name}"))
+            self._show_result(Text.assemble(("✘ Cannot download: ", "bold red"), message.error.title, "\n",
+                                            (message.error.detail, "dim")))
+            self.query_one("#dl-form").display = False
+            return
+        assert message.market_app is not None
+        self.market_app = message.market_app
+        self.datastores = message.datastores
+        app_ = message.market_app
+        info.update(Content(f"{record.type.value} · cloud app {app_.id} in {app_.marketplace} · "
+                            f"{_mib(app_.size_mb) if app_.size_mb else 'size in its parts'}"))
+        select = self.query_one("#dl-datastore", Select)
+        select.set_options([(datastore_label(ds), ds.id) for ds in self.datastores])
+        if len(self.datastores) == 1:
+            select.value = self.datastores[0].id
+        if not self.datastores:
+            self._show_result(Text("✘ The cloud has no IMAGE datastore to download into.", style="bold red"))
+        self._form_changed()
+
+    # ------------------------------------------------------------------ form and review
+
+    def _datastore_id(self) -> int | None:
+        value = self.query_one("#dl-datastore", Select).value
+        return None if value is Select.NULL else int(value)  # type: ignore[arg-type]
+
+    def _name_problem(self) -> str:
+        try:
+            check_name(self.query_one("#dl-name", Input).value)
+        except SiteError as error:
+            return f"{error.title}: {error.detail}"
+        return ""
+
+    @on(Select.Changed, "#dl-datastore")
+    @on(Input.Changed, "#dl-name")
+    def _form_changed(self) -> None:
+        self.plan = None
+        problem = self._name_problem()
+        self.query_one("#dl-name-error", Label).update(Content(problem))
+        ready = self.market_app is not None and self._datastore_id() is not None and not problem
+        self.query_one("#dl-review", Button).disabled = not ready or self.running
+        self.query_one("#dl-start", Button).disabled = True
+        hint = "" if ready else ("Choose the IMAGE datastore." if self._datastore_id() is None else "")
+        self.query_one("#dl-preview", Static).update(Text(hint, style="dim"))
+
+    @on(Input.Submitted, "#dl-name")
+    def _name_submitted(self) -> None:
+        if not self.query_one("#dl-review", Button).disabled:
+            self.review()
+
+    @on(Button.Pressed, "#dl-review")
+    def review(self) -> None:
+        ds_id = self._datastore_id()
+        if self.market_app is None or ds_id is None or self._name_problem():
+            return
+        self.query_one("#dl-preview", Static).update(Text("Planning…", style="dim"))
+        self._plan_worker(self.market_app.id, ds_id, self.query_one("#dl-name", Input).value)
+
+    @work(exclusive=True, group="download-plan", exit_on_error=False)
+    async def _plan_worker(self, app_id: int, ds_id: int, name: str) -> None:
+        try:
+            plan = await plan_download(self.app.site, app_id, ds_id, name,  # type: ignore[attr-defined]
+                                       tag=tag_for_record(self.entry.record))
+        except SiteError as error:
+            self.post_message(self.Planned(None, error))
+            return
+        self.post_message(self.Planned(plan, None))
+
+    @on(Planned)
+    def _planned(self, message: Planned) -> None:
+        preview = self.query_one("#dl-preview", Static)
+        if message.error is not None:
+            preview.update(Text.assemble(("✘ ", "bold red"), (message.error.title, "bold red"), "\n",
+                                         message.error.detail))
+            return
+        assert message.plan is not None
+        self.plan = message.plan
+        preview.update(Text(message.plan.preview().as_text()))
+        start = self.query_one("#dl-start", Button)
+        start.disabled = False
+        start.focus()
+
+    # ------------------------------------------------------------------ running
+
+    @on(Button.Pressed, "#dl-start")
+    def start(self) -> None:
+        if self.plan is None or self.running:
+            return
+        self.running = True
+        self.set_class(True, "-running")
+        self.query_one("#dl-progress", ProgressPanel).set_steps(self.plan.step_names)
+        for button, show in (("#dl-review", False), ("#dl-start", False), ("#dl-close", False), ("#dl-cancel", True)):
+            self.query_one(button, Button).display = show
+        self.query_one("#dl-cancel", Button).focus()
+        self.changed = True
+        self._run_worker(self.plan)
+
+    @work(exclusive=True, group="download-run", exit_on_error=False)
+    async def _run_worker(self, plan: DownloadPlan) -> None:
+        result: dict[str, Any] | None = None
+        try:
+            async for event in download_appliance(self.app.site, plan, cancel=self.cancel_event):  # type: ignore[attr-defined]
+                if "download" in event.data:
+                    result = event.data["download"]
+                self.post_message(self.Stepped(event))
+        except SiteError as error:
+            self.post_message(self.Finished(None, error))
+            return
+        self.post_message(self.Finished(result, None))
+
+    @on(Stepped)
+    def _stepped(self, message: Stepped) -> None:
+        event = message.event
+        self.events.append(event)
+        panel = self.query_one("#dl-progress", ProgressPanel)
+        known = self.plan is not None and event.step in self.plan.step_names
+        if known or event.step.startswith("rollback"):
+            panel.update_step(event.step, event.state, event.message, done=event.done, total=event.total)
+
+    @on(Finished)
+    def _finished(self, message: Finished) -> None:
+        self.running = False
+        self.set_class(False, "-running")
+        self.set_class(True, "-finished")
+        self.query_one("#dl-cancel", Button).display = False
+        close = self.query_one("#dl-close", Button)
+        close.display = True
+        close.focus()
+        if message.error is None:
+            result = message.result or {}
+            ids = ", ".join(str(i) for i in result.get("image_ids", []))
+            text = Text.assemble(("✔ Downloaded ", "bold green"), (str(result.get("name", "")), "bold"),
+                                 f": image(s) {ids}")
+            if result.get("template_ids"):
+                text.append(f", VM template(s) {', '.join(map(str, result['template_ids']))}")
+            if result.get("service_template_id") is not None:
+                text.append(f", service template {result['service_template_id']}")
+            text.append(". The marketplace attributes are attached.")
+            self._show_result(text)
+            return
+        error = message.error
+        word = "Cancelled" if isinstance(error, DownloadCancelled) else "Failed"
+        self._show_result(Text.assemble((f"✘ {word}: ", "bold red"), (error.title, "bold"), "\n",
+                                        (error.detail, "")))
+
+    def _show_result(self, text: Text) -> None:
+        self.query_one("#dl-result", Static).update(text)
+
+    @on(Button.Pressed, "#dl-cancel")
+    def cancel_download(self) -> None:
+        if self.running and not self.cancel_event.is_set():
+            self.cancel_event.set()
+            self.query_one("#dl-cancel", Button).disabled = True
+            self._show_result(Text("Cancelling: deleting what was created…", style="bold yellow"))
+
+    @on(Button.Pressed, "#dl-close")
+    def action_close(self) -> None:
+        if self.running:
+            self.cancel_download()
+            return
+        self.dismiss(self.changed)

@@ -1,0 +1,150 @@
+"""The side panel of the site configuration screen: parse state, components, findings.
+
+Pure rendering from values (the configuration, the component library, the findings) to Rich
+`Text`; every string from the file or the library is plain text, never markup. Components show
+whether they are complete (a glyph and a word, not colour alone), each site variable with its
+value (secret values masked) and its description from the component's public.yaml.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from tui.domain.components import ComponentLibrary
+from tui.domain.secret_names import MASK, is_secret_key
+from tui.domain.site_checks import Finding, Severity
+from tui.domain.site_config import MISSING, SiteConfig, SiteConfigError, lookup
+
+OK, PROBLEM, WARN, UNKNOWN = ("✔", "green"), ("✘", "bold red"), ("!", "yellow"), ("?", "magenta")
+
+
+def parse_text(error: SiteConfigError | None, *, dirty: bool) -> Text:
+    """`✔ valid YAML` or `✘ line 12, column 5: <problem>`, and whether there are unsaved edits."""
+    text = Text()
+    if error is None:
+        text.append("✔ valid YAML", "green")
+    else:
+        where = f"line {error.line}, column {error.column}: " if error.line else ""
+        text.append("✘ YAML error  ", "bold red")
+        text.append(f"{where}{error.message}")
+    text.append("   ")
+    text.append("● unsaved changes" if dirty else "○ saved", "yellow" if dirty else "dim")
+    return text
+
+
+def _value(path: str, value: Any) -> str:
+    if value is MISSING:
+        return "missing"
+    if value is None or value == "":
+        return "not set"
+    if is_secret_key(path.rsplit(".", 1)[-1]):
+        return MASK
+    return str(value)
+
+
+def _component_findings(findings: Sequence[Finding], prefix: str) -> list[Finding]:
+    return [f for f in findings if f.path == prefix or f.path.startswith(prefix + ".")]
+
+
+def _variables_table(rows: list[tuple[Text, Text]]) -> Table:
+    table = Table.grid(padding=(0, 1))
+    table.add_column(no_wrap=True)
+    table.add_column(overflow="fold", style="dim")
+    for left, right in rows:
+        table.add_row(left, right)
+    return table
+
+
+def components_text(config: SiteConfig | None, library: ComponentLibrary | None, findings: Sequence[Finding]) -> RenderableType:
+    """Each listed component with its state, its site variables, values and descriptions."""
+    if config is None:
+        return Text("(no configuration loaded)", "dim")
+    names = config.components()
+    if not names:
+        return Text(f"{config.variables_key} lists no component", "bold red")
+    parts: list[RenderableType] = []
+    for name in names:
+        text = Text()
+        prefix = f"{config.variables_key}.{name}"
+        own = _component_findings(findings, prefix)
+        definition = library.get(name) if library is not None else None
+        if definition is None:
+            glyph, style = UNKNOWN
+            word = "not in the library" if library is not None else "library not loaded"
+        elif any(f.severity is Severity.ERROR for f in own):
+            (glyph, style), word = PROBLEM, "incomplete"
+        elif own:
+            (glyph, style), word = WARN, "check"
+        else:
+            (glyph, style), word = OK, "complete"
+        text.append(glyph, style)
+        text.append(" ")
+        text.append(name, "bold")
+        text.append(f"  {word}", style)
+        if definition is not None and definition.short_description:
+            text.append(f"  {definition.short_description}", "dim")
+        parts.append(text)
+        if definition is None:
+            continue
+        current = config.component_variables(name)
+        rows: list[tuple[Text, Text]] = []
+        for leaf, description in definition.variable_paths():
+            found = lookup(current, leaf) if isinstance(current, dict) else MISSING
+            bad = found is MISSING or found is None or found == ""
+            left = Text.assemble("  ", (leaf, "bold red" if bad else ""), " = ", (_value(leaf, found), "bold red" if bad else "cyan"))
+            rows.append((left, Text(description)))
+        if definition.appliances:
+            rows.append((Text("  appliance", "italic"), Text(", ".join(definition.appliance_record_ids()))))
+        if rows:
+            parts.append(_variables_table(rows))
+    return Group(*parts)
+
+
+def findings_text(findings: Sequence[Finding], cloud_note: str = "") -> Text:
+    """Errors and warnings with their paths; a line saying whether the cloud was consulted."""
+    text = Text()
+    errors = sum(1 for f in findings if f.severity is Severity.ERROR)
+    warnings = len(findings) - errors
+    if not findings:
+        text.append("✔ no problems found", "green")
+    else:
+        text.append(f"{errors} error(s), {warnings} warning(s)", "bold red" if errors else "yellow")
+    for finding in findings:
+        glyph, style = PROBLEM if finding.severity is Severity.ERROR else WARN
+        text.append("\n")
+        text.append(glyph, style)
+        text.append(" ")
+        text.append(finding.path, "bold")
+        text.append(f": {finding.message}")
+    if cloud_note:
+        text.append(f"\n{cloud_note}", "dim")
+    return text
+
+
+class SitePanel(VerticalScroll):
+    """Parse state, components and findings, stacked; fed values by the screen."""
+
+    DEFAULT_CSS = """
+    SitePanel { height: 1fr; }
+    SitePanel > .panel-title { text-style: bold underline; margin: 1 0 0 0; }
+    SitePanel > #panel-parse { margin: 0 0 0 0; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(""), id="panel-parse")
+        yield Static(Text("Findings"), classes="panel-title")
+        yield Static(Text(""), id="panel-findings")
+        yield Static(Text("Components in site_variables"), classes="panel-title")
+        yield Static(Text(""), id="panel-components")
+
+    def show(self, parse: Text, components: RenderableType, findings: Text) -> None:
+        self.query_one("#panel-parse", Static).update(parse)
+        self.query_one("#panel-components", Static).update(components)
+        self.query_one("#panel-findings", Static).update(findings)

@@ -1,0 +1,593 @@
+"""The toolkit screen: the instantiation form (operation 3) and the live deployment (operation 4).
+
+The form is built from the toolkit's service template (`procedures.toolkit.load_form`): every
+input the template declares, joined with the spec's meaning as help and grouped by component
+(object store, automation server, manager, time series, then any other input), plus the
+service instance name (suggested with the toolkit version) and one network Select per template
+network, preselected with the site's default network when the console can tell which it is.
+Values start from the template's defaults and what the console knows (the endpoints it is
+connected to, its user).
+
+- Inline validation: a field shows its reason once touched; Deploy (ctrl+g) validates every
+  field, focuses the first invalid one and stays blocked while any is invalid. Warnings (a
+  loopback endpoint, TLS endpoints) are listed above the form and do not block.
+- Secrets are masked with a reveal toggle (ctrl+r in the field, or its Show button).
+- ctrl+o loads an input file (the spec's JSON shape; a malformed one says line and column),
+  ctrl+s saves one (mode 0600; secrets may be left out, and are then typed here or asked by
+  `sitetk toolkit deploy`).
+- Deploy shows the preview (what is created and `oneflow-template instantiate <id> <file>`) in a
+  confirmation, then switches to the deployment view: the service and each role followed live,
+  the VMs recorded, the automation key captured; esc stops following without touching the
+  service; a failed service shows its log. `k` opens the key view.
+
+The whole screen changes the cloud, so `--read-only` hides it (registry `mutates=True`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.message import Message
+from textual.widgets import Button, ContentSwitcher, Label, Select, Static
+from textual.worker import Worker
+
+from tui.adapters.errors import SiteError
+from tui.domain.input_file import InputFile
+from tui.domain.services import ServiceTemplate
+from tui.domain.site_record import SiteRecord
+from tui.domain.toolkit_inputs import FormField, Problem, Severity
+from tui.procedures.instantiate_toolkit import (
+    DEFAULT_KEY_TIMEOUT,
+    DEFAULT_POLL_INTERVAL,
+    DEFAULT_TIMEOUT,
+    DeployPlan,
+    InvalidInputs,
+    deploy_toolkit,
+    plan_deploy,
+)
+from tui.procedures.progress import Progress
+from tui.procedures.site_record import load_site_record
+from tui.procedures.toolkit import (
+    NAME_FIELD,
+    ToolkitForm,
+    find_toolkit_template,
+    list_toolkit_templates,
+    load_form,
+    network_field,
+    read_input_file,
+    save_input_file,
+)
+from tui.screens.base import SiteScreen
+from tui.screens.toolkit_deploy import DeploymentView
+from tui.screens.toolkit_fields import FieldWidget, MultilineField, field_widget, widget_id
+from tui.screens.toolkit_files import FileChoice, InputFileModal
+from widgets.confirm_modal import ConfirmModal
+from widgets.validated_field import ValidatedField
+
+DEFAULT_FILE = "toolkit-inputs.json"
+NAME_HELP = ("Name of the service instance. It is advisable to include the toolkit version in it; "
+             "names do not affect later steps.")
+
+
+def field_help(field: FormField) -> str:
+    """The spec's meaning, then the template's own description when it says something else."""
+    def norm(text: str) -> str:
+        return " ".join(text.lower().rstrip(".").split())
+
+    meaning = field.meaning.meaning if field.meaning else ""
+    described = field.spec.description
+    parts = [meaning] if meaning else []
+    if described and norm(described) not in norm(meaning):
+        parts.append(f"Template: {described.rstrip('.')}." if meaning else described)
+    if field.spec.problem:
+        parts.append(f"(the template's description is unreadable: {field.spec.problem})")
+    return " ".join(parts) or field.name
+
+
+class ToolkitScreen(SiteScreen):
+    """The form and the deployment view (see the module docstring)."""
+
+    SCREEN_NAME = "toolkit"
+    TITLE = "Toolkit"
+    CSS_PATH = "toolkit.tcss"
+    MUTATING_ACTIONS = frozenset({"deploy", "load_file", "save_file"})
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+g", "deploy", "Deploy", id="toolkit-deploy", tooltip="check every input, preview, deploy"),
+        Binding("ctrl+o", "load_file", "Load file", id="toolkit-load"),
+        Binding("ctrl+s", "save_file", "Save file", id="toolkit-save"),
+        Binding("k", "key_view", "Key view", id="toolkit-key-view"),
+        Binding("escape", "escape", "Stop / back", id="toolkit-escape"),
+    ]
+
+    #: seconds between two polls of the service while following it (tests make it short)
+    poll_interval: float = DEFAULT_POLL_INTERVAL
+    deploy_timeout: float = DEFAULT_TIMEOUT
+    key_timeout: float = DEFAULT_KEY_TIMEOUT
+
+    class Loaded(Message):
+        def __init__(self, form: ToolkitForm, templates: tuple[ServiceTemplate, ...], record: SiteRecord | None) -> None:
+            super().__init__()
+            self.form = form
+            self.templates = templates
+            self.record = record
+
+    class LoadFailed(Message):
+        def __init__(self, error: SiteError) -> None:
+            super().__init__()
+            self.error = error
+
+    class DeployProgress(Message):
+        def __init__(self, event: Progress) -> None:
+            super().__init__()
+            self.event = event
+
+    class DeployEnded(Message):
+        def __init__(self, phase: str, error: SiteError | None, record: SiteRecord | None) -> None:
+            super().__init__()
+            self.phase = phase
+            self.error = error
+            self.record = record
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.form: ToolkitForm | None = None
+        self.record: SiteRecord | None = None
+        self.templates: tuple[ServiceTemplate, ...] = ()
+        self.fields: dict[str, FieldWidget] = {}
+        self.touched: set[str] = set()
+        self.submitted = False
+        self.load_pending = True
+        #: the form's widgets are mounted and filled (tests and scenes wait for it)
+        self.ready = False
+        self.load_error: SiteError | None = None
+        self.file_path = DEFAULT_FILE
+        self._carry: dict[str, str] = {}
+        self._cancel = asyncio.Event()
+        self._building = False
+
+    # ------------------------------------------------------------------ layout
+
+    def compose_body(self) -> ComposeResult:
+        yield Static(Text("Loading the toolkit's service template …"), id="tk-header")
+        with ContentSwitcher(initial="tk-form-pane", id="tk-switcher"):
+            with Vertical(id="tk-form-pane"):
+                yield Static("", id="tk-warnings")
+                yield VerticalScroll(id="tk-form")
+                with Horizontal(id="tk-buttons"):
+                    yield Static("", id="tk-status")
+                    yield Button("Load file", id="tk-load", compact=True)
+                    yield Button("Save file", id="tk-save", compact=True)
+                    yield Button("Deploy", id="tk-deploy", variant="primary", compact=True)
+            yield DeploymentView(id="tk-deploy-pane")
+
+    def on_mount(self) -> None:
+        self.load()
+
+    @property
+    def deploy_view(self) -> DeploymentView:
+        return self.query_one(DeploymentView)
+
+    @property
+    def showing_deployment(self) -> bool:
+        return self.query_one(ContentSwitcher).current == "tk-deploy-pane"
+
+    # ------------------------------------------------------------------ loading
+
+    @work(exclusive=True, group="toolkit-load", exit_on_error=False)
+    async def load(self, template_id: int | None = None) -> None:
+        try:
+            templates = await list_toolkit_templates(self.site)
+            template = await find_toolkit_template(self.site, template_id)
+            form = await load_form(self.site, template)
+            record = load_site_record(self.site.settings)
+        except SiteError as error:
+            self.post_message(self.LoadFailed(error))
+            return
+        self.post_message(self.Loaded(form, templates, record))
+
+    async def on_toolkit_screen_loaded(self, message: Loaded) -> None:
+        self.ready = False
+        self.load_error = None
+        self.form, self.templates, self.record = message.form, message.templates, message.record
+        self.shell.mark_refreshed()
+        await self._build(message.form)
+        self._header()
+        self._refresh_status()
+        self.load_pending = False
+        self.ready = True
+
+    def on_toolkit_screen_load_failed(self, message: LoadFailed) -> None:
+        self.load_pending = False
+        self.load_error = message.error
+        header = Text.assemble(("✘ ", "bold red"), (message.error.title, "bold"), "\n", message.error.detail)
+        self.query_one("#tk-header", Static).update(header)
+
+    def _header(self) -> None:
+        form = self.form
+        if form is None:
+            return
+        template = form.template
+        text = Text.assemble(
+            ("Service template ", "bold"), (f"{template.id} {template.name!r}", "bold"),
+            f"  ·  platform {form.platform_version} ({'6.x custom_attrs' if form.platform_version.startswith('6') else '7.x user_inputs'})"
+            f"  ·  {len(form.fields)} inputs, roles {', '.join(r.name for r in template.roles)}")
+        if form.missing_inputs:
+            text.append(f"\n⚠ the template does not declare {', '.join(form.missing_inputs)}", "yellow")
+        if self.record is not None:
+            r = self.record
+            text.append("\n")
+            text.append(f"Recorded deployment: service {r.service_id} {r.service_name!r} {r.state or '?'}", "cyan")
+            text.append("  (deploying again creates another service; :key opens its key view)", "dim")
+        self.query_one("#tk-header", Static).update(text)
+
+    async def _build(self, form: ToolkitForm) -> None:
+        """Mount the form's widgets (keeping values typed before a template change)."""
+        self._building = True
+        container = self.query_one("#tk-form", VerticalScroll)
+        carry = self._carry or {}
+        await container.remove_children()
+        self.fields = {}
+        widgets: list[Any] = []
+        if len(self.templates) > 1:
+            options = [(f"{t.id} {t.name}", t.id) for t in self.templates]
+            widgets.append(Label("Service template", classes="tk-label"))
+            widgets.append(Select(options, value=form.template.id, allow_blank=False, id="tk-template"))
+        widgets.append(Label("Service instance", classes="tk-group"))
+        name = field_widget("name *", carry.get(NAME_FIELD, form.suggested_name), check=self._checker(NAME_FIELD),
+                            secret=False, multiline=False, help=NAME_HELP, id="in-name")
+        self.fields[NAME_FIELD] = name
+        widgets.append(name)
+        for spec in form.networks:
+            default = carry.get(network_field(spec.name), form.network_defaults.get(spec.name, ""))
+            options = [(c.label, str(c.id)) for c in form.choices]
+            box = Vertical(
+                Label(Content(f"network {spec.name} *"), classes="field-label"),
+                Label(Content(f"The site's default network for {spec.name}: its OAM /24 on the bridge shared "
+                              "with the management interface."), classes="field-help"),
+                Horizontal(
+                    Select(options, prompt="Choose the default network", value=default or Select.NULL,
+                           id=widget_id(network_field(spec.name)), classes="tk-network"),
+                    Label("", classes="field-reason"),
+                ),
+                classes="tk-network-field",
+            )
+            widgets.append(box)
+        for group, fields in form.groups():
+            widgets.append(Label(group, classes="tk-group"))
+            for f in fields:
+                marker = " *" if f.mandatory else ""
+                secret_mark = " (secret)" if f.secret else ""
+                value = carry.get(f.name, form.values.get(f.name, ""))
+                placeholder = "type it here, or leave it out of a saved file" if f.secret else f.default
+                widget = field_widget(f"{f.name}{marker}{secret_mark}", value, check=self._checker(f.name),
+                                      secret=f.secret, multiline=f.multiline, help=field_help(f), id=widget_id(f.name),
+                                      placeholder=placeholder)
+                self.fields[f.name] = widget
+                widgets.append(widget)
+        await container.mount_all(widgets)
+        self._carry = {}
+        self.touched = set()
+        self.submitted = False
+        self._building = False
+        first = self.fields.get(NAME_FIELD)
+        if first is not None and not self.showing_deployment:
+            first.focus(scroll_visible=False)
+
+    # ------------------------------------------------------------------ values and validation
+
+    def network_values(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        if self.form is None:
+            return out
+        for spec in self.form.networks:
+            found = self.query(f"#{widget_id(network_field(spec.name))}")
+            if found:
+                value = found.first(Select).value
+                out[spec.name] = "" if value is Select.NULL else str(value)
+        return out
+
+    def input_values(self) -> dict[str, str]:
+        return {name: widget.value for name, widget in self.fields.items() if name != NAME_FIELD}
+
+    @property
+    def service_name(self) -> str:
+        widget = self.fields.get(NAME_FIELD)
+        return widget.value if widget is not None else ""
+
+    def current_file(self) -> InputFile:
+        assert self.form is not None
+        values = self.input_values()
+        networks = tuple((name, ident) for name, ident in self.network_values().items() if ident)
+        return InputFile(self.service_name, tuple((f.name, values.get(f.name, "")) for f in self.form.fields), networks)
+
+    def problems(self) -> tuple[Problem, ...]:
+        if self.form is None:
+            return ()
+        return self.form.problems(self.service_name, self.input_values(), self.network_values())
+
+    def _checker(self, name: str):  # type: ignore[no-untyped-def]
+        def check(_: str) -> str | None:
+            if self._building or self.form is None:
+                return None
+            errors = [p.message for p in self.problems() if p.name == name and p.severity is Severity.ERROR]
+            return errors[0] if errors else None
+
+        return check
+
+    def _revalidate(self) -> None:
+        """Show reasons on touched fields (every field once Deploy was tried)."""
+        for name, widget in self.fields.items():
+            if self.submitted or name in self.touched:
+                widget.validate()
+        problems = self.problems()
+        errors = {p.name: p.message for p in problems if p.severity is Severity.ERROR}
+        if self.form is not None:
+            for spec in self.form.networks:
+                key = network_field(spec.name)
+                found = self.query(f"#{widget_id(key)}")
+                if found:
+                    reason = errors.get(key, "") if self.submitted or key in self.touched else ""
+                    box = found.first().parent
+                    if box is not None:
+                        box.query_one(".field-reason", Label).update(Content(reason))
+        self._refresh_status(problems)
+
+    def _refresh_status(self, problems: tuple[Problem, ...] | None = None) -> None:
+        if self.form is None:
+            return
+        problems = self.problems() if problems is None else problems
+        errors = [p for p in problems if p.severity is Severity.ERROR]
+        warnings = [p for p in problems if p.severity is Severity.WARNING]
+        status = Text()
+        if errors and (self.submitted or self.touched):
+            status.append(f"✘ {len(errors)} to fix", "bold red")
+        elif errors:
+            status.append(f"{len(errors)} to fill", "yellow")
+        else:
+            status.append("✔ every input valid", "green")
+        status.append("  ·  ctrl+r in a secret shows or hides it", "dim")
+        self.query_one("#tk-status", Static).update(status)
+        box = self.query_one("#tk-warnings", Static)
+        if warnings:
+            text = Text()
+            for n, p in enumerate(warnings):
+                text.append("\n" if n else "")
+                text.append("⚠ ", "yellow")
+                text.append(f"{p.name}: {p.message}")
+            box.update(text)
+            box.display = True
+        else:
+            box.display = False
+
+    def _field_changed(self, widget: Any) -> None:
+        if self._building:
+            return
+        name = next((n for n, w in self.fields.items() if w is widget), None)
+        if name is not None:
+            self.touched.add(name)
+        self._revalidate()
+
+    def on_validated_field_changed(self, event: ValidatedField.Changed) -> None:
+        self._field_changed(event.field)
+
+    def on_multiline_field_changed(self, event: MultilineField.Changed) -> None:
+        self._field_changed(event.field)
+
+    @on(Select.Changed, ".tk-network")
+    def network_changed(self, event: Select.Changed) -> None:
+        if self._building or self.form is None:
+            return
+        for spec in self.form.networks:
+            if event.select.id == widget_id(network_field(spec.name)):
+                self.touched.add(network_field(spec.name))
+        self._revalidate()
+
+    @on(Select.Changed, "#tk-template")
+    def template_changed(self, event: Select.Changed) -> None:
+        if self._building or self.form is None or event.value is Select.NULL or event.value == self.form.template.id:
+            return
+        self._carry = {**self.input_values(), NAME_FIELD: self.service_name,
+                       **{network_field(k): v for k, v in self.network_values().items()}}
+        self.load(int(event.value))  # type: ignore[arg-type]
+
+    def first_invalid(self) -> Any:
+        """Validate everything; focus and return the first invalid widget (None: all valid)."""
+        self.submitted = True
+        self._revalidate()
+        errors = {p.name for p in self.problems() if p.severity is Severity.ERROR}
+        if not errors:
+            return None
+        order = [NAME_FIELD] + [network_field(s.name) for s in self.form.networks] + [f.name for f in self.form.fields] \
+            if self.form else []
+        for name in order:
+            if name in errors:
+                widget = self.fields.get(name)
+                if widget is None:
+                    found = self.query(f"#{widget_id(name)}")
+                    widget = found.first() if found else None
+                if widget is not None:
+                    widget.focus()
+                return widget
+        return None
+
+    # ------------------------------------------------------------------ actions
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        actions = {"tk-load": self.action_load_file, "tk-save": self.action_save_file, "tk-deploy": self.action_deploy}
+        action = actions.get(event.button.id or "")
+        if action is not None:
+            event.stop()
+            action()
+
+    def action_deploy(self) -> None:
+        if self.form is None or self.showing_deployment:
+            return
+        invalid = self.first_invalid()
+        if invalid is not None:
+            count = sum(1 for p in self.problems() if p.severity is Severity.ERROR)
+            self.shell.toast(f"{count} input(s) need fixing: the first one has the focus", severity="warning")
+            return
+        try:
+            plan = plan_deploy(self.form, self.current_file())
+        except InvalidInputs as error:
+            self.shell.report_error(error)
+            return
+        preview = plan.preview()
+        lines = [change.description for change in preview.changes]
+        lines += [f"⚠ {w}" for w in preview.warnings]
+        if self.record is not None:
+            lines.append(f"⚠ service {self.record.service_id} {self.record.service_name!r} is already recorded: "
+                         "this creates another service")
+        modal = ConfirmModal("Deploy the toolkit", f"{plan.service_name!r} from service template {plan.template_id}",
+                             detail="\n".join(lines), command=plan.cli(), destructive=False)
+
+        def answered(confirmed: bool | None) -> None:
+            if confirmed:
+                self.start_deploy(plan)
+
+        self.app.push_screen(modal, answered)
+
+    def start_deploy(self, plan: DeployPlan) -> None:
+        self._cancel = asyncio.Event()
+        self.query_one(ContentSwitcher).current = "tk-deploy-pane"
+        self.deploy_view.begin(plan)
+        self.deploy_view.query_one("#dv-scroll").focus()
+        self.run_deploy(plan)
+
+    @work(exclusive=True, group="toolkit-deploy", exit_on_error=False)
+    async def run_deploy(self, plan: DeployPlan) -> None:
+        service_id: int | None = None
+        cancelled = False
+        try:
+            async for event in deploy_toolkit(self.site, plan, timeout=self.deploy_timeout,
+                                              key_timeout=self.key_timeout, poll_interval=self.poll_interval,
+                                              cancel=self._cancel):
+                service_id = event.data.get("service_id", service_id)
+                cancelled = cancelled or bool(event.data.get("cancelled"))
+                self.post_message(self.DeployProgress(event))
+        except SiteError as error:
+            record = load_site_record(self.site.settings, service_id) if service_id is not None else None
+            self.post_message(self.DeployEnded("failed", error, record))
+            return
+        record = load_site_record(self.site.settings, service_id) if service_id is not None else None
+        self.post_message(self.DeployEnded("cancelled" if cancelled else "done", None, record))
+
+    def on_toolkit_screen_deploy_progress(self, message: DeployProgress) -> None:
+        self.deploy_view.apply(message.event)
+
+    def on_toolkit_screen_deploy_ended(self, message: DeployEnded) -> None:
+        if message.record is not None:
+            self.record = message.record
+            self._header()
+        view = self.deploy_view
+        if message.phase == "done":
+            view.finished(message.record)
+            self.shell.toast(f"Toolkit deployed: service {view.service_id} RUNNING")
+        elif message.phase == "cancelled":
+            view.cancelled(message.record)
+        elif message.error is not None:
+            view.failed(message.error, message.record)
+            self.shell.toast(message.error.title, severity="error")
+
+    def worker_failed(self, worker: Worker[Any], error: BaseException) -> None:
+        if worker.group == "toolkit-load" and isinstance(error, SiteError):
+            self.post_message(self.LoadFailed(error))
+            return
+        super().worker_failed(worker, error)
+
+    def action_escape(self) -> None:
+        if not self.showing_deployment:
+            return
+        if self.deploy_view.running:
+            self._cancel.set()
+            self.shell.toast("Stopping: the service is left as it is")
+            return
+        self.query_one(ContentSwitcher).current = "tk-form-pane"
+
+    def action_key_view(self) -> None:
+        self.shell.open_screen("toolkit-key")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("load_file", "save_file", "deploy") and self.showing_deployment:
+            return False
+        return super().check_action(action, parameters)
+
+    # ------------------------------------------------------------------ files
+
+    def action_load_file(self) -> None:
+        if self.form is None:
+            return
+
+        def chosen(choice: FileChoice | None) -> None:
+            if choice is not None:
+                self.load_file(choice.path)
+
+        self.app.push_screen(InputFileModal("load", self.file_path), chosen)
+
+    def load_file(self, path: str) -> None:
+        """Fill the form from an input file; secrets it leaves out stay empty (to type here)."""
+        form = self.form
+        if form is None:
+            return
+        try:
+            loaded = read_input_file(path, form.secrets)
+        except SiteError as error:
+            self.shell.report_error(error)
+            return
+        self.file_path = str(loaded.path)
+        file = loaded.file
+        values = file.value_map()
+        self._building = True
+        self.fields[NAME_FIELD].value = file.name
+        for name, widget in self.fields.items():
+            if name != NAME_FIELD:
+                widget.value = values.get(name, "")
+        for network, ident in file.networks:
+            found = self.query(f"#{widget_id(network_field(network))}")
+            if found:
+                known = {str(choice.id) for choice in form.choices}
+                found.first(Select).value = ident if ident in known else Select.NULL
+        self._building = False
+        self.touched = set(self.fields) | {network_field(n) for n, _ in file.networks}
+        self.call_after_refresh(self._revalidate)
+        missing = [f.name for f in form.fields if f.secret and f.mandatory and not values.get(f.name)]
+        unknown = form.unknown_inputs(values)
+        message = f"Loaded {loaded.path.name}: {len(values)} values"
+        if missing:
+            message += f"; {len(missing)} secret(s) not in the file: type them in the form"
+        if unknown:
+            message += f"; not in this template (ignored): {', '.join(unknown)}"
+        for warning in loaded.warnings:
+            self.shell.toast(warning, severity="warning")
+        self.shell.toast(message)
+
+    def action_save_file(self) -> None:
+        if self.form is None:
+            return
+
+        def chosen(choice: FileChoice | None) -> None:
+            if choice is not None:
+                self.save_file(choice)
+
+        self.app.push_screen(InputFileModal("save", self.file_path), chosen)
+
+    def save_file(self, choice: FileChoice) -> None:
+        form = self.form
+        if form is None:
+            return
+        omit = form.secrets if choice.omit_secrets else frozenset()
+        try:
+            path = save_input_file(choice.path, self.current_file(), omit=omit)
+        except SiteError as error:
+            self.shell.report_error(error)
+            return
+        self.file_path = str(path)
+        held = "secrets left out (asked at deploy time)" if choice.omit_secrets else "secrets included"
+        self.shell.toast(f"Saved {path} (mode 0600, {held})")

@@ -1,0 +1,145 @@
+"""The deployment view of the toolkit screen: the service and each role live, the log on failure.
+
+`DeploymentView` is fed by the screen's worker (it never calls a procedure itself): `begin(plan)`,
+`apply(progress)` for each event of `deploy_toolkit`, then `finished(record)`, `failed(error)` or
+`cancelled()`. It shows every step (instantiate, the service, one line per role with its state
+and VM IDs, recording the VMs, the automation key), then the recorded VMs with their addresses,
+or the service's log when the service failed. Remote text is always shown as plain text.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import Static
+
+from tui.adapters.errors import SiteError
+from tui.domain.site_record import SiteRecord
+from tui.procedures.instantiate_toolkit import DeployPlan, DeploymentFailed
+from tui.procedures.progress import Progress
+from widgets.progress_panel import ProgressPanel
+
+Phase = Literal["idle", "running", "done", "failed", "cancelled"]
+
+
+def record_table(record: SiteRecord) -> RenderableType:
+    """The recorded VMs: role, VM ID, name, addresses (and the key when captured)."""
+    table = Table("ROLE", "VM", "NAME", "ADDRESSES", "STATE", box=None, padding=(0, 2), header_style="bold")
+    for role in record.roles:
+        for vm in role.vms:
+            table.add_row(Text(role.name), Text(str(vm.vm_id)), Text(vm.name), Text(", ".join(vm.ips) or "-"),
+                          Text(role.state))
+    parts: list[RenderableType] = [
+        Text.assemble(("Recorded ", "bold"), (f"service {record.service_id} {record.service_name!r}", "bold"),
+                      (f"  {record.state}", "green" if record.state == "RUNNING" else "yellow")),
+        table,
+    ]
+    if record.automation_public_key:
+        parts.append(Text.assemble(("\nAutomation key  ", "bold"), (record.automation_public_key, "")))
+    return Group(*parts)
+
+
+class DeploymentView(Vertical):
+    """Steps, result and log of one deployment (see the module docstring)."""
+
+    DEFAULT_CSS = """
+    DeploymentView { height: 1fr; width: 1fr; padding: 0 1; }
+    DeploymentView #dv-title { text-style: bold; width: 1fr; margin: 0 0 1 0; }
+    DeploymentView #dv-scroll { height: 1fr; }
+    DeploymentView #dv-result { width: 1fr; height: auto; margin: 1 0 0 0; }
+    DeploymentView #dv-log { width: 1fr; height: auto; margin: 1 0 0 0; border: round $error; padding: 0 1;
+        display: none; }
+    DeploymentView #dv-log.-shown { display: block; }
+    DeploymentView #dv-hint { width: 1fr; height: 1; color: $text-muted; background: $panel; padding: 0 1; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.phase: Phase = "idle"
+        self.plan: DeployPlan | None = None
+        self.service_id: int | None = None
+        self.events: list[Progress] = []
+        self.log_lines: tuple[str, ...] = ()
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="dv-title")
+        with VerticalScroll(id="dv-scroll"):
+            yield ProgressPanel(id="dv-steps")
+            yield Static("", id="dv-result")
+            yield Static("", id="dv-log")
+        yield Static("", id="dv-hint")
+
+    @property
+    def running(self) -> bool:
+        return self.phase == "running"
+
+    def _title(self, text: Text) -> None:
+        self.query_one("#dv-title", Static).update(text)
+
+    def _hint(self, text: str) -> None:
+        self.query_one("#dv-hint", Static).update(Text(text))
+
+    def begin(self, plan: DeployPlan) -> None:
+        self.plan = plan
+        self.phase = "running"
+        self.service_id = None
+        self.events = []
+        self.log_lines = ()
+        self.query_one(ProgressPanel).set_steps(plan.step_names)
+        self.query_one("#dv-result", Static).update("")
+        log = self.query_one("#dv-log", Static)
+        log.update("")
+        log.remove_class("-shown")
+        self._title(Text.assemble(("Deploying ", "bold"), (repr(plan.service_name), "bold"),
+                                  f" from service template {plan.template_id} {plan.template_name!r} "
+                                  f"(platform {plan.platform_version}, {plan.values_key})"))
+        self._hint("esc stops following (the service is left as it is)")
+
+    def apply(self, event: Progress) -> None:
+        self.events.append(event)
+        if "service_id" in event.data:
+            self.service_id = int(event.data["service_id"])
+        self.query_one(ProgressPanel).update_step(event.step, event.state, event.message, done=event.done,
+                                                  total=event.total)
+        if event.data.get("log"):
+            self.show_log(tuple(str(line) for line in event.data["log"]))
+
+    def show_log(self, lines: tuple[str, ...]) -> None:
+        self.log_lines = lines
+        log = self.query_one("#dv-log", Static)
+        body = Text("Service log\n", style="bold")
+        body.append("\n".join(lines) or "(empty)")
+        log.update(body)
+        log.add_class("-shown")
+
+    def finished(self, record: SiteRecord | None) -> None:
+        self.phase = "done"
+        if record is not None:
+            self.query_one("#dv-result", Static).update(record_table(record))
+        self._title(Text.assemble(("✔ ", "green"), ("Deployed ", "bold"),
+                                  (f"service {self.service_id}", "bold"), " is RUNNING; VMs and key recorded"))
+        self._hint("k key view (give the key to the cloud user) · esc back to the form")
+
+    def cancelled(self, record: SiteRecord | None) -> None:
+        self.phase = "cancelled"
+        if record is not None:
+            self.query_one("#dv-result", Static).update(record_table(record))
+        self._title(Text.assemble(("↷ ", "cyan"), ("Stopped following ", "bold"),
+                                  f"service {self.service_id}: it is left as it is and keeps deploying"))
+        self._hint("`sitetk toolkit vms` or the key view follow it later · esc back to the form")
+
+    def failed(self, error: SiteError, record: SiteRecord | None) -> None:
+        self.phase = "failed"
+        detail = error.detail
+        if isinstance(error, DeploymentFailed):
+            self.show_log(error.log)
+            detail = error.detail.splitlines()[-1]  # the log is shown on its own
+        result = Group(record_table(record), Text(f"\n{detail}")) if record is not None else Text(detail)
+        self.query_one("#dv-result", Static).update(result)
+        self._title(Text.assemble(("✘ ", "bold red"), (error.title, "bold")))
+        self._hint("the service was not changed · esc back to the form")

@@ -1,0 +1,186 @@
+"""The toolkit form's field widgets: one line inputs (`ValidatedField`) and multi-line ones.
+
+`MultilineField` is the multi-line sibling of `widgets.validated_field.ValidatedField` for the TLS
+certificate and key: a label, the meaning as help, a `TextArea` and the reason it is invalid. A
+secret one (the TLS key) is masked: the text area stays hidden behind a one-line summary until
+the operator reveals it (the Show button or ctrl+r inside the field), so a key never shows by
+accident in a shared terminal or a screenshot.
+
+`field_widget(...)` picks the widget for a form field; `FieldWidget` is what both have in common
+(value, validate, reason, focus), which is all the form screen uses.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable, ClassVar, Union
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widgets import Button, Label, Static, TextArea
+
+from widgets.secret_input import SecretInput
+from widgets.validated_field import ValidatedField
+
+Check = Callable[[str], "str | None"]
+
+
+FieldWidget = Union[ValidatedField, "MultilineField"]
+
+_ID_SAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def widget_id(name: str) -> str:
+    """A widget id for an input name (template input names may hold any character)."""
+    return "in-" + _ID_SAFE.sub(lambda m: f"_{ord(m.group(0)):x}_", name)
+
+
+class MultilineField(Vertical):
+    """Label, help, a multi-line text area (masked when secret) and the reason it is invalid."""
+
+    DEFAULT_CSS = """
+    MultilineField { height: auto; width: 1fr; margin: 0 0 1 0; }
+    MultilineField > .field-label { width: 1fr; text-style: bold; }
+    MultilineField > .field-help { width: 1fr; color: $text-muted; }
+    MultilineField > Horizontal { height: auto; width: 1fr; }
+    MultilineField > Horizontal > .field-box { width: 2fr; height: auto; }
+    MultilineField > Horizontal > .field-box > TextArea { height: 5; width: 1fr; }
+    MultilineField > Horizontal > .field-box > .field-masked { height: 3; width: 1fr; border: tall $border-blurred;
+        padding: 0 1; color: $text-muted; }
+    MultilineField > Horizontal > .field-box > Button { min-width: 8; width: 8; }
+    MultilineField > Horizontal > .field-reason { width: 1fr; color: $text-error; padding: 1 0 0 1; }
+    MultilineField.-invalid > Horizontal > .field-box > TextArea { border: tall $error; }
+    MultilineField.-invalid > Horizontal > .field-box > .field-masked { border: tall $error; }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("ctrl+r", "toggle_reveal", "Show/hide secret")]
+
+    revealed: reactive[bool] = reactive(False)
+
+    class Changed(Message):
+        """The text changed and was validated (the message does not carry the value)."""
+
+        def __init__(self, field: "MultilineField", valid: bool) -> None:
+            super().__init__()
+            self.field = field
+            self.valid = valid
+
+        @property
+        def control(self) -> "MultilineField":
+            return self.field
+
+    def __init__(self, label: str, value: str = "", *, check: Check | None = None, secret: bool = False,
+                 help: str = "", placeholder: str = "", id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.label = label
+        self._initial = value
+        self._check: Check = check or (lambda _: None)
+        self._secret = secret
+        self._help = help
+        self._placeholder = placeholder
+        self._reason: str | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Label(Content(self.label), classes="field-label")
+        if self._help:
+            yield Label(Content(self._help), classes="field-help")
+        with Horizontal():
+            with Horizontal(classes="field-box"):
+                yield TextArea(self._initial, soft_wrap=True, show_line_numbers=False, classes="field-input",
+                               placeholder=self._placeholder)
+                if self._secret:
+                    yield Static(self._summary(self._initial), classes="field-masked")
+                    yield Button("Show", classes="field-reveal", compact=True)
+            yield Label("", classes="field-reason")
+
+    def on_mount(self) -> None:
+        self._show_masked(mounting=True)
+
+    @staticmethod
+    def _summary(value: str) -> Content:
+        if not value:
+            return Content("(empty: masked secret)")
+        lines = len(value.splitlines()) or 1
+        return Content(f"●●●●●●●● masked ({lines} line{'s' if lines != 1 else ''}, {len(value)} characters)")
+
+    def _show_masked(self, mounting: bool = False) -> None:
+        if not self._secret or not (mounting or self.is_mounted):
+            return
+        area = self.query_one(TextArea)
+        area.display = self.revealed
+        masked = self.query_one(".field-masked", Static)
+        masked.display = not self.revealed
+        masked.update(self._summary(area.text))
+        self.query_one(".field-reveal", Button).label = "Hide" if self.revealed else "Show"
+
+    def watch_revealed(self, _: bool) -> None:
+        self._show_masked()
+
+    def action_toggle_reveal(self) -> None:
+        if self._secret:
+            self.revealed = not self.revealed
+            if self.revealed:
+                self.query_one(TextArea).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.has_class("field-reveal"):
+            event.stop()
+            self.action_toggle_reveal()
+
+    @property
+    def value(self) -> str:
+        return self.query_one(TextArea).text if self.is_mounted else self._initial
+
+    @value.setter
+    def value(self, new: str) -> None:
+        if self.is_mounted:
+            self.query_one(TextArea).load_text(new)
+            self._show_masked()
+        else:
+            self._initial = new
+
+    @property
+    def reason(self) -> str | None:
+        return self._reason
+
+    @property
+    def is_valid(self) -> bool:
+        return self._check(self.value) is None
+
+    def validate(self) -> bool:
+        self._reason = self._check(self.value)
+        if self.is_mounted:
+            self.query_one(".field-reason", Label).update(Content(self._reason or ""))
+            self.set_class(self._reason is not None, "-invalid")
+        return self._reason is None
+
+    def focus(self, scroll_visible: bool = True) -> "MultilineField":
+        if self._secret and not self.revealed:
+            self.query_one(".field-reveal", Button).focus(scroll_visible)
+        else:
+            self.query_one(TextArea).focus(scroll_visible)
+        return self
+
+    def on_text_area_changed(self, event: TextArea.Changed) -> None:
+        event.stop()
+        valid = self.validate()
+        self.post_message(self.Changed(self, valid))
+
+
+def field_widget(label: str, value: str, *, check: Check, secret: bool, multiline: bool, help: str,
+                 id: str, placeholder: str = "") -> FieldWidget:
+    if multiline:
+        return MultilineField(label, value, check=check, secret=secret, help=help, id=id, placeholder=placeholder)
+    return ValidatedField(label, value, check=check, secret=secret, help=help, id=id, placeholder=placeholder)
+
+
+def secret_revealed(widget: FieldWidget) -> bool:
+    """Whether a secret field currently shows its value."""
+    if isinstance(widget, MultilineField):
+        return widget.revealed
+    found = widget.query(SecretInput)
+    return bool(found) and found.first().revealed

@@ -1,0 +1,108 @@
+"""The load / save dialog of the toolkit form's input file.
+
+`InputFileModal("load" | "save", path)` asks for a path (and, when saving, whether to leave the
+secrets out: they are then asked for at deploy time, by the form or by `sitetk toolkit deploy`);
+its result is a `FileChoice`, or None when cancelled. Saving over an existing file is confirmed
+by name first, Cancel being the default.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar, Literal
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Button, Checkbox, Input, Label, Static
+
+from widgets.confirm_modal import ConfirmModal
+
+Mode = Literal["load", "save"]
+
+
+@dataclass(frozen=True)
+class FileChoice:
+    path: str
+    omit_secrets: bool = True
+
+
+class InputFileModal(ModalScreen["FileChoice | None"]):
+    """Ask for the input file's path (see the module docstring)."""
+
+    AUTO_FOCUS = "#file-path"
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+
+    DEFAULT_CSS = """
+    InputFileModal { align: center middle; }
+    InputFileModal > Vertical {
+        width: 84; max-width: 95%; height: auto; border: thick $primary; background: $surface; padding: 1 2;
+    }
+    InputFileModal #file-title { text-style: bold; width: 1fr; }
+    InputFileModal #file-help { color: $text-muted; width: 1fr; margin: 0 0 1 0; }
+    InputFileModal #file-error { color: $text-error; width: 1fr; height: auto; }
+    InputFileModal Horizontal { height: auto; margin: 1 0 0 0; align: right middle; }
+    InputFileModal Button { margin: 0 0 0 2; }
+    """
+
+    def __init__(self, mode: Mode, path: str = "") -> None:
+        super().__init__()
+        self.mode = mode
+        self._path = path
+
+    def compose(self) -> ComposeResult:
+        saving = self.mode == "save"
+        with Vertical():
+            yield Label("Save the input file" if saving else "Load an input file", id="file-title")
+            yield Static(Content(
+                "The spec's JSON shape (name, custom_attrs_values, networks_values), written mode 0600."
+                if saving else
+                "A file in the spec's JSON shape. Secrets it leaves out stay empty: type them in the form."),
+                id="file-help")
+            yield Input(self._path, placeholder="path/to/toolkit-inputs.json", id="file-path")
+            if saving:
+                yield Checkbox("Leave the secrets out (they are asked for at deploy time)", True, id="file-omit")
+            yield Static("", id="file-error")
+            with Horizontal():
+                yield Button("Cancel", id="file-cancel")
+                yield Button("Save" if saving else "Load", id="file-ok", variant="primary")
+
+    def _choice(self) -> FileChoice | None:
+        path = self.query_one("#file-path", Input).value.strip()
+        if not path:
+            self.query_one("#file-error", Static).update("Give a path.")
+            return None
+        omit = self.query_one("#file-omit", Checkbox).value if self.mode == "save" else True
+        return FileChoice(path, omit)
+
+    def _submit(self) -> None:
+        choice = self._choice()
+        if choice is None:
+            return
+        target = Path(choice.path).expanduser()
+        if self.mode == "save" and target.exists() and not target.is_dir():
+            def answered(confirmed: bool | None) -> None:
+                if confirmed:
+                    self.dismiss(choice)
+
+            self.app.push_screen(ConfirmModal("Overwrite", str(target),
+                                              detail="The file exists; saving replaces its content."), answered)
+            return
+        self.dismiss(choice)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self._submit()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id == "file-ok":
+            self._submit()
+        else:
+            self.dismiss(None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

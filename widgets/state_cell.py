@@ -1,0 +1,62 @@
+"""State shown by word, colour and glyph together, never by colour alone.
+
+`StatePalette` maps a state word to a `StateLook` (a Rich style and a glyph); `palette.text(word)`
+gives a `Text` for table cells and `StateCell` is the same as a one-line widget. Which states exist
+and how they look is the caller's business: this module knows no product's states.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from rich.text import Text
+from textual.widgets import Static
+
+
+@dataclass(frozen=True)
+class StateLook:
+    """How one state looks: a Rich style (colour) and a glyph that carries meaning without it."""
+
+    style: str
+    glyph: str
+
+
+@dataclass(frozen=True)
+class StatePalette:
+    """State word -> look, with a fallback for words the caller did not foresee."""
+
+    looks: Mapping[str, StateLook] = field(default_factory=dict)
+    default: StateLook = StateLook("", "?")
+
+    def look(self, word: str) -> StateLook:
+        return self.looks.get(word, self.default)
+
+    def text(self, word: str, look_as: str | None = None) -> Text:
+        """`● runn` with the state's style; the word is plain text (never markup).
+
+        `look_as` picks the look by another key (e.g. a coarse state class) while showing `word`.
+        """
+        look = self.look(look_as if look_as is not None else word)
+        return Text.assemble((look.glyph, look.style), " ", (word, look.style))
+
+
+class StateCell(Static):
+    """A one-line widget showing a state with its glyph and colour."""
+
+    DEFAULT_CSS = """
+    StateCell { width: auto; height: 1; }
+    """
+
+    def __init__(self, word: str, palette: StatePalette, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(palette.text(word), id=id, classes=classes)
+        self._palette = palette
+        self._word = word
+
+    @property
+    def word(self) -> str:
+        return self._word
+
+    def set_state(self, word: str) -> None:
+        self._word = word
+        self.update(self._palette.text(word))

@@ -1,0 +1,140 @@
+"""A form field: a label, an input (plain or secret) and the reason it is invalid, next to it.
+
+`ValidatedField(label, check=...)` runs `check(value) -> reason | None` on every change and shows
+the reason beside the input. A form blocks submission with `first_invalid(form)` (validate every
+field, focus the first invalid one, return it) so the operator lands on what to fix.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.dom import DOMNode
+from textual.message import Message
+from textual.widgets import Input, Label
+
+from widgets.secret_input import SecretInput
+
+Check = Callable[[str], "str | None"]
+
+
+def _always_valid(_: str) -> str | None:
+    return None
+
+
+class ValidatedField(Vertical):
+    """Label, input and reason. `is_valid` and `reason` reflect the last validation."""
+
+    DEFAULT_CSS = """
+    ValidatedField { height: auto; width: 1fr; margin: 0 0 1 0; }
+    ValidatedField > .field-label { width: 1fr; text-style: bold; }
+    ValidatedField > .field-help { width: 1fr; color: $text-muted; }
+    ValidatedField > Horizontal { height: auto; width: 1fr; }
+    ValidatedField > Horizontal > Input, ValidatedField > Horizontal > SecretInput { width: 2fr; }
+    ValidatedField > Horizontal > .field-reason { width: 1fr; color: $text-error; padding: 1 0 0 1; }
+    ValidatedField.-invalid > Horizontal > Input { border: tall $error; }
+    """
+
+    class Changed(Message):
+        """The value changed and was validated."""
+
+        def __init__(self, field: "ValidatedField", valid: bool) -> None:
+            super().__init__()
+            self.field = field
+            self.valid = valid
+
+        @property
+        def control(self) -> "ValidatedField":
+            return self.field
+
+    def __init__(self, label: str, value: str = "", *, check: Check | None = None, secret: bool = False,
+                 placeholder: str = "", help: str = "", id: str | None = None, classes: str | None = None,
+                 validate_initial: bool = False) -> None:
+        super().__init__(id=id, classes=classes)
+        self.label = label
+        self._initial = value
+        self._check: Check = check or _always_valid
+        self._secret = secret
+        self._placeholder = placeholder
+        self._help = help
+        self._validate_initial = validate_initial
+        self._reason: str | None = None
+        self._touched = False
+
+    def compose(self) -> ComposeResult:
+        yield Label(Content(self.label), classes="field-label")
+        if self._help:
+            yield Label(Content(self._help), classes="field-help")
+        with Horizontal():
+            if self._secret:
+                yield SecretInput(self._initial, placeholder=self._placeholder, classes="field-input")
+            else:
+                yield Input(self._initial, placeholder=self._placeholder, classes="field-input")
+            yield Label("", classes="field-reason")
+
+    def on_mount(self) -> None:
+        if self._validate_initial:
+            self.validate()
+
+    @property
+    def value(self) -> str:
+        if not self.is_mounted:
+            return self._initial
+        control = self.query_one(".field-input")
+        return control.value if isinstance(control, (Input, SecretInput)) else ""
+
+    @value.setter
+    def value(self, new: str) -> None:
+        if not self.is_mounted:
+            self._initial = new
+            return
+        control = self.query_one(".field-input")
+        if isinstance(control, (Input, SecretInput)):
+            control.value = new
+
+    @property
+    def reason(self) -> str | None:
+        return self._reason
+
+    @property
+    def is_valid(self) -> bool:
+        return self._check(self.value) is None
+
+    def validate(self) -> bool:
+        """Check the value now, show the reason (or clear it) and return validity."""
+        self._reason = self._check(self.value)
+        if self.is_mounted:
+            self.query_one(".field-reason", Label).update(Content(self._reason or ""))
+            self.set_class(self._reason is not None, "-invalid")
+        return self._reason is None
+
+    def focus(self, scroll_visible: bool = True) -> "ValidatedField":
+        self.query_one(".field-input").focus(scroll_visible)
+        return self
+
+    def _changed(self) -> None:
+        self._touched = True
+        valid = self.validate()
+        self.post_message(self.Changed(self, valid))
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self._changed()
+
+    def on_secret_input_changed(self, event: SecretInput.Changed) -> None:
+        event.stop()
+        self._changed()
+
+
+def first_invalid(form: DOMNode, *, focus: bool = True) -> ValidatedField | None:
+    """Validate every field under `form`; focus and return the first invalid one (None: all valid)."""
+    first: ValidatedField | None = None
+    for field in form.query(ValidatedField):
+        if not field.validate() and first is None:
+            first = field
+    if first is not None and focus:
+        first.focus()
+    return first
