@@ -81,15 +81,16 @@ def isolated_env(home: Path) -> dict[str, str]:
 
 
 # (a) start-up ---------------------------------------------------------------------------------
-def startup_rows(runs: int = STARTUP_RUNS, demo_vms: int = DEMO_VMS) -> list[Row]:
+def startup_rows(runs: int = STARTUP_RUNS, demo_vms: int = DEMO_VMS, warm_up: bool = True) -> list[Row]:
     demo = [sys.executable, "-m", "tui", "--demo", "--vms", str(demo_vms)]
     minimal = [sys.executable, "-m", "bench.minimal_app"]
     demo_s: list[float] = []
     minimal_s: list[float] = []
     with tempfile.TemporaryDirectory(prefix="sitetk-bench-") as home:
         env = isolated_env(Path(home))
-        time_to_first_rows(minimal, env, ROOT)  # warm-up: byte-code and file caches for both
-        time_to_first_rows(demo, env, ROOT)
+        if warm_up:  # byte-code and file caches for both
+            time_to_first_rows(minimal, env, ROOT)
+            time_to_first_rows(demo, env, ROOT)
         for _ in range(runs):
             minimal_s.append(time_to_first_rows(minimal, env, ROOT))
             demo_s.append(time_to_first_rows(demo, env, ROOT))

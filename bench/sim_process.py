@@ -7,7 +7,8 @@ client being measured.
 
 The site's first stdout line is one JSON object (endpoints, session, state directory); the
 process is ready once `one.system.version` answers. Leaving the block sends SIGTERM (the
-simulator stops cleanly) and kills it only if it does not exit in time.
+simulator stops cleanly), kills it only if it does not exit in time, and removes the site's
+state directory.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ class SimProcess:
         self.info: dict[str, Any] = {}
         self._proc: subprocess.Popen[str] | None = None
         self._stderr: IO[str] | None = None
+        self._state_dir: tempfile.TemporaryDirectory[str] | None = None
 
     # the running site ---------------------------------------------------------------------
     @property
@@ -84,8 +86,9 @@ class SimProcess:
 
     # start and stop -------------------------------------------------------------------------
     def start(self) -> "SimProcess":
+        self._state_dir = tempfile.TemporaryDirectory(prefix="sitetk-bench-sim-")
         command = [sys.executable, "-m", "tui", "sim", "--vms", str(self.vms), "--scenario", self.scenario,
-                   "--time-scale", str(self.time_scale), *self.extra_args]
+                   "--time-scale", str(self.time_scale), "--state-dir", self._state_dir.name, *self.extra_args]
         self._stderr = tempfile.TemporaryFile(mode="w+", prefix="sitetk-sim-stderr-")
         self._proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                       stderr=self._stderr, text=True, cwd=_project_root())
@@ -151,6 +154,9 @@ class SimProcess:
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
+        if self._state_dir is not None:
+            self._state_dir.cleanup()
+            self._state_dir = None
 
     def __enter__(self) -> "SimProcess":
         return self.start()

@@ -396,7 +396,8 @@ async def prepare_site_component_done(ctx: SceneContext) -> None:
     modal = ctx.app.screen
     assert isinstance(modal, ComponentFlowModal)
     modal.start()
-    await ctx.wait_for(lambda: modal.step == "-finished", timeout=30, what="the component provisioned")
+    await ctx.wait_for(lambda: modal.step == "-finished" and modal.query_one("#flow-close").has_focus, timeout=30,
+                       what="the component provisioned")
 
 
 async def prepare_site_submit(ctx: SceneContext) -> None:

@@ -83,6 +83,17 @@ def test_download_dry_run_changes_nothing_then_download_then_rerun(sim: SimServe
     assert len(sim.site.images) == before + 1
 
 
+def test_download_by_app_id_and_usage_errors(sim: SimServer, env, capsys) -> None:  # type: ignore[no-untyped-def]
+    env(sim)
+    app_id = next(a.id for a in sim.site.marketapps.values() if a.name == "Bastion")
+    code, data = run(capsys, "download", "--app-id", str(app_id), "--datastore", "1", "--dry-run", "--json")
+    assert code == EXIT_OK and data["plan"]["app_id"] == app_id and data["plan"]["name"] == "Bastion v1.3.0"
+    code, data = run(capsys, "download", "--datastore", "1", "--dry-run", "--json")
+    assert code == EXIT_USAGE and "APPLIANCE or --app-id" in data["error"]["detail"]
+    code, data = run(capsys, "download", "service_dns", "--datastore", "0", "--dry-run", "--json")
+    assert code == EXIT_FAILED and "SYSTEM datastore" in data["error"]["title"]
+
+
 def test_download_without_yes_on_a_pipe_refuses(sim: SimServer, env, capsys) -> None:  # type: ignore[no-untyped-def]
     env(sim)
     before = len(sim.site.images)

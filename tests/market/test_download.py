@@ -226,3 +226,11 @@ async def test_a_record_of_an_unregistered_marketplace_cannot_be_exported(sim: S
         await find_market_app(site, replace(record, marketplace_url="http://elsewhere.invalid"))
     with pytest.raises(SiteError, match="another version"):
         await find_market_app(site, replace(record, version="v9.9.9-20990101-0000"))
+
+
+def test_the_platform_time_is_left_out_of_an_image_error() -> None:
+    from tui.procedures.download_appliance import error_reason
+
+    raw = "Sun Nov 22 01:20:01 2026 : Error copying image in the datastore: MD5 mismatch"
+    assert error_reason(raw) == "Error copying image in the datastore: MD5 mismatch"
+    assert error_reason("plain reason") == "plain reason"

@@ -212,3 +212,12 @@ def test_enable_in_read_only_mode_is_refused(capsys: pytest.CaptureFixture[str],
     result = json.loads(capsys.readouterr().out)
     assert code == EXIT_USAGE and "read-only" in result["error"]["detail"]
     assert not [a for a in cloud_env.site.acls.values() if rule_of(a).to_str().startswith("#2 ")]
+
+
+def test_enable_without_appliance_then_submit(capsys: pytest.CaptureFixture[str], cloud_env: SimServer) -> None:
+    run(capsys, "open", "demo-site", "--json")
+    code, result = run(capsys, "enable", "core_net_cluster", "--submit", "--yes", "--json")
+    assert code == EXIT_OK, result
+    assert result["events"][-1]["state"] == "done" and result["submit"][-1]["data"]["pushed"]
+    code, result = run(capsys, "enable", "core_net_cluster", "--submit", "--yes", "--json")
+    assert code == EXIT_OK and result["events"][-1]["state"] == "skipped" and result["submit"] == []

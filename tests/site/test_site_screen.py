@@ -192,3 +192,25 @@ async def test_read_only_hides_changes(deployed: SimServer, tmp_path: Path) -> N
         await pilot.pause()
         assert app.screen is screen and path.read_bytes() == before
         assert not screen.check_action("save", ()) and not screen.check_action("submit", ())
+
+
+async def test_create_a_site_from_the_template(deployed: SimServer, tmp_path: Path) -> None:
+    app = site_app(deployed, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        modal = await wait_for(pilot, lambda: isinstance(s := app.screen, OpenSiteModal) and s.query("#open-new") and s,
+                               what="the site chooser")
+        modal.query_one("#open-new").focus()
+        await pilot.press(*"bad/name", "enter")
+        await pilot.pause()
+        assert app.screen is modal and "use letters, digits" in str(modal.query_one("#open-reason").render())
+        modal.query_one("#open-new").value = ""  # type: ignore[attr-defined]
+        await pilot.press(*"lab-new", "enter")
+        preview = await wait_for(pilot, lambda: isinstance(s := app.screen, PreviewModal) and s, what="the create preview")
+        assert [c.cli.split()[:2] for c in preview.preview.changes] == [["git", "checkout"], ["git", "mv"], ["ansible-vault", "encrypt"]]
+        assert "<vault password file> lab-new/core.yaml" in preview.preview.changes[2].cli
+        await pilot.click("#preview-confirm")
+        screen = site_screen(app)
+        await wait_for(pilot, lambda: screen.saved_text is not None and screen.site_ref is not None, what="the new site")
+        assert screen.site_ref.branch == "lab-new" and screen.site_ref.site_dir == "lab-new"  # type: ignore[union-attr]
+        assert is_vault_text(screen.site_ref.path.read_text())  # type: ignore[union-attr]
+        assert screen.editor.text.startswith("# Site configuration of one experimentation site")

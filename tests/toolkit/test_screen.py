@@ -11,7 +11,7 @@ from typing import Any
 
 from textual.widgets import Input, Label, Select
 
-from tests.toolkit.conftest import FAST, ToolkitSite, collect, eventually, filled
+from tests.toolkit.conftest import FAST, ToolkitSite, collect, filled
 from tests.ui.conftest import console_app
 from tui.adapters.cloud import json_document_template
 from tui.app import SiteToolkitApp
@@ -186,11 +186,15 @@ async def test_escape_stops_following_and_leaves_the_service(toolkit_site: Toolk
         await pilot.press("escape")
         await wait_for(pilot, lambda: view.phase == "cancelled", timeout=30, what="the follow to stop")
         service_id = view.service_id
+        assert (await site.flow.get_service(service_id)).state_name != "DONE"  # left as it was
 
-    async def running() -> bool:
-        return (await site.flow.get_service(service_id)).state_name == "RUNNING"
-
-    await eventually(running, "the service to go on by itself")
+        # back to the form, then follow the recorded deployment again: it reaches RUNNING
+        await pilot.press("escape")
+        assert not screen.showing_deployment and screen.record.service_id == service_id
+        await pilot.press("ctrl+f")
+        await wait_for(pilot, lambda: view.phase == "done", timeout=60, what="the followed deployment")
+        assert view.service_id == service_id and "Deployed" in str(view.query_one("#dv-title").render())
+    assert (await site.flow.get_service(service_id)).state_name == "RUNNING"
 
 
 async def test_key_view_grants_once_and_hides_the_grant_in_read_only(toolkit_site: ToolkitSite) -> None:

@@ -36,10 +36,11 @@ from tui.adapters.errors import SiteError
 from tui.domain.appliances import ApplianceRecord
 from tui.domain.attribute_file import ApplianceTag
 from tui.domain.datastores import IMAGE_DS, Datastore
-from tui.domain.documents import SERVICE_TEMPLATE_DOCUMENT
+from tui.domain.documents import SERVICE_TEMPLATE_DOCUMENT, Document
 from tui.domain.images import ERROR, READY, USED, ImageInfo, image_state_names
 from tui.domain.marketapps import IMAGE_APP, SERVICE_TEMPLATE_APP, VMTEMPLATE_APP, MarketApp, decode_apptemplate64
 from tui.domain.template_text import TemplateSyntaxError, parse_template, quote, render_template
+from tui.domain.vmtemplates import VmTemplate
 from tui.procedures.attach_attributes import (
     FILE_PLACEHOLDER,
     attach_attributes,
@@ -225,6 +226,14 @@ class DownloadResult:
     @property
     def image_ids(self) -> tuple[int, ...]:
         return tuple(i for i, _ in self.images)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "DownloadResult":
+        """Back from `as_json()` (what the last progress event carries)."""
+        return cls(data["name"], int(data["app_id"]), tuple((int(i["id"]), str(i["name"])) for i in data["images"]),
+                   tuple(int(t) for t in data["template_ids"]),
+                   None if data["service_template_id"] is None else int(data["service_template_id"]),
+                   tuple(data["reused"]))
 
     def as_json(self) -> dict[str, Any]:
         return {"name": self.name, "app_id": self.app_id, "image_ids": list(self.image_ids),
@@ -420,8 +429,8 @@ class _PlanBuilder:
         return PlannedService(app, self.name, body, tuple(role_templates), role_key)
 
 
-def _reuse_existing(plan: DownloadPlan, images: Sequence[ImageInfo], templates: Sequence[Any],
-                    documents: Sequence[Any], user: str) -> DownloadPlan:
+def _reuse_existing(plan: DownloadPlan, images: Sequence[ImageInfo], templates: Sequence[VmTemplate],
+                    documents: Sequence[Document], user: str) -> DownloadPlan:
     """Mark objects a previous run created as reused; refuse names taken by other objects."""
     mine_images = {i.name: i for i in images if i.uname == user}
     planned_images: list[PlannedImage] = []

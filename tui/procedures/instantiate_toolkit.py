@@ -74,6 +74,11 @@ def role_step(name: str) -> str:
     return f"role {name}"
 
 
+def follow_steps(role_names: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """The steps `follow_deployment` reports, in order."""
+    return (STEP_SERVICE, *(role_step(r) for r in role_names), STEP_RECORD, STEP_KEY, STEP_DONE)
+
+
 class InvalidInputs(SiteError):
     """The inputs have errors; `problems` lists them (errors and warnings)."""
 
@@ -117,8 +122,7 @@ class DeployPlan:
 
     @property
     def step_names(self) -> tuple[str, ...]:
-        return (STEP_INSTANTIATE, STEP_SERVICE, *(role_step(r) for r in self.role_names), STEP_RECORD, STEP_KEY,
-                STEP_DONE)
+        return (STEP_INSTANTIATE, *follow_steps(self.role_names))
 
     def redacted_merge(self) -> dict[str, Any]:
         values = self.merge.get(self.values_key, {})
@@ -372,7 +376,7 @@ async def follow_deployment(
     Never changes the service. `done`/`total` place the events in a longer run.
     """
     role_names = [r.name for r in record.roles]
-    count = total if total is not None else 2 + len(role_names) + 3
+    count = total if total is not None else done + len(follow_steps(role_names))
     follower = _Follower(site, record, done, count)
     service_id = record.service_id
     deadline = time.monotonic() + timeout

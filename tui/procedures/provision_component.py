@@ -26,14 +26,14 @@ import asyncio
 import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping
 
 from tui.adapters.errors import SiteError
 from tui.adapters.vault import VaultPassword
 from tui.domain.appliances import ApplianceRecord
 from tui.domain.components import ComponentDefinition
 from tui.domain.documents import SERVICE_TEMPLATE_DOCUMENT
-from tui.domain.object_grants import KINDS, CloudObject, Grant, acl_rule, plan_grants
+from tui.domain.object_grants import KINDS, CloudObject, Grant, plan_grants
 from tui.domain.site_fill import InstalledAppliance, appliance_values
 from tui.domain.upgrades import InstallState
 from tui.domain.users import User
@@ -384,8 +384,3 @@ async def offer_component(
             task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await task
-
-
-def grant_rules(plan: ProvisionPlan) -> Sequence[str]:
-    """The rules the plan adds now (downloads add theirs once their objects exist)."""
-    return tuple(acl_rule(g.user_id, g.object) for g in plan.grants if g.needed)

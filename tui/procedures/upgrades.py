@@ -29,8 +29,8 @@ from tui.domain.attribute_file import installed_version_from_image_template
 from tui.domain.documents import SERVICE_TEMPLATE_DOCUMENT, Document
 from tui.domain.images import ImageInfo
 from tui.domain.naming import NamingProfile
-from tui.domain.vmtemplates import VmTemplate
 from tui.domain.upgrades import PlanStep, StepKind, UpgradePlan, build_upgrade_plan
+from tui.domain.vmtemplates import VmTemplate
 from tui.procedures.attach_attributes import role_template_ids, role_templates, tag_for_record
 from tui.procedures.download_appliance import (
     DEFAULT_POLL_INTERVAL,
@@ -259,8 +259,6 @@ async def id_changes(site: "SiteConnection", appliance: str, removal: Removal, r
 class _Outcome:
     downloads: dict[str, DownloadResult] = field(default_factory=dict)
     removals: dict[str, Removal] = field(default_factory=dict)
-    removed: set[str] = field(default_factory=set)
-    kept: set[str] = field(default_factory=set)
 
 
 async def apply_upgrade_plan(
@@ -302,14 +300,14 @@ async def apply_upgrade_plan(
             result: DownloadResult | None = None
             async for event in _download(site, step.record, datastore_id, names, step_timeout, poll_interval, cancel):
                 if "download" in event.data:
-                    result = DownloadResult(**_result_args(event.data["download"]))
+                    result = DownloadResult.from_json(event.data["download"])
                 yield Progress(label, index - 1 if event.state != "failed" else index, total,
                                f"{event.step}: {event.message}", "failed" if event.state == "failed" else "running",
                                event.data)
             assert result is not None
             outcome.downloads[step.appliance] = result
             yield Progress(label, index, total, f"{result.name}: image(s) {', '.join(map(str, result.image_ids))}",
-                           "done", {"result": result.as_json()})
+                           "done", {"download": result.as_json()})
         elif step.kind is StepKind.ATTACH_ATTRIBUTES:
             result = outcome.downloads.get(step.appliance)
             ids = ", ".join(map(str, result.image_ids)) if result else "none"
@@ -321,19 +319,16 @@ async def apply_upgrade_plan(
                 yield Progress(label, index, total, "nothing left to remove", "skipped", {"removal": removal.as_json()})
                 continue
             if removal.in_use:
-                outcome.kept.add(step.appliance)
                 yield Progress(label, index, total, f"kept: {removal.describe()} still used by VMs; remove it once "
                                "they run the new version", "skipped", {"removal": removal.as_json()})
                 continue
             if not await confirm_removal(removal):
-                outcome.kept.add(step.appliance)
                 yield Progress(label, index, total, f"kept (not confirmed): {removal.describe()}", "skipped",
                                {"removal": removal.as_json()})
                 continue
             async for event in remove_old(site, removal):
                 yield Progress(label, index - 1, total, event.message, event.state if event.state == "failed"
                                else "running", event.data)
-            outcome.removed.add(step.appliance)
             yield Progress(label, index, total, f"removed {removal.describe()}", "done", {"removal": removal.as_json()})
         elif step.kind is StepKind.UPDATE_SITE_CONFIG:
             changes: list[IdChange] = []
@@ -357,12 +352,3 @@ async def _download(site: "SiteConnection", record: ApplianceRecord, datastore_i
     async for event in download_appliance(site, plan, step_timeout=step_timeout, poll_interval=poll_interval,
                                           cancel=cancel):
         yield event
-
-
-def _result_args(data: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "name": data["name"], "app_id": data["app_id"],
-        "images": tuple((i["id"], i["name"]) for i in data["images"]),
-        "template_ids": tuple(data["template_ids"]), "service_template_id": data["service_template_id"],
-        "reused": tuple(data["reused"]),
-    }

@@ -165,6 +165,7 @@ class MarketplaceScreen(SiteScreen):
         #: key of the record the detail pane shows
         self.shown_key: str | None = None
         self._detail_timer: Timer | None = None
+        self._pending_key: str | None = None
 
     # ------------------------------------------------------------------ layout
 
@@ -236,7 +237,8 @@ class MarketplaceScreen(SiteScreen):
         self.shell.mark_refreshed()
         self._paint_status()
         key = table.cursor_key
-        self._show_detail(str(key) if key is not None else None, force=True)
+        self._pending_key = str(key) if key is not None else None
+        self._show_detail(self._pending_key, force=True)
         if catalog.failures:
             first = catalog.failures[0]
             self.shell.toast(f"{first.source.name}: {first.title}", title="Marketplace unreadable",
@@ -293,12 +295,25 @@ class MarketplaceScreen(SiteScreen):
 
     @on(VirtualTable.RowHighlighted, "#mk-table")
     def _highlighted(self, event: VirtualTable.RowHighlighted) -> None:
-        # debounced: scrolling or typing a filter moves the cursor over many rows, and rendering
-        # a Markdown description for each would cost more than the keystroke itself
+        # Rendering a Markdown description costs more than a keystroke: while the filter is
+        # being typed the detail waits (it follows on enter or when the filter loses focus), and
+        # scrolling is debounced.
         if self._detail_timer is not None:
             self._detail_timer.stop()
+            self._detail_timer = None
         key = str(event.key) if event.key is not None else None
-        self._detail_timer = self.set_timer(DETAIL_DEBOUNCE, lambda: self._show_detail(key), name="market-detail")
+        self._pending_key = key
+        if self.query_one("#mk-filter", Input).has_focus:
+            return
+        self._detail_timer = self.set_timer(DETAIL_DEBOUNCE, self._show_pending, name="market-detail")
+
+    def _show_pending(self) -> None:
+        self._detail_timer = None
+        self._show_detail(self._pending_key)
+
+    @on(Input.Blurred, "#mk-filter")
+    def _filter_blurred(self) -> None:
+        self._show_pending()
 
     def _show_detail(self, key: str | None, force: bool = False) -> None:
         if key == self.shown_key and not force:

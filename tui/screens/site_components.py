@@ -361,7 +361,7 @@ class ComponentFlowModal(ModalScreen[bool]):
         else:
             text = Text.assemble(("✘ ", "bold red"), (message.error.title, "bold red"), "\n", message.error.detail)
         result.update(text)
-        self.query_one("#flow-close", Button).focus()
+        self.call_after_refresh(self.query_one("#flow-close", Button).focus)  # once it is displayed
 
     # ------------------------------------------------------------------ buttons and keys
 

@@ -50,6 +50,7 @@ from tui.procedures.instantiate_toolkit import (
     DeployPlan,
     InvalidInputs,
     deploy_toolkit,
+    follow_deployment,
     plan_deploy,
 )
 from tui.procedures.progress import Progress
@@ -102,6 +103,8 @@ class ToolkitScreen(SiteScreen):
         Binding("ctrl+g", "deploy", "Deploy", id="toolkit-deploy", tooltip="check every input, preview, deploy"),
         Binding("ctrl+o", "load_file", "Load file", id="toolkit-load"),
         Binding("ctrl+s", "save_file", "Save file", id="toolkit-save"),
+        Binding("ctrl+f", "follow", "Follow recorded", id="toolkit-follow",
+                tooltip="follow the recorded deployment again (it is not changed)"),
         Binding("k", "key_view", "Key view", id="toolkit-key-view"),
         Binding("escape", "escape", "Stop / back", id="toolkit-escape"),
     ]
@@ -149,6 +152,8 @@ class ToolkitScreen(SiteScreen):
         self.load_error: SiteError | None = None
         self.file_path = DEFAULT_FILE
         self._carry: dict[str, str] = {}
+        #: each field's value right after the form was built (what counts as untouched)
+        self._initial: dict[str, str] = {}
         self._cancel = asyncio.Event()
         self._building = False
 
@@ -224,8 +229,10 @@ class ToolkitScreen(SiteScreen):
             r = self.record
             text.append("\n")
             text.append(f"Recorded deployment: service {r.service_id} {r.service_name!r} {r.state or '?'}", "cyan")
-            text.append("  (deploying again creates another service; :key opens its key view)", "dim")
+            text.append("  (deploying again creates another service; ctrl+f follows it, :key opens its key view)",
+                        "dim")
         self.query_one("#tk-header", Static).update(text)
+        self.refresh_bindings()
 
     async def _build(self, form: ToolkitForm) -> None:
         """Mount the form's widgets (keeping values typed before a template change)."""
@@ -272,6 +279,8 @@ class ToolkitScreen(SiteScreen):
                 self.fields[f.name] = widget
                 widgets.append(widget)
         await container.mount_all(widgets)
+        self._initial = {name: widget.value for name, widget in self.fields.items()}
+        self._initial.update({network_field(k): v for k, v in self.network_values().items()})
         self._carry = {}
         self.touched = set()
         self.submitted = False
@@ -370,7 +379,8 @@ class ToolkitScreen(SiteScreen):
         if self._building:
             return
         name = next((n for n, w in self.fields.items() if w is widget), None)
-        if name is not None:
+        # an input announces its first value once mounted: only a different value is a touch
+        if name is not None and (name in self.touched or widget.value != self._initial.get(name, widget.value)):
             self.touched.add(name)
         self._revalidate()
 
@@ -385,8 +395,11 @@ class ToolkitScreen(SiteScreen):
         if self._building or self.form is None:
             return
         for spec in self.form.networks:
-            if event.select.id == widget_id(network_field(spec.name)):
-                self.touched.add(network_field(spec.name))
+            key = network_field(spec.name)
+            if event.select.id == widget_id(key):
+                value = "" if event.value is Select.NULL else str(event.value)
+                if key in self.touched or value != self._initial.get(key, value):
+                    self.touched.add(key)
         self._revalidate()
 
     @on(Select.Changed, "#tk-template")
@@ -461,14 +474,33 @@ class ToolkitScreen(SiteScreen):
         self.deploy_view.query_one("#dv-scroll").focus()
         self.run_deploy(plan)
 
+    def action_follow(self) -> None:
+        """Follow the recorded deployment again (after esc, or when it was started elsewhere)."""
+        record = self.record
+        if record is None or self.showing_deployment:
+            if record is None:
+                self.shell.toast("No deployment recorded yet", severity="warning")
+            return
+        self._cancel = asyncio.Event()
+        self.query_one(ContentSwitcher).current = "tk-deploy-pane"
+        self.deploy_view.begin_follow(record)
+        self.deploy_view.query_one("#dv-scroll").focus()
+        self.run_deploy(None, record)
+
     @work(exclusive=True, group="toolkit-deploy", exit_on_error=False)
-    async def run_deploy(self, plan: DeployPlan) -> None:
-        service_id: int | None = None
+    async def run_deploy(self, plan: DeployPlan | None, record: SiteRecord | None = None) -> None:
+        """Deploy `plan`, or (without a plan) follow the recorded deployment `record` again."""
+        service_id: int | None = record.service_id if record is not None else None
         cancelled = False
+        if plan is not None:
+            events = deploy_toolkit(self.site, plan, timeout=self.deploy_timeout, key_timeout=self.key_timeout,
+                                    poll_interval=self.poll_interval, cancel=self._cancel)
+        else:
+            assert record is not None
+            events = follow_deployment(self.site, record, timeout=self.deploy_timeout, key_timeout=self.key_timeout,
+                                       poll_interval=self.poll_interval, cancel=self._cancel)
         try:
-            async for event in deploy_toolkit(self.site, plan, timeout=self.deploy_timeout,
-                                              key_timeout=self.key_timeout, poll_interval=self.poll_interval,
-                                              cancel=self._cancel):
+            async for event in events:
                 service_id = event.data.get("service_id", service_id)
                 cancelled = cancelled or bool(event.data.get("cancelled"))
                 self.post_message(self.DeployProgress(event))
@@ -510,12 +542,17 @@ class ToolkitScreen(SiteScreen):
             self.shell.toast("Stopping: the service is left as it is")
             return
         self.query_one(ContentSwitcher).current = "tk-form-pane"
+        name = self.fields.get(NAME_FIELD)
+        if name is not None:
+            name.focus()
 
     def action_key_view(self) -> None:
         self.shell.open_screen("toolkit-key")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("load_file", "save_file", "deploy") and self.showing_deployment:
+        if action in ("load_file", "save_file", "deploy", "follow") and self.showing_deployment:
+            return False
+        if action == "follow" and self.record is None:
             return False
         return super().check_action(action, parameters)
 

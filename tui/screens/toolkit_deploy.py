@@ -20,7 +20,7 @@ from textual.widgets import Static
 
 from tui.adapters.errors import SiteError
 from tui.domain.site_record import SiteRecord
-from tui.procedures.instantiate_toolkit import DeployPlan, DeploymentFailed
+from tui.procedures.instantiate_toolkit import DeployPlan, DeploymentFailed, follow_steps
 from tui.procedures.progress import Progress
 from widgets.progress_panel import ProgressPanel
 
@@ -84,21 +84,33 @@ class DeploymentView(Vertical):
     def _hint(self, text: str) -> None:
         self.query_one("#dv-hint", Static).update(Text(text))
 
-    def begin(self, plan: DeployPlan) -> None:
-        self.plan = plan
+    def _start(self, steps: tuple[str, ...], title: Text, service_id: int | None) -> None:
         self.phase = "running"
-        self.service_id = None
+        self.service_id = service_id
         self.events = []
         self.log_lines = ()
-        self.query_one(ProgressPanel).set_steps(plan.step_names)
+        self.query_one(ProgressPanel).set_steps(steps)
         self.query_one("#dv-result", Static).update("")
         log = self.query_one("#dv-log", Static)
         log.update("")
         log.remove_class("-shown")
-        self._title(Text.assemble(("Deploying ", "bold"), (repr(plan.service_name), "bold"),
-                                  f" from service template {plan.template_id} {plan.template_name!r} "
-                                  f"(platform {plan.platform_version}, {plan.values_key})"))
+        self._title(title)
         self._hint("esc stops following (the service is left as it is)")
+
+    def begin(self, plan: DeployPlan) -> None:
+        """A new deployment: instantiate, then follow."""
+        self.plan = plan
+        self._start(plan.step_names, Text.assemble(
+            ("Deploying ", "bold"), (repr(plan.service_name), "bold"),
+            f" from service template {plan.template_id} {plan.template_name!r} "
+            f"(platform {plan.platform_version}, {plan.values_key})"), None)
+
+    def begin_follow(self, record: SiteRecord) -> None:
+        """Following a recorded deployment again (after esc, or one started elsewhere)."""
+        self.plan = None
+        self._start(follow_steps([r.name for r in record.roles]), Text.assemble(
+            ("Following ", "bold"), (f"service {record.service_id} {record.service_name!r}", "bold"),
+            f" (recorded {record.state or '?'})"), record.service_id)
 
     def apply(self, event: Progress) -> None:
         self.events.append(event)

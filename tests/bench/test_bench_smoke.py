@@ -1,0 +1,81 @@
+"""The benchmarks still run, at tiny sizes: every figure is produced, with its same-run baseline.
+
+No timing is asserted (figures on a shared test machine mean nothing); only that each benchmark
+reaches the states it measures and reports sane rows. The site runs in its own process, as in
+`make bench`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from bench import bench_sim_pool, bench_vm_list
+from bench.floor import floor_once, parse_vmpool, post_xmlrpc, vmpool_body
+from bench.rows import Row
+from bench.sim_process import SimProcess, SimProcessError
+
+VMS = 200
+
+
+def by_name(rows: list[Row]) -> dict[str, Row]:
+    return {row.name: row for row in rows}
+
+
+def assert_sane(rows: list[Row]) -> None:
+    for row in rows:
+        assert math.isfinite(row.value) and row.value > 0, row
+        if row.baseline is not None:
+            assert row.baseline > 0 and row.ratio is not None, row
+
+
+def test_floor_reads_every_vm_of_a_site_in_its_own_process() -> None:
+    with SimProcess(vms=VMS) as sim:
+        sample, pool = floor_once(sim.xmlrpc, sim.session)
+        raw = post_xmlrpc(sim.xmlrpc, vmpool_body(sim.session))
+    assert pool.tag == "VM_POOL" and sample.vms == len(pool) >= VMS
+    assert sample.post_s > 0 and sample.parse_s > 0 and sample.size_bytes > 0
+    assert len(parse_vmpool(raw)) == sample.vms
+    assert not sim.state_dir.exists()  # stopped: its state directory is gone
+
+
+def test_a_failed_call_is_reported_not_parsed() -> None:
+    with SimProcess(vms=0) as sim:
+        with pytest.raises(RuntimeError, match="vmpool.info failed"):
+            floor_once(sim.xmlrpc, "oneadmin:wrong-password")
+
+
+def test_a_site_that_cannot_start_says_why() -> None:
+    with pytest.raises(SimProcessError, match="exited with"):
+        SimProcess(vms=0, extra_args=("--port", "99999")).start()
+
+
+def test_sim_pool_bench_reports_floor_and_adapter() -> None:
+    rows = bench_sim_pool.run(sizes=(VMS,), runs=1)
+    assert_sane(rows)
+    names = by_name(rows)
+    adapter = next(row for name, row in names.items() if name.startswith("adapter list_vms"))
+    floor = next(row for name, row in names.items() if name.startswith("floor:"))
+    assert adapter.baseline == floor.value
+    assert any(name.startswith("sim serves vmpool.info") for name in names)
+
+
+def test_vm_list_bench_reports_refresh_keystroke_stall_and_memory() -> None:
+    rows = bench_vm_list.run(sizes=(VMS,), refreshes=1, startup_runs=0, keystroke_size=VMS, stall_size=VMS,
+                             memory_size=VMS)
+    assert_sane(rows)
+    names = " | ".join(by_name(rows))
+    for figure in ("floor:", "refresh:", "data arrival to visible rows", "longest loop stall", "filter keystroke",
+                   "peak memory, floor process", "peak memory, console process"):
+        assert figure in names
+    refresh = next(row for row in rows if row.name.startswith("refresh:"))
+    assert f"({VMS:,} rows)" in refresh.name  # the fresh site has no VM of its own
+
+
+def test_start_up_bench_times_both_apps_through_the_first_rows_hook() -> None:
+    rows = bench_vm_list.startup_rows(runs=1, demo_vms=5, warm_up=False)
+    assert_sane(rows)
+    demo = next(row for row in rows if "sitetk --demo" in row.name)
+    minimal = next(row for row in rows if "minimal Textual app" in row.name)
+    assert demo.baseline == minimal.value
