@@ -73,3 +73,13 @@ TOOLKIT_FILE_TEXT = (
     'PLATFORM_MARKETPLACE_APPLIANCE_VERSION="20250403-1109"\n'
     'PLATFORM_MARKETPLACE_APPLIANCE_SOFTWARE_VERSION="v0.5.0"\n'
 )
+
+
+def free_old_images(server: SimServer) -> None:
+    """As if the deployed toolkit's VMs had moved to a new version: no VM uses the old images."""
+    with server.site.lock:
+        for image in server.site.images.values():
+            image.running_vms = 0
+            image.vm_ids = []
+            if image.state == 2:  # USED
+                image.state = 1  # READY

@@ -6,7 +6,7 @@ from typing import Any
 
 from textual.widgets import Button, DataTable, Markdown
 
-from tests.market.test_upgrades import _free_old_images
+from tests.market.conftest import free_old_images
 from tests.ui.conftest import SIZE, console_app, rendered_text, wait_for
 from tui.app import SiteToolkitApp
 from tui.screens.market_attributes import AttributesModal
@@ -192,7 +192,7 @@ async def test_attributes_modal_validates_image_ids(sim: SimServer) -> None:
 
 async def test_upgrade_plan_table_and_apply_with_a_confirmed_removal(sim_factory) -> None:  # type: ignore[no-untyped-def]
     server = sim_factory(scenario="deployed")
-    _free_old_images(server)
+    free_old_images(server)
     app = console_app(server)
     async with app.run_test(size=SIZE) as pilot:
         await _market(pilot, app)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.market.conftest import POLL, SiteFactory, audit_entries, collect
+from tests.market.conftest import POLL, SiteFactory, audit_entries, collect, free_old_images
 from tui.adapters.errors import SiteError
 from tui.domain.attribute_file import installed_version_from_image_template
 from tui.domain.upgrades import StepKind
@@ -20,16 +20,6 @@ OLD, NEW = "v0.4.0-20250219-2235", "v0.5.0-20250403-1109"
 @pytest.fixture
 def deployed(sim_factory) -> SimServer:  # type: ignore[no-untyped-def]
     return sim_factory(scenario="deployed")
-
-
-def _free_old_images(server: SimServer) -> None:
-    """As if the old toolkit's VMs had moved to the new version: nothing uses the old images."""
-    with server.site.lock:
-        for image in server.site.images.values():
-            image.running_vms = 0
-            image.vm_ids = []
-            if image.state == 2:
-                image.state = 1
 
 
 async def _toolkit_images(site: SiteConnection) -> dict[int, str]:
@@ -89,7 +79,7 @@ async def test_applying_downloads_the_new_version_and_keeps_the_old_one_while_vm
 
 async def test_old_version_is_removed_only_after_confirmation(deployed: SimServer, connect: SiteFactory,
                                                               isolated: Path) -> None:
-    _free_old_images(deployed)
+    free_old_images(deployed)
     site = await connect(deployed)
     old_images = await _toolkit_images(site)
     templates_before = {t.id for t in await site.cloud.list_templates()}
@@ -118,7 +108,7 @@ async def test_old_version_is_removed_only_after_confirmation(deployed: SimServe
 
 
 async def test_a_declined_removal_keeps_the_old_version(deployed: SimServer, connect: SiteFactory) -> None:
-    _free_old_images(deployed)
+    free_old_images(deployed)
     site = await connect(deployed)
     old_images = await _toolkit_images(site)
 
