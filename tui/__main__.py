@@ -22,20 +22,45 @@ NOUNS: tuple[str, ...] = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+#: options of the console itself that take a value (skipped when looking for the noun)
+_VALUE_OPTIONS = frozenset({"--scenario", "--vms"})
+
+
+def nouns_for(argv: Sequence[str]) -> tuple[str, ...]:
+    """The noun modules a command line needs: the one it names, none for the console itself
+    (`sitetk`, `sitetk --demo ...`: importing every noun and its dependencies would add about a
+    second to its start-up), all of them for help or an unknown word (argparse then lists them)."""
+    args = list(argv)
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg in ("-h", "--help", "--"):
+            return NOUNS
+        if arg in _VALUE_OPTIONS:
+            index += 2
+            continue
+        if arg.startswith("-"):
+            index += 1
+            continue
+        return (arg,) if arg in NOUNS else NOUNS
+    return ()
+
+
+def build_parser(nouns: Sequence[str] = NOUNS) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sitetk", description="Site Toolkit Console")
     parser.add_argument("--demo", action="store_true", help="start the embedded demo site and connect to it")
     parser.add_argument("--scenario", default="fresh", choices=("fresh", "deployed"), help="demo scenario")
     parser.add_argument("--vms", type=int, default=0, help="demo: add N ordinary VMs for scale")
     parser.add_argument("--read-only", action="store_true", help="hide every mutating action")
     subparsers = parser.add_subparsers(dest="noun")
-    for name in NOUNS:
+    for name in nouns:
         importlib.import_module(f"tui.cli.{name}").register(subparsers)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(nouns_for(argv))
     args = parser.parse_args(argv)
     func = getattr(args, "func", None)
     if func is not None:

@@ -394,7 +394,9 @@ class VmListScreen(SiteScreen):
             parts.append(f"sorted by {label.lower()} {'▼' if table.sort_reverse else '▲'}")
         if self.refreshing:
             parts.append("refreshing…")
-        status.update(Content(" · ".join(parts)))
+        # one fixed-size line (app.tcss): no layout pass, which would repaint the whole screen on
+        # every refresh and filter keystroke
+        status.update(Content(" · ".join(parts)), layout=False)
         banner = self.query_one("#vm-banner", Label)
         error = self.last_error
         if error is not None and self.loaded_once:
