@@ -8,13 +8,18 @@ action. The exit code is the app's (0 after a normal quit).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import sys
 import tempfile
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from tui.adapters.errors import SiteError
+
+#: how long the demo waits for its site's git repositories at most
+_REPOSITORIES_TIMEOUT_S = 60.0
 
 
 def demo_settings(server: Any, base: Any) -> Any:
@@ -43,6 +48,17 @@ def demo_settings(server: Any, base: Any) -> Any:
         library_token_file=None,
         repos_dir=Path(sim_site.state_dir) / "clones",
     )
+
+
+async def _demo_repositories(sim_site: Any) -> None:
+    """Wait until the demo site's repositories are built (`repositories_ready` of its connection)."""
+    ready = sim_site.repositories_ready
+    if not ready.is_set() and not await asyncio.to_thread(ready.wait, _REPOSITORIES_TIMEOUT_S):
+        raise SiteError("Demo repositories not ready",
+                        f"The demo site did not build its git repositories within {_REPOSITORIES_TIMEOUT_S:g} s.")
+    if sim_site.repositories_error is not None:
+        error = sim_site.repositories_error
+        raise SiteError("Demo repositories could not be built", f"{type(error).__name__}: {error}")
 
 
 def _run_app(app: Any) -> int:
@@ -77,10 +93,15 @@ def run_console(args: argparse.Namespace) -> int:
     from tui.sim.state import SimConfig
 
     with tempfile.TemporaryDirectory(prefix="sitetk-demo-") as state_dir:
+        # the site's git repositories (a few git commands and a vault encryption) are built in the
+        # background: the first screen does not need them, the site screen waits for them
         server = start_sim(SimConfig(scenario=args.scenario, extra_vms=max(0, int(args.vms or 0))),
-                           state_dir=Path(state_dir))
+                           state_dir=Path(state_dir), repositories_in_background=True)
         try:
-            app = SiteToolkitApp(SiteConnection(demo_settings(server, settings)), read_only=read_only)
-            return _run_app(app)
+            connection = SiteConnection(demo_settings(server, settings),
+                                        repositories_ready=partial(_demo_repositories, server.site))
+            return _run_app(SiteToolkitApp(connection, read_only=read_only))
         finally:
             server.stop()
+            # the temporary directory goes next: let a build still running finish first
+            server.site.repositories_ready.wait(timeout=_REPOSITORIES_TIMEOUT_S)

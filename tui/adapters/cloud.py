@@ -6,7 +6,9 @@ cannot bound (name resolution). Single objects and small pools go through pyone 
 dispatch, parameter casting and parser; the domain models are read from the element tree pyone
 parsed, which keeps what its bindings drop, such as ONEGATE_ENDPOINT). The pools a console
 refreshes all the time (VMs, hosts, images) take the fast path: the same transport, the result
-parsed with lxml straight into domain models.
+parsed with lxml straight into domain models. So does the start-up check (`version`, `whoami`):
+the console's first screen then needs no pyone, which is imported (~0.15 s) on the first call
+that goes through it.
 
 Wire rules kept here: append flags are sent as ints (the server is strictly typed and rejects a
 boolean), templates as text escaped by `template_text.render_template` (or already-escaped text),
@@ -18,13 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import xmlrpc.client
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar, Union
 
 from lxml import etree
-from pyone.acl import OneAcl
-from pyone.server_xrpc import OneServerXRPC
 
 from tui.adapters import cloud_parse as parse
 from tui.adapters.cloud_errors import to_site_error
@@ -90,23 +91,27 @@ def _flag(value: bool | int) -> int:
     return 1 if value else 0
 
 
-class _PyoneServer(OneServerXRPC):
+def _pyone_server(endpoint: str, session: str, transport: CloudTransport) -> Any:
     """pyone's XML-RPC server proxy, sending through `CloudTransport` and failing with the
     platform's full error (code and object id) instead of pyone's per-code exceptions."""
+    # imported on first use, not at module load: pyone (and the requests stack under it) is
+    # ~0.15 s of the console's start-up, and its first screen does not go through pyone
+    from pyone.server_xrpc import OneServerXRPC
 
-    def __init__(self, endpoint: str, session: str, transport: CloudTransport) -> None:
-        # no timeout here: pyone would set it as the process-wide default socket timeout
-        super().__init__(endpoint, session)
-        # pyone builds its own (unbounded) requests transport; route every call through ours
-        self._ServerProxy__transport = transport
+    class PyoneServer(OneServerXRPC):  # type: ignore[misc]
+        def _do_request(self, method: str, params: tuple[Any, ...]) -> Any:
+            result = xmlrpc.client.ServerProxy._ServerProxy__request(self, method, params)  # type: ignore[attr-defined]
+            value = check_result(result)
+            if value == "":
+                # pyone indexes the first character of string results
+                raise MalformedResponse(f"{method} answered an empty value")
+            return result
 
-    def _do_request(self, method: str, params: tuple[Any, ...]) -> Any:
-        result = xmlrpc.client.ServerProxy._ServerProxy__request(self, method, params)  # type: ignore[attr-defined]
-        value = check_result(result)
-        if value == "":
-            # pyone indexes the first character of string results
-            raise MalformedResponse(f"{method} answered an empty value")
-        return result
+    # no timeout here: pyone would set it as the process-wide default socket timeout
+    server = PyoneServer(endpoint, session)
+    # pyone builds its own (unbounded) requests transport; route every call through ours
+    server._ServerProxy__transport = transport
+    return server
 
 
 class CloudClient:
@@ -126,7 +131,8 @@ class CloudClient:
         self.user = session.split(":", 1)[0]
         self._session = session
         self._secrets = (session, session.split(":", 1)[1])
-        self._server = _PyoneServer(endpoint, session, self._transport)
+        self._server: Any = None  # pyone's proxy, made by the first call through it (`_pyone`)
+        self._server_lock = threading.Lock()
         self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="cloud-rpc")
 
     def __repr__(self) -> str:
@@ -155,9 +161,16 @@ class CloudClient:
             raise to_site_error(exc, method=method, endpoint=self.endpoint, timeout=self.timeout,
                                 secrets=self._secrets) from None
 
+    def _pyone_proxy(self) -> Any:
+        """pyone's server proxy, made on first use (calls run in several worker threads)."""
+        with self._server_lock:
+            if self._server is None:
+                self._server = _pyone_server(self.endpoint, self._session, self._transport)
+            return self._server
+
     def _pyone(self, method: str, params: tuple[Any, ...]) -> Any:
         """Call `one.<method>` through pyone (in the worker thread)."""
-        target: Any = self._server
+        target: Any = self._pyone_proxy()
         for part in method.split("."):
             target = getattr(target, part)
         try:
@@ -202,6 +215,24 @@ class CloudClient:
             return parse.pool(parse_document(self._raw_call(method, *params), method), pool_tag, item_tag, build)
         return await self._run(method, work)
 
+    async def _fast_scalar(self, method: str, kind: type[T], *params: Any) -> T:
+        """`_scalar` without pyone (the same checks): for the start-up check."""
+        def work() -> T:
+            value = self._raw_call(f"one.{method}", *params)
+            if value == "":
+                raise MalformedResponse(f"one.{method} answered an empty value")
+            if not isinstance(value, kind) or isinstance(value, bool) != (kind is bool):
+                raise MalformedResponse(f"one.{method} answered {type(value).__name__}, expected {kind.__name__}")
+            return value
+        return await self._run(f"one.{method}", work)
+
+    async def _fast_object(self, method: str, root_tag: str, build: Callable[[etree._Element], T], *params: Any) -> T:
+        """`_object` without pyone, the answer parsed with lxml: for the start-up check."""
+        def work() -> T:
+            document = parse_document(self._raw_call(f"one.{method}", *params), f"one.{method}")
+            return build(parse.expect_root(document, root_tag))
+        return await self._run(f"one.{method}", work)
+
     async def raw(self, method: str, *params: Any) -> Any:
         """Call `method` (full name, e.g. `one.vm.update`) with `params` exactly as given, bypassing
         pyone's casting; the platform's success value (a string or an int, never a parsed object).
@@ -210,13 +241,14 @@ class CloudClient:
 
     # system ------------------------------------------------------------------------------------
     async def version(self) -> str:
-        return await self._scalar("system.version", str)
+        return await self._fast_scalar("system.version", str)
 
     async def system_config(self) -> SystemConfig:
         return await self._object("system.config", "OPENNEBULA_CONFIGURATION", parse.system_config)
 
     async def whoami(self) -> User:
-        return await self.user_info(-1)
+        """The caller's user (`user.info` of -1)."""
+        return await self._fast_object("user.info", "USER", parse.user, -1)
 
     # VMs ---------------------------------------------------------------------------------------
     async def list_vms(self, filter: int = ALL_RESOURCES, state: int = ANY_BUT_DONE,
@@ -382,6 +414,8 @@ class CloudClient:
     async def acl_add(self, rule: str) -> int:
         """Add a rule from its text form, e.g. `#5 IMAGE+TEMPLATE+DOCUMENT/* USE`."""
         try:
+            from pyone.acl import OneAcl  # on first use, as in `_pyone_server`
+
             fields = OneAcl().parse_rule(rule.strip())
         except Exception as exc:  # pyone raises a bare Exception naming the bad component
             raise SiteError(f"Malformed ACL rule {rule!r}", f"{exc}. Shape: <#uid|@gid|*> <RES+RES/#id|@gid|*> "

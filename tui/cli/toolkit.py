@@ -355,7 +355,8 @@ async def _key(args: argparse.Namespace, site: SiteConnection) -> int:
             await follow(_collecting(capture_automation_key(site, record, timeout=args.wait, poll_interval=args.poll),
                                      events), args.json)
         else:
-            save_site_record(site.settings, record := _with_key(record, found.key.line))
+            record = _with_key(record, found.key.line)
+            save_site_record(site.settings, record)
         record = load_site_record(site.settings, record.service_id) or record
     vm = record.automation_vm
     key = record.automation_public_key

@@ -12,15 +12,18 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Awaitable, Callable
 
 from tui.adapters.cloud import CloudClient
 from tui.adapters.cloud_errors import AUTHENTICATION
 from tui.adapters.errors import SiteError
-from tui.adapters.flow import FlowClient
-from tui.adapters.marketplace import MarketplaceClient
 from tui.domain.naming import NamingProfile
 from tui.procedures.audit import AUDIT_ENV, AuditLog
 from tui.settings import Settings
+
+if TYPE_CHECKING:  # the clients are imported on first use (see `flow`, `marketplace`)
+    from tui.adapters.flow import FlowClient
+    from tui.adapters.marketplace import MarketplaceClient
 
 _INFO_HINT = "`sitetk info` lists every setting and where it came from; `sitetk --demo` runs against an embedded demo site."
 
@@ -46,8 +49,12 @@ class ConnectionInfo:
 class SiteConnection:
     """Clients, naming and settings of one site (see the module docstring)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *,
+                 repositories_ready: Callable[[], Awaitable[None]] | None = None) -> None:
         self.settings = settings
+        #: waits until the configured git repositories exist (the demo site builds its own in the
+        #: background while the console starts); None: they are remote and always there
+        self._repositories_ready = repositories_ready
         self.info: ConnectionInfo | None = None
         self._cloud: CloudClient | None = None
         self._flow: FlowClient | None = None
@@ -81,6 +88,10 @@ class SiteConnection:
     @property
     def flow(self) -> FlowClient:
         if self._flow is None:
+            # imported on first use: httpx costs ~0.1 s of the console's start-up, and the first
+            # screen (the VM list) needs neither OneFlow nor the marketplaces
+            from tui.adapters.flow import FlowClient
+
             s = self.settings
             self._flow = FlowClient(s.flow_url, s.flow_user, s.flow_password, s.xmlrpc_timeout, verify_ssl=s.ssl_verify)
         return self._flow
@@ -89,6 +100,8 @@ class SiteConnection:
     def marketplace(self) -> MarketplaceClient:
         """The marketplace client; it announces the platform version learned by `connect()`."""
         if self._marketplace is None:
+            from tui.adapters.marketplace import MarketplaceClient  # on first use, as in `flow`
+
             kwargs = {"platform_version": self.info.version} if self.info and self.info.version else {}
             self._marketplace = MarketplaceClient(self.settings.xmlrpc_timeout, verify_ssl=self.settings.ssl_verify,
                                                   **kwargs)
@@ -101,6 +114,12 @@ class SiteConnection:
             override = os.environ.get(AUDIT_ENV, "")
             self._audit = AuditLog(Path(override).expanduser() if override else self.settings.audit_log)
         return self._audit
+
+    async def wait_for_repositories(self) -> None:
+        """Return once the sites repository and component library can be cloned (at once unless
+        the site is still building them); raises `SiteError` when building them failed."""
+        if self._repositories_ready is not None:
+            await self._repositories_ready()
 
     def describe(self) -> list[tuple[str, str]]:
         """What the connection uses, with where each value came from; no secret appears."""

@@ -219,6 +219,7 @@ class SiteConfigScreen(SiteScreen):
 
     @work(exclusive=True, group="site-library", exit_on_error=False)
     async def _load_library(self) -> None:
+        await self.site.wait_for_repositories()
         repo = library_repo(self.site.settings)
         try:
             library = await load_library(repo, self.site.naming)
@@ -235,6 +236,7 @@ class SiteConfigScreen(SiteScreen):
 
     @work(exclusive=True, group="site-io", exit_on_error=False)
     async def _list_sites(self, choose: bool = False) -> None:
+        await self.site.wait_for_repositories()
         self.post_message(self.Listed(await list_sites(self._repo()), choose))
 
     @on(Listed)

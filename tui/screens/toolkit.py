@@ -26,7 +26,7 @@ The whole screen changes the cloud, so `--read-only` hides it (registry `mutates
 from __future__ import annotations
 
 import asyncio
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 from rich.text import Text
 from textual import on, work
@@ -321,7 +321,10 @@ class ToolkitScreen(SiteScreen):
             return ()
         return self.form.problems(self.service_name, self.input_values(), self.network_values())
 
-    def _checker(self, name: str):  # type: ignore[no-untyped-def]
+    def _checker(self, name: str) -> Callable[[str], str | None]:
+        """The field's check: the first error the form reports for it (the form checks inputs
+        together: the TLS pair, the insecure flag against the endpoints)."""
+
         def check(_: str) -> str | None:
             if self._building or self.form is None:
                 return None
@@ -417,8 +420,8 @@ class ToolkitScreen(SiteScreen):
         errors = {p.name for p in self.problems() if p.severity is Severity.ERROR}
         if not errors:
             return None
-        order = [NAME_FIELD] + [network_field(s.name) for s in self.form.networks] + [f.name for f in self.form.fields] \
-            if self.form else []
+        assert self.form is not None
+        order = [NAME_FIELD, *(network_field(s.name) for s in self.form.networks), *(f.name for f in self.form.fields)]
         for name in order:
             if name in errors:
                 widget = self.fields.get(name)

@@ -12,7 +12,10 @@ command, the way a real site's hosting would hold them:
 Seeding is idempotent: existing repositories are left as they are. Building them takes a few
 git commands, so each distinct set of contents is built once per process and copied for every
 further site (tests start many sites). `seed_site_repositories(site)` is what scenario seeding
-calls: it also writes the demo vault password file (mode 0600) beside them.
+calls: it also writes the demo vault password file (mode 0600) beside them. With
+`background=True` (the demo console: its first frame needs no repository) the paths are recorded
+at once and the repositories built in a thread; `site.repositories_ready` is set when they can be
+used (or building failed: `site.repositories_error`).
 """
 
 from __future__ import annotations
@@ -25,8 +28,6 @@ import tempfile
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-from ansible.parsing.vault import VaultLib, VaultSecret
 
 from tui.domain.naming import DEFAULT_NAMING, NamingProfile
 
@@ -296,6 +297,10 @@ def _git(*args: str, cwd: Path) -> None:
 
 
 def _encrypt(text: str, password: str) -> str:
+    # imported here, not at module load: ansible's vault pulls in its config and templating
+    # (~0.2 s), and the demo's start-up imports this module before its first frame
+    from ansible.parsing.vault import VaultLib, VaultSecret
+
     return VaultLib([("default", VaultSecret(password.encode()))]).encrypt(text).decode("ascii")
 
 
@@ -382,10 +387,27 @@ def write_vault_password_file(state_dir: Path, password: str = SIM_VAULT_PASSWOR
     return path
 
 
-def seed_site_repositories(site: "SimSite") -> None:
-    """Seed the site's repositories and vault password file; record their paths on the site."""
-    site.sites_repo, site.library_repo = seed_repositories(site.state_dir, site.naming)
+def seed_site_repositories(site: "SimSite", *, background: bool = False) -> threading.Thread | None:
+    """Seed the site's repositories and vault password file; record their paths on the site.
+    With `background`, the repositories are built in the thread returned (see the module docstring)."""
     site.vault_password_file = write_vault_password_file(site.state_dir)
+    if not background:
+        site.sites_repo, site.library_repo = seed_repositories(site.state_dir, site.naming)
+        site.repositories_ready.set()
+        return None
+    site.sites_repo, site.library_repo = site.state_dir / SITES_REPO, site.state_dir / LIBRARY_REPO
+
+    def build() -> None:
+        try:
+            seed_repositories(site.state_dir, site.naming)
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits for the repositories
+            site.repositories_error = exc
+        finally:
+            site.repositories_ready.set()
+
+    thread = threading.Thread(target=build, name="sitetk-sim-repos", daemon=True)
+    thread.start()
+    return thread
 
 
 def _build_repositories(

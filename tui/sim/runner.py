@@ -26,8 +26,10 @@ def _write_private(path: Path, text: str) -> None:
 
 
 def start_sim(config: SimConfig, state_dir: Path | None = None, host: str = "127.0.0.1", port: int = 0,
-              naming: NamingProfile = DEFAULT_NAMING) -> SimServer:
-    """A started, seeded simulated site; stop it with `SimServer.stop()`."""
+              naming: NamingProfile = DEFAULT_NAMING, *, repositories_in_background: bool = False) -> SimServer:
+    """A started, seeded simulated site; stop it with `SimServer.stop()`. With
+    `repositories_in_background` its git repositories are built in a thread: wait for
+    `server.site.repositories_ready` before using them (tui.sim.repos)."""
     if config.time_scale <= 0:
         raise ValueError(f"time_scale must be positive, not {config.time_scale}")
     if config.extra_vms < 0:
@@ -38,7 +40,7 @@ def start_sim(config: SimConfig, state_dir: Path | None = None, host: str = "127
     server = SimServer(site, host, port).start()
     try:
         with site.lock:
-            seed(site)
+            seed(site, repositories_in_background=repositories_in_background)
     except BaseException:
         server.stop()
         raise

@@ -12,6 +12,7 @@ Both also get the sites repository and component library (tui.sim.repos) in the 
 from __future__ import annotations
 
 import secrets
+import threading
 import time
 
 from tui.domain.template_text import Template
@@ -233,8 +234,9 @@ def seed_bulk_vms(site: SimSite, count: int) -> None:
     image.state = 2
 
 
-def seed(site: SimSite) -> None:
-    """Seed the scenario `site.config.scenario` names, then the extra VMs."""
+def seed(site: SimSite, *, repositories_in_background: bool = False) -> threading.Thread | None:
+    """Seed the scenario `site.config.scenario` names, then the extra VMs, then the repositories
+    (in the thread returned when `repositories_in_background`, see tui.sim.repos)."""
     scenario = site.config.scenario
     if scenario not in ("fresh", "deployed"):
         raise ValueError(f"unknown scenario {scenario!r}: use fresh or deployed")
@@ -244,4 +246,5 @@ def seed(site: SimSite) -> None:
 
         deploy_toolkit_now(site)
     seed_bulk_vms(site, site.config.extra_vms)
-    seed_site_repositories(site)  # the sites repository, component library, demo vault password file
+    # the sites repository, component library, demo vault password file
+    return seed_site_repositories(site, background=repositories_in_background)

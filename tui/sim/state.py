@@ -320,6 +320,10 @@ class SimSite:
         self.sites_repo: Path | None = None
         self.library_repo: Path | None = None
         self.vault_password_file: Path | None = None
+        #: set once the repositories exist (at once, unless seeded in the background), or building
+        #: them failed (then with the error)
+        self.repositories_ready = threading.Event()
+        self.repositories_error: BaseException | None = None
 
     # ids and time -------------------------------------------------------------------------
     def next_id(self, kind: str, start: int = 0) -> int:
