@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator, Sequence, TypeVar
 
 from tui.settings import Settings
 
@@ -40,6 +40,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from tui.app import SiteToolkitApp
     from tui.sim.server import SimServer
+
+S = TypeVar("S")
 
 #: where scene sites listen: a loopback address of their own and the platform's usual port
 SCENE_HOST = "127.47.47.47"
@@ -68,6 +70,12 @@ class SceneContext:
 
     async def wait_for(self, predicate: Callable[[], Any], timeout: float = 15.0, what: str = "the condition") -> Any:
         return await wait_for(self.pilot, predicate, timeout, what)
+
+    async def wait_for_screen(self, screen_type: type[S], timeout: float = 15.0, what: str = "") -> S:
+        return await wait_for_screen(self.pilot, screen_type, timeout, what)
+
+    async def click(self, selector: str, timeout: float = 15.0) -> None:
+        await click_shown(self.pilot, selector, timeout)
 
 
 Prepare = Callable[[SceneContext], Awaitable[None]]
@@ -106,6 +114,48 @@ async def wait_for(pilot: "Pilot[Any]", predicate: Callable[[], Any], timeout: f
         if time.monotonic() >= deadline:
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what} (last value: {value!r})")
         await pilot.pause(0.03)
+
+
+async def wait_for_screen(pilot: "Pilot[Any]", screen_type: "type[S]", timeout: float = 15.0, what: str = "") -> "S":
+    """The active screen, once it is a `screen_type` that has composed and mounted.
+
+    A pushed screen is `app.screen` at once, but its widgets (and the focus its AUTO_FOCUS names)
+    only exist after its own message loop has composed and mounted it.
+    """
+    def mounted() -> Any:
+        screen = pilot.app.screen
+        return screen if isinstance(screen, screen_type) and screen.is_mounted else None
+
+    return await wait_for(pilot, mounted, timeout, what or f"the {screen_type.__name__}")
+
+
+async def click_shown(pilot: "Pilot[Any]", selector: str, timeout: float = 15.0) -> None:
+    """Click the widget `selector` of the active screen once the screen's layout shows it; fail if
+    the click lands elsewhere.
+
+    `pilot.click` aims at the widget's region in the last layout: a widget shown again (or on a
+    screen just pushed) has no region until the next layout, and a click aimed at it then lands on
+    whatever is at the screen's origin and is lost.
+    """
+    from textual.errors import NoWidget
+
+    def shown() -> Any:
+        screen = pilot.app.screen
+        if not screen.is_mounted or not (found := screen.query(selector)):
+            return None
+        widget = found.first()
+        region = widget.region
+        if not region.area:
+            return None
+        try:
+            at, _ = screen.get_widget_at(region.x, region.y)
+        except NoWidget:  # nothing is laid out at that point yet
+            return None
+        return widget if at is widget else None
+
+    widget = await wait_for(pilot, shown, timeout, f"{selector} to be shown")
+    landed = await pilot.click(widget)
+    assert landed, f"the click on {selector} did not land on it"
 
 
 # ---------------------------------------------------------------------------- the VM list scenes

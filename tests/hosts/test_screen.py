@@ -10,7 +10,7 @@ from tests.ui.conftest import console_app
 from tui.app import SiteToolkitApp
 from tui.screens.hosts import HostsScreen
 from tui.screens.hosts_move import MoveModal
-from tui.screenshots import wait_for
+from tui.screenshots import click_shown, wait_for, wait_for_screen
 from tui.sim.server import SimServer
 from widgets.confirm_modal import ConfirmModal
 
@@ -35,19 +35,18 @@ def cell(table: Any, key: Any, column: str) -> str:
 
 async def open_move(pilot: Any) -> MoveModal:
     await pilot.press("m")
-    modal = await wait_for(pilot, lambda: isinstance(pilot.app.screen, MoveModal) and pilot.app.screen,
-                           what="the move modal")
+    modal = await wait_for_screen(pilot, MoveModal, what="the move modal")
     await wait_for(pilot, lambda: not modal.query_one("#mv-start", Button).disabled, what="the move preview")
     return modal
 
 
 async def confirm_move(pilot: Any, modal: MoveModal) -> None:
-    await pilot.click("#mv-start")
-    confirm = await wait_for(pilot, lambda: isinstance(pilot.app.screen, ConfirmModal) and pilot.app.screen,
-                             what="the confirmation")
+    await click_shown(pilot, "#mv-start")
+    confirm = await wait_for_screen(pilot, ConfirmModal, what="the confirmation")
     assert confirm.focused is not None and confirm.focused.id == "cancel"  # Cancel is the default
-    await pilot.click("#confirm")
-    await wait_for(pilot, lambda: pilot.app.screen is modal and modal.running, what="the move to start")
+    await click_shown(pilot, "#confirm")
+    # `changed` stays True once a run has started (`running` may already be over when polled)
+    await wait_for(pilot, lambda: pilot.app.screen is modal and modal.changed, what="the move to start")
 
 
 async def fail_a_move(pilot: Any, server: SimServer) -> MoveModal:
@@ -98,9 +97,8 @@ async def test_move_from_the_screen_after_confirmation(sim_factory) -> None:  # 
         assert "onevm undeploy 3" in preview and "onevm deploy 3 0" in preview and "--append" in preview
 
         # the confirmation names the VM and a stray enter cancels
-        await pilot.click("#mv-start")
-        confirm = await wait_for(pilot, lambda: isinstance(pilot.app.screen, ConfirmModal) and pilot.app.screen,
-                                 what="the confirmation")
+        await click_shown(pilot, "#mv-start")
+        confirm = await wait_for_screen(pilot, ConfirmModal, what="the confirmation")
         assert confirm.object_name == "VM 3 manager_0_(service_1)"
         await pilot.press("enter")
         await wait_for(pilot, lambda: pilot.app.screen is modal, what="back to the modal")
@@ -109,7 +107,7 @@ async def test_move_from_the_screen_after_confirmation(sim_factory) -> None:  # 
         await confirm_move(pilot, modal)
         await wait_for(pilot, lambda: not modal.running, timeout=30, what="the move to finish")
         assert "✔ Done." in result_text(modal) and "The application reports ready" in result_text(modal)
-        await pilot.click("#mv-close")
+        await click_shown(pilot, "#mv-close")
         await wait_for(pilot, lambda: pilot.app.screen is screen and not screen.loading
                        and screen.inventory is not None and not screen.inventory.flagged, what="the reload")
         assert cell(screen.vms_table, 3, "verdict") == "✔ fine"
@@ -126,7 +124,7 @@ async def test_a_failed_move_offers_resume(sim_factory) -> None:  # type: ignore
         back = modal.query_one("#mv-back", Button)
         assert back.display and str(back.label) == f"Put back on host {WESTMERE}"
 
-        await pilot.click("#mv-resume")
+        await click_shown(pilot, "#mv-resume")
         await wait_for(pilot, lambda: "✔ Done." in result_text(modal), timeout=30, what="the resumed move")
         vm = await pilot.app.site.cloud.vm_info(3)
         assert vm.ready and vm.summary.host_id == CASCADELAKE
@@ -136,11 +134,10 @@ async def test_put_back_where_it_was(sim_factory) -> None:  # type: ignore[no-un
     server: SimServer = sim_factory(scenario="deployed")
     async with console_app(server).run_test(size=SIZE) as pilot:
         modal = await fail_a_move(pilot, server)
-        await pilot.click("#mv-back")
-        confirm = await wait_for(pilot, lambda: isinstance(pilot.app.screen, ConfirmModal) and pilot.app.screen,
-                                 what="the put-back confirmation")
+        await click_shown(pilot, "#mv-back")
+        confirm = await wait_for_screen(pilot, ConfirmModal, what="the put-back confirmation")
         assert confirm.action_label == "Redeploy"
-        await pilot.click("#confirm")
+        await click_shown(pilot, "#confirm")
         await wait_for(pilot, lambda: "✔ Done." in result_text(modal), timeout=30, what="the put-back")
         vm = await pilot.app.site.cloud.vm_info(3)
         assert vm.summary.running and vm.summary.host_id == WESTMERE and vm.cpu_model == ""
@@ -153,11 +150,11 @@ async def test_cancel_mid_move_then_resume(sim_factory) -> None:  # type: ignore
         modal = await open_move(pilot)
         await confirm_move(pilot, modal)
         await wait_for(pilot, lambda: any(e.step == "wait undeployed" for e in modal.events), what="the undeploy")
-        await pilot.click("#mv-cancel")
+        await click_shown(pilot, "#mv-cancel")
         await wait_for(pilot, lambda: not modal.running and "is now" in result_text(modal), timeout=30,
                        what="the cancel and the state read")
         assert "Cancelled during step “wait undeployed”" in result_text(modal)
-        await pilot.click("#mv-resume")
+        await click_shown(pilot, "#mv-resume")
         await wait_for(pilot, lambda: "✔ Done." in result_text(modal), timeout=30, what="the resumed move")
 
 
@@ -186,8 +183,7 @@ async def test_passthrough_is_offered_only_without_a_compatible_host(sim_factory
     async with console_app(server).run_test(size=SIZE) as pilot:
         await open_hosts(pilot)
         await pilot.press("m")
-        modal = await wait_for(pilot, lambda: isinstance(pilot.app.screen, MoveModal) and pilot.app.screen,
-                               what="the move modal")
+        modal = await wait_for_screen(pilot, MoveModal, what="the move modal")
         assert not modal.query("#mv-passthrough")  # compatible hosts exist: no passthrough box
         await pilot.press("escape")
 
@@ -197,13 +193,12 @@ async def test_passthrough_is_offered_only_without_a_compatible_host(sim_factory
     async with console_app(server).run_test(size=SIZE) as pilot:
         await open_hosts(pilot)
         await pilot.press("m")
-        modal = await wait_for(pilot, lambda: isinstance(pilot.app.screen, MoveModal) and pilot.app.screen,
-                               what="the move modal")
+        modal = await wait_for_screen(pilot, MoveModal, what="the move modal")
         warning = str(modal.query_one("#mv-passthrough-warning", Static).render())
         assert "host-passthrough is discouraged" in warning
         assert "tick host-passthrough" in str(modal.query_one("#mv-preview", Static).render())
         assert modal.query_one("#mv-start", Button).disabled
-        await pilot.click("#mv-passthrough")
+        await click_shown(pilot, "#mv-passthrough")
         await wait_for(pilot, lambda: not modal.query_one("#mv-start", Button).disabled, what="the passthrough plan")
         assert modal.plans[0].cpu_model == "host-passthrough" and modal.plans[0].target_host_id == 3
         assert "host-passthrough is discouraged" in str(modal.query_one("#mv-preview", Static).render())
@@ -214,14 +209,13 @@ async def test_move_every_flagged_vm(sim_factory) -> None:  # type: ignore[no-un
     async with console_app(server).run_test(size=SIZE) as pilot:
         screen = await open_hosts(pilot)
         await pilot.press("M")
-        modal = await wait_for(pilot, lambda: isinstance(pilot.app.screen, MoveModal) and pilot.app.screen,
-                               what="the move modal")
+        modal = await wait_for_screen(pilot, MoveModal, what="the move modal")
         await wait_for(pilot, lambda: not modal.query_one("#mv-start", Button).disabled, what="the plans")
         assert [p.vm_id for p in modal.plans] == [3]
         await confirm_move(pilot, modal)
         await wait_for(pilot, lambda: not modal.running, timeout=30, what="the moves")
         assert "✔ Done." in result_text(modal)
-        await pilot.click("#mv-close")
+        await click_shown(pilot, "#mv-close")
         await wait_for(pilot, lambda: pilot.app.screen is screen and not screen.loading and screen.inventory
                        is not None and not screen.inventory.flagged, what="the reload")
 
