@@ -7,7 +7,8 @@ from pathlib import Path
 from tests.conftest import SimFactory
 from tests.site.conftest import collect, open_demo_site, settings_for
 from tui.adapters.vault import read_vault_file
-from tui.domain.site_checks import Severity, check_site_config
+from tui.domain.severity import Severity
+from tui.domain.site_checks import check_site_config
 from tui.domain.site_config import SiteConfig
 from tui.domain.site_record import RecordedRole, RecordedVm, SiteRecord
 from tui.procedures.connection import SiteConnection

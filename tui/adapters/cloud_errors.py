@@ -14,15 +14,16 @@ import xmlrpc.client
 
 from tui.adapters.cloud_transport import CallTimeout, MalformedResponse, PlatformFailure
 from tui.adapters.errors import SiteError, redact
-
-AUTHENTICATION = 0x0100
-AUTHORIZATION = 0x0200
-NO_EXISTS = 0x0400
-ACTION = 0x0800
-XML_RPC_API = 0x1000
-INTERNAL = 0x2000
-ALLOCATE = 0x4000
-LOCKED = 0x8000
+from tui.domain.error_codes import (
+    ACTION,
+    ALLOCATE,
+    AUTHENTICATION,
+    AUTHORIZATION,
+    INTERNAL,
+    LOCKED,
+    NO_EXISTS,
+    XML_RPC_API,
+)
 
 #: platform error code -> (title, hint, retryable)
 PLATFORM_ERRORS: dict[int, tuple[str, str, bool]] = {
@@ -44,7 +45,6 @@ PLATFORM_ERRORS: dict[int, tuple[str, str, bool]] = {
     LOCKED: ("Object locked", "The object is locked (an operation is in progress or it was locked by "
              "hand); retry later or unlock it.", True),
 }
-
 
 
 def platform_error(failure: PlatformFailure, method: str, secrets: tuple[str, ...] = ()) -> SiteError:

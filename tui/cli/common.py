@@ -2,6 +2,11 @@
 
 Exit codes: 0 success, 1 the operation failed (SiteError), 2 bad usage or input,
 3 a check found problems (e.g. `hosts check` with a database VM at risk), 130 interrupted.
+
+A subcommand's function is one of `site_command(handler)` (settings and a connected site),
+`settings_command(handler)` (settings only) or `local_command(handler)` (the handler connects
+where it needs to, with `connect_site`). Handlers raise `UsageError` for bad input. A mutating
+verb calls `show_preview` (which answers a `--dry-run`), then `confirm`, then `follow`.
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ import argparse
 import asyncio
 import json
 import sys
-from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Mapping, TypeVar
 
 from tui.adapters.errors import SiteError
 from tui.procedures.preview import Preview
@@ -18,6 +23,7 @@ from tui.procedures.progress import Progress
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection
+    from tui.settings import Settings
 
 T = TypeVar("T")
 
@@ -28,23 +34,44 @@ EXIT_FINDINGS = 3
 EXIT_INTERRUPTED = 130
 
 
+class UsageError(Exception):
+    """Bad input on the command line or in an input file: exit code 2 with this message."""
+
+
 def emit_json(payload: Any) -> None:
     print(json.dumps(payload, indent=2, sort_keys=False, default=str))
 
 
-def print_error(error: SiteError, as_json: bool) -> None:
+def error_json(error: SiteError) -> dict[str, Any]:
+    """The `error` member of a failed command's JSON answer."""
+    return {"title": error.title, "detail": error.detail, "retryable": error.retryable, "code": error.code}
+
+
+def print_error(error: SiteError, as_json: bool, **extra: Any) -> None:
+    """Report a failure: JSON `{"ok": false, "error": ..., **extra}`, or two lines on stderr."""
     if as_json:
-        emit_json({"ok": False, "error": {"title": error.title, "detail": error.detail, "retryable": error.retryable, "code": error.code}})
+        emit_json({"ok": False, "error": error_json(error), **extra})
     else:
         print(f"error: {error.title}", file=sys.stderr)
         if error.detail:
             print(f"  {error.detail}", file=sys.stderr)
 
 
+def usage(message: str, as_json: bool) -> int:
+    """Report bad usage and return its exit code (2)."""
+    if as_json:
+        emit_json({"ok": False, "error": {"title": "bad usage", "detail": message, "retryable": False, "code": None}})
+    else:
+        print(f"error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
 def run_async(factory: Callable[[], Awaitable[int]], as_json: bool = False) -> int:
-    """Run a coroutine to completion, turning SiteError and ctrl+c into exit codes."""
+    """Run a coroutine to completion, turning UsageError, SiteError and ctrl+c into exit codes."""
     try:
         return asyncio.run(factory())  # type: ignore[arg-type]
+    except UsageError as error:
+        return usage(str(error), as_json)
     except SiteError as error:
         print_error(error, as_json)
         return EXIT_FAILED
@@ -65,11 +92,32 @@ async def follow(progress: AsyncIterator[Progress], as_json: bool) -> list[Progr
     return events
 
 
-def print_preview(preview: Preview, as_json: bool) -> None:
+def print_preview(preview: Preview, as_json: bool, extra: Mapping[str, Any] | None = None) -> None:
+    """A dry run's answer: the preview (JSON: with `extra`, e.g. the plan)."""
     if as_json:
-        emit_json({"ok": True, "dry_run": True, "preview": preview.as_json()})
+        emit_json({"ok": True, "dry_run": True, "preview": preview.as_json(), **(extra or {})})
     else:
         print(preview.as_text())
+
+
+def show_preview(preview: Preview, args: argparse.Namespace, extra: Mapping[str, Any] | None = None, *,
+                 before: str = "", after: str = "") -> bool:
+    """The preview step of a mutating verb; True when it was a `--dry-run` (the verb stops there).
+
+    With --dry-run: the dry run's answer (`print_preview`). Otherwise the preview in text mode
+    (a JSON answer waits for the result). `before` and `after` are text written around the
+    preview in text mode.
+    """
+    as_json = bool(args.json)
+    if not as_json and before:
+        sys.stdout.write(before)
+    if args.dry_run:
+        print_preview(preview, as_json, extra)
+    elif not as_json:
+        print(preview.as_text())
+    if not as_json and after:
+        sys.stdout.write(after)
+    return bool(args.dry_run)
 
 
 def confirm(prompt: str, assume_yes: bool) -> bool:
@@ -91,41 +139,86 @@ async def collecting(source: AsyncIterator[Progress], sink: list[Progress]) -> A
         yield event
 
 
-def positive_seconds(text: str) -> float:
-    """argparse type of a time limit in seconds."""
+def _seconds(text: str) -> float:
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+
+
+def positive_seconds(text: str) -> float:
+    """argparse type of a time limit in seconds."""
+    value = _seconds(text)
     if value <= 0:
         raise argparse.ArgumentTypeError("must be positive")
     return value
 
 
-def site_command(handler: Callable[[argparse.Namespace, "SiteConnection"], Awaitable[int]]
-                 ) -> Callable[[argparse.Namespace], int]:
-    """A subcommand on the site: settings from the environment and the platform's files (as the
-    console), a connected `SiteConnection` (closed afterwards), failures as exit codes."""
+def non_negative_seconds(text: str) -> float:
+    """argparse type of a wait in seconds, where 0 means not to wait."""
+    value = _seconds(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("seconds cannot be negative")
+    return value
+
+
+async def connect_site(settings: "Settings") -> "SiteConnection":
+    """A connected `SiteConnection` (the caller closes it); closed again when connecting fails."""
+    from tui.procedures.connection import SiteConnection
+
+    site = SiteConnection(settings)
+    try:
+        await site.connect()
+    except BaseException:
+        await site.close()
+        raise
+    return site
+
+
+def _as_json(args: argparse.Namespace) -> bool:
+    return bool(getattr(args, "json", False))
+
+
+def settings_command(handler: Callable[[argparse.Namespace, "Settings"], int]) -> Callable[[argparse.Namespace], int]:
+    """A subcommand that needs the settings (environment, config file, the platform's files, as
+    the console) but not the cloud; a malformed setting is bad usage."""
 
     def run(args: argparse.Namespace) -> int:
-        from tui.procedures.connection import SiteConnection
         from tui.settings import Settings
 
-        as_json = bool(getattr(args, "json", False))
         try:
             settings = Settings.load()
         except SiteError as error:  # a malformed config file or environment value
-            print_error(error, as_json)
+            print_error(error, _as_json(args))
             return EXIT_USAGE
+        return handler(args, settings)
 
+    return run
+
+
+def site_command(handler: Callable[[argparse.Namespace, "SiteConnection"], Awaitable[int]]
+                 ) -> Callable[[argparse.Namespace], int]:
+    """A subcommand on the site: the settings, a connected `SiteConnection` (closed afterwards),
+    failures as exit codes."""
+
+    def connected(args: argparse.Namespace, settings: "Settings") -> int:
         async def work() -> int:
-            site = SiteConnection(settings)
+            site = await connect_site(settings)
             try:
-                await site.connect()
                 return await handler(args, site)
             finally:
                 await site.close()
 
-        return run_async(work, as_json)
+        return run_async(work, _as_json(args))
+
+    return settings_command(connected)
+
+
+def local_command(handler: Callable[[argparse.Namespace], Awaitable[int]]) -> Callable[[argparse.Namespace], int]:
+    """A subcommand that reads its own inputs and connects only where it needs to
+    (`connect_site`); failures as exit codes."""
+
+    def run(args: argparse.Namespace) -> int:
+        return run_async(lambda: handler(args), _as_json(args))
 
     return run

@@ -35,7 +35,9 @@ from tui.cli.common import (
     follow,
     positive_seconds,
     print_error,
+    show_preview,
     site_command,
+    usage,
 )
 from tui.procedures.connection import SiteConnection
 from tui.procedures.hosts import DbVmRow, HostInventory, load_inventory
@@ -146,39 +148,19 @@ def _timeouts(args: argparse.Namespace) -> MoveTimeouts:
                         poll_interval=base.poll_interval)
 
 
-def _usage(message: str, as_json: bool) -> int:
-    if as_json:
-        emit_json({"ok": False, "error": {"title": "bad usage", "detail": message, "retryable": False, "code": None}})
-    else:
-        print(f"error: {message}", file=sys.stderr)
-    return EXIT_USAGE
-
-
 async def _run_plans(args: argparse.Namespace, site: SiteConnection, plans: tuple[MovePlan, ...],
                      skipped: list[dict[str, Any]]) -> int:
     timeouts = _timeouts(args)
     preview: Preview = preview_many(plans, timeouts)
-    if args.dry_run:
-        if args.json:
-            emit_json({"ok": True, "dry_run": True, "preview": preview.as_json(), "plans": [p.as_json() for p in plans],
-                       "skipped": skipped})
-        else:
-            print(preview.as_text())
+    if show_preview(preview, args, {"plans": [p.as_json() for p in plans], "skipped": skipped}):
         return EXIT_OK
-    if not args.json:
-        print(preview.as_text())
     if not confirm(f"{'Redeploy' if plans[0].redeploy else 'Move'} {preview.target}", args.yes):
         return EXIT_USAGE
     events: list[Progress] = []
     try:
         events = await follow(collecting(move_many(site, plans, timeouts=timeouts), events), args.json)
     except MoveFailed as failure:
-        if args.json:
-            emit_json({"ok": False, "error": {"title": failure.title, "detail": failure.detail, "retryable": True,
-                                              "code": None}, "failure": failure.as_json(),
-                       "events": [e.as_json() for e in events]})
-        else:
-            print_error(failure, False)
+        print_error(failure, args.json, failure=failure.as_json(), events=[e.as_json() for e in events])
         return EXIT_FAILED
     except asyncio.CancelledError:
         last = events[-1] if events else None
@@ -196,13 +178,13 @@ async def _run_plans(args: argparse.Namespace, site: SiteConnection, plans: tupl
 
 async def _move(args: argparse.Namespace, site: SiteConnection) -> int:
     if args.read_only:
-        return _usage("read-only mode: moving a VM changes the cloud", args.json)
+        return usage("read-only mode: moving a VM changes the cloud", args.json)
     if args.all_flagged == (args.vm_id is not None):
-        return _usage("give either a VM_ID or --all-flagged", args.json)
+        return usage("give either a VM_ID or --all-flagged", args.json)
     skipped: list[dict[str, Any]] = []
     if args.all_flagged:
         if args.host is not None or args.passthrough:
-            return _usage("--host and --passthrough apply to one VM, not to --all-flagged", args.json)
+            return usage("--host and --passthrough apply to one VM, not to --all-flagged", args.json)
         plans, problems = await plan_flagged(site, hard=args.hard)
         skipped = [{"vm_id": row.id, "name": row.name, "reason": f"{error.title}: {error.detail}"}
                    for row, error in problems]
@@ -222,7 +204,7 @@ async def _move(args: argparse.Namespace, site: SiteConnection) -> int:
 
 async def _redeploy(args: argparse.Namespace, site: SiteConnection) -> int:
     if args.read_only:
-        return _usage("read-only mode: redeploying a VM changes the cloud", args.json)
+        return usage("read-only mode: redeploying a VM changes the cloud", args.json)
     plan = await plan_redeploy(site, args.vm_id, args.host, args.cpu_model)
     return await _run_plans(args, site, (plan,), [])
 

@@ -45,7 +45,9 @@ from tui.cli.common import (
     follow,
     positive_seconds,
     print_error,
+    show_preview,
     site_command,
+    usage,
 )
 from tui.domain.attribute_file import ApplianceTag
 from tui.procedures.attach_attributes import (
@@ -79,14 +81,6 @@ def _print(*renderables: Any) -> None:
     console = Console(file=sys.stdout, width=None if sys.stdout.isatty() else 400, highlight=False, soft_wrap=False)
     for renderable in renderables:
         console.print(renderable)
-
-
-def _usage(message: str, as_json: bool) -> int:
-    if as_json:
-        emit_json({"ok": False, "error": {"title": "bad usage", "detail": message, "retryable": False, "code": None}})
-    else:
-        print(f"error: {message}", file=sys.stderr)
-    return EXIT_USAGE
 
 
 def _report_catalog_problems(catalog: MarketCatalog) -> None:
@@ -162,12 +156,7 @@ async def _run(args: argparse.Namespace, events_source: AsyncIterator[Progress],
     try:
         await follow(collecting(events_source, events), args.json)
     except SiteError as error:
-        if args.json:
-            emit_json({"ok": False, "error": {"title": error.title, "detail": error.detail,
-                                              "retryable": error.retryable, "code": error.code},
-                       **extra, "events": [e.as_json() for e in events]})
-        else:
-            print_error(error, False)
+        print_error(error, args.json, **extra, events=[e.as_json() for e in events])
         return EXIT_FAILED
     if args.json:
         emit_json({"ok": True, **extra, "events": [e.as_json() for e in events]})
@@ -176,9 +165,9 @@ async def _run(args: argparse.Namespace, events_source: AsyncIterator[Progress],
 
 async def _download(args: argparse.Namespace, site: SiteConnection) -> int:
     if args.read_only:
-        return _usage("read-only mode: a download changes the cloud", args.json)
+        return usage("read-only mode: a download changes the cloud", args.json)
     if (args.appliance is None) == (args.app_id is None):
-        return _usage("give either an APPLIANCE or --app-id", args.json)
+        return usage("give either an APPLIANCE or --app-id", args.json)
     tag: ApplianceTag | None = None
     if args.app_id is not None:
         app = await site.cloud.marketapp_info(args.app_id)
@@ -188,15 +177,8 @@ async def _download(args: argparse.Namespace, site: SiteConnection) -> int:
         tag = tag_for_record(entry.record)
     name = args.name or default_download_name(app.name, app.version)
     plan = await plan_download(site, app.id, args.datastore, name, tag=tag)
-    preview = plan.preview()
-    if args.dry_run:
-        if args.json:
-            emit_json({"ok": True, "dry_run": True, "preview": preview.as_json(), "plan": plan.as_json()})
-        else:
-            print(preview.as_text())
+    if show_preview(plan.preview(), args, {"plan": plan.as_json()}):
         return EXIT_OK
-    if not args.json:
-        print(preview.as_text())
     if not confirm(f"Download {app.name} {app.version} as {plan.name!r}", args.yes):
         return EXIT_USAGE
     code = await _run(args, download_appliance(site, plan, step_timeout=args.timeout, poll_interval=args.poll,
@@ -235,26 +217,16 @@ async def _attrs(args: argparse.Namespace, site: SiteConnection) -> int:
         return EXIT_OK
     ids = await _attach_targets(args, site, entry)
     if not ids:
-        return _usage(f"no image of {entry.record.name} found: name them with --image, --template or "
+        return usage(f"no image of {entry.record.name} found: name them with --image, --template or "
                       "--service-template", args.json)
     plan = await plan_attach(site, tag, ids)
     file_name = str(written) if written else (args.write_file or "<attribute file>")
     preview = plan.preview(file_name)
     extra = {"file": text, "written": str(written) if written else None, "plan": plan.as_json()}
-    if args.dry_run:
-        if args.json:
-            emit_json({"ok": True, "dry_run": True, "preview": preview.as_json(), **extra})
-        else:
-            print("attribute file:")
-            sys.stdout.write(text)
-            print(preview.as_text())
+    if args.read_only and not args.dry_run:
+        return usage("read-only mode: attaching attributes changes the cloud", args.json)
+    if show_preview(preview, args, extra, before=f"attribute file:\n{text}"):
         return EXIT_OK
-    if args.read_only:
-        return _usage("read-only mode: attaching attributes changes the cloud", args.json)
-    if not args.json:
-        print("attribute file:")
-        sys.stdout.write(text)
-        print(preview.as_text())
     if plan.to_update and not confirm(f"Attach the attributes to {len(plan.to_update)} image(s)", args.yes):
         return EXIT_USAGE
     return await _run(args, attach_attributes(site, plan), extra)
@@ -276,9 +248,9 @@ async def _upgrades(args: argparse.Namespace, site: SiteConnection) -> int:
             print(preview.as_text())
         return EXIT_OK
     if args.read_only:
-        return _usage("read-only mode: an upgrade changes the cloud", args.json)
+        return usage("read-only mode: an upgrade changes the cloud", args.json)
     if args.datastore is None:
-        return _usage("--apply needs --datastore DS_ID (the IMAGE datastore for the new versions)", args.json)
+        return usage("--apply needs --datastore DS_ID (the IMAGE datastore for the new versions)", args.json)
     if not args.json:
         _print(_upgrade_table(plan))
         print(preview.as_text())

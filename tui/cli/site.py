@@ -37,10 +37,23 @@ from ruamel.yaml.error import YAMLError
 from tui.adapters.errors import SiteError
 from tui.adapters.git_repo import GitRemote, GitRepo
 from tui.adapters.vault import VaultPassword, is_vault_text, read_password_file, read_text
-from tui.cli.common import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, confirm, emit_json, follow, print_preview, run_async
+from tui.cli.common import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    confirm,
+    connect_site,
+    emit_json,
+    follow,
+    local_command,
+    print_preview,
+    show_preview,
+)
 from tui.domain.components import ComponentDefinition, ComponentLibrary
 from tui.domain.naming import DEFAULT_NAMING
-from tui.domain.site_checks import Finding, Severity
+from tui.domain.severity import Severity
+from tui.domain.site_checks import Finding
 from tui.domain.site_fill import appliance_leaves
 from tui.procedures.component_library import load_library
 from tui.procedures.connection import SiteConnection
@@ -57,6 +70,7 @@ from tui.procedures.site_config import (
     preview_encrypt,
 )
 from tui.procedures.site_repo import (
+    SubmitPreview,
     create_site,
     current_site,
     default_workdir,
@@ -79,10 +93,6 @@ LIBRARY_REPO_ENV = "SITETK_LIBRARY_REPO"
 LIBRARY_TOKEN_ENV = "SITETK_LIBRARY_TOKEN"
 
 
-class UsageError(Exception):
-    """Bad input on the command line (exit code 2)."""
-
-
 def _settings() -> Settings:
     """The console's settings (config file, environment)."""
     try:
@@ -93,25 +103,12 @@ def _settings() -> Settings:
 
 async def _connect(as_json: bool, why: str) -> SiteConnection | None:
     """The cloud, when reachable with the usual credentials; None (with a warning) otherwise."""
-    site = SiteConnection(_settings())
     try:
-        await site.connect()
+        return await connect_site(_settings())
     except SiteError as error:
-        await site.close()
         if not as_json:
             print(f"warning: the cloud is not reachable ({error.title}): {why}", file=sys.stderr)
         return None
-    return site
-
-
-async def _require_cloud(args: argparse.Namespace) -> SiteConnection:
-    site = SiteConnection(_settings())
-    try:
-        await site.connect()
-    except SiteError:
-        await site.close()
-        raise
-    return site
 
 
 # --- argument helpers --------------------------------------------------------------------------
@@ -287,7 +284,7 @@ async def _check(args: argparse.Namespace) -> int:
         definitions, problems = library.as_mapping(), library.problems
     cloud_ids, nic_mtu, notes = None, args.nic_mtu, ()
     if args.cloud:
-        site = await _require_cloud(args)
+        site = await connect_site(_settings())
         try:
             loaded = await load_site_config(Path(args.path), password, site.naming)
             facts = await gather_cloud_facts(site, loaded.config, definitions)
@@ -383,16 +380,8 @@ async def _enable_with_cloud(
         plan.preview().changes + tuple(c for c in variables.changes if not c.description.startswith("appliance ")),
         warnings=plan.preview().warnings,
     )
-    if args.dry_run:
-        if args.json:
-            emit_json({"ok": True, "dry_run": True, "preview": preview.as_json(), "plan": plan.as_json()})
-        else:
-            print(preview.as_text())
-            print(f"note: {GRANT_POLICY}")
+    if show_preview(preview, args, {"plan": plan.as_json()}, after=f"note: {GRANT_POLICY}\n"):
         return None
-    if not args.json:
-        print(preview.as_text())
-        print(f"note: {GRANT_POLICY}")
     if not preview.is_noop and not confirm(f"Enable {definition.name} (download, grant {plan.user.name}, write core.yaml)", args.yes):
         return None
     return await follow(
@@ -407,9 +396,7 @@ async def _submit_after(args: argparse.Namespace, repo: GitRepo, password: Vault
     if not preview.pending:
         return []
     if not args.json:
-        print(f"Diff against {preview.base}:")
-        print(preview.diff or "(no change to the configuration)")
-        print(preview.as_preview().as_text())
+        _print_submit(preview)
     if not confirm(f"Commit and push {site_ref.site_dir}/core.yaml to {site_ref.branch}", args.yes):
         return None
     return await follow(submit_site(repo, site_ref, password), args.json)
@@ -422,20 +409,13 @@ async def _fill(args: argparse.Namespace) -> int:
     definitions = None
     if args.library or os.environ.get(LIBRARY_REPO_ENV) or _settings().library_repo:
         definitions = (await _library(args)).as_mapping()
-    site = await _require_cloud(args)
+    site = await connect_site(_settings())
     try:
         plan = await plan_fill(site, Path(args.path), password, definitions)
-        preview = plan.preview(password)
-        if args.dry_run:
-            if args.json:
-                emit_json({"ok": True, "dry_run": True, "preview": preview.as_json(), "plan": plan.as_json()})
-            else:
-                print(preview.as_text())
-            return EXIT_OK
-        if args.read_only:
+        if args.read_only and not args.dry_run:
             raise UsageError("read-only mode: fill writes core.yaml")
-        if not args.json:
-            print(preview.as_text())
+        if show_preview(plan.preview(password), args, {"plan": plan.as_json()}):
+            return EXIT_OK
         events = await follow(fill_site_file(site, plan, password, definitions), args.json)
     finally:
         await site.close()
@@ -498,9 +478,7 @@ async def _submit(args: argparse.Namespace) -> int:
             _finish(args.json, {"dry_run": True, "preview": preview.as_json(), "changes": changes.as_json()}, f"{preview.diff}\n{changes.as_text()}")
             return EXIT_OK
         if not args.json:
-            print(f"Diff against {preview.base}:")
-            print(preview.diff or "(no change to the configuration)")
-            print(preview.as_preview(args.message).as_text())
+            _print_submit(preview, args.message)
         if not confirm(f"Commit and push {site.site_dir}/core.yaml to {site.branch}", args.yes):
             return EXIT_USAGE
         events = await follow(submit_site(repo, site, password, message=args.message), args.json)
@@ -510,24 +488,14 @@ async def _submit(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _print_submit(preview: SubmitPreview, message: str | None = None) -> None:
+    """The decrypted diff of a submit and its steps (text mode)."""
+    print(f"Diff against {preview.base}:")
+    print(preview.diff or "(no change to the configuration)")
+    print(preview.as_preview(message).as_text())
+
+
 # --- registration ------------------------------------------------------------------------------
-
-
-def _run(handler: Any) -> Any:
-    def run(args: argparse.Namespace) -> int:
-        async def main() -> int:
-            try:
-                return await handler(args)
-            except UsageError as error:
-                if args.json:
-                    emit_json({"ok": False, "error": {"title": "bad usage", "detail": str(error), "retryable": False, "code": None}})
-                else:
-                    print(f"error: {error}", file=sys.stderr)
-                return EXIT_USAGE
-
-        return run_async(main, args.json)
-
-    return run
 
 
 def _common(parser: argparse.ArgumentParser, password: bool = True) -> None:
@@ -556,19 +524,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("path")
     p.add_argument("--dry-run", action="store_true", help="show what would change, write nothing")
     _common(p)
-    p.set_defaults(func=_run(_encrypt))
+    p.set_defaults(func=local_command(_encrypt))
 
     p = verbs.add_parser("decrypt", help="print the decrypted core.yaml (nothing is written)")
     p.add_argument("path")
     _common(p)
-    p.set_defaults(func=_run(_decrypt))
+    p.set_defaults(func=local_command(_decrypt))
 
     p = verbs.add_parser("edit", help="set values in an encrypted core.yaml (comments kept)")
     p.add_argument("path")
     p.add_argument("--set", action="append", metavar="PATH=VALUE", help="dotted path and YAML value; repeatable")
     p.add_argument("--dry-run", action="store_true", help="show the changes, write nothing")
     _common(p)
-    p.set_defaults(func=_run(_edit))
+    p.set_defaults(func=local_command(_edit))
 
     p = verbs.add_parser("check", help="check a core.yaml (encrypted or plain)")
     p.add_argument("path")
@@ -576,19 +544,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--cloud", action="store_true", help="also check IDs against the cloud and take the NIC MTU from its default network")
     _library_options(p)
     _common(p)
-    p.set_defaults(func=_run(_check))
+    p.set_defaults(func=local_command(_check))
 
     p = verbs.add_parser("fill", help="fill core.yaml from the cloud (object store, gate, network, appliance IDs)")
     p.add_argument("path")
     p.add_argument("--dry-run", action="store_true", help="show what would change, write nothing")
     _library_options(p)
     _common(p)
-    p.set_defaults(func=_run(_fill))
+    p.set_defaults(func=local_command(_fill))
 
     p = verbs.add_parser("components", help="list the component library")
     _library_options(p)
     _common(p, password=False)
-    p.set_defaults(func=_run(_components))
+    p.set_defaults(func=local_command(_components))
 
     p = verbs.add_parser("enable", help="list a component in site_variables with its site variables")
     p.add_argument("component")
@@ -606,19 +574,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _library_options(p)
     _repo_options(p)
     _common(p)
-    p.set_defaults(func=_run(_enable))
+    p.set_defaults(func=local_command(_enable))
 
     p = verbs.add_parser("branches", help="list the site branches of the sites repository")
     _repo_options(p)
     _common(p, password=False)
-    p.set_defaults(func=_run(_branches))
+    p.set_defaults(func=local_command(_branches))
 
     p = verbs.add_parser("open", help="open an existing site branch in the working clone")
     p.add_argument("branch")
     p.add_argument("--site", help="site directory (default: named after the branch)")
     _repo_options(p)
     _common(p, password=False)
-    p.set_defaults(func=_run(_open))
+    p.set_defaults(func=local_command(_open))
 
     p = verbs.add_parser("create", help="create a site from the template (pushed on submit)")
     p.add_argument("branch")
@@ -627,7 +595,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--dry-run", action="store_true", help="show what would change, change nothing")
     _repo_options(p)
     _common(p)
-    p.set_defaults(func=_run(_create))
+    p.set_defaults(func=local_command(_create))
 
     p = verbs.add_parser("submit", help="show the decrypted diff, then commit and push core.yaml")
     p.add_argument("--branch", help="site branch (default: the open one)")
@@ -638,4 +606,4 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--reveal", action="store_true", help="show secret values in the diff")
     _repo_options(p)
     _common(p)
-    p.set_defaults(func=_run(_submit))
+    p.set_defaults(func=local_command(_submit))

@@ -22,7 +22,7 @@ import getpass
 import json
 import sys
 from dataclasses import replace
-from typing import Any, AsyncIterator, Awaitable, Callable
+from typing import Any
 
 from tui.adapters.errors import SiteError
 from tui.cli.common import (
@@ -30,15 +30,22 @@ from tui.cli.common import (
     EXIT_FINDINGS,
     EXIT_OK,
     EXIT_USAGE,
+    UsageError,
+    collecting,
     confirm,
     emit_json,
     follow,
+    non_negative_seconds,
     print_error,
-    run_async,
+    settings_command,
+    show_preview,
+    site_command,
+    usage,
 )
 from tui.domain.input_file import render_input_file
+from tui.domain.severity import Severity
 from tui.domain.site_record import SiteRecord, record_to_json
-from tui.domain.toolkit_inputs import Problem, Severity, form_fields, secret_names, validate_inputs
+from tui.domain.toolkit_inputs import Problem, form_fields, secret_names, validate_inputs
 from tui.procedures.connection import SiteConnection
 from tui.procedures.grant_ssh_key import grant_ssh_key, plan_grant
 from tui.procedures.instantiate_toolkit import (
@@ -67,47 +74,7 @@ from tui.procedures.toolkit import (
 from tui.settings import Settings
 
 
-class UsageError(Exception):
-    """Bad input on the command line or in the input file (exit code 2)."""
-
-
 # -- plumbing -------------------------------------------------------------------------------------
-
-
-def _runner(handler: Callable[[argparse.Namespace, SiteConnection], Awaitable[int]],
-            offline: Callable[[argparse.Namespace, Settings], int] | None = None) -> Callable[[argparse.Namespace], int]:
-    """A subcommand: settings from the environment, a connected site, errors as exit codes."""
-
-    def run(args: argparse.Namespace) -> int:
-        try:
-            settings = Settings.load()
-        except SiteError as error:
-            print_error(error, args.json)
-            return EXIT_USAGE
-        if offline is not None and getattr(args, "offline", False):
-            return offline(args, settings)
-
-        async def work() -> int:
-            site = SiteConnection(settings)
-            try:
-                await site.connect()
-                return await handler(args, site)
-            except UsageError as exc:
-                _usage(str(exc), args.json)
-                return EXIT_USAGE
-            finally:
-                await site.close()
-
-        return run_async(work, args.json)
-
-    return run
-
-
-def _usage(message: str, as_json: bool) -> None:
-    if as_json:
-        emit_json({"ok": False, "error": {"title": message, "detail": "", "retryable": False, "code": None}})
-    else:
-        print(f"error: {message}", file=sys.stderr)
 
 
 def _problem_json(problem: Problem) -> dict[str, str]:
@@ -123,12 +90,6 @@ def _print_problems(problems: tuple[Problem, ...]) -> None:
 async def _form(args: argparse.Namespace, site: SiteConnection) -> ToolkitForm:
     template = await find_toolkit_template(site, getattr(args, "template", None))
     return await load_form(site, template)
-
-
-async def _collecting(source: AsyncIterator[Progress], sink: list[Progress]) -> AsyncIterator[Progress]:
-    async for event in source:
-        sink.append(event)
-        yield event
 
 
 def _read(path: str, secrets: frozenset[str]) -> Any:
@@ -210,14 +171,18 @@ def _validate_offline(args: argparse.Namespace, settings: Settings) -> int:
     try:
         loaded = read_input_file(args.file, secrets)
     except SiteError as error:
-        _usage(f"{error.title}: {error.detail}", args.json)
-        return EXIT_USAGE
+        return usage(f"{error.title}: {error.detail}", args.json)
     values = loaded.file.value_map()
     problems = validate_inputs(fields, values, naming)
     if not loaded.file.name.strip():
         problems = (Problem(NAME_FIELD, Severity.ERROR, "required: the name of the service instance"),) + problems
     problems, missing = _split_missing_secrets(problems, values, secrets)
     return _validation(problems, missing, args.json, str(loaded.path), "the spec's 23 inputs (offline)")
+
+
+def _validate_command(args: argparse.Namespace) -> int:
+    """`validate`: against the cloud's template, or `--offline` against the spec's inputs."""
+    return (settings_command(_validate_offline) if args.offline else site_command(_validate))(args)
 
 
 # -- deploy ---------------------------------------------------------------------------------------
@@ -259,28 +224,17 @@ async def _deploy(args: argparse.Namespace, site: SiteConnection) -> int:
             print(f"error: {error.title} in {loaded.path}", file=sys.stderr)
             _print_problems(error.problems)
         return EXIT_USAGE
-    preview = plan.preview(str(loaded.path))
-    if args.dry_run:
-        if args.json:
-            emit_json({"ok": True, "dry_run": True, "preview": preview.as_json(), "plan": plan.as_json()})
-        else:
-            print(preview.as_text())
+    if show_preview(plan.preview(str(loaded.path)), args, {"plan": plan.as_json()}):
         return EXIT_OK
-    if not args.json:
-        print(preview.as_text())
     if not confirm(f"Instantiate service template {plan.template_id} as {plan.service_name!r}", args.yes):
         return EXIT_FAILED
     events: list[Progress] = []
     try:
-        await follow(_collecting(deploy_toolkit(site, plan, wait=args.wait, timeout=args.timeout,
-                                                key_timeout=args.key_timeout, poll_interval=args.poll), events),
+        await follow(collecting(deploy_toolkit(site, plan, wait=args.wait, timeout=args.timeout,
+                                               key_timeout=args.key_timeout, poll_interval=args.poll), events),
                      args.json)
     except SiteError as error:
-        if args.json:
-            emit_json({"ok": False, "error": {"title": error.title, "detail": error.detail},
-                       "service_id": _service_id(events), "events": [e.as_json() for e in events]})
-        else:
-            print_error(error, False)
+        print_error(error, args.json, service_id=_service_id(events), events=[e.as_json() for e in events])
         return EXIT_FAILED
     service_id = _service_id(events)
     record = load_site_record(site.settings, service_id) if service_id is not None else None
@@ -352,8 +306,8 @@ async def _key(args: argparse.Namespace, site: SiteConnection) -> int:
         if found.problem:
             raise SiteError("The automation VM published an invalid public key", found.problem)
         if found.key is None:
-            await follow(_collecting(capture_automation_key(site, record, timeout=args.wait, poll_interval=args.poll),
-                                     events), args.json)
+            await follow(collecting(capture_automation_key(site, record, timeout=args.wait, poll_interval=args.poll),
+                                    events), args.json)
         else:
             record = _with_key(record, found.key.line)
             save_site_record(site.settings, record)
@@ -386,7 +340,7 @@ async def _key(args: argparse.Namespace, site: SiteConnection) -> int:
     if not plan.already and not confirm(f"Add the key to SSH_PUBLIC_KEY of user {plan.user_name!r}", args.yes):
         return EXIT_FAILED
     grant_events: list[Progress] = []
-    await follow(_collecting(grant_ssh_key(site, plan, record=record), grant_events), args.json)
+    await follow(collecting(grant_ssh_key(site, plan, record=record), grant_events), args.json)
     payload["grant"]["events"] = [e.as_json() for e in grant_events]
     payload["grant"]["changed"] = not plan.already
     if args.json:
@@ -403,16 +357,6 @@ def _with_key(record: SiteRecord, line: str) -> SiteRecord:
 # -- registration ---------------------------------------------------------------------------------
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError("seconds cannot be negative")
-    return value
-
-
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("toolkit", help="the toolkit's inputs, deployment, VMs and automation key",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -423,42 +367,42 @@ def register(subparsers: Any) -> None:
     p.add_argument("--output", metavar="FILE", help="write the file (mode 0600) instead of printing it")
     p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=_runner(_inputs))
+    p.set_defaults(func=site_command(_inputs))
 
     p = verbs.add_parser("validate", help="check an input file (exit 3 when it has errors)")
     p.add_argument("file", metavar="FILE")
     p.add_argument("--template", type=int, metavar="ID", help="service template ID (default: the newest toolkit one)")
     p.add_argument("--offline", action="store_true", help="check against the spec's 23 inputs, without the cloud")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=_runner(_validate, _validate_offline))
+    p.set_defaults(func=_validate_command)
 
     p = verbs.add_parser("deploy", help="instantiate the toolkit (operation 3), follow it and record its VMs (4)")
     p.add_argument("--input", required=True, metavar="FILE", help="the input file (spec JSON shape)")
     p.add_argument("--template", type=int, metavar="ID", help="service template ID (default: the newest toolkit one)")
     p.add_argument("--wait", action="store_true", help="follow the service to RUNNING, record VMs, capture the key")
-    p.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+    p.add_argument("--timeout", type=non_negative_seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                    help=f"time the service may take to reach RUNNING (default {DEFAULT_TIMEOUT:g})")
-    p.add_argument("--key-timeout", type=_seconds, default=DEFAULT_KEY_TIMEOUT, metavar="SECONDS",
+    p.add_argument("--key-timeout", type=non_negative_seconds, default=DEFAULT_KEY_TIMEOUT, metavar="SECONDS",
                    help=f"time the automation VM may take to publish its key (default {DEFAULT_KEY_TIMEOUT:g})")
-    p.add_argument("--poll", type=_seconds, default=2.0, help=argparse.SUPPRESS)
+    p.add_argument("--poll", type=non_negative_seconds, default=2.0, help=argparse.SUPPRESS)
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     p.add_argument("--dry-run", action="store_true", help="print the preview and change nothing")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=_runner(_deploy))
+    p.set_defaults(func=site_command(_deploy))
 
     p = verbs.add_parser("vms", help="the recorded toolkit VMs, read back live (operation 4)")
     p.add_argument("--service", type=int, metavar="ID", help="the service (default: the last recorded deployment)")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=_runner(_vms))
+    p.set_defaults(func=site_command(_vms))
 
     p = verbs.add_parser("key", help="the automation VM's public key; --grant gives it to the cloud user (5)")
     p.add_argument("--service", type=int, metavar="ID", help="the service (default: the last recorded deployment)")
-    p.add_argument("--wait", type=_seconds, default=0.0, metavar="SECONDS",
+    p.add_argument("--wait", type=non_negative_seconds, default=0.0, metavar="SECONDS",
                    help="wait this long for the key when it is not published yet (default: do not wait)")
     p.add_argument("--grant", action="store_true", help="add the key to the cloud user's SSH_PUBLIC_KEY")
     p.add_argument("--user", metavar="NAME", help="the cloud user (default: the deployment's cloud-username input)")
-    p.add_argument("--poll", type=_seconds, default=2.0, help=argparse.SUPPRESS)
+    p.add_argument("--poll", type=non_negative_seconds, default=2.0, help=argparse.SUPPRESS)
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     p.add_argument("--dry-run", action="store_true", help="print the preview and change nothing")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=_runner(_key))
+    p.set_defaults(func=site_command(_key))

@@ -21,17 +21,13 @@ from urllib.parse import urlsplit
 
 from tui.domain.components import ComponentDefinition
 from tui.domain.naming import DEFAULT_NAMING, NamingProfile
+from tui.domain.severity import Severity
 from tui.domain.site_config import MISSING, SiteConfig, lookup
 
 #: bytes of headers a VXLAN encapsulation adds (50 over IPv4, up to 54 with a VLAN tag)
 VXLAN_OVERHEAD = 50
 
 _HOSTNAME = re.compile(r"^(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9\-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9\-]{0,61}[A-Za-z0-9])?)*$")
-
-
-class Severity(str, Enum):
-    ERROR = "error"
-    WARNING = "warning"
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from typing import Iterable, Mapping, Sequence
 from tui.domain import input_checks as checks
 from tui.domain.input_specs import InputSpec, InputType
 from tui.domain.naming import NamingProfile
+from tui.domain.severity import Severity
 
 
 class Component(str, Enum):
@@ -228,11 +229,6 @@ def missing_from_template(naming: NamingProfile, template_specs: Sequence[InputS
     """Spec inputs the template does not declare (the template may be of another release)."""
     declared = {spec.name for spec in template_specs}
     return tuple(m.name(naming) for m in TOOLKIT_INPUTS if m.name(naming) not in declared)
-
-
-class Severity(str, Enum):
-    ERROR = "error"
-    WARNING = "warning"
 
 
 @dataclass(frozen=True)

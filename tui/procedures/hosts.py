@@ -17,7 +17,6 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from tui.adapters.cloud_errors import NO_EXISTS
 from tui.adapters.errors import SiteError
 from tui.domain.cpu import (
     HostCpu,
@@ -30,6 +29,7 @@ from tui.domain.cpu import (
     rank_hosts,
     vm_verdict,
 )
+from tui.domain.error_codes import NO_EXISTS
 from tui.domain.hosts import Host
 from tui.domain.naming import NamingProfile
 from tui.domain.vms import VmDetail

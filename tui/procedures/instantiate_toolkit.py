@@ -36,8 +36,9 @@ from tui.adapters.errors import SiteError
 from tui.domain.input_file import InputFile, InputFileError, merge_template, values_key
 from tui.domain.secret_names import MASK
 from tui.domain.services import Service, ServiceRole
+from tui.domain.severity import Severity
 from tui.domain.site_record import SiteRecord, record_to_json
-from tui.domain.toolkit_inputs import Problem, Severity
+from tui.domain.toolkit_inputs import Problem
 from tui.procedures.audit import REDACTOR
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress

@@ -19,7 +19,8 @@ from textual.widgets import Static
 
 from tui.domain.components import ComponentLibrary
 from tui.domain.secret_names import MASK, is_secret_key
-from tui.domain.site_checks import Finding, Severity
+from tui.domain.severity import Severity
+from tui.domain.site_checks import Finding
 from tui.domain.site_config import MISSING, SiteConfig, SiteConfigError, lookup
 
 OK, PROBLEM, WARN, UNKNOWN = ("✔", "green"), ("✘", "bold red"), ("!", "yellow"), ("?", "magenta")

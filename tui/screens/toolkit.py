@@ -41,8 +41,9 @@ from textual.worker import Worker
 from tui.adapters.errors import SiteError
 from tui.domain.input_file import InputFile
 from tui.domain.services import ServiceTemplate
+from tui.domain.severity import Severity
 from tui.domain.site_record import SiteRecord
-from tui.domain.toolkit_inputs import FormField, Problem, Severity
+from tui.domain.toolkit_inputs import FormField, Problem
 from tui.procedures.instantiate_toolkit import (
     DEFAULT_KEY_TIMEOUT,
     DEFAULT_POLL_INTERVAL,

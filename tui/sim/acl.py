@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tui.sim.rpc_errors import INTERNAL, OneError
+from tui.domain.error_codes import INTERNAL
+from tui.sim.rpc_errors import OneError
 from tui.sim.state import Perms, SimAcl, SimSite, SimUser
 
 INDIVIDUAL_ID = 0x100000000

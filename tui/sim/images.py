@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import time
 
+from tui.domain.error_codes import ACTION, ALLOCATE, NO_EXISTS, XML_RPC_API
 from tui.domain.template_text import Template, scalar
-from tui.sim.rpc_errors import ACTION, ALLOCATE, NO_EXISTS, XML_RPC_API, OneError, no_exists
+from tui.sim.rpc_errors import OneError, no_exists
 from tui.sim.state import Perms, SimImage, SimSite
 
 #: simulated seconds: a fixed part plus one second per `_MB_PER_SECOND` of app size

@@ -16,11 +16,12 @@ from __future__ import annotations
 import time
 from typing import Callable
 
+from tui.domain.error_codes import ACTION, INTERNAL
 from tui.domain.template_text import Template, merge_template, scalar
 from tui.sim import appliances
 from tui.sim.appliances import vm_is_ready
 from tui.sim.leases import release
-from tui.sim.rpc_errors import ACTION, INTERNAL, OneError, action_error, no_exists
+from tui.sim.rpc_errors import OneError, action_error, no_exists
 from tui.sim.scheduler import RequirementError, candidates
 from tui.sim.state import SimHistory, SimHost, SimSite, SimVm
 from tui.sim.vm_build import build_vm_templates

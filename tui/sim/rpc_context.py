@@ -12,9 +12,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Protocol, Sequence, TypeVar
 
+from tui.domain.error_codes import XML_RPC_API
 from tui.domain.template_text import Template, TemplateSyntaxError, parse_template
 from tui.sim.acl import authorize, is_admin
-from tui.sim.rpc_errors import XML_RPC_API, OneError, no_exists, not_authorized
+from tui.sim.rpc_errors import OneError, no_exists, not_authorized
 from tui.sim.state import Perms, SimSite, SimUser
 
 Handler = Callable[..., Any]

@@ -1,4 +1,4 @@
-"""The platform's XML-RPC error codes and the one exception the simulated cloud raises with them.
+"""The one exception the simulated cloud raises, with a platform error code (`tui.domain.error_codes`).
 
 Every failure the simulator answers is `[false, "[method] message", code, object_id, 0]`; the
 method layer raises `OneError(code, message, oid)` and the dispatcher adds the `[method] ` prefix,
@@ -7,14 +7,7 @@ so the same errors serve the XML-RPC API and the in-process callers (OneFlow, sc
 
 from __future__ import annotations
 
-AUTHENTICATION = 0x0100
-AUTHORIZATION = 0x0200
-NO_EXISTS = 0x0400
-ACTION = 0x0800
-XML_RPC_API = 0x1000
-INTERNAL = 0x2000
-ALLOCATE = 0x4000
-LOCKED = 0x8000
+from tui.domain.error_codes import ACTION, AUTHORIZATION, NO_EXISTS
 
 #: object names as the platform spells them in "Error getting <name> [<id>]."
 OBJECT_NAMES: dict[str, str] = {
@@ -35,7 +28,7 @@ OBJECT_NAMES: dict[str, str] = {
 
 
 class OneError(Exception):
-    """A platform error: `code` is one of the constants above, `oid` the object concerned."""
+    """A platform error: `code` is one of `tui.domain.error_codes`, `oid` the object concerned."""
 
     def __init__(self, code: int, message: str, oid: int = -1) -> None:
         super().__init__(message)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from tui.domain.error_codes import AUTHORIZATION, XML_RPC_API
 from tui.domain.template_text import scalar
 from tui.sim.rpc_context import Call, WireEscaped, filter_pool, method
-from tui.sim.rpc_errors import AUTHORIZATION, XML_RPC_API, OneError, no_exists
+from tui.sim.rpc_errors import OneError, no_exists
 from tui.sim.xml_objects import (
     render_acl_pool,
     render_datastore,

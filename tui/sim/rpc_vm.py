@@ -8,10 +8,11 @@ existing ones (a vector keeps the members the new text does not name).
 
 from __future__ import annotations
 
+from tui.domain.error_codes import ACTION
 from tui.domain.template_text import Template
 from tui.sim import lifecycle
 from tui.sim.rpc_context import Call, apply_update, method, parse_text
-from tui.sim.rpc_errors import ACTION, OneError, no_exists
+from tui.sim.rpc_errors import OneError, no_exists
 from tui.sim.state import SimVm
 
 UPDATECONF_SECTIONS = ("OS", "FEATURES", "INPUT", "GRAPHICS", "VIDEO", "RAW", "CPU_MODEL", "BACKUP_CONFIG", "CONTEXT")

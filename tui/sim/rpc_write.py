@@ -6,11 +6,12 @@ import json
 import time
 from typing import Any, Callable
 
+from tui.domain.error_codes import ALLOCATE, XML_RPC_API
 from tui.domain.template_text import Template, scalar
 from tui.sim import acl as acl_rules
 from tui.sim.images import allocate_image, delete_image
 from tui.sim.rpc_context import Call, apply_update, chmod, chown, method, parse_text
-from tui.sim.rpc_errors import ALLOCATE, XML_RPC_API, OneError, no_exists
+from tui.sim.rpc_errors import OneError, no_exists
 from tui.sim.state import Perms, SimDocument, SimSite, SimVmTemplate
 
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 
+from tui.domain.error_codes import ALLOCATE
 from tui.domain.template_text import Template, Vector, first, scalar
 from tui.sim.leases import ip_at, lease, mac_at, release
-from tui.sim.rpc_errors import ALLOCATE, OneError
+from tui.sim.rpc_errors import OneError
 from tui.sim.state import SimImage, SimSite, SimVnet
 from tui.sim.xml_render import split_vm_template
 

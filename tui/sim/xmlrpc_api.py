@@ -15,9 +15,10 @@ from typing import Any
 from xml.parsers.expat import ExpatError
 
 # importing the method modules registers their methods
+from tui.domain.error_codes import AUTHENTICATION, INTERNAL
 from tui.sim import rpc_read, rpc_vm, rpc_write  # noqa: F401
 from tui.sim.rpc_context import METHODS, Call, Method, WireEscaped
-from tui.sim.rpc_errors import AUTHENTICATION, INTERNAL, OneError
+from tui.sim.rpc_errors import OneError
 from tui.sim.state import SimSite
 
 FAULT_TYPE = -501
