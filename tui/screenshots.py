@@ -240,19 +240,31 @@ async def prepare_vms_error(ctx: SceneContext) -> None:
 async def prepare_connect_error(ctx: SceneContext) -> None:
     from tui.screens.connect_error import ConnectErrorScreen
 
-    await ctx.wait_for(lambda: isinstance(ctx.app.screen, ConnectErrorScreen), what="the connection failure screen")
+    await ctx.wait_for_screen(ConnectErrorScreen, what="the connection failure screen")
 
 
 async def prepare_help(ctx: SceneContext) -> None:
+    from widgets.help_screen import HelpScreen
+
     await vms_loaded(ctx)
     await ctx.pilot.press("question_mark")
+    await ctx.wait_for_screen(HelpScreen, what="the help")
     await ctx.pilot.pause()
 
 
 async def prepare_jump(ctx: SceneContext) -> None:
     """`:` with "vm" typed (the full list changes whenever a screen is registered)."""
+    from textual.widgets import Input
+
+    from widgets.jump_prompt import JumpPrompt
+
     await vms_loaded(ctx)
-    await ctx.pilot.press("colon", "v", "m")
+    await ctx.pilot.press("colon")
+    prompt = await ctx.wait_for_screen(JumpPrompt, what="the jump prompt")
+    # typed once the prompt's input has the focus (keys sent earlier would reach the VM list)
+    await ctx.wait_for(lambda: ctx.app.focused is prompt.query_one("#jump-input"), what="the prompt's focus")
+    await ctx.pilot.press("v", "m")
+    await ctx.wait_for(lambda: prompt.query_one("#jump-input", Input).value == "vm", what="the typed name")
     await ctx.pilot.pause()
 
 
@@ -296,8 +308,8 @@ async def _download(ctx: SceneContext, key: str) -> None:
 
     await market_loaded(ctx, key)
     await ctx.pilot.press("d")
-    modal = await ctx.wait_for(lambda: isinstance(s := ctx.app.screen, DownloadModal) and s.market_app is not None
-                               and s, what="the download form")
+    modal = await ctx.wait_for_screen(DownloadModal, what="the download form")
+    await ctx.wait_for(lambda: modal.market_app is not None, what="the download form's appliance")
     await ctx.wait_for(lambda: not modal.query_one("#dl-review").disabled, what="a complete form")
     modal.review()
     await ctx.wait_for(lambda: modal.plan is not None, what="the download preview")
@@ -318,8 +330,8 @@ async def prepare_market_plan(ctx: SceneContext) -> None:
 
     await market_loaded(ctx)
     await ctx.pilot.press("u")
-    await ctx.wait_for(lambda: isinstance(s := ctx.app.screen, UpgradePlanModal) and s.plan is not None,
-                       what="the upgrade plan")
+    modal = await ctx.wait_for_screen(UpgradePlanModal, what="the upgrade plan modal")
+    await ctx.wait_for(lambda: modal.plan is not None, what="the upgrade plan")
 
 
 async def prepare_market_attributes(ctx: SceneContext) -> None:
@@ -327,8 +339,8 @@ async def prepare_market_attributes(ctx: SceneContext) -> None:
 
     await market_loaded(ctx, "service_toolkit", "v0.4.0-20250219-2235")
     await ctx.pilot.press("a")
-    await ctx.wait_for(lambda: isinstance(s := ctx.app.screen, AttributesModal) and s.plan is not None,
-                       what="the attributes preview")
+    modal = await ctx.wait_for_screen(AttributesModal, what="the attributes modal")
+    await ctx.wait_for(lambda: modal.plan is not None, what="the attributes preview")
 
 
 # ---------------------------------------------------------------------------- the site configuration scenes
@@ -359,8 +371,7 @@ async def site_loaded(ctx: SceneContext) -> Any:
 
     await ctx.wait_for(lambda: ctx.app.info is not None, what="the connection")
     ctx.app.open_screen("site")
-    modal = await ctx.wait_for(lambda: isinstance(s := ctx.app.screen, OpenSiteModal) and s.query("#open-branches") and s,
-                               what="the site chooser")
+    modal = await ctx.wait_for_screen(OpenSiteModal, what="the site chooser")
     branches = modal.query_one("#open-branches", OptionList)
     branches.focus()
     branches.highlighted = 0
@@ -410,8 +421,7 @@ async def site_library(ctx: SceneContext) -> Any:
 
     await site_loaded(ctx)
     await ctx.pilot.press("ctrl+n")
-    modal = await ctx.wait_for(lambda: isinstance(s := ctx.app.screen, ComponentFlowModal) and s.query("#flow-components") and s,
-                               what="the component flow")
+    modal = await ctx.wait_for_screen(ComponentFlowModal, what="the component flow")
     components = modal.query_one("#flow-components", OptionList)
     components.focus()
     components.highlighted = next(i for i in range(components.option_count) if components.get_option_at_index(i).id == "ran_sim")
@@ -428,7 +438,7 @@ async def prepare_site_fill(ctx: SceneContext) -> None:
 
     await site_loaded(ctx)
     await ctx.pilot.press("ctrl+f")
-    await ctx.wait_for(lambda: isinstance(ctx.app.screen, PreviewModal), what="the fill preview")
+    await ctx.wait_for_screen(PreviewModal, what="the fill preview")
 
 
 async def prepare_site_components(ctx: SceneContext) -> None:
@@ -460,7 +470,7 @@ async def prepare_site_submit(ctx: SceneContext) -> None:
     await ctx.wait_for(lambda: not screen.dirty and not screen.busy, what="the save")
     ctx.app.clear_notifications()
     await ctx.pilot.press("ctrl+t")
-    await ctx.wait_for(lambda: isinstance(ctx.app.screen, PreviewModal), what="the submit preview")
+    await ctx.wait_for_screen(PreviewModal, what="the submit preview")
 
 
 
@@ -494,7 +504,7 @@ async def hosts_move_planned(ctx: SceneContext) -> Any:
 
     await hosts_loaded(ctx)
     await ctx.pilot.press("m")
-    modal = await ctx.wait_for(lambda: isinstance(s := ctx.app.screen, MoveModal) and s, what="the move modal")
+    modal = await ctx.wait_for_screen(MoveModal, what="the move modal")
     await ctx.wait_for(lambda: not modal.query_one("#mv-start").disabled, what="the move preview")
     await ctx.pilot.pause()
     return modal
@@ -508,8 +518,8 @@ async def _hosts_move_confirm(ctx: SceneContext) -> Any:
     from widgets.confirm_modal import ConfirmModal
 
     modal = await hosts_move_planned(ctx)
-    await ctx.pilot.click("#mv-start")
-    await ctx.wait_for(lambda: isinstance(ctx.app.screen, ConfirmModal), what="the confirmation")
+    await ctx.click("#mv-start")
+    await ctx.wait_for_screen(ConfirmModal, what="the confirmation")
     return modal
 
 
@@ -519,7 +529,7 @@ async def prepare_hosts_move_confirm(ctx: SceneContext) -> None:
 
 async def prepare_hosts_move_done(ctx: SceneContext) -> None:
     modal = await _hosts_move_confirm(ctx)
-    await ctx.pilot.click("#confirm")
+    await ctx.click("#confirm")
     await ctx.wait_for(lambda: ctx.app.screen is modal and modal.changed and not modal.running, timeout=30,
                        what="the end of the move")
 
@@ -649,8 +659,8 @@ async def deploy_toolkit_scene(ctx: SceneContext) -> Any:
     screen = await toolkit_form(ctx)
     await fill_toolkit(ctx, screen, toolkit_values(screen))
     await ctx.pilot.press("ctrl+g")
-    await ctx.wait_for(lambda: isinstance(ctx.app.screen, ConfirmModal), what="the deployment preview")
-    await ctx.pilot.click("#confirm")
+    await ctx.wait_for_screen(ConfirmModal, what="the deployment preview")
+    await ctx.click("#confirm")
     await ctx.wait_for(lambda: screen.deploy_view.phase not in ("idle", "running"), timeout=60,
                        what="the end of the deployment")
     await ctx.pilot.pause()
@@ -666,8 +676,9 @@ async def key_view(ctx: SceneContext) -> Any:
 
     await deploy_toolkit_scene(ctx)
     await ctx.pilot.press("k")
-    return await ctx.wait_for(lambda: isinstance(s := ctx.app.screen, KeyScreen) and not s.load_pending and s,
-                              timeout=30, what="the key view")
+    screen = await ctx.wait_for_screen(KeyScreen, what="the key view")
+    await ctx.wait_for(lambda: not screen.load_pending, timeout=30, what="the key view's load")
+    return screen
 
 
 async def prepare_key_normal(ctx: SceneContext) -> None:
@@ -679,8 +690,8 @@ async def prepare_key_granted(ctx: SceneContext) -> None:
 
     screen = await key_view(ctx)
     await ctx.pilot.press("g")
-    await ctx.wait_for(lambda: isinstance(ctx.app.screen, ConfirmModal), what="the grant preview")
-    await ctx.pilot.click("#confirm")
+    await ctx.wait_for_screen(ConfirmModal, what="the grant preview")
+    await ctx.click("#confirm")
     await ctx.wait_for(lambda: ctx.app.screen is screen and not screen.busy and screen.plan is not None
                        and screen.plan.already, timeout=30, what="the grant")
     await ctx.pilot.pause()

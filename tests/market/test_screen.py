@@ -13,6 +13,7 @@ from tui.screens.market_attributes import AttributesModal
 from tui.screens.market_download import DownloadModal
 from tui.screens.market_upgrades import UpgradePlanModal
 from tui.screens.marketplace import MarketplaceScreen
+from tui.screenshots import click_shown, wait_for_screen
 from tui.sim.server import SimServer
 from widgets.confirm_modal import ConfirmModal
 from widgets.progress_panel import ProgressPanel
@@ -75,12 +76,15 @@ async def test_filter_narrows_keeps_the_cursor_and_escape_clears(sim: SimServer)
         screen = await _market(pilot, app)
         key = await _cursor_to(pilot, screen, "service_dns", "v1.1.0-20250520-0931")
         await pilot.press("slash", *"dns")
+        await wait_for(pilot, lambda: screen.table.filter_text == "dns", what="the filter")
         assert screen.table.visible_count == 2
         assert screen.table.cursor_key == key
         assert "2 of 29 appliances" in rendered_text(screen.query_one("#mk-status"))
         await pilot.press("escape")
+        await wait_for(pilot, lambda: screen.table.visible_count == 29, what="the cleared filter")
         assert screen.table.visible_count == 29
         await pilot.press("V")
+        await wait_for(pilot, lambda: screen.table.sort_column == "version", what="the sort")
         assert screen.table.sort_column == "version"
 
 
@@ -90,22 +94,22 @@ async def test_download_flow_reviews_then_follows_every_image_to_ready(sim: SimS
         screen = await _market(pilot, app)
         await _cursor_to(pilot, screen, "service_toolkit_automation", "v0.5.0-20250403-1109")
         await pilot.press("d")
-        modal = await wait_for(pilot, lambda: isinstance(s := app.screen, DownloadModal) and s.market_app and s,
-                               what="the download form")
+        modal = await wait_for_screen(pilot, DownloadModal, what="the download form")
+        await wait_for(pilot, lambda: modal.market_app, what="the download form's appliance")
         review = modal.query_one("#dl-review", Button)
         start = modal.query_one("#dl-start", Button)
         await wait_for(pilot, lambda: not review.disabled, what="a complete form")
         assert start.disabled  # no download before a review
-        await pilot.click("#dl-review")
+        await click_shown(pilot, "#dl-review")
         await wait_for(pilot, lambda: modal.plan is not None, what="the preview")
         preview = rendered_text(modal.query_one("#dl-preview"))
         assert "onemarketapp export" in preview and "create image" in preview
-        await pilot.click("#dl-start")
+        await click_shown(pilot, "#dl-start")
         await wait_for(pilot, lambda: modal.has_class("-finished"), timeout=30, what="the end of the download")
         panel = modal.query_one("#dl-progress", ProgressPanel)
         assert all(panel.step_state(step) == "done" for step in modal.plan.step_names)  # type: ignore[union-attr]
         assert "Downloaded" in rendered_text(modal.query_one("#dl-result"))
-        await pilot.click("#dl-close")
+        await click_shown(pilot, "#dl-close")
         await wait_for(pilot, lambda: app.screen is screen and not screen.loading
                        and screen.current is not None and screen.current.state.value == "up to date",
                        what="the reloaded list")
@@ -118,8 +122,8 @@ async def test_cancelling_a_download_deletes_what_it_created(sim: SimServer) -> 
         images_before = set(sim.site.images)
         await _cursor_to(pilot, screen, "service_toolkit", "v0.5.0-20250403-1109")
         await pilot.press("d")
-        modal = await wait_for(pilot, lambda: isinstance(s := app.screen, DownloadModal) and s.market_app and s,
-                               what="the download form")
+        modal = await wait_for_screen(pilot, DownloadModal, what="the download form")
+        await wait_for(pilot, lambda: modal.market_app, what="the download form's appliance")
         modal.review()
         await wait_for(pilot, lambda: modal.plan is not None, what="the preview")
         modal.start()
@@ -141,13 +145,14 @@ async def test_read_only_hides_the_download_and_the_mutating_buttons(sim_factory
         assert app.screen is screen
         await _cursor_to(pilot, screen, "service_toolkit", "v0.4.0-20250219-2235")
         await pilot.press("a")
-        modal = await wait_for(pilot, lambda: isinstance(s := app.screen, AttributesModal) and s.plan and s,
-                               what="the attributes preview")
+        modal = await wait_for_screen(pilot, AttributesModal, what="the attributes modal")
+        await wait_for(pilot, lambda: modal.plan, what="the attributes preview")
         assert not modal.query_one("#at-apply", Button).display
         await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is screen, what="the attributes modal to close")
         await pilot.press("u")
-        plan_modal = await wait_for(pilot, lambda: isinstance(s := app.screen, UpgradePlanModal) and s.plan and s,
-                                    what="the plan")
+        plan_modal = await wait_for_screen(pilot, UpgradePlanModal, what="the upgrade plan modal")
+        await wait_for(pilot, lambda: plan_modal.plan, what="the plan")
         assert not plan_modal.query_one("#up-apply-bar").display
 
 
@@ -166,8 +171,8 @@ async def test_attributes_flow_tags_an_untagged_image(sim: SimServer) -> None:
         await _cursor_to(pilot, screen, "service_bastion")
         assert screen.current is not None and screen.current.state.value == "untagged image found"
         await pilot.press("a")
-        modal = await wait_for(pilot, lambda: isinstance(s := app.screen, AttributesModal) and s.plan and s,
-                               what="the attributes preview")
+        modal = await wait_for_screen(pilot, AttributesModal, what="the attributes modal")
+        await wait_for(pilot, lambda: modal.plan, what="the attributes preview")
         assert 'PLATFORM_MARKETPLACE_APPLIANCE_NAME="Bastion"' in rendered_text(modal.query_one("#at-file"))
         assert "oneimage update" in rendered_text(modal.query_one("#at-preview"))
         modal.apply()
@@ -183,9 +188,11 @@ async def test_attributes_modal_validates_image_ids(sim: SimServer) -> None:
         screen = await _market(pilot, app)
         await _cursor_to(pilot, screen, "service_dns", "v1.1.0-20250520-0931")
         await pilot.press("a")
-        modal = await wait_for(pilot, lambda: isinstance(s := app.screen, AttributesModal) and s, what="the modal")
-        await pilot.click("#at-images")
+        modal = await wait_for_screen(pilot, AttributesModal, what="the modal")
+        await click_shown(pilot, "#at-images")
+        await wait_for(pilot, lambda: app.focused is modal.query_one("#at-images"), what="the focus on the image IDs")
         await pilot.press(*"12, x")
+        await wait_for(pilot, lambda: "numbers" in rendered_text(modal.query_one("#at-images-error")), what="the reason")
         assert "numbers" in rendered_text(modal.query_one("#at-images-error"))
         assert modal.query_one("#at-apply", Button).disabled
 
@@ -197,8 +204,8 @@ async def test_upgrade_plan_table_and_apply_with_a_confirmed_removal(sim_factory
     async with app.run_test(size=SIZE) as pilot:
         await _market(pilot, app)
         await pilot.press("u")
-        modal = await wait_for(pilot, lambda: isinstance(s := app.screen, UpgradePlanModal) and s.plan and s,
-                               what="the plan")
+        modal = await wait_for_screen(pilot, UpgradePlanModal, what="the upgrade plan modal")
+        await wait_for(pilot, lambda: modal.plan, what="the plan")
         table = modal.query_one("#up-table", DataTable)
         assert [str(c.label) for c in table.columns.values()] == ["Software", "Previous", "New"]
         assert [str(cell) for cell in table.get_row_at(0)] == ["Site Toolkit", "v0.4.0-20250219-2235",
@@ -206,13 +213,12 @@ async def test_upgrade_plan_table_and_apply_with_a_confirmed_removal(sim_factory
         steps = rendered_text(modal.query_one("#up-steps"))
         assert steps.index("1. attributes") < steps.index("2. download") < steps.index("4. remove old")
         await wait_for(pilot, lambda: not modal.query_one("#up-apply", Button).disabled, what="the datastore")
-        await pilot.click("#up-apply")
-        confirm = await wait_for(pilot, lambda: isinstance(s := app.screen, ConfirmModal) and s, timeout=30,
-                                 what="the removal confirmation")
+        await click_shown(pilot, "#up-apply")
+        confirm = await wait_for_screen(pilot, ConfirmModal, timeout=30, what="the removal confirmation")
         assert confirm.object_name == "Site Toolkit v0.4.0-20250219-2235"
         # Cancel is the default
         await wait_for(pilot, lambda: app.focused is not None and app.focused.id == "cancel", what="the focus")
-        await pilot.click("#confirm")
+        await click_shown(pilot, "#confirm")
         await wait_for(pilot, lambda: modal.has_class("-finished"), timeout=30, what="the end of the upgrade")
         result = rendered_text(modal.query_one("#up-result"))
         assert "IDs core.yaml must change" in result

@@ -20,7 +20,7 @@ from tui.procedures.connection import SiteConnection
 from tui.screens.site_components import ComponentFlowModal
 from tui.screens.site_config import SiteConfigScreen
 from tui.screens.site_dialogs import OpenSiteModal, PasswordModal, PreviewModal
-from tui.screenshots import frozen_clock, wait_for
+from tui.screenshots import click_shown, frozen_clock, wait_for, wait_for_screen
 from tui.settings import Settings
 from tui.sim.acl import rule_of
 from tui.sim.repos import SIM_VAULT_PASSWORD
@@ -37,8 +37,7 @@ def site_app(server: SimServer, tmp_path: Path, *, read_only: bool = False, **ov
 
 
 async def choose(pilot: Any, branch: str = "demo-site") -> None:
-    modal = await wait_for(pilot, lambda: isinstance(s := pilot.app.screen, OpenSiteModal) and s.query("#open-branches") and s,
-                           what="the site chooser")
+    modal = await wait_for_screen(pilot, OpenSiteModal, what="the site chooser")
     branches = modal.query_one("#open-branches", OptionList)
     branches.highlighted = next(i for i in range(branches.option_count) if branches.get_option_at_index(i).id == branch)
     branches.focus()
@@ -79,7 +78,8 @@ async def test_open_parse_error_and_save(deployed: SimServer, tmp_path: Path) ->
         assert screen.editor.text == read_vault_file(path, PASSWORD)
         assert screen.parse_error is None and not screen.dirty
         # a YAML error: line and column, the file untouched, save refused
-        await pilot.click("#site-editor")
+        await click_shown(pilot, "#site-editor")
+        await wait_for(pilot, lambda: app.focused is screen.editor, what="the editor's focus")
         screen.editor.move_cursor((11, 0))
         await pilot.press(*"bad: [", "enter")
         await wait_for(pilot, lambda: screen.parse_error is not None and screen.checked_text == screen.editor.text, what="the parse error")
@@ -111,10 +111,10 @@ async def test_fill_from_the_cloud_goes_into_the_editor(deployed: SimServer, tmp
         screen = await opened(pilot)
         before = screen.site_ref.path.read_bytes()  # type: ignore[union-attr]
         await pilot.press("ctrl+f")
-        modal = await wait_for(pilot, lambda: isinstance(s := app.screen, PreviewModal) and s, what="the fill preview")
+        modal = await wait_for_screen(pilot, PreviewModal, what="the fill preview")
         assert "site_s3_server.endpoint" in str(modal.preview.changes[0].description)
         assert all("<vault password file> demo-site/core.yaml" in c.cli for c in modal.preview.changes)
-        await pilot.click("#preview-confirm")
+        await click_shown(pilot, "#preview-confirm")
         await wait_for(pilot, lambda: screen.dirty and screen.checked_text == screen.editor.text, what="the filled editor")
         assert 'endpoint: "https://10.11.28.20:9000"' in screen.editor.text and 'site_onegate: "10.11.28.1"' in screen.editor.text
         assert screen.site_ref.path.read_bytes() == before  # nothing written until saved  # type: ignore[union-attr]
@@ -126,8 +126,7 @@ async def test_component_flow_and_submit(deployed: SimServer, tmp_path: Path, mo
     async with app.run_test(size=SIZE) as pilot:
         screen = await opened(pilot)
         await pilot.press("ctrl+n")
-        modal = await wait_for(pilot, lambda: isinstance(s := app.screen, ComponentFlowModal) and s.query("#flow-components") and s,
-                               what="the component flow")
+        modal = await wait_for_screen(pilot, ComponentFlowModal, what="the component flow")
         components = modal.query_one("#flow-components", OptionList)
         components.focus()
         components.highlighted = next(i for i in range(components.option_count) if components.get_option_at_index(i).id == "vm_kvm")
@@ -135,23 +134,23 @@ async def test_component_flow_and_submit(deployed: SimServer, tmp_path: Path, mo
         await wait_for(pilot, lambda: modal.step == "-form", what="the form")
         labels = [f.label for f in modal.query("ValidatedField")]
         assert labels == ["template_id", "image_id"]
-        await pilot.click("#flow-next")
+        await click_shown(pilot, "#flow-next")
         await wait_for(pilot, lambda: modal.step == "-review" and not modal.query_one("#flow-enable").disabled, what="the review")
-        await pilot.click("#flow-enable")
+        await click_shown(pilot, "#flow-enable")
         await wait_for(pilot, lambda: modal.step == "-finished", timeout=30, what="the provisioning")
         learned = modal.learned
         assert set(learned) == {"template_id", "image_id"}
-        await pilot.click("#flow-close")
+        await click_shown(pilot, "#flow-close")
         await wait_for(pilot, lambda: app.screen is screen and screen.saved_text and f"template_id: {learned['template_id']}" in screen.editor.text,
                        what="the reloaded configuration")
         rules = {rule_of(acl).to_str() for acl in deployed.site.acls.values()}
         assert f"#2 IMAGE/#{learned['image_id']} USE #0" in rules
         # submit: the decrypted diff, then commit and push
         await pilot.press("ctrl+t")
-        preview = await wait_for(pilot, lambda: isinstance(s := app.screen, PreviewModal) and s, what="the submit preview")
+        preview = await wait_for_screen(pilot, PreviewModal, what="the submit preview")
         assert f"+    template_id: {learned['template_id']}" in (preview.diff or "")
         assert app.focused is not None and app.focused.id == "preview-cancel"
-        await pilot.click("#preview-confirm")
+        await click_shown(pilot, "#preview-confirm")
         await wait_for(pilot, lambda: any("submitted" in m for m in notifications(app)), what="the submit")
         pushed = subprocess.run(["git", "--git-dir", str(deployed.site.sites_repo), "show", "demo-site:demo-site/core.yaml"],
                                 capture_output=True, text=True, check=True).stdout
@@ -162,11 +161,10 @@ async def test_password_prompt_when_no_file(deployed: SimServer, tmp_path: Path)
     app = site_app(deployed, tmp_path, vault_password_file=None)
     async with app.run_test(size=SIZE) as pilot:
         await choose(pilot)
-        modal = await wait_for(pilot, lambda: isinstance(s := app.screen, PasswordModal) and s.query("#password-value") and s,
-                               what="the password prompt")
+        modal = await wait_for_screen(pilot, PasswordModal, what="the password prompt")
         await pilot.press(*"wrong-password", "enter")
-        again = await wait_for(pilot, lambda: isinstance(s := app.screen, PasswordModal) and s is not modal and s.query("#password-error") and s,
-                               what="the second prompt")
+        again = await wait_for(pilot, lambda: isinstance(s := app.screen, PasswordModal) and s is not modal and s.is_mounted
+                               and s.query("#password-error") and s, what="the second prompt")
         assert "Wrong vault password" in again.error
         await pilot.press(*SIM_VAULT_PASSWORD, "enter")
         screen = site_screen(app)
@@ -177,8 +175,7 @@ async def test_password_prompt_when_no_file(deployed: SimServer, tmp_path: Path)
 async def test_read_only_hides_changes(deployed: SimServer, tmp_path: Path) -> None:
     app = site_app(deployed, tmp_path, read_only=True)
     async with app.run_test(size=SIZE) as pilot:
-        modal = await wait_for(pilot, lambda: isinstance(s := app.screen, OpenSiteModal) and s.query("#open-branches") and s,
-                               what="the site chooser")
+        modal = await wait_for_screen(pilot, OpenSiteModal, what="the site chooser")
         assert not modal.query("#open-create")
         await choose(pilot)
         screen = site_screen(app)
@@ -197,18 +194,18 @@ async def test_read_only_hides_changes(deployed: SimServer, tmp_path: Path) -> N
 async def test_create_a_site_from_the_template(deployed: SimServer, tmp_path: Path) -> None:
     app = site_app(deployed, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
-        modal = await wait_for(pilot, lambda: isinstance(s := app.screen, OpenSiteModal) and s.query("#open-new") and s,
-                               what="the site chooser")
+        modal = await wait_for_screen(pilot, OpenSiteModal, what="the site chooser")
         modal.query_one("#open-new").focus()
         await pilot.press(*"bad/name", "enter")
-        await pilot.pause()
+        await wait_for(pilot, lambda: "use letters, digits" in str(modal.query_one("#open-reason").render()), what="the refusal")
         assert app.screen is modal and "use letters, digits" in str(modal.query_one("#open-reason").render())
         modal.query_one("#open-new").value = ""  # type: ignore[attr-defined]
         await pilot.press(*"lab-new", "enter")
-        preview = await wait_for(pilot, lambda: isinstance(s := app.screen, PreviewModal) and s, what="the create preview")
+        preview = await wait_for_screen(pilot, PreviewModal, what="the create preview")
         assert [c.cli.split()[:2] for c in preview.preview.changes] == [["git", "checkout"], ["git", "mv"], ["ansible-vault", "encrypt"]]
         assert "<vault password file> lab-new/core.yaml" in preview.preview.changes[2].cli
-        await pilot.click("#preview-confirm")
+        await click_shown(pilot, "#preview-confirm")
+        await wait_for(pilot, lambda: any(isinstance(s, SiteConfigScreen) for s in app.screen_stack), what="the site screen")
         screen = site_screen(app)
         await wait_for(pilot, lambda: screen.saved_text is not None and screen.site_ref is not None, what="the new site")
         assert screen.site_ref.branch == "lab-new" and screen.site_ref.site_dir == "lab-new"  # type: ignore[union-attr]

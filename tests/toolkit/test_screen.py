@@ -22,7 +22,7 @@ from tui.procedures.toolkit import load_form
 from tui.screens.toolkit import ToolkitScreen
 from tui.screens.toolkit_files import InputFileModal
 from tui.screens.toolkit_key import KeyScreen
-from tui.screenshots import toolkit_values, wait_for
+from tui.screenshots import click_shown, toolkit_values, wait_for, wait_for_screen
 from widgets.confirm_modal import ConfirmModal
 from widgets.secret_input import SecretInput
 
@@ -45,8 +45,8 @@ async def start_deploy(pilot: Any, screen: ToolkitScreen) -> Any:
         screen.fields[name].value = value
     await pilot.pause()
     await pilot.press("ctrl+g")
-    await wait_for(pilot, lambda: isinstance(pilot.app.screen, ConfirmModal), what="the preview")
-    await pilot.click("#confirm")
+    await wait_for_screen(pilot, ConfirmModal, what="the preview")
+    await click_shown(pilot, "#confirm")
     return screen.deploy_view
 
 
@@ -92,6 +92,7 @@ async def test_inline_validation_blocks_deploy_and_focuses_the_first_invalid_fie
 
         await pilot.press("ctrl+g")
         await pilot.pause()
+        await wait_for(pilot, lambda: reason(screen, "app_objectstore_hostname") == "required", what="the blocked deploy")
         assert not isinstance(pilot.app.screen, ConfirmModal)
         assert reason(screen, "app_objectstore_hostname") == "required"
         hostname_input = screen.fields["app_objectstore_hostname"].query_one(Input)
@@ -102,8 +103,7 @@ async def test_inline_validation_blocks_deploy_and_focuses_the_first_invalid_fie
             screen.fields[name].value = value
         await pilot.pause()
         await pilot.press("ctrl+g")
-        modal = await wait_for(pilot, lambda: isinstance(pilot.app.screen, ConfirmModal) and pilot.app.screen,
-                               what="the deployment preview")
+        modal = await wait_for_screen(pilot, ConfirmModal, what="the deployment preview")
         assert modal.command == "oneflow-template instantiate 0 <input file>"
         assert pilot.app.focused is not None and pilot.app.focused.id == "cancel"
         await pilot.press("escape")
@@ -121,8 +121,10 @@ async def test_secrets_are_masked_until_revealed(toolkit_site: ToolkitSite) -> N
         secret = field.query_one(SecretInput)
         assert secret.input.password is True
         await pilot.press("ctrl+r")
+        await wait_for(pilot, lambda: secret.revealed, what="the reveal")
         assert secret.input.password is False and secret.revealed
         await pilot.press("ctrl+r")
+        await wait_for(pilot, lambda: not secret.revealed, what="the mask")
         assert secret.input.password is True
         tls_key = screen.fields["app_objectstore_tls_key"]
         assert not tls_key.query_one("TextArea").display  # the multi-line secret is masked too
@@ -137,10 +139,9 @@ async def test_save_without_secrets_then_load_and_a_malformed_file(toolkit_site:
         for name, value in values.items():
             screen.fields[name].value = value
         await pilot.press("ctrl+s")
-        modal = await wait_for(pilot, lambda: isinstance(pilot.app.screen, InputFileModal) and pilot.app.screen,
-                               what="the save dialog")
+        modal = await wait_for_screen(pilot, InputFileModal, what="the save dialog")
         modal.query_one("#file-path", Input).value = str(target)
-        await pilot.click("#file-ok")
+        await click_shown(pilot, "#file-ok")
         await wait_for(pilot, lambda: target.exists(), what="the saved file")
         assert stat.S_IMODE(os.stat(target).st_mode) == 0o600
         text = target.read_text()
@@ -211,8 +212,8 @@ async def test_key_view_grants_once_and_hides_the_grant_in_read_only(toolkit_sit
         await pilot.pause()
         assert not isinstance(app.screen, ToolkitScreen)  # the form changes the cloud: hidden
         app.open_screen("key")
-        screen = await wait_for(pilot, lambda: isinstance(app.screen, KeyScreen) and not app.screen.load_pending
-                                and app.screen, what="the key view")
+        screen = await wait_for_screen(pilot, KeyScreen, what="the key view")
+        await wait_for(pilot, lambda: not screen.load_pending, what="the key view's load")
         assert screen.plan is not None and not screen.plan.already
         assert screen.check_action("grant", ()) is False
         await pilot.press("g")
@@ -223,13 +224,13 @@ async def test_key_view_grants_once_and_hides_the_grant_in_read_only(toolkit_sit
         app = pilot.app
         await wait_for(pilot, lambda: app.info is not None, what="the connection")
         app.open_screen("key")
-        screen = await wait_for(pilot, lambda: isinstance(app.screen, KeyScreen) and not app.screen.load_pending
-                                and app.screen, what="the key view")
+        screen = await wait_for_screen(pilot, KeyScreen, what="the key view")
+        await wait_for(pilot, lambda: not screen.load_pending, what="the key view's load")
         assert screen.automation.key.line == record.automation_public_key
         await pilot.press("g")
-        modal = await wait_for(pilot, lambda: isinstance(app.screen, ConfirmModal) and app.screen, what="the preview")
+        modal = await wait_for_screen(pilot, ConfirmModal, what="the preview")
         assert modal.command == "oneuser update tkauto <key file> --append"
-        await pilot.click("#confirm")
+        await click_shown(pilot, "#confirm")
         await wait_for(pilot, lambda: app.screen is screen and not screen.busy and screen.plan is not None
                        and screen.plan.already, timeout=30, what="the grant")
         assert screen.check_action("grant", ()) is None  # nothing left to grant

@@ -11,7 +11,7 @@ from tui.procedures.connection import SiteConnection
 from tui.screens.connect_error import ConnectErrorScreen
 from tui.screens.registry import SCREENS, ScreenSpec
 from tui.screens.vms import VmListScreen
-from tui.screenshots import frozen_clock
+from tui.screenshots import click_shown, frozen_clock, wait_for_screen
 from tui.settings import Settings
 from widgets.error_modal import ErrorModal
 from widgets.help_screen import HelpScreen
@@ -28,8 +28,7 @@ async def test_unreachable_site_at_start_shows_what_was_tried_and_retry_recovers
     server.stop()
     app = console_app(server)
     async with app.run_test(size=SIZE) as pilot:
-        screen = await wait_for(pilot, lambda: isinstance(app.screen, ConnectErrorScreen) and app.screen,
-                                what="the connection failure screen")
+        screen = await wait_for_screen(pilot, ConnectErrorScreen, what="the connection failure screen")
         await pilot.pause()
         text = rendered_text(screen.query_one("#connect-detail"))
         assert server.xmlrpc_url in rendered_text(screen.query_one("#connect-title"))
@@ -52,8 +51,7 @@ async def test_bad_credentials_at_start_name_one_auth(sim_factory) -> None:  # t
     server = sim_factory()
     app = console_app(server, session="oneadmin:wrong-password")
     async with app.run_test(size=SIZE) as pilot:
-        screen = await wait_for(pilot, lambda: isinstance(app.screen, ConnectErrorScreen) and app.screen,
-                                what="the connection failure screen")
+        screen = await wait_for_screen(pilot, ConnectErrorScreen, what="the connection failure screen")
         await pilot.pause()
         assert "Authentication failed" in rendered_text(screen.query_one("#connect-title"))
         detail = rendered_text(screen.query_one("#connect-detail"))
@@ -70,10 +68,11 @@ async def test_read_only_hides_mutating_screens_and_shows_a_badge(sim_factory) -
         assert app.context_value("mode") == "READ-ONLY"
         assert [s.name for s in app.available_screens()] == ["vms"]
         await pilot.press("colon")
-        prompt = app.screen
+        prompt = await wait_for_screen(pilot, JumpPrompt, what="the jump prompt")
         assert isinstance(prompt, JumpPrompt)
         assert [c.name for c in prompt.choices] == ["vms"]
         await pilot.press("escape")
+        await wait_for(pilot, lambda: vm_screen(app) is not None, what="the prompt to close")
         app.open_screen("mutator")  # even by name it does not open
         await pilot.pause()
         assert isinstance(app.screen, VmListScreen) and app.screen.SCREEN_NAME == "vms"
@@ -98,27 +97,32 @@ async def test_errors_become_a_toast_or_a_copyable_modal_and_never_quit(sim_fact
 
         long_detail = "\n".join(f"line {n} of a long server message [with] brackets" for n in range(60))
         app.report_error(SiteError("Long failure", long_detail))
-        modal = await wait_for(pilot, lambda: isinstance(app.screen, ErrorModal) and app.screen, what="the modal")
+        modal = await wait_for_screen(pilot, ErrorModal, what="the modal")
         await pilot.pause()
         assert modal.query_one("#error-detail").text == long_detail
-        await pilot.click("#error-copy")
+        await click_shown(pilot, "#error-copy")
+        await wait_for(pilot, lambda: app.clipboard, what="the copy")
         assert app.clipboard == f"Long failure\n\n{long_detail}"
         await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is screen, what="the modal to close")
         assert app.screen is screen
 
         await pilot.press("e")  # the last error, in full, again
-        assert isinstance(app.screen, ErrorModal)
+        again = await wait_for_screen(pilot, ErrorModal, what="the last error")
+        assert isinstance(app.screen, ErrorModal) and again is app.screen
         await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is screen, what="the modal to close")
 
         async def explode() -> None:
             raise RuntimeError("bug in a worker")
 
         screen.run_worker(explode(), group="test", exit_on_error=False)
-        modal = await wait_for(pilot, lambda: isinstance(app.screen, ErrorModal) and app.screen, what="the modal")
+        modal = await wait_for_screen(pilot, ErrorModal, what="the modal")
         await pilot.pause()
         assert "RuntimeError: bug in a worker" in modal.error_title
         assert "Traceback" in modal.detail
         await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is screen, what="the modal to close")
         assert app.is_running and app.screen is screen
 
 
@@ -132,12 +136,19 @@ async def test_jump_prompt_opens_screens_by_name_and_alias(sim_factory) -> None:
         second = app.screen
         assert second is not first
 
-        await pilot.press("colon", *"nosuch", "enter")  # unknown: the prompt stays and says so
+        await pilot.press("colon")  # typed once the prompt is up: keys sent before would reach the list
+        prompt = await wait_for_screen(pilot, JumpPrompt, what="the jump prompt")
+        await pilot.press(*"nosuch", "enter")  # unknown: the prompt stays and says so
+        await wait_for(pilot, lambda: "No screen named" in rendered_text(prompt.query_one("#jump-reason")),
+                       what="the unknown name")
         assert isinstance(app.screen, JumpPrompt)
         assert "No screen named 'nosuch'" in rendered_text(app.screen.query_one("#jump-reason"))
         await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is second, what="the prompt to close")
 
-        await pilot.press("colon", *"vm", "enter")
+        await pilot.press("colon")
+        await wait_for_screen(pilot, JumpPrompt, what="the jump prompt")
+        await pilot.press(*"vm", "enter")
         await wait_for(pilot, lambda: app.screen is first, what="the jump back")
         assert first.table.row_count == 2  # the installed screen kept its state
 
@@ -148,6 +159,7 @@ async def test_command_palette_lists_screens_and_actions(sim_factory) -> None:  
     async with app.run_test(size=SIZE) as pilot:
         await wait_vms_loaded(pilot)
         await pilot.press("ctrl+p")
+        await wait_for_screen(pilot, CommandPalette, what="the palette")
         assert isinstance(app.screen, CommandPalette)
         await pilot.press(*"second view")
 
@@ -159,7 +171,9 @@ async def test_command_palette_lists_screens_and_actions(sim_factory) -> None:  
         await pilot.press("enter")
         await wait_for(pilot, lambda: app.screen is app.get_screen("vms-again"), what="the palette jump")
 
-        await pilot.press("ctrl+p", *"refresh vms")
+        await pilot.press("ctrl+p")
+        await wait_for_screen(pilot, CommandPalette, what="the palette")
+        await pilot.press(*"refresh vms")
         await wait_for(pilot, lambda: "Refresh VMs" in first_option(), what="the screen's own command")
         await pilot.press("escape")
 
@@ -170,7 +184,7 @@ async def test_help_is_generated_from_the_active_bindings(sim_factory) -> None: 
     async with app.run_test(size=SIZE) as pilot:
         await wait_vms_loaded(pilot)
         await pilot.press("question_mark")
-        help_screen = app.screen
+        help_screen = await wait_for_screen(pilot, HelpScreen, what="the help")
         assert isinstance(help_screen, HelpScreen)
         entries = {(e.key, e.description) for e in help_screen.entries}
         assert ("/", "Filter") in entries
@@ -179,6 +193,7 @@ async def test_help_is_generated_from_the_active_bindings(sim_factory) -> None: 
         assert (":", "Go to") in entries
         assert any(desc == "Quit" for _, desc in entries)
         await pilot.press("escape")
+        await wait_for(pilot, lambda: vm_screen(app) is not None, what="the help to close")
         assert vm_screen(app) is not None
 
 
@@ -202,8 +217,7 @@ async def test_retry_reads_the_credentials_again_after_the_operator_fixes_them(s
 
     app = SiteToolkitApp(SiteConnection(load()), clock=frozen_clock, reload_settings=load)
     async with app.run_test(size=SIZE) as pilot:
-        screen = await wait_for(pilot, lambda: isinstance(app.screen, ConnectErrorScreen) and app.screen,
-                                what="the connection failure screen")
+        screen = await wait_for_screen(pilot, ConnectErrorScreen, what="the connection failure screen")
         await pilot.pause()
         assert "No credentials" in rendered_text(screen.query_one("#connect-title"))
         assert str(auth) in rendered_text(screen.query_one("#connect-detail"))

@@ -97,7 +97,7 @@ async def test_header_click_sorts_and_markup_is_shown_as_is() -> None:
         lines = [table.render_line(y).text for y in range(7)]
         assert any("a[/]b" in line for line in lines)
         assert any("[bold]x[/bold]" in line for line in lines)
-        await pilot.click(VirtualTable, offset=(10, 0))  # NAME header
+        assert await pilot.click(VirtualTable, offset=(10, 0)), "the click on the NAME header missed"
         await pilot.pause()
         assert table.sort_column == "name"
         assert "NAME ▲" in table.render_line(0).text

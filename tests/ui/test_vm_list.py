@@ -90,7 +90,9 @@ async def test_sort_by_keys_and_header_click(sim_factory) -> None:  # type: igno
         hosts = [screen.vms[k].host for k in _keys(screen)]  # type: ignore[index]
         assert hosts == sorted(hosts)
         assert "sorted by host ▲" in rendered_text(screen.query_one("#vm-status"))
-        await pilot.click("#vm-table", offset=(10, 0))  # the NAME header
+        # the table has been laid out since the first load: the click lands (or the test says it did not)
+        assert await pilot.click("#vm-table", offset=(10, 0)), "the click on the NAME header missed"
+        await wait_for(pilot, lambda: screen.table.sort_column == "name", what="the sort by name")
         names = [screen.vms[k].name for k in _keys(screen)]  # type: ignore[index]
         assert names == sorted(names)
         assert screen.table.cursor_key == chosen
@@ -112,6 +114,7 @@ async def test_detail_panel_follows_the_cursor(sim_factory) -> None:  # type: ig
         assert "web-frontend" in body
 
         await pilot.press("d")  # hide the panel: moving the cursor loads nothing
+        await wait_for(pilot, lambda: not screen.query_one("#vm-detail").display, what="the hidden panel")
         assert not screen.query_one("#vm-detail").display
         await pilot.press("down")
         await pilot.press("d")  # shown again: it loads the VM under the cursor

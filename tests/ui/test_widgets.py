@@ -7,6 +7,7 @@ from textual.containers import Vertical
 from textual.widgets import Button, Input
 
 from tests.ui.conftest import rendered_text
+from tui.screenshots import click_shown, wait_for, wait_for_screen
 from widgets.confirm_modal import ConfirmModal
 from widgets.context_bar import ContextBar
 from widgets.progress_panel import ProgressPanel
@@ -34,21 +35,23 @@ async def test_confirm_names_the_object_and_defaults_to_cancel() -> None:
     app = Harness()
     async with app.run_test(size=(100, 30)) as pilot:
         app.push_screen(ConfirmModal("Terminate", "VM 12 a[/]b", command="onevm terminate 12"), app.results.append)
-        await pilot.pause()
-        modal = app.screen
+        modal = await wait_for_screen(pilot, ConfirmModal, what="the confirmation")
         assert isinstance(modal, ConfirmModal)
         assert app.focused is not None and app.focused.id == "cancel"
         assert "VM 12 a[/]b" in rendered_text(modal.query_one("#confirm-object"))
         assert "$ onevm terminate 12" in rendered_text(modal.query_one("#confirm-command"))
         await pilot.press("enter")  # a stray enter cancels
+        await wait_for(pilot, lambda: app.results, what="the answer")
         assert app.results == [False]
 
         app.push_screen(ConfirmModal("Terminate", "VM 12"), app.results.append)
-        await pilot.pause()
+        await wait_for_screen(pilot, ConfirmModal, what="the second confirmation")
         await pilot.press("escape")
+        await wait_for(pilot, lambda: len(app.results) == 2, what="the second answer")
         app.push_screen(ConfirmModal("Terminate", "VM 12"), app.results.append)
-        await pilot.pause()
-        await pilot.click("#confirm")
+        await wait_for_screen(pilot, ConfirmModal, what="the third confirmation")
+        await click_shown(pilot, "#confirm")
+        await wait_for(pilot, lambda: len(app.results) == 3, what="the third answer")
         assert app.results == [False, False, True]
 
 
@@ -58,7 +61,8 @@ async def test_secret_input_is_masked_until_revealed() -> None:
     async with app.run_test(size=(80, 10)) as pilot:
         assert secret.input.password is True
         assert "s3cret" not in rendered_text(secret.input)
-        await pilot.click("#secret-reveal")
+        await click_shown(pilot, "#secret-reveal")
+        await wait_for(pilot, lambda: secret.revealed, what="the reveal")
         assert secret.revealed and secret.input.password is False
         assert "s3cret" in rendered_text(secret.input)
         assert str(secret.query_one("#secret-reveal", Button).label) == "Hide"
