@@ -196,6 +196,7 @@ class SiteToolkitApp(App[int]):
 
     def on_site_toolkit_app_connected(self, message: Connected) -> None:
         self.info = message.info
+        self.set_context("endpoint", self.site.endpoint, "muted")  # the demo site's is known only now
         self.set_context("user", message.info.user)
         self.set_context("version", message.info.version)
         self.set_context("health", "● connected", "ok")

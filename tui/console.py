@@ -1,8 +1,10 @@
 """`sitetk` without a noun: build the settings (or start the embedded demo site), run the console.
 
-With `--demo` the embedded simulated site starts in this process on free loopback ports, the
-settings point at it, and it stops when the console exits. `--read-only` hides every mutating
-action. The exit code is the app's (0 after a normal quit).
+With `--demo` the embedded simulated site starts in a child process (`tui.demo_site.SimChild`)
+before Textual is even imported, so its start overlaps the console's on another core; the
+console connects once the site announces its endpoints, and the child is stopped and its state
+directory removed when the console exits (also on SIGTERM or SIGHUP). `--read-only` hides every
+mutating action. The exit code is the app's (0 after a normal quit).
 """
 
 from __future__ import annotations
@@ -10,9 +12,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 import sys
-import tempfile
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -72,8 +73,55 @@ def _run_app(app: Any) -> int:
     return code
 
 
+def demo_settings_for(endpoints: Any, base: Any) -> Any:
+    """Settings pointing at the demo site running in a child process (`tui.demo_site.SimEndpoints`)."""
+    from dataclasses import replace
+
+    from tui.settings import Settings
+
+    settings = Settings.for_site(endpoint=endpoints.xmlrpc, session=endpoints.session, flow_url=endpoints.oneflow,
+                                 marketplace_urls=(endpoints.marketplace,), base=base)
+    if not endpoints.sites_repo:
+        return settings
+    return replace(settings, sites_repo=endpoints.sites_repo, library_repo=endpoints.library_repo,
+                   vault_password_file=Path(endpoints.vault_password_file), sites_token_file=None,
+                   library_token_file=None, repos_dir=endpoints.state_dir / "clones")
+
+
+def _start_demo_site(args: argparse.Namespace) -> Any:
+    """Spawn the demo site's child process (it starts while the console imports Textual)."""
+    from tui.demo_site import SimChild
+
+    return SimChild(("--scenario", str(args.scenario), "--vms", str(max(0, int(args.vms or 0))))).start()
+
+
+def _stop_on_signals(child: Any, app: Any) -> dict[int, Any]:
+    """On SIGTERM or SIGHUP stop the demo site at once, then let the app exit (the terminal is
+    restored, `finally` blocks run); returns the handlers replaced."""
+
+    def handle(signum: int, _frame: Any) -> None:
+        child.close()
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            raise SystemExit(128 + signum) from None
+        loop.call_soon_threadsafe(app.exit, 128 + signum)
+
+    return {sig: signal.signal(sig, handle) for sig in (signal.SIGTERM, signal.SIGHUP)}
+
+
 def run_console(args: argparse.Namespace) -> int:
     """Run the console; returns the process exit code."""
+    # the demo site starts first: its imports and seeding overlap the console's own on another core
+    child = _start_demo_site(args) if getattr(args, "demo", False) else None
+    try:
+        return _run_console(args, child)
+    finally:
+        if child is not None:
+            child.close()
+
+
+def _run_console(args: argparse.Namespace, child: Any) -> int:
     from tui.app import SiteToolkitApp
     from tui.procedures.connection import SiteConnection
     from tui.settings import Settings
@@ -86,22 +134,18 @@ def run_console(args: argparse.Namespace) -> int:
             print(f"  {error.detail}", file=sys.stderr)
         return 2
     read_only = bool(getattr(args, "read_only", False))
-    if not getattr(args, "demo", False):
+    if child is None:
         return _run_app(SiteToolkitApp(SiteConnection(settings), read_only=read_only, reload_settings=Settings.load))
 
-    from tui.sim.runner import start_sim
-    from tui.sim.state import SimConfig
+    async def settings_ready() -> Settings:
+        return demo_settings_for(await child.endpoints(), settings)
 
-    with tempfile.TemporaryDirectory(prefix="sitetk-demo-") as state_dir:
-        # the site's git repositories (a few git commands and a vault encryption) are built in the
-        # background: the first screen does not need them, the site screen waits for them
-        server = start_sim(SimConfig(scenario=args.scenario, extra_vms=max(0, int(args.vms or 0))),
-                           state_dir=Path(state_dir), repositories_in_background=True)
-        try:
-            connection = SiteConnection(demo_settings(server, settings),
-                                        repositories_ready=partial(_demo_repositories, server.site))
-            return _run_app(SiteToolkitApp(connection, read_only=read_only))
-        finally:
-            server.stop()
-            # the temporary directory goes next: let a build still running finish first
-            server.site.repositories_ready.wait(timeout=_REPOSITORIES_TIMEOUT_S)
+    starting = Settings.for_site(endpoint="the demo site (starting)", session="", flow_url="", base=settings)
+    connection = SiteConnection(starting, settings_ready=settings_ready, repositories_ready=child.repositories)
+    app = SiteToolkitApp(connection, read_only=read_only)
+    previous = _stop_on_signals(child, app)
+    try:
+        return _run_app(app)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

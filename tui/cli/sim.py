@@ -2,13 +2,18 @@
 
 The first line on stdout is one JSON object naming the endpoints, the session, the state
 directory, the sites repository, the component library and the demo vault password file; the
-site then serves until SIGINT or SIGTERM and exits 0.
+site then serves until SIGINT or SIGTERM and exits 0. With `--repositories-later` the line comes
+as soon as the site listens (`"repositories": "building"`) and a second line follows once its git
+repositories are built (`{"repositories": "ready"}`, or `"failed"` with an `"error"`); with
+`--exit-on-stdin-eof` the site also stops when its stdin closes (its parent process is gone);
+with `--remove-state-dir` it removes its state directory when it stops (a throw-away site).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import signal
 import sys
 import threading
@@ -59,6 +64,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument("--port", type=_port, default=0, help="port to listen on (0 picks a free one)")
     parser.add_argument("--state-dir", default=None, help="directory for the site's files (default: a new temp dir)")
+    parser.add_argument("--repositories-later", action="store_true",
+                        help="announce the endpoints before the git repositories are built, then a second line")
+    parser.add_argument("--exit-on-stdin-eof", action="store_true",
+                        help="stop when stdin closes (for a parent process that keeps it as a pipe)")
+    parser.add_argument("--remove-state-dir", action="store_true", help="remove the state directory on exit")
     parser.set_defaults(func=run)
 
 
@@ -68,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
     config = SimConfig(one_version=args.one_version, time_scale=args.time_scale, scenario=args.scenario,
                        extra_vms=args.vms)
     try:
-        server = start_sim(config, Path(args.state_dir) if args.state_dir else None, args.host, args.port)
+        server = start_sim(config, Path(args.state_dir) if args.state_dir else None, args.host, args.port,
+                           repositories_in_background=args.repositories_later)
     except OSError as exc:
         print(f"error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -76,7 +87,10 @@ def run(args: argparse.Namespace) -> int:
     server.site.faults.fail_rate = args.fail_rate
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    site = server.site
     try:
+        if args.exit_on_stdin_eof:
+            threading.Thread(target=_stop_on_eof, args=(stop,), name="sitetk-sim-stdin", daemon=True).start()
         print(json.dumps({
             "xmlrpc": server.xmlrpc_url,
             "oneflow": server.flow_url,
@@ -86,11 +100,36 @@ def run(args: argparse.Namespace) -> int:
             "sites_repo": str(server.site.sites_repo or ""),
             "library_repo": str(server.site.library_repo or ""),
             "vault_password_file": str(server.site.vault_password_file or ""),
+            "repositories": "building" if args.repositories_later else "ready",
         }), flush=True)
+        if args.repositories_later:
+            threading.Thread(target=_announce_repositories, args=(site,), name="sitetk-sim-announce",
+                             daemon=True).start()
         while not stop.wait(0.5):
             pass
     finally:
         server.stop()
+        site.repositories_ready.wait(timeout=60)  # a build still running writes into the state dir
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        if args.remove_state_dir:
+            shutil.rmtree(site.state_dir, ignore_errors=True)
     return EXIT_OK
+
+
+def _stop_on_eof(stop: threading.Event) -> None:
+    """Set `stop` once stdin reaches end of file (the parent closed it or exited)."""
+    try:
+        while sys.stdin.buffer.read(4096):
+            pass
+    finally:
+        stop.set()
+
+
+def _announce_repositories(site: Any) -> None:
+    """The second stdout line of `--repositories-later`, once the site's repositories are built."""
+    site.repositories_ready.wait()
+    error = site.repositories_error
+    line = ({"repositories": "ready"} if error is None
+            else {"repositories": "failed", "error": f"{type(error).__name__}: {error}"})
+    print(json.dumps(line), flush=True)

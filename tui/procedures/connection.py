@@ -50,8 +50,12 @@ class SiteConnection:
     """Clients, naming and settings of one site (see the module docstring)."""
 
     def __init__(self, settings: Settings, *,
-                 repositories_ready: Callable[[], Awaitable[None]] | None = None) -> None:
+                 repositories_ready: Callable[[], Awaitable[None]] | None = None,
+                 settings_ready: Callable[[], Awaitable[Settings]] | None = None) -> None:
         self.settings = settings
+        #: gives the real settings once the site is up (the demo site starting in a child process);
+        #: `connect()` awaits it first, until then `settings` only names what is starting
+        self._settings_ready = settings_ready
         #: waits until the configured git repositories exist (the demo site builds its own in the
         #: background while the console starts); None: they are remote and always there
         self._repositories_ready = repositories_ready
@@ -160,6 +164,10 @@ class SiteConnection:
 
     async def connect(self) -> ConnectionInfo:
         """Check the site answers and the session is accepted; learn version and user."""
+        if self._settings_ready is not None:
+            # a site that could not start explains itself: its SiteError is passed on as it is
+            self.settings = await self._settings_ready()
+            self._settings_ready = None
         try:
             cloud = self.cloud
             version = await cloud.version()
