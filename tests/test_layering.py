@@ -1,6 +1,6 @@
 """The dependency rule of DESIGN.md: domain <- adapters <- procedures <- screens.
 
-Only tui/screens, tui/app.py, tui/console.py, tui/screenshots.py and widgets/ may import Textual;
+Only tui/screens, tui/app.py, tui/console.py, tui/screenshots/ and widgets/ may import Textual;
 domain imports no other layer; adapters never import procedures or screens; procedures never
 import screens; widgets know nothing of the cloud.
 """

@@ -20,194 +20,54 @@ attached to each (operation 1).
 
 Re-running is idempotent: objects that already exist under the planned names and come from the
 same app are reused (and never rolled back); a name taken by something else stops the plan.
+
+The planning (`DownloadPlan`, `plan_download`, the naming and datastore helpers) lives in
+`tui.procedures.download_plan`; this module runs a plan and re-exports the planning names, so
+callers import both from here.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import re
-import shlex
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Sequence
 
 from tui.adapters.cloud import json_document_template
 from tui.adapters.errors import SiteError
-from tui.domain.appliances import ApplianceRecord
-from tui.domain.attribute_file import ApplianceTag
-from tui.domain.datastores import IMAGE_DS, Datastore
-from tui.domain.documents import SERVICE_TEMPLATE_DOCUMENT, Document
+from tui.domain.documents import SERVICE_TEMPLATE_DOCUMENT
 from tui.domain.images import ERROR, READY, USED, ImageInfo, image_state_names
-from tui.domain.marketapps import IMAGE_APP, SERVICE_TEMPLATE_APP, VMTEMPLATE_APP, MarketApp, decode_apptemplate64
-from tui.domain.template_text import TemplateSyntaxError, parse_template, quote, render_template
-from tui.domain.vmtemplates import VmTemplate
-from tui.procedures.attach_attributes import (
-    FILE_PLACEHOLDER,
-    attach_attributes,
-    plan_attach,
-    role_template_ids,
-    tag_for_app,
+from tui.procedures.attach_attributes import attach_attributes, plan_attach
+from tui.procedures.download_plan import (
+    DownloadPlan,
+    PlannedImage,
+    PlannedService,
+    PlannedTemplate,
+    check_name,
+    default_download_name,
+    find_market_app,
+    image_datastores,
+    list_image_datastores,
+    plan_download,
 )
-from tui.procedures.marketplace import normalize_url
-from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection
 
+__all__ = [
+    "DEFAULT_POLL_INTERVAL", "DEFAULT_STEP_TIMEOUT", "DownloadCancelled", "DownloadPlan", "DownloadResult",
+    "PlannedImage", "PlannedService", "PlannedTemplate", "check_name", "default_download_name", "download_appliance",
+    "error_reason", "find_market_app", "image_datastores", "list_image_datastores", "plan_download",
+]
+
 #: default time one image may stay LOCKED before the download counts as failed (seconds)
 DEFAULT_STEP_TIMEOUT = 3600.0
 DEFAULT_POLL_INTERVAL = 2.0
-_MAX_NAME = 128
 
 
 class DownloadCancelled(SiteError):
     """The operator cancelled the download; what it had created was deleted."""
-
-
-# -- the plan -------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class PlannedImage:
-    """One image to create from an IMAGE app."""
-
-    app: MarketApp
-    name: str
-    text: str
-    #: an image of this name from the same app already exists: reused, never rolled back
-    existing_id: int | None = None
-
-
-@dataclass(frozen=True)
-class PlannedTemplate:
-    """One VM template to create, with one DISK per image (indexes into `DownloadPlan.images`)."""
-
-    app: MarketApp
-    name: str
-    base_text: str
-    disks: tuple[int, ...]
-    #: the service roles this template serves ("" outside a service)
-    roles: tuple[str, ...] = ()
-    existing_id: int | None = None
-
-    def text(self, image_ids: Sequence[int]) -> str:
-        disks = "".join(f"DISK = [ IMAGE_ID = {quote(str(image_ids[i]))} ]\n" for i in self.disks)
-        return _with_name(self.base_text, self.name) + disks
-
-
-@dataclass(frozen=True)
-class PlannedService:
-    """The service template document (type 101)."""
-
-    app: MarketApp
-    name: str
-    body: dict[str, Any] = field(hash=False)
-    #: role name -> index into `DownloadPlan.templates`
-    role_templates: tuple[tuple[str, int], ...] = ()
-    #: the key that points a role at its VM template: 7.x `template_id`, 6.x `vm_template`
-    role_key: str = "template_id"
-    existing_id: int | None = None
-
-    def document_body(self, template_ids: Sequence[int]) -> dict[str, Any]:
-        body = json.loads(json.dumps(self.body))
-        body["name"] = self.name
-        by_role = dict(self.role_templates)
-        for role in body.get("roles", []):
-            if isinstance(role, dict) and role.get("name") in by_role:
-                role[self.role_key] = int(template_ids[by_role[role["name"]]])
-        return body
-
-
-@dataclass(frozen=True)
-class DownloadPlan:
-    """Everything the export will create, decided before anything is created."""
-
-    app: MarketApp
-    tag: ApplianceTag
-    datastore: Datastore
-    name: str
-    images: tuple[PlannedImage, ...]
-    templates: tuple[PlannedTemplate, ...] = ()
-    service: PlannedService | None = None
-    warnings: tuple[str, ...] = ()
-
-    @property
-    def size_mb(self) -> int:
-        return sum(image.app.size_mb for image in self.images if image.existing_id is None)
-
-    @property
-    def export_cli(self) -> str:
-        return f"onemarketapp export {self.app.id} {shlex.quote(self.name)} --datastore {self.datastore.id}"
-
-    @property
-    def complete(self) -> bool:
-        """Every object already exists (a re-run has nothing to create)."""
-        objects: list[int | None] = [i.existing_id for i in self.images] + [t.existing_id for t in self.templates]
-        if self.service is not None:
-            objects.append(self.service.existing_id)
-        return all(o is not None for o in objects)
-
-    def steps(self, attach: bool = True) -> tuple[str, ...]:
-        """The steps the progress view lists, in order (without the attributes when not attached)."""
-        steps = [f"create image {i.name}" for i in self.images]
-        steps += [f"create VM template {t.name}" for t in self.templates]
-        if self.service is not None:
-            steps.append(f"create service template {self.service.name}")
-        steps += [f"download {i.name}" for i in self.images]
-        if attach:
-            steps += [f"attributes on image {i.name}" for i in self.images]
-        return tuple(steps)
-
-    @property
-    def step_names(self) -> tuple[str, ...]:
-        return self.steps(attach=True)
-
-    def preview(self) -> Preview:
-        changes: list[Change] = []
-        cli = self.export_cli
-        ds = f"datastore {self.datastore.id} ({self.datastore.name})"
-        for image in self.images:
-            if image.existing_id is not None:
-                changes.append(Change(f"image {image.name!r} exists (ID {image.existing_id}): reused", "", "none"))
-            else:
-                changes.append(Change(f"create image {image.name!r} from app {image.app.id} ({image.app.name}, "
-                                      f"{image.app.size_mb} MB) in {ds}", cli, "create"))
-                cli = ""
-        for template in self.templates:
-            if template.existing_id is not None:
-                changes.append(Change(f"VM template {template.name!r} exists (ID {template.existing_id}): reused",
-                                      "", "none"))
-            else:
-                roles = f" for role(s) {', '.join(template.roles)}" if template.roles else ""
-                changes.append(Change(f"create VM template {template.name!r} with {len(template.disks)} disk(s){roles}",
-                                      cli, "create"))
-                cli = ""
-        if self.service is not None:
-            if self.service.existing_id is not None:
-                changes.append(Change(f"service template {self.service.name!r} exists (ID {self.service.existing_id}): "
-                                      "reused", "", "none"))
-            else:
-                changes.append(Change(f"create service template {self.service.name!r} (document type "
-                                      f"{SERVICE_TEMPLATE_DOCUMENT}) with {len(self.service.role_templates)} role(s)",
-                                      cli, "create"))
-        for image in self.images:
-            target = image.existing_id if image.existing_id is not None else "<new image id>"
-            changes.append(Change(f"attach {self.tag.name} {self.tag.version.label} attributes to image {image.name!r} "
-                                  "once READY (skipped when already there)",
-                                  f"oneimage update {target} {FILE_PLACEHOLDER} --append", "update"))
-        return Preview(f"Download {self.app.name} {self.app.version} as {self.name!r} into {ds}", tuple(changes),
-                       warnings=self.warnings)
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "app_id": self.app.id, "app": self.app.name, "type": self.app.type_name, "version": self.app.version,
-            "name": self.name, "datastore_id": self.datastore.id, "size_mb": self.size_mb,
-            "images": [{"name": i.name, "app_id": i.app.id, "existing_id": i.existing_id} for i in self.images],
-            "templates": [{"name": t.name, "app_id": t.app.id, "roles": list(t.roles), "existing_id": t.existing_id}
-                          for t in self.templates],
-            "service_template": None if self.service is None else
-            {"name": self.service.name, "existing_id": self.service.existing_id},
-            "warnings": list(self.warnings),
-        }
 
 
 @dataclass(frozen=True)
@@ -239,240 +99,6 @@ class DownloadResult:
         return {"name": self.name, "app_id": self.app_id, "image_ids": list(self.image_ids),
                 "images": [{"id": i, "name": n} for i, n in self.images], "template_ids": list(self.template_ids),
                 "service_template_id": self.service_template_id, "reused": list(self.reused)}
-
-
-def default_download_name(app_name: str, version: str) -> str:
-    """`Site Toolkit v0.5.0`: the appliance name and its software version."""
-    software = version.strip().split("-", 1)[0]
-    return f"{app_name} {software}".strip() if software else app_name
-
-
-def check_name(name: str) -> str:
-    """The final name, stripped; raises `SiteError` when it cannot name cloud objects."""
-    value = name.strip()
-    if not value:
-        raise SiteError("The final name is empty", "Give the name the downloaded objects will carry.")
-    if len(value) > _MAX_NAME:
-        raise SiteError("The final name is too long", f"Keep it under {_MAX_NAME} characters.")
-    if any(ord(ch) < 32 for ch in value) or "]]>" in value:
-        raise SiteError("The final name has control characters", "Use letters, digits, spaces and punctuation.")
-    return value
-
-
-def _with_name(text: str, name: str) -> str:
-    """Template text with its NAME replaced by `name` (appended as the CLI does when unparsable)."""
-    try:
-        attrs = [attr for attr in parse_template(text) if attr[0] != "NAME"]
-    except TemplateSyntaxError:
-        return (text.rstrip("\n") + "\n" if text.strip() else "") + f"NAME = {quote(name)}\n"
-    return render_template(attrs + [("NAME", name)])
-
-
-def image_datastores(datastores: Sequence[Datastore]) -> tuple[Datastore, ...]:
-    """The datastores an appliance can be downloaded into (TYPE 0, IMAGE)."""
-    return tuple(ds for ds in datastores if ds.type == IMAGE_DS)
-
-
-async def list_image_datastores(site: "SiteConnection") -> tuple[Datastore, ...]:
-    return image_datastores(await site.cloud.list_datastores())
-
-
-async def find_market_app(site: "SiteConnection", record: ApplianceRecord) -> MarketApp:
-    """The cloud's marketplace app that mirrors `record` (same marketplace, import id or name)."""
-    url = normalize_url(record.marketplace_url)
-    marketplaces = await site.cloud.list_marketplaces()
-    market_ids = {m.id for m in marketplaces if normalize_url(m.endpoint) == url}
-    if not market_ids:
-        raise SiteError(f"Marketplace {url} is not registered in the cloud",
-                        "The cloud downloads appliances from the marketplaces it has registered. Register it "
-                        f"(`onemarket create` with MARKET_MAD=one and ENDPOINT={url}), wait for its apps to be "
-                        "imported, then retry.")
-    apps = [a for a in await site.cloud.list_marketapps() if a.marketplace_id in market_ids]
-    matches = [a for a in apps if a.template.get("IMPORT_ID") == record.id] or \
-              [a for a in apps if a.name == record.name]
-    if not matches:
-        raise SiteError(f"The cloud has no app for {record.name}",
-                        f"Marketplace {url} is registered but its app for record {record.id} is not imported "
-                        "(the cloud imports only the records listed for its version). Wait for the next marketplace "
-                        "refresh, then retry.")
-    same = [a for a in matches if a.version == record.version]
-    if not same:
-        found = ", ".join(f"app {a.id} {a.version}" for a in matches)
-        raise SiteError(f"The cloud has another version of {record.name}",
-                        f"The marketplace lists {record.version}; the cloud has {found}. The cloud has not imported "
-                        "the new version yet: retry after its next marketplace refresh, or download the app by ID.")
-    return same[0]
-
-
-async def plan_download(site: "SiteConnection", app_id: int, datastore_id: int, name: str,
-                        *, tag: ApplianceTag | None = None) -> DownloadPlan:
-    """Resolve the app tree and check the datastore and names; nothing is created.
-
-    `tag` is what the images will carry (default: the app's own name and version, which mirror
-    the marketplace record's).
-    """
-    final = check_name(name)
-    app, apps, datastores, images, templates, documents = await asyncio.gather(
-        site.cloud.marketapp_info(app_id), site.cloud.list_marketapps(), site.cloud.list_datastores(),
-        site.cloud.list_images(), site.cloud.list_templates(), site.cloud.list_documents(SERVICE_TEMPLATE_DOCUMENT),
-    )
-    if app.state_name != "READY":
-        raise SiteError(f"App {app.id} ({app.name}) is {app.state_name}", "Only READY apps can be exported; "
-                        "wait for the marketplace to finish importing it.")
-    datastore = next((ds for ds in datastores if ds.id == datastore_id), None)
-    if datastore is None:
-        choices = ", ".join(f"{ds.id} {ds.name}" for ds in image_datastores(datastores)) or "none"
-        raise SiteError(f"No datastore {datastore_id}", f"Choose an IMAGE datastore: {choices}.")
-    if datastore.type != IMAGE_DS:
-        raise SiteError(f"Datastore {datastore.id} ({datastore.name}) is a {datastore.type_name} datastore",
-                        "Appliances are downloaded into an IMAGE datastore.")
-    plan = _PlanBuilder(app, apps, final, datastore).build()
-    plan = _reuse_existing(plan, images, templates, documents, site.cloud.user)
-    if tag is not None:
-        plan = replace(plan, tag=tag)
-    if datastore.state_name != "READY":
-        plan = replace(plan, warnings=plan.warnings + (f"datastore {datastore.name} is {datastore.state_name}",))
-    if plan.size_mb and datastore.free_mb and plan.size_mb > datastore.free_mb:
-        raise SiteError(f"Datastore {datastore.name} has too little space",
-                        f"The appliance needs {plan.size_mb} MB; datastore {datastore.id} has {datastore.free_mb} MB "
-                        "free. Choose another datastore or free some space.")
-    return plan
-
-
-class _PlanBuilder:
-    """Walks an app and the apps it names (DISK/ROLE vectors) into planned objects."""
-
-    def __init__(self, app: MarketApp, apps: Sequence[MarketApp], name: str, datastore: Datastore) -> None:
-        self.app = app
-        self.apps = apps
-        self.name = name
-        self.datastore = datastore
-        self.images: list[PlannedImage] = []
-        self.image_index: dict[int, int] = {}
-        self.templates: list[PlannedTemplate] = []
-        self.warnings: list[str] = []
-
-    def _child(self, app_name: str, parent: MarketApp) -> MarketApp:
-        """An app named in a DISK/ROLE vector: same marketplace first, then any (as the CLI does)."""
-        same = [a for a in self.apps if a.name == app_name and a.marketplace_id == parent.marketplace_id]
-        found = same or [a for a in self.apps if a.name == app_name]
-        if not found:
-            raise SiteError(f"App {app_name!r} not found",
-                            f"{parent.name} (app {parent.id}) names {app_name!r}, which the cloud has not imported.")
-        child = found[0]
-        if child.state_name != "READY":
-            raise SiteError(f"App {child.id} ({child.name}) is {child.state_name}", "Only READY apps can be exported.")
-        return child
-
-    def _image(self, app: MarketApp, name: str) -> int:
-        if app.type != IMAGE_APP:
-            raise SiteError(f"App {app.id} ({app.name}) is a {app.type_name} app, not an image",
-                            "A VM template's disks must be IMAGE apps.")
-        if app.id in self.image_index:
-            return self.image_index[app.id]
-        text = _with_name(app.app_template, name) + f"FROM_APP = {quote(str(app.id))}\n"
-        self.images.append(PlannedImage(app, name, text))
-        self.image_index[app.id] = len(self.images) - 1
-        return self.image_index[app.id]
-
-    def _vm_template(self, app: MarketApp, name: str, roles: tuple[str, ...] = ()) -> int:
-        if app.type != VMTEMPLATE_APP:
-            raise SiteError(f"App {app.id} ({app.name}) is a {app.type_name} app, not a VM template",
-                            "A service's roles must be VMTEMPLATE apps.")
-        if not app.disks:
-            self.warnings.append(f"{app.name} names no disk")
-        disks = tuple(self._image(self._child(disk_app, app), f"{name}-disk{n}")
-                      for n, (_, disk_app) in enumerate(app.disks))
-        self.templates.append(PlannedTemplate(app, name, app.app_template, disks, roles))
-        return len(self.templates) - 1
-
-    def build(self) -> DownloadPlan:
-        app = self.app
-        service: PlannedService | None = None
-        if app.type == IMAGE_APP:
-            index = self._image(app, self.name)
-            if app.vmtemplate64:
-                self.templates.append(PlannedTemplate(app, self.name, decode_apptemplate64(app.vmtemplate64), (index,)))
-        elif app.type == VMTEMPLATE_APP:
-            self._vm_template(app, self.name)
-        elif app.type == SERVICE_TEMPLATE_APP:
-            service = self._service()
-        else:
-            raise SiteError(f"App {app.id} ({app.name}) is of type {app.type_name}", "It cannot be exported.")
-        return DownloadPlan(app, tag_for_app(app), self.datastore, self.name, tuple(self.images),
-                            tuple(self.templates), service, tuple(self.warnings))
-
-    def _service(self) -> PlannedService:
-        app = self.app
-        try:
-            body = json.loads(app.app_template)
-        except ValueError as exc:
-            raise SiteError(f"App {app.id} ({app.name}) carries no usable service template",
-                            f"Its APPTEMPLATE64 is not JSON ({exc}).") from None
-        if not isinstance(body, dict) or not isinstance(body.get("roles"), list):
-            raise SiteError(f"App {app.id} ({app.name}) carries no usable service template",
-                            "Its APPTEMPLATE64 has no roles list.")
-        by_app: dict[str, list[str]] = {}
-        for role, role_app in app.roles:
-            by_app.setdefault(role_app, []).append(role)
-        role_templates: list[tuple[str, int]] = []
-        for role_app, roles in by_app.items():
-            index = self._vm_template(self._child(role_app, app), f"{self.name}-{roles[0]}", tuple(roles))
-            role_templates += [(role, index) for role in roles]
-        mapped = {role for role, _ in role_templates}
-        names = [r.get("name") for r in body["roles"] if isinstance(r, dict)]
-        for missing in [n for n in names if n not in mapped]:
-            self.warnings.append(f"role {missing} has no VM-template app; its template is left as the app has it")
-        role_dicts = [r for r in body["roles"] if isinstance(r, dict)]
-        role_key = "vm_template" if role_dicts and all("vm_template" in r and "template_id" not in r
-                                                       for r in role_dicts) else "template_id"
-        return PlannedService(app, self.name, body, tuple(role_templates), role_key)
-
-
-def _reuse_existing(plan: DownloadPlan, images: Sequence[ImageInfo], templates: Sequence[VmTemplate],
-                    documents: Sequence[Document], user: str) -> DownloadPlan:
-    """Mark objects a previous run created as reused; refuse names taken by other objects."""
-    mine_images = {i.name: i for i in images if i.uname == user}
-    planned_images: list[PlannedImage] = []
-    for image in plan.images:
-        found = mine_images.get(image.name)
-        if found is None:
-            planned_images.append(image)
-            continue
-        if found.attributes.get("FROM_APP") != str(image.app.id) or found.datastore_id != plan.datastore.id \
-                or found.state == ERROR:
-            why = "is in ERROR" if found.state == ERROR and found.attributes.get("FROM_APP") == str(image.app.id) \
-                else "comes from elsewhere"
-            raise SiteError(f"Image name {image.name!r} is taken", f"Image {found.id} has that name and {why}. "
-                            "Choose another final name, or delete that image first.")
-        planned_images.append(replace(image, existing_id=found.id))
-    image_ids = [i.existing_id for i in planned_images]
-    mine_templates = {t.name: t for t in templates if t.uname == user}
-    planned_templates: list[PlannedTemplate] = []
-    for template in plan.templates:
-        found = mine_templates.get(template.name)
-        if found is None:
-            planned_templates.append(template)
-            continue
-        wanted = tuple(image_ids[i] for i in template.disks)
-        if None in wanted or tuple(found.image_ids) != wanted:
-            raise SiteError(f"VM template name {template.name!r} is taken",
-                            f"VM template {found.id} has that name and other disks. Choose another final name, "
-                            "or delete that template first.")
-        planned_templates.append(replace(template, existing_id=found.id))
-    service = plan.service
-    if service is not None:
-        found_doc = next((d for d in documents if d.name == service.name and d.uname == user), None)
-        if found_doc is not None:
-            template_ids = [t.existing_id for t in planned_templates]
-            wanted_ids = sorted({template_ids[i] for _, i in service.role_templates}, key=lambda v: (v is None, v))
-            have = sorted(set(role_template_ids(found_doc.body or {})))
-            if None in wanted_ids or have != wanted_ids:
-                raise SiteError(f"Service template name {service.name!r} is taken",
-                                f"Service template {found_doc.id} has that name and other roles. Choose another "
-                                "final name, or delete it first.")
-            service = replace(service, existing_id=found_doc.id)
-    return replace(plan, images=tuple(planned_images), templates=tuple(planned_templates), service=service)
 
 
 # -- running it ----------------------------------------------------------------------------------

@@ -1,0 +1,155 @@
+"""Running a scene: its demo site at the fixed scene address, the app pointed at it, the driver
+that prepares it, and the SVG (and PNG) written from the result."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import fcntl
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator
+
+from tui.screenshots.scene import SCENE_HOST, SCENE_PORT, Scene, SceneContext, frozen_clock
+from tui.settings import Settings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from textual.pilot import Pilot
+
+    from tui.app import SiteToolkitApp
+    from tui.sim.server import SimServer
+
+
+OUTPUT_DIR = Path("screenshots")
+_LOCK_PATH = Path(tempfile.gettempdir()) / "sitetk-scene-site.lock"
+
+
+@contextlib.contextmanager
+def _scene_lock() -> Iterator[None]:
+    """Serialize scenes across processes: they share one fixed address."""
+    with open(_LOCK_PATH, "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def scene_site(scene: Scene, state_dir: Path) -> Iterator["SimServer | None"]:
+    """The demo site a scene needs, at the fixed scene address (None when the scene wants it down)."""
+    from tui.sim.runner import start_sim
+    from tui.sim.state import SimConfig
+
+    with _scene_lock():
+        if not scene.site_up:
+            yield None
+            return
+        config = SimConfig(scenario=scene.scenario, extra_vms=scene.extra_vms, time_scale=scene.time_scale)
+        server = start_sim(config, state_dir=state_dir, host=SCENE_HOST, port=SCENE_PORT)
+        try:
+            yield server
+        finally:
+            server.stop()
+
+
+def scene_settings(scene: Scene, server: "SimServer | None") -> Settings:
+    """Settings pointing at the scene's site; auto-refresh effectively off, default theme."""
+    if server is not None:
+        from tui.console import demo_settings
+
+        # the site's repositories and vault password file; console state inside the scene's state dir
+        settings = demo_settings(server, Settings(state_dir=server.site.state_dir / "console",
+                                                  audit_log=server.site.state_dir / "console" / "audit.log"))
+    else:
+        url = f"http://{SCENE_HOST}:{SCENE_PORT}"
+        settings = Settings.for_site(f"{url}/RPC2", "oneadmin:scene", url, (url,))
+    values: dict[str, Any] = {"refresh_interval": 3600.0, "theme": "textual-dark", "xmlrpc_timeout": 5.0}
+    values.update(scene.settings_overrides)
+    return dataclasses.replace(settings, **values)
+
+
+def scene_app(scene: Scene, server: "SimServer | None") -> "SiteToolkitApp":
+    from tui.app import SiteToolkitApp
+    from tui.procedures.connection import SiteConnection
+
+    return SiteToolkitApp(SiteConnection(scene_settings(scene, server)), read_only=scene.read_only,
+                          clock=frozen_clock, notification_timeout=3600)
+
+
+def scene_driver(scene: Scene, server: "SimServer | None") -> Callable[["Pilot[Any]"], Awaitable[None]]:
+    """The `run_before` for `snap_compare` (and for `write_scene`)."""
+
+    async def drive(pilot: "Pilot[Any]") -> None:
+        await scene.prepare(SceneContext(pilot, server))
+        _steady_cursors(pilot.app)
+        await pilot.pause()
+
+    return drive
+
+
+def _steady_cursors(app: Any) -> None:
+    """Stop text cursors blinking, so a picture does not depend on when it was taken."""
+    from textual.widgets import Input, TextArea
+
+    for screen in app.screen_stack:
+        for widget in screen.query("Input, TextArea"):
+            if isinstance(widget, (Input, TextArea)):
+                widget.cursor_blink = False
+
+
+async def _capture(scene: Scene, server: "SimServer | None") -> str:
+    app = scene_app(scene, server)
+    async with app.run_test(size=scene.size) as pilot:
+        await scene_driver(scene, server)(pilot)
+        await pilot.wait_for_scheduled_animations()
+        await pilot.pause()
+        return app.export_screenshot(title=f"sitetk: {scene.screen} ({scene.state})")
+
+
+_FALLBACK_FONT = "DejaVu Sans Mono"
+_missing_cache: dict[str, bool] = {}
+
+
+def _missing_from_fira(char: str) -> bool:
+    """Whether Fira Code lacks `char` (asked of fontconfig; False when it cannot be asked)."""
+    if char not in _missing_cache:
+        import shutil
+        import subprocess
+
+        if shutil.which("fc-list") is None:
+            _missing_cache[char] = False
+        else:
+            out = subprocess.run(["fc-list", f":charset={ord(char):04x}", "family"], capture_output=True, text=True,
+                                 check=False).stdout
+            _missing_cache[char] = "fira code" not in out.lower()
+    return _missing_cache[char]
+
+
+def with_glyph_fallback(svg: str) -> str:
+    """Wrap glyphs Fira Code lacks (✔ ✘ ...) in a tspan of a font that has them, for cairosvg,
+    which does not fall back per glyph as terminals do. Only the PNG uses this."""
+    chars = {c for c in set(svg) if ord(c) > 0x2000 and _missing_from_fira(c)}
+    for char in chars:
+        svg = svg.replace(char, f'<tspan style="font-family:\'{_FALLBACK_FONT}\'">{char}</tspan>')
+    return svg
+
+
+def write_scene(scene: Scene, output: Path, *, png: bool = True) -> list[Path]:
+    """Render one scene to `<output>/<screen>-<state>.svg` (and `.png`); returns the paths written."""
+    output.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="sitetk-scene-") as state_dir:
+        with scene_site(scene, Path(state_dir)) as server:
+            svg = asyncio.run(_capture(scene, server))
+    svg_path = output / f"{scene.name}.svg"
+    svg_path.write_text(svg, encoding="utf-8")
+    written = [svg_path]
+    if png:
+        import cairosvg
+
+        png_path = svg_path.with_suffix(".png")
+        cairosvg.svg2png(bytestring=with_glyph_fallback(svg).encode("utf-8"), write_to=str(png_path),
+                         output_width=scene.size[0] * 12)
+        written.append(png_path)
+    return written

@@ -1,0 +1,67 @@
+"""Waiting on a running app's real state with a deadline (never sleeping as synchronisation),
+and clicking a widget only once the layout shows it. Shared by the scenes and the UI tests."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
+
+if TYPE_CHECKING:  # pragma: no cover
+    from textual.pilot import Pilot
+
+S = TypeVar("S")
+
+
+async def wait_for(pilot: "Pilot[Any]", predicate: Callable[[], Any], timeout: float = 15.0,
+                   what: str = "the condition") -> Any:
+    """Let the app run until `predicate()` is truthy (polling a real state, with a deadline)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what} (last value: {value!r})")
+        await pilot.pause(0.03)
+
+
+async def wait_for_screen(pilot: "Pilot[Any]", screen_type: "type[S]", timeout: float = 15.0, what: str = "") -> "S":
+    """The active screen, once it is a `screen_type` that has composed and mounted.
+
+    A pushed screen is `app.screen` at once, but its widgets (and the focus its AUTO_FOCUS names)
+    only exist after its own message loop has composed and mounted it.
+    """
+    def mounted() -> Any:
+        screen = pilot.app.screen
+        return screen if isinstance(screen, screen_type) and screen.is_mounted else None
+
+    return await wait_for(pilot, mounted, timeout, what or f"the {screen_type.__name__}")
+
+
+async def click_shown(pilot: "Pilot[Any]", selector: str, timeout: float = 15.0) -> None:
+    """Click the widget `selector` of the active screen once the screen's layout shows it; fail if
+    the click lands elsewhere.
+
+    `pilot.click` aims at the widget's region in the last layout: a widget shown again (or on a
+    screen just pushed) has no region until the next layout, and a click aimed at it then lands on
+    whatever is at the screen's origin and is lost.
+    """
+    from textual.errors import NoWidget
+
+    def shown() -> Any:
+        screen = pilot.app.screen
+        if not screen.is_mounted or not (found := screen.query(selector)):
+            return None
+        widget = found.first()
+        region = widget.region
+        if not region.area:
+            return None
+        try:
+            at, _ = screen.get_widget_at(region.x, region.y)
+        except NoWidget:  # nothing is laid out at that point yet
+            return None
+        return widget if at is widget else None
+
+    widget = await wait_for(pilot, shown, timeout, f"{selector} to be shown")
+    landed = await pilot.click(widget)
+    assert landed, f"the click on {selector} did not land on it"
