@@ -49,6 +49,7 @@ from tui.procedures.move_plan import (
 from tui.procedures.move_vm import MoveFailed, describe_state, move_many
 from tui.procedures.preview import Preview
 from tui.procedures.progress import Progress
+from tui.screens.error_text import error_text
 from widgets.confirm_modal import ConfirmModal
 from widgets.progress_panel import ProgressPanel
 
@@ -264,8 +265,7 @@ class MoveModal(ModalScreen[bool]):
                 self._show_result(Text.assemble(("✘ Cannot resume: ", "bold red"), (message.error.title, "bold"),
                                                 "\n", message.error.detail))
                 return
-            self._show_preview(Text.assemble(("✘ ", "bold red"), (message.error.title, "bold red"), "\n",
-                                             message.error.detail))
+            self._show_preview(error_text(message.error))
             return
         self.plans = message.plans
         if not self.plans:

@@ -41,6 +41,7 @@ from tui.procedures.attach_attributes import (
 )
 from tui.procedures.marketplace import CatalogEntry
 from tui.procedures.progress import Progress
+from tui.screens.error_text import error_text
 
 _IDS = re.compile(r"^\s*\d+(\s*[, ]\s*\d+)*\s*$")
 RESULT_LOOKS = {UPDATED: ("✔ updated", "green"), UNCHANGED: ("↷ unchanged", "cyan"), FAILED: ("✘ failed", "bold red")}
@@ -175,8 +176,7 @@ class AttributesModal(ModalScreen[bool]):
     def _planned(self, message: Planned) -> None:
         preview = self.query_one("#at-preview", Static)
         if message.error is not None:
-            preview.update(Text.assemble(("✘ ", "bold red"), (message.error.title, "bold red"), "\n",
-                                         message.error.detail))
+            preview.update(error_text(message.error))
             return
         assert message.plan is not None
         self.plan = message.plan
@@ -224,8 +224,7 @@ class AttributesModal(ModalScreen[bool]):
             table.add_row(Text(str(image_id)), Text(names.get(image_id, "")), Text(word + detail, style=style))
         results = self.query_one("#at-results", Static)
         if message.error is not None:
-            results.update(_stack(table, Text.assemble(("✘ ", "bold red"), (message.error.title, "bold red"), "\n",
-                                                       message.error.detail)))
+            results.update(_stack(table, error_text(message.error)))
         else:
             results.update(table)
         self.query_one("#at-close", Button).focus()

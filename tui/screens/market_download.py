@@ -44,6 +44,7 @@ from tui.procedures.download_appliance import (
 )
 from tui.procedures.marketplace import CatalogEntry
 from tui.procedures.progress import Progress
+from tui.screens.error_text import error_text
 from widgets.progress_panel import ProgressPanel
 
 
@@ -235,8 +236,7 @@ class DownloadModal(ModalScreen[bool]):
     def _planned(self, message: Planned) -> None:
         preview = self.query_one("#dl-preview", Static)
         if message.error is not None:
-            preview.update(Text.assemble(("✘ ", "bold red"), (message.error.title, "bold red"), "\n",
-                                         message.error.detail))
+            preview.update(error_text(message.error))
             return
         assert message.plan is not None
         self.plan = message.plan

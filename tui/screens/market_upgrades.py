@@ -32,6 +32,7 @@ from tui.procedures.marketplace import MarketCatalog
 from tui.procedures.progress import Progress
 from tui.procedures.upgrades import Removal, apply_upgrade_plan, load_upgrade_plan
 from tui.screens.market_download import datastore_label
+from tui.screens.error_text import error_text
 from widgets.confirm_modal import ConfirmModal
 from widgets.progress_panel import ProgressPanel
 
@@ -150,8 +151,7 @@ class UpgradePlanModal(ModalScreen[bool]):
     def _planned(self, message: Planned) -> None:
         steps = self.query_one("#up-steps", Static)
         if message.error is not None:
-            steps.update(Text.assemble(("✘ ", "bold red"), (message.error.title, "bold red"), "\n",
-                                       message.error.detail))
+            steps.update(error_text(message.error))
             return
         assert message.plan is not None
         plan = self.plan = message.plan
@@ -221,8 +221,7 @@ class UpgradePlanModal(ModalScreen[bool]):
         self.set_class(True, "-finished")
         result = self.query_one("#up-result", Static)
         if message.error is not None:
-            result.update(Text.assemble(("✘ ", "bold red"), (message.error.title, "bold red"), "\n",
-                                        message.error.detail))
+            result.update(error_text(message.error))
         elif self.core_yaml:
             result.update(core_yaml_renderable(self.core_yaml))
         else:

@@ -38,6 +38,7 @@ from tui.procedures.progress import Progress
 from tui.procedures.provision_component import GRANT_POLICY, ProvisionPlan, offer_component, plan_provision
 from tui.procedures.site_config import preview_enable_component
 from tui.screens.site_dialogs import local_text, localize, preview_text
+from tui.screens.error_text import error_text
 from widgets.progress_panel import ProgressPanel
 from widgets.validated_field import ValidatedField, first_invalid
 
@@ -304,7 +305,7 @@ class ComponentFlowModal(ModalScreen[bool]):
     def _reviewed(self, message: Reviewed) -> None:
         text = self.query_one("#flow-review-text", Static)
         if message.error is not None:
-            text.update(Text.assemble(("✘ ", "bold red"), (message.error.title, "bold red"), "\n", message.error.detail))
+            text.update(error_text(message.error))
             return
         assert message.preview is not None
         self.plan = message.plan
@@ -359,7 +360,7 @@ class ComponentFlowModal(ModalScreen[bool]):
                 text.append("\n  from the appliance: " + ", ".join(f"{k} = {v}" for k, v in self.learned.items()))
             text.append("\nSubmit the site (ctrl+t) to push it to the site branch.", "dim")
         else:
-            text = Text.assemble(("✘ ", "bold red"), (message.error.title, "bold red"), "\n", message.error.detail)
+            text = error_text(message.error)
         result.update(text)
         self.call_after_refresh(self.query_one("#flow-close", Button).focus)  # once it is displayed
 
