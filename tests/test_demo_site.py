@@ -136,6 +136,55 @@ async def test_a_silent_child_times_out_with_a_clear_error(tmp_path: Path) -> No
     assert pid is not None and not _alive(pid)
 
 
+def test_sim_builds_repositories_on_request_only(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tui", "sim", "--state-dir", str(state), "--repositories-on-request",
+         "--exit-on-stdin-eof"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stdout is not None and process.stdin is not None
+    try:
+        first = json.loads(process.stdout.readline())
+        assert first["repositories"] == "on request"
+        # the site serves while nothing is built: not even a build directory has appeared
+        assert not Path(first["sites_repo"]).exists() and not Path(first["library_repo"]).exists()
+        process.stdin.write("something else\nrepositories\nrepositories\n")  # asked twice: built once
+        process.stdin.flush()
+        assert json.loads(process.stdout.readline()) == {"repositories": "ready"}
+        assert Path(first["sites_repo"]).is_dir() and Path(first["library_repo"]).is_dir()
+    finally:
+        process.stdin.close()
+        assert process.wait(timeout=30) == 0
+
+
+def test_sim_never_asked_for_repositories_stops_at_once(tmp_path: Path) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tui", "sim", "--state-dir", str(tmp_path / "state"), "--repositories-on-request",
+         "--exit-on-stdin-eof", "--remove-state-dir"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    assert process.stdout is not None and process.stdin is not None
+    assert json.loads(process.stdout.readline())["repositories"] == "on request"
+    process.stdin.close()
+    assert process.wait(timeout=10) == 0  # no wait for a build that never started
+    assert not (tmp_path / "state").exists()
+
+
+async def test_child_repositories_are_built_once_asked(tmp_path: Path) -> None:
+    with SimChild() as child:
+        endpoints = await child.endpoints()
+        assert not Path(endpoints.sites_repo).exists()
+        child.request_repositories()
+        child.request_repositories()  # only the first call writes
+        await child.repositories()
+        assert Path(endpoints.sites_repo).is_dir() and Path(endpoints.library_repo).is_dir()
+
+
+async def test_waiting_for_repositories_asks_for_them(tmp_path: Path) -> None:
+    with SimChild() as child:
+        endpoints = await child.endpoints()
+        await child.repositories()  # nobody asked before: waiting asks
+        assert Path(endpoints.sites_repo).is_dir()
+
+
 def test_sim_announces_repositories_on_a_second_line(tmp_path: Path) -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "tui", "sim", "--state-dir", str(tmp_path / "state"), "--repositories-later",

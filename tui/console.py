@@ -141,7 +141,8 @@ def _run_console(args: argparse.Namespace, child: Any) -> int:
         return demo_settings_for(await child.endpoints(), settings)
 
     starting = Settings.for_site(endpoint="the demo site (starting)", session="", flow_url="", base=settings)
-    connection = SiteConnection(starting, settings_ready=settings_ready, repositories_ready=child.repositories)
+    connection = SiteConnection(starting, settings_ready=settings_ready, repositories_ready=child.repositories,
+                                warm_up=child.request_repositories)
     app = SiteToolkitApp(connection, read_only=read_only)
     previous = _stop_on_signals(child, app)
     try:

@@ -1,11 +1,13 @@
 """The embedded site in a child process, as `sitetk --demo` runs it.
 
 `SimChild(("--vms", "100")).start()` spawns `python -m tui sim ... --state-dir <new temp dir>
---repositories-later --exit-on-stdin-eof --remove-state-dir` and returns at once: the child's
-imports and seeding overlap the console's own start-up on another core. `await
-child.endpoints()` gives the site's endpoints once it listens, `await child.repositories()`
-returns once its git repositories are built; both raise `SiteError` (what was run, its log, how
-to fix) when the child dies or stays silent past its deadline.
+--repositories-on-request --exit-on-stdin-eof --remove-state-dir` and returns at once: the
+child's imports and seeding overlap the console's own start-up on another core. `await
+child.endpoints()` gives the site's endpoints once it listens. The child builds its git
+repositories only when asked (`request_repositories()`, a line on its stdin: the console asks
+once its first frame is painted, so the build competes with nothing the operator waits for);
+`await child.repositories()` asks, then returns once they are built. Both raise `SiteError`
+(what was run, its log, how to fix) when the child dies or stays silent past its deadline.
 
 The child never outlives its parent: `close()` (also run when the object is garbage-collected
 and at interpreter exit) closes its stdin, which stops it, then terminates and at last kills it,
@@ -36,7 +38,7 @@ from tui.adapters.errors import SiteError
 
 #: seconds for the child to announce its endpoints (importing and seeding takes ~0.2 s)
 START_TIMEOUT_S = 60.0
-#: seconds for the child to build its git repositories after announcing
+#: seconds for the child to build its git repositories once asked
 REPOSITORIES_TIMEOUT_S = 120.0
 #: seconds a child gets to stop after its stdin closes, then after SIGTERM
 STOP_GRACE_S = (5.0, 3.0)
@@ -141,6 +143,8 @@ class SimChild:
         self._process: subprocess.Popen[bytes] | None = None
         self._seen = _Announcements()
         self._finalizer: weakref.finalize | None = None
+        self._request_lock = threading.Lock()
+        self._requested = False
 
     def __enter__(self) -> "SimChild":
         return self.start() if self._process is None else self
@@ -168,7 +172,7 @@ class SimChild:
         state_dir = Path(tempfile.mkdtemp(prefix="sitetk-demo-"))
         log = open(state_dir / LOG_NAME, "ab")
         self.command = (self.python, "-m", "tui", "sim", *self.sim_args, "--state-dir", str(state_dir),
-                        "--repositories-later", "--exit-on-stdin-eof", "--remove-state-dir")
+                        "--repositories-on-request", "--exit-on-stdin-eof", "--remove-state-dir")
         try:
             process = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                                        start_new_session=True, close_fds=True)
@@ -208,9 +212,25 @@ class SimChild:
         except (KeyError, TypeError) as error:
             raise self._failure("The demo site did not start", f"Its first line lacked {error}.") from None
 
+    def request_repositories(self) -> None:
+        """Ask the child to build its git repositories now; only the first call writes (safe from
+        any thread, and when the child is gone: waiting for them then says why)."""
+        with self._request_lock:
+            process = self._process
+            if self._requested or process is None or process.stdin is None:
+                return
+            self._requested = True
+            try:
+                process.stdin.write(b"repositories\n")
+                process.stdin.flush()
+            except (OSError, ValueError):  # the child exited, or close() closed its stdin
+                pass
+
     def wait_repositories(self) -> None:
-        """Block until the child built its git repositories; `SiteError` if that failed."""
+        """Ask for the child's git repositories and block until they are built; `SiteError` if
+        building them failed."""
         self.wait_endpoints()
+        self.request_repositories()
         if not self._seen.built.wait(self.repositories_timeout):
             raise self._failure("Demo repositories not ready",
                                 f"The demo site did not build its git repositories within "

@@ -57,7 +57,6 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 from tui.adapters.errors import SiteError
-from tui.domain.cpu import DEFAULT_KNOWN_GOOD_MODELS
 from tui.domain.naming import DEFAULT_NAMING, NamingProfile
 
 DEFAULT_XMLRPC = "http://localhost:2633/RPC2"
@@ -139,6 +138,9 @@ class Settings:
 
     @property
     def known_good_cpu_models(self) -> tuple[str, ...]:
+        # imported here: tui.domain.cpu and the models under it are ~25 ms of the console's start-up
+        from tui.domain.cpu import DEFAULT_KNOWN_GOOD_MODELS
+
         return tuple(dict.fromkeys(DEFAULT_KNOWN_GOOD_MODELS + self.extra_cpu_models))
 
     @property

@@ -227,3 +227,16 @@ async def test_retry_reads_the_credentials_again_after_the_operator_fixes_them(s
         await pilot.press("r")
         vms = await wait_vms_loaded(pilot)
         assert vms.table.row_count == 2
+
+
+async def test_warm_up_starts_once_the_first_rows_are_painted(sim_factory) -> None:  # type: ignore[no-untyped-def]
+    server = sim_factory(vms=3)
+    calls: list[int] = []
+    # the demo passes the child's request for its git repositories here (tui.console)
+    app = console_app(server, warm_up=lambda: calls.append(app.screen.query_one("#vm-table").row_count))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_vms_loaded(pilot)
+        await wait_for(pilot, lambda: app.first_rows_at is not None and calls, what="the warm-up")
+        assert calls == [3]  # called once, and only when the rows were there
+        app.site.warm_up()
+        assert calls == [3]

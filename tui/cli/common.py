@@ -18,6 +18,7 @@ import sys
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Mapping, TypeVar
 
 from tui.adapters.errors import SiteError
+from tui.cli.exit_codes import EXIT_FAILED, EXIT_FINDINGS, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE  # noqa: F401 (re-exported)
 from tui.procedures.preview import Preview
 from tui.procedures.progress import Progress
 
@@ -26,12 +27,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from tui.settings import Settings
 
 T = TypeVar("T")
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_FINDINGS = 3
-EXIT_INTERRUPTED = 130
 
 
 class UsageError(Exception):

@@ -5,7 +5,9 @@ directory, the sites repository, the component library and the demo vault passwo
 site then serves until SIGINT or SIGTERM and exits 0. With `--repositories-later` the line comes
 as soon as the site listens (`"repositories": "building"`) and a second line follows once its git
 repositories are built (`{"repositories": "ready"}`, or `"failed"` with an `"error"`); with
-`--exit-on-stdin-eof` the site also stops when its stdin closes (its parent process is gone);
+`--repositories-on-request` the build starts only once the line `repositories` arrives on stdin
+(the demo console asks after its first frame, so the build does not slow the site's first answers);
+with `--exit-on-stdin-eof` the site also stops when its stdin closes (its parent process is gone);
 with `--remove-state-dir` it removes its state directory when it stops (a throw-away site).
 """
 
@@ -20,7 +22,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
-from tui.cli.common import EXIT_OK, EXIT_USAGE
+from tui.cli.exit_codes import EXIT_OK, EXIT_USAGE
 from tui.sim.state import SimConfig
 
 
@@ -66,6 +68,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--state-dir", default=None, help="directory for the site's files (default: a new temp dir)")
     parser.add_argument("--repositories-later", action="store_true",
                         help="announce the endpoints before the git repositories are built, then a second line")
+    parser.add_argument("--repositories-on-request", action="store_true",
+                        help="with --repositories-later: build them only when the line `repositories` arrives on stdin")
     parser.add_argument("--exit-on-stdin-eof", action="store_true",
                         help="stop when stdin closes (for a parent process that keeps it as a pipe)")
     parser.add_argument("--remove-state-dir", action="store_true", help="remove the state directory on exit")
@@ -73,13 +77,15 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tui.sim.runner import start_sim  # the simulator loads only for this command
+    from tui.sim.repos import request_repositories  # the simulator loads only for this command
+    from tui.sim.runner import start_sim
 
     config = SimConfig(one_version=args.one_version, time_scale=args.time_scale, scenario=args.scenario,
                        extra_vms=args.vms)
     try:
         server = start_sim(config, Path(args.state_dir) if args.state_dir else None, args.host, args.port,
-                           repositories_in_background=args.repositories_later)
+                           repositories_in_background=args.repositories_later or args.repositories_on_request,
+                           repositories_on_request=args.repositories_on_request)
     except OSError as exc:
         print(f"error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -89,8 +95,10 @@ def run(args: argparse.Namespace) -> int:
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     site = server.site
     try:
-        if args.exit_on_stdin_eof:
-            threading.Thread(target=_stop_on_eof, args=(stop,), name="sitetk-sim-stdin", daemon=True).start()
+        if args.exit_on_stdin_eof or args.repositories_on_request:
+            threading.Thread(target=_read_stdin, args=(stop if args.exit_on_stdin_eof else None,
+                                                       lambda: request_repositories(site)),
+                             name="sitetk-sim-stdin", daemon=True).start()
         print(json.dumps({
             "xmlrpc": server.xmlrpc_url,
             "oneflow": server.flow_url,
@@ -100,16 +108,19 @@ def run(args: argparse.Namespace) -> int:
             "sites_repo": str(server.site.sites_repo or ""),
             "library_repo": str(server.site.library_repo or ""),
             "vault_password_file": str(server.site.vault_password_file or ""),
-            "repositories": "building" if args.repositories_later else "ready",
+            "repositories": ("on request" if args.repositories_on_request
+                             else "building" if args.repositories_later else "ready"),
         }), flush=True)
-        if args.repositories_later:
+        if args.repositories_later or args.repositories_on_request:
             threading.Thread(target=_announce_repositories, args=(site,), name="sitetk-sim-announce",
                              daemon=True).start()
         while not stop.wait(0.5):
             pass
     finally:
         server.stop()
-        site.repositories_ready.wait(timeout=60)  # a build still running writes into the state dir
+        build = site.repositories_build
+        if build is not None and build.ident is not None:
+            build.join(timeout=60)  # a build still running writes into the state dir
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         if args.remove_state_dir:
@@ -117,13 +128,18 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _stop_on_eof(stop: threading.Event) -> None:
-    """Set `stop` once stdin reaches end of file (the parent closed it or exited)."""
+def _read_stdin(stop: threading.Event | None, build_repositories: Callable[[], None]) -> None:
+    """Build the repositories when the line `repositories` arrives; set `stop` (if given) once
+    stdin reaches end of file (the parent closed it or exited). Other lines are ignored."""
     try:
-        while sys.stdin.buffer.read(4096):
-            pass
+        for line in sys.stdin.buffer:
+            if line.strip() == b"repositories":
+                build_repositories()
+    except (OSError, ValueError):
+        pass
     finally:
-        stop.set()
+        if stop is not None:
+            stop.set()
 
 
 def _announce_repositories(site: Any) -> None:

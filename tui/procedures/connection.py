@@ -14,14 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Awaitable, Callable
 
-from tui.adapters.cloud import CloudClient
-from tui.adapters.cloud_errors import AUTHENTICATION
 from tui.adapters.errors import SiteError
 from tui.domain.naming import NamingProfile
 from tui.procedures.audit import AUDIT_ENV, AuditLog
 from tui.settings import Settings
 
-if TYPE_CHECKING:  # the clients are imported on first use (see `flow`, `marketplace`)
+if TYPE_CHECKING:  # the clients are imported on first use (see `cloud`, `flow`, `marketplace`)
+    from tui.adapters.cloud import CloudClient
     from tui.adapters.flow import FlowClient
     from tui.adapters.marketplace import MarketplaceClient
 
@@ -51,7 +50,8 @@ class SiteConnection:
 
     def __init__(self, settings: Settings, *,
                  repositories_ready: Callable[[], Awaitable[None]] | None = None,
-                 settings_ready: Callable[[], Awaitable[Settings]] | None = None) -> None:
+                 settings_ready: Callable[[], Awaitable[Settings]] | None = None,
+                 warm_up: Callable[[], None] | None = None) -> None:
         self.settings = settings
         #: gives the real settings once the site is up (the demo site starting in a child process);
         #: `connect()` awaits it first, until then `settings` only names what is starting
@@ -59,6 +59,9 @@ class SiteConnection:
         #: waits until the configured git repositories exist (the demo site builds its own in the
         #: background while the console starts); None: they are remote and always there
         self._repositories_ready = repositories_ready
+        #: starts work later screens need and the first frame does not (the demo site's git
+        #: repositories); `warm_up()` runs it once
+        self._warm_up = warm_up
         self.info: ConnectionInfo | None = None
         self._cloud: CloudClient | None = None
         self._flow: FlowClient | None = None
@@ -82,6 +85,10 @@ class SiteConnection:
         if self._cloud is None:
             if not self.settings.has_credentials:
                 raise self._no_credentials()
+            # imported on first use: the client and the domain models it parses into are ~50 ms,
+            # which the app spends while it waits for the site (see SiteToolkitApp.connect)
+            from tui.adapters.cloud import CloudClient
+
             self._cloud = CloudClient(
                 self.settings.xmlrpc_url, self.settings.session, self.settings.xmlrpc_timeout,
                 verify_ssl=self.settings.ssl_verify,
@@ -118,6 +125,13 @@ class SiteConnection:
             override = os.environ.get(AUDIT_ENV, "")
             self._audit = AuditLog(Path(override).expanduser() if override else self.settings.audit_log)
         return self._audit
+
+    def warm_up(self) -> None:
+        """Start, in the background, what later screens need and the first frame did not (the app
+        calls this once its first screen is painted); only the first call does anything."""
+        warm_up, self._warm_up = self._warm_up, None
+        if warm_up is not None:
+            warm_up()
 
     async def wait_for_repositories(self) -> None:
         """Return once the sites repository and component library can be cloned (at once unless
@@ -180,6 +194,8 @@ class SiteConnection:
     def _explain(self, error: SiteError) -> SiteError:
         if error.title == "No credentials for the cloud":
             return error
+        from tui.adapters.cloud_errors import AUTHENTICATION
+
         if error.code == AUTHENTICATION:
             fix = ("How to fix: check the user and password in the credentials file (ONE_AUTH, else "
                    "~/.one/one_auth: one line user:password) and that the user is enabled.")

@@ -356,7 +356,9 @@ class VmListScreen(SiteScreen):
         else:
             self._hide_message()
         self._paint_status()
-        self._detail_follow_refresh()
+        # after the rows are painted: the detail's first load imports pyone (~0.15 s), which
+        # must not hold up the first frame of the list
+        self.call_after_refresh(self._detail_follow_refresh)
 
     @on(Failed)
     def _failed(self, message: Failed) -> None:

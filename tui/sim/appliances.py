@@ -12,9 +12,6 @@ Each boot that (re)defines the VM clears READY and DB_ERROR and reports again.
 
 from __future__ import annotations
 
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
 from tui.domain.template_text import scalar
 from tui.sim.state import SimHost, SimSite, SimVm
 
@@ -69,6 +66,11 @@ def document_db_problem(host: SimHost | None, cpu_model: str) -> str:
 def new_public_key(comment: str, seed: bytes | None = None) -> str:
     """An OpenSSH ed25519 public key line; from `seed` (32 bytes) when given, so a seeded site
     publishes the same keys run after run (stable screenshots)."""
+    # imported on first use: cryptography costs ~40 ms of the demo site's start, and a fresh site
+    # publishes no key until the automation VM boots
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     private = Ed25519PrivateKey.from_private_bytes(seed) if seed else Ed25519PrivateKey.generate()
     key = private.public_key()
     text = key.public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH).decode()

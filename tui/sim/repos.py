@@ -14,8 +14,11 @@ git commands, so each distinct set of contents is built once per process and cop
 further site (tests start many sites). `seed_site_repositories(site)` is what scenario seeding
 calls: it also writes the demo vault password file (mode 0600) beside them. With
 `background=True` (the demo console: its first frame needs no repository) the paths are recorded
-at once and the repositories built in a thread; `site.repositories_ready` is set when they can be
-used (or building failed: `site.repositories_error`).
+at once and the repositories built in a thread (`site.repositories_build`); `site.repositories_ready`
+is set when they can be used (or building failed: `site.repositories_error`). With `on_request`
+too, that thread starts only at `request_repositories(site)`: the demo asks once its first frame
+is painted, so building (and importing ansible's vault, ~0.2 s of CPU) does not slow the site's
+first answers.
 """
 
 from __future__ import annotations
@@ -387,9 +390,11 @@ def write_vault_password_file(state_dir: Path, password: str = SIM_VAULT_PASSWOR
     return path
 
 
-def seed_site_repositories(site: "SimSite", *, background: bool = False) -> threading.Thread | None:
+def seed_site_repositories(site: "SimSite", *, background: bool = False,
+                           on_request: bool = False) -> threading.Thread | None:
     """Seed the site's repositories and vault password file; record their paths on the site.
-    With `background`, the repositories are built in the thread returned (see the module docstring)."""
+    With `background`, the repositories are built in the thread returned, started at once or, with
+    `on_request`, by `request_repositories` (see the module docstring)."""
     site.vault_password_file = write_vault_password_file(site.state_dir)
     if not background:
         site.sites_repo, site.library_repo = seed_repositories(site.state_dir, site.naming)
@@ -406,8 +411,24 @@ def seed_site_repositories(site: "SimSite", *, background: bool = False) -> thre
             site.repositories_ready.set()
 
     thread = threading.Thread(target=build, name="sitetk-sim-repos", daemon=True)
-    thread.start()
+    site.repositories_build = thread
+    if not on_request:
+        thread.start()
     return thread
+
+
+_REQUEST_LOCK = threading.Lock()
+
+
+def request_repositories(site: "SimSite") -> None:
+    """Start building the repositories of a site seeded with `on_request` (once: later calls, and
+    sites whose build started at seeding or ran inline, change nothing)."""
+    build = site.repositories_build
+    if build is None:
+        return
+    with _REQUEST_LOCK:
+        if build.ident is None:  # not started yet
+            build.start()
 
 
 def _build_repositories(

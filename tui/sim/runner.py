@@ -26,10 +26,12 @@ def _write_private(path: Path, text: str) -> None:
 
 
 def start_sim(config: SimConfig, state_dir: Path | None = None, host: str = "127.0.0.1", port: int = 0,
-              naming: NamingProfile = DEFAULT_NAMING, *, repositories_in_background: bool = False) -> SimServer:
+              naming: NamingProfile = DEFAULT_NAMING, *, repositories_in_background: bool = False,
+              repositories_on_request: bool = False) -> SimServer:
     """A started, seeded simulated site; stop it with `SimServer.stop()`. With
     `repositories_in_background` its git repositories are built in a thread: wait for
-    `server.site.repositories_ready` before using them (tui.sim.repos)."""
+    `server.site.repositories_ready` before using them; with `repositories_on_request` too, the
+    thread starts at `tui.sim.repos.request_repositories(server.site)` (tui.sim.repos)."""
     if config.time_scale <= 0:
         raise ValueError(f"time_scale must be positive, not {config.time_scale}")
     if config.extra_vms < 0:
@@ -40,7 +42,8 @@ def start_sim(config: SimConfig, state_dir: Path | None = None, host: str = "127
     server = SimServer(site, host, port).start()
     try:
         with site.lock:
-            seed(site, repositories_in_background=repositories_in_background)
+            seed(site, repositories_in_background=repositories_in_background,
+                 repositories_on_request=repositories_on_request)
     except BaseException:
         server.stop()
         raise

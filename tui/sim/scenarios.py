@@ -234,9 +234,11 @@ def seed_bulk_vms(site: SimSite, count: int) -> None:
     image.state = 2
 
 
-def seed(site: SimSite, *, repositories_in_background: bool = False) -> threading.Thread | None:
+def seed(site: SimSite, *, repositories_in_background: bool = False,
+         repositories_on_request: bool = False) -> threading.Thread | None:
     """Seed the scenario `site.config.scenario` names, then the extra VMs, then the repositories
-    (in the thread returned when `repositories_in_background`, see tui.sim.repos)."""
+    (in the thread returned when `repositories_in_background`, started only on request with
+    `repositories_on_request`; see tui.sim.repos)."""
     scenario = site.config.scenario
     if scenario not in ("fresh", "deployed"):
         raise ValueError(f"unknown scenario {scenario!r}: use fresh or deployed")
@@ -247,4 +249,4 @@ def seed(site: SimSite, *, repositories_in_background: bool = False) -> threadin
         deploy_toolkit_now(site)
     seed_bulk_vms(site, site.config.extra_vms)
     # the sites repository, component library, demo vault password file
-    return seed_site_repositories(site, background=repositories_in_background)
+    return seed_site_repositories(site, background=repositories_in_background, on_request=repositories_on_request)

@@ -324,6 +324,9 @@ class SimSite:
         #: them failed (then with the error)
         self.repositories_ready = threading.Event()
         self.repositories_error: BaseException | None = None
+        #: the thread building them in the background (None: built inline), perhaps not started
+        #: yet (tui.sim.repos.request_repositories starts it)
+        self.repositories_build: threading.Thread | None = None
 
     # ids and time -------------------------------------------------------------------------
     def next_id(self, kind: str, start: int = 0) -> int:

@@ -1,0 +1,14 @@
+"""Exit codes of every `sitetk` command (kept apart from tui.cli.common so that `sitetk sim`,
+which the demo starts as a child process, does not import asyncio and the procedures for them).
+
+0 success, 1 the operation failed (SiteError), 2 bad usage or input, 3 a check found problems
+(e.g. `hosts check` with a database VM at risk), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_FINDINGS = 3
+EXIT_INTERRUPTED = 130
