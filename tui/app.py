@@ -18,7 +18,7 @@ Public API for screens and other engineers:
 - `app.now()`: the injectable clock (tests freeze it so screenshots are stable).
 - `app.rows_shown(screen)`: a list screen put rows of data in its table (the start-up benchmark
   hook: with `SITETK_BENCH_EXIT_ON_FIRST_ROWS=1` the app exits right after they are first
-  painted, and `sitetk` prints `sitetk-bench first-rows <time.monotonic()>` to stderr once the
+  painted, and `sitetk` prints `sitetk-bench first-rows <time.monotonic()> cpu <time.process_time()>` to stderr once the
   terminal is restored; bench/bench_vm_list.py reads it).
 """
 
@@ -41,7 +41,8 @@ from textual.containers import Center, Vertical
 from textual.content import Content
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Label, LoadingIndicator
+from textual.timer import Timer
+from textual.widgets import Label
 
 from tui.adapters.errors import SiteError
 from tui.procedures.connection import ConnectionInfo, SiteConnection
@@ -51,8 +52,7 @@ from tui.screens.base import CONTEXT_SLOTS, SiteScreen
 from tui.screens.connect_error import ConnectErrorScreen
 from tui.screens.registry import ScreenSpec
 from widgets.context_bar import ContextBar, Variant
-from widgets.help_screen import HelpScreen
-from widgets.jump_prompt import Choice, JumpPrompt
+from widgets.key_bar import KeyBar
 
 Clock = Callable[[], datetime]
 
@@ -65,6 +65,9 @@ BENCH_MARK = "sitetk-bench first-rows"
 #: (700, 10, 10) runs one on nearly every refresh of 10,000 VMs. List rows hold no reference
 #: cycles (reference counting frees them), so full collections can be a hundred times rarer.
 GC_THRESHOLDS = (700, 10, 1000)
+
+#: seconds between two updates of the elapsed time on the start-up screen
+CONNECT_TICK_S = 0.5
 
 #: seconds after connecting when `SiteConnection.warm_up` runs at the latest (see `rows_shown`)
 WARM_UP_DELAY_S = 2.0
@@ -153,8 +156,16 @@ class SiteToolkitApp(App[int]):
         self.return_code_on_exit = 0
         #: time.monotonic() when a list screen's first rows were painted (None until then)
         self.first_rows_at: float | None = None
+        #: CPU seconds of the process (all threads) by then (time.process_time())
+        self.first_rows_cpu: float | None = None
         self._exit_on_first_rows = os.environ.get(BENCH_EXIT_ENV) == "1"
         self._context_values: dict[str, tuple[str, Variant]] = {}
+        self._connect_started = time.monotonic()
+        self._connect_ticker: Timer | None = None
+        #: set once the start-up check passed (created in on_mount, inside the event loop)
+        self._connected = asyncio.Event()
+        #: the first screen when shown before connecting, once decided (see `_early_screen`)
+        self._early: tuple[ScreenSpec | None] | None = None
         if notification_timeout is not None:
             self.NOTIFICATION_TIMEOUT = notification_timeout
         theme = connection.settings.theme
@@ -165,54 +176,84 @@ class SiteToolkitApp(App[int]):
     # ------------------------------------------------------------------ start-up
 
     def compose(self) -> ComposeResult:
+        if self._early_screen() is not None:
+            return  # that screen is shown at once and covers this one (see `_early_screen`)
         yield ContextBar(CONTEXT_SLOTS, id="context-bar")
+        # A line of text whose elapsed time moves twice a second, not a LoadingIndicator: that
+        # one repaints 16 times a second while the console starts, on the same core.
         with Vertical(id="connecting"):
             with Center():
                 yield Label(Content(f"Connecting to {self.site.endpoint} …"), id="connecting-label")
-            yield LoadingIndicator()
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         gc.set_threshold(*GC_THRESHOLDS)
+        if not gc.isenabled():
+            # `sitetk` started without the collector (tui.console): what is alive now (modules,
+            # classes, the app) lives as long as the process, so it is frozen, and no full
+            # collection scans it again; then the collector runs with the thresholds above
+            gc.freeze()
+            gc.enable()
         self.set_context("endpoint", self.site.endpoint, "muted")
         self.set_context("health", "○ connecting", "muted")
         if self.read_only:
             self.set_context("mode", "READ-ONLY", "badge")
         if self._theme_warning:
             self.toast(f"Unknown theme {self._theme_warning!r}; using {self.theme!r}", severity="warning")
+        early = self._early_screen()
+        if early is not None:
+            self._show(early)
         self.connect()
 
     @work(exclusive=True, group="connect", exit_on_error=False)
     async def connect(self) -> None:
         """Connect (again) to the site; the result arrives as `Connected` or `ConnectFailed`."""
         self.set_context("health", "○ connecting", "muted")
+        self._connect_started = time.monotonic()
+        if self._connect_ticker is None:
+            self._connect_ticker = self.set_interval(CONNECT_TICK_S, self._paint_connecting, name="connecting")
         try:
             if self.info is None and self.reload_settings is not None and isinstance(self.screen, ConnectErrorScreen):
                 # a retry after a failed start: the operator may have fixed ONE_AUTH or the config
                 await self.site.use(self.reload_settings())
                 self.set_context("endpoint", self.site.endpoint, "muted")
-            connecting = asyncio.ensure_future(self.site.connect())
-            try:
-                await asyncio.sleep(0)  # the check is under way (a thread waits for the site)
-                self._preload_initial_screen()
-                info = await connecting
-            finally:
-                connecting.cancel()  # nothing once it is done; a cancelled worker stops it
+            info = await self.site.connect()
         except SiteError as error:
             self.post_message(self.ConnectFailed(error))
             return
         self.post_message(self.Connected(info))
 
-    def _preload_initial_screen(self) -> None:
-        """Import the first screen's module (and the cloud client under it) while the start-up check
-        waits for the site, instead of after it answered: ~50 ms off the first frame. A broken
-        module is left for `open_screen` to report."""
-        spec = registry.find(self.initial_screen, self.screens)
-        if spec is not None:
-            try:
-                spec.load()
-            except Exception:  # noqa: BLE001 - reported when the screen is opened
-                pass
+    def _paint_connecting(self) -> None:
+        elapsed = time.monotonic() - self._connect_started
+        self.set_context("health", f"○ connecting {elapsed:.1f} s", "muted")
+        for label in self.query("#connecting-label").results(Label):
+            label.update(Content(f"Connecting to {self.site.endpoint} … {elapsed:.1f} s"))
+
+    def _stop_connect_ticker(self) -> None:
+        if self._connect_ticker is not None:
+            self._connect_ticker.stop()
+            self._connect_ticker = None
+
+    def _early_screen(self) -> ScreenSpec | None:
+        """The first screen, when it is shown at once rather than after connecting: one that waits
+        for the connection itself (`SiteScreen.SHOWN_WHILE_CONNECTING`). Its widgets are then built
+        while the site starts and answers the start-up check; a failed check covers it with the
+        failure screen. None for any other first screen (or one that fails to load: `open_screen`
+        reports that after connecting)."""
+        if self._early is None:
+            spec = registry.find(self.initial_screen, self.screens)
+            shown = False
+            if spec is not None and not (self.read_only and spec.mutates):
+                try:
+                    shown = bool(getattr(spec.load(), "SHOWN_WHILE_CONNECTING", False))
+                except Exception:  # noqa: BLE001 - reported when the screen is opened
+                    shown = False
+            self._early = (spec if shown else None,)
+        return self._early[0]
+
+    async def wait_connected(self) -> None:
+        """Return once the start-up check has passed (at once after that)."""
+        await self._connected.wait()
 
     def on_site_toolkit_app_connected(self, message: Connected) -> None:
         self.info = message.info
@@ -220,10 +261,8 @@ class SiteToolkitApp(App[int]):
         self.set_context("user", message.info.user)
         self.set_context("version", message.info.version)
         self.set_context("health", "● connected", "ok")
-        # The start-up screen stays under every other screen: a spinner left on it would keep
-        # repainting the screen on top (16 full repaints a second, all the time).
-        for indicator in self.query("#connecting LoadingIndicator"):
-            indicator.remove()
+        self._stop_connect_ticker()
+        self._connected.set()
         if isinstance(self.screen, ConnectErrorScreen):
             self.pop_screen()
         self.open_screen(self.initial_screen)
@@ -232,6 +271,7 @@ class SiteToolkitApp(App[int]):
         self.set_timer(WARM_UP_DELAY_S, self.site.warm_up, name="warm-up")
 
     def on_site_toolkit_app_connect_failed(self, message: ConnectFailed) -> None:
+        self._stop_connect_ticker()
         self.set_context("health", "✘ not connected", "error")
         screen = self.screen
         if isinstance(screen, ConnectErrorScreen):
@@ -257,6 +297,10 @@ class SiteToolkitApp(App[int]):
         if self.info is None:
             self.toast("Not connected yet", severity="warning")
             return
+        self._show(spec)
+
+    def _show(self, spec: ScreenSpec) -> None:
+        """Install the screen on first use, then bring it to the top."""
         if not self.is_screen_installed(spec.name):
             self.install_screen(spec.create(), spec.name)
         elif self.screen is self.get_screen(spec.name):
@@ -331,6 +375,8 @@ class SiteToolkitApp(App[int]):
     # ------------------------------------------------------------------ actions
 
     def action_jump(self) -> None:
+        from widgets.jump_prompt import Choice, JumpPrompt  # dialogs load on first use, not at start-up
+
         choices = [Choice(s.name, s.name, s.title, s.aliases) for s in self.available_screens()]
 
         def chosen(name: str | None) -> None:
@@ -340,6 +386,8 @@ class SiteToolkitApp(App[int]):
         self.push_screen(JumpPrompt(choices), chosen)
 
     def action_help(self) -> None:
+        from widgets.help_screen import HelpScreen
+
         self.push_screen(HelpScreen.for_screen(self.screen))
 
     def action_last_error(self) -> None:
@@ -368,6 +416,7 @@ class SiteToolkitApp(App[int]):
     def _first_rows_painted(self) -> None:
         if self.first_rows_at is None:
             self.first_rows_at = time.monotonic()
+            self.first_rows_cpu = time.process_time()
             if self._exit_on_first_rows:
                 self.exit(self.return_code_on_exit)
                 return

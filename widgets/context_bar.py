@@ -10,18 +10,23 @@ from __future__ import annotations
 
 from typing import Literal, Sequence
 
-from textual.app import ComposeResult
-from textual.containers import Horizontal
-from textual.content import Content
-from textual.widgets import Label
+from rich.style import Style
+from rich.text import Text
+from textual.widget import Widget
 
 Variant = Literal["normal", "ok", "warning", "error", "muted", "badge"]
 VARIANTS: tuple[str, ...] = ("normal", "ok", "warning", "error", "muted", "badge")
 
 
-class ContextBar(Horizontal):
-    """Slots `key -> "label value"` in a fixed order."""
+class ContextBar(Widget):
+    """Slots `key -> "label value"` in a fixed order.
 
+    One widget painting one line of text, with a component class per variant: the bar changes
+    several times while the console starts and on every refresh, and a label per slot with a CSS
+    class per variant made each change a style recalculation (about 1 ms each).
+    """
+
+    COMPONENT_CLASSES = {f"context-bar--{name}" for name in VARIANTS}
     DEFAULT_CSS = """
     ContextBar {
         dock: top;
@@ -29,13 +34,12 @@ class ContextBar(Horizontal):
         width: 1fr;
         background: $panel;
         color: $foreground;
-        & > Label { width: auto; height: 1; padding: 0 1 0 0; }
-        & > Label.-hidden { display: none; }
-        & > Label.-ok { color: $text-success; }
-        & > Label.-warning { color: $text-warning; }
-        & > Label.-error { color: $text-error; text-style: bold; }
-        & > Label.-muted { color: $text-muted; }
-        & > Label.-badge { background: $warning; color: $background; text-style: bold; padding: 0 1; }
+        .context-bar--normal { color: $foreground; }
+        .context-bar--ok { color: $text-success; }
+        .context-bar--warning { color: $text-warning; }
+        .context-bar--error { color: $text-error; text-style: bold; }
+        .context-bar--muted { color: $text-muted; }
+        .context-bar--badge { background: $warning; color: $background; text-style: bold; }
     }
     """
 
@@ -43,37 +47,34 @@ class ContextBar(Horizontal):
         """`slots` is `(key, label)` in display order; a label of "" shows the bare value."""
         super().__init__(id=id, classes=classes)
         self._slots = tuple(slots)
-        self._values: dict[str, tuple[str, str]] = {}
-
-    def compose(self) -> ComposeResult:
-        for key, _label in self._slots:
-            yield Label("", id=f"ctx-{key}", classes="-hidden")
+        self._labels = dict(self._slots)
+        self._values: dict[str, tuple[str, Variant]] = {}
 
     def value(self, key: str) -> str:
         """The value currently shown in a slot ("" when hidden)."""
         return self._values.get(key, ("", "normal"))[0]
 
+    def variant(self, key: str) -> Variant:
+        """The variant of a slot's value ("normal" when unset)."""
+        return self._values.get(key, ("", "normal"))[1]
+
     def set_item(self, key: str, value: str, variant: Variant = "normal") -> None:
         """Show `value` in slot `key` (empty hides it)."""
-        labels = dict(self._slots)
-        if key not in labels:
+        if key not in self._labels:
             raise KeyError(key)
         if self._values.get(key) == (value, variant):
             return
         self._values[key] = (value, variant)
-        if self.is_mounted:
-            self._paint(key)
+        self.refresh()
 
-    def _paint(self, key: str) -> None:
-        labels = dict(self._slots)
-        value, variant = self._values.get(key, ("", "normal"))
-        widget = self.query_one(f"#ctx-{key}", Label)
-        prefix = f"{labels[key]} " if labels[key] else ""
-        widget.update(Content(f"{prefix}{value}"))
-        widget.set_class(not value, "-hidden")
-        for name in VARIANTS:
-            widget.set_class(name == variant and name != "normal", f"-{name}")
-
-    def on_mount(self) -> None:
-        for key in self._values:
-            self._paint(key)
+    def render(self) -> Text:
+        text = Text(no_wrap=True, overflow="ellipsis", end="")
+        for key, label in self._slots:
+            value, variant = self._values.get(key, ("", "normal"))
+            if not value:
+                continue
+            style: Style = self.get_component_rich_style(f"context-bar--{variant}")
+            shown = f"{label} {value}" if label else value
+            text.append(f" {shown} " if variant == "badge" else shown, style)
+            text.append(" ")
+        return text

@@ -1,8 +1,10 @@
-"""The generic widgets on their own: confirmation, secret input, validated field, progress, context bar."""
+"""The generic widgets on their own: confirmation, secret input, validated field, progress, context bar,
+key bar."""
 
 from __future__ import annotations
 
 from textual.app import App, ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Button, Input
 
@@ -10,6 +12,7 @@ from tests.ui.conftest import rendered_text
 from tui.screenshots import click_shown, wait_for, wait_for_screen
 from widgets.confirm_modal import ConfirmModal
 from widgets.context_bar import ContextBar
+from widgets.key_bar import KeyBar
 from widgets.progress_panel import ProgressPanel
 from widgets.secret_input import SecretInput
 from widgets.state_cell import StateLook, StatePalette
@@ -111,9 +114,11 @@ async def test_context_bar_hides_empty_slots_and_shows_text_as_is() -> None:
         bar.set_item("user", "a[/]b")
         bar.set_item("mode", "READ-ONLY", "badge")
         await pilot.pause()
-        assert bar.query_one("#ctx-endpoint").has_class("-hidden")
-        assert rendered_text(bar.query_one("#ctx-user")).strip() == "user a[/]b"
-        assert bar.query_one("#ctx-mode").has_class("-badge")
+        assert rendered_text(bar).rstrip() == "user a[/]b  READ-ONLY"  # the empty endpoint takes no room
+        assert bar.value("endpoint") == "" and bar.variant("mode") == "badge"
+        bar.set_item("user", "")
+        await pilot.pause()
+        assert rendered_text(bar).rstrip() == " READ-ONLY"
 
 
 def test_state_palette_gives_word_glyph_and_style() -> None:
@@ -121,3 +126,51 @@ def test_state_palette_gives_word_glyph_and_style() -> None:
     text = palette.text("runn", "running")
     assert text.plain == "● runn"
     assert palette.text("[x]").plain == "? [x]"  # unknown states still read as words
+
+
+class KeyHarness(App[None]):
+    """Two shown keys (one of them disabled while `locked`), one hidden key, the palette key."""
+
+    BINDINGS = [
+        ("a", "press('a')", "Add"),
+        Binding("b", "press('b')", "Burn", id="burn"),
+        Binding("z", "press('z')", "Hidden", show=False),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pressed: list[str] = []
+        self.locked = False
+
+    def compose(self) -> ComposeResult:
+        yield KeyBar()
+
+    def action_press(self, key: str) -> None:
+        self.pressed.append(key)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "press" and parameters == ("b",) and self.locked:
+            return None  # shown, disabled
+        return True
+
+
+async def test_key_bar_shows_active_keys_dims_disabled_ones_and_presses_on_click() -> None:
+    app = KeyHarness()
+    async with app.run_test(size=(80, 5)) as pilot:
+        bar = app.query_one(KeyBar)
+        await wait_for(pilot, lambda: bar.slots, what="the keys painted")
+        assert [(key, text) for key, text, _enabled in bar.keys()] == [("a", "Add"), ("b", "Burn"), ("^p", "palette")]
+        line = rendered_text(bar)
+        assert line.startswith(" a Add  b Burn ") and line.rstrip().endswith("^p palette")
+        assert "Hidden" not in line
+
+        await pilot.click(KeyBar, offset=(bar.slots[1].start + 1, 0))
+        assert app.pressed == ["b"]
+
+        app.locked = True
+        app.refresh_bindings()
+        await wait_for(pilot, lambda: not bar.keys()[1][2], what="the disabled key")
+        await pilot.click(KeyBar, offset=(bar.slots[1].start + 1, 0))
+        assert app.pressed == ["b"]  # a disabled key does nothing (the bell rings)
+        await pilot.click(KeyBar, offset=(bar.slots[0].start + 1, 0))
+        assert app.pressed == ["b", "a"]

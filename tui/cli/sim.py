@@ -14,6 +14,7 @@ with `--remove-state-dir` it removes its state directory when it stops (a throw-
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import shutil
 import signal
@@ -77,6 +78,16 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # no garbage collection until the site has announced itself (the demo console waits for it):
+    # seeding makes few cycles; then what exists is frozen and the collector runs again
+    gc.disable()
+    try:
+        return _serve(args)
+    finally:
+        gc.enable()
+
+
+def _serve(args: argparse.Namespace) -> int:
     from tui.sim.repos import request_repositories  # the simulator loads only for this command
     from tui.sim.runner import start_sim
 
@@ -111,6 +122,8 @@ def run(args: argparse.Namespace) -> int:
             "repositories": ("on request" if args.repositories_on_request
                              else "building" if args.repositories_later else "ready"),
         }), flush=True)
+        gc.freeze()
+        gc.enable()
         if args.repositories_later or args.repositories_on_request:
             threading.Thread(target=_announce_repositories, args=(site,), name="sitetk-sim-announce",
                              daemon=True).start()

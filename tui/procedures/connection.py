@@ -9,6 +9,7 @@ is, and on failure raises one `SiteError` that says what was tried and how to fi
 
 from __future__ import annotations
 
+import asyncio
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,11 +17,11 @@ from typing import TYPE_CHECKING, Awaitable, Callable
 
 from tui.adapters.errors import SiteError
 from tui.domain.naming import NamingProfile
-from tui.procedures.audit import AUDIT_ENV, AuditLog
 from tui.settings import Settings
 
 if TYPE_CHECKING:  # the clients are imported on first use (see `cloud`, `flow`, `marketplace`)
     from tui.adapters.cloud import CloudClient
+    from tui.procedures.audit import AuditLog
     from tui.adapters.flow import FlowClient
     from tui.adapters.marketplace import MarketplaceClient
 
@@ -122,6 +123,8 @@ class SiteConnection:
     def audit(self) -> AuditLog:
         """The audit log mutating procedures record to (`$SITETK_AUDIT_LOG`, else the settings' path)."""
         if self._audit is None:
+            from tui.procedures.audit import AUDIT_ENV, AuditLog  # on first use: the first screen reads only
+
             override = os.environ.get(AUDIT_ENV, "")
             self._audit = AuditLog(Path(override).expanduser() if override else self.settings.audit_log)
         return self._audit
@@ -184,8 +187,7 @@ class SiteConnection:
             self._settings_ready = None
         try:
             cloud = self.cloud
-            version = await cloud.version()
-            user = await cloud.whoami()
+            version, user = await asyncio.gather(cloud.version(), cloud.whoami())
         except SiteError as error:
             raise self._explain(error) from None
         self.info = ConnectionInfo(self.endpoint, version, user.name, user.id, user.gname)

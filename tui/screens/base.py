@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Iterable
 
 from textual.app import ComposeResult, SystemCommand
 from textual.screen import Screen
-from textual.widgets import Footer
 from textual.worker import Worker, WorkerState
 
 from widgets.context_bar import ContextBar
+from widgets.key_bar import KeyBar
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.app import SiteToolkitApp
@@ -50,7 +50,7 @@ class SiteScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield ContextBar(CONTEXT_SLOTS, id="context-bar")
         yield from self.compose_body()
-        yield Footer()
+        yield KeyBar()
 
     def compose_body(self) -> ComposeResult:
         """The screen's own widgets (between the context bar and the footer)."""

@@ -16,11 +16,12 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import Button, Footer, Label, Static
+from textual.widgets import Button, Label, Static
 
 from tui.adapters.errors import SiteError
 from tui.screens.base import CONTEXT_SLOTS
 from widgets.context_bar import ContextBar
+from widgets.key_bar import KeyBar
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.app import SiteToolkitApp
@@ -55,7 +56,7 @@ class ConnectErrorScreen(Screen[None]):
             with Horizontal(id="connect-buttons"):
                 yield Button("Retry", id="connect-retry", variant="primary")
                 yield Button("Quit", id="connect-quit")
-        yield Footer()
+        yield KeyBar()
 
     def _tried_table(self) -> Table:
         table = Table.grid(padding=(0, 2))

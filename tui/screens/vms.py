@@ -196,6 +196,8 @@ class VmListScreen(SiteScreen):
     TITLE = "Virtual machines"
     HELP_GROUP = "Virtual machines"
     AUTO_FOCUS = "#vm-table"
+    #: the first screen: shown at start, its first refresh waits for the start-up check
+    SHOWN_WHILE_CONNECTING = True
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "filter", "Filter", key_display="/", id="vms.filter"),
@@ -264,8 +266,9 @@ class VmListScreen(SiteScreen):
 
     def compose_body(self) -> ComposeResult:
         yield Label("", id="vm-banner")
-        with Horizontal(id="vm-filter-bar"):
-            yield Input(placeholder="filter: name, IP, host or state (esc clears)", id="vm-filter")
+        # the filter field and the retry button are mounted on first use (`_filter_field`,
+        # `_show_message`): an Input and a Button with their styles are ~10 ms of the first frame
+        yield Horizontal(id="vm-filter-bar")
         with Vertical(id="vm-main", classes="-detail"):
             table = VirtualTable(COLUMNS, id="vm-table")
             table.placeholder = "Loading virtual machines…"
@@ -273,10 +276,9 @@ class VmListScreen(SiteScreen):
             with VerticalScroll(id="vm-detail"):
                 yield Static(Text("Move the cursor to a VM to see it in full.", style="dim"), id="vm-detail-body")
         with Vertical(id="vm-message"):
-            with Vertical():
+            with Vertical(id="vm-message-box"):
                 yield Label("", id="vm-message-title")
                 yield Static("", id="vm-message-detail")
-                yield Button("Retry (r)", id="vm-retry", variant="primary")
         yield Label("", id="vm-status")
 
     @property
@@ -316,6 +318,7 @@ class VmListScreen(SiteScreen):
 
     @work(exclusive=True, group="vm-list", exit_on_error=False)
     async def _refresh_worker(self) -> None:
+        await self.shell.wait_connected()
         timings = {"fetch_start": time.perf_counter()}
         try:
             vms = await list_vms(self.site)
@@ -373,7 +376,11 @@ class VmListScreen(SiteScreen):
         box = self.query_one("#vm-message")
         self.query_one("#vm-message-title", Label).update(Content(title))
         self.query_one("#vm-message-detail", Static).update(Content(detail))
-        self.query_one("#vm-retry", Button).display = error
+        retry = self.query("#vm-retry")
+        if retry:
+            retry.first(Button).display = error
+        elif error:
+            self.query_one("#vm-message-box").mount(Button("Retry (r)", id="vm-retry", variant="primary"))
         box.set_class(True, "-active")
         box.set_class(error, "-error")
         self.query_one("#vm-main").display = False
@@ -467,16 +474,24 @@ class VmListScreen(SiteScreen):
 
     # ------------------------------------------------------------------ actions
 
-    def action_filter(self) -> None:
-        self.query_one("#vm-filter-bar").set_class(True, "-active")
-        self.query_one("#vm-filter", Input).focus()
+    async def _filter_field(self) -> Input:
+        """The filter field, mounted the first time it is needed."""
+        found = self.query("#vm-filter")
+        if found:
+            return found.first(Input)
+        field = Input(placeholder="filter: name, IP, host or state (esc clears)", id="vm-filter")
+        await self.query_one("#vm-filter-bar").mount(field)
+        return field
 
-    def action_clear_filter(self) -> None:
-        filter_input = self.query_one("#vm-filter", Input)
+    async def action_filter(self) -> None:
+        self.query_one("#vm-filter-bar").set_class(True, "-active")
+        (await self._filter_field()).focus()
+
+    async def action_clear_filter(self) -> None:
         bar = self.query_one("#vm-filter-bar")
         if not bar.has_class("-active") and not self.table.filter_text:
             return
-        filter_input.value = ""
+        (await self._filter_field()).value = ""
         self.table.set_filter("")
         bar.set_class(False, "-active")
         self.table.focus()
