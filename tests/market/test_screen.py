@@ -23,7 +23,7 @@ async def _market(pilot: Any, app: SiteToolkitApp) -> MarketplaceScreen:
     await wait_for(pilot, lambda: app.info is not None, what="the connection")
     app.open_screen("market")
     return await wait_for(pilot, lambda: isinstance(s := app.screen, MarketplaceScreen) and s.catalog is not None
-                          and not s.loading and s, what="the marketplace catalog")
+                          and not s.loading and s.table.size.height > 0 and s, what="the marketplace catalog, laid out")
 
 
 def _keys_for(screen: MarketplaceScreen, record_id: str, version: str = "") -> str:

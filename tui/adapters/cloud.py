@@ -23,7 +23,7 @@ import json
 import threading
 import xmlrpc.client
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence, TypeVar, Union
 
 from lxml import etree
 
@@ -37,20 +37,22 @@ from tui.adapters.cloud_transport import (
     parse_document,
 )
 from tui.adapters.errors import SiteError
-from tui.domain.acls import AclRule
 from tui.domain.attributes import Attributes
-from tui.domain.datastores import Datastore
-from tui.domain.documents import Document
-from tui.domain.hosts import Host
-from tui.domain.images import ImageInfo
-from tui.domain.marketapps import Marketplace, MarketApp
-from tui.domain.networks import Vnet
 from tui.domain.permissions import Permissions
-from tui.domain.system import SystemConfig
 from tui.domain.template_text import render_template
-from tui.domain.users import Group, User
-from tui.domain.vms import VmDetail, VmSummary
-from tui.domain.vmtemplates import VmTemplate
+
+if TYPE_CHECKING:  # pragma: no cover - models the first screen does not need load with their parsers
+    from tui.domain.acls import AclRule
+    from tui.domain.datastores import Datastore
+    from tui.domain.documents import Document
+    from tui.domain.hosts import Host
+    from tui.domain.images import ImageInfo
+    from tui.domain.marketapps import Marketplace, MarketApp
+    from tui.domain.networks import Vnet
+    from tui.domain.system import SystemConfig
+    from tui.domain.users import Group, User
+    from tui.domain.vms import VmDetail, VmSummary
+    from tui.domain.vmtemplates import VmTemplate
 
 T = TypeVar("T")
 #: a template to send: text (sent as is), `Attributes`, or `(NAME, value)` pairs to render
