@@ -37,6 +37,7 @@ from tui.adapters.cloud_transport import (
     parse_document,
 )
 from tui.adapters.errors import SiteError
+from tui.adapters.vm_pool_cache import VmSummaryCache
 from tui.domain.attributes import Attributes
 from tui.domain.permissions import Permissions
 from tui.domain.template_text import render_template
@@ -136,6 +137,8 @@ class CloudClient:
         self._server: Any = None  # pyone's proxy, made by the first call through it (`_pyone`)
         self._server_lock = threading.Lock()
         self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="cloud-rpc")
+        #: the VM list's VMs of the previous call (`list_vms`); `clear()` forgets them
+        self.vm_summary_cache = VmSummaryCache()
 
     def __repr__(self) -> str:
         return f"CloudClient({self.endpoint!r}, user={self.user!r}, timeout={self.timeout:g})"
@@ -255,9 +258,16 @@ class CloudClient:
     # VMs ---------------------------------------------------------------------------------------
     async def list_vms(self, filter: int = ALL_RESOURCES, state: int = ANY_BUT_DONE,
                        start: int = -1, end: int = -1) -> tuple[VmSummary, ...]:
-        """The VM list (short bodies), fast path."""
-        return await self._fast_pool("one.vmpool.info", "VM_POOL", "VM", parse.vm_summary,
-                                     int(filter), int(start), int(end), int(state))
+        """The VM list (short bodies), fast path; VMs unchanged since the previous call are not
+        parsed again (`VmSummaryCache`)."""
+        method = "one.vmpool.info"
+
+        def work() -> tuple[VmSummary, ...]:
+            value = self._raw_call(method, int(filter), int(start), int(end), int(state))
+            if not isinstance(value, str):
+                raise MalformedResponse(f"{method} did not answer an XML document")
+            return self.vm_summary_cache.summaries(value, method)
+        return await self._run(method, work)
 
     async def list_vms_detail(self, filter: int = ALL_RESOURCES, state: int = ANY_BUT_DONE,
                               start: int = -1, end: int = -1, query: str = "") -> tuple[VmDetail, ...]:
