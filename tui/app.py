@@ -175,9 +175,19 @@ class SiteToolkitApp(App[int]):
 
     # ------------------------------------------------------------------ start-up
 
+    def get_default_screen(self) -> Screen[Any]:
+        """The first screen itself when it is shown at once (`_early_screen`): no empty screen
+        under it to build, and no switch from one to the other while the console starts."""
+        early = self._early_screen()
+        if early is None:
+            return super().get_default_screen()
+        screen = early.create()
+        self.install_screen(screen, early.name)
+        return screen
+
     def compose(self) -> ComposeResult:
         if self._early_screen() is not None:
-            return  # that screen is shown at once and covers this one (see `_early_screen`)
+            return  # the first screen is the default screen (`get_default_screen`)
         yield ContextBar(CONTEXT_SLOTS, id="context-bar")
         # A line of text whose elapsed time moves twice a second, not a LoadingIndicator: that
         # one repaints 16 times a second while the console starts, on the same core.
@@ -200,9 +210,6 @@ class SiteToolkitApp(App[int]):
             self.set_context("mode", "READ-ONLY", "badge")
         if self._theme_warning:
             self.toast(f"Unknown theme {self._theme_warning!r}; using {self.theme!r}", severity="warning")
-        early = self._early_screen()
-        if early is not None:
-            self._show(early)
         self.connect()
 
     @work(exclusive=True, group="connect", exit_on_error=False)
@@ -303,12 +310,17 @@ class SiteToolkitApp(App[int]):
         """Install the screen on first use, then bring it to the top."""
         if not self.is_screen_installed(spec.name):
             self.install_screen(spec.create(), spec.name)
-        elif self.screen is self.get_screen(spec.name):
+        target = self.get_screen(spec.name)
+        if self.screen is target:
             return
-        if isinstance(self.screen, SiteScreen):
+        if target in self.screen_stack:
+            # the first screen, which is the default screen at the bottom of the stack: back to it
+            while self.screen is not target:
+                self.pop_screen()
+        elif isinstance(self.screen, SiteScreen) and self.screen is not self.screen_stack[0]:
             self.switch_screen(spec.name)
         else:
-            self.push_screen(spec.name)
+            self.push_screen(spec.name)  # never switch away the bottom screen: the stack would be empty
 
     def current_site_screen(self) -> SiteScreen | None:
         for screen in reversed(self.screen_stack):
