@@ -162,3 +162,26 @@ def test_atomic_write_failure_leaves_no_trace(tmp_path: Path) -> None:
     assert (target / "keep").read_text() == "kept"
     with pytest.raises(SiteError, match="Cannot write"):
         write_atomic(tmp_path / "missing-dir" / "file", "new")
+
+
+def test_the_vault_imports_inside_the_console_where_stdout_is_a_terminal_without_a_descriptor() -> None:
+    """Textual replaces sys.stdout by a capture that says it is a terminal and has no descriptor;
+    ansible's colour setup used to fail on it (curses.setupterm: ValueError), which closed the
+    console when the site screen was first opened."""
+    import subprocess
+    import sys
+    script = (
+        "import io, sys\n"
+        "class Capture(io.TextIOBase):\n"
+        "    def isatty(self): return True\n"
+        "    def fileno(self): return -1\n"
+        "sys.stdout = Capture()\n"
+        "import tui.adapters.vault\n"
+        "sys.stdout = sys.__stdout__\n"
+        "print('imported')\n"
+    )
+    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("ANSIBLE_")}
+    env["TERM"] = "xterm-256color"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "imported"

@@ -19,8 +19,15 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ansible.errors import AnsibleError
-from ansible.parsing.vault import VaultLib, VaultSecret, is_encrypted
+# Importing the vault imports ansible.utils.color, which calls curses.setupterm() on sys.stdout
+# when sys.stdout says it is a terminal. Inside the running console sys.stdout is Textual's
+# capture: it says so, but has no file descriptor (-1), and the import fails with ValueError,
+# which closed the console when the site screen was first opened. Ansible prints nothing for us,
+# so its colours are switched off before it reads its settings.
+os.environ["ANSIBLE_NOCOLOR"] = "1"
+
+from ansible.errors import AnsibleError  # noqa: E402 - after the setting above
+from ansible.parsing.vault import VaultLib, VaultSecret, is_encrypted  # noqa: E402
 
 from tui.adapters.errors import SiteError
 
