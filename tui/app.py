@@ -66,6 +66,9 @@ BENCH_MARK = "sitetk-bench first-rows"
 #: cycles (reference counting frees them), so full collections can be a hundred times rarer.
 GC_THRESHOLDS = (700, 10, 1000)
 
+#: the verb of the confirmation that quitting would lose unsaved work
+QUIT_ANYWAY = "Quit without saving"
+
 #: seconds between two updates of the elapsed time on the start-up screen
 CONNECT_TICK_S = 0.5
 
@@ -409,7 +412,28 @@ class SiteToolkitApp(App[int]):
         self.show_error(*self.last_error)
 
     async def action_quit(self) -> None:
-        self.exit(self.return_code_on_exit)
+        """Quit; when a screen holds work that quitting would lose, ask first (Cancel by default;
+        the same key once more while asked quits anyway)."""
+        from widgets.confirm_modal import ConfirmModal
+
+        losses = [loss for screen in self._site_screens() if (loss := screen.unsaved_changes())]
+        if not losses or isinstance(self.screen, ConfirmModal) and self.screen.action_label == QUIT_ANYWAY:
+            self.exit(self.return_code_on_exit)
+            return
+
+        def answered(ok: bool | None) -> None:
+            if ok:
+                self.exit(self.return_code_on_exit)
+
+        self.push_screen(ConfirmModal(QUIT_ANYWAY, "; ".join(losses),
+                                      detail="Quitting now loses them: cancel, then save (ctrl+s on the site screen)."),
+                         answered)
+
+    def _site_screens(self) -> list[SiteScreen]:
+        """Every site screen opened so far (installed ones and those on the stack)."""
+        screens = [self.get_screen(spec.name) for spec in self.screens if self.is_screen_installed(spec.name)]
+        screens += [s for s in self.screen_stack if s not in screens]
+        return [s for s in screens if isinstance(s, SiteScreen)]
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)

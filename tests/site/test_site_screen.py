@@ -25,6 +25,7 @@ from tui.settings import Settings
 from tui.sim.acl import rule_of
 from tui.sim.repos import SIM_VAULT_PASSWORD
 from tui.sim.server import SimServer
+from widgets.confirm_modal import ConfirmModal
 
 SIZE = (140, 40)
 PASSWORD = VaultPassword.from_text(SIM_VAULT_PASSWORD)
@@ -211,3 +212,23 @@ async def test_create_a_site_from_the_template(deployed: SimServer, tmp_path: Pa
         assert screen.site_ref.branch == "lab-new" and screen.site_ref.site_dir == "lab-new"  # type: ignore[union-attr]
         assert is_vault_text(screen.site_ref.path.read_text())  # type: ignore[union-attr]
         assert screen.editor.text.startswith("# Site configuration of one experimentation site")
+
+
+async def test_quitting_with_unsaved_changes_asks_first(deployed: SimServer, tmp_path: Path) -> None:
+    app = site_app(deployed, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await opened(pilot)
+        await edited(pilot, screen, "bucket: \"trial-networks\"", "bucket: \"trial-networks-2\"")
+        assert screen.dirty
+        await pilot.press("ctrl+q")
+        modal = await wait_for_screen(pilot, ConfirmModal, what="the question before quitting")
+        assert modal.action_label == "Quit without saving" and "unsaved changes to demo-site/core.yaml" in modal.object_name
+        assert app.focused is not None and app.focused.id == "cancel"  # the default keeps the work
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.screen is screen, what="back to the editor")
+        assert app.is_running and screen.dirty
+
+        await pilot.press("ctrl+q")
+        await wait_for_screen(pilot, ConfirmModal, what="the question again")
+        await pilot.press("ctrl+q")  # the same key once more: quit anyway
+        await wait_for(pilot, lambda: not app.is_running, what="the exit")

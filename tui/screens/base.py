@@ -77,6 +77,11 @@ class SiteScreen(Screen[None]):
             return False
         return True
 
+    def unsaved_changes(self) -> str | None:
+        """What quitting now would lose, named for the operator ("unsaved changes to ..."), or
+        None. The app asks before quitting when a screen says something here."""
+        return None
+
     def on_screen_resume(self) -> None:
         self.shell.paint_context(self)
 

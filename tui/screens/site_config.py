@@ -176,6 +176,9 @@ class SiteConfigScreen(SiteScreen):
     def dirty(self) -> bool:
         return self.saved_text is not None and self.editor.text != self.saved_text
 
+    def unsaved_changes(self) -> str | None:
+        return f"unsaved changes to {self._site_label()}" if self.dirty else None
+
     def on_mount(self) -> None:
         self.editor.cursor_blink = not self.app.is_headless  # a blinking cursor makes pictures differ
         self._render_panel()
