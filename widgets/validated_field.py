@@ -3,6 +3,9 @@
 `ValidatedField(label, check=...)` runs `check(value) -> reason | None` on every change and shows
 the reason beside the input. A form blocks submission with `first_invalid(form)` (validate every
 field, focus the first invalid one, return it) so the operator lands on what to fix.
+`CheckedField` is what every such field shares (the check, the reason shown in a `.field-reason`
+label, the `-invalid` class); a field with another kind of input (a multi-line one) derives
+from it and provides `value`.
 """
 
 from __future__ import annotations
@@ -25,7 +28,38 @@ def _always_valid(_: str) -> str | None:
     return None
 
 
-class ValidatedField(Vertical):
+class CheckedField(Vertical):
+    """A field whose `value` is checked by `check(value) -> reason | None`; the reason is shown in
+    its `.field-reason` label and the field has the class `-invalid` while there is one."""
+
+    def __init__(self, check: Check | None = None, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._check: Check = check or _always_valid
+        self._reason: str | None = None
+
+    @property
+    def value(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def reason(self) -> str | None:
+        """The reason of the last validation (None: valid)."""
+        return self._reason
+
+    @property
+    def is_valid(self) -> bool:
+        return self._check(self.value) is None
+
+    def validate(self) -> bool:
+        """Check the value now, show the reason (or clear it) and return validity."""
+        self._reason = self._check(self.value)
+        if self.is_mounted:
+            self.query_one(".field-reason", Label).update(Content(self._reason or ""))
+            self.set_class(self._reason is not None, "-invalid")
+        return self._reason is None
+
+
+class ValidatedField(CheckedField):
     """Label, input and reason. `is_valid` and `reason` reflect the last validation."""
 
     DEFAULT_CSS = """
@@ -53,15 +87,13 @@ class ValidatedField(Vertical):
     def __init__(self, label: str, value: str = "", *, check: Check | None = None, secret: bool = False,
                  placeholder: str = "", help: str = "", id: str | None = None, classes: str | None = None,
                  validate_initial: bool = False) -> None:
-        super().__init__(id=id, classes=classes)
+        super().__init__(check, id=id, classes=classes)
         self.label = label
         self._initial = value
-        self._check: Check = check or _always_valid
         self._secret = secret
         self._placeholder = placeholder
         self._help = help
         self._validate_initial = validate_initial
-        self._reason: str | None = None
         self._touched = False
 
     def compose(self) -> ComposeResult:
@@ -94,22 +126,6 @@ class ValidatedField(Vertical):
         control = self.query_one(".field-input")
         if isinstance(control, (Input, SecretInput)):
             control.value = new
-
-    @property
-    def reason(self) -> str | None:
-        return self._reason
-
-    @property
-    def is_valid(self) -> bool:
-        return self._check(self.value) is None
-
-    def validate(self) -> bool:
-        """Check the value now, show the reason (or clear it) and return validity."""
-        self._reason = self._check(self.value)
-        if self.is_mounted:
-            self.query_one(".field-reason", Label).update(Content(self._reason or ""))
-            self.set_class(self._reason is not None, "-invalid")
-        return self._reason is None
 
     def focus(self, scroll_visible: bool = True) -> "ValidatedField":
         self.query_one(".field-input").focus(scroll_visible)

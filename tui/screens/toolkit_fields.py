@@ -13,21 +13,18 @@ accident in a shared terminal or a screenshot.
 from __future__ import annotations
 
 import re
-from typing import Callable, ClassVar, Union
+from typing import ClassVar, Union
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal
 from textual.content import Content
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Button, Label, Static, TextArea
 
 from widgets.secret_input import SecretInput
-from widgets.validated_field import ValidatedField
-
-Check = Callable[[str], "str | None"]
-
+from widgets.validated_field import Check, CheckedField, ValidatedField
 
 FieldWidget = Union[ValidatedField, "MultilineField"]
 
@@ -39,7 +36,7 @@ def widget_id(name: str) -> str:
     return "in-" + _ID_SAFE.sub(lambda m: f"_{ord(m.group(0)):x}_", name)
 
 
-class MultilineField(Vertical):
+class MultilineField(CheckedField):
     """Label, help, a multi-line text area (masked when secret) and the reason it is invalid."""
 
     DEFAULT_CSS = """
@@ -75,14 +72,12 @@ class MultilineField(Vertical):
 
     def __init__(self, label: str, value: str = "", *, check: Check | None = None, secret: bool = False,
                  help: str = "", placeholder: str = "", id: str | None = None, classes: str | None = None) -> None:
-        super().__init__(id=id, classes=classes)
+        super().__init__(check, id=id, classes=classes)
         self.label = label
         self._initial = value
-        self._check: Check = check or (lambda _: None)
         self._secret = secret
         self._help = help
         self._placeholder = placeholder
-        self._reason: str | None = None
 
     def compose(self) -> ComposeResult:
         yield Label(Content(self.label), classes="field-label")
@@ -142,21 +137,6 @@ class MultilineField(Vertical):
             self._show_masked()
         else:
             self._initial = new
-
-    @property
-    def reason(self) -> str | None:
-        return self._reason
-
-    @property
-    def is_valid(self) -> bool:
-        return self._check(self.value) is None
-
-    def validate(self) -> bool:
-        self._reason = self._check(self.value)
-        if self.is_mounted:
-            self.query_one(".field-reason", Label).update(Content(self._reason or ""))
-            self.set_class(self._reason is not None, "-invalid")
-        return self._reason is None
 
     def focus(self, scroll_visible: bool = True) -> "MultilineField":
         if self._secret and not self.revealed:
