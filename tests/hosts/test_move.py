@@ -253,3 +253,35 @@ async def test_a_ready_vm_is_moved_again_and_its_old_ready_is_not_trusted(deploy
     assert ("hosts.reset_ready", "ok") in _actions(audit)
     vm = await site.cloud.vm_info(manager.id)
     assert vm.ready and vm.summary.host_id == CASCADELAKE and vm.cpu_model == "Cascadelake-Server-noTSX"
+
+
+async def test_flagged_vms_planned_together_do_not_share_room_for_one(deployed: SimServer, connect: Connect,
+                                                                       audit: AuditLog) -> None:
+    from dataclasses import replace
+
+    from tui.procedures.hosts import rank_targets
+    from tui.procedures.move_plan import reserve
+
+    site = connect(deployed)
+    manager = await _manager(site)
+    other = next(vm for vm in await site.cloud.list_vms() if vm.service_id is not None and vm.id != manager.id)
+    await site.cloud.vm_update(other.id, 'DOCUMENT_DB="YES"', 1)  # a second database VM
+    inventory = await load_inventory(site)
+    assert {row.id for row in inventory.flagged} == {manager.id, other.id}
+    # one compatible host is left (the others disabled, as an operator would during maintenance),
+    # and the free CPU it must keep lets it take one of the two VMs, not both
+    ranked = rank_targets(await site.cloud.list_hosts(), site.settings).eligible
+    best = ranked[0].host
+    with deployed.site.lock:
+        for entry in ranked[1:]:
+            deployed.site.hosts[entry.host.id].state = 4  # DISABLED
+    [best] = [h for h in await site.cloud.list_hosts() if h.id == best.id]
+    after_one = max(reserve(best, vm.summary).free_cpu_percent for vm in (manager, await site.cloud.vm_info(other.id)))
+    threshold = (best.free_cpu_percent + after_one) / 2
+    assert after_one < threshold <= best.free_cpu_percent
+    site.settings = replace(site.settings, min_free_cpu_percent=threshold)
+
+    plans, problems = await plan_flagged(site, audit=audit)
+    assert len(plans) + len(problems) == 2
+    assert [plan.target_host_id for plan in plans].count(best.id) == 1  # never both
+    assert len(problems) == 1 and "No compatible host with enough free capacity" in problems[0][1].title

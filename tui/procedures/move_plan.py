@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from tui.adapters.errors import SiteError
 from tui.domain.cpu import HOST_PASSTHROUGH, HostCpu, HostVerdictKind, cpu_model_update_text, host_verdict
 from tui.domain.hosts import Host
-from tui.domain.vms import ACTIVE, RUNNING, VmDetail
+from tui.domain.vms import ACTIVE, RUNNING, VmDetail, VmSummary
 from tui.procedures.audit import AUDIT_ENV, AuditLog
 from tui.procedures.hosts import DbVmRow, load_inventory, rank_targets
 from tui.procedures.preview import Change, Preview
@@ -233,18 +233,21 @@ def passthrough_candidates(hosts: Sequence[Host], known_good: Sequence[str]) -> 
 
 
 async def plan_move(site: "SiteConnection", vm_id: int, host_id: int | None = None, *, passthrough: bool = False,
-                    hard: bool = False, audit: AuditLog | None = None) -> MovePlan:
+                    hard: bool = False, audit: AuditLog | None = None,
+                    hosts: Sequence[Host] | None = None) -> MovePlan:
     """Choose (or check) the target host of a VM and the CPU model it gets there.
 
     Without `host_id` the best-ranked compatible host is chosen (a VM already running on a
     compatible host with that host's model stays where it is: nothing to change). With
     `passthrough` the model is host-passthrough, allowed only when no compatible host exists.
-    Raises `SiteError` saying why when no target fits.
+    Raises `SiteError` saying why when no target fits. `hosts` replaces the cloud's host list (with
+    the capacity earlier plans of the same batch take, see `plan_flagged`).
     """
     settings = site.settings
     vm = await site.cloud.vm_info(vm_id)
     _check_vm(vm)
-    hosts = await site.cloud.list_hosts()
+    if hosts is None:
+        hosts = await site.cloud.list_hosts()
     audit = audit if audit is not None else audit_log(site)
     origin_id, origin_name, origin_model = _origin(vm, audit)
     ranking = rank_targets(hosts, settings)
@@ -353,16 +356,30 @@ async def plan_redeploy(site: "SiteConnection", vm_id: int, host_id: int, cpu_mo
 async def plan_flagged(site: "SiteConnection", *, hard: bool = False, audit: AuditLog | None = None,
                        record_vm_ids: Sequence[int] | None = None
                        ) -> tuple[tuple[MovePlan, ...], tuple[tuple[DbVmRow, SiteError], ...]]:
-    """A plan for every flagged document-database VM, and the ones that cannot be planned (why)."""
+    """A plan for every flagged document-database VM, and the ones that cannot be planned (why).
+
+    The VMs are planned one after the other against one host list in which each planned move
+    already takes its VM's CPU and memory on the target: two VMs are not both sent to the only host
+    that had room for one."""
     inventory = await load_inventory(site, record_vm_ids=record_vm_ids)
+    hosts = list(await site.cloud.list_hosts())
     plans: list[MovePlan] = []
     problems: list[tuple[DbVmRow, SiteError]] = []
     for row in inventory.flagged:
         try:
-            plans.append(await plan_move(site, row.id, hard=hard, audit=audit))
+            plan = await plan_move(site, row.id, hard=hard, audit=audit, hosts=hosts)
         except SiteError as error:
             problems.append((row, error))
+            continue
+        plans.append(plan)
+        if plan.target_host_id != row.vm.summary.host_id:
+            hosts = [reserve(host, row.vm.summary) if host.id == plan.target_host_id else host for host in hosts]
     return tuple(plans), tuple(problems)
+
+
+def reserve(host: Host, vm: VmSummary) -> Host:
+    """The host as it will be once `vm` runs on it: its CPU (percent) and memory counted as used."""
+    return replace(host, used_cpu=host.used_cpu + round(vm.cpu * 100), used_mem_kb=host.used_mem_kb + vm.memory_mb * 1024)
 
 
 # which steps are done ---------------------------------------------------------------------------
