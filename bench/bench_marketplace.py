@@ -21,12 +21,18 @@ import gc
 import statistics
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from textual import events
-
+from bench.console_driver import (
+    open_filter,
+    painted,
+    running_console,
+    settings_for,
+    timed_key,
+    timed_keystroke,
+    until,
+)
 from bench.rows import Row, limit_row
 
 GROUP = "marketplace (issue 4)"
@@ -71,99 +77,52 @@ def synthetic_records(count: int) -> list[dict[str, Any]]:
     return records
 
 
-async def _until(condition: Any, what: str) -> None:
-    deadline = time.monotonic() + DEADLINE_S
-    while not condition():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.001)
-
-
-async def painted(screen: Any) -> None:
-    """Return once the screen has repainted: `call_after_refresh` runs after the next repaint."""
-    done = asyncio.Event()
-    screen.call_after_refresh(done.set)
-    await asyncio.wait_for(done.wait(), DEADLINE_S)
-
-
-async def timed_keystroke(app: Any, screen: Any, key: str, expect: str) -> float:
-    """Seconds from a key reaching the app (posted as the terminal driver posts it) until the
-    table has repainted the rows filtered by `expect`."""
-    event = events.Key(key, key if len(key) == 1 else None)
-    event.set_sender(app)
-    start = time.perf_counter()
-    app.post_message(event)
-    await _until(lambda: screen.table.filter_text == expect, f"the filter to read {expect!r}")
-    await painted(screen)
-    return time.perf_counter() - start
-
-
 async def _measure(server: Any) -> tuple[list[float], list[float], list[float], int]:
     from tui.app import SiteToolkitApp
     from tui.procedures.connection import SiteConnection
     from tui.screens.marketplace import MarketplaceScreen
-    from tui.settings import Settings
 
-    settings = replace(Settings.for_site(server.xmlrpc_url, server.session, server.flow_url, source="benchmark site"),
-                       refresh_interval=3600.0)
+    settings = settings_for(server.xmlrpc_url, server.session, server.flow_url)
     app = SiteToolkitApp(SiteConnection(settings), initial_screen="market")
     render: list[float] = []
     reloads: list[float] = []
     keys: list[float] = []
     async with app.run_test(size=SIZE) as pilot:
-        screen: MarketplaceScreen | None = None
-        deadline = time.monotonic() + DEADLINE_S
-        while screen is None or screen.catalog is None or screen.loading:
-            if time.monotonic() > deadline:
-                raise RuntimeError("the marketplace screen never loaded")
-            await asyncio.sleep(0.01)
-            current = app.screen
-            screen = current if isinstance(current, MarketplaceScreen) else None
+        await until(lambda: isinstance(s := app.screen, MarketplaceScreen) and s.catalog is not None and not s.loading,
+                    "the marketplace screen's first load", DEADLINE_S)
+        screen = app.screen
+        assert isinstance(screen, MarketplaceScreen)
         await painted(screen)
         listed = screen.table.row_count
         for _ in range(RELOADS):
             gc.collect()
             start = time.perf_counter()
             screen.reload()
-            while screen.loading:
-                await asyncio.sleep(0.001)
+            await until(lambda: not screen.loading, "the reload", DEADLINE_S)
             await painted(screen)
             end = time.perf_counter()
             render.append(end - screen.timings["fetch_end"])
             reloads.append(end - start)
         await pilot.press("slash")
-        await _until(lambda: screen.focused is not None and screen.focused.id == "mk-filter", "the filter focus")
+        await until(lambda: screen.focused is not None and screen.focused.id == "mk-filter", "the filter focus")
         await painted(screen)
         gc.collect()
         for _ in range(KEYSTROKE_ROUNDS):
             for key, expect in KEYS:
-                keys.append(await timed_keystroke(app, screen, key, expect))
+                keys.append(await timed_key(app, screen, key, expect))
     return render, reloads, keys, listed
 
 
 async def _vm_list_keystrokes(server: Any) -> list[float]:
     """The same keystrokes on the VM list with as many rows: the same-run baseline (the filter
     input, the virtual table and the paint are shared; what differs is the screen)."""
-    from tui.app import SiteToolkitApp
-    from tui.procedures.connection import SiteConnection
-    from tui.screens.vms import VmListScreen
-    from tui.settings import Settings
-
-    settings = replace(Settings.for_site(server.xmlrpc_url, server.session, server.flow_url, source="benchmark site"),
-                       refresh_interval=3600.0)
-    app = SiteToolkitApp(SiteConnection(settings))
     keys: list[float] = []
-    async with app.run_test(size=SIZE) as pilot:
-        await _until(lambda: isinstance(app.screen, VmListScreen) and app.screen.loaded_once, "the VM list")
-        screen = app.screen
-        await painted(screen)
-        await pilot.press("slash")
-        await _until(lambda: screen.focused is not None and screen.focused.id == "vm-filter", "the filter focus")
-        await painted(screen)
+    async with running_console(settings_for(server.xmlrpc_url, server.session, server.flow_url)) as console:
+        await open_filter(console)
         gc.collect()
         for _ in range(KEYSTROKE_ROUNDS):
             for key, expect in KEYS:
-                keys.append(await timed_keystroke(app, screen, key, expect))
+                keys.append(await timed_keystroke(console, key, expect))
     return keys
 
 

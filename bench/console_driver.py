@@ -114,7 +114,8 @@ async def running_console(settings: Settings) -> AsyncIterator[Console]:
         yield Console(pilot, screen, watch)
 
 
-async def _until(condition: Callable[[], bool], what: str, timeout: float = DEADLINE_S, period: float = 0.001) -> None:
+async def until(condition: Callable[[], Any], what: str, timeout: float = DEADLINE_S, period: float = 0.001) -> None:
+    """Return once `condition()` holds (polled every `period` seconds); `ConsoleBenchError` past `timeout`."""
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
@@ -137,7 +138,7 @@ async def _first_load(app: SiteToolkitApp, watch: ListWatch) -> VmListScreen:
                 raise ConsoleBenchError(f"the VM list failed: {screen.last_error.title}: {screen.last_error.detail}")
 
 
-async def painted(screen: VmListScreen) -> None:
+async def painted(screen: Any) -> None:
     """Return once the screen has repainted (or at once if nothing was waiting to be painted)."""
     done = asyncio.Event()
     screen.call_after_refresh(done.set)
@@ -183,26 +184,31 @@ async def timed_refresh(console: Console, *, monitor: bool = False) -> RefreshTi
     return RefreshTiming(end - start, end - arrival, max(lags, default=0.0))
 
 
-async def timed_keystroke(console: Console, key: str, expect: str) -> float:
-    """Seconds from a key reaching the app until the table shows the filtered rows for `expect`.
+async def timed_key(app: SiteToolkitApp, screen: Any, key: str, expect: str) -> float:
+    """Seconds from a key reaching `app` until `screen.table` shows the rows filtered by `expect`.
 
     The key is posted to the app as the terminal driver posts it (`pilot.press` would add two
     `wait_for_idle` sleeps of at least 20 ms each: it would time the test harness, not the app).
+    Any list screen with a filtered `table` (the VM list, the marketplace) can be timed.
     """
-    screen = console.screen
     table = screen.table
     event = events.Key(key, key if len(key) == 1 else None)
-    event.set_sender(console.app)
+    event.set_sender(app)
     start = time.perf_counter()
-    console.app.post_message(event)
-    await _until(lambda: table.filter_text == expect, f"the filter to read {expect!r}")
+    app.post_message(event)
+    await until(lambda: table.filter_text == expect, f"the filter to read {expect!r}")
     await painted(screen)
     return time.perf_counter() - start
+
+
+async def timed_keystroke(console: Console, key: str, expect: str) -> float:
+    """`timed_key` on the running console's VM list."""
+    return await timed_key(console.app, console.screen, key, expect)
 
 
 async def open_filter(console: Console) -> None:
     """`/`: the filter input gets the focus."""
     screen = console.screen
     await console.pilot.press("slash")
-    await _until(lambda: screen.focused is not None and screen.focused.id == "vm-filter", "the filter to take focus")
+    await until(lambda: screen.focused is not None and screen.focused.id == "vm-filter", "the filter to take focus")
     await painted(screen)

@@ -198,3 +198,15 @@ def test_sim_announces_repositories_on_a_second_line(tmp_path: Path) -> None:
     finally:
         process.stdin.close()  # end of stdin: the site stops and exits 0
         assert process.wait(timeout=30) == 0
+
+
+async def test_asking_a_dead_child_for_its_repositories_says_it_exited(tmp_path: Path) -> None:
+    with SimChild() as child:
+        await child.endpoints()
+        assert child.pid is not None
+        os.kill(child.pid, 9)
+        _poll(lambda: not child.running, "the child to exit")
+        with pytest.raises(SiteError) as caught:
+            await child.repositories()  # the request goes to a closed pipe: no error of its own
+        assert caught.value.title == "Demo repositories not ready"
+        assert "exited with code -9" in caught.value.detail and "How to fix" in caught.value.detail

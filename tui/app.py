@@ -167,8 +167,6 @@ class SiteToolkitApp(App[int]):
         self._connect_ticker: Timer | None = None
         #: set once the start-up check passed (created in on_mount, inside the event loop)
         self._connected = asyncio.Event()
-        #: the first screen when shown before connecting, once decided (see `_early_screen`)
-        self._early: tuple[ScreenSpec | None] | None = None
         if notification_timeout is not None:
             self.NOTIFICATION_TIMEOUT = notification_timeout
         theme = connection.settings.theme
@@ -250,16 +248,14 @@ class SiteToolkitApp(App[int]):
         while the site starts and answers the start-up check; a failed check covers it with the
         failure screen. None for any other first screen (or one that fails to load: `open_screen`
         reports that after connecting)."""
-        if self._early is None:
-            spec = registry.find(self.initial_screen, self.screens)
-            shown = False
-            if spec is not None and not (self.read_only and spec.mutates):
-                try:
-                    shown = bool(getattr(spec.load(), "SHOWN_WHILE_CONNECTING", False))
-                except Exception:  # noqa: BLE001 - reported when the screen is opened
-                    shown = False
-            self._early = (spec if shown else None,)
-        return self._early[0]
+        spec = registry.find(self.initial_screen, self.screens)
+        if spec is None or (self.read_only and spec.mutates):
+            return None
+        try:
+            screen_class = spec.load()  # imported once: later calls find the module loaded
+        except Exception:  # noqa: BLE001 - reported when the screen is opened
+            return None
+        return spec if getattr(screen_class, "SHOWN_WHILE_CONNECTING", False) else None
 
     async def wait_connected(self) -> None:
         """Return once the start-up check has passed (at once after that)."""

@@ -78,3 +78,8 @@ def test_documents_that_do_not_split_are_parsed_whole() -> None:
         cache.summaries("<HOST_POOL/>")
     with pytest.raises(MalformedResponse):
         cache.summaries("<VM_POOL><VM><ID>4</VM></VM_POOL>")
+
+
+def test_an_answer_that_is_not_a_document_is_malformed() -> None:
+    with pytest.raises(MalformedResponse):
+        VmSummaryCache().summaries(7)  # type: ignore[arg-type]  # a server answering an int

@@ -50,7 +50,9 @@ async def test_list_shows_every_appliance_with_status_and_the_detail(sim: SimSer
         assert "- not downloaded" in screen.table.render_line(1).text  # glyph and word
         status = rendered_text(screen.query_one("#mk-status"))
         assert "29 appliances" in status and "2 of 2 marketplaces" in status and "platform 7.0.0" in status
-        head = rendered_text(screen.query_one("#mk-detail-head"))
+        # the detail head is filled for the highlighted row, then laid out at its full height
+        head = await wait_for(pilot, lambda: (text := rendered_text(screen.query_one("#mk-detail-head")))
+                              and "platform versions" in text and text, what="the detail head")
         assert "software version" in head and "v0.5.0" in head and "20250403-1109" in head
         assert "roles" in head and "platform versions" in head and "download" in head
 

@@ -264,8 +264,6 @@ class CloudClient:
 
         def work() -> tuple[VmSummary, ...]:
             value = self._raw_call(method, int(filter), int(start), int(end), int(state))
-            if not isinstance(value, str):
-                raise MalformedResponse(f"{method} did not answer an XML document")
             return self.vm_summary_cache.summaries(value, method)
         return await self._run(method, work)
 

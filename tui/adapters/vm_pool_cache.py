@@ -22,7 +22,7 @@ of the text (a 50,000-VM pool is 120 MB of it). The cache keeps only the last re
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from lxml import etree
 
@@ -57,8 +57,7 @@ def _key(piece: str) -> Key:
 class VmSummaryCache:
     """The VMs of the previous refresh, by the text they were built from (see the module docstring)."""
 
-    def __init__(self, build: Callable[[etree._Element], "VmSummary"] = parse.vm_summary) -> None:
-        self._build = build
+    def __init__(self) -> None:
         self._known: dict[Key, VmSummary] = {}
         self._lock = threading.Lock()
         #: how the last call went: VMs reused from the previous refresh, VMs parsed
@@ -66,7 +65,8 @@ class VmSummaryCache:
         self.parsed = 0
 
     def summaries(self, text: str, method: str = "one.vmpool.info") -> tuple["VmSummary", ...]:
-        """The VMs of a VM_POOL document (the success value of `method`)."""
+        """The VMs of a VM_POOL document (the success value of `method`; anything but an XML
+        document raises `MalformedResponse`)."""
         pieces = _pieces(text) if isinstance(text, str) else None
         with self._lock:
             known = self._known
@@ -88,14 +88,14 @@ class VmSummaryCache:
                 return None  # a split inside a CDATA section: parse the whole document
             if element.tag != "VM":
                 return None
-            fresh[keys[index]] = self._build(element)
+            fresh[keys[index]] = parse.vm_summary(element)
         summaries = tuple(fresh.get(key) or known[key] for key in keys)
         self._remember(dict(zip(keys, summaries)), reused=len(pieces) - len(missing), parsed=len(missing))
         return summaries
 
     def _from_document(self, text: str, method: str, pieces: list[str] | None) -> tuple["VmSummary", ...]:
         root = parse_document(text, method)
-        summaries = parse.pool(root, "VM_POOL", "VM", self._build)
+        summaries = parse.pool(root, "VM_POOL", "VM", parse.vm_summary)
         paired = pieces is not None and len(pieces) == len(summaries) and len(root) == len(summaries)
         self._remember(dict(zip(map(_key, pieces), summaries)) if paired and pieces is not None else {},
                        reused=0, parsed=len(summaries))
