@@ -213,7 +213,7 @@ def test_rank_hosts_orders_by_free_capacity_and_excludes_with_reasons() -> None:
     assert "no AVX" in reasons[4]
     assert "reports no CPU features" in reasons[5]
     assert "aarch64" in reasons[6]
-    assert reasons[7] == "host state DISABLED"
+    assert reasons[7].startswith("host state DISABLED: the scheduler places no VM") and "onehost enable 7" in reasons[7]
     assert reasons[8] == "free CPU 50 below the threshold 100"
     assert reasons[9] == "free memory 1024 MiB below the threshold 2048 MiB"
     assert reasons[10] == "the VM's current host"

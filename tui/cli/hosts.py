@@ -39,8 +39,9 @@ from tui.cli.common import (
     site_command,
     usage,
 )
+from tui.domain.cpu import VM_CHECKED
 from tui.procedures.connection import SiteConnection
-from tui.procedures.hosts import DbVmRow, HostInventory, load_inventory
+from tui.procedures.hosts import DbVmRow, HostInventory, HostRow, load_inventory
 from tui.procedures.move_plan import MovePlan, MoveTimeouts, plan_flagged, plan_move, plan_redeploy, preview_many
 from tui.procedures.move_vm import MoveFailed, move_many
 from tui.procedures.preview import Preview
@@ -66,8 +67,14 @@ def hosts_table(inventory: HostInventory) -> Table:
         model = host.kvm_cpu_model + (" *" if row.known_good else "")
         table.add_row(str(host.id), Text(host.name), host.state_name, Text(host.arch or "?"), Text(model or "?"),
                       _flag(row.sse4_2), _flag(row.avx), f"{host.free_cpu / 100:g}/{host.max_cpu / 100:g}",
-                      _mib(host.free_mem_mib), str(host.running_vms), Text(row.verdict.text), Text(host.model_name))
+                      _mib(host.free_mem_mib), str(host.running_vms), Text(_host_verdict(row)), Text(host.model_name))
     return table
+
+
+def _host_verdict(row: HostRow) -> str:
+    verdict = row.verdict
+    text = verdict.word + (f": {'; '.join(verdict.reasons)}" if verdict.reasons else "")
+    return text + (f" (fix: {verdict.fix})" if verdict.fix else "")
 
 
 def db_vms_table(inventory: HostInventory) -> Table:
@@ -75,7 +82,8 @@ def db_vms_table(inventory: HostInventory) -> Table:
     for name in ("ID", "NAME", "WHY", "STATE", "HOST", "CPU MODEL", "APP", "VERDICT"):
         table.add_column(name, justify="right" if name == "ID" else "left")
     for row in inventory.db_vms:
-        verdict = row.verdict.kind.value + (f": {row.verdict.reason}" if row.verdict.reason else "")
+        verdict = ("AT RISK, " if row.at_risk else "") + row.verdict.kind.value + (
+            f": {row.verdict.reason}" if row.verdict.reason else "")
         host = f"{row.host_id} {row.host_name}" if row.host_id is not None else "-"
         table.add_row(str(row.id), Text(row.name), row.identified_by, row.vm.summary.state_name, Text(host),
                       Text(row.cpu_model or "(none)"), row.application, Text(verdict))
@@ -110,8 +118,12 @@ async def _list(args: argparse.Namespace, site: SiteConnection) -> int:
     return EXIT_OK
 
 
-def _risk_line(row: DbVmRow) -> str:
-    return f"VM {row.id} {row.name}: {row.verdict.kind.value}: {row.verdict.reason}"
+def _risk_lines(row: DbVmRow, inventory: HostInventory) -> list[str]:
+    lines = [f"VM {row.id} {row.name}: {row.verdict.kind.value}: {row.risk}"]
+    fix = inventory.fix(row)
+    if fix:
+        lines.append(f"    fix: {fix}")
+    return lines
 
 
 async def _check(args: argparse.Namespace, site: SiteConnection) -> int:
@@ -119,7 +131,7 @@ async def _check(args: argparse.Namespace, site: SiteConnection) -> int:
     _notes(inventory, args.json)
     at_risk = inventory.at_risk
     if args.json:
-        emit_json({"ok": not at_risk, "document_db_vms": [row.as_json() for row in inventory.db_vms],
+        emit_json({"ok": not at_risk, "document_db_vms": [inventory.db_vm_json(row) for row in inventory.db_vms],
                    "at_risk": [row.id for row in at_risk], "notes": list(inventory.notes),
                    "targets": [ranked.host.id for ranked in inventory.ranking.eligible]})
     else:
@@ -128,12 +140,15 @@ async def _check(args: argparse.Namespace, site: SiteConnection) -> int:
                   f"{', '.join(site.naming.document_db_roles)} or attribute {site.naming.document_db_attribute}).")
         else:
             _print(db_vms_table(inventory))
+            print(f"\nChecked: {VM_CHECKED}, and READY=YES (an unknown verdict on a VM that is not ready counts "
+                  "as at risk).")
         if at_risk:
             print("\nAt risk:")
             for row in at_risk:
-                print(f"  {_risk_line(row)}")
+                for line in _risk_lines(row, inventory):
+                    print(f"  {line}")
             targets = ", ".join(f"{r.host.id} {r.host.name}" for r in inventory.ranking.eligible) or "none"
-            print(f"Compatible targets: {targets}. Fix with: sitetk hosts move <VM_ID> [--host <HOST_ID>]")
+            print(f"Targets (monitored, compatible, enough free capacity): {targets}.")
     return EXIT_FINDINGS if at_risk else EXIT_OK
 
 

@@ -9,19 +9,23 @@ that settings can extend, passed in as a parameter.
 Host verdict: INCOMPATIBLE when the architecture is wrong or a reported feature list lacks avx or
 sse4_2; UNKNOWN when the host reports no features (the reason says whether its model is known to
 have them); COMPATIBLE otherwise. Feature names are compared case-insensitively with `.` read as
-`_` (libvirt says `sse4.2`, /proc/cpuinfo `sse4_2`).
+`_` (libvirt says `sse4.2`, /proc/cpuinfo `sse4_2`). `evaluate_host` puts the host's state first:
+a disabled, offline, failed or never monitored host is UNAVAILABLE (its verdict names the state;
+it is never "compatible" and never a move target), and every verdict carries what was checked
+and the fix.
 
 VM verdict, from the VM's CPU_MODEL and its host: HOST_PASSTHROUGH (discouraged) when it passes the
 host CPU through; MODEL_LACKS_FLAGS when the model (per `CPU_MODEL_TABLE`) or the host lacks
 AVX or SSE4.2; FINE when the model is known to expose both (or is known good, or is host-model on
 a compatible host); UNKNOWN otherwise (no model set: the hypervisor default decides; a model
-not in the table).
+not in the table). Whether an UNKNOWN verdict puts the VM at risk depends on its readiness,
+which `tui.procedures.hosts` adds.
 """
 
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Iterable, Mapping, Sequence
 
@@ -169,6 +173,14 @@ class HostVerdictKind(str, Enum):
     COMPATIBLE = "compatible"
     INCOMPATIBLE = "incompatible"
     UNKNOWN = "unknown"
+    #: the host's state (disabled, offline, error, not monitored) keeps every VM off it
+    UNAVAILABLE = "unavailable"
+
+
+#: what a CPU verdict looks at
+CPU_CHECKED = "architecture (x86_64) and SSE4.2 and AVX in the host's KVM_CPU_FEATURES"
+#: what a host's verdict looks at
+HOST_CHECKED = f"host state (MONITORED), {CPU_CHECKED}"
 
 
 @dataclass(frozen=True)
@@ -177,10 +189,22 @@ class HostVerdict:
     reasons: tuple[str, ...] = ()
     #: the host's model is one of the known-good models
     known_good: bool = False
+    #: what was checked
+    checked: str = CPU_CHECKED
+    #: how to make the host usable for the document database ("" when nothing is to fix)
+    fix: str = ""
+    #: UNAVAILABLE: the state's word ("disabled", "offline", ...) and the CPU verdict underneath
+    state_word: str = ""
+    cpu_kind: HostVerdictKind | None = None
 
     @property
     def text(self) -> str:
         return f"{self.kind.value}: {'; '.join(self.reasons)}" if self.reasons else self.kind.value
+
+    @property
+    def word(self) -> str:
+        """The verdict as a list shows it: the state for an unavailable host, else the kind."""
+        return self.state_word if self.kind is HostVerdictKind.UNAVAILABLE and self.state_word else self.kind.value
 
 
 def host_verdict(cpu: HostCpu, known_good: Iterable[str] = DEFAULT_KNOWN_GOOD_MODELS) -> HostVerdict:
@@ -208,6 +232,34 @@ def host_verdict(cpu: HostCpu, known_good: Iterable[str] = DEFAULT_KNOWN_GOOD_MO
     return HostVerdict(HostVerdictKind.COMPATIBLE, (), good)
 
 
+def evaluate_host(host: Host, known_good: Iterable[str] = DEFAULT_KNOWN_GOOD_MODELS) -> HostVerdict:
+    """The host's verdict for the document database: its state first (a disabled, offline, failed
+    or unmonitored host is UNAVAILABLE whatever its CPU), then its CPU (`host_verdict`); each
+    verdict says what was checked, what was found and the fix."""
+    cpu = host_verdict(HostCpu.from_host(host), known_good)
+    unavailable = host.unavailable
+    if unavailable is not None:
+        cpu_part = f"its CPU: {cpu.text}"
+        return HostVerdict(HostVerdictKind.UNAVAILABLE, (unavailable.reason, cpu_part), cpu.known_good,
+                           HOST_CHECKED, unavailable.fix, unavailable.word, cpu.kind)
+    return replace(cpu, checked=HOST_CHECKED, fix=_cpu_fix(cpu, host))
+
+
+def _cpu_fix(verdict: HostVerdict, host: Host) -> str:
+    if verdict.kind is HostVerdictKind.COMPATIBLE:
+        return ""
+    arch = host.arch.lower()
+    if verdict.kind is HostVerdictKind.INCOMPATIBLE:
+        if arch and arch not in GOOD_ARCHES:
+            return "no CPU model can change the architecture: run document-database VMs on an x86_64 host"
+        return ("no CPU model can add what the host's CPU lacks: run document-database VMs on a compatible host "
+                "(`sitetk hosts move <VM_ID>`)")
+    # UNKNOWN: the monitoring probes did not report ARCH or KVM_CPU_FEATURES
+    # (src/im_mad/remotes/kvm-probes.d/host/system/cpu_features.sh reports the features)
+    return (f"`onehost sync {host.id} --force` installs the KVM probes again; KVM_CPU_FEATURES appears at the next "
+            f"monitoring (`onehost show {host.id}`)")
+
+
 def _flag_label(flag: str) -> str:
     return {"sse4_2": "SSE4.2", "avx": "AVX"}.get(flag, flag.upper())
 
@@ -217,6 +269,10 @@ class VmVerdictKind(str, Enum):
     HOST_PASSTHROUGH = "host-passthrough (discouraged)"
     MODEL_LACKS_FLAGS = "lacks AVX or SSE4.2"
     UNKNOWN = "unknown"
+
+
+#: what a VM's verdict looks at
+VM_CHECKED = "the VM's CPU_MODEL (which flags the model exposes) and its host's CPU verdict"
 
 
 @dataclass(frozen=True)
@@ -248,17 +304,24 @@ def vm_verdict(
             VmVerdictKind.HOST_PASSTHROUGH,
             "host-passthrough is discouraged unless no compatible host exists; set the host's KVM_CPU_MODEL",
         )
+    host_unknown = ""
+    if host_check is not None and host_check.kind is HostVerdictKind.UNKNOWN:
+        host_unknown = f"; its host: {'; '.join(host_check.reasons)}"
+    elif host is None:
+        host_unknown = "; the VM has no host (or its host is not listed)"
     if not model:
-        return VmVerdict(VmVerdictKind.UNKNOWN, "no CPU model set: the hypervisor's default model (often without AVX) applies")
+        return VmVerdict(VmVerdictKind.UNKNOWN,
+                         "no CPU model set: the hypervisor's default model (often without AVX) applies" + host_unknown)
     if model == HOST_MODEL:
         if host_check is not None and host_check.kind is HostVerdictKind.COMPATIBLE:
             return VmVerdict(VmVerdictKind.FINE, "host-model on a compatible host")
-        return VmVerdict(VmVerdictKind.UNKNOWN, "host-model: the flags depend on the host, whose features are unknown")
+        return VmVerdict(VmVerdictKind.UNKNOWN, "host-model: the flags depend on the host, whose features are unknown"
+                         + host_unknown)
     if is_known_good(model, known_good):
         return VmVerdict(VmVerdictKind.FINE, f"{model} is a model found compatible")
     info = model_info(model, table)
     if info is None:
-        return VmVerdict(VmVerdictKind.UNKNOWN, f"model {model} is not in the model table")
+        return VmVerdict(VmVerdictKind.UNKNOWN, f"model {model} is not in the model table" + host_unknown)
     if info.missing:
         return VmVerdict(
             VmVerdictKind.MODEL_LACKS_FLAGS,
@@ -310,12 +373,13 @@ def rank_hosts(
     eligible: list[RankedHost] = []
     excluded: list[ExcludedHost] = []
     for host in hosts:
-        verdict = host_verdict(HostCpu.from_host(host), known_good)
+        verdict = evaluate_host(host, known_good)
+        unavailable = host.unavailable
         reason = ""
         if host.id == exclude_host_id:
             reason = "the VM's current host"
-        elif not host.usable:
-            reason = f"host state {host.state_name}"
+        elif unavailable is not None:
+            reason = f"{unavailable.reason} ({unavailable.fix})"
         elif verdict.kind is not HostVerdictKind.COMPATIBLE:
             reason = verdict.text
         elif host.free_cpu < min_free_cpu:

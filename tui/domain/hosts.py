@@ -34,6 +34,45 @@ def host_state_names(state: int) -> tuple[str, str]:
 
 
 @dataclass(frozen=True)
+class HostUnavailable:
+    """Why a host in a state other than MONITORED takes no VM, and how to bring it back."""
+
+    #: the verdict word: "disabled", "offline", "error", "not monitored"
+    word: str
+    reason: str
+    fix: str
+
+
+def host_unavailable(host_id: int, state: int) -> HostUnavailable | None:
+    """None for a monitored host; else what its state means for a move.
+
+    The platform's own table (include/Host.h, `HostState`, release-7.4.0 and 6.10): DISABLED hosts
+    are monitored but the scheduler places nothing there; OFFLINE hosts are neither monitored nor
+    deployed to; ERROR is a failed monitoring; INIT has not been monitored yet (its CPU facts and
+    capacity are not known). The MONITORING_* states (1, 5, 6, 7), commented out in Host.h and still
+    listed in share/doc/xsd/host.xsd, read as the state they come from.
+    """
+    name, _ = host_state_names(state)
+    if state in USABLE_STATES:
+        return None
+    if state in (4, 7):
+        return HostUnavailable("disabled", f"host state {name}: the scheduler places no VM on a disabled host",
+                               f"`onehost enable {host_id}` makes it a target again")
+    if state == 8:
+        return HostUnavailable("offline", f"host state {name}: the host is neither monitored nor deployed to",
+                               f"`onehost enable {host_id}` once the host is back")
+    if state in (3, 5):
+        return HostUnavailable("error", f"host state {name}: its monitoring failed, its facts may be stale",
+                               f"`onehost show {host_id}` shows the error (ERROR_MESSAGE); fix the host, then "
+                               f"`onehost sync {host_id} --force`")
+    if state in (0, 6):
+        return HostUnavailable("not monitored", f"host state {name}: not monitored yet, its CPU facts and capacity "
+                               "are not known", f"wait for its first monitoring (`onehost show {host_id}`)")
+    return HostUnavailable(name.lower(), f"host state {name} is not one the platform documents",
+                           f"`onehost show {host_id}`")
+
+
+@dataclass(frozen=True)
 class Host:
     id: int
     name: str
@@ -65,6 +104,11 @@ class Host:
     @property
     def usable(self) -> bool:
         return self.state in USABLE_STATES
+
+    @property
+    def unavailable(self) -> HostUnavailable | None:
+        """Why the host takes no VM (its state), None when it is monitored."""
+        return host_unavailable(self.id, self.state)
 
     @property
     def free_cpu(self) -> int:

@@ -1,8 +1,12 @@
 """Host CPU inventory for the document database: every host with its verdict, every database VM.
 
 Reads only (no preview, no audit). `load_inventory(site)` answers the operator's two questions at
-a glance: which hosts can run the document database (x86_64 with SSE4.2 and AVX; the verdict comes
-from `tui.domain.cpu`), and whether every VM that runs it sees a suitable CPU.
+a glance: which hosts can run the document database (monitored, x86_64 with SSE4.2 and AVX; the
+verdict comes from `tui.domain.cpu.evaluate_host`: a disabled, offline, failed or unmonitored host
+is "unavailable", never "compatible"), and whether every VM that runs it sees a suitable CPU. A VM
+is at risk when its verdict says the database cannot run, and also when the verdict is unknown
+while the VM is not ready. Each verdict carries what was checked, what was found and the fix
+(`HostInventory.fix(row)` names the move and its target).
 
 Document-database VMs are the VMs whose role (ROLE_NAME, or the `<role>_<n>_(service_<id>)` name)
 is one of `naming.document_db_roles`, the VMs carrying the attribute `naming.document_db_attribute`
@@ -19,13 +23,14 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from tui.adapters.errors import SiteError
 from tui.domain.cpu import (
+    VM_CHECKED,
     HostCpu,
     HostRanking,
     HostVerdict,
     HostVerdictKind,
     VmVerdict,
     VmVerdictKind,
-    host_verdict,
+    evaluate_host,
     rank_hosts,
     vm_verdict,
 )
@@ -94,7 +99,11 @@ class HostRow:
             "max_memory_mib": host.max_mem_kb // 1024,
             "running_vms": host.running_vms,
             "verdict": self.verdict.kind.value,
+            "verdict_word": self.verdict.word,
+            "cpu_verdict": (self.verdict.cpu_kind or self.verdict.kind).value,
+            "checked": self.verdict.checked,
             "reasons": list(self.verdict.reasons),
+            "fix": self.verdict.fix,
         }
 
 
@@ -126,7 +135,19 @@ class DbVmRow:
 
     @property
     def at_risk(self) -> bool:
-        return self.verdict.at_risk
+        """The database may not run: a model or host that lacks AVX or SSE4.2, host-passthrough, or
+        an unknown verdict while the VM is not ready (nothing shows the database runs)."""
+        return self.verdict.at_risk or (self.verdict.kind is VmVerdictKind.UNKNOWN and not self.vm.ready)
+
+    @property
+    def risk(self) -> str:
+        """Why the VM counts as at risk ("" when it does not)."""
+        if self.verdict.at_risk:
+            return self.verdict.reason
+        if self.at_risk:
+            return (f"{self.verdict.reason}; and the VM is not ready (application {self.application}): nothing shows "
+                    "its database runs, so an unknown verdict counts as at risk")
+        return ""
 
     @property
     def flagged(self) -> bool:
@@ -161,8 +182,10 @@ class DbVmRow:
             "cpu_model": self.cpu_model,
             "ready": self.ready,
             "verdict": self.verdict.kind.value,
+            "checked": VM_CHECKED + " and READY=YES",
             "reason": self.verdict.reason,
             "at_risk": self.at_risk,
+            "risk": self.risk,
         }
 
 
@@ -194,10 +217,24 @@ class HostInventory:
     def db_vm(self, vm_id: int) -> DbVmRow | None:
         return next((row for row in self.db_vms if row.id == vm_id), None)
 
+    def fix(self, row: DbVmRow) -> str:
+        """What to do about a flagged VM: the move, with its target when one exists ("" when FINE)."""
+        if not row.flagged:
+            return ""
+        best = self.ranking.eligible[0].host if self.ranking.eligible else None
+        if best is None:
+            return (f"no compatible host with enough free capacity: `sitetk hosts move {row.id} --passthrough` "
+                    "(key m on the hosts screen) uses host-passthrough, which is discouraged")
+        return (f"move it: `sitetk hosts move {row.id}` (key m on the hosts screen) takes it to host {best.id} "
+                f"{best.name} with CPU model {best.kvm_cpu_model}")
+
+    def db_vm_json(self, row: DbVmRow) -> dict[str, Any]:
+        return {**row.as_json(), "fix": self.fix(row)}
+
     def as_json(self) -> dict[str, Any]:
         return {
             "hosts": [row.as_json() for row in self.hosts],
-            "document_db_vms": [row.as_json() for row in self.db_vms],
+            "document_db_vms": [self.db_vm_json(row) for row in self.db_vms],
             "known_good_models": list(self.known_good),
             "targets": [ranked.host.id for ranked in self.ranking.eligible],
             "at_risk": [row.id for row in self.at_risk],
@@ -208,8 +245,7 @@ class HostInventory:
 def host_rows(hosts: Iterable[Host], known_good: Sequence[str]) -> tuple[HostRow, ...]:
     rows = []
     for host in sorted(hosts, key=lambda h: h.id):
-        cpu = HostCpu.from_host(host)
-        rows.append(HostRow(host, cpu, host_verdict(cpu, known_good)))
+        rows.append(HostRow(host, HostCpu.from_host(host), evaluate_host(host, known_good)))
     return tuple(rows)
 
 

@@ -218,8 +218,9 @@ def _origin(vm: VmDetail, audit: AuditLog | None) -> tuple[int | None, str, str]
 def passthrough_problem(host: Host, known_good: Sequence[str]) -> str:
     """Why host-passthrough cannot go to this host ("" when it can): the host must be usable, and
     not one where the database cannot start whatever the model (wrong architecture, no AVX)."""
-    if not host.usable:
-        return f"host state {host.state_name}"
+    unavailable = host.unavailable
+    if unavailable is not None:
+        return f"{unavailable.reason} ({unavailable.fix})"
     verdict = host_verdict(HostCpu.from_host(host), known_good)
     if verdict.kind is HostVerdictKind.INCOMPATIBLE:
         return f"{verdict.text}: the database cannot start there with any CPU model"
@@ -333,8 +334,10 @@ async def plan_redeploy(site: "SiteConnection", vm_id: int, host_id: int, cpu_mo
     _check_vm(vm)
     hosts = await site.cloud.list_hosts()
     target = _host_by_id(hosts, host_id)
-    if not target.usable:
-        raise SiteError(f"Host {target.id} {target.name} cannot take the VM", f"host state {target.state_name}.")
+    unavailable = target.unavailable
+    if unavailable is not None:
+        raise SiteError(f"Host {target.id} {target.name} cannot take the VM",
+                        f"{unavailable.reason}; {unavailable.fix}.")
     audit = audit if audit is not None else audit_log(site)
     if cpu_model is None:
         origin = last_move_origin(audit, vm_id)

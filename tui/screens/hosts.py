@@ -3,9 +3,11 @@
 Top: every host with its state, architecture, model name, KVM_CPU_MODEL (`★` marks a model
 found compatible: the spec's list plus the settings' own), whether SSE4.2 and AVX are in its CPU
 features (`?` when the host reports none), free CPU and memory, running VMs and the verdict
-(`✔ compatible`, `✘ incompatible`, `? unknown`). Bottom: every VM that runs the document
-database with its host, CPU model, what its appliance reports and its verdict (`✔ fine`,
-`⚠ passthrough`, `✘ lacks AVX/SSE4.2`, `? unknown`). The detail line explains the row under the
+(`✔ compatible`, `✘ incompatible`, `? unknown`; a host out of service shows its state instead:
+`○ disabled`, `○ offline`, `✘ error`, `◐ not monitored`, and is never a target). Bottom: every VM
+that runs the document database with its host, CPU model, what its appliance reports and its
+verdict (`✔ fine`, `⚠ passthrough`, `✘ lacks AVX/SSE4.2`, `? unknown`, and `? unknown, not ready`
+in red: at risk, since nothing shows its database runs). The detail line explains the row under the
 cursor (why a host is not a target, why a VM is at risk and where the move would take it).
 
 Keys: `tab` switches tables, `m` moves the VM under the cursor of the VM table (operation 7; when
@@ -41,8 +43,13 @@ HOST_VERDICT_PALETTE = StatePalette(
         HostVerdictKind.COMPATIBLE.value: StateLook("green", "✔"),
         HostVerdictKind.INCOMPATIBLE.value: StateLook("bold red", "✘"),
         HostVerdictKind.UNKNOWN.value: StateLook("yellow", "?"),
+        # unavailable hosts show their state (tui.domain.hosts.host_unavailable)
+        "disabled": StateLook("blue", "○"),
+        "offline": StateLook("dim", "○"),
+        "error": StateLook("bold red", "✘"),
+        "not monitored": StateLook("yellow", "◐"),
     },
-    default=StateLook("magenta", "?"),
+    default=StateLook("magenta", "○"),
 )
 
 #: VM verdict -> (short word for the table, look)
@@ -52,12 +59,15 @@ VM_VERDICT_WORDS: dict[VmVerdictKind, str] = {
     VmVerdictKind.MODEL_LACKS_FLAGS: "lacks AVX/SSE4.2",
     VmVerdictKind.UNKNOWN: "unknown",
 }
+#: an unknown verdict on a VM that is not ready (tui.procedures.hosts.DbVmRow.at_risk)
+AT_RISK_UNKNOWN = "unknown, not ready"
 VM_VERDICT_PALETTE = StatePalette(
     {
         "fine": StateLook("green", "✔"),
         "passthrough": StateLook("bold yellow", "⚠"),
         "lacks AVX/SSE4.2": StateLook("bold red", "✘"),
         "unknown": StateLook("yellow", "?"),
+        AT_RISK_UNKNOWN: StateLook("bold red", "?"),
     },
     default=StateLook("magenta", "?"),
 )
@@ -116,7 +126,7 @@ def host_row(row: HostRow) -> TableRow:
     model = Text(host.kvm_cpu_model or "?")
     if row.known_good:
         model = Text.assemble((f"{KNOWN_GOOD_GLYPH} ", "bold cyan"), (host.kvm_cpu_model, "bold"))
-    verdict = row.verdict.kind.value
+    verdict = row.verdict.word
     cells = (
         str(host.id), host.name, HOST_STATE_PALETTE.text(host.state_name), host.arch or "?", host.model_name,
         model, _flag(row.sse4_2), _flag(row.avx), f"{host.free_cpu / 100:g}/{host.max_cpu / 100:g}",
@@ -127,8 +137,14 @@ def host_row(row: HostRow) -> TableRow:
     return TableRow(host.id, cells, f"{host.name} {host.kvm_cpu_model} {host.model_name} {verdict}".lower(), sort)
 
 
+def vm_word(row: DbVmRow) -> str:
+    if row.at_risk and row.verdict.kind is VmVerdictKind.UNKNOWN:
+        return AT_RISK_UNKNOWN
+    return VM_VERDICT_WORDS.get(row.verdict.kind, row.verdict.kind.value)
+
+
 def vm_row(row: DbVmRow) -> TableRow:
-    word = VM_VERDICT_WORDS.get(row.verdict.kind, row.verdict.kind.value)
+    word = vm_word(row)
     host = f"{row.host_id} {row.host_name}" if row.host_id is not None else "-"
     app = row.application
     cells = (str(row.id), row.name, row.identified_by, row.vm.summary.state_name, host, row.cpu_model or "(none)",
@@ -140,9 +156,11 @@ def vm_row(row: DbVmRow) -> TableRow:
 def host_detail(row: HostRow, inventory: HostInventory) -> Text:
     host = row.host
     text = Text.assemble((f"Host {host.id} ", "bold"), (host.name, "bold"), "  ",
-                         HOST_VERDICT_PALETTE.text(row.verdict.kind.value))
+                         HOST_VERDICT_PALETTE.text(row.verdict.word))
     if row.verdict.reasons:
         text.append(f": {'; '.join(row.verdict.reasons)}")
+    if row.verdict.fix:
+        text.append(f"\nFix: {row.verdict.fix}", style="cyan")
     features = "not reported" if host.kvm_cpu_features is None else (" ".join(host.kvm_cpu_features) or "none")
     text.append(f"\n{host.model_name or 'model name not reported'} · KVM_CPU_MODELS: "
                 f"{' '.join(host.kvm_cpu_models) or '-'} · features: {features}", style="dim")
@@ -158,10 +176,12 @@ def host_detail(row: HostRow, inventory: HostInventory) -> Text:
 
 
 def vm_detail(row: DbVmRow, inventory: HostInventory, read_only: bool) -> Text:
-    word = VM_VERDICT_WORDS.get(row.verdict.kind, row.verdict.kind.value)
+    word = vm_word(row)
     text = Text.assemble((f"VM {row.id} ", "bold"), (row.name, "bold"), "  ", VM_VERDICT_PALETTE.text(word))
-    if row.verdict.reason:
-        text.append(f": {row.verdict.reason}")
+    if row.at_risk:
+        text.append(" · at risk", style="bold red")
+    if row.risk or row.verdict.reason:
+        text.append(f": {row.risk or row.verdict.reason}")
     text.append(f"\nRuns the document database by {row.identified_by}; {row.vm.summary.status}", style="dim")
     if row.host_id is not None:
         text.append(f" on host {row.host_id} {row.host_name}", style="dim")
