@@ -16,6 +16,7 @@ NOUNS: tuple[str, ...] = (
     "hosts",
     "info",
     "market",
+    "setup",
     "sim",
     "site",
     "toolkit",

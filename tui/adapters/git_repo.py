@@ -356,6 +356,14 @@ class GitRepo:
         check_name("branch", branch)
         await self._run("push", "--quiet", "--set-upstream", "origin", f"refs/heads/{branch}:refs/heads/{branch}", network=True, what=f"pushing {branch}")
 
+    async def can_push(self) -> tuple[bool, str]:
+        """Whether the remote accepts pushes with these credentials, asked without changing it:
+        `git push --dry-run` of HEAD to a probe branch (the host checks the write permission when
+        the push starts, e.g. a token without Contents: write gets 403). (ok, git's last line)."""
+        code, out, err = await self._run("push", "--dry-run", "--porcelain", "origin",
+                                         "HEAD:refs/heads/sitetk-write-check", network=True, check=False)
+        return code == 0, redact(_last_line(err if code else out), self._secrets())
+
     async def unpushed(self, branch: str) -> bool:
         """True when the local branch has commits the remote branch lacks (or the remote lacks it)."""
         if branch not in await self.branches():

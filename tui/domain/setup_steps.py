@@ -1,0 +1,158 @@
+"""The first-time setup checklist: its steps, their order and states (spec operation 8, done better).
+
+A `SetupStep` is one thing a new site needs (the platform answers, the default network is right,
+the toolkit is instantiated, core.yaml is submitted, ...). Its state is decided from the live
+site only (the cloud, the sites repository), never from a diary:
+
+- done: checked and in the wanted state (the evidence says what was read);
+- to do: not there yet, and nothing stops doing it now (`action` says how);
+- blocked: it cannot be done until something else is (`blocked_by`: the step or the fact);
+- failed: something is there but wrong (`action` is the fix);
+- optional: not needed for a working site (DNS appliance, route manager, recommended components).
+
+`SetupChecklist` holds the steps in the order the spec and the installer imply; it is complete
+when every mandatory step is done, and its next step is the first mandatory one that is not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Iterable
+
+
+class StepState(str, Enum):
+    DONE = "done"
+    TODO = "to do"
+    BLOCKED = "blocked"
+    FAILED = "failed"
+    OPTIONAL = "optional"
+
+    @property
+    def glyph(self) -> str:
+        return _GLYPHS[self]
+
+
+_GLYPHS = {StepState.DONE: "✔", StepState.TODO: "○", StepState.BLOCKED: "■", StepState.FAILED: "✖",
+           StepState.OPTIONAL: "·"}
+
+
+class StepId(str, Enum):
+    """Every step of the checklist, in order."""
+
+    PLATFORM = "platform"
+    CLI_HELPER = "cli-helper"
+    GATE = "gate"
+    MARKETPLACES = "marketplaces"
+    DATASTORES = "datastores"
+    DEFAULT_NETWORK = "default-network"
+    TRIAL_NETWORK = "trial-network"
+    FORWARDED = "forwarded-addresses"
+    CLOUD_USER = "cloud-user"
+    DOWNLOAD = "download"
+    TAGGED = "tagged"
+    INPUTS = "inputs"
+    INSTANTIATE = "instantiate"
+    RECORD = "record"
+    GRANT = "grant"
+    DATABASE_HOST = "database-host"
+    REPOSITORY = "repository"
+    SITE_BRANCH = "site-branch"
+    CORE_YAML = "core-yaml"
+    COMPONENTS = "components"
+    SUBMITTED = "submitted"
+    DNS = "dns"
+    ROUTE_MANAGER = "route-manager"
+
+    @property
+    def group(self) -> str:
+        return _GROUPS[self]
+
+
+_GROUPS: dict[StepId, str] = {
+    **{s: "Preflight" for s in (StepId.PLATFORM, StepId.CLI_HELPER, StepId.GATE, StepId.MARKETPLACES,
+                                StepId.DATASTORES)},
+    **{s: "Networks" for s in (StepId.DEFAULT_NETWORK, StepId.TRIAL_NETWORK, StepId.FORWARDED)},
+    **{s: "Toolkit" for s in (StepId.CLOUD_USER, StepId.DOWNLOAD, StepId.TAGGED, StepId.INPUTS,
+                              StepId.INSTANTIATE, StepId.RECORD, StepId.GRANT, StepId.DATABASE_HOST)},
+    **{s: "Sites repository" for s in (StepId.REPOSITORY, StepId.SITE_BRANCH, StepId.CORE_YAML,
+                                       StepId.COMPONENTS, StepId.SUBMITTED)},
+    **{s: "Optional" for s in (StepId.DNS, StepId.ROUTE_MANAGER)},
+}
+
+STEP_ORDER: tuple[StepId, ...] = tuple(StepId)
+
+
+@dataclass(frozen=True)
+class SetupStep:
+    """One step with its state, what was read to decide it, and what to do next."""
+
+    id: StepId
+    title: str
+    state: StepState
+    #: what was checked and found, one fact a line
+    evidence: tuple[str, ...] = ()
+    #: to do: how to do it; failed: the fix; blocked: what unblocks it; done: "" (or a note)
+    action: str = ""
+    #: blocked: the step (or fact) it waits for
+    blocked_by: str = ""
+    mandatory: bool = True
+    #: the command that does it (`sitetk setup run --only <id>` or the platform CLI)
+    command: str = ""
+    #: structured facts for --json (e.g. the forwarded-address table)
+    data: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def group(self) -> str:
+        return self.id.group
+
+    @property
+    def done(self) -> bool:
+        return self.state is StepState.DONE
+
+    @property
+    def outstanding(self) -> bool:
+        """A mandatory step that is not done."""
+        return self.mandatory and self.state is not StepState.DONE
+
+    def as_json(self) -> dict[str, Any]:
+        return {"id": self.id.value, "group": self.group, "title": self.title, "state": self.state.value,
+                "mandatory": self.mandatory, "evidence": list(self.evidence), "action": self.action,
+                "blocked_by": self.blocked_by, "command": self.command, "data": self.data}
+
+
+@dataclass(frozen=True)
+class SetupChecklist:
+    steps: tuple[SetupStep, ...]
+    #: what could not be read at all (a whole source failing), said once
+    notes: tuple[str, ...] = ()
+
+    @classmethod
+    def ordered(cls, steps: Iterable[SetupStep], notes: Iterable[str] = ()) -> "SetupChecklist":
+        by_id = {step.id: step for step in steps}
+        return cls(tuple(by_id[i] for i in STEP_ORDER if i in by_id), tuple(notes))
+
+    @property
+    def complete(self) -> bool:
+        """Every mandatory step done."""
+        return not any(step.outstanding for step in self.steps)
+
+    @property
+    def next_step(self) -> SetupStep | None:
+        """The first mandatory step that is not done (None when complete)."""
+        return next((step for step in self.steps if step.outstanding), None)
+
+    def step(self, step_id: StepId | str) -> SetupStep:
+        wanted = StepId(step_id)
+        return next(step for step in self.steps if step.id is wanted)
+
+    def counts(self) -> dict[str, int]:
+        result = {state.value: 0 for state in StepState}
+        for step in self.steps:
+            result[step.state.value] += 1
+        return result
+
+    def as_json(self) -> dict[str, Any]:
+        nxt = self.next_step
+        return {"complete": self.complete, "next": nxt.id.value if nxt else None, "counts": self.counts(),
+                "notes": list(self.notes), "steps": [step.as_json() for step in self.steps]}

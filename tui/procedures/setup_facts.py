@@ -1,0 +1,349 @@
+"""What the setup checklist reads from the live site: the cloud, OneFlow and the sites repository.
+
+`read_setup_facts(site, target)` reads everything concurrently; a source that cannot be read
+becomes a note (and the steps that need it say "not known"), never a guess. The site record in
+the console's state directory is never the truth: the toolkit service is found live (the newest
+service that is not DONE and has the toolkit's roles), its VMs by ID from its role nodes.
+
+`SetupTarget` is what the operator intends, from the toolkit input file when one is given (the
+spec's JSON: the automation cloud user, the sites branch and directory, the default network and
+the site secret that is also the vault password), else from the live toolkit service's inputs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Awaitable, Mapping, TypeVar
+
+from tui.adapters.errors import SiteError
+from tui.adapters.vault import VaultPassword, decrypt_text_async, is_vault_text
+from tui.domain.datastores import Datastore
+from tui.domain.hosts import Host
+from tui.domain.images import ImageInfo
+from tui.domain.marketapps import MarketApp, Marketplace
+from tui.domain.naming import DEFAULT_NAMING, NamingProfile
+from tui.domain.networks import Vnet
+from tui.domain.services import SERVICE_DONE, Service, ServiceTemplate
+from tui.domain.setup_networks import Lease
+from tui.domain.system import SystemConfig
+from tui.domain.users import User
+from tui.domain.vms import VmSummary
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tui.procedures.connection import SiteConnection
+    from tui.procedures.hosts import HostInventory
+    from tui.procedures.toolkit import ToolkitForm
+
+T = TypeVar("T")
+SITE_CONFIG_FILE = "core.yaml"
+
+
+@dataclass(frozen=True)
+class SetupTarget:
+    """What the operator intends (input file, else the live service's inputs)."""
+
+    cloud_username: str = ""
+    branch: str = ""
+    site_dir: str = ""
+    network_id: int | None = None
+    #: the site secret (app_automation_sites_token), which is the vault password of core.yaml
+    vault_password: VaultPassword | None = field(default=None, repr=False)
+    input_path: str = ""
+    #: input name -> value of the input file (secrets included, never printed)
+    values: Mapping[str, str] = field(default_factory=dict, repr=False)
+    instance_name: str = ""
+    networks: tuple[tuple[str, str], ...] = ()
+    #: where the intent came from ("input file <path>", "service 3", "")
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class RepoFacts:
+    """The sites repository as read now (None fields: not known)."""
+
+    configured: str = ""
+    reachable: bool | None = None
+    reach_error: str = ""
+    writable: bool | None = None
+    write_error: str = ""
+    default_branch: str = ""
+    branches: tuple[str, ...] = ()
+    #: the site branch's core.yaml text (vault text) or None when absent
+    core_yaml: str | None = None
+    #: decrypted text when the password was known and right
+    core_plain: str | None = None
+    decrypt_error: str = ""
+    #: the working clone holds changes of the site not pushed yet
+    pending: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SetupFacts:
+    endpoint: str
+    version: str
+    user: str
+    group: str
+    target: SetupTarget
+    system: SystemConfig | None = None
+    marketplaces: tuple[Marketplace, ...] | None = None
+    configured_markets: tuple[str, ...] = ()
+    marketapps: tuple[MarketApp, ...] | None = None
+    datastores: tuple[Datastore, ...] | None = None
+    vnets: tuple[Vnet, ...] | None = None
+    leases: tuple[Lease, ...] | None = None
+    vms: tuple[VmSummary, ...] | None = None
+    users: tuple[User, ...] | None = None
+    images: tuple[ImageInfo, ...] | None = None
+    toolkit_templates: tuple[ServiceTemplate, ...] | None = None
+    #: image IDs of the newest toolkit service template (its roles' disks)
+    toolkit_image_ids: tuple[int, ...] | None = None
+    service: Service | None = None
+    services_known: bool = False
+    #: the automation VM's published key line ("" none yet), None when not read
+    automation_key: str | None = None
+    automation_key_problem: str = ""
+    inventory: "HostInventory | None" = None
+    hosts: tuple[Host, ...] | None = None
+    form: "ToolkitForm | None" = None
+    repo: RepoFacts = RepoFacts()
+    notes: tuple[str, ...] = ()
+    naming: NamingProfile = DEFAULT_NAMING
+
+    @property
+    def default_network(self) -> Vnet | None:
+        from tui.domain.setup_networks import default_candidates
+
+        if self.vnets is None:
+            return None
+        wanted = self.default_network_id
+        if wanted is not None:
+            return next((v for v in self.vnets if v.id == wanted), None)
+        found = default_candidates(self.vnets)
+        return found[0] if found else None
+
+    @property
+    def default_network_id(self) -> int | None:
+        if self.target.network_id is not None:
+            return self.target.network_id
+        if self.service is not None:
+            for item in self.service.networks_values:
+                for target in item.values():
+                    if isinstance(target, Mapping) and str(target.get("id", "")).strip().isdigit():
+                        return int(target["id"])
+        return None
+
+    @property
+    def objectstore_ip(self) -> str:
+        """The object store VM's first address, from the live service's role nodes ("" unknown)."""
+        if self.service is None or self.vms is None:
+            return ""
+        role = self.service.role(self.naming.role_objectstore)
+        ids = set(role.vm_ids) if role else set()
+        for vm in self.vms:
+            if vm.id in ids and vm.ips:
+                return vm.ips[0]
+        return ""
+
+
+async def _guard(what: str, call: Awaitable[T], notes: list[str]) -> T | None:
+    try:
+        return await call
+    except SiteError as error:
+        notes.append(f"{what}: {error.title}{f' ({error.detail.splitlines()[0]})' if error.detail else ''}")
+        return None
+
+
+def target_from_file(path: str | Path, secrets: frozenset[str], naming: Any) -> SetupTarget:
+    """The intent of a toolkit input file (SiteError when it cannot be read or is malformed)."""
+    from tui.procedures.site_workspace import prompted_password
+    from tui.procedures.toolkit import read_input_file
+
+    loaded = read_input_file(path, secrets)
+    values = loaded.file.value_map()
+    network = next((int(i) for _, i in loaded.file.networks if str(i).strip().isdigit()), None)
+    token = values.get(naming.input_name(f"{naming.role_automation}_sites_token"), "")
+    branch = values.get(naming.input_name(f"{naming.role_manager}_sites_branch"), "")
+    return SetupTarget(
+        cloud_username=values.get(naming.input_name(f"{naming.role_automation}_cloud_username"), ""),
+        branch=branch,
+        site_dir=values.get(naming.input_name(f"{naming.role_manager}_deployment_site"), "") or branch,
+        network_id=network,
+        vault_password=prompted_password(token) if token else None,
+        input_path=str(loaded.path),
+        values=values,
+        instance_name=loaded.file.name,
+        networks=loaded.file.networks,
+        source=f"input file {loaded.path}",
+    )
+
+
+def with_service_inputs(target: SetupTarget, service: Service | None, naming: Any) -> SetupTarget:
+    """Fill what the target does not say from the live toolkit service's inputs (never its secrets)."""
+    if service is None:
+        return target
+    values = service.input_values
+    from dataclasses import replace
+
+    def pick(current: str, suffix: str) -> str:
+        return current or str(values.get(naming.input_name(suffix), ""))
+
+    user = pick(target.cloud_username, f"{naming.role_automation}_cloud_username")
+    branch = pick(target.branch, f"{naming.role_manager}_sites_branch")
+    site_dir = pick(target.site_dir, f"{naming.role_manager}_deployment_site") or branch
+    source = target.source or f"toolkit service {service.id}"
+    return replace(target, cloud_username=user, branch=branch, site_dir=site_dir, source=source)
+
+
+def toolkit_service(services: tuple[Service, ...], naming: Any) -> Service | None:
+    """The live toolkit deployment: the newest service not DONE with the toolkit's roles."""
+    roles = {naming.role_objectstore, naming.role_automation, naming.role_manager}
+    found = [s for s in services if s.state != SERVICE_DONE and roles <= {r.name for r in s.roles}]
+    return max(found, key=lambda s: (s.start_time, s.id)) if found else None
+
+
+async def _toolkit_images(site: "SiteConnection", templates: tuple[ServiceTemplate, ...] | None,
+                          notes: list[str]) -> tuple[int, ...] | None:
+    from tui.procedures.attach_attributes import images_of_service_template
+
+    if not templates:
+        return None if templates is None else ()
+    return await _guard("toolkit images", images_of_service_template(site, templates[0].id), notes)
+
+
+async def _automation_key(site: "SiteConnection", service: Service | None) -> tuple[str | None, str]:
+    if service is None:
+        return None, ""
+    role = service.role(site.naming.role_automation)
+    if role is None or not role.vm_ids:
+        return "", ""
+    from tui.domain.ssh_keys import SshKeyError, parse_public_key
+
+    try:
+        detail = await site.cloud.vm_info(role.vm_ids[0])
+    except SiteError as error:
+        return None, error.title
+    published = detail.user_template.get(site.naming.automation_key_attribute).strip()
+    if not published:
+        return "", ""
+    try:
+        return parse_public_key(published).line, ""
+    except SshKeyError as exc:
+        return "", f"VM {detail.id} published {site.naming.automation_key_attribute}, not an SSH public key: {exc}"
+
+
+async def _inventory(site: "SiteConnection", service: Service | None, notes: list[str]) -> "HostInventory | None":
+    from tui.procedures.hosts import load_inventory
+
+    ids: tuple[int, ...] = ()
+    if service is not None:
+        ids = tuple(vm for r in service.roles if r.name in site.naming.document_db_roles for vm in r.vm_ids)
+    return await _guard("hosts and database VMs", load_inventory(site, record_vm_ids=ids), notes)
+
+
+async def _form(site: "SiteConnection", templates: tuple[ServiceTemplate, ...] | None,
+                notes: list[str]) -> "ToolkitForm | None":
+    from tui.procedures.toolkit import load_form
+
+    if not templates:
+        return None
+    return await _guard("toolkit input form", load_form(site, templates[0]), notes)
+
+
+async def read_repo(site: "SiteConnection", target: SetupTarget) -> RepoFacts:
+    """The sites repository: reachable, writable, the site branch and its core.yaml (decrypted
+    when the vault password is known)."""
+    from tui.procedures.site_workspace import sites_repo, vault_password
+
+    settings = site.settings
+    if not settings.sites_repo:
+        return RepoFacts()
+    await site.wait_for_repositories()
+    repo = sites_repo(settings)
+    facts: dict[str, Any] = {"configured": str(settings.sites_repo)}
+    try:
+        try:
+            await repo.sync()
+        except SiteError as error:
+            return RepoFacts(reachable=False, reach_error=f"{error.title}: {error.detail}", **facts)
+        facts.update(reachable=True, default_branch=await repo.default_branch(),
+                     branches=tuple(await repo.branches()))
+        ok, message = await repo.can_push()
+        facts.update(writable=ok, write_error="" if ok else message)
+        if target.branch and target.branch in facts["branches"]:
+            text = await repo.read_file(f"origin/{target.branch}", f"{target.site_dir or target.branch}/{SITE_CONFIG_FILE}")
+            facts["core_yaml"] = text
+            password = target.vault_password
+            if password is None:
+                try:
+                    password = vault_password(settings)
+                except SiteError:
+                    password = None
+            if text is not None and password is not None and is_vault_text(text):
+                try:
+                    facts["core_plain"] = await decrypt_text_async(text, password, f"{target.branch}:{SITE_CONFIG_FILE}")
+                except SiteError as error:
+                    facts["decrypt_error"] = f"{error.title}: {error.detail}"
+        if target.branch and await repo.current_branch() == target.branch:
+            site_dir = target.site_dir or target.branch
+            changed = [p for p in await repo.changed_paths() if p.startswith(f"{site_dir}/")]
+            if await repo.unpushed(target.branch):
+                changed.append(f"commits on {target.branch} not pushed")
+            facts["pending"] = tuple(changed)
+    finally:
+        repo.close()
+    return RepoFacts(**facts)
+
+
+async def read_setup_facts(site: "SiteConnection", target: SetupTarget | None = None) -> SetupFacts:
+    """Read the whole site once (see the module docstring)."""
+    from tui.adapters.vnet_leases import vnet_leases
+    from tui.procedures.toolkit import list_toolkit_templates
+
+    if site.info is None:
+        await site.connect()
+    info = site.info
+    assert info is not None
+    target = target or SetupTarget()
+    notes: list[str] = []
+    cloud = site.cloud
+    (system, markets, apps, datastores, vnets, vms, users, images, templates, services) = await asyncio.gather(
+        _guard("platform configuration", cloud.system_config(), notes),
+        _guard("marketplaces", cloud.list_marketplaces(), notes),
+        _guard("marketplace apps", cloud.list_marketapps(), notes),
+        _guard("datastores", cloud.list_datastores(), notes),
+        _guard("virtual networks", cloud.list_vnets(), notes),
+        _guard("VMs", cloud.list_vms(), notes),
+        _guard("users", cloud.list_users(), notes),
+        _guard("images", cloud.list_images(), notes),
+        _guard("service templates", list_toolkit_templates(site), notes),
+        _guard("services", site.flow.list_services(), notes),
+    )
+    service = toolkit_service(services, site.naming) if services is not None else None
+    target = with_service_inputs(target, service, site.naming)
+    partial = SetupFacts(info.endpoint, info.version, info.user, info.group, target, vnets=vnets, service=service,
+                         naming=site.naming)
+    default = partial.default_network
+    (leases, image_ids, key, inventory, form, repo) = await asyncio.gather(
+        _guard("leases of the default network", vnet_leases(cloud, default.id), notes) if default else _none(),
+        _toolkit_images(site, templates, notes),
+        _automation_key(site, service),
+        _inventory(site, service, notes),
+        _form(site, templates, notes),
+        _guard("sites repository", read_repo(site, target), notes),
+    )
+    key_line, key_problem = key
+    return SetupFacts(
+        endpoint=info.endpoint, version=info.version, user=info.user, group=info.group, target=target,
+        system=system, marketplaces=markets, configured_markets=tuple(site.settings.marketplace_urls),
+        marketapps=apps, datastores=datastores, vnets=vnets, leases=leases, vms=vms, users=users, images=images,
+        toolkit_templates=templates, toolkit_image_ids=image_ids, service=service, services_known=services is not None,
+        automation_key=key_line, automation_key_problem=key_problem, inventory=inventory, form=form,
+        repo=repo or RepoFacts(configured=str(site.settings.sites_repo or "")), notes=tuple(notes),
+        naming=site.naming,
+    )
+
+
+async def _none() -> None:
+    return None

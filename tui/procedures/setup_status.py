@@ -1,0 +1,630 @@
+"""The setup checklist decided from what the site shows now (`setup_facts`), step by step.
+
+`build_checklist(facts)` turns one reading of the site into a `SetupChecklist` (pure: the same
+facts give the same checklist); `setup_status(site, target)` reads and decides. Each decision
+says what it read (evidence) and, when the step is not done, what to do or what stops it. Steps
+the console can do are named with the `sitetk setup run --only <step>` that does them; steps only
+the operator can do (the platform configuration, the networks) say the platform command.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import TYPE_CHECKING, Sequence
+from urllib.parse import urlsplit
+
+from tui.domain.datastores import Datastore
+from tui.domain.images import ImageInfo
+from tui.domain.marketapps import MarketApp
+from tui.domain.services import SERVICE_FAILED_STATES, SERVICE_RUNNING
+from tui.domain.setup_networks import (
+    VXLAN_HEADERS_MAX,
+    VXLAN_HEADERS_MIN,
+    default_network_problems,
+    forwarded_addresses,
+    mtu_margin,
+    nic_mtu,
+    trial_candidates,
+    trial_network_problems,
+    vxlan_unverified,
+)
+from tui.domain.setup_steps import SetupChecklist, SetupStep, StepId, StepState
+from tui.domain.severity import Severity
+from tui.procedures.setup_facts import SITE_CONFIG_FILE, SetupFacts, SetupTarget, read_setup_facts
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tui.procedures.connection import SiteConnection
+
+#: the platform version from which the CLI helper change (spec Versioning 6) is included
+CLI_HELPER_VERSION = (7, 0)
+#: appliance names of the optional site elements (naming.extra overrides them)
+DNS_APPLIANCE = "DNS Server"
+ROUTE_MANAGER_APPLIANCE = "Route Manager API"
+#: the components every site lists (spec "What the service does" 7); recommended ones are optional
+MANDATORY_COMPONENTS = ("tn_bastion", "tn_vxlan", "tn_init", "vnet", "vm_kvm")
+
+
+def _run(step: StepId) -> str:
+    return f"sitetk setup run --input FILE --only {step.value}"
+
+
+def _step(step_id: StepId, title: str, state: StepState, evidence: Sequence[str] = (), action: str = "", *,
+          blocked_by: str = "", mandatory: bool = True, command: str = "", data: dict | None = None) -> SetupStep:
+    return SetupStep(step_id, title, state, tuple(e for e in evidence if e), action, blocked_by, mandatory, command,
+                     data or {})
+
+
+def _blocked(step_id: StepId, title: str, by: StepId | str, why: str, evidence: Sequence[str] = (), *,
+             mandatory: bool = True) -> SetupStep:
+    by_text = by.value if isinstance(by, StepId) else by
+    return _step(step_id, title, StepState.BLOCKED, evidence, why, blocked_by=by_text, mandatory=mandatory)
+
+
+def _unknown(step_id: StepId, title: str, what: str, *, mandatory: bool = True) -> SetupStep:
+    """A step whose source could not be read: blocked by that, never assumed done."""
+    return _blocked(step_id, title, "unreadable source", f"{what} could not be read: see the notes, then refresh",
+                    mandatory=mandatory)
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    parts = []
+    for piece in version.split(".")[:3]:
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
+
+
+# -- preflight ------------------------------------------------------------------------------------
+
+
+def platform_step(facts: SetupFacts) -> SetupStep:
+    return _step(StepId.PLATFORM, "The platform answers", StepState.DONE,
+                 (f"OpenNebula {facts.version} at {facts.endpoint}", f"session user {facts.user} (group {facts.group})"))
+
+
+def cli_helper_step(facts: SetupFacts) -> SetupStep:
+    title = "CLI helper change (one_helper.rb)"
+    if version_tuple(facts.version) >= CLI_HELPER_VERSION:
+        return _step(StepId.CLI_HELPER, title, StepState.DONE,
+                     (f"platform {facts.version}: 7.0 and later include the one_helper.rb change (spec Versioning 6)",),
+                     mandatory=False)
+    return _step(
+        StepId.CLI_HELPER, title, StepState.OPTIONAL,
+        (f"platform {facts.version} is below 7.0, which first includes the change",
+         "not checked: the file on the frontend (the console talks XML-RPC and does not use the Ruby CLI)"),
+        "The installer and hand-run platform commands of these releases need the modified CLI helper "
+        "(one_helper.rb, in the Ruby CLI directory under /usr/lib/one/ruby/cli on the frontend): apply the "
+        "toolkit's modification there as root, or upgrade the platform to 7.0 or later. `sitetk setup run` "
+        "does not need it.", mandatory=False)
+
+
+def gate_step(facts: SetupFacts) -> SetupStep:
+    title = "Gate endpoint (ONEGATE_ENDPOINT)"
+    if facts.system is None:
+        return _unknown(StepId.GATE, title, "the platform configuration")
+    gate = facts.system.onegate_endpoint.strip()
+    if not gate:
+        return _step(StepId.GATE, title, StepState.TODO, ("the platform configuration has no ONEGATE_ENDPOINT",),
+                     "Set ONEGATE_ENDPOINT in /etc/one/oned.conf to http://<frontend address on the default "
+                     "network>:5030 and restart the platform (VMs report READY and their keys through it).")
+    host = urlsplit(gate).hostname or ""
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = host == "localhost"
+    if loopback:
+        return _step(StepId.GATE, title, StepState.FAILED, (f"ONEGATE_ENDPOINT = {gate}",),
+                     "VMs cannot reach a loopback address: set ONEGATE_ENDPOINT in /etc/one/oned.conf to the "
+                     "frontend's address on the default network, then restart the platform.")
+    return _step(StepId.GATE, title, StepState.DONE, (f"ONEGATE_ENDPOINT = {gate}",))
+
+
+def _norm(url: str) -> str:
+    return url.strip().rstrip("/")
+
+
+def toolkit_app(facts: SetupFacts) -> MarketApp | None:
+    """The newest toolkit app of the cloud's marketplaces."""
+    name = facts.naming.toolkit_appliance_name
+    apps = [a for a in facts.marketapps or () if a.name == name]
+    return max(apps, key=lambda a: (a.version, a.id)) if apps else None
+
+
+def marketplaces_step(facts: SetupFacts) -> SetupStep:
+    title = "Marketplaces registered"
+    if facts.marketplaces is None or facts.marketapps is None:
+        return _unknown(StepId.MARKETPLACES, title, "the marketplaces")
+    registered = {_norm(m.endpoint): m for m in facts.marketplaces if m.endpoint}
+    evidence = [f"registered: {m.name} (ID {m.id}) {m.endpoint or '(local store)'}" for m in facts.marketplaces]
+    missing = [url for url in facts.configured_markets if _norm(url) not in registered]
+    app = toolkit_app(facts)
+    if app is not None:
+        evidence.append(f"{app.name} {app.version} is app {app.id} of marketplace {app.marketplace}")
+    if missing:
+        return _step(StepId.MARKETPLACES, title, StepState.TODO,
+                     evidence + [f"configured but not registered in the cloud: {', '.join(missing)}"],
+                     "Register it so the cloud can export its appliances (onemarket create with MARKET_MAD=one "
+                     "and ENDPOINT=<url>).", command=_run(StepId.MARKETPLACES),
+                     data={"missing": missing})
+    if app is None:
+        return _step(StepId.MARKETPLACES, title, StepState.TODO,
+                     evidence + [f"no registered marketplace lists the {facts.naming.toolkit_appliance_name} appliance"],
+                     "Register the marketplace that serves the toolkit (its URL in [marketplace] urls of the config "
+                     "file, then `sitetk setup run --only marketplaces`), and let the platform monitor it.",
+                     command=_run(StepId.MARKETPLACES))
+    return _step(StepId.MARKETPLACES, title, StepState.DONE, evidence)
+
+
+def _free(ds: Datastore) -> str:
+    return f"{ds.free_mb / 1024:.0f} GiB free of {ds.total_mb / 1024:.0f} GiB"
+
+
+def datastores_step(facts: SetupFacts) -> SetupStep:
+    title = "Image and system datastores"
+    if facts.datastores is None:
+        return _unknown(StepId.DATASTORES, title, "the datastores")
+    image = [d for d in facts.datastores if d.type_name == "IMAGE"]
+    system = [d for d in facts.datastores if d.type_name == "SYSTEM"]
+    evidence = [f"{d.type_name.lower()} datastore {d.id} {d.name}: {_free(d)}" for d in image + system]
+    if not image or not system:
+        lacking = " and ".join(k for k, v in (("IMAGE", image), ("SYSTEM", system)) if not v)
+        return _step(StepId.DATASTORES, title, StepState.FAILED, evidence + [f"no {lacking} datastore"],
+                     f"Create the {lacking} datastore (onedatastore create) and add it to the hosts' cluster.")
+    return _step(StepId.DATASTORES, title, StepState.DONE, evidence)
+
+
+# -- networks -------------------------------------------------------------------------------------
+
+
+def default_network_step(facts: SetupFacts) -> SetupStep:
+    title = "Default network: a /24 on the management bridge"
+    if facts.vnets is None:
+        return _unknown(StepId.DEFAULT_NETWORK, title, "the virtual networks")
+    vnet = facts.default_network
+    chosen_by = ("the input file" if facts.target.network_id is not None else
+                 f"toolkit service {facts.service.id}" if facts.default_network_id is not None and facts.service else
+                 "the first /24 on a bridge (name it in the input file's networks_values)")
+    if vnet is None:
+        wanted = facts.default_network_id
+        why = (f"network {wanted} ({chosen_by}) does not exist" if wanted is not None
+               else "no network is a /24 on a Linux bridge")
+        return _blocked(StepId.DEFAULT_NETWORK, title, "the site's OAM network",
+                        "Create the default network: the site's OAM /24 on the preexisting Linux bridge that "
+                        "carries the management interface (onevnet create with VN_MAD=bridge, BRIDGE, "
+                        "NETWORK_ADDRESS, NETWORK_MASK=255.255.255.0)", (why,))
+    evidence = [f"network {vnet.id} {vnet.name} (chosen by {chosen_by}): {vnet.network_address or '?'}/"
+                f"{vnet.network_mask or '?'}, driver {vnet.vn_mad or '?'}, bridge {vnet.bridge or '(none)'}, "
+                f"MTU {vnet.mtu if vnet.mtu is not None else '(not set)'}"]
+    problems = default_network_problems(vnet)
+    if problems:
+        return _blocked(StepId.DEFAULT_NETWORK, title, f"network {vnet.id}", " ".join(problems), evidence)
+    evidence.append(f"not checked: that {vnet.bridge} carries the management interface on every host "
+                    "(the cloud does not say)")
+    return _step(StepId.DEFAULT_NETWORK, title, StepState.DONE, evidence, data={"network_id": vnet.id})
+
+
+def trial_network_step(facts: SetupFacts) -> SetupStep:
+    title = "Trial-network VXLAN with GUEST_MTU below the NIC MTU"
+    if facts.vnets is None:
+        return _unknown(StepId.TRIAL_NETWORK, title, "the virtual networks")
+    default = facts.default_network
+    candidates = trial_candidates(facts.vnets)
+    if not candidates:
+        bridge = default.bridge if default else "<default bridge>"
+        mtu = (default.mtu if default and default.mtu else 1500) - VXLAN_HEADERS_MIN
+        return _blocked(StepId.TRIAL_NETWORK, title, "a VXLAN network",
+                        f"Create the trial-network VXLAN network over {bridge} (onevnet create with VN_MAD=vxlan, "
+                        f"PHYDEV={bridge}, GUEST_MTU={mtu}).", ("no network uses the vxlan driver",))
+    ranked = sorted(candidates, key=lambda v: (len(trial_network_problems(v, default)), v.id))
+    vxlan = ranked[0]
+    nic = nic_mtu(vxlan, default)
+    evidence = [f"network {vxlan.id} {vxlan.name}: vxlan over {vxlan.phydev or '(no PHYDEV)'}, bridge {vxlan.bridge}, "
+                f"GUEST_MTU {vxlan.guest_mtu if vxlan.guest_mtu is not None else '(not set)'}, "
+                f"NIC MTU {nic if nic is not None else '(unknown)'}"]
+    if vxlan.guest_mtu is not None and nic is not None:
+        margin = mtu_margin(vxlan.guest_mtu, nic)
+        evidence.append(f"GUEST_MTU is {margin} bytes below the NIC MTU (VXLAN adds {VXLAN_HEADERS_MIN}-"
+                        f"{VXLAN_HEADERS_MAX} bytes)" if margin > 0 else
+                        f"GUEST_MTU is not below the NIC MTU ({-margin} bytes above or equal)")
+    problems = trial_network_problems(vxlan, default)
+    if problems:
+        return _blocked(StepId.TRIAL_NETWORK, title, f"network {vxlan.id}", " ".join(problems), evidence)
+    if nic is None:
+        return _blocked(StepId.TRIAL_NETWORK, title, "the NIC MTU",
+                        "Set MTU on the default network (the NIC's MTU) so the guest MTU can be checked.", evidence)
+    evidence.append(vxlan_unverified(vxlan, default))
+    return _step(StepId.TRIAL_NETWORK, title, StepState.DONE, evidence, data={"network_id": vxlan.id})
+
+
+def forwarded_step(facts: SetupFacts) -> SetupStep:
+    title = "Forwarded addresses .211-.240"
+    vnet = facts.default_network
+    if vnet is None or default_network_problems(vnet):
+        return _blocked(StepId.FORWARDED, title, StepId.DEFAULT_NETWORK, "Fix the default network first.",
+                        mandatory=False)
+    vm_ips = {vm.id: vm.ips for vm in facts.vms or ()}
+    rows = forwarded_addresses(vnet, facts.leases or (), vm_ips)
+    taken = [r for r in rows if r.taken]
+    outside = [r for r in rows if not r.leasable]
+    evidence = [f"{len(rows)} addresses of network {vnet.id}: {len(taken)} taken, {len(rows) - len(taken)} free, "
+                f"{len(outside)} outside every address range",
+                "port xx211 of the public IP forwards to .211 at port xx211, and so on (xx: the site's prefix)"]
+    evidence += [f"{r.ip} ({r.port}): {r.status}" for r in taken]
+    if facts.leases is None:
+        evidence.append("not read: the leases of the network (only VM addresses were compared)")
+    return _step(StepId.FORWARDED, title, StepState.DONE, evidence, mandatory=False,
+                 data={"network_id": vnet.id, "addresses": [r.as_json() for r in rows]})
+
+
+# -- toolkit --------------------------------------------------------------------------------------
+
+
+def cloud_user_step(facts: SetupFacts) -> SetupStep:
+    title = "Automation cloud user"
+    name = facts.target.cloud_username
+    field = facts.naming.input_name(f"{facts.naming.role_automation}_cloud_username")
+    if not name:
+        return _blocked(StepId.CLOUD_USER, title, StepId.INPUTS, f"Name the user in {field} of the input file.")
+    if facts.users is None:
+        return _unknown(StepId.CLOUD_USER, title, "the users")
+    user = next((u for u in facts.users if u.name == name), None)
+    if user is None:
+        return _step(StepId.CLOUD_USER, title, StepState.TODO, (f"no user {name} ({field}, {facts.target.source})",),
+                     f"Create {name}, its group and the group's ACL as the installer does.",
+                     command=_run(StepId.CLOUD_USER))
+    evidence = [f"user {user.id} {user.name}, group {user.gname}, {'enabled' if user.enabled else 'DISABLED'}"]
+    if not user.enabled:
+        return _step(StepId.CLOUD_USER, title, StepState.FAILED, evidence, f"Enable it: oneuser enable {user.name}")
+    return _step(StepId.CLOUD_USER, title, StepState.DONE, evidence)
+
+
+def _tagged(image: ImageInfo, facts: SetupFacts) -> bool:
+    naming = facts.naming
+    return bool(image.attributes.get(naming.appliance_name_attribute)
+                and image.attributes.get(naming.appliance_version_attribute)
+                and image.attributes.get(naming.appliance_software_version_attribute))
+
+
+def download_step(facts: SetupFacts) -> SetupStep:
+    title = "Toolkit appliance downloaded"
+    name = facts.naming.toolkit_appliance_name
+    if facts.toolkit_templates is None:
+        return _unknown(StepId.DOWNLOAD, title, "the service templates")
+    app = toolkit_app(facts)
+    if facts.toolkit_templates:
+        template = facts.toolkit_templates[0]
+        evidence = [f"service template {template.id} {template.name}"]
+        images = {i.id: i for i in facts.images or ()}
+        ids = facts.toolkit_image_ids or ()
+        not_ready = [images[i] for i in ids if i in images and not images[i].usable]
+        if not_ready:
+            states = ", ".join(f"image {i.id} {i.status}" for i in not_ready)
+            failed = [i for i in not_ready if i.status == "ERROR"]
+            return _step(StepId.DOWNLOAD, title, StepState.FAILED if failed else StepState.TODO, evidence + [states],
+                         ("Delete the failed download (its images, VM templates and service template) and download "
+                          "again." if failed else "The images are still downloading: wait, then refresh."),
+                         command=_run(StepId.DOWNLOAD))
+        evidence.append(f"{len(ids)} image(s) usable: {', '.join(f'{i} {images[i].status}' for i in ids if i in images)}")
+        return _step(StepId.DOWNLOAD, title, StepState.DONE, evidence)
+    if app is None:
+        return _blocked(StepId.DOWNLOAD, title, StepId.MARKETPLACES, f"No marketplace lists {name}.")
+    return _step(StepId.DOWNLOAD, title, StepState.TODO, (f"no service template of {name} in the cloud",),
+                 f"Export {name} {app.version} (app {app.id}) into an IMAGE datastore: "
+                 f"onemarketapp export {app.id} '<name>' --datastore <id>", command=_run(StepId.DOWNLOAD))
+
+
+def tagged_step(facts: SetupFacts) -> SetupStep:
+    title = "Toolkit images tagged"
+    if not facts.toolkit_image_ids:
+        return _blocked(StepId.TAGGED, title, StepId.DOWNLOAD, "Download the toolkit first.")
+    images = {i.id: i for i in facts.images or ()}
+    untagged = [i for i in facts.toolkit_image_ids if i not in images or not _tagged(images[i], facts)]
+    attr = facts.naming.appliance_name_attribute
+    if untagged:
+        return _step(StepId.TAGGED, title, StepState.TODO,
+                     (f"images without the marketplace attributes: {', '.join(map(str, untagged))}",),
+                     "Attach the appliance's attributes (oneimage update <id> <file> --append).",
+                     command=_run(StepId.TAGGED))
+    return _step(StepId.TAGGED, title, StepState.DONE,
+                 tuple(f"image {i} {images[i].name}: {attr}={images[i].attributes.get(attr)!r} "
+                       f"{images[i].attributes.get(facts.naming.appliance_software_version_attribute)}"
+                       for i in facts.toolkit_image_ids))
+
+
+def input_problems(facts: SetupFacts) -> tuple[str, ...]:
+    """Errors of the input file against the toolkit's form (secrets left out are asked later)."""
+    form, target = facts.form, facts.target
+    if form is None or not target.input_path:
+        return ()
+    values = dict(target.values)
+    problems = form.problems(target.instance_name, values, dict(target.networks))
+    return tuple(f"{p.name}: {p.message}" for p in problems if p.severity is Severity.ERROR
+                 and not (p.name in form.secrets and p.message == "required" and not values.get(p.name)))
+
+
+def inputs_step(facts: SetupFacts) -> SetupStep:
+    title = "Inputs filled and checked"
+    if facts.service is not None and not facts.target.input_path:
+        return _step(StepId.INPUTS, title, StepState.DONE,
+                     (f"toolkit service {facts.service.id} was instantiated with its inputs",))
+    if not facts.target.input_path:
+        return _step(StepId.INPUTS, title, StepState.TODO, ("no input file given",),
+                     "Write the input file (`sitetk toolkit inputs --output FILE`), fill it, and pass it with --input.")
+    if facts.form is None:
+        return _step(StepId.INPUTS, title, StepState.BLOCKED, (f"input file {facts.target.input_path}",),
+                     "The inputs are checked against the toolkit's service template: download the toolkit first.",
+                     blocked_by=StepId.DOWNLOAD.value)
+    problems = input_problems(facts)
+    evidence = [f"input file {facts.target.input_path} checked against service template {facts.form.template.id}"]
+    if problems:
+        return _step(StepId.INPUTS, title, StepState.FAILED, evidence + list(problems),
+                     f"Fix these in {facts.target.input_path} (`sitetk toolkit validate FILE` shows each).")
+    return _step(StepId.INPUTS, title, StepState.DONE, evidence)
+
+
+def instantiate_step(facts: SetupFacts) -> SetupStep:
+    title = "Toolkit instantiated and RUNNING"
+    if not facts.services_known:
+        return _unknown(StepId.INSTANTIATE, title, "the services")
+    service = facts.service
+    if service is None:
+        if not facts.toolkit_templates:
+            return _blocked(StepId.INSTANTIATE, title, StepId.DOWNLOAD, "Download the toolkit first.")
+        return _step(StepId.INSTANTIATE, title, StepState.TODO, ("no toolkit service (not DONE) in OneFlow",),
+                     "Instantiate the toolkit's service template with the input file "
+                     "(oneflow-template instantiate <id> <file>).", command=_run(StepId.INSTANTIATE))
+    roles = ", ".join(f"{r.name} {r.state_name}" for r in service.roles)
+    evidence = [f"service {service.id} {service.name}: {service.state_name}", f"roles: {roles}"]
+    if service.state in SERVICE_FAILED_STATES:
+        return _step(StepId.INSTANTIATE, title, StepState.FAILED, evidence,
+                     f"Read its log (oneflow show {service.id}), fix the cause, then remove it "
+                     f"(oneflow recover --delete {service.id}) and run again.")
+    if service.state != SERVICE_RUNNING:
+        return _step(StepId.INSTANTIATE, title, StepState.TODO, evidence,
+                     "The service is deploying: follow it until RUNNING.", command=_run(StepId.INSTANTIATE))
+    return _step(StepId.INSTANTIATE, title, StepState.DONE, evidence)
+
+
+def record_step(facts: SetupFacts) -> SetupStep:
+    title = "VMs and automation key recorded"
+    service = facts.service
+    if service is None:
+        return _blocked(StepId.RECORD, title, StepId.INSTANTIATE, "Instantiate the toolkit first.")
+    ips = {vm.id: vm.ips for vm in facts.vms or ()}
+    evidence = [f"{r.name}: " + (", ".join(f"VM {v} {'/'.join(ips.get(v, ())) or '(no address)'}" for v in r.vm_ids)
+                                 or "no VM yet") for r in service.roles]
+    if facts.automation_key_problem:
+        return _step(StepId.RECORD, title, StepState.FAILED, evidence + [facts.automation_key_problem],
+                     "The automation VM published something that is not a key: check the appliance's log.")
+    if facts.automation_key is None:
+        return _unknown(StepId.RECORD, title, "the automation VM")
+    if not facts.automation_key:
+        return _step(StepId.RECORD, title, StepState.TODO, evidence + ["the automation VM has not published its key yet"],
+                     "Wait for the automation VM to publish its key.", command=_run(StepId.RECORD))
+    return _step(StepId.RECORD, title, StepState.DONE, evidence + [f"automation key {_short_key(facts.automation_key)}"])
+
+
+def _short_key(line: str) -> str:
+    parts = line.split()
+    return f"{parts[0]} …{parts[1][-12:]}" if len(parts) > 1 else line[:20]
+
+
+def grant_step(facts: SetupFacts) -> SetupStep:
+    title = "Key granted to the cloud user"
+    if not facts.automation_key:
+        return _blocked(StepId.GRANT, title, StepId.RECORD, "The automation VM's key is not published yet.")
+    name = facts.target.cloud_username
+    user = next((u for u in facts.users or () if u.name == name), None)
+    if user is None:
+        return _blocked(StepId.GRANT, title, StepId.CLOUD_USER, f"No cloud user {name or '(not named)'}.")
+    if user.has_key(facts.automation_key):
+        return _step(StepId.GRANT, title, StepState.DONE,
+                     (f"user {user.name} has the automation key in SSH_PUBLIC_KEY ({len(user.ssh_public_keys)} key(s))",))
+    return _step(StepId.GRANT, title, StepState.TODO, (f"user {user.name} lacks the automation key",),
+                 f"Add it to SSH_PUBLIC_KEY (oneuser update {user.name} <file> --append).", command=_run(StepId.GRANT))
+
+
+def database_host_step(facts: SetupFacts) -> SetupStep:
+    title = "Document-database VMs on compatible hosts"
+    service = facts.service
+    if service is None:
+        return _blocked(StepId.DATABASE_HOST, title, StepId.INSTANTIATE, "Instantiate the toolkit first.")
+    if facts.inventory is None:
+        return _unknown(StepId.DATABASE_HOST, title, "the hosts")
+    rows = facts.inventory.db_vms
+    if not rows:
+        return _blocked(StepId.DATABASE_HOST, title, StepId.INSTANTIATE, "The manager VM does not exist yet.")
+    evidence = [f"VM {r.id} {r.name} on {r.host_name or '(no host)'} with {r.cpu_model or 'the default CPU model'}: "
+                f"{r.verdict.kind.value}{f' ({r.verdict.reason})' if r.verdict.reason else ''}" for r in rows]
+    unplaced = [r for r in rows if r.host_id is None]
+    flagged = [r for r in rows if r.flagged and r.host_id is not None]
+    if flagged:
+        ids = " ".join(str(r.id) for r in flagged)
+        return _step(StepId.DATABASE_HOST, title, StepState.TODO, evidence,
+                     f"Move them to a compatible host (`sitetk hosts move {ids}`; undeploy, CPU model, deploy).",
+                     command=_run(StepId.DATABASE_HOST))
+    if unplaced:
+        return _blocked(StepId.DATABASE_HOST, title, StepId.INSTANTIATE, "Wait until the manager VM has a host.",
+                        evidence)
+    return _step(StepId.DATABASE_HOST, title, StepState.DONE, evidence)
+
+
+# -- sites repository -----------------------------------------------------------------------------
+
+
+def repository_step(facts: SetupFacts) -> SetupStep:
+    title = "Sites repository reachable and writable"
+    repo = facts.repo
+    if not repo.configured:
+        return _blocked(StepId.REPOSITORY, title, "settings",
+                        "Name the sites repository: sites_repo in [site] of the config file (or SITETK_SITES_REPO), "
+                        "with its token file (sites_token_file, Contents: read and write).")
+    if repo.reachable is None:
+        return _unknown(StepId.REPOSITORY, title, "the sites repository")
+    if not repo.reachable:
+        return _step(StepId.REPOSITORY, title, StepState.FAILED, (f"{repo.configured}: {repo.reach_error}",),
+                     "Check the URL and the token (a fine-grained token with Contents: read and write).")
+    evidence = [f"{repo.configured}: reachable, default branch {repo.default_branch}, {len(repo.branches)} branch(es)"]
+    if not repo.writable:
+        return _step(StepId.REPOSITORY, title, StepState.FAILED, evidence + [f"push refused: {repo.write_error}"],
+                     "The token cannot write: give it Contents: read and write on the sites repository "
+                     "(and membership of the sites contributors group).")
+    return _step(StepId.REPOSITORY, title, StepState.DONE, evidence + ["a dry-run push was accepted (write allowed)"])
+
+
+def site_branch_step(facts: SetupFacts) -> SetupStep:
+    title = "Site branch and directory"
+    target, repo = facts.target, facts.repo
+    branch_field = facts.naming.input_name(f"{facts.naming.role_manager}_sites_branch")
+    if not target.branch:
+        return _blocked(StepId.SITE_BRANCH, title, StepId.INPUTS, f"Name the branch in {branch_field} of the input file.")
+    if not repo.reachable:
+        return _blocked(StepId.SITE_BRANCH, title, StepId.REPOSITORY, "The sites repository is not reachable.")
+    site_dir = target.site_dir or target.branch
+    if target.branch not in repo.branches:
+        return _step(StepId.SITE_BRANCH, title, StepState.TODO, (f"no branch {target.branch} ({target.source})",),
+                     f"Create {target.branch} from {repo.default_branch}'s template as {site_dir}/.",
+                     command=_run(StepId.SITE_BRANCH))
+    if repo.core_yaml is None:
+        return _step(StepId.SITE_BRANCH, title, StepState.FAILED,
+                     (f"branch {target.branch} exists without {site_dir}/{SITE_CONFIG_FILE}",),
+                     f"Add {site_dir}/{SITE_CONFIG_FILE} from the template to the branch (or name the right directory "
+                     "in app_manager_deployment_site).")
+    return _step(StepId.SITE_BRANCH, title, StepState.DONE, (f"branch {target.branch} holds {site_dir}/{SITE_CONFIG_FILE}",))
+
+
+def core_yaml_step(facts: SetupFacts) -> SetupStep:
+    from tui.domain.site_checks import check_site_config
+
+    title = "core.yaml filled, checked, vault-encrypted"
+    target, repo = facts.target, facts.repo
+    path = f"{target.branch}:{target.site_dir or target.branch}/{SITE_CONFIG_FILE}"
+    if repo.core_yaml is None:
+        return _blocked(StepId.CORE_YAML, title, StepId.SITE_BRANCH, "The site branch has no core.yaml yet.")
+    from tui.adapters.vault import is_vault_text
+
+    if not is_vault_text(repo.core_yaml):
+        return _step(StepId.CORE_YAML, title, StepState.FAILED, (f"{path} is plain text on the branch",),
+                     "Encrypt it with the site's secret (ansible-vault encrypt) and submit it again.")
+    if repo.decrypt_error:
+        return _step(StepId.CORE_YAML, title, StepState.FAILED, (f"{path} is vault-encrypted", repo.decrypt_error),
+                     "It does not open with the site's secret (app_automation_sites_token): check the secret.")
+    if repo.core_plain is None:
+        return _blocked(StepId.CORE_YAML, title, "the vault password",
+                        "Give the input file (its app_automation_sites_token is the vault password) or a vault "
+                        "password file (SITETK_VAULT_PASSWORD_FILE) to check the content.",
+                        (f"{path} is vault-encrypted",))
+    config = parse_core_yaml(facts)
+    if config is None:
+        return _step(StepId.CORE_YAML, title, StepState.FAILED, (f"{path} decrypts but is not valid YAML",),
+                     "Fix it with `sitetk site edit` or `ansible-vault edit`.")
+    default = facts.default_network
+    errors = [f for f in check_site_config(config, naming=facts.naming, nic_mtu=default.mtu if default else None)
+              if f.severity is Severity.ERROR]
+    evidence = [f"{path} is vault-encrypted and opens with the site's secret"]
+    endpoint = config.get("site_s3_server.endpoint")
+    ip = facts.objectstore_ip
+    host = urlsplit(endpoint).hostname if isinstance(endpoint, str) else None
+    evidence.append(f"site_s3_server.endpoint = {endpoint!r}; object store VM address {ip or '(not known yet)'}")
+    if not ip:
+        return _blocked(StepId.CORE_YAML, title, StepId.INSTANTIATE,
+                        "site_s3_server is filled last, from the object store VM's address: deploy the toolkit first.",
+                        evidence)
+    problems = [f"{f.path}: {f.message}" for f in errors]
+    if host != ip:
+        problems.insert(0, f"site_s3_server.endpoint does not name the object store VM ({ip})")
+    if problems:
+        return _step(StepId.CORE_YAML, title, StepState.TODO, evidence + problems,
+                     "Fill it from the cloud, check it and submit it.", command=_run(StepId.CORE_YAML))
+    return _step(StepId.CORE_YAML, title, StepState.DONE, evidence + ["the checks found no error"])
+
+
+def parse_core_yaml(facts: SetupFacts):  # type: ignore[no-untyped-def]
+    from tui.domain.site_config import SiteConfig, SiteConfigError
+
+    if facts.repo.core_plain is None:
+        return None
+    try:
+        return SiteConfig.parse(facts.repo.core_plain, facts.naming)
+    except SiteConfigError:
+        return None
+
+
+def components_step(facts: SetupFacts) -> SetupStep:
+    from tui.domain.site_checks import Requirement, minimal_component_set
+
+    title = "Minimal component set listed"
+    config = parse_core_yaml(facts)
+    if config is None:
+        return _blocked(StepId.COMPONENTS, title, StepId.CORE_YAML, "core.yaml must open first.")
+    listed = set(config.components())
+    wanted = [c for c in minimal_component_set(facts.naming) if c.component in MANDATORY_COMPONENTS]
+    recommended = [c for c in minimal_component_set(facts.naming)
+                   if c.requirement is Requirement.RECOMMENDED and c.component not in MANDATORY_COMPONENTS]
+    missing = [c.component for c in wanted if c.component not in listed]
+    evidence = [f"listed: {', '.join(sorted(listed)) or '(none)'}"]
+    rec_missing = [c.component for c in recommended if c.component not in listed]
+    if rec_missing:
+        evidence.append(f"recommended, not listed: {', '.join(rec_missing)} (enable them with `sitetk site enable`)")
+    if missing:
+        return _step(StepId.COMPONENTS, title, StepState.TODO, evidence + [f"missing: {', '.join(missing)}"],
+                     f"Enable them (`sitetk site enable {missing[0]}`: appliance, grants, site variables).",
+                     command=_run(StepId.COMPONENTS))
+    return _step(StepId.COMPONENTS, title, StepState.DONE, evidence)
+
+
+def submitted_step(facts: SetupFacts) -> SetupStep:
+    title = "Site configuration submitted"
+    core = core_yaml_step(facts)
+    if core.state is not StepState.DONE:
+        return _blocked(StepId.SUBMITTED, title, StepId.CORE_YAML, "Submit once core.yaml is filled and checked.")
+    if facts.repo.pending:
+        return _step(StepId.SUBMITTED, title, StepState.TODO,
+                     (f"the working clone holds changes not on the remote: {', '.join(facts.repo.pending)}",),
+                     "Submit them (commit and push).", command=_run(StepId.SUBMITTED))
+    return _step(StepId.SUBMITTED, title, StepState.DONE,
+                 (f"origin/{facts.target.branch} holds the checked core.yaml; nothing pending in the working clone",))
+
+
+# -- optional ------------------------------------------------------------------------------------
+
+
+def _appliance_step(facts: SetupFacts, step_id: StepId, title: str, name: str, use: str) -> SetupStep:
+    images = [i for i in facts.images or () if i.attributes.get(facts.naming.appliance_name_attribute) == name]
+    vms = [vm for vm in facts.vms or () if any(i.vm_ids and vm.id in i.vm_ids for i in images)]
+    if vms:
+        vm = vms[0]
+        return _step(step_id, title, StepState.DONE, (f"VM {vm.id} {vm.name} runs the {name} appliance ({', '.join(vm.ips)})",),
+                     use, mandatory=False)
+    evidence = (f"image {images[0].id} of {name} downloaded, no VM uses it" if images else f"no {name} appliance downloaded",)
+    return _step(step_id, title, StepState.OPTIONAL, evidence, use, mandatory=False)
+
+
+def dns_step(facts: SetupFacts) -> SetupStep:
+    name = facts.naming.extra.get("dns_appliance_name", DNS_APPLIANCE)
+    return _appliance_step(facts, StepId.DNS, "DNS appliance (optional)", name,
+                           "Deploy it from the marketplace and put its address in site_dns of core.yaml.")
+
+
+def route_manager_step(facts: SetupFacts) -> SetupStep:
+    name = facts.naming.extra.get("route_manager_appliance_name", ROUTE_MANAGER_APPLIANCE)
+    return _appliance_step(facts, StepId.ROUTE_MANAGER, "Route-manager appliance (optional)", name,
+                           "Deploy it from the marketplace; its endpoint and token (read from the VM) go into the "
+                           "site configuration.")
+
+
+STEP_RULES = (platform_step, cli_helper_step, gate_step, marketplaces_step, datastores_step, default_network_step,
+              trial_network_step, forwarded_step, cloud_user_step, download_step, tagged_step, inputs_step,
+              instantiate_step, record_step, grant_step, database_host_step, repository_step, site_branch_step,
+              core_yaml_step, components_step, submitted_step, dns_step, route_manager_step)
+
+
+def build_checklist(facts: SetupFacts) -> SetupChecklist:
+    return SetupChecklist.ordered((rule(facts) for rule in STEP_RULES), facts.notes)
+
+
+async def setup_status(site: "SiteConnection", target: SetupTarget | None = None) -> tuple[SetupChecklist, SetupFacts]:
+    """Read the site and decide every step (reads only: no preview, no audit)."""
+    facts = await read_setup_facts(site, target)
+    return build_checklist(facts), facts
+
