@@ -1,0 +1,58 @@
+"""Fixtures of the setup tests: an isolated home, and the environment that points the headless CLI
+at an embedded site (the cloud, OneFlow, the sites repository and its vault password file), as on a
+frontend."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tui.__main__ import main
+from tui.sim.server import SimServer
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("ANSIBLE_LOCAL_TEMP", str(tmp_path / "ansible-tmp"))
+    monkeypatch.setenv("ANSIBLE_HOME", str(tmp_path / "ansible-home"))
+    for name in ("SITETK_AUDIT_LOG", "SITETK_CONFIG", "ONE_AUTH", "ONE_XMLRPC", "ONEFLOW_URL", "ONEFLOW_USER",
+                 "ONEFLOW_PASSWORD", "ONE_XMLRPC_TIMEOUT", "SITETK_VAULT_PASSWORD_FILE", "SITETK_SITES_REPO",
+                 "SITETK_SITES_TOKEN", "SITETK_SITES_TOKEN_FILE", "SITETK_LIBRARY_REPO", "SITETK_LIBRARY_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    return home
+
+
+def point_at(server: SimServer, monkeypatch: pytest.MonkeyPatch, *, vault_file: bool = True) -> None:
+    """The environment of a frontend whose cloud and sites repository are the embedded site's."""
+    site = server.site
+    monkeypatch.setenv("ONE_XMLRPC", server.xmlrpc_url)
+    monkeypatch.setenv("ONE_AUTH", str(site.state_dir / "one_auth"))
+    monkeypatch.setenv("ONEFLOW_URL", server.flow_url)
+    monkeypatch.setenv("SITETK_SITES_REPO", str(site.sites_repo))
+    monkeypatch.setenv("SITETK_LIBRARY_REPO", str(site.library_repo))
+    if vault_file:
+        monkeypatch.setenv("SITETK_VAULT_PASSWORD_FILE", str(site.vault_password_file))
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:
+    """`sitetk ARGV` in-process: exit code, parsed JSON (with --json) or text, stderr."""
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    try:
+        data = json.loads(out) if "--json" in argv else out
+    except json.JSONDecodeError:
+        data = out
+    return code, data, err
+
+
+def steps(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {step["id"]: step for step in data["steps"]}
