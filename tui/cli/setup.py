@@ -2,6 +2,11 @@
 
     sitetk setup status [--input FILE] [--json]     every step with its state and evidence;
                                                     exit 0 only when every mandatory step is done, 3 otherwise
+    sitetk setup run --input FILE [--yes] [--datastore ID] [--only STEP] [--dry-run] [--json]
+                                                    do the remaining steps in order, with the same
+                                                    procedures as the console; stops at the first step
+                                                    it cannot do (exit 1, the reason and the fix) and
+                                                    resumes from where the site is when run again
 
 Every state is read from the live site (the cloud, OneFlow, the sites repository), never from a
 local diary, so the answer is the same after a crash, on another machine or after work done by
@@ -13,12 +18,28 @@ vault password core.yaml is checked with (else the configured vault password fil
 from __future__ import annotations
 
 import argparse
+import getpass
+import sys
 from typing import Any
 
 from tui.adapters.errors import SiteError
-from tui.cli.common import EXIT_FINDINGS, EXIT_OK, UsageError, emit_json, site_command
-from tui.domain.setup_steps import SetupChecklist, StepState
+from tui.cli.common import (
+    EXIT_FAILED,
+    EXIT_FINDINGS,
+    EXIT_OK,
+    UsageError,
+    collecting,
+    confirm,
+    emit_json,
+    follow,
+    positive_seconds,
+    print_error,
+    site_command,
+)
+from tui.domain.setup_steps import SetupChecklist, StepId, StepState
 from tui.procedures.connection import SiteConnection
+from tui.procedures.preview import Change, Preview
+from tui.procedures.progress import Progress
 from tui.procedures.setup_facts import SetupTarget, target_from_file
 
 
@@ -73,6 +94,90 @@ async def _status(args: argparse.Namespace, site: SiteConnection) -> int:
     return EXIT_OK if checklist.complete else EXIT_FINDINGS
 
 
+async def _ask_secrets(names: list[str]) -> dict[str, str]:
+    """Secrets missing from the input file, asked with getpass (never from argv or the environment)."""
+    if not names:
+        return {}
+    if not sys.stdin.isatty():
+        raise UsageError(f"{', '.join(names)} not in the input file and no terminal to ask on: add them to the file "
+                         "(keep it mode 0600) or run on a terminal")
+    answers: dict[str, str] = {}
+    for name in names:
+        value = getpass.getpass(f"{name}: ")
+        if not value:
+            raise UsageError(f"{name} is required")
+        answers[name] = value
+    return answers
+
+
+async def _with_secrets(target: SetupTarget, site: SiteConnection, dry_run: bool) -> SetupTarget:
+    """Ask, up front, the secrets the file leaves out and the remaining steps need: the site secret
+    (the vault password of core.yaml) always, the other mandatory secrets while no toolkit service
+    exists (they are the instantiation's). Nothing changes before they are all there."""
+    from dataclasses import replace
+
+    from tui.domain.toolkit_inputs import form_fields
+    from tui.procedures.setup_facts import toolkit_service
+    from tui.procedures.site_workspace import prompted_password
+
+    naming = site.naming
+    token = naming.input_name(f"{naming.role_automation}_sites_token")
+    needed = [token]
+    if toolkit_service(await site.flow.list_services(), naming) is None:
+        needed = [f.name for f in form_fields(naming) if f.secret and f.mandatory]
+    missing = [name for name in needed if not target.values.get(name)]
+    if not missing or dry_run:
+        return target
+    values = {**target.values, **await _ask_secrets(missing)}
+    password = prompted_password(values[token]) if values.get(token) else target.vault_password
+    return replace(target, values=values, vault_password=password)
+
+
+def _confirmer(args: argparse.Namespace) -> Any:
+    async def confirm_step(plan: Any) -> bool:
+        if not args.json:
+            print(plan.preview.as_text())
+        return confirm(f"Do {plan.step.title!r}", args.yes)
+    return confirm_step
+
+
+async def _run(args: argparse.Namespace, site: SiteConnection) -> int:
+    from tui.procedures.setup_run import RunOptions, SetupStopped, run_setup
+    from tui.procedures.setup_status import setup_status
+
+    if args.read_only and not args.dry_run:
+        raise UsageError("read-only mode: setup run changes the cloud and the sites repository (use --dry-run)")
+    target = await _with_secrets(load_target(args.input, site), site, args.dry_run)
+    options = RunOptions(datastore_id=args.datastore, only=StepId(args.only) if args.only else None,
+                         poll_interval=args.poll, step_timeout=args.timeout, deploy_timeout=args.timeout,
+                         key_timeout=args.timeout)
+    events: list[Progress] = []
+    try:
+        await follow(collecting(run_setup(site, target, options, confirm=_confirmer(args), ask_secrets=_ask_secrets,
+                                          dry_run=args.dry_run), events), args.json)
+    except SetupStopped as error:
+        checklist, _ = await setup_status(site, target)
+        print_error(error, args.json, step=error.step.value if error.step else None,
+                    events=[e.as_json() for e in events], checklist=checklist.as_json())
+        return EXIT_FAILED
+    if args.dry_run:
+        preview = next((e.data["preview"] for e in reversed(events) if "preview" in e.data), None)
+        if args.json:
+            emit_json({"ok": True, "dry_run": True, "preview": preview, "events": [e.as_json() for e in events]})
+        elif preview is not None:
+            print(Preview(preview["title"], tuple(Change(c["description"], c["cli"], c["kind"])
+                                                  for c in preview["changes"])).as_text())
+        else:
+            print("nothing to do: every mandatory step is done")
+        return EXIT_OK
+    checklist = events[-1].data.get("checklist") if events else None
+    if args.json:
+        emit_json({"ok": True, "checklist": checklist, "events": [e.as_json() for e in events]})
+    else:
+        print(events[-1].message if events else "nothing to do")
+    return EXIT_OK
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("setup", help="the first-time setup checklist: status and run",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -81,3 +186,17 @@ def register(subparsers: Any) -> None:
     p.add_argument("--input", metavar="FILE", help="the toolkit input file (spec JSON shape)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=site_command(_status))
+
+    p = verbs.add_parser("run", help="do the remaining setup steps in order (resumable)")
+    p.add_argument("--input", required=True, metavar="FILE", help="the toolkit input file (spec JSON shape)")
+    p.add_argument("--datastore", type=int, metavar="ID", help="IMAGE datastore of the toolkit download "
+                   "(default: the one with the most free space)")
+    p.add_argument("--only", choices=[s.value for s in StepId], metavar="STEP",
+                   help="do this step only (" + ", ".join(s.value for s in StepId) + ")")
+    p.add_argument("--timeout", type=positive_seconds, default=1800.0, metavar="SECONDS",
+                   help="longest wait of one step (an image download, the deployment, the key; default 1800)")
+    p.add_argument("--poll", type=positive_seconds, default=2.0, help=argparse.SUPPRESS)
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    p.add_argument("--dry-run", action="store_true", help="print the next step's preview and change nothing")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=site_command(_run))

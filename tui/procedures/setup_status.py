@@ -41,6 +41,8 @@ CLI_HELPER_VERSION = (7, 0)
 DNS_APPLIANCE = "DNS Server"
 ROUTE_MANAGER_APPLIANCE = "Route Manager API"
 #: the components every site lists (spec "What the service does" 7); recommended ones are optional
+#: VM states a move (operation 7) can start from (tui.procedures.move_vm)
+MOVABLE_STATES = frozenset({"RUNNING", "POWEROFF", "UNDEPLOYED"})
 MANDATORY_COMPONENTS = ("tn_bastion", "tn_vxlan", "tn_init", "vnet", "vm_kvm")
 
 
@@ -438,6 +440,11 @@ def database_host_step(facts: SetupFacts) -> SetupStep:
                 f"{r.verdict.kind.value}{f' ({r.verdict.reason})' if r.verdict.reason else ''}" for r in rows]
     unplaced = [r for r in rows if r.host_id is None]
     flagged = [r for r in rows if r.flagged and r.host_id is not None]
+    settling = [r for r in flagged if r.vm.summary.status not in MOVABLE_STATES]
+    if settling:
+        return _blocked(StepId.DATABASE_HOST, title, StepId.INSTANTIATE,
+                        f"The move starts once the VM is RUNNING: VM {settling[0].id} is {settling[0].vm.summary.status}.",
+                        evidence)
     if flagged:
         ids = " ".join(str(r.id) for r in flagged)
         return _step(StepId.DATABASE_HOST, title, StepState.TODO, evidence,

@@ -1,0 +1,69 @@
+"""What the site holds after a setup run, read back through the real clients and git: the
+toolkit's service templates, images, services, the cloud user's keys, the database VMs' verdicts
+and the site branch's commits and core.yaml. Tests compare two readings to prove nothing doubled."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from tui.adapters.vault import decrypt_text, is_vault_text, VaultPassword
+from tui.domain.services import SERVICE_DONE
+from tui.procedures.connection import SiteConnection
+from tui.procedures.hosts import load_inventory
+from tui.procedures.toolkit import list_toolkit_templates
+from tui.settings import Settings
+from tui.sim.server import SimServer
+
+
+@dataclass(frozen=True)
+class Observed:
+    toolkit_templates: int
+    toolkit_images: int
+    tagged_images: int
+    services: tuple[tuple[int, str], ...]
+    user_keys: int
+    db_vms: tuple[tuple[int, str, bool], ...]
+    branch_commits: int
+    core_yaml: str
+
+    @property
+    def live_services(self) -> tuple[tuple[int, str], ...]:
+        return tuple(s for s in self.services if s[1] != "DONE")
+
+
+def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=False)
+
+
+def observe(server: SimServer, branch: str, password: str) -> Observed:
+    async def read() -> Observed:
+        site = SiteConnection(Settings.for_site(server.xmlrpc_url, server.session, server.flow_url))
+        try:
+            await site.connect()
+            naming = site.naming
+            templates, images, services, users = await asyncio.gather(
+                list_toolkit_templates(site), site.cloud.list_images(), site.flow.list_services(),
+                site.cloud.list_users())
+            toolkit = [i for i in images if i.name.startswith(naming.toolkit_appliance_name)]
+            tagged = [i for i in toolkit if i.attributes.get(naming.appliance_name_attribute)]
+            live = [s for s in services if s.state != SERVICE_DONE]
+            ids = tuple(vm for s in live for r in s.roles if r.name in naming.document_db_roles for vm in r.vm_ids)
+            inventory = await load_inventory(site, record_vm_ids=ids)
+            user = next(u for u in users if u.name == "tkauto")
+        finally:
+            await site.close()
+        repo = server.site.sites_repo
+        count = _git(repo, "rev-list", "--count", branch)
+        text = _git(repo, "show", f"{branch}:{branch}/core.yaml")
+        plain = ""
+        if text.returncode == 0 and is_vault_text(text.stdout):
+            plain = decrypt_text(text.stdout, VaultPassword.from_text(password, "test"))
+        return Observed(len(templates), len(toolkit), len(tagged),
+                        tuple((s.id, s.state_name) for s in services), len(user.ssh_public_keys),
+                        tuple((r.id, r.host_name, r.flagged) for r in inventory.db_vms if r.id in ids),
+                        int(count.stdout.strip() or 0) if count.returncode == 0 else 0,
+                        plain if text.returncode == 0 else "")
+    return asyncio.run(read())

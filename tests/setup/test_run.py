@@ -1,0 +1,243 @@
+"""`sitetk setup run`: from a fresh embedded site to a set-up one with the existing procedures,
+resumable after a kill at several points and after work done by hand, with nothing doubled."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.setup.conftest import point_at, run, steps
+from tests.setup.inputs import BRANCH, write_inputs
+from tests.setup.observe import Observed, observe
+from tui.procedures.connection import SiteConnection
+from tui.settings import Settings
+from tui.sim.repos import EXISTING_SITE, SIM_VAULT_PASSWORD
+from tui.sim.server import SimServer
+
+pytestmark = pytest.mark.timeout(300)
+
+TOKEN = "app_automation_sites_token"
+FAST = ("--poll", "0.05", "--timeout", "120")
+
+
+def _main_commits(server: SimServer) -> int:
+    out = subprocess.run(["git", "-C", str(server.site.sites_repo), "rev-list", "--count", "main"],
+                         capture_output=True, text=True, check=True)
+    return int(out.stdout.strip())
+
+
+def assert_set_up(server: SimServer, seen: Observed, *, branch: str = BRANCH) -> None:
+    """The done-when: a RUNNING toolkit, four tagged images, the key granted, the database VM on a
+    compatible host, the branch holding a vault-encrypted core.yaml naming the object store VM."""
+    assert seen.toolkit_templates == 1
+    assert seen.toolkit_images == 4 and seen.tagged_images == 4
+    assert [state for _, state in seen.live_services] == ["RUNNING"]
+    assert seen.user_keys >= 1
+    assert seen.db_vms and all(host and not flagged for _, host, flagged in seen.db_vms)
+    objectstore = server.site.vms[min(server.site.vms)]  # the first VM the toolkit created: the object store
+    assert "site_s3_server" in seen.core_yaml
+
+
+def _objectstore_ip(server: SimServer) -> str:
+    async def read() -> str:
+        site = SiteConnection(Settings.for_site(server.xmlrpc_url, server.session, server.flow_url))
+        try:
+            await site.connect()
+            services = [s for s in await site.flow.list_services() if s.state_name != "DONE"]
+            vm_id = services[-1].role("objectstore").vm_ids[0]  # type: ignore[union-attr]
+            return (await site.cloud.vm_info(vm_id)).summary.ips[0]
+        finally:
+            await site.close()
+    return asyncio.run(read())
+
+
+@pytest.fixture
+def fresh(sim_factory, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> tuple[SimServer, Path, dict[str, str]]:
+    server: SimServer = sim_factory()
+    point_at(server, monkeypatch, vault_file=False)
+    inputs = tmp_path / "inputs.json"
+    values = write_inputs(inputs)
+    return server, inputs, values
+
+
+def test_fresh_site_to_set_up_then_nothing_to_do(fresh, capsys) -> None:
+    server, inputs, values = fresh
+    code, _, err = run(capsys, "setup", "run", "--input", str(inputs), "--yes", *FAST)
+    assert code == 0, err
+    assert "every mandatory step is done" in err
+    seen = observe(server, BRANCH, values[TOKEN])
+    assert_set_up(server, seen)
+    ip = _objectstore_ip(server)
+    assert f"https://{ip}:9000" in seen.core_yaml
+    assert seen.branch_commits == _main_commits(server) + 1
+    code, data, _ = run(capsys, "setup", "status", "--input", str(inputs), "--json")
+    assert code == 0, [s for s in data["steps"] if s["state"] != "done" and s["mandatory"]]
+    # again: nothing doubled, nothing committed
+    code, _, err = run(capsys, "setup", "run", "--input", str(inputs), "--yes", *FAST)
+    assert code == 0 and "every mandatory step is done" in err
+    assert observe(server, BRANCH, values[TOKEN]) == seen
+
+
+def test_deployed_site_moves_the_manager_grants_and_fills(sim_factory, monkeypatch: pytest.MonkeyPatch, capsys,
+                                                          tmp_path: Path) -> None:
+    server: SimServer = sim_factory(scenario="deployed")
+    point_at(server, monkeypatch, vault_file=False)
+    inputs = tmp_path / "inputs.json"
+    values = write_inputs(inputs, branch=EXISTING_SITE)
+    values[TOKEN] = SIM_VAULT_PASSWORD
+    write_inputs(inputs, branch=EXISTING_SITE)
+    text = inputs.read_text()
+    import json
+    data = json.loads(text)
+    data["custom_attrs_values"][TOKEN] = SIM_VAULT_PASSWORD
+    inputs.write_text(json.dumps(data))
+    before = observe(server, EXISTING_SITE, SIM_VAULT_PASSWORD)
+    assert before.db_vms and before.db_vms[0][2]  # the manager starts on a host without AVX
+    code, _, err = run(capsys, "setup", "run", "--input", str(inputs), "--yes", *FAST)
+    assert code == 0, err
+    assert "database-host" in err and "grant" in err
+    seen = observe(server, EXISTING_SITE, SIM_VAULT_PASSWORD)
+    assert [state for _, state in seen.live_services] == ["RUNNING"]
+    assert seen.db_vms and not seen.db_vms[0][2]
+    assert seen.user_keys == 1
+    assert f"https://{_objectstore_ip(server)}:9000" in seen.core_yaml
+    assert seen.branch_commits == before.branch_commits + 1
+    assert seen.toolkit_templates == before.toolkit_templates  # no second download
+
+
+def _killed_at(server: SimServer, inputs: Path, marker: str) -> str:
+    """Run `sitetk setup run` in a child process and SIGKILL it once a progress line has `marker`."""
+    proc = subprocess.Popen([sys.executable, "-m", "tui", "setup", "run", "--input", str(inputs), "--yes", *FAST],
+                            env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    seen: list[str] = []
+    try:
+        for line in proc.stderr:
+            seen.append(line)
+            if marker in line:
+                proc.kill()
+                break
+    finally:
+        proc.wait(timeout=60)
+        proc.stderr.close()
+    assert proc.returncode == -9, f"{marker!r} never came:\n{''.join(seen[-20:])}"
+    return "".join(seen)
+
+
+@pytest.mark.parametrize("marker", [
+    "download: download ",          # images LOCKED, the service template created
+    "[    ..] instantiate (",      # about to instantiate
+    "instantiate: database VMs",   # the service deploying
+    "[    ..] grant (",            # the key captured, not granted yet
+    "committed",                   # the commit made, not pushed
+])
+def test_killed_and_run_again_finishes_with_nothing_doubled(fresh, capsys, marker: str) -> None:
+    server, inputs, values = fresh
+    _killed_at(server, inputs, marker)
+    code, _, err = run(capsys, "setup", "run", "--input", str(inputs), "--yes", *FAST)
+    assert code == 0, err
+    seen = observe(server, BRANCH, values[TOKEN])
+    assert_set_up(server, seen)
+    assert seen.user_keys == 1
+    assert seen.branch_commits == _main_commits(server) + 1
+    assert f"https://{_objectstore_ip(server)}:9000" in seen.core_yaml
+
+
+def test_a_download_done_by_hand_is_recognised(fresh, capsys) -> None:
+    server, inputs, values = fresh
+
+    async def by_hand() -> None:
+        from tui.procedures.download_appliance import download_appliance, plan_download
+
+        site = SiteConnection(Settings.for_site(server.xmlrpc_url, server.session, server.flow_url))
+        try:
+            await site.connect()
+            app = max((a for a in await site.cloud.list_marketapps() if a.name == site.naming.toolkit_appliance_name),
+                      key=lambda a: a.version)
+            plan = await plan_download(site, app.id, 1, "Site Toolkit by hand")
+            async for _ in download_appliance(site, plan, poll_interval=0.05, step_timeout=60):
+                pass
+        finally:
+            await site.close()
+
+    asyncio.run(by_hand())
+    code, _, err = run(capsys, "setup", "run", "--input", str(inputs), "--yes", *FAST)
+    assert code == 0, err
+    assert "Download Site Toolkit" not in err
+    assert_set_up(server, observe(server, BRANCH, values[TOKEN]))
+
+
+def test_a_service_deleted_by_hand_is_deployed_again(fresh, capsys) -> None:
+    server, inputs, values = fresh
+    assert run(capsys, "setup", "run", "--input", str(inputs), "--yes", *FAST)[0] == 0
+    first = observe(server, BRANCH, values[TOKEN])
+
+    async def oneflow_delete() -> None:
+        site = SiteConnection(Settings.for_site(server.xmlrpc_url, server.session, server.flow_url))
+        try:
+            await site.connect()
+            await site.flow.delete_service(first.live_services[0][0])
+            for _ in range(2000):
+                if not [s for s in await site.flow.list_services() if s.state_name != "DONE"]:
+                    return
+                await asyncio.sleep(0.02)
+            raise AssertionError("the service was not removed")
+        finally:
+            await site.close()
+
+    asyncio.run(oneflow_delete())
+    code, data, _ = run(capsys, "setup", "status", "--input", str(inputs), "--json")
+    assert code == 3 and steps(data)["instantiate"]["state"] == "to do"
+    code, _, err = run(capsys, "setup", "run", "--input", str(inputs), "--yes", *FAST)
+    assert code == 0, err
+    seen = observe(server, BRANCH, values[TOKEN])
+    assert_set_up(server, seen)
+    assert seen.live_services[0][0] != first.live_services[0][0]
+    assert seen.toolkit_templates == 1 and seen.toolkit_images == 4
+    assert f"https://{_objectstore_ip(server)}:9000" in seen.core_yaml
+
+
+def test_dry_run_previews_the_next_step_and_changes_nothing(fresh, capsys) -> None:
+    server, inputs, values = fresh
+    before = observe(server, BRANCH, values[TOKEN])
+    code, data, _ = run(capsys, "setup", "run", "--input", str(inputs), "--dry-run", "--json")
+    assert code == 0
+    assert data["dry_run"] is True and "onemarketapp export" in str(data["preview"])
+    assert observe(server, BRANCH, values[TOKEN]) == before
+
+
+def test_read_only_refuses(fresh, capsys) -> None:
+    server, inputs, _ = fresh
+    code, _, err = run(capsys, "--read-only", "setup", "run", "--input", str(inputs), "--yes")
+    assert code == 2 and "read-only" in err
+
+
+def test_missing_secrets_without_a_terminal_stop_before_any_change(sim_factory, monkeypatch, capsys,
+                                                                   tmp_path: Path) -> None:
+    server: SimServer = sim_factory()
+    point_at(server, monkeypatch, vault_file=False)
+    inputs = tmp_path / "inputs.json"
+    values = write_inputs(inputs, leave_out=(TOKEN, "app_automation_password"))
+    before = observe(server, BRANCH, values[TOKEN])
+    code, _, err = run(capsys, "setup", "run", "--input", str(inputs), "--yes")
+    assert code == 2
+    assert TOKEN in err and "app_automation_password" in err and "no terminal" in err
+    assert observe(server, BRANCH, values[TOKEN]) == before
+
+
+def test_a_blocked_step_stops_the_run_with_the_fix(fresh, capsys) -> None:
+    server, inputs, values = fresh
+    with server.site.lock:
+        template = server.site.vnets[1].template
+        template[:] = [(k, v) for k, v in template if k != "GUEST_MTU"] + [("GUEST_MTU", "1500")]
+    before = observe(server, BRANCH, values[TOKEN])
+    code, data, _ = run(capsys, "setup", "run", "--input", str(inputs), "--yes", "--json")
+    assert code == 1
+    assert data["step"] == "trial-network"
+    assert "GUEST_MTU to 1450" in data["error"]["detail"]
+    assert observe(server, BRANCH, values[TOKEN]) == before

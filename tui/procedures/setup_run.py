@@ -1,0 +1,426 @@
+"""Running the setup checklist: the next step the site needs, with the existing procedures, until done.
+
+`run_setup(site, target, options, confirm=..., ask_secrets=...)` loops: read the site
+(`setup_status`), pick the next mandatory step that is not done, plan it (`plan_step`: the
+preview with the equivalent platform commands), ask `confirm`, run it, read the site again. It
+stops at the first step it cannot do (`SetupStopped`, naming the step, the reason and the fix) and
+when every mandatory step is done. Each round decides from the live site, so running it again
+after a kill, a failure or work done by hand continues from where the site is, and nothing is
+doubled: a download whose objects exist is reused or waited for, a service that exists is followed
+(never instantiated again), a key already there is not added, a commit with no change is not made.
+
+The steps and what runs them:
+
+| step | runs |
+|---|---|
+| download | `download_appliance` (operation 2, attributes attached) or, when a download is already under way, a wait for its images |
+| tagged | `attach_attributes` (operation 1) |
+| instantiate | `deploy_toolkit` without waiting (operation 3); for a service already there: wait until the database VMs have a host, then `follow_deployment` to RUNNING (operation 4) |
+| record | `capture_automation_key` |
+| grant | `grant_ssh_key` (operation 5) |
+| database-host | `move_many` of `plan_flagged` (operation 7), offered as soon as the manager VM has a host |
+| site-branch, core-yaml, submitted | `create_site` (or open), `fill_site_file`, the checks, `submit_site` (operation 6), once the object store VM's address is known |
+
+Steps only the operator can do (platform configuration, networks, a cloud user or marketplace the
+console cannot create, a failed service) stop the run with the step's fix.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, AsyncIterator, Awaitable, Callable, Mapping
+
+from tui.adapters.errors import SiteError
+from tui.domain.setup_steps import SetupChecklist, SetupStep, StepId, StepState
+from tui.procedures.preview import Change, Preview
+from tui.procedures.progress import Progress
+from tui.procedures.setup_facts import SetupFacts, SetupTarget
+from tui.procedures.setup_status import MOVABLE_STATES, setup_status, toolkit_app
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tui.procedures.connection import SiteConnection
+    from tui.procedures.move_plan import MoveTimeouts
+
+#: rounds after which the run stops whatever happens (each round does one step)
+MAX_ROUNDS = 40
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    datastore_id: int | None = None
+    only: StepId | None = None
+    poll_interval: float = 2.0
+    #: one image download, one wait for VMs to get a host
+    step_timeout: float = 1800.0
+    deploy_timeout: float = 1800.0
+    key_timeout: float = 900.0
+    move_timeouts: "MoveTimeouts | None" = None
+
+
+class SetupStopped(SiteError):
+    """The run cannot go on by itself: `step` names where, the detail says why and the fix."""
+
+    def __init__(self, step: StepId | None, title: str, detail: str) -> None:
+        super().__init__(title, detail, retryable=False)
+        self.step = step
+
+
+@dataclass(frozen=True)
+class StepPlan:
+    """One step the console is about to do: its preview and how to run it."""
+
+    step: SetupStep
+    preview: Preview
+    run: Callable[[], AsyncIterator[Progress]] = field(compare=False)
+    #: the step changes nothing (a wait, a follow): no confirmation needed
+    wait_only: bool = False
+
+
+Confirm = Callable[[StepPlan], Awaitable[bool]]
+AskSecrets = Callable[[list[str]], Awaitable[dict[str, str]]]
+
+
+def choose(checklist: SetupChecklist, only: StepId | None) -> SetupStep | None:
+    """The step to do now: `only`, else the next outstanding one (the database move first while the
+    toolkit deploys, as soon as the manager VM has a host and is flagged)."""
+    if only is not None:
+        step = checklist.step(only)
+        return None if step.state is StepState.DONE else step
+    step = checklist.next_step
+    if step is not None and step.id is StepId.INSTANTIATE:
+        db = checklist.step(StepId.DATABASE_HOST)
+        if db.state is StepState.TODO:
+            return db
+    return step
+
+
+def _stop(step: SetupStep, why: str = "") -> SetupStopped:
+    fix = step.action or "see the evidence"
+    evidence = "; ".join(step.evidence)
+    reason = why or {StepState.BLOCKED: f"blocked by {step.blocked_by}", StepState.FAILED: "failed",
+                     StepState.TODO: "needs the operator"}.get(step.state, step.state.value)
+    return SetupStopped(step.id, f"Setup stopped at {step.title!r}: {reason}",
+                        f"{evidence + chr(10) if evidence else ''}Fix: {fix}")
+
+
+async def run_setup(site: "SiteConnection", target: SetupTarget, options: RunOptions, *, confirm: Confirm,
+                    ask_secrets: AskSecrets, dry_run: bool = False) -> AsyncIterator[Progress]:
+    """Run the remaining steps (module docstring). With `dry_run`, only the next step's preview
+    (event data `preview`) and nothing changes."""
+    last: tuple[StepId, StepState, tuple[str, ...]] | None = None
+    started = time.monotonic()
+    for round_number in range(1, MAX_ROUNDS + 1):
+        checklist, facts = await setup_status(site, target)
+        step = choose(checklist, options.only)
+        outstanding = sum(1 for s in checklist.steps if s.outstanding)
+        if step is None:
+            message = (f"{options.only.value} is done" if options.only else "every mandatory step is done")
+            yield Progress("setup", 1, 1, f"{message} ({time.monotonic() - started:.0f} s)", "done",
+                           {"checklist": checklist.as_json()})
+            return
+        seen = (step.id, step.state, step.evidence)
+        if seen == last:
+            raise SetupStopped(step.id, f"{step.title!r} is still not done after running it",
+                               "; ".join(step.evidence) + f"\nFix: {step.action}")
+        last = seen
+        plan = await plan_step(site, facts, checklist, step, options, ask_secrets)
+        yield Progress(step.id.value, round_number, round_number + outstanding - 1, plan.preview.title, "running",
+                       {"preview": plan.preview.as_json(), "step": step.as_json()})
+        if dry_run:
+            return
+        if not plan.wait_only and not plan.preview.is_noop and not await confirm(plan):
+            raise SetupStopped(step.id, f"{step.title!r} not confirmed", "Nothing was changed; run again to continue.")
+        site.audit.record("setup.step", step.id.value, "started", {"title": step.title})
+        step_started = time.monotonic()
+        try:
+            async for event in plan.run():
+                yield Progress(f"{step.id.value}: {event.step}", event.done, event.total, event.message, event.state,
+                               event.data)
+        except SiteError as error:
+            site.audit.record("setup.step", step.id.value, "failed", {"error": error.title})
+            if isinstance(error, SetupStopped):
+                raise
+            raise SetupStopped(step.id, f"{step.title!r} failed: {error.title}",
+                               f"{error.detail}\nThe site is left as it is: run again to continue from there.") from None
+        site.audit.record("setup.step", step.id.value, "ok", {"seconds": round(time.monotonic() - step_started, 1)})
+        yield Progress(step.id.value, round_number, round_number + outstanding - 1,
+                       f"{step.title}: finished in {time.monotonic() - step_started:.0f} s", "done")
+    raise SetupStopped(None, "Setup did not finish", f"{MAX_ROUNDS} steps ran without completing: run again.")
+
+
+# -- planning each step ---------------------------------------------------------------------------
+
+
+async def plan_step(site: "SiteConnection", facts: SetupFacts, checklist: SetupChecklist, step: SetupStep,
+                    options: RunOptions, ask_secrets: AskSecrets) -> StepPlan:
+    """What doing `step` now means; `SetupStopped` when only the operator can do it."""
+    needs_password = step.id is StepId.CORE_YAML and step.blocked_by == "the vault password"
+    if (step.state is StepState.BLOCKED and not needs_password) or step.state is StepState.FAILED:
+        raise _stop(step)
+    planner = _PLANNERS.get(step.id)
+    if planner is None:
+        raise _stop(step)
+    return await planner(site, facts, step, options, ask_secrets)
+
+
+async def _plan_download(site: "SiteConnection", facts: SetupFacts, step: SetupStep, options: RunOptions,
+                         ask: AskSecrets) -> StepPlan:
+    from tui.procedures.download_appliance import download_appliance
+    from tui.procedures.download_plan import default_download_name, image_datastores, plan_download
+
+    if facts.toolkit_templates:  # a download under way (here or by hand): wait for its images, never a second one
+        ids = tuple(facts.toolkit_image_ids or ())
+        preview = Preview(f"Wait for the toolkit images {', '.join(map(str, ids))} to be READY",
+                          (Change("no change: the download is already under way", "oneimage list", "none"),))
+        return StepPlan(step, preview, lambda: _wait_images(site, ids, options), wait_only=True)
+    app = toolkit_app(facts)
+    if app is None:
+        raise _stop(step, "no marketplace lists the toolkit")
+    datastores = image_datastores(facts.datastores or ())
+    if options.datastore_id is not None:
+        datastore_id = options.datastore_id
+    elif datastores:
+        datastore_id = max(datastores, key=lambda d: (d.free_mb, -d.id)).id
+    else:
+        raise _stop(checklist_step(facts, StepId.DATASTORES), "no IMAGE datastore")
+    plan = await plan_download(site, app.id, datastore_id, default_download_name(app.name, app.version))
+    return StepPlan(step, plan.preview(), lambda: download_appliance(site, plan, poll_interval=options.poll_interval,
+                                                                      step_timeout=options.step_timeout))
+
+
+def checklist_step(facts: SetupFacts, step_id: StepId) -> SetupStep:
+    from tui.procedures.setup_status import build_checklist
+
+    return build_checklist(facts).step(step_id)
+
+
+async def _wait_images(site: "SiteConnection", ids: tuple[int, ...], options: RunOptions) -> AsyncIterator[Progress]:
+    started = time.monotonic()
+    while True:
+        images = await asyncio.gather(*(site.cloud.image_info(i) for i in ids))
+        failed = [i for i in images if i.status == "ERROR"]
+        if failed:
+            raise SiteError(f"Image {failed[0].id} of the toolkit is in ERROR",
+                            f"{failed[0].error or 'no reason given'}; delete the download's objects and run again.")
+        waiting = [i for i in images if not i.usable]
+        elapsed = time.monotonic() - started
+        yield Progress("wait for images", len(images) - len(waiting), len(images),
+                       f"{', '.join(f'{i.id} {i.status}' for i in images)} ({elapsed:.0f} s)",
+                       "done" if not waiting else "running")
+        if not waiting:
+            return
+        if elapsed > options.step_timeout:
+            raise SiteError("The toolkit images did not become READY in time",
+                            f"Still {', '.join(f'{i.id} {i.status}' for i in waiting)} after {elapsed:.0f} s.")
+        await asyncio.sleep(options.poll_interval)
+
+
+async def _plan_tagged(site: "SiteConnection", facts: SetupFacts, step: SetupStep, options: RunOptions,
+                       ask: AskSecrets) -> StepPlan:
+    from tui.procedures.attach_attributes import attach_attributes, plan_attach, tag_for_app
+
+    app = toolkit_app(facts)
+    if app is None:
+        raise _stop(step, "no marketplace app to take the attributes from")
+    plan = await plan_attach(site, tag_for_app(app), facts.toolkit_image_ids or ())
+    return StepPlan(step, plan.preview(), lambda: attach_attributes(site, plan))
+
+
+async def _secrets_for(facts: SetupFacts, ask: AskSecrets, names: list[str]) -> dict[str, str]:
+    missing = [n for n in names if not facts.target.values.get(n)]
+    return await ask(missing) if missing else {}
+
+
+async def _plan_instantiate(site: "SiteConnection", facts: SetupFacts, step: SetupStep, options: RunOptions,
+                            ask: AskSecrets) -> StepPlan:
+    from tui.domain.input_file import InputFile
+    from tui.procedures.instantiate_toolkit import InvalidInputs, deploy_toolkit, plan_deploy
+
+    if facts.service is not None:
+        service = facts.service
+        preview = Preview(f"Follow service {service.id} to RUNNING",
+                          (Change("no change: wait for the database VMs to get a host, then for RUNNING",
+                                  f"oneflow show {service.id}", "none"),))
+        return StepPlan(step, preview, lambda: _follow(site, facts, options), wait_only=True)
+    form, target = facts.form, facts.target
+    if form is None or not target.input_path:
+        raise _stop(checklist_step(facts, StepId.INPUTS))
+    mandatory = [f.name for f in form.fields if f.secret and f.mandatory]
+    extra = await _secrets_for(facts, ask, mandatory)
+    file = InputFile(target.instance_name, tuple(target.values.items()), target.networks)
+    try:
+        plan = plan_deploy(form, file, extra)
+    except InvalidInputs as error:
+        raise SetupStopped(StepId.INPUTS, f"The input file has errors: {error.title}",
+                           "\n".join(f"{p.name}: {p.message}" for p in error.problems)) from None
+
+    async def run() -> AsyncIterator[Progress]:
+        async for event in deploy_toolkit(site, plan, wait=False):
+            yield event
+
+    return StepPlan(step, plan.preview(target.input_path), run)
+
+
+async def _follow(site: "SiteConnection", facts: SetupFacts, options: RunOptions) -> AsyncIterator[Progress]:
+    """Wait until every database VM of the service has a host; when one is flagged, stop here (the
+    move comes next); else follow the service to RUNNING, recording VMs and the key."""
+    from tui.procedures.hosts import load_inventory
+    from tui.procedures.instantiate_toolkit import follow_deployment
+
+    assert facts.service is not None
+    service = facts.service
+    started = time.monotonic()
+    naming = site.naming
+    while True:
+        service = await site.flow.get_service(service.id)
+        if service.failed:
+            raise SiteError(f"Service {service.id} is {service.state_name}",
+                            f"Read its log (oneflow show {service.id}); remove it (oneflow recover --delete "
+                            f"{service.id}) and run again.")
+        ids = tuple(vm for r in service.roles if r.name in naming.document_db_roles for vm in r.vm_ids)
+        inventory = await load_inventory(site, record_vm_ids=ids)
+        rows = [r for r in inventory.db_vms if r.id in ids]
+        placed = bool(ids) and len(rows) == len(ids) and all(
+            r.host_id is not None and (not r.flagged or r.vm.summary.status in MOVABLE_STATES) for r in rows)
+        elapsed = time.monotonic() - started
+        yield Progress("database VMs placed", int(placed), 1,
+                       ", ".join(f"VM {r.id} {r.vm.summary.status} on {r.host_name or '(no host yet)'}" for r in rows) +
+                       f" ({elapsed:.0f} s)", "done" if placed else "running")
+        if placed:
+            if any(r.flagged for r in rows):
+                return  # the next round moves them (operation 7) before waiting for RUNNING
+            break
+        if elapsed > options.step_timeout:
+            raise SiteError("The database VMs got no host in time", f"Service {service.id} after {elapsed:.0f} s: "
+                            "check the scheduler's messages (onevm show) and the hosts' capacity.")
+        await asyncio.sleep(options.poll_interval)
+    record = _record(site, facts, service)
+    async for event in follow_deployment(site, record, timeout=options.deploy_timeout, key_timeout=options.key_timeout,
+                                         poll_interval=options.poll_interval):
+        yield event
+
+
+def _record(site: "SiteConnection", facts: SetupFacts, service: object) -> object:
+    """A site record for the live service (the local record only speeds other screens up)."""
+    from tui.procedures.site_record import save_site_record
+    from tui.procedures.toolkit import record_for_service
+
+    template = facts.toolkit_templates[0] if facts.toolkit_templates else None
+    record = record_for_service(site, service, template.id if template else -1, template.name if template else "",  # type: ignore[arg-type]
+                                facts.version, facts.target.cloud_username)
+    save_site_record(site.settings, record)
+    return record
+
+
+async def _plan_record(site: "SiteConnection", facts: SetupFacts, step: SetupStep, options: RunOptions,
+                       ask: AskSecrets) -> StepPlan:
+    from tui.procedures.instantiate_toolkit import capture_automation_key
+
+    if facts.service is None:
+        raise _stop(step)
+    record = _record(site, facts, facts.service)
+    preview = Preview("Wait for the automation VM's public key",
+                      (Change("no change: read the key the automation VM publishes", "onevm show <automation VM>", "none"),))
+    return StepPlan(step, preview, lambda: capture_automation_key(site, record, timeout=options.key_timeout,  # type: ignore[arg-type]
+                                                                  poll_interval=options.poll_interval), wait_only=True)
+
+
+async def _plan_grant(site: "SiteConnection", facts: SetupFacts, step: SetupStep, options: RunOptions,
+                      ask: AskSecrets) -> StepPlan:
+    from tui.procedures.grant_ssh_key import grant_ssh_key, plan_grant
+
+    if not facts.automation_key or not facts.target.cloud_username:
+        raise _stop(step)
+    plan = await plan_grant(site, facts.automation_key, facts.target.cloud_username)
+    return StepPlan(step, plan.preview(), lambda: grant_ssh_key(site, plan))
+
+
+async def _plan_database(site: "SiteConnection", facts: SetupFacts, step: SetupStep, options: RunOptions,
+                         ask: AskSecrets) -> StepPlan:
+    from tui.procedures.move_plan import DEFAULT_TIMEOUTS, plan_flagged, preview_many
+    from tui.procedures.move_vm import move_many
+
+    service = facts.service
+    ids = tuple(vm for r in service.roles if r.name in site.naming.document_db_roles for vm in r.vm_ids) if service else ()
+    plans, problems = await plan_flagged(site, record_vm_ids=ids)
+    if problems:
+        row, error = problems[0]
+        raise SetupStopped(step.id, f"VM {row.id} has no compatible host to move to: {error.title}", error.detail)
+    timeouts = options.move_timeouts or DEFAULT_TIMEOUTS
+    return StepPlan(step, preview_many(plans, timeouts), lambda: move_many(site, plans, timeouts=timeouts))
+
+
+async def _plan_site(site: "SiteConnection", facts: SetupFacts, step: SetupStep, options: RunOptions,
+                     ask: AskSecrets) -> StepPlan:
+    """The site branch, core.yaml filled from the cloud and checked, then submitted (last)."""
+    from tui.procedures.site_workspace import sites_repo
+
+    target = facts.target
+    if not target.branch:
+        raise _stop(step)
+    if not facts.objectstore_ip:
+        raise SetupStopped(step.id, "core.yaml is submitted last",
+                           "site_s3_server is the object store VM's address: deploy the toolkit first "
+                           "(`sitetk setup run --input FILE`).")
+    password = target.vault_password
+    token_name = site.naming.input_name(f"{site.naming.role_automation}_sites_token")
+    if password is None:
+        from tui.procedures.site_workspace import prompted_password
+
+        answer = (await ask([token_name])).get(token_name, "")
+        if not answer:
+            raise SetupStopped(step.id, "No vault password", f"{token_name} (the vault password) was not given.")
+        password = prompted_password(answer)
+    site_dir = target.site_dir or target.branch
+    repo = sites_repo(site.settings)
+    changes = (
+        Change(f"branch {target.branch} with {site_dir}/core.yaml from the template (vault-encrypted), or opened",
+               f"git switch -c {target.branch} origin/<default>; git mv .dummy {site_dir}", "create"),
+        Change(f"core.yaml filled from the cloud: site_s3_server.endpoint -> https://{facts.objectstore_ip}:9000, "
+               "gate endpoint, default network", f"ansible-vault edit {site_dir}/core.yaml", "update"),
+        Change(f"commit and push {target.branch}", f"git commit -m ... && git push origin {target.branch}", "update"),
+    )
+    preview = Preview(f"Site configuration on {target.branch} (submitted last)", changes)
+    return StepPlan(step, preview, lambda: _site_config(site, repo, target.branch, site_dir, password))
+
+
+async def _site_config(site: "SiteConnection", repo: object, branch: str, site_dir: str,
+                       password: object) -> AsyncIterator[Progress]:
+    from tui.domain.severity import Severity
+    from tui.procedures.site_config import check_site_file
+    from tui.procedures.site_fill import fill_site_file, plan_fill
+    from tui.procedures.site_repo import create_site, locate_site, submit_site
+
+    try:
+        async for event in create_site(repo, branch, site_dir, password, naming=site.naming, audit=site.audit):  # type: ignore[arg-type]
+            yield event
+        ref = locate_site(repo, branch, site_dir)  # type: ignore[arg-type]
+        plan = await plan_fill(site, ref.path, password)  # type: ignore[arg-type]
+        async for event in fill_site_file(site, plan, password):  # type: ignore[arg-type]
+            yield event
+        findings = await check_site_file(ref.path, password, naming=site.naming)  # type: ignore[arg-type]
+        errors = [f for f in findings if f.severity is Severity.ERROR]
+        if errors:
+            raise SiteError(f"core.yaml has {len(errors)} error(s) after filling",
+                            "\n".join(f"{f.path}: {f.message}" for f in errors) +
+                            f"\nFix them in {ref.path} (`sitetk site edit`), then run again.")
+        yield Progress("check", 1, 1, "core.yaml checked: no error", "done")
+        async for event in submit_site(repo, ref, password, naming=site.naming, audit=site.audit):  # type: ignore[arg-type]
+            yield event
+    finally:
+        repo.close()  # type: ignore[attr-defined]
+
+
+_PLANNERS: Mapping[StepId, Callable[..., Awaitable[StepPlan]]] = {
+    StepId.DOWNLOAD: _plan_download,
+    StepId.TAGGED: _plan_tagged,
+    StepId.INSTANTIATE: _plan_instantiate,
+    StepId.RECORD: _plan_record,
+    StepId.GRANT: _plan_grant,
+    StepId.DATABASE_HOST: _plan_database,
+    StepId.SITE_BRANCH: _plan_site,
+    StepId.CORE_YAML: _plan_site,
+    StepId.SUBMITTED: _plan_site,
+}
