@@ -21,7 +21,7 @@ from tui.domain.attribute_file import (
 from tui.domain.attributes import Attributes
 from tui.domain.naming import DEFAULT_NAMING, NamingProfile
 from tui.domain.template_text import merge_template, parse_template
-from tui.domain.versions import parse_version
+from tui.domain.versions import NO_PART, canonical_version, parse_version
 
 from .builders import record
 
@@ -57,17 +57,34 @@ def test_prefix_comes_from_the_naming_profile() -> None:
 @pytest.mark.parametrize(
     ("version", "stamp", "software"),
     [
-        ("v1.29", "", "v1.29"),
+        ("v1.29", "none", "v1.29"),
         ("1.31.3-6.10.0-3-20251118-1327", "6.10.0-3-20251118-1327", "1.31.3"),
         ("v4.3.0.23-20250919-1159", "20250919-1159", "v4.3.0.23"),
         ("7.4.0-0-20260714", "0-20260714", "7.4.0"),
-        ("", "", ""),
+        ("", "none", "none"),
+        ("-20250101-1200", "20250101-1200", "none"),
     ],
 )
 def test_non_conforming_versions_split_at_the_first_dash(version: str, stamp: str, software: str) -> None:
     tag = tag_for(record(version=version))
     assert (tag.stamp, tag.software_version) == (stamp, software)
     assert tag.version.raw == version
+    assert tag.complete
+
+
+def test_a_bare_version_gets_a_build_stamp_attribute_that_is_not_empty() -> None:
+    text = attribute_file_text(record(version="v1.29"), DEFAULT_NAMING)
+    assert 'PLATFORM_MARKETPLACE_APPLIANCE_VERSION="none"\n' in text
+    assert '=""' not in text
+    back = parse_attribute_file(text, DEFAULT_NAMING)
+    assert back == tag_for(record(version="v1.29")) and back.version.raw == "v1.29"
+
+
+def test_an_empty_stamp_written_by_older_taggers_still_says_which_version() -> None:
+    legacy = ApplianceTag("Container Cluster", "", "v1.29")
+    assert legacy.complete and legacy.version.raw == "v1.29"
+    assert legacy.same_version(tag_for(record(name="Container Cluster", version="v1.29")))
+    assert legacy != tag_for(record(name="Container Cluster", version="v1.29"))  # re-tagging writes "none"
 
 
 def test_quotes_and_backslashes_are_escaped() -> None:
@@ -148,12 +165,33 @@ def test_property_round_trip(name: str, stamp: str, software: str) -> None:
     assert parse_attribute_file(text, DEFAULT_NAMING) == tag
 
 
-@given(st.text(alphabet="v0123456789.-x", max_size=30), st.text(min_size=1, max_size=30).filter(lambda v: v.strip() and "]]>" not in v))
+#: the pieces marketplaces build versions from: `v`, dotted numbers, dates, dashes, letters
+version_texts = st.one_of(
+    st.text(alphabet="v0123456789.-x ", max_size=30),
+    st.lists(st.sampled_from(["v", "1", "29", ".", "-", "0", "6.10.0", "20251118", "1327", "rc1", "V"]),
+             max_size=10).map("".join),
+    st.text(st.characters(codec="utf-8"), max_size=30),
+).filter(lambda v: "]]>" not in v and NO_PART not in v.split("-"))
+
+
+@given(version_texts, st.text(min_size=1, max_size=30).filter(lambda v: v.strip() and "]]>" not in v))
 def test_property_record_to_file_to_version(version: str, name: str) -> None:
     rec = record(name=name, version=version)
-    tag = parse_attribute_file(attribute_file_text(rec, DEFAULT_NAMING), DEFAULT_NAMING)
-    assert tag.name == name
-    # the attributes describe the same release (an empty side of the first '-' cannot be kept)
+    text = attribute_file_text(rec, DEFAULT_NAMING)
+    tag = parse_attribute_file(text, DEFAULT_NAMING)
+    assert tag == tag_for(rec) and tag.name == name
+    # no attribute is ever empty, and they join back to the record's version
+    assert tag.stamp and tag.software_version and tag.complete
+    assert tag.version.raw == canonical_version(version)
     assert tag.version.same_release(rec.parsed_version)
-    if tag.stamp and tag.software_version:
-        assert tag.version.raw == version.strip()
+    # attaching them again is recognised as "already tagged"
+    assert is_tagged_with(parse_template(text), tag_for(rec), DEFAULT_NAMING)
+
+
+@pytest.mark.parametrize("version", [
+    "v1.29", "1.31.3-6.10.0-3-20251118-1327", "v4.3.0.23-20250919-1159", "7.4.0-0-20260714",
+    "6.10.0-3-20250115", "6.10.0-2-20241210", "v0.5.0-20250403-1109",
+])
+def test_every_version_the_embedded_marketplaces_serve_reads_back(version: str) -> None:
+    tag = parse_attribute_file(attribute_file_text(record(version=version), DEFAULT_NAMING), DEFAULT_NAMING)
+    assert tag.version.raw == version and tag.stamp and tag.software_version

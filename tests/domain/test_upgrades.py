@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from tui.domain.naming import DEFAULT_NAMING, NamingProfile
@@ -94,17 +96,80 @@ def test_old_and_new_side_by_side_is_up_to_date_with_a_note() -> None:
     assert "image(s) 1 hold an older version" in status.note
 
 
-def test_installed_newer_than_the_marketplace() -> None:
+def test_a_never_downloaded_older_build_is_not_up_to_date() -> None:
     (status,) = appliance_statuses([toolkit(OLD)], [tagged_image(1, toolkit(NEW))], DEFAULT_NAMING)
+    assert status.state is InstallState.OLDER_BUILD
+    assert status.label == f"older build ({NEW} installed)"
+    assert "never downloaded" in status.note
+    assert build_upgrade_plan([status], DEFAULT_NAMING).empty
+
+
+def test_an_installed_older_build_beside_a_newer_one_is_up_to_date() -> None:
+    images = [tagged_image(1, toolkit(NEW)), tagged_image(2, toolkit(OLD))]
+    (status,) = appliance_statuses([toolkit(OLD)], images, DEFAULT_NAMING)
     assert status.state is InstallState.UP_TO_DATE
-    assert "newer than the marketplace's" in status.note
+    assert "a newer build" in status.note
+
+
+def _service_parts(market: str = "http://m", version: str = NEW) -> list:
+    def rec(name: str, record_id: str, **fields: object):
+        r = record(name, version, record_id, **fields)
+        return replace(r, marketplace_url=market)
+
+    return [
+        rec("Site Toolkit", "svc", type="SERVICE_TEMPLATE", roles={"manager": "Site Toolkit manager"}),
+        rec("Site Toolkit manager", "svc_vm", type="VMTEMPLATE", disks=["Site Toolkit manager disk"]),
+        rec("Site Toolkit manager disk", "svc_img"),
+    ]
+
+
+def test_parts_of_a_downloaded_service_follow_its_status() -> None:
+    main, community = _service_parts("http://main"), _service_parts("http://community", OLD)
+    # a service download tags every image with the service's name and version
+    images = [tagged_image(i, main[0], name=f"Site Toolkit v0.5.0-manager-disk{i}") for i in (1, 2)]
+    statuses = appliance_statuses(main + community, images, DEFAULT_NAMING)
+    states = [(s.record.name, s.record.marketplace_url, s.state, s.part_of) for s in statuses]
+    assert states == [
+        ("Site Toolkit", "http://main", InstallState.UP_TO_DATE, ""),
+        ("Site Toolkit manager", "http://main", InstallState.UP_TO_DATE, "Site Toolkit"),
+        ("Site Toolkit manager disk", "http://main", InstallState.UP_TO_DATE, "Site Toolkit"),
+        ("Site Toolkit", "http://community", InstallState.OLDER_BUILD, ""),
+        ("Site Toolkit manager", "http://community", InstallState.OLDER_BUILD, "Site Toolkit"),
+        ("Site Toolkit manager disk", "http://community", InstallState.OLDER_BUILD, "Site Toolkit"),
+    ]
+    part = statuses[2]
+    assert [t.image.id for t in part.images] == [1, 2] and "part of Site Toolkit" in part.note
+    # parts are upgraded with their service, never planned on their own
+    old = [tagged_image(i, community[0]) for i in (1, 2)]
+    plan = build_upgrade_plan(appliance_statuses(main, old, DEFAULT_NAMING), DEFAULT_NAMING)
+    assert [r.software for r in plan.rows] == ["Site Toolkit"]
+
+
+def test_parts_of_a_service_not_downloaded_are_not_downloaded() -> None:
+    statuses = appliance_statuses(_service_parts(), [], DEFAULT_NAMING)
+    assert [s.state for s in statuses] == [InstallState.NOT_DOWNLOADED] * 3
+    assert all(s.part_of == "" for s in statuses)
+
+
+def test_a_bare_version_installed_is_planned_by_its_software_version() -> None:
+    bare, newer = record("Container Cluster", "v1.29", "cc"), record("Container Cluster", "1.31.3-6.10.0-3-20251118-1327", "cc")
+    for tagged in (tagged_image(7, bare),  # tagged by the console: VERSION="none"
+                   image(7, "Container Cluster v1.29", (("PLATFORM_MARKETPLACE_APPLIANCE_NAME", "Container Cluster"),
+                                                        ("PLATFORM_MARKETPLACE_APPLIANCE_VERSION", ""),
+                                                        ("PLATFORM_MARKETPLACE_APPLIANCE_SOFTWARE_VERSION", "v1.29")))):
+        old_row, new_row = appliance_statuses([bare, newer], [tagged], DEFAULT_NAMING)
+        assert old_row.state is InstallState.UP_TO_DATE and old_row.installed is not None
+        assert new_row.state is InstallState.UPDATE_AVAILABLE
+        plan = build_upgrade_plan([new_row], DEFAULT_NAMING)
+        assert plan.ready and plan.steps[0].done, plan.steps[0].summary
+        assert [r.cells() for r in plan.rows] == [("Container Cluster", "v1.29", "1.31.3-6.10.0-3-20251118-1327")]
 
 
 @pytest.mark.parametrize("odd", ["v1.29", "1.31.3-6.10.0-3-20251118-1327", "v4.3.0.23-20250919-1159", "7.4.0-0-20260714", ""])
 def test_non_conforming_available_versions_are_compared_best_effort(odd: str) -> None:
     (status,) = appliance_statuses([dns(odd)], [tagged_image(1, dns("v0.0.1-20200101-0000"))], DEFAULT_NAMING)
     assert "compared best-effort" in status.note
-    assert status.state in (InstallState.UPDATE_AVAILABLE, InstallState.UP_TO_DATE)
+    assert status.state in (InstallState.UPDATE_AVAILABLE, InstallState.OLDER_BUILD)
 
 
 def test_tag_names_follow_the_naming_profile() -> None:

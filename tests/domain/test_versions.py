@@ -63,7 +63,6 @@ def test_empty_version_has_a_table_label() -> None:
         ("v1.0.0-20250101-0000", "v1.0.0-20250101-0001"),  # same software, later build
         ("v1.9.0-20250101-0000", "v1.10.0-20240101-0000"),  # numeric, not text, comparison
         ("v1.29", "v1.29.1-20250101-0000"),
-        ("v1.29", "v1.29.0-20250101-0000"),  # equal numbers: a build stamp beats none
         ("garbage", "v0.0.1-20200101-0000"),  # garbage is older than any real version
         ("1.31.3-6.10.0-3-20251118-1327", "1.31.3-6.10.0-3-20251119-0000"),
         ("v4.3.0.23-20250919-1159", "v4.3.0.24-20250101-0000"),
@@ -76,6 +75,13 @@ def test_newer_than(older: str, newer: str) -> None:
     assert not a.newer_than(b)
     assert a.compare(b) == -1 and b.compare(a) == 1
     assert a < b and sorted([b, a]) == [a, b]
+
+
+def test_without_a_build_stamp_only_the_software_versions_compare() -> None:
+    bare, stamped = parse_version("v1.29"), parse_version("v1.29.0-20250101-0000")
+    assert bare.same_release(stamped) and not stamped.newer_than(bare) and not bare.newer_than(stamped)
+    assert parse_version("1.31.3-6.10.0-3-20251118-1327").newer_than(bare)
+    assert bare < stamped  # sorting still puts the stamped build last (the newest of equals)
 
 
 def test_same_release_ignores_spelling() -> None:

@@ -74,7 +74,8 @@ from tui.procedures.progress import Progress
 from tui.procedures.upgrades import Removal, apply_upgrade_plan, load_upgrade_plan, upgrade_preview
 
 #: glyphs of the install states (never colour alone)
-STATE_MARKS = {"not downloaded": "-", "up to date": "=", "update available": "^", "untagged image found": "?"}
+STATE_MARKS = {"not downloaded": "-", "up to date": "=", "update available": "^", "untagged image found": "?",
+               "older build": "<"}
 
 
 def _print(*renderables: Any) -> None:

@@ -7,7 +7,9 @@ The spec's file has no extension and three `KEY="value"` lines, in this order:
     <PREFIX>_MARKETPLACE_APPLIANCE_SOFTWARE_VERSION="<vX.X.X, the first part of the version>"
 
 The names come from the naming profile. A version that breaks the convention is split at its
-first `-` (see `versions`), so the attributes always join back to the record's version. Values
+first `-` (see `versions`), so the attributes always join back to the record's version. A part the
+version lacks is written as `none` (`versions.NO_PART`): a bare `v1.29` gets
+`..._VERSION="none"` and `..._SOFTWARE_VERSION="v1.29"`, never an empty value. Values
 are written with the platform's template quoting (`\\"` and `\\\\`), so any record name survives
 the platform's parser; the file ends with a newline.
 """
@@ -21,7 +23,7 @@ from tui.domain.appliances import ApplianceRecord
 from tui.domain.attributes import Attributes
 from tui.domain.naming import NamingProfile
 from tui.domain.template_text import TemplateSyntaxError, parse_template, quote
-from tui.domain.versions import ApplianceVersion, parse_version, version_from_parts
+from tui.domain.versions import ApplianceVersion, attribute_parts, version_from_parts
 
 AttributePairs = tuple[tuple[str, str], ...]
 
@@ -45,8 +47,16 @@ class ApplianceTag:
 
     @property
     def complete(self) -> bool:
-        """All three attributes carry a value."""
-        return bool(self.name and self.stamp and self.software_version)
+        """The attributes name the appliance and say which version it is.
+
+        An empty stamp beside a software version (what taggers wrote for a version without a
+        stamp before `none` was used) still says which version it is: `v1.29`.
+        """
+        return bool(self.name.strip() and (self.stamp.strip() or self.software_version.strip()))
+
+    def same_version(self, other: "ApplianceTag") -> bool:
+        """Same appliance name and the same version text (`none` and an empty part alike)."""
+        return self.name == other.name and self.version.raw == other.version.raw
 
     def pairs(self, naming: NamingProfile) -> AttributePairs:
         """The attributes in the spec's order."""
@@ -57,10 +67,15 @@ class ApplianceTag:
         )
 
 
+def tag_from_version(name: str, version: str) -> ApplianceTag:
+    """The attributes of appliance `name` at `version` (a missing part written as `none`)."""
+    software, stamp = attribute_parts(version)
+    return ApplianceTag(name=name, stamp=stamp, software_version=software)
+
+
 def tag_for(record: ApplianceRecord) -> ApplianceTag:
     """The attributes an image exported from `record` must carry."""
-    version = parse_version(record.version)
-    return ApplianceTag(name=record.name, stamp=version.stamp, software_version=version.software)
+    return tag_from_version(record.name, record.version)
 
 
 def attributes_for(record: ApplianceRecord, naming: NamingProfile) -> AttributePairs:

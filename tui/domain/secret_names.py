@@ -1,7 +1,10 @@
 """Which names hold secrets: one rule shared by the audit log's redaction and masked displays.
 
-A key is secret when its name says password, passwd, token, secret or (private/TLS/access) key.
-Public keys (`ssh_public_key`, `site_admin_ssh_public_key`) are not secrets and stay visible.
+A key is secret when one of its words (split at `_`, `-`, `.`, spaces and camelCase) is a secret
+word: it ends in password, passwd, passphrase, token, secret or credential(s) (`adminPassword`,
+`authtoken`), or it is `pass`, `pwd` or `private`, or the last word is `key` (`tls_key`,
+`access_key`). Words that merely contain "pass" (`passthrough`, `bypass`, `compass`) are not
+secret words. Public keys (`ssh_public_key`, `site_admin_ssh_public_key`) stay visible.
 """
 
 from __future__ import annotations
@@ -10,8 +13,10 @@ import re
 
 MASK = "***"
 
-_SECRET = re.compile(r"(pass(word|wd)?|token|secret|(^|[_\-.])key$|^key$|private|credential)", re.IGNORECASE)
-_PUBLIC = re.compile(r"public", re.IGNORECASE)
+_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_SECRET_ENDINGS = ("password", "passwords", "passwd", "passphrase", "token", "tokens", "secret", "secrets",
+                   "credential", "credentials")
+_SECRET_WORDS = frozenset({"pass", "pwd", "private", "apikey"})
 
 #: a YAML line `  name: value` (optionally a list item), for masking a value in displayed text
 _YAML_LINE = re.compile(r"^(?P<head>[ \t]*(?:-[ \t]+)?(?P<quote>[\"']?)(?P<key>[\w.\-]+)(?P=quote)[ \t]*:[ \t]+)(?P<value>[^#\s].*?)(?P<tail>[ \t]+#.*)?$")
@@ -19,8 +24,10 @@ _YAML_LINE = re.compile(r"^(?P<head>[ \t]*(?:-[ \t]+)?(?P<quote>[\"']?)(?P<key>[
 
 def is_secret_key(name: str) -> bool:
     """`app_automation_password`, `registry_token`, `tls_key`, `secret_key` -> True; `ssh_public_key` -> False."""
-    text = str(name)
-    return bool(_SECRET.search(text)) and not _PUBLIC.search(text)
+    words = [word.casefold() for word in _WORDS.findall(str(name))]
+    if not words or "public" in words:
+        return False
+    return (words[-1] == "key" or any(word in _SECRET_WORDS or word.endswith(_SECRET_ENDINGS) for word in words))
 
 
 def mask_yaml_line(line: str) -> str:

@@ -3,14 +3,22 @@
 Which appliance and version an image came from is read from its marketplace attributes (see
 `attribute_file`). Per marketplace record, the status is:
 
+- UP_TO_DATE: an image tagged with the record's name holds the record's build (the same
+  release: `versions.ApplianceVersion.same_release`);
 - UPDATE_AVAILABLE: images tagged with the record's name exist, and the newest of them is an
   older build than the record's version;
-- UP_TO_DATE: tagged images exist and the newest is the record's build or newer;
+- OLDER_BUILD: tagged images exist, all of a newer build than the record's, and the record's own
+  build was never downloaded (an older build another marketplace still lists): not "up to date";
 - UNTAGGED: no image carries the record's name, but an image without any appliance attributes
   looks like the appliance: the words of the appliance name (letters and digits, case ignored)
   appear, consecutively, among the words of the image name (`Site Toolkit` matches
   `site_toolkit-automation-0`, not `mysite toolkit`);
 - NOT_DOWNLOADED: neither.
+
+Parts follow their whole: downloading a service appliance exports the VM-template and image
+records its roles name (in the same marketplace) and tags every image with the service's name,
+so a part that has no image of its own takes the status of the service (or VM template) it
+belongs to, with `part_of` naming it. Parts are never planned on their own: their service is.
 
 The plan follows the spec's upgrade rules in order: (1) the installed images carry their
 attributes before anything is updated; (2) each new version is downloaded and tagged; (3) old
@@ -22,11 +30,11 @@ Upgrading the toolkit appliance adds a note that the manager follows its own upg
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Collection, Iterable, Sequence
 
-from tui.domain.appliances import ApplianceRecord
+from tui.domain.appliances import ApplianceRecord, ApplianceType
 from tui.domain.attribute_file import ApplianceTag, installed_version_from_image_template
 from tui.domain.images import ImageInfo
 from tui.domain.naming import NamingProfile
@@ -42,6 +50,7 @@ class InstallState(str, Enum):
     UP_TO_DATE = "up to date"
     UPDATE_AVAILABLE = "update available"
     UNTAGGED = "untagged image found"
+    OLDER_BUILD = "older build"
 
 
 @dataclass(frozen=True)
@@ -65,6 +74,8 @@ class ApplianceStatus:
     #: images without attributes that look like the appliance
     untagged: tuple[ImageInfo, ...] = ()
     note: str = ""
+    #: the service (or VM template) record this part's status follows ("" for a whole appliance)
+    part_of: str = ""
 
     @property
     def available(self) -> ApplianceVersion:
@@ -79,6 +90,8 @@ class ApplianceStatus:
     def label(self) -> str:
         if self.state is InstallState.UPDATE_AVAILABLE and self.installed is not None:
             return f"{self.state.value} ({self.installed.label} -> {self.available.label})"
+        if self.state is InstallState.OLDER_BUILD and self.installed is not None:
+            return f"{self.state.value} ({self.installed.label} installed)"
         return self.state.value
 
 
@@ -166,7 +179,50 @@ def appliance_statuses(
             plain.append(image)
         else:
             tagged.setdefault(tag.name, []).append(TaggedImage(image, tag))
-    return tuple(_status(record, tuple(tagged.get(record.name, ())), plain) for record in records)
+    chosen = list(records)
+    statuses = [_status(record, tuple(tagged.get(record.name, ())), plain) for record in chosen]
+    return tuple(_follow_wholes(chosen, statuses))
+
+
+def _parents(records: Sequence[ApplianceRecord]) -> dict[int, int]:
+    """Index of each part -> index of the record it belongs to, in the same marketplace: a
+    service's role VM templates, a VM template's disk images."""
+    by_name: dict[tuple[str, str], int] = {}
+    for index, record in enumerate(records):
+        by_name.setdefault((record.marketplace_url, record.name), index)
+    parents: dict[int, int] = {}
+    for index, record in enumerate(records):
+        if record.type is ApplianceType.SERVICE_TEMPLATE:
+            names: Iterable[str] = record.roles.values()
+        elif record.type is ApplianceType.VMTEMPLATE:
+            names = record.disks
+        else:
+            continue
+        for name in names:
+            part = by_name.get((record.marketplace_url, name))
+            if part is not None and part != index:
+                parents.setdefault(part, index)
+    return parents
+
+
+def _follow_wholes(records: Sequence[ApplianceRecord], statuses: list[ApplianceStatus]) -> list[ApplianceStatus]:
+    """A part without an image of its own takes the status of the nearest whole that has one."""
+    parents = _parents(records)
+    out = list(statuses)
+    for index, status in enumerate(statuses):
+        if status.state is not InstallState.NOT_DOWNLOADED:
+            continue
+        seen = {index}
+        parent = parents.get(index)
+        while parent is not None and parent not in seen and statuses[parent].state is InstallState.NOT_DOWNLOADED:
+            seen.add(parent)
+            parent = parents.get(parent)
+        if parent is None or parent in seen:
+            continue
+        whole = statuses[parent]
+        note = f"part of {whole.record.name} {whole.available.label}: its images carry the attributes of that appliance"
+        out[index] = replace(whole, record=status.record, untagged=(), note=note, part_of=whole.record.name)
+    return out
 
 
 def _status(record: ApplianceRecord, images: tuple[TaggedImage, ...], plain: list[ImageInfo]) -> ApplianceStatus:
@@ -184,15 +240,19 @@ def _status(record: ApplianceRecord, images: tuple[TaggedImage, ...], plain: lis
         return ApplianceStatus(record, state, None, (), lookalikes, "; ".join(notes))
     installed = newest([t.version for t in images])
     assert installed is not None
-    if available.newer_than(installed):
-        state = InstallState.UPDATE_AVAILABLE
-    else:
+    if any(t.version.same_release(available) for t in images):
         state = InstallState.UP_TO_DATE
         if installed.newer_than(available):
-            notes.append(f"the installed {installed.label} is newer than the marketplace's {available.label}")
-        stale = [t.image for t in images if installed.newer_than(t.version)]
-        if stale:
-            notes.append(f"image(s) {_ids(stale)} hold an older version and can be removed")
+            notes.append(f"a newer build, {installed.label}, is installed too")
+        else:
+            stale = [t.image for t in images if installed.newer_than(t.version)]
+            if stale:
+                notes.append(f"image(s) {_ids(stale)} hold an older version and can be removed")
+    elif available.newer_than(installed):
+        state = InstallState.UPDATE_AVAILABLE
+    else:
+        state = InstallState.OLDER_BUILD
+        notes.append(f"this build was never downloaded; the installed {installed.label} is newer")
     return ApplianceStatus(record, state, installed, images, lookalikes, "; ".join(notes))
 
 
@@ -209,7 +269,7 @@ def build_upgrade_plan(
     statuses: Iterable[ApplianceStatus], naming: NamingProfile, *, only: Collection[str] | None = None
 ) -> UpgradePlan:
     """The ordered plan for the appliances with updates (restricted to the names in `only`)."""
-    chosen = [s for s in statuses if only is None or s.record.name in only]
+    chosen = [s for s in statuses if not s.part_of and (only is None or s.record.name in only)]
     updates = [s for s in chosen if s.state is InstallState.UPDATE_AVAILABLE]
     blocked = tuple(
         f"{s.record.name}: image(s) {_ids(s.untagged)} carry no marketplace attributes; attach the attributes "

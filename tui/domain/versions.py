@@ -7,11 +7,19 @@ strings). `parse_version` never raises: such versions come back with `conforming
 reason, split best-effort at the first `-` (the part before is the software version, the rest the
 stamp), which is also how the image attribute file records them.
 
-Ordering: versions compare by software version numerically (a leading `v` and trailing `.0`
+Ordering: versions sort by software version numerically (a leading `v` and trailing `.0`
 parts ignored, so `v1.29` equals `1.29.0` here), then by the build time found in the stamp (the
 last `YYYYMMDD[-HHMM]` in it; no build time sorts first), then by the raw text, so that `sorted`
-gives a total order even over garbage. `newer_than` / `compare` ignore that last raw-text
-tie-break: they answer "is this a newer build", which is what upgrade decisions need.
+gives a total order even over garbage. `newer_than` / `compare` answer "is this a newer build",
+which is what upgrade decisions need: they ignore the raw-text tie-break, and when either side
+has no build time (a bare `v1.29`) they compare the software versions only.
+
+Image attributes hold the two parts (`attribute_parts`): the software version and the build
+stamp. A part the version does not have (no `-`, so no stamp; or nothing before the first `-`) is
+written as `NO_PART` ("none"), never as an empty value, and `version_from_parts` reads it back as
+absent, so the attributes of every version join back to the same version (`canonical_version`:
+surrounding whitespace and a dangling final `-` dropped). A version whose real stamp or software
+part is the word "none" reads back without it (no marketplace serves one).
 """
 
 from __future__ import annotations
@@ -28,6 +36,8 @@ _LOOSE_STAMP = re.compile(r"(?<![0-9])([0-9]{8})(?:-([0-9]{4}))?(?![0-9])")
 _LEADING_DIGITS = re.compile(r"[0-9]+")
 # longer numbers are not versions (and int() refuses over 4300 digits)
 _MAX_DIGITS = 100
+#: what an image attribute holds for a part the version does not have (never an empty value)
+NO_PART = "none"
 
 
 @total_ordering
@@ -63,8 +73,14 @@ class ApplianceVersion:
         return (1 if self.numbers else 0, tuple(numbers), build)
 
     def compare(self, other: ApplianceVersion) -> int:
-        """-1, 0 or 1 as this version is older than, as new as, or newer than `other`."""
+        """-1, 0 or 1 as this version is older than, as new as, or newer than `other`.
+
+        Where either side has no build time, only the software versions are compared: `v1.29`
+        and `v1.29.0-20250101-0000` are the same release, `v1.29` is older than `1.31.3-...`.
+        """
         mine, theirs = self.semantic_key(), other.semantic_key()
+        if self.build is None or other.build is None:
+            mine, theirs = mine[:2], theirs[:2]
         return (mine > theirs) - (mine < theirs)
 
     def newer_than(self, other: ApplianceVersion) -> bool:
@@ -124,8 +140,28 @@ def parse_version(raw: str) -> ApplianceVersion:
     return ApplianceVersion(raw, software, stamp, numbers, build, conforming, reason)
 
 
+def canonical_version(raw: str) -> str:
+    """The version text the attributes record: surrounding whitespace and a dangling `-` dropped."""
+    text = raw.strip()
+    software, sep, stamp = text.partition("-")
+    return software if sep and not stamp else text
+
+
+def attribute_parts(raw: str) -> tuple[str, str]:
+    """(software version, build stamp) as the image attributes hold them: split at the first `-`,
+    a missing part written as `NO_PART`; `version_from_parts` joins them back."""
+    version = parse_version(raw)
+    return (version.software or NO_PART, version.stamp or NO_PART)
+
+
 def version_from_parts(software: str, stamp: str) -> ApplianceVersion:
-    """The version an image's attributes describe: software version and stamp joined by `-`."""
+    """The version an image's attributes describe: software version and stamp joined by `-`.
+
+    An empty part or `NO_PART` is absent (images tagged before `NO_PART` existed carry an empty
+    stamp for a version without one).
+    """
+    software = "" if software.strip() == NO_PART else software
+    stamp = "" if stamp.strip() == NO_PART else stamp
     return parse_version(f"{software}-{stamp}" if stamp else software)
 
 

@@ -27,12 +27,12 @@ from tui.domain.attribute_file import (
     installed_version_from_image_template,
     render_attribute_file,
     tag_for,
+    tag_from_version,
 )
 from tui.domain.images import ImageInfo
 from tui.domain.marketapps import MarketApp
 from tui.domain.naming import NamingProfile
 from tui.domain.upgrades import ApplianceStatus
-from tui.domain.versions import parse_version
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress
 
@@ -47,8 +47,7 @@ UPDATED, UNCHANGED, FAILED = "updated", "unchanged", "failed"
 
 def tag_for_app(app: MarketApp) -> ApplianceTag:
     """The attributes of an app the cloud registered (its NAME and VERSION mirror the record's)."""
-    version = parse_version(app.version)
-    return ApplianceTag(name=app.name, stamp=version.stamp, software_version=version.software)
+    return tag_from_version(app.name, app.version)
 
 
 def tag_for_record(record: ApplianceRecord) -> ApplianceTag:
@@ -161,7 +160,7 @@ def default_targets(status: ApplianceStatus) -> tuple[int, ...]:
     attributes, and those already tagged with exactly this version (a re-run reports them
     unchanged). Images tagged with another version are never picked: that would mislabel them."""
     tag = tag_for(status.record)
-    same = [t.image.id for t in status.images if t.tag == tag]
+    same = [t.image.id for t in status.images if t.tag.same_version(tag)]
     return tuple(dict.fromkeys(same + [image.id for image in status.untagged]))
 
 

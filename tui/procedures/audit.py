@@ -90,6 +90,8 @@ class AuditLog:
         self.path = Path(path) if path is not None else default_audit_path()
         self.redactor = redactor if redactor is not None else REDACTOR
         self._lock = threading.Lock()
+        #: entries recorded through this object (every mutating operation records at least one)
+        self.changes = 0
 
     def record(self, action: str, target: str = "", outcome: str = "ok", details: Mapping[str, Any] | None = None) -> AuditEntry:
         try:
@@ -114,6 +116,7 @@ class AuditLog:
                 os.write(fd, line.encode("utf-8"))
             finally:
                 os.close(fd)
+            self.changes += 1
         return entry
 
     def entries(self) -> list[dict[str, Any]]:

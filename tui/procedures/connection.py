@@ -129,6 +129,12 @@ class SiteConnection:
             self._audit = AuditLog(Path(override).expanduser() if override else self.settings.audit_log)
         return self._audit
 
+    @property
+    def changes(self) -> int:
+        """How many mutating operations this connection has recorded (audit entries): screens that
+        show derived state (install statuses) reload when it moved since their last load."""
+        return self._audit.changes if self._audit is not None else 0
+
     def warm_up(self) -> None:
         """Start, in the background, what later screens need and the first frame did not (the app
         calls this once its first screen is painted); only the first call does anything."""

@@ -2,7 +2,8 @@
 
 The list (a `VirtualTable`) shows each record of every marketplace the cloud has registered or
 the settings name, with its install status read from the images' marketplace attributes (glyph
-and word: `- not downloaded`, `= up to date`, `^ update available`, `? untagged image found`).
+and word: `- not downloaded`, `= up to date`, `^ update available`, `< older build`, `? untagged
+image found`; a service's parts follow the service).
 `/` filters live over name, version, publisher, type, status and tags; shift+letter sorts. The
 detail pane shows the record: the version split into software version and build stamp (a
 version that breaks `vX.X.X-YYYYMMDD-HHMM` is flagged with the reason), publisher, type, roles or
@@ -47,6 +48,7 @@ MARKET_STATE_PALETTE = StatePalette(
         "up to date": StateLook("green", "="),
         "update available": StateLook("bold yellow", "^"),
         "untagged image found": StateLook("magenta", "?"),
+        "older build": StateLook("dim", "<"),
     },
     default=StateLook("", " "),
 )
@@ -166,6 +168,8 @@ class MarketplaceScreen(SiteScreen):
         self.shown_key: str | None = None
         self._detail_timer: Timer | None = None
         self._pending_key: str | None = None
+        #: `site.changes` when the shown statuses were read (they are read again when it moves)
+        self._changes_seen = -1
 
     # ------------------------------------------------------------------ layout
 
@@ -190,6 +194,13 @@ class MarketplaceScreen(SiteScreen):
     def on_mount(self) -> None:
         self.reload()
 
+    def on_screen_resume(self) -> None:
+        super().on_screen_resume()
+        # back from a dialog or another screen that changed the cloud (a download, attributes,
+        # an upgrade, a component's appliances): the install statuses are stale, read them again
+        if self.catalog is not None and self.site.changes != self._changes_seen:
+            self.reload()
+
     # ------------------------------------------------------------------ loading
 
     def reload(self) -> None:
@@ -197,6 +208,7 @@ class MarketplaceScreen(SiteScreen):
         if self.loading:
             return
         self.loading = True
+        self._changes_seen = self.site.changes
         self._paint_status()
         self._load_worker()
 
@@ -243,6 +255,8 @@ class MarketplaceScreen(SiteScreen):
             first = catalog.failures[0]
             self.shell.toast(f"{first.source.name}: {first.title}", title="Marketplace unreadable",
                              severity="warning")
+        if self.site.changes != self._changes_seen:  # the cloud changed while this load read it
+            self.reload()
 
     @on(Failed)
     def _failed(self, message: Failed) -> None:

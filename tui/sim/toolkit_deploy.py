@@ -25,7 +25,7 @@ import secrets
 from typing import Any, Callable
 
 from tui.domain.template_text import Template, parse_template, scalar
-from tui.domain.versions import parse_version
+from tui.domain.versions import attribute_parts, parse_version
 from tui.sim import catalog, flow_engine
 from tui.sim.appliances import DB_ERROR_ATTRIBUTE
 from tui.sim.images import allocate_image
@@ -74,10 +74,11 @@ def export_toolkit(site: SimSite, prefix: str = catalog.COMMUNITY_PREFIX) -> Sim
     version = parse_version(str(record["version"]))
     name = f"{record['name']} {version.software}"
     naming = site.naming
+    software, stamp = attribute_parts(str(record["version"]))
     attributes: Template = [
         (naming.appliance_name_attribute, str(record["name"])),
-        (naming.appliance_version_attribute, version.stamp),
-        (naming.appliance_software_version_attribute, version.software),
+        (naming.appliance_version_attribute, stamp),
+        (naming.appliance_software_version_attribute, software),
     ]
     images: dict[str, SimImage] = {}
     template_ids: dict[str, int] = {}
