@@ -3,27 +3,80 @@
 `sim_factory(scenario="fresh", one_version="7.0.0", time_scale=0.02, vms=0)` starts a seeded site
 (state directory under the test's tmp_path) and stops it at teardown; `sim` is a fresh 7.0.0
 site. Both return a `tui.sim.server.SimServer` (xmlrpc_url, flow_url, market_url, session, site).
+
+Platform versions: a test that takes the `one_version` fixture runs once per emulated platform
+version (`tui.sim.platform.EMULATED_VERSIONS`: 6.10.0, 7.0.0, 7.4.0). `--one-versions 7.0.0,7.4.0`
+or the environment variable `SITETK_ONE_VERSIONS` narrows the set (the option wins). The adapter
+contract tests, the conformance table and the procedure tests whose behaviour depends on the
+version take it; every other test runs once, on 7.0.0.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Callable, Iterator
 
 import pytest
 
+from tui.sim.platform import DEFAULT_VERSION, EMULATED_VERSIONS, TEST_ONLY_VERSIONS
 from tui.sim.runner import start_sim
 from tui.sim.server import SimServer
 from tui.sim.state import SimConfig
 
 SimFactory = Callable[..., SimServer]
+ENV_VERSIONS = "SITETK_ONE_VERSIONS"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--one-versions", default=None,
+                     help="comma-separated platform versions the version-dependent tests run on "
+                          f"(default: ${ENV_VERSIONS} or {','.join(EMULATED_VERSIONS)})")
+
+
+def selected_versions(config: pytest.Config) -> list[str]:
+    """The platform versions chosen for this run (option, then environment, then all emulated)."""
+    text = config.getoption("--one-versions") or os.environ.get(ENV_VERSIONS, "")
+    chosen = [v.strip() for v in text.split(",") if v.strip()] or list(EMULATED_VERSIONS)
+    unknown = [v for v in chosen if v not in EMULATED_VERSIONS + TEST_ONLY_VERSIONS]
+    if unknown:
+        raise pytest.UsageError(f"unknown platform version(s) {', '.join(unknown)}: choose from "
+                                f"{', '.join(EMULATED_VERSIONS)}")
+    return chosen
+
+
+def _parametrized_by_the_test(metafunc: pytest.Metafunc) -> bool:
+    for marker in metafunc.definition.iter_markers("parametrize"):
+        names = marker.args[0]
+        listed = [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
+        if "one_version" in listed:
+            return True
+    return False
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    # a test that names its own versions (@pytest.mark.parametrize("one_version", ...)) keeps them
+    if "one_version" in metafunc.fixturenames and not _real_frontend() and not _parametrized_by_the_test(metafunc):
+        versions = selected_versions(metafunc.config)
+        metafunc.parametrize("one_version", versions, indirect=True, ids=[f"one-{v}" for v in versions])
+
+
+def _real_frontend() -> bool:
+    # the adapter contract tests run once against a real frontend (tests/adapters/conftest.py)
+    return bool(os.environ.get("ONE_XMLRPC") and os.environ.get("ONE_AUTH"))
+
+
+@pytest.fixture
+def one_version(request: pytest.FixtureRequest) -> str:
+    """The platform version the embedded site of this test runs as (parametrised, see above)."""
+    return str(getattr(request, "param", DEFAULT_VERSION))
 
 
 @pytest.fixture
 def sim_factory(tmp_path: Path) -> Iterator[SimFactory]:
     started: list[SimServer] = []
 
-    def factory(scenario: str = "fresh", one_version: str = "7.0.0", time_scale: float = 0.02,
+    def factory(scenario: str = "fresh", one_version: str = DEFAULT_VERSION, time_scale: float = 0.02,
                 vms: int = 0) -> SimServer:
         config = SimConfig(one_version=one_version, time_scale=time_scale, scenario=scenario, extra_vms=vms)
         server = start_sim(config, tmp_path / f"sim-{len(started)}")
@@ -38,3 +91,9 @@ def sim_factory(tmp_path: Path) -> Iterator[SimFactory]:
 @pytest.fixture
 def sim(sim_factory: SimFactory) -> SimServer:
     return sim_factory()
+
+
+@pytest.fixture
+def versioned_sim(sim_factory: SimFactory, one_version: str) -> SimServer:
+    """A fresh site running as each selected platform version in turn."""
+    return sim_factory(one_version=one_version)

@@ -4,6 +4,10 @@ the ones that take `site`; the ones that take `sim` change the site or inject fa
 
 OneFlow contract tests on a real frontend also need ONEFLOW_URL; marketplace ones a marketplace
 URL in the config file ([marketplace] urls).
+
+On the embedded site every contract test runs once per emulated platform version (the
+`one_version` fixture of tests/conftest.py; `--one-versions` or SITETK_ONE_VERSIONS narrows it);
+against a real frontend it runs once, on whatever version the frontend is.
 """
 
 from __future__ import annotations
@@ -47,7 +51,13 @@ class SiteUnderTest:
 
 
 @pytest.fixture
-def site(request: pytest.FixtureRequest) -> SiteUnderTest:
+def sim(sim_factory: Any, one_version: str) -> Any:
+    """The embedded site of a contract test, running as each selected platform version."""
+    return sim_factory(one_version=one_version)
+
+
+@pytest.fixture
+def site(request: pytest.FixtureRequest, one_version: str) -> SiteUnderTest:
     """The site the read-only contract tests talk to."""
     if REAL_FRONTEND:
         settings = Settings.load()

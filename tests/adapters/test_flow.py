@@ -124,6 +124,8 @@ async def test_instantiate_7x_runs_and_deletes(sim_only: None, flow: FlowClient,
 
 async def test_instantiate_validation_errors_carry_the_server_text(sim_only: None, flow: FlowClient,
                                                                    cloud: CloudClient) -> None:
+    if (await cloud.version()).startswith("6."):
+        pytest.skip("7.x input keys; the 6.x form is test_instantiate_6x_custom_attrs")
     template_id, vnet_id = await _ids(cloud)
     created = await flow.create_service_template(body_7x(template_id, vnet_id))
     with pytest.raises(SiteError) as info:

@@ -81,6 +81,25 @@ async def test_marketplaces_list_only_records_for_the_platform_version(
     assert all(series in e.record.platform_versions for e in catalog.entries)
 
 
+@pytest.mark.parametrize("one_version", ["7.2.0", "7.4.0", "7.3.80"])
+async def test_a_series_no_marketplace_lists_keeps_the_latest_series_list(
+        sim_factory, connect: SiteFactory, one_version: str) -> None:  # type: ignore[no-untyped-def]
+    """appmarket-simple answers a series it does not list with its latest series' list
+    (src/controllers/appmarket-server.rb); the console shows those records, as the cloud's market
+    driver imports them, instead of hiding both marketplaces whole."""
+    server = sim_factory(one_version=one_version)
+    site = await connect(server)
+    catalog = await load_catalog(site)
+    names = _names(catalog)
+    assert {"Ubuntu 24.04", "DNS Server", site.naming.toolkit_appliance_name} <= names
+    assert "Alpine Linux 3.21" not in names  # listed for 6.8 and 6.10 only: not in the 7.0 list
+    assert catalog.hidden_other_versions == 0
+    assert dict(catalog.other_series) == {"Site Toolkit Marketplace": "6.10, 7.0",
+                                          "Community Marketplace": "6.8, 6.10, 7.0"}
+    imported = {app.name for app in await site.cloud.list_marketapps()}
+    assert names <= imported
+
+
 async def test_a_record_with_missing_and_extra_fields_is_listed_with_what_it_has(sim: SimServer,
                                                                                  connect: SiteFactory) -> None:
     _add_record(sim, _record("sparse_one", publisher=None, description=None, tags="a, b", creation_time="12",

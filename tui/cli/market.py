@@ -120,6 +120,7 @@ async def _list(args: argparse.Namespace, site: SiteConnection) -> int:
                    "marketplaces": [s.as_json() for s in catalog.sources],
                    "failures": [f.as_json() for f in catalog.failures], "record_errors": list(catalog.record_errors),
                    "hidden_other_versions": catalog.hidden_other_versions,
+                   "other_series": [{"marketplace": name, "lists": listed} for name, listed in catalog.other_series],
                    "appliances": [e.as_json() for e in entries]})
     else:
         _report_catalog_problems(catalog)
@@ -129,6 +130,9 @@ async def _list(args: argparse.Namespace, site: SiteConnection) -> int:
               + (f"; {catalog.hidden_other_versions} listed only for other platform versions"
                  if catalog.hidden_other_versions else "")
               + "; (!) marks a version that breaks vX.X.X-YYYYMMDD-HHMM")
+    for name, listed in catalog.other_series:
+        print(f"note: {name} lists nothing for platform {catalog.platform_version}; it answered its latest "
+              f"series ({listed}), which the cloud's market driver imports too", file=sys.stderr)
     if not catalog.sources:
         print("warning: no marketplace: the cloud has none registered and the config file lists none "
               "([marketplace] urls)", file=sys.stderr)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from tui.cli.exit_codes import EXIT_OK, EXIT_USAGE
+from tui.sim.platform import DEFAULT_VERSION, EMULATED_VERSIONS
 from tui.sim.state import SimConfig
 
 
@@ -57,8 +58,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--scenario", choices=("fresh", "deployed"), default="fresh",
                         help="fresh: before the toolkit; deployed: after a toolkit deployment")
     parser.add_argument("--vms", type=_non_negative_int, default=0, help="add N ordinary running VMs for scale")
-    parser.add_argument("--one-version", choices=("7.0.0", "6.10.0"), default="7.0.0",
-                        help="the platform version the site reports and behaves as")
+    parser.add_argument("--one-version", choices=EMULATED_VERSIONS, default=DEFAULT_VERSION,
+                        help="the platform version the site reports and behaves as (README: how faithful "
+                             "the embedded site is)")
     parser.add_argument("--time-scale", type=_positive_float, default=1.0,
                         help="simulated durations multiplied by this (1.0 real time)")
     parser.add_argument("--latency-ms", type=_non_negative_int, default=0, help="delay added to every request")

@@ -5,7 +5,11 @@ whose TEMPLATE/ENDPOINT is an HTTP address) and those listed in the settings
 (`[marketplace] urls`). Each is listed concurrently; one that fails (404, 500, invalid JSON, a
 timeout) is reported in `MarketCatalog.failures` and never hides the others. Records the
 marketplace lists for another platform series are left out (servers already filter on the
-User-Agent; this catches those that do not).
+User-Agent; this catches those that do not), except when none of a marketplace's records lists
+this series: appmarket-simple answers a series it does not know (a new release such as 7.4, or a
+development build such as 7.3.80) with its latest series' list (`src/controllers/appmarket-server.rb`),
+and those records are the ones the cloud's own market driver imports, so they are all kept and the
+marketplace is named in `MarketCatalog.other_series`.
 
 The install status of each record comes from the images' marketplace attributes
 (`domain.upgrades.appliance_statuses`). These are reads: no preview, no audit.
@@ -174,6 +178,9 @@ class MarketCatalog:
     #: records left out because they do not list this platform series
     hidden_other_versions: int = 0
     images: tuple[ImageInfo, ...] = ()
+    #: marketplaces (name, the series their records list) that list nothing for this platform
+    #: series and answered their latest series' list instead; those records are kept
+    other_series: tuple[tuple[str, str], ...] = ()
 
     @property
     def records(self) -> tuple[ApplianceRecord, ...]:
@@ -260,20 +267,30 @@ async def load_catalog(site: "SiteConnection", *, all_versions: bool = False) ->
     record_errors: list[str] = []
     chosen: list[tuple[ApplianceRecord, MarketplaceSource]] = []
     hidden = 0
+    other_series: list[tuple[str, str]] = []
     series = platform_series(platform_version)
     for source, listing in zip(sources, listings):
         if isinstance(listing, SourceFailure):
             failures.append(listing)
             continue
         record_errors.extend(f"{source.name}: {error}" for error in listing.errors)
+        fallback = bool(listing.records) and not any(r.supports_platform(series) for r in listing.records)
+        if fallback:
+            listed = sorted({v for r in listing.records for v in r.platform_versions}, key=_series_key)
+            other_series.append((source.name, ", ".join(listed)))
         for record in listing.records:
-            if not all_versions and not record.supports_platform(series):
+            if not all_versions and not fallback and not record.supports_platform(series):
                 hidden += 1
                 continue
             chosen.append((record, source))
     statuses = appliance_statuses([record for record, _ in chosen], images, site.naming)
     entries = tuple(CatalogEntry(record, source, status) for (record, source), status in zip(chosen, statuses))
-    return MarketCatalog(platform_version, sources, entries, tuple(failures), tuple(record_errors), hidden, tuple(images))
+    return MarketCatalog(platform_version, sources, entries, tuple(failures), tuple(record_errors), hidden,
+                         tuple(images), tuple(other_series))
+
+
+def _series_key(series: str) -> tuple[int, ...]:
+    return tuple(int(part) if part.isdigit() else 0 for part in series.split("."))
 
 
 async def appliance_record(site: "SiteConnection", marketplace_url: str, record_id: str) -> ApplianceRecord:

@@ -283,6 +283,8 @@ class MarketplaceScreen(SiteScreen):
             parts.append(f"platform {catalog.platform_version}")
             if catalog.hidden_other_versions:
                 parts.append(f"{catalog.hidden_other_versions} for other versions hidden")
+            for name, listed in catalog.other_series:
+                parts.append(f"{name} lists only {listed}")
             for failure in catalog.failures:
                 parts.append(f"✘ {failure.source.name}: {failure.title}")
             if catalog.record_errors:

@@ -4,12 +4,14 @@ Two HTTP marketplaces are served: the site's own (path prefix "") and a communit
 "/community", UUID record ids, lagging behind: it still carries older builds of some appliances).
 Every record has the fields of reference/marketplace.md; some leave optional fields out and some
 carry fields the console does not know. The cloud registers both marketplaces and imports, as the
-platform's `one` market driver does, every record listed for its own version (IMAGE apps with
-APPTEMPLATE64/VMTEMPLATE64, VMTEMPLATE apps with `DISK=[NAME, APP]`, SERVICE_TEMPLATE apps with
-`ROLE=[NAME, APP]` and the service template JSON in APPTEMPLATE64).
+platform's `one` market driver does (`src/market_mad/remotes/one/monitor`), every record the server
+answers its User-Agent (`served_for`; IMAGE apps with APPTEMPLATE64/VMTEMPLATE64, VMTEMPLATE apps
+with `DISK=[NAME, APP]`, SERVICE_TEMPLATE apps with `ROLE=[NAME, APP]` and the service template
+JSON in APPTEMPLATE64; app SOURCE `<endpoint>/appliance/<id>/download/0`).
 
 Stored records hold site-relative URLs (`/appliance/<id>/download`); the marketplace server makes
-them absolute for each response, since the listening port may be known only after seeding.
+them absolute from its own address (`site.base_url`, appmarket-simple's APPMARKET_URL), since the
+listening port may be known only after seeding.
 Product words come from the site's naming profile.
 """
 
@@ -28,6 +30,7 @@ from typing import Any
 
 from tui.domain.naming import NamingProfile
 from tui.domain.template_text import Template, Vector, parse_template, render_template
+from tui.sim.platform import driver_adds_requirements, market_driver_user_agent
 from tui.sim.state import SimMarketApp, SimMarketplace, SimSite
 
 MAIN_PREFIX = ""
@@ -147,6 +150,9 @@ def record_from_spec(spec: ApplianceSpec, prefix: str) -> dict[str, Any]:
                 "driver": f.driver,
                 "size": f.size,
                 "checksum": _checksums(f"{spec.record_id}/{spec.version}/{f.name}"),
+                # the legacy (OpenNebula) form adds md5 beside checksum (appmarket-simple
+                # `src/lib/appliance/image.rb` `to_h`); the market driver reads this one
+                "md5": _checksums(f"{spec.record_id}/{spec.version}/{f.name}")["md5"],
             }
             for i, f in enumerate(spec.files)
         ]
@@ -453,7 +459,7 @@ def marketplace_names(naming: NamingProfile) -> dict[str, str]:
 
 
 def cloud_version_label(one_version: str) -> str:
-    """`7.0.0` -> `7.0`: what the platform's market driver puts in its User-Agent."""
+    """`7.0.0` -> `7.0`: the platform series a User-Agent names."""
     parts = one_version.split(".")
     return ".".join(parts[:2])
 
@@ -462,6 +468,34 @@ def lists_version(record: dict[str, Any], label: str) -> bool:
     """Whether a record's `opennebula_version` list contains `label` (e.g. "7.0")."""
     listed = str(record.get("opennebula_version", ""))
     return label in {v.strip() for v in listed.split(",")}
+
+
+#: appmarket-simple `src/controllers/appmarket-server.rb` (`get '/appliance/?'`): anchored at the start
+_UA_SERIES = re.compile(r"^OpenNebula (\d+\.\d+)")
+
+
+def listed_series(records: list[dict[str, Any]]) -> set[str]:
+    """Every series some record lists (the server's per-version cache, `models/appliances.rb`)."""
+    return {v.strip() for r in records for v in str(r.get("opennebula_version", "")).split(",") if v.strip()}
+
+
+def served_series(records: list[dict[str, Any]], user_agent: str) -> str | None:
+    """The series whose list the server answers: the User-Agent's `OpenNebula X.Y` when some record
+    lists it, else the latest series any record lists (`latest_one_version`, compared number by
+    number); None when no record lists any (then the server answers every record)."""
+    known = listed_series(records)
+    match = _UA_SERIES.match(user_agent)
+    if match and match.group(1) in known:
+        return match.group(1)
+    if not known:
+        return None
+    return max(known, key=lambda v: [int(p) if p.isdigit() else 0 for p in v.split(".")])
+
+
+def served_for(records: list[dict[str, Any]], user_agent: str) -> list[dict[str, Any]]:
+    """The records `GET /appliance` answers to this User-Agent (appmarket-simple's rule)."""
+    series = served_series(records, user_agent)
+    return list(records) if series is None else [r for r in records if lists_version(r, series)]
 
 
 def _template_to_str(template: dict[str, Any]) -> str:
@@ -490,14 +524,61 @@ def _b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
 
 
+#: what the market driver merges into OS for an arm64 app (`monitor` ARM_OS_SECTION, 7.0+)
+_ARM_OS_SECTION = {"ARCH": "aarch64", "FIRMWARE": "/usr/share/AAVMF/AAVMF_CODE.fd", "FIRMWARE_SECURE": "no",
+                   "MACHINE": "virt"}
+
+
+def driver_hypervisor(record: dict[str, Any]) -> str:
+    """`app_hypervisor` of the market driver: `kvm` for ALL or none, else the name in lower case."""
+    hypervisor = str(record.get("hypervisor") or "")
+    return "kvm" if hypervisor in ("", "ALL") else hypervisor.lower()
+
+
+def driver_arch(record: dict[str, Any]) -> str:
+    """`app_arch` of the market driver: amd64 -> x86_64, arm64 -> aarch64, none -> all."""
+    arch = str(record.get("os-arch") or "")
+    return {"amd64": "x86_64", "arm64": "aarch64", "": "all"}.get(arch, arch)
+
+
+def driver_vm_template(record: dict[str, Any], one_version: str) -> dict[str, Any] | None:
+    """The VM template the cloud's market driver stores for an app (VMTEMPLATE64 of an image app,
+    APPTEMPLATE64 of a VM template app): the record's `opennebula_template`, to which 7.0+ adds
+    SCHED_REQUIREMENTS (`HYPERVISOR=<h>`, `& ARCH=aarch64` for arm64) and HYPERVISOR
+    (`src/market_mad/remotes/one/monitor` `generate_vm_template64`; 6.10.0 keeps it as it is)."""
+    text = record.get("opennebula_template")
+    if not text:
+        return None
+    try:
+        template = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(template, dict) or not driver_adds_requirements(one_version):
+        return template if isinstance(template, dict) else None
+    hypervisor, arch = driver_hypervisor(record), driver_arch(record)
+    # the monitor tests the converted name against ['amd64', 'aarch64'], so only arm64 adds ARCH
+    requirements = f"HYPERVISOR={hypervisor}" + (f" & ARCH={arch}" if arch in ("amd64", "aarch64") else "")
+    current = template.get("SCHED_REQUIREMENTS")
+    template["SCHED_REQUIREMENTS"] = f"{current} & {requirements}" if current else requirements
+    if arch == "aarch64":
+        template["OS"] = {**template["OS"], **_ARM_OS_SECTION} if isinstance(template.get("OS"), dict) \
+            else dict(_ARM_OS_SECTION)
+    template["HYPERVISOR"] = hypervisor
+    return template
+
+
 def _app_from_spec(site: SimSite, spec: ApplianceSpec, market: SimMarketplace) -> SimMarketApp:
     record = record_from_spec(spec, "")
+    one_version = site.config.one_version
     attrs: Template = [
         ("IMPORT_ID", spec.record_id),
         ("PUBLISHER", spec.publisher),
     ]
     if spec.tags:
         attrs.append(("TAGS", ", ".join(spec.tags)))
+    if driver_adds_requirements(one_version):
+        attrs += [("ARCHITECTURE", driver_arch(record)), ("HYPERVISOR", driver_hypervisor(record))]
+    vm_template = driver_vm_template(record, one_version)
     apptemplate = ""
     size_mb = 0
     md5 = ""
@@ -507,14 +588,14 @@ def _app_from_spec(site: SimSite, spec: ApplianceSpec, market: SimMarketplace) -
             size_mb = -(-first.size // 2**20)
             md5 = record["files"][0]["checksum"]["md5"]
             apptemplate = _b64(f'DEV_PREFIX="{first.dev_prefix}"\nTYPE="{first.type}"\n')
-        if spec.template is not None:
-            attrs.append(("VMTEMPLATE64", _b64(_template_to_str(spec.template))))
+        if vm_template is not None:
+            attrs.append(("VMTEMPLATE64", _b64(_template_to_str(vm_template))))
     elif spec.kind == "VMTEMPLATE":
         for n, disk in enumerate(spec.disks):
             disk_id = hashlib.md5(f"{spec.record_id}/{n}".encode()).hexdigest()[:10]
             attrs.append(("DISK", [("APP", disk), ("NAME", disk_id)]))
-        if spec.template is not None:
-            apptemplate = _b64(_template_to_str(spec.template))
+        if vm_template is not None:
+            apptemplate = _b64(_template_to_str(vm_template))
     else:
         for role, app_name in spec.roles:
             attrs.append(("ROLE", [("APP", app_name), ("NAME", role)]))
@@ -551,11 +632,12 @@ def _marketplace(site: SimSite, prefix: str) -> SimMarketplace:
 def seed_catalog(site: SimSite) -> None:
     """Fill `site.market_records` and register both marketplaces and their apps in the cloud.
 
-    Apps are imported for the records listed for the cloud's version, like the platform's market
-    driver (which sends `User-Agent: OpenNebula X.Y.Z`). Idempotent per marketplace: a marketplace
+    Apps are imported for the records the marketplace server answers the platform's market driver,
+    which asks with `User-Agent: OpenNebula <full version> (Market Driver)`: a series no record
+    lists gets the latest series' list (`served_for`). Idempotent per marketplace: a marketplace
     that already has apps is left alone.
     """
-    label = cloud_version_label(site.config.one_version)
+    user_agent = market_driver_user_agent(site.config.one_version)
     catalogs = {MAIN_PREFIX: main_catalog(site.naming), COMMUNITY_PREFIX: community_catalog(site.naming)}
     with site.lock:
         for prefix, specs in catalogs.items():
@@ -563,8 +645,9 @@ def seed_catalog(site: SimSite) -> None:
             market = _marketplace(site, prefix)
             if any(app.marketplace_id == market.id for app in site.marketapps.values()):
                 continue
+            served = {id(r) for r in served_for(site.market_records[prefix], user_agent)}
             for spec, record in zip(specs, site.market_records[prefix]):
-                if lists_version(record, label):
+                if id(record) in served:
                     app = _app_from_spec(site, spec, market)
                     site.marketapps[app.id] = app
         bind_base_url(site)

@@ -3,16 +3,20 @@
 Two marketplaces share the server: the site's own at the root (`/appliance...`) and a community
 one under `/community` (`/community/appliance...`). Routes (reference/marketplace.md):
 
-- `GET /appliance`: `{"sEcho": 1, "appliances": [...]}`, filtered by `User-Agent: OpenNebula X.Y`
-  (a record is listed when its `opennebula_version` list has X.Y; without such a header, all);
-- `GET /appliance/<id>`: the record with `Accept: application/json`, a small HTML page otherwise;
-  404 when unknown;
+- `GET /appliance`: `{"sEcho": 1, "appliances": [...]}`, filtered by a User-Agent starting with
+  `OpenNebula X.Y`: the records whose `opennebula_version` list has X.Y; a series no record lists,
+  or no such User-Agent, gets the latest series' list (appmarket-simple
+  `src/controllers/appmarket-server.rb`, `src/models/appliances.rb` `latest_one_version`);
+- `GET /appliance/<id>`: the record as JSON for `Accept: application/json` or an OpenNebula
+  User-Agent, a small HTML page otherwise; 404 when unknown;
 - `GET /appliance/<id>/download[/<i>]`: 302 to the file's URL with `OpenNebula-AppMarket-Size`;
   404 when the record has no such file;
 - `GET /appliance/<id>/files/<i>/<name>` (where downloads redirect to): a small stand-in for the
   file, 404 for a broken appliance.
 
-URLs in records are made absolute from the request's Host header (or `site.base_url`).
+URLs in records are made absolute from the server's own configured address (`site.base_url`, as
+appmarket-simple builds `links.download.href` from APPMARKET_URL in `src/lib/appliance.rb`), never
+from the request's Host header.
 `site.faults.market_faults` makes a record (or the listing, key "") answer 500, invalid JSON, or
 slowly. Generic faults (latency, failure rate) are the HTTP server's business, not this module's.
 """
@@ -21,7 +25,6 @@ from __future__ import annotations
 
 import html
 import json
-import re
 import time
 from typing import Any, Mapping
 
@@ -30,7 +33,6 @@ from tui.sim.state import SimSite
 
 Response = tuple[int, dict[str, str], bytes]
 
-_UA_VERSION = re.compile(r"OpenNebula\s+(\d+)\.(\d+)")
 _JSON = {"Content-Type": "application/json"}
 _HTML = {"Content-Type": "text/html; charset=utf-8"}
 _TEXT = {"Content-Type": "text/plain; charset=utf-8"}
@@ -45,7 +47,7 @@ def handle_market(site: SimSite, method: str, path: str, headers: Mapping[str, s
     prefix, rest = _split_prefix(path)
     if method not in ("GET", "HEAD"):
         return _text(405, "Method Not Allowed")
-    base = f"http://{lower['host']}" if lower.get("host") else site.base_url.rstrip("/")
+    base = site.base_url.rstrip("/")
     parts = [p for p in rest.split("/") if p]
     fault_key = "" if parts == ["appliance"] else (parts[1] if len(parts) > 1 else None)
     fault = site.faults.market_faults.get(fault_key, "") if fault_key is not None else ""
@@ -89,7 +91,8 @@ def _route(site: SimSite, prefix: str, parts: list[str], headers: dict[str, str]
 
 
 def _wants_json(headers: dict[str, str]) -> bool:
-    return "application/json" in headers.get("accept", "")
+    # the HTML route passes an OpenNebula User-Agent on to the JSON one (appmarket-server.rb)
+    return "application/json" in headers.get("accept", "") or "opennebula" in headers.get("user-agent", "").lower()
 
 
 def _wants_html(headers: dict[str, str]) -> bool:
@@ -98,10 +101,7 @@ def _wants_html(headers: dict[str, str]) -> bool:
 
 
 def _listing(records: list[dict[str, Any]], headers: dict[str, str], base: str) -> Response:
-    match = _UA_VERSION.search(headers.get("user-agent", ""))
-    if match:
-        label = f"{match.group(1)}.{match.group(2)}"
-        records = [r for r in records if catalog.lists_version(r, label)]
+    records = catalog.served_for(records, headers.get("user-agent", ""))
     appliances = [catalog.absolute(r, base) for r in records]
     if _wants_html(headers):
         items = "".join(

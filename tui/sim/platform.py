@@ -1,0 +1,50 @@
+"""The platform versions the embedded site emulates, and what differs between them in the source.
+
+Each difference names the file of OpenNebula/one that shows it (tags release-6.10.0,
+release-7.0.0, release-7.4.0; 6.0.x only for `updateconf`'s missing append flag):
+
+- `one.system.version` answers the code version (`include/NebulaService.h` `code_version`;
+  6.10 `include/Nebula.h`).
+- `one.vm.updateconf` takes an append flag from 6.2 on (6.2 `RequestManagerVirtualMachine.cc`
+  reads `paramList.getInt(3)`); 6.0 registers it as `A:sis` and replaces every section the text
+  leaves out (6.0 `src/vm/VirtualMachine.cc` `replace_vector_values` without `append`).
+- The cloud's market driver (`src/market_mad/remotes/one/monitor`) adds `SCHED_REQUIREMENTS`
+  and `HYPERVISOR` to the VM template of an app from 7.0 on (`generate_vm_template64`), and
+  `ARCHITECTURE` and `HYPERVISOR` to the app; 6.10.0 converts the JSON template as it is.
+- `one.system.config` serves every user from 7.0 (a reduced view); 6.x only the oneadmin group.
+- OneFlow's input keys and states differ too (`tui.sim.flow_engine`).
+"""
+
+from __future__ import annotations
+
+#: the versions `sitetk sim --one-version` accepts and the test suite runs against
+EMULATED_VERSIONS: tuple[str, ...] = ("6.10.0", "7.0.0", "7.4.0")
+DEFAULT_VERSION = "7.0.0"
+#: older versions only the tests start in-process (to show what the console refuses on them)
+TEST_ONLY_VERSIONS: tuple[str, ...] = ("6.0.0",)
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """`7.3.80` -> (7, 3, 80); parts that are not numbers count as 0."""
+    return tuple(int(part) if part.isdigit() else 0 for part in version.split("."))
+
+
+def series(version: str) -> str:
+    """`7.4.0` -> `7.4`."""
+    return ".".join(version.split(".")[:2])
+
+
+def updateconf_has_append(version: str) -> bool:
+    """Whether `one.vm.updateconf` reads its fourth (append) argument: from 6.2 on."""
+    return version_key(version) >= (6, 2)
+
+
+def driver_adds_requirements(version: str) -> bool:
+    """Whether the market driver adds SCHED_REQUIREMENTS/HYPERVISOR to app VM templates (7.0+)."""
+    return version_key(version) >= (7, 0)
+
+
+def market_driver_user_agent(version: str, edition: str = "") -> str:
+    """`OpenNebula 7.4.0 (Market Driver)`, or with the edition `OpenNebula 7.4.0 EE (Market Driver)`:
+    the monitor reads the full version from its VERSION file (`monitor` `initialize`)."""
+    return f"OpenNebula {version} {edition} (Market Driver)" if edition else f"OpenNebula {version} (Market Driver)"
