@@ -65,7 +65,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     func = getattr(args, "func", None)
     if func is not None:
-        return int(func(args) or 0)
+        from tui.cli.common import guarded_output
+
+        with guarded_output():  # control characters escaped, a closed pipe ends quietly
+            return int(func(args) or 0)
     from tui.console import run_console  # imported late: Textual is not needed headless
 
     return run_console(args)

@@ -3,6 +3,13 @@
 Exit codes: 0 success, 1 the operation failed (SiteError), 2 bad usage or input,
 3 a check found problems (e.g. `hosts check` with a database VM at risk), 130 interrupted.
 
+Output: `guarded_output()` (entered once by the entry point around every verb) wraps stdout and
+stderr in an `EscapingStream`: remote text (record names, image names, template values) reaches
+the terminal with its control characters escaped (`tui.domain.printable`), whoever prints it; and
+a reader that goes away (`sitetk market list | head`) ends the output quietly, without a
+BrokenPipeError traceback and without interrupting an operation under way. File contents meant as
+data (`site decrypt` to a file or pipe) go out unchanged through `write_data`.
+
 A subcommand's function is one of `site_command(handler)` (settings and a connected site),
 `settings_command(handler)` (settings only) or `local_command(handler)` (the handler connects
 where it needs to, with `connect_site`). Handlers raise `UsageError` for bad input. A mutating
@@ -13,12 +20,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import io
 import json
+import os
+import shutil
 import sys
-from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Iterator, Mapping, TextIO, TypeVar
 
 from tui.adapters.errors import SiteError
 from tui.cli.exit_codes import EXIT_FAILED, EXIT_FINDINGS, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE  # noqa: F401 (re-exported)
+from tui.domain.printable import escape_controls
 from tui.procedures.preview import Preview
 from tui.procedures.progress import Progress
 
@@ -31,6 +43,107 @@ T = TypeVar("T")
 
 class UsageError(Exception):
     """Bad input on the command line or in an input file: exit code 2 with this message."""
+
+
+class EscapingStream(io.TextIOBase):
+    """A text stream that escapes control characters and survives a reader that went away.
+
+    After the first BrokenPipeError the underlying descriptor is pointed at /dev/null and the
+    rest of the output is dropped: the command still finishes what it was doing (a download is
+    not left half-made because `head` had read enough).
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__()
+        self.stream = stream
+        self.broken = False
+
+    def write(self, text: str) -> int:
+        if self.broken:
+            return len(text)
+        try:
+            self.stream.write(escape_controls(text))
+        except BrokenPipeError:
+            self._reader_gone()
+        return len(text)
+
+    def write_raw(self, text: str) -> None:
+        """Write `text` unchanged (data such as a decrypted file, never remote text for a terminal)."""
+        if self.broken:
+            return
+        try:
+            self.stream.write(text)
+        except BrokenPipeError:
+            self._reader_gone()
+
+    def flush(self) -> None:
+        if self.broken:
+            return
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            self._reader_gone()
+        except ValueError:  # closed underneath us
+            pass
+
+    def _reader_gone(self) -> None:
+        self.broken = True
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.stream.fileno())
+            os.close(devnull)
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+    def writable(self) -> bool:
+        return True
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self.stream, "encoding", "utf-8")
+
+    @property
+    def errors(self) -> str | None:  # type: ignore[override]
+        return getattr(self.stream, "errors", None)
+
+
+@contextlib.contextmanager
+def guarded_output() -> Iterator[None]:
+    """Every print of a verb goes through an `EscapingStream` (stdout and stderr)."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = EscapingStream(sys.stdout), EscapingStream(sys.stderr)
+    try:
+        yield
+    except BrokenPipeError:  # a write that went around the wrappers
+        pass
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        sys.stdout, sys.stderr = saved
+
+
+def write_data(text: str) -> None:
+    """File contents on stdout: unchanged into a file or pipe (the bytes are the file), with
+    control characters escaped on a terminal."""
+    stream = sys.stdout
+    if isinstance(stream, EscapingStream) and not stream.isatty():
+        stream.write_raw(text)
+    else:
+        stream.write(text)
+
+
+def table_console() -> Any:
+    """A rich Console for the CLI's tables on stdout: plain text (no styling escapes, so the
+    escaping stream has nothing of its own to mangle), as wide as the terminal, 400 when piped."""
+    from rich.console import Console
+
+    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else 400
+    return Console(file=sys.stdout, width=width, force_terminal=False, color_system=None, highlight=False,
+                   soft_wrap=False)
 
 
 def emit_json(payload: Any) -> None:

@@ -20,7 +20,6 @@ import asyncio
 import sys
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -37,6 +36,7 @@ from tui.cli.common import (
     print_error,
     show_preview,
     site_command,
+    table_console,
     usage,
 )
 from tui.domain.cpu import VM_CHECKED
@@ -91,8 +91,7 @@ def db_vms_table(inventory: HostInventory) -> Table:
 
 
 def _print(*renderables: Any) -> None:
-    console = Console(file=sys.stdout, width=None if sys.stdout.isatty() else 400, highlight=False,
-                      soft_wrap=False)
+    console = table_console()
     for renderable in renderables:
         console.print(renderable)
 

@@ -30,7 +30,6 @@ import sys
 from pathlib import Path
 from typing import Any, AsyncIterator
 
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -47,6 +46,7 @@ from tui.cli.common import (
     print_error,
     show_preview,
     site_command,
+    table_console,
     usage,
 )
 from tui.domain.attribute_file import ApplianceTag
@@ -79,7 +79,7 @@ STATE_MARKS = {"not downloaded": "-", "up to date": "=", "update available": "^"
 
 
 def _print(*renderables: Any) -> None:
-    console = Console(file=sys.stdout, width=None if sys.stdout.isatty() else 400, highlight=False, soft_wrap=False)
+    console = table_console()
     for renderable in renderables:
         console.print(renderable)
 

@@ -49,6 +49,7 @@ from tui.cli.common import (
     local_command,
     print_preview,
     show_preview,
+    write_data,
 )
 from tui.domain.components import ComponentDefinition, ComponentLibrary
 from tui.domain.naming import DEFAULT_NAMING
@@ -250,7 +251,7 @@ async def _decrypt(args: argparse.Namespace) -> int:
     if args.json:
         emit_json({"ok": True, "warnings": warnings, "path": str(loaded.path), "encrypted": loaded.encrypted, "text": loaded.config.text})
     else:
-        sys.stdout.write(loaded.config.text)
+        write_data(loaded.config.text)
     return EXIT_OK
 
 
