@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test screenshots bench sim clean
+.PHONY: demo lint test screenshots bench sim clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,7 +19,10 @@ demo: $(STAMP)
 sim: $(STAMP)
 	$(BIN)/sitetk sim
 
-test: $(STAMP)
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+test: lint
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 screenshots: $(STAMP)

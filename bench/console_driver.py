@@ -27,8 +27,8 @@ from textual import events
 from textual.message import Message
 from textual.pilot import Pilot
 
-from tui.adapters.errors import SiteError
 from tui.app import SiteToolkitApp
+from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
 from tui.screens.connect_error import ConnectErrorScreen
 from tui.screens.vms import VmListScreen

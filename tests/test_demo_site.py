@@ -15,11 +15,11 @@ from typing import Callable
 
 import pytest
 
-from tui.adapters.errors import SiteError
 from tui.console import demo_settings_for
+from tui.demo_site import SimChild
+from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
 from tui.settings import Settings
-from tui.demo_site import SimChild
 
 ROOT = Path(__file__).resolve().parents[1]
 

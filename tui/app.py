@@ -44,13 +44,13 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Label
 
-from tui.adapters.errors import SiteError
+from tui.errors import SiteError
 from tui.procedures.connection import ConnectionInfo, SiteConnection
-from tui.settings import Settings
 from tui.screens import registry
 from tui.screens.base import CONTEXT_SLOTS, SiteScreen
 from tui.screens.connect_error import ConnectErrorScreen
 from tui.screens.registry import ScreenSpec
+from tui.settings import Settings
 from widgets.context_bar import ContextBar, Variant
 from widgets.key_bar import KeyBar
 

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tui.adapters.errors import SiteError
+from tui.errors import SiteError
 
 #: how long the demo waits for its site's git repositories at most
 _REPOSITORIES_TIMEOUT_S = 60.0

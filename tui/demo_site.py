@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Sequence
 
-from tui.adapters.errors import SiteError
+from tui.errors import SiteError
 
 #: seconds for the child to announce its endpoints (importing and seeding takes ~0.2 s)
 START_TIMEOUT_S = 60.0

@@ -56,8 +56,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from tui.adapters.errors import SiteError
 from tui.domain.naming import DEFAULT_NAMING, NamingProfile
+from tui.errors import SiteError
 
 DEFAULT_XMLRPC = "http://localhost:2633/RPC2"
 DEFAULT_FLOW = "http://localhost:2474"

@@ -16,7 +16,7 @@ import pytest
 
 from tests.adapters.conftest import eventually
 from tui.adapters.cloud import CloudClient
-from tui.adapters.errors import SiteError
+from tui.errors import SiteError
 
 pytestmark = pytest.mark.usefixtures("sim_only")
 

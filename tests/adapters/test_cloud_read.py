@@ -13,7 +13,7 @@ from tui.domain.datastores import Datastore
 from tui.domain.documents import SERVICE_DOCUMENT, SERVICE_TEMPLATE_DOCUMENT, Document
 from tui.domain.hosts import Host
 from tui.domain.images import ImageInfo
-from tui.domain.marketapps import Marketplace, MarketApp
+from tui.domain.marketapps import MarketApp, Marketplace
 from tui.domain.networks import Vnet
 from tui.domain.system import SystemConfig
 from tui.domain.users import Group, User

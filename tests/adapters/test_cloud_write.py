@@ -10,11 +10,11 @@ import pytest
 
 from tests.adapters.conftest import eventually
 from tui.adapters.cloud import CloudClient, json_document_template
-from tui.adapters.errors import SiteError
 from tui.domain.documents import SERVICE_TEMPLATE_DOCUMENT
 from tui.domain.hosts import Host
 from tui.domain.permissions import Permissions
 from tui.domain.vms import VmDetail
+from tui.errors import SiteError
 
 pytestmark = pytest.mark.usefixtures("sim_only")
 

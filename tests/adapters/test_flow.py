@@ -11,9 +11,9 @@ import pytest
 
 from tests.adapters.conftest import CALL_TIMEOUT_S, SiteUnderTest, eventually
 from tui.adapters.cloud import CloudClient
-from tui.adapters.errors import SiteError
 from tui.adapters.flow import FlowClient, document_from_envelope
 from tui.domain.services import Service, ServiceTemplate
+from tui.errors import SiteError
 
 WAIT_S = 30.0
 

@@ -11,9 +11,9 @@ import httpx
 import pytest
 
 from tests.adapters.conftest import CALL_TIMEOUT_S, SiteUnderTest
-from tui.adapters.errors import SiteError
 from tui.adapters.marketplace import MarketplaceClient
 from tui.domain.appliances import ApplianceType
+from tui.errors import SiteError
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tui.adapters.errors import SiteError
 from tui.domain.cpu import DEFAULT_KNOWN_GOOD_MODELS
+from tui.errors import SiteError
 from tui.settings import DEFAULT_FLOW, DEFAULT_XMLRPC, Settings
 
 

@@ -24,6 +24,7 @@ from tests.conftest import SimFactory
 from tui.sim.server import SimServer
 from tui.sim.state import SimVm
 
+
 @pytest.fixture
 def site(versioned_sim: SimServer) -> SimServer:
     return versioned_sim

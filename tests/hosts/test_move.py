@@ -7,8 +7,9 @@ import asyncio
 import pytest
 
 from tests.hosts.conftest import FAST, Connect, collect
-from tui.adapters.errors import SiteError
 from tui.domain.cpu import HOST_PASSTHROUGH, VmVerdictKind
+from tui.domain.vms import VmDetail
+from tui.errors import SiteError
 from tui.procedures.audit import AuditLog
 from tui.procedures.connection import SiteConnection
 from tui.procedures.hosts import load_inventory
@@ -24,8 +25,7 @@ from tui.procedures.move_plan import (
     plan_redeploy,
     preview_move,
 )
-from tui.procedures.move_vm import UPDATECONF_SECTIONS, MoveFailed, move_vm
-from tui.domain.vms import VmDetail
+from tui.procedures.move_vm import UPDATECONF_SECTIONS, MoveFailed, move_many, move_vm
 from tui.sim.server import SimServer
 
 WESTMERE, CASCADELAKE, BROADWELL, LEGACY, ARM, BROADWELL_DISABLED = 2, 0, 1, 3, 4, 5
@@ -285,3 +285,23 @@ async def test_flagged_vms_planned_together_do_not_share_room_for_one(deployed: 
     assert len(plans) + len(problems) == 2
     assert [plan.target_host_id for plan in plans].count(best.id) == 1  # never both
     assert len(problems) == 1 and "No compatible host with enough free capacity" in problems[0][1].title
+
+
+async def test_two_flagged_vms_move_together_and_each_step_names_its_vm(deployed: SimServer, connect: Connect,
+                                                                        audit: AuditLog) -> None:
+    # regression: move_many labelled steps with an unimported `replace`, a NameError for two or more VMs
+    site = connect(deployed)
+    manager = await _manager(site)
+    other = next(vm for vm in await site.cloud.list_vms() if vm.service_id is not None and vm.id != manager.id)
+    await site.cloud.vm_update(other.id, 'DOCUMENT_DB="YES"', 1)  # a second database VM
+    plans, problems = await plan_flagged(site, audit=audit)
+    assert problems == () and {plan.vm_id for plan in plans} == {manager.id, other.id}
+
+    events = await collect(move_many(site, plans, timeouts=FAST, audit=audit))
+    total = sum(len(plan.steps) for plan in plans)
+    assert all(e.total == total for e in events) and events[-1].done == total
+    for plan in plans:
+        done = [e.step for e in events if e.state == "done" and e.step.startswith(f"VM {plan.vm_id}: ")]
+        assert done == [f"VM {plan.vm_id}: {step}" for step in plan.steps]
+        vm = await site.cloud.vm_info(plan.vm_id)
+        assert vm.summary.running and vm.summary.host_id == plan.target_host_id and vm.cpu_model == plan.cpu_model

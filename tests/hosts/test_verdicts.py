@@ -15,10 +15,10 @@ import pytest
 
 from tests.hosts.conftest import Connect
 from tui.__main__ import main
-from tui.adapters.errors import SiteError
 from tui.cli.common import EXIT_FINDINGS, EXIT_OK
 from tui.domain.cpu import HOST_CHECKED, HostVerdictKind, VmVerdictKind, evaluate_host
 from tui.domain.hosts import Host
+from tui.errors import SiteError
 from tui.procedures.hosts import load_inventory
 from tui.procedures.move_plan import plan_move, plan_redeploy
 from tui.sim.server import SimServer

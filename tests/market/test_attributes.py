@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from tests.market.conftest import SiteFactory, audit_entries, collect
-from tui.adapters.errors import SiteError
 from tui.domain.appliances import parse_record
 from tui.domain.attribute_file import ApplianceTag, installed_version_from_image_template
 from tui.domain.naming import NamingProfile
+from tui.errors import SiteError
 from tui.procedures.attach_attributes import (
     attach_attributes,
     attribute_text,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tests.market.conftest import SiteFactory
-from tui.adapters.errors import SiteError
 from tui.domain.upgrades import InstallState
+from tui.errors import SiteError
 from tui.procedures.marketplace import appliance_record, load_catalog, sources_from
 from tui.sim.server import SimServer
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from tests.market.conftest import POLL, SiteFactory, audit_entries, collect
-from tui.adapters.errors import SiteError
 from tui.domain.attribute_file import installed_version_from_image_template
 from tui.domain.documents import SERVICE_TEMPLATE_DOCUMENT
 from tui.domain.images import READY
+from tui.errors import SiteError
 from tui.procedures.attach_attributes import role_templates, tag_for_record
 from tui.procedures.connection import SiteConnection
 from tui.procedures.download_appliance import (

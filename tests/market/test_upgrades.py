@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from tests.market.conftest import POLL, SiteFactory, audit_entries, collect, free_old_images
-from tui.adapters.errors import SiteError
 from tui.domain.attribute_file import installed_version_from_image_template
 from tui.domain.upgrades import StepKind
+from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
 from tui.procedures.upgrades import Removal, apply_upgrade_plan, load_upgrade_plan, upgrade_preview
 from tui.sim.server import SimServer

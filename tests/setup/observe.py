@@ -9,7 +9,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from tui.adapters.vault import decrypt_text, is_vault_text, VaultPassword
+from tui.adapters.vault import VaultPassword, decrypt_text, is_vault_text
 from tui.domain.services import SERVICE_DONE
 from tui.procedures.connection import SiteConnection
 from tui.procedures.hosts import load_inventory

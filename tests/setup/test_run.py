@@ -39,7 +39,6 @@ def assert_set_up(server: SimServer, seen: Observed, *, branch: str = BRANCH) ->
     assert [state for _, state in seen.live_services] == ["RUNNING"]
     assert seen.user_keys >= 1
     assert seen.db_vms and all(host and not flagged for _, host, flagged in seen.db_vms)
-    objectstore = server.site.vms[min(server.site.vms)]  # the first VM the toolkit created: the object store
     assert "site_s3_server" in seen.core_yaml
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from cryptography.hazmat.primitives.serialization import load_ssh_public_key
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from cryptography.hazmat.primitives.serialization import load_ssh_public_key
 
 from tests.sim.one_client import one, states
 from tests.waiting import wait_until

@@ -18,8 +18,8 @@ from tui.procedures.connection import SiteConnection
 from tui.procedures.site_repo import open_site
 from tui.procedures.site_workspace import sites_repo
 from tui.settings import Settings
-from tui.sim.server import SimServer
 from tui.sim.repos import EXISTING_SITE, SIM_VAULT_PASSWORD, seed_repositories
+from tui.sim.server import SimServer
 
 VAULT_PASSWORD = "correct horse battery staple"
 ANSIBLE_VAULT = str(Path(sys.executable).with_name("ansible-vault"))

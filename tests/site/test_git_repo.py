@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from tests.site.git_http import GitHttpServer
-from tui.adapters.errors import SiteError
 from tui.adapters.git_repo import TOKEN_ENV, GitRemote, GitRepo, redact
 from tui.adapters.vault import VaultPassword, is_vault_text, read_vault_file, write_vault_file
+from tui.errors import SiteError
 from tui.sim.repos import SIM_VAULT_PASSWORD
 
 TOKEN = "github_pat_11AAAAAAA0TestTokenValue_zzzzzzzzzzzz"

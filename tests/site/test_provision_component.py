@@ -11,10 +11,10 @@ import pytest
 from tests.site.conftest import collect, open_demo_site
 from tui.adapters.cloud import CloudClient
 from tui.adapters.cloud_errors import AUTHORIZATION
-from tui.adapters.errors import SiteError
 from tui.adapters.vault import VaultPassword, read_vault_file
 from tui.domain.components import ComponentDefinition, ComponentLibrary, VariableSpec
 from tui.domain.site_config import SiteConfig
+from tui.errors import SiteError
 from tui.procedures.component_library import load_library
 from tui.procedures.connection import SiteConnection
 from tui.procedures.download_appliance import download_appliance, find_market_app, plan_download

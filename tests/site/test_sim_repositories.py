@@ -61,8 +61,8 @@ def test_a_failed_background_build_is_reported_when_waited_for(tmp_path: object)
 
     import pytest
 
-    from tui.adapters.errors import SiteError
     from tui.console import _demo_repositories
+    from tui.errors import SiteError
     from tui.sim.state import SimConfig, SimSite
 
     site = SimSite(SimConfig(), Path(str(tmp_path)))

@@ -10,10 +10,10 @@ from typing import Any, Mapping
 import pytest
 
 from tests.site.conftest import VAULT_PASSWORD, ansible_vault, collect
-from tui.adapters.errors import SiteError
 from tui.adapters.git_repo import GitRemote, GitRepo
 from tui.adapters.vault import VaultPassword, is_vault_text, read_vault_file, write_vault_file
 from tui.domain.components import ComponentDefinition
+from tui.errors import SiteError
 from tui.procedures.audit import AuditLog
 from tui.procedures.component_library import load_library
 from tui.procedures.site_config import (

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from tests.site.conftest import VAULT_PASSWORD, ansible_vault
-from tui.adapters.errors import SiteError
 from tui.adapters.vault import (
     VaultPassword,
     decrypt_text,
@@ -22,6 +21,7 @@ from tui.adapters.vault import (
     write_atomic,
     write_vault_file,
 )
+from tui.errors import SiteError
 
 PLAIN = "# comment survives\nsite_domain: \"trial.example\"  # eol\nsite_variables:\n  tn_vxlan: null\n"
 

@@ -13,10 +13,10 @@ import pytest
 
 from tests.toolkit.conftest import FAST, ToolkitSite, collect, eventually, filled
 from tui.adapters.cloud import json_document_template
-from tui.adapters.errors import SiteError
 from tui.domain.documents import SERVICE_TEMPLATE_DOCUMENT
 from tui.domain.severity import Severity
 from tui.domain.ssh_keys import parse_public_key
+from tui.errors import SiteError
 from tui.procedures.instantiate_toolkit import (
     DeploymentFailed,
     InvalidInputs,

@@ -9,9 +9,9 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from tests.toolkit.conftest import FAST, ToolkitSite, collect, filled, settings_for
-from tui.adapters.errors import SiteError
 from tui.domain.ssh_keys import parse_public_key
 from tui.domain.template_text import render_template
+from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
 from tui.procedures.grant_ssh_key import grant_ssh_key, plan_grant
 from tui.procedures.instantiate_toolkit import deploy_toolkit, plan_deploy

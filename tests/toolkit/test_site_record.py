@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from tui.adapters.errors import SiteError
 from tui.domain.site_record import (
     RecordedRole,
     RecordedVm,
@@ -20,6 +19,7 @@ from tui.domain.site_record import (
     record_to_json,
     records_from_json,
 )
+from tui.errors import SiteError
 from tui.procedures.site_record import load_site_record, load_site_records, save_site_record, site_record_path
 from tui.settings import Settings
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from textual.command import CommandList, CommandPalette
 
 from tests.ui.conftest import SIZE, console_app, rendered_text, vm_screen, wait_for, wait_vms_loaded
-from tui.adapters.errors import SiteError
 from tui.app import SiteToolkitApp
+from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
 from tui.screens.connect_error import ConnectErrorScreen
 from tui.screens.registry import SCREENS, ScreenSpec

@@ -36,11 +36,11 @@ from tui.adapters.cloud_transport import (
     decode_response,
     parse_document,
 )
-from tui.adapters.errors import SiteError
 from tui.adapters.vm_pool_cache import VmSummaryCache
 from tui.domain.attributes import Attributes
 from tui.domain.permissions import Permissions
 from tui.domain.template_text import render_template
+from tui.errors import SiteError
 
 if TYPE_CHECKING:  # pragma: no cover - models the first screen does not need load with their parsers
     from tui.domain.acls import AclRule
@@ -48,7 +48,7 @@ if TYPE_CHECKING:  # pragma: no cover - models the first screen does not need lo
     from tui.domain.documents import Document
     from tui.domain.hosts import Host
     from tui.domain.images import ImageInfo
-    from tui.domain.marketapps import Marketplace, MarketApp
+    from tui.domain.marketapps import MarketApp, Marketplace
     from tui.domain.networks import Vnet
     from tui.domain.system import SystemConfig
     from tui.domain.users import Group, User

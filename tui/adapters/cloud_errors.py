@@ -13,7 +13,6 @@ import ssl
 import xmlrpc.client
 
 from tui.adapters.cloud_transport import CallTimeout, MalformedResponse, PlatformFailure
-from tui.adapters.errors import SiteError, redact
 from tui.domain.error_codes import (
     ACTION,
     ALLOCATE,
@@ -24,6 +23,7 @@ from tui.domain.error_codes import (
     NO_EXISTS,
     XML_RPC_API,
 )
+from tui.errors import SiteError, redact
 
 #: platform error code -> (title, hint, retryable)
 PLATFORM_ERRORS: dict[int, tuple[str, str, bool]] = {

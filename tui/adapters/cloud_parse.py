@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from tui.domain.documents import Document
     from tui.domain.hosts import Host
     from tui.domain.images import ImageInfo
-    from tui.domain.marketapps import Marketplace, MarketApp
+    from tui.domain.marketapps import MarketApp, Marketplace
     from tui.domain.networks import AddressRange, Vnet
     from tui.domain.system import SystemConfig
     from tui.domain.vmtemplates import VmTemplate

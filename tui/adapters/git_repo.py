@@ -28,9 +28,9 @@ from pathlib import Path, PurePosixPath
 from typing import Sequence
 from urllib.parse import urlsplit
 
-from tui.adapters.errors import SiteError
-from tui.adapters.errors import redact as redact_secrets
 from tui.adapters.vault import is_vault_text
+from tui.errors import SiteError
+from tui.errors import redact as redact_secrets
 
 SITE_CONFIG_FILE = "core.yaml"
 TOKEN_ENV = "SITETK_GIT_TOKEN"

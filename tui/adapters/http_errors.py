@@ -11,8 +11,7 @@ import ssl
 
 import httpx
 
-from tui.adapters.errors import SiteError, redact
-
+from tui.errors import SiteError, redact
 
 
 def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:

@@ -16,9 +16,9 @@ from typing import Any
 
 import httpx
 
-from tui.adapters.errors import SiteError
 from tui.adapters.http_errors import malformed, transport_error
 from tui.domain.appliances import ApplianceRecord, Listing, RecordError, parse_listing, parse_record, platform_series
+from tui.errors import SiteError
 
 SIZE_HEADER = "OpenNebula-AppMarket-Size"
 _SERVICE = "the marketplace"

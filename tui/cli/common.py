@@ -28,9 +28,9 @@ import shutil
 import sys
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Iterator, Mapping, TextIO, TypeVar
 
-from tui.adapters.errors import SiteError
 from tui.cli.exit_codes import EXIT_FAILED, EXIT_FINDINGS, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE  # noqa: F401 (re-exported)
 from tui.domain.printable import escape_controls
+from tui.errors import SiteError
 from tui.procedures.preview import Preview
 from tui.procedures.progress import Progress
 

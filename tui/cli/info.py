@@ -11,8 +11,8 @@ import argparse
 import sys
 from typing import Any
 
-from tui.adapters.errors import SiteError
 from tui.cli.common import EXIT_OK, EXIT_USAGE, emit_json, print_error
+from tui.errors import SiteError
 from tui.settings import Settings
 
 #: (label, setting) in the order the text view shows them

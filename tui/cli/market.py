@@ -33,7 +33,6 @@ from typing import Any, AsyncIterator
 from rich.table import Table
 from rich.text import Text
 
-from tui.adapters.errors import SiteError
 from tui.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -50,6 +49,7 @@ from tui.cli.common import (
     usage,
 )
 from tui.domain.attribute_file import ApplianceTag
+from tui.errors import SiteError
 from tui.procedures.attach_attributes import (
     attach_attributes,
     attribute_text,

@@ -22,7 +22,6 @@ import getpass
 import sys
 from typing import Any
 
-from tui.adapters.errors import SiteError
 from tui.cli.common import (
     EXIT_FAILED,
     EXIT_FINDINGS,
@@ -37,6 +36,7 @@ from tui.cli.common import (
     site_command,
 )
 from tui.domain.setup_steps import SetupChecklist, StepId, StepState
+from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress

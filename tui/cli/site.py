@@ -34,7 +34,6 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from tui.adapters.errors import SiteError
 from tui.adapters.git_repo import GitRemote, GitRepo
 from tui.adapters.vault import VaultPassword, is_vault_text, read_password_file, read_text
 from tui.cli.common import (
@@ -56,6 +55,7 @@ from tui.domain.naming import DEFAULT_NAMING
 from tui.domain.severity import Severity
 from tui.domain.site_checks import Finding
 from tui.domain.site_fill import appliance_leaves
+from tui.errors import SiteError
 from tui.procedures.component_library import load_library
 from tui.procedures.connection import SiteConnection
 from tui.procedures.preview import Preview
@@ -70,6 +70,7 @@ from tui.procedures.site_config import (
     preview_enable_component,
     preview_encrypt,
 )
+from tui.procedures.site_fill import fill_site_file, gather_cloud_facts, plan_fill
 from tui.procedures.site_repo import (
     SubmitPreview,
     create_site,
@@ -82,7 +83,6 @@ from tui.procedures.site_repo import (
     preview_submit,
     submit_site,
 )
-from tui.procedures.site_fill import fill_site_file, gather_cloud_facts, plan_fill
 from tui.procedures.site_workspace import library_repo, sites_repo
 from tui.settings import Settings
 

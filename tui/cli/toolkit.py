@@ -24,7 +24,6 @@ import sys
 from dataclasses import replace
 from typing import Any
 
-from tui.adapters.errors import SiteError
 from tui.cli.common import (
     EXIT_FAILED,
     EXIT_FINDINGS,
@@ -46,6 +45,7 @@ from tui.domain.input_file import render_input_file
 from tui.domain.severity import Severity
 from tui.domain.site_record import SiteRecord, record_to_json
 from tui.domain.toolkit_inputs import Problem, form_fields, secret_names, validate_inputs
+from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
 from tui.procedures.grant_ssh_key import grant_ssh_key, plan_grant
 from tui.procedures.instantiate_toolkit import (
@@ -72,7 +72,6 @@ from tui.procedures.toolkit import (
     toolkit_vms,
 )
 from tui.settings import Settings
-
 
 # -- plumbing -------------------------------------------------------------------------------------
 

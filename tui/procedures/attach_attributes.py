@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, AsyncIterator, Iterable, Mapping, Sequence
 
-from tui.adapters.errors import SiteError
 from tui.domain.appliances import ApplianceRecord
 from tui.domain.attribute_file import (
     ApplianceTag,
@@ -33,6 +32,7 @@ from tui.domain.images import ImageInfo
 from tui.domain.marketapps import MarketApp
 from tui.domain.naming import NamingProfile
 from tui.domain.upgrades import ApplianceStatus
+from tui.errors import SiteError
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress
 

@@ -15,15 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Awaitable, Callable
 
-from tui.adapters.errors import SiteError
 from tui.domain.naming import NamingProfile
+from tui.errors import SiteError
 from tui.settings import Settings
 
 if TYPE_CHECKING:  # the clients are imported on first use (see `cloud`, `flow`, `marketplace`)
     from tui.adapters.cloud import CloudClient
-    from tui.procedures.audit import AuditLog
     from tui.adapters.flow import FlowClient
     from tui.adapters.marketplace import MarketplaceClient
+    from tui.procedures.audit import AuditLog
 
 _INFO_HINT = "`sitetk info` lists every setting and where it came from; `sitetk --demo` runs against an embedded demo site."
 

@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Sequence
 
 from tui.adapters.cloud import json_document_template
-from tui.adapters.errors import SiteError
 from tui.domain.documents import SERVICE_TEMPLATE_DOCUMENT
 from tui.domain.images import ERROR, READY, USED, ImageInfo, image_state_names
+from tui.errors import SiteError
 from tui.procedures.attach_attributes import attach_attributes, plan_attach
 from tui.procedures.download_plan import (
     DownloadPlan,

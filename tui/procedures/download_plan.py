@@ -16,7 +16,6 @@ import shlex
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Sequence
 
-from tui.adapters.errors import SiteError
 from tui.domain.appliances import ApplianceRecord
 from tui.domain.attribute_file import ApplianceTag
 from tui.domain.datastores import IMAGE_DS, Datastore
@@ -25,6 +24,7 @@ from tui.domain.images import ERROR, ImageInfo
 from tui.domain.marketapps import IMAGE_APP, SERVICE_TEMPLATE_APP, VMTEMPLATE_APP, MarketApp, decode_apptemplate64
 from tui.domain.template_text import TemplateSyntaxError, parse_template, quote, render_template
 from tui.domain.vmtemplates import VmTemplate
+from tui.errors import SiteError
 from tui.procedures.attach_attributes import FILE_PLACEHOLDER, role_template_ids, tag_for_app
 from tui.procedures.marketplace import normalize_url
 from tui.procedures.preview import Change, Preview

@@ -22,11 +22,11 @@ import shlex
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, AsyncIterator
 
-from tui.adapters.errors import SiteError
 from tui.domain.site_record import SiteRecord
 from tui.domain.ssh_keys import SshKeyError, SshPublicKey, has_key, line_has_key, parse_public_key, with_key
 from tui.domain.template_text import render_template
 from tui.domain.users import SSH_PUBLIC_KEY, User, split_keys
+from tui.errors import SiteError
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress
 from tui.procedures.site_record import load_site_record, save_site_record

@@ -21,7 +21,6 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from tui.adapters.errors import SiteError
 from tui.domain.cpu import (
     VM_CHECKED,
     HostCpu,
@@ -38,6 +37,7 @@ from tui.domain.error_codes import NO_EXISTS
 from tui.domain.hosts import Host
 from tui.domain.naming import NamingProfile
 from tui.domain.vms import VmDetail
+from tui.errors import SiteError
 from tui.procedures.site_record import load_site_record
 
 if TYPE_CHECKING:  # pragma: no cover

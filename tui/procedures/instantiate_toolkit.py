@@ -32,13 +32,13 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, AsyncIterator, Mapping
 
-from tui.adapters.errors import SiteError
 from tui.domain.input_file import InputFile, InputFileError, merge_template, values_key
 from tui.domain.secret_names import MASK
 from tui.domain.services import Service, ServiceRole
 from tui.domain.severity import Severity
 from tui.domain.site_record import SiteRecord, record_to_json
 from tui.domain.toolkit_inputs import Problem
+from tui.errors import SiteError
 from tui.procedures.audit import REDACTOR
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress

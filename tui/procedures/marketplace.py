@@ -21,11 +21,11 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
-from tui.adapters.errors import SiteError
 from tui.domain.appliances import ApplianceRecord, platform_series
 from tui.domain.images import ImageInfo
 from tui.domain.marketapps import Marketplace
 from tui.domain.upgrades import ApplianceStatus, InstallState, appliance_statuses
+from tui.errors import SiteError
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection

@@ -17,10 +17,10 @@ import shlex
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any, Sequence
 
-from tui.adapters.errors import SiteError
 from tui.domain.cpu import HOST_PASSTHROUGH, HostCpu, HostVerdictKind, cpu_model_update_text, host_verdict
 from tui.domain.hosts import Host
 from tui.domain.vms import ACTIVE, RUNNING, VmDetail, VmSummary
+from tui.errors import SiteError
 from tui.procedures.audit import AUDIT_ENV, AuditLog
 from tui.procedures.hosts import DbVmRow, load_inventory, rank_targets
 from tui.procedures.preview import Change, Preview

@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Sequence
 
-from tui.adapters.errors import SiteError
 from tui.domain.cpu import cpu_model_update_text
 from tui.domain.template_text import render_template
-from tui.domain.vms import ACTIVE, LCM_STATES, RUNNING, VmDetail
+from tui.domain.vms import ACTIVE, LCM_STATES, VmDetail
+from tui.errors import SiteError
 from tui.procedures.audit import AuditLog
 from tui.procedures.move_plan import (
     AUDIT_MOVE,

@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping
 
-from tui.adapters.errors import SiteError
 from tui.adapters.vault import VaultPassword
 from tui.domain.appliances import ApplianceRecord
 from tui.domain.components import ComponentDefinition
@@ -37,6 +36,7 @@ from tui.domain.object_grants import KINDS, CloudObject, Grant, plan_grants
 from tui.domain.site_fill import InstalledAppliance, appliance_values
 from tui.domain.upgrades import InstallState
 from tui.domain.users import User
+from tui.errors import SiteError
 from tui.procedures.attach_attributes import tag_for_record
 from tui.procedures.download_appliance import (
     DEFAULT_POLL_INTERVAL,

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Mapping, TypeVar
 
-from tui.adapters.errors import SiteError
 from tui.adapters.vault import VaultPassword, decrypt_text_async, is_vault_text
 from tui.domain.datastores import Datastore
 from tui.domain.hosts import Host
@@ -30,6 +29,7 @@ from tui.domain.setup_networks import Lease
 from tui.domain.system import SystemConfig
 from tui.domain.users import User
 from tui.domain.vms import VmSummary
+from tui.errors import SiteError
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection

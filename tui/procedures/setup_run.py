@@ -32,8 +32,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, AsyncIterator, Awaitable, Callable, Mapping
 
-from tui.adapters.errors import SiteError
 from tui.domain.setup_steps import SetupChecklist, SetupStep, StepId, StepState
+from tui.errors import SiteError
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress
 from tui.procedures.setup_facts import SetupFacts, SetupTarget

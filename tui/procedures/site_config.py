@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 
-from tui.adapters.errors import SiteError
 from tui.adapters.vault import (
     VaultPassword,
     decrypt_text_async,
@@ -32,6 +31,7 @@ from tui.domain.naming import DEFAULT_NAMING, NamingProfile
 from tui.domain.secret_names import MASK, is_secret_key
 from tui.domain.site_checks import CloudIds, Finding, check_component_variables, check_site_config
 from tui.domain.site_config import MISSING, SiteConfig, SiteConfigError, lookup
+from tui.errors import SiteError
 from tui.procedures.audit import REDACTOR, AuditLog
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress

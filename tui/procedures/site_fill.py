@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator, Mapping, Sequence
 
-from tui.adapters.errors import SiteError
 from tui.adapters.vault import VaultPassword
 from tui.domain.components import ComponentDefinition
 from tui.domain.documents import SERVICE_TEMPLATE_DOCUMENT
@@ -37,6 +36,7 @@ from tui.domain.site_config import SiteConfig
 from tui.domain.site_fill import CloudFacts, FillChange, InstalledAppliance, as_edits, fill_changes
 from tui.domain.site_record import SiteRecord
 from tui.domain.vmtemplates import VmTemplate
+from tui.errors import SiteError
 from tui.procedures.attach_attributes import role_template_ids
 from tui.procedures.marketplace import MarketCatalog, load_catalog
 from tui.procedures.preview import Change, Preview

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Iterator
 from urllib.parse import urlsplit
 
-from tui.adapters.errors import SiteError
 from tui.domain.site_record import (
     RecordedRole,
     RecordedVm,
@@ -35,6 +34,7 @@ from tui.domain.site_record import (
     records_to_json,
     upsert,
 )
+from tui.errors import SiteError
 from tui.settings import Settings
 
 __all__ = [

@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, AsyncIterator, Mapping
 
-from tui.adapters.errors import SiteError
 from tui.adapters.git_repo import DEFAULT_TEMPLATE_DIR, SITE_CONFIG_FILE, GitRepo, check_name
 from tui.adapters.vault import VaultPassword, decrypt_text_async, encrypt_text_async, is_vault_text, read_text, write_atomic
 from tui.domain.naming import DEFAULT_NAMING, NamingProfile
 from tui.domain.site_config import SiteConfigError, config_diff
+from tui.errors import SiteError
 from tui.procedures.audit import REDACTOR, AuditLog
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress

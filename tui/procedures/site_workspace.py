@@ -15,9 +15,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tui.adapters.errors import SiteError
 from tui.adapters.git_repo import GitRemote, GitRepo
 from tui.adapters.vault import VaultPassword, read_password_file
+from tui.errors import SiteError
 from tui.procedures.audit import REDACTOR
 from tui.procedures.site_repo import default_workdir
 from tui.settings import Settings

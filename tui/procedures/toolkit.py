@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from urllib.parse import urlsplit
 
-from tui.adapters.errors import SiteError
 from tui.domain.attribute_file import installed_version_from_image_template
 from tui.domain.input_file import (
     InputFile,
@@ -61,6 +60,7 @@ from tui.domain.toolkit_inputs import (
     validate_inputs,
 )
 from tui.domain.vms import VmDetail
+from tui.errors import SiteError
 from tui.procedures.site_record import write_private_atomically
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -23,7 +23,6 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Collection, Mapping
 
-from tui.adapters.errors import SiteError
 from tui.domain.appliances import ApplianceRecord
 from tui.domain.attribute_file import installed_version_from_image_template
 from tui.domain.documents import SERVICE_TEMPLATE_DOCUMENT, Document
@@ -31,6 +30,7 @@ from tui.domain.images import ImageInfo
 from tui.domain.naming import NamingProfile
 from tui.domain.upgrades import PlanStep, StepKind, UpgradePlan, build_upgrade_plan
 from tui.domain.vmtemplates import VmTemplate
+from tui.errors import SiteError
 from tui.procedures.attach_attributes import role_template_ids, role_templates, tag_for_record
 from tui.procedures.download_appliance import (
     DEFAULT_POLL_INTERVAL,

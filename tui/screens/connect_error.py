@@ -18,7 +18,7 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Button, Label, Static
 
-from tui.adapters.errors import SiteError
+from tui.errors import SiteError
 from tui.screens.base import CONTEXT_SLOTS
 from widgets.context_bar import ContextBar
 from widgets.key_bar import KeyBar

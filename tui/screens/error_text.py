@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from tui.adapters.errors import SiteError
+from tui.errors import SiteError
 
 
 def error_text(error: SiteError) -> Text:

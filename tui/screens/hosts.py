@@ -31,8 +31,8 @@ from textual.timer import Timer
 from textual.widgets import Label, Static
 from textual.worker import Worker
 
-from tui.adapters.errors import SiteError
 from tui.domain.cpu import HostVerdictKind, VmVerdictKind
+from tui.errors import SiteError
 from tui.procedures.hosts import DbVmRow, HostInventory, HostRow, load_inventory
 from tui.screens.base import SiteScreen
 from widgets.state_cell import StateLook, StatePalette

@@ -31,7 +31,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Label, Select, Static
 from textual.worker import Worker
 
-from tui.adapters.errors import SiteError
+from tui.errors import SiteError
 from tui.procedures.hosts import HostInventory
 from tui.procedures.inventory import vm_detail
 from tui.procedures.move_plan import (

@@ -25,7 +25,7 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
-from tui.adapters.errors import SiteError
+from tui.errors import SiteError
 from tui.procedures.attach_attributes import (
     FAILED,
     UNCHANGED,

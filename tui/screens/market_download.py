@@ -28,9 +28,9 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
-from tui.adapters.errors import SiteError
 from tui.domain.datastores import Datastore
 from tui.domain.marketapps import MarketApp
+from tui.errors import SiteError
 from tui.procedures.attach_attributes import tag_for_record
 from tui.procedures.download_appliance import (
     DownloadCancelled,

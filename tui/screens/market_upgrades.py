@@ -24,15 +24,15 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Label, Select, Static
 
-from tui.adapters.errors import SiteError
 from tui.domain.datastores import Datastore
 from tui.domain.upgrades import UPGRADE_TABLE_HEADER, UpgradePlan
+from tui.errors import SiteError
 from tui.procedures.download_appliance import list_image_datastores
 from tui.procedures.marketplace import MarketCatalog
 from tui.procedures.progress import Progress
 from tui.procedures.upgrades import Removal, apply_upgrade_plan, load_upgrade_plan
-from tui.screens.market_download import datastore_label
 from tui.screens.error_text import error_text
+from tui.screens.market_download import datastore_label
 from widgets.confirm_modal import ConfirmModal
 from widgets.progress_panel import ProgressPanel
 

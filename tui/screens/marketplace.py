@@ -35,7 +35,7 @@ from textual.timer import Timer
 from textual.widgets import Input, Label, Markdown, Static
 from textual.worker import Worker
 
-from tui.adapters.errors import SiteError
+from tui.errors import SiteError
 from tui.procedures.marketplace import CatalogEntry, MarketCatalog, load_catalog
 from tui.screens.base import SiteScreen
 from widgets.state_cell import StateLook, StatePalette

@@ -28,17 +28,17 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from tui.adapters.errors import SiteError
 from tui.adapters.vault import VaultPassword
 from tui.domain.components import ComponentDefinition, ComponentLibrary
 from tui.domain.site_config import MISSING, SiteConfig, SiteConfigError, lookup, parse_value
 from tui.domain.site_fill import appliance_leaves
+from tui.errors import SiteError
 from tui.procedures.preview import Preview
 from tui.procedures.progress import Progress
 from tui.procedures.provision_component import GRANT_POLICY, ProvisionPlan, offer_component, plan_provision
 from tui.procedures.site_config import preview_enable_component
-from tui.screens.site_dialogs import local_text, localize, preview_text
 from tui.screens.error_text import error_text
+from tui.screens.site_dialogs import local_text, localize, preview_text
 from widgets.progress_panel import ProgressPanel
 from widgets.validated_field import ValidatedField, first_invalid
 

@@ -28,8 +28,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from tui.adapters.errors import SiteError
 from tui.adapters.vault import VaultPassword
+from tui.errors import SiteError
 from tui.procedures.preview import Preview
 from tui.procedures.site_repo import SiteListing, check_name
 from widgets.secret_input import SecretInput

@@ -38,12 +38,12 @@ from textual.message import Message
 from textual.widgets import Button, ContentSwitcher, Label, Select, Static
 from textual.worker import Worker
 
-from tui.adapters.errors import SiteError
 from tui.domain.input_file import InputFile
 from tui.domain.services import ServiceTemplate
 from tui.domain.severity import Severity
 from tui.domain.site_record import SiteRecord
 from tui.domain.toolkit_inputs import FormField, Problem
+from tui.errors import SiteError
 from tui.procedures.instantiate_toolkit import (
     DEFAULT_KEY_TIMEOUT,
     DEFAULT_POLL_INTERVAL,

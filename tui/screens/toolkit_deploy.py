@@ -18,9 +18,9 @@ from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
-from tui.adapters.errors import SiteError
 from tui.domain.site_record import SiteRecord
-from tui.procedures.instantiate_toolkit import DeployPlan, DeploymentFailed, follow_steps
+from tui.errors import SiteError
+from tui.procedures.instantiate_toolkit import DeploymentFailed, DeployPlan, follow_steps
 from tui.procedures.progress import Progress
 from widgets.progress_panel import ProgressPanel
 

@@ -29,9 +29,9 @@ from textual.message import Message
 from textual.widgets import Static
 from textual.worker import Worker
 
-from tui.adapters.errors import SiteError
 from tui.domain.site_record import SiteRecord
 from tui.domain.ssh_keys import SshKeyError, parse_public_key
+from tui.errors import SiteError
 from tui.procedures.grant_ssh_key import GrantPlan, grant_ssh_key, plan_grant
 from tui.procedures.instantiate_toolkit import DEFAULT_KEY_TIMEOUT, DEFAULT_POLL_INTERVAL, capture_automation_key
 from tui.procedures.progress import Progress

@@ -28,9 +28,9 @@ from textual.timer import Timer
 from textual.widgets import Button, Input, Label, Static
 from textual.worker import Worker
 
-from tui.adapters.errors import SiteError
 from tui.domain.attributes import Attributes
 from tui.domain.vms import VmDetail, VmSummary
+from tui.errors import SiteError
 from tui.procedures.inventory import list_vms, vm_detail
 from tui.screens.base import SiteScreen
 from widgets.state_cell import StateLook, StatePalette

@@ -38,6 +38,7 @@ from tui.sim.xml_render import (
     template_xml,
 )
 
+
 def _owned_head(site: SimSite, obj: Any) -> str:
     """ID UID GID UNAME GNAME NAME, how most objects with an owner begin."""
     uname, gname = owner_names(site, obj.uid, obj.gid)

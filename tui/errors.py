@@ -1,4 +1,5 @@
-"""The one error type every adapter raises: a title, a detail and whether retrying may help."""
+"""The one error type every layer may raise and catch (a title, a detail, whether retrying may
+help), and `redact` for messages built from wire text."""
 
 from __future__ import annotations
 
