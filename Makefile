@@ -19,8 +19,11 @@ demo: $(STAMP)
 sim: $(STAMP)
 	$(BIN)/sitetk sim
 
+# static checks (configured in pyproject.toml): pyflakes and import order, types, layering
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 test: lint
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)

@@ -168,7 +168,7 @@ class SiteToolkitApp(App[int]):
         #: set once the start-up check passed (created in on_mount, inside the event loop)
         self._connected = asyncio.Event()
         if notification_timeout is not None:
-            self.NOTIFICATION_TIMEOUT = notification_timeout
+            self.NOTIFICATION_TIMEOUT = notification_timeout  # type: ignore[misc]  # per app: tests shorten toasts
         theme = connection.settings.theme
         if theme and theme in self.available_themes:
             self.theme = theme

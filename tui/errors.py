@@ -3,6 +3,8 @@ help), and `redact` for messages built from wire text."""
 
 from __future__ import annotations
 
+from typing import Callable
+
 
 class SiteError(Exception):
     """A failure talking to the site, phrased for an operator.
@@ -20,7 +22,8 @@ class SiteError(Exception):
         self.retryable = retryable
         self.code = code
 
-    def __reduce__(self):  # keep pickling (e.g. across threads/processes) faithful
+    # keep pickling (e.g. across threads/processes) faithful
+    def __reduce__(self) -> tuple[Callable[[str, str, bool, int | None], SiteError], tuple[str, str, bool, int | None]]:
         return (_rebuild, (self.title, self.detail, self.retryable, self.code))
 
 

@@ -443,8 +443,8 @@ class VirtualTable(ScrollView, can_focus=True):
         if not self._view:
             if y == 2:
                 text = Text(f"  {self.placeholder}", style=self.get_component_rich_style("virtual-table--placeholder"))
-                segments = list(text.render(self.app.console, end=""))
-                return Strip(segments).crop(0, width).adjust_cell_length(width, base).apply_style(base)
+                line = list(text.render(self.app.console, end=""))
+                return Strip(line).crop(0, width).adjust_cell_length(width, base).apply_style(base)
             return Strip.blank(width, base)
         if index >= len(self._view):
             return Strip.blank(width, base)

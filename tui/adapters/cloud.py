@@ -23,7 +23,7 @@ import json
 import threading
 import xmlrpc.client
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence, TypeVar, Union, cast
 
 from lxml import etree
 
@@ -199,7 +199,7 @@ class CloudClient:
         node = getattr(self._pyone(method, params), "gds_elementtree_node_", None)
         if node is None:
             raise MalformedResponse(f"one.{method} did not answer an XML document")
-        return node
+        return cast(etree._Element, node)
 
     async def _object(self, method: str, root_tag: str, build: Callable[[etree._Element], T], *params: Any) -> T:
         return await self._run(f"one.{method}", lambda: build(parse.expect_root(self._xml(method, params), root_tag)))

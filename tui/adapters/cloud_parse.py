@@ -9,7 +9,7 @@ not the expected one raises `MalformedResponse`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, TypeVar
+from typing import TYPE_CHECKING, Callable, TypeVar, cast
 
 from lxml import etree
 
@@ -71,8 +71,9 @@ def _texts(elem: Element) -> dict[str, str]:
     """Direct children without sub-elements, tag -> text (first occurrence wins)."""
     out: dict[str, str] = {}
     for child in elem:
-        if len(child) == 0 and child.tag not in out:
-            out[child.tag] = child.text or ""
+        tag = cast(str, child.tag)  # parsed platform documents: string tags only
+        if len(child) == 0 and tag not in out:
+            out[tag] = child.text or ""
     return out
 
 
@@ -108,7 +109,7 @@ def permissions(elem: Element | None) -> Permissions:
 
 def expect_root(root: Element, tag: str) -> Element:
     if root.tag != tag:
-        raise MalformedResponse(f"expected <{tag}>, got <{root.tag}>")
+        raise MalformedResponse(f"expected <{tag}>, got <{root.tag!s}>")
     return root
 
 
@@ -126,7 +127,7 @@ def vm_summary(vm: Element) -> VmSummary:
     values: dict[str, str] = {}
     template = user_template = history = monitoring = None
     for child in vm.iterchildren(*_SUMMARY_TAGS):
-        tag = child.tag
+        tag = cast(str, child.tag)
         if tag == "TEMPLATE":
             template = child
         elif tag == "USER_TEMPLATE":
@@ -142,7 +143,7 @@ def vm_summary(vm: Element) -> VmSummary:
     # iterchildren(tags) filters in C: no Python objects for the DISK, GRAPHICS, ... not read here
     if template is not None:
         for child in template.iterchildren("CPU", "VCPU", "MEMORY", "NIC", "NIC_ALIAS"):
-            tag = child.tag
+            tag = cast(str, child.tag)
             if tag == "CPU":
                 cpu = child.text or ""
             elif tag == "VCPU":

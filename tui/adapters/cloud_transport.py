@@ -19,7 +19,7 @@ import ssl
 import threading
 import time
 import xmlrpc.client
-from typing import Any, Callable
+from typing import Any, Callable, cast
 from urllib.parse import urlsplit
 
 from lxml import etree
@@ -174,7 +174,9 @@ class CloudTransport(xmlrpc.client.Transport):
         return chunks
 
     # xmlrpc.client.Transport interface (used by pyone's ServerProxy) --------------------------
-    def request(self, host: Any, handler: Any, request_body: bytes, verbose: bool = False) -> tuple[Any, ...]:
+    def request(  # type: ignore[override]  # typeshed says SizedBuffer; pyone's ServerProxy passes bytes
+        self, host: Any, handler: Any, request_body: bytes, verbose: bool = False
+    ) -> tuple[Any, ...]:
         raw = self.post(request_body)
         parser, unmarshaller = self.getparser()
         try:
@@ -199,7 +201,7 @@ def _value(node: etree._Element) -> Any:
     if len(node) == 0:
         return node.text or ""
     typed = node[0]
-    tag = typed.tag
+    tag = cast(str, typed.tag)
     text = typed.text or ""
     if tag == "string":
         return text
@@ -224,7 +226,7 @@ def decode_response(raw: bytes) -> list[Any]:
     except etree.XMLSyntaxError as exc:
         raise MalformedResponse(f"not XML: {exc}") from exc
     if root.tag != "methodResponse":
-        raise MalformedResponse(f"expected <methodResponse>, got <{root.tag}>")
+        raise MalformedResponse(f"expected <methodResponse>, got <{root.tag!s}>")
     if root.find("fault") is not None:
         xmlrpc.client.loads(raw)  # raises the Fault with its code and string
         raise MalformedResponse("a fault without a fault structure")

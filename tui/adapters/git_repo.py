@@ -97,7 +97,7 @@ class GitRepo:
         self.timeout = timeout
         self.git = git
         self._askpass_dir: Path | None = None
-        self._finalizer: weakref.finalize | None = None
+        self._finalizer: weakref.finalize[..., GitRepo] | None = None
 
     # --- plumbing --------------------------------------------------------------------------
 

@@ -114,7 +114,8 @@ def encrypt_text(plain: str, password: VaultPassword) -> str:
     if is_vault_text(plain):
         raise SiteError("Already encrypted", "The text is vault-encrypted already; decrypt it before encrypting again.")
     try:
-        return _vault(password).encrypt(plain).decode("ascii")
+        envelope: bytes = _vault(password).encrypt(plain)
+        return envelope.decode("ascii")
     except AnsibleError as exc:
         raise SiteError("Vault encryption failed", str(exc)) from None
 
@@ -124,7 +125,7 @@ def decrypt_text(vault_text: str | bytes, password: VaultPassword, source: str =
     if not is_vault_text(vault_text):
         raise SiteError("Not vault-encrypted", f"{source} does not start with {VAULT_HEADER}1.1;AES256; it is plain text.")
     try:
-        plain = _vault(password).decrypt(vault_text)
+        plain: bytes = _vault(password).decrypt(vault_text)
     except AnsibleError as exc:
         if "Decryption failed" in str(exc):
             raise SiteError(

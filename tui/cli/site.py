@@ -283,7 +283,8 @@ async def _check(args: argparse.Namespace) -> int:
     if args.library or os.environ.get(LIBRARY_REPO_ENV) or _settings().library_repo:
         library = await _library(args)
         definitions, problems = library.as_mapping(), library.problems
-    cloud_ids, nic_mtu, notes = None, args.nic_mtu, ()
+    cloud_ids, nic_mtu = None, args.nic_mtu
+    notes: tuple[str, ...] = ()
     if args.cloud:
         site = await connect_site(_settings())
         try:
@@ -343,6 +344,7 @@ async def _enable(args: argparse.Namespace) -> int:
         site = None
         if definition.appliances and not args.no_cloud:
             site = await _connect(args.json, "appliances are not downloaded and nothing is granted; give their IDs with --set")
+        events: list[Any] | None
         if site is None:
             if args.dry_run:
                 print_preview(await preview_enable_component(path, password, definition, values), args.json)

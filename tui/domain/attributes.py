@@ -34,7 +34,7 @@ class Attributes:
             if isinstance(value, str):
                 items.append((name, value))
             else:
-                items.append((name, tuple((str(k), str(v)) for k, v in value)))  # type: ignore[union-attr]
+                items.append((name, tuple((str(k), str(v)) for k, v in value)))  # type: ignore[attr-defined]
         return cls(tuple(items))
 
     def __iter__(self) -> Iterator[AttrItem]:

@@ -17,6 +17,7 @@ object, its group or all objects of the type) needs no rule; `plan_grants` says 
 
 from __future__ import annotations
 
+import builtins
 import shlex
 from dataclasses import dataclass
 from typing import Iterable, Sequence
@@ -78,7 +79,7 @@ class Grant:
     def cli(self) -> str:
         return f"oneacl create {shlex.quote(self.rule)}"
 
-    def as_json(self) -> dict[str, object]:
+    def as_json(self) -> dict[str, builtins.object]:  # `object` is a field here
         return {"kind": self.object.kind, "id": self.object.id, "name": self.object.name, "user": self.user_name,
                 "rule": self.rule, "needed": self.needed, "already": self.already}
 

@@ -120,7 +120,8 @@ class SiteConfig:
 
     @cached_property
     def _plain(self) -> dict[str, Any]:
-        return to_plain(self._document)
+        plain: dict[str, Any] = to_plain(self._document)
+        return plain
 
     @property
     def data(self) -> dict[str, Any]:
@@ -222,9 +223,9 @@ def cloud_fill(
         host = f"[{objectstore_address}]" if ":" in objectstore_address else objectstore_address
         changes.append(("site_s3_server.endpoint", f"{s3_scheme}://{host}:{s3_port}"))
     if gate_endpoint:
-        host = urlsplit(gate_endpoint).hostname if "://" in gate_endpoint else gate_endpoint.split(":")[0]
-        if host:
-            changes.append(("site_onegate", host))
+        gate = urlsplit(gate_endpoint).hostname if "://" in gate_endpoint else gate_endpoint.split(":")[0]
+        if gate:
+            changes.append(("site_onegate", gate))
     return changes
 
 
@@ -441,7 +442,7 @@ def _take_tail(container: Any, key: Any) -> str:
     if not entry or len(entry) <= slot or entry[slot] is None:
         return ""
     token = entry[slot]
-    value = token.value
+    value: str = token.value
     cut = value.find("\n")
     if cut < 0 or cut == len(value) - 1:
         return ""

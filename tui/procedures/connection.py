@@ -202,7 +202,7 @@ class SiteConnection:
     def _explain(self, error: SiteError) -> SiteError:
         if error.title == "No credentials for the cloud":
             return error
-        from tui.adapters.cloud_errors import AUTHENTICATION
+        from tui.domain.error_codes import AUTHENTICATION
 
         if error.code == AUTHENTICATION:
             fix = ("How to fix: check the user and password in the credentials file (ONE_AUTH, else "

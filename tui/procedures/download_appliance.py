@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Sequence
 
 from tui.adapters.cloud import json_document_template
@@ -152,12 +153,14 @@ def _creations(site: "SiteConnection", plan: DownloadPlan, ids: _Ids) -> list[_C
     out: list[_Creation] = []
     for n, image in enumerate(plan.images):
         out.append(_Creation(IMAGE, image.name, image.existing_id,
-                             lambda image=image: site.cloud.image_allocate(image.text, plan.datastore.id),
-                             lambda value, n=n: ids.images.__setitem__(n, value)))
+                             partial(site.cloud.image_allocate, image.text, plan.datastore.id),
+                             partial(ids.images.__setitem__, n)))
     for n, template in enumerate(plan.templates):
-        out.append(_Creation(VM_TEMPLATE, template.name, template.existing_id,
-                             lambda template=template: site.cloud.template_allocate(template.text(ids.images)),
-                             lambda value, n=n: ids.templates.__setitem__(n, value)))
+        def allocate_template(template: PlannedTemplate = template) -> Awaitable[int]:
+            return site.cloud.template_allocate(template.text(ids.images))  # the image IDs made above
+
+        out.append(_Creation(VM_TEMPLATE, template.name, template.existing_id, allocate_template,
+                             partial(ids.templates.__setitem__, n)))
     service = plan.service
     if service is not None:
         def allocate_service() -> Awaitable[int]:

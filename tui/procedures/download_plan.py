@@ -78,7 +78,7 @@ class PlannedService:
     existing_id: int | None = None
 
     def document_body(self, template_ids: Sequence[int]) -> dict[str, Any]:
-        body = json.loads(json.dumps(self.body))
+        body: dict[str, Any] = json.loads(json.dumps(self.body))
         body["name"] = self.name
         by_role = dict(self.role_templates)
         for role in body.get("roles", []):
@@ -390,16 +390,16 @@ def _reuse_existing(plan: DownloadPlan, images: Sequence[ImageInfo], templates: 
     mine_templates = {t.name: t for t in templates if t.uname == user}
     planned_templates: list[PlannedTemplate] = []
     for template in plan.templates:
-        found = mine_templates.get(template.name)
-        if found is None:
+        found_template = mine_templates.get(template.name)
+        if found_template is None:
             planned_templates.append(template)
             continue
         wanted = tuple(image_ids[i] for i in template.disks)
-        if None in wanted or tuple(found.image_ids) != wanted:
+        if None in wanted or tuple(found_template.image_ids) != wanted:
             raise SiteError(f"VM template name {template.name!r} is taken",
-                            f"VM template {found.id} has that name and other disks. Choose another final name, "
-                            "or delete that template first.")
-        planned_templates.append(replace(template, existing_id=found.id))
+                            f"VM template {found_template.id} has that name and other disks. Choose another final "
+                            "name, or delete that template first.")
+        planned_templates.append(replace(template, existing_id=found_template.id))
     service = plan.service
     if service is not None:
         found_doc = next((d for d in documents if d.name == service.name and d.uname == user), None)

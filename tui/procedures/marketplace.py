@@ -21,7 +21,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
-from tui.domain.appliances import ApplianceRecord, platform_series
+from tui.domain.appliances import ApplianceRecord, Listing, platform_series
 from tui.domain.images import ImageInfo
 from tui.domain.marketapps import Marketplace
 from tui.domain.upgrades import ApplianceStatus, InstallState, appliance_statuses
@@ -247,7 +247,7 @@ async def marketplace_sources(site: "SiteConnection") -> tuple[MarketplaceSource
     return sources_from(await site.cloud.list_marketplaces(), site.settings.marketplace_urls)
 
 
-async def _list_source(site: "SiteConnection", source: MarketplaceSource):
+async def _list_source(site: "SiteConnection", source: MarketplaceSource) -> Listing | SourceFailure:
     try:
         return await site.marketplace.list_appliances(source.url)
     except SiteError as error:

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, AsyncIterator, Mapping
 
-from tui.adapters.git_repo import DEFAULT_TEMPLATE_DIR, SITE_CONFIG_FILE, GitRepo, check_name
+from tui.adapters.git_repo import DEFAULT_TEMPLATE_DIR, SITE_CONFIG_FILE, GitRepo
+from tui.adapters.git_repo import check_name as check_name  # re-exported: screens check names through here
 from tui.adapters.vault import VaultPassword, decrypt_text_async, encrypt_text_async, is_vault_text, read_text, write_atomic
 from tui.domain.naming import DEFAULT_NAMING, NamingProfile
 from tui.domain.site_config import SiteConfigError, config_diff

@@ -44,13 +44,13 @@ from tui.domain.input_specs import NetworkSpec
 from tui.domain.naming import NamingProfile
 from tui.domain.networks import Vnet
 from tui.domain.services import Service, ServiceTemplate
+from tui.domain.severity import Severity
 from tui.domain.site_record import RecordedRole, RecordedVm, SiteRecord
 from tui.domain.ssh_keys import SshKeyError, SshPublicKey, parse_public_key
 from tui.domain.toolkit_inputs import (
     Component,
     FormField,
     Problem,
-    Severity,
     form_fields,
     input_name,
     meanings_by_name,

@@ -193,7 +193,7 @@ class UpgradePlanModal(ModalScreen[bool]):
     async def _confirm_removal(self, removal: Removal) -> bool:
         detail = f"Deletes {removal.describe()}. VMs already deployed from them are not touched."
         modal = ConfirmModal("Remove the old version", removal.target, detail=detail, command=removal.cli())
-        return bool(await self.app.push_screen_wait(modal))
+        return bool(await self.app.push_screen_wait(modal))  # type: ignore[arg-type]  # App[object] wants Screen[object]
 
     @work(exclusive=True, group="upgrades-apply", exit_on_error=False)
     async def _apply_worker(self, plan: UpgradePlan, datastore_id: int) -> None:

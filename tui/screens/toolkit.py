@@ -35,6 +35,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import Button, ContentSwitcher, Label, Select, Static
 from textual.worker import Worker
 
@@ -244,7 +245,7 @@ class ToolkitScreen(SiteScreen):
         self.fields = {}
         widgets: list[Any] = []
         if len(self.templates) > 1:
-            options = [(f"{t.id} {t.name}", t.id) for t in self.templates]
+            options: list[tuple[str, int | str]] = [(f"{t.id} {t.name}", t.id) for t in self.templates]
             widgets.append(Label("Service template", classes="tk-label"))
             widgets.append(Select(options, value=form.template.id, allow_blank=False, id="tk-template"))
         widgets.append(Label("Service instance", classes="tk-group"))
@@ -412,7 +413,7 @@ class ToolkitScreen(SiteScreen):
             return
         self._carry = {**self.input_values(), NAME_FIELD: self.service_name,
                        **{network_field(k): v for k, v in self.network_values().items()}}
-        self.load(int(event.value))  # type: ignore[arg-type]
+        self.load(int(event.value))  # type: ignore[call-overload]
 
     def first_invalid(self) -> Any:
         """Validate everything; focus and return the first invalid widget (None: all valid)."""
@@ -425,7 +426,7 @@ class ToolkitScreen(SiteScreen):
         order = [NAME_FIELD, *(network_field(s.name) for s in self.form.networks), *(f.name for f in self.form.fields)]
         for name in order:
             if name in errors:
-                widget = self.fields.get(name)
+                widget: Widget | None = self.fields.get(name)
                 if widget is None:
                     found = self.query(f"#{widget_id(name)}")
                     widget = found.first() if found else None

@@ -61,7 +61,7 @@ async def prepare_hosts_move_confirm(ctx: SceneContext) -> None:
 async def prepare_hosts_move_done(ctx: SceneContext) -> None:
     modal = await _hosts_move_confirm(ctx)
     await ctx.click("#confirm")
-    await ctx.wait_for(lambda: ctx.app.screen is modal and modal.changed and not modal.running, timeout=30,
+    await ctx.wait_for(lambda: modal.changed and not modal.running and ctx.app.screen is modal, timeout=30,
                        what="the end of the move")
 
 

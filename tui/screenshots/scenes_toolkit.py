@@ -22,7 +22,7 @@ def only_database_hosts(server: "SimServer | None") -> None:
     site = server.site
     with site.lock:
         for host in site.hosts.values():
-            facts = dict(a for a in host.template if isinstance(a[1], str))
+            facts = {k: v for k, v in host.template if isinstance(v, str)}
             features = {f.strip() for f in facts.get("KVM_CPU_FEATURES", "").split(",")}
             if host.state == 2 and not {"sse4_2", "avx"} <= features:
                 host.state = 4
@@ -160,8 +160,8 @@ async def prepare_key_granted(ctx: SceneContext) -> None:
     await ctx.pilot.press("g")
     await ctx.wait_for_screen(ConfirmModal, what="the grant preview")
     await ctx.click("#confirm")
-    await ctx.wait_for(lambda: ctx.app.screen is screen and not screen.busy and screen.plan is not None
-                       and screen.plan.already, timeout=30, what="the grant")
+    await ctx.wait_for(lambda: not screen.busy and screen.plan is not None and screen.plan.already
+                       and ctx.app.screen is screen, timeout=30, what="the grant")
     await ctx.pilot.pause()
 
 

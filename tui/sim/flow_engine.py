@@ -389,7 +389,7 @@ def _terminate_role(site: SimSite, role: dict[str, Any]) -> str:
 
 def _node_id(node: Any) -> int:
     try:
-        return int(node.get("deploy_id")) if isinstance(node, dict) else -1
+        return int(node.get("deploy_id", -1)) if isinstance(node, dict) else -1
     except (TypeError, ValueError):
         return -1
 
@@ -416,7 +416,7 @@ def _refresh_nodes(site: SimSite, doc: SimDocument) -> None:
 # deploying a role -----------------------------------------------------------------------------
 def _deploy_role(site: SimSite, doc: SimDocument, role: dict[str, Any]) -> str:
     """Create the role's missing VMs; an error message when the cloud refuses one."""
-    template_id = role.get("template_id", role.get("vm_template"))
+    template_id: Any = role.get("template_id", role.get("vm_template"))
     try:
         template_id = int(template_id)
     except (TypeError, ValueError):

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator
 
 from tui.domain.error_codes import AUTHORIZATION, XML_RPC_API
 from tui.domain.template_text import scalar
 from tui.sim.rpc_context import Call, WireEscaped, filter_pool, method
 from tui.sim.rpc_errors import OneError, no_exists
+from tui.sim.state import SimVm
 from tui.sim.xml_objects import (
     render_acl_pool,
     render_datastore,
@@ -76,6 +77,7 @@ def _vm_pool(call: Call, flag: int, start: int, end: int, state: int, query: str
     if state < -2 or state > 11:
         raise OneError(XML_RPC_API, "Incorrect filter_flag, state")
     vms = call.site.vms.values()
+    selected: Iterator[SimVm]
     if state == -1:
         selected = (vm for vm in vms if vm.state != 6)
     elif state >= 0:

@@ -8,6 +8,8 @@ existing ones (a vector keeps the members the new text does not name).
 
 from __future__ import annotations
 
+from typing import Any
+
 from tui.domain.error_codes import ACTION
 from tui.domain.template_text import Template
 from tui.sim import lifecycle
@@ -61,7 +63,7 @@ def vm_deploy(call: Call, vm_id: int, host_id: int, enforce: bool = False, ds_id
     return vm_id
 
 
-def _merge_vector(old: list[tuple[str, str]], new: list[tuple[str, str]]) -> list[tuple[str, str]]:
+def _merge_vector(old: list[tuple[str, Any]], new: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
     named = {k for k, _ in new}
     return [kv for kv in old if kv[0] not in named] + new
 
@@ -73,7 +75,7 @@ def updated_configuration(vm: SimVm, new: Template, append: int) -> tuple[Templa
     sections = [a for a in sections if a[0] != "BACKUP_CONFIG"]
     if append == 0:
         template = [a for a in vm.template if a[0] not in UPDATECONF_SECTIONS] + sections
-        backup = list(backup_new) if backup_new is not None else []
+        backup: Template = list(backup_new) if backup_new is not None else []
         return template, backup
     template = list(vm.template)
     for name, value in sections:
