@@ -170,9 +170,9 @@ async def _run(args: argparse.Namespace, site: SiteConnection) -> int:
         else:
             print("nothing to do: every mandatory step is done")
         return EXIT_OK
-    checklist = events[-1].data.get("checklist") if events else None
+    final = events[-1].data.get("checklist") if events else None
     if args.json:
-        emit_json({"ok": True, "checklist": checklist, "events": [e.as_json() for e in events]})
+        emit_json({"ok": True, "checklist": final, "events": [e.as_json() for e in events]})
     else:
         print(events[-1].message if events else "nothing to do")
     return EXIT_OK

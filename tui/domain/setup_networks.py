@@ -188,10 +188,10 @@ def forwarded_addresses(vnet: Vnet, leases: Sequence[Lease], vm_ips: Mapping[int
             by_ip.setdefault(ip, set()).add(vm_id)
     rows = []
     for host in range(FORWARDED_FIRST, FORWARDED_LAST + 1):
-        ip = net.network_address + host
-        text = str(ip)
+        address = net.network_address + host
+        text = str(address)
         rows.append(ForwardedAddress(text, f"xx{host} -> .{host}:xx{host}", tuple(sorted(by_ip.get(text, ()))),
-                                     any(lo <= ip <= hi for lo, hi in ranges)))
+                                     any(lo <= address <= hi for lo, hi in ranges)))
     return tuple(rows)
 
 

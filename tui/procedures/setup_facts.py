@@ -308,17 +308,22 @@ async def read_setup_facts(site: "SiteConnection", target: SetupTarget | None = 
     target = target or SetupTarget()
     notes: list[str] = []
     cloud = site.cloud
-    (system, markets, apps, datastores, vnets, vms, users, images, templates, services) = await asyncio.gather(
-        _guard("platform configuration", cloud.system_config(), notes),
-        _guard("marketplaces", cloud.list_marketplaces(), notes),
-        _guard("marketplace apps", cloud.list_marketapps(), notes),
-        _guard("datastores", cloud.list_datastores(), notes),
-        _guard("virtual networks", cloud.list_vnets(), notes),
-        _guard("VMs", cloud.list_vms(), notes),
-        _guard("users", cloud.list_users(), notes),
-        _guard("images", cloud.list_images(), notes),
-        _guard("service templates", list_toolkit_templates(site), notes),
-        _guard("services", site.flow.list_services(), notes),
+    # two groups of five: typeshed types asyncio.gather's results for at most six awaitables
+    (system, markets, apps, datastores, vnets), (vms, users, images, templates, services) = await asyncio.gather(
+        asyncio.gather(
+            _guard("platform configuration", cloud.system_config(), notes),
+            _guard("marketplaces", cloud.list_marketplaces(), notes),
+            _guard("marketplace apps", cloud.list_marketapps(), notes),
+            _guard("datastores", cloud.list_datastores(), notes),
+            _guard("virtual networks", cloud.list_vnets(), notes),
+        ),
+        asyncio.gather(
+            _guard("VMs", cloud.list_vms(), notes),
+            _guard("users", cloud.list_users(), notes),
+            _guard("images", cloud.list_images(), notes),
+            _guard("service templates", list_toolkit_templates(site), notes),
+            _guard("services", site.flow.list_services(), notes),
+        ),
     )
     service = toolkit_service(services, site.naming) if services is not None else None
     target = with_service_inputs(target, service, site.naming)

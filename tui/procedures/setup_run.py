@@ -40,6 +40,8 @@ from tui.procedures.setup_facts import SetupFacts, SetupTarget
 from tui.procedures.setup_status import MOVABLE_STATES, setup_status, toolkit_app
 
 if TYPE_CHECKING:  # pragma: no cover
+    from tui.domain.services import Service
+    from tui.domain.site_record import SiteRecord
     from tui.procedures.connection import SiteConnection
     from tui.procedures.move_plan import MoveTimeouts
 
@@ -86,8 +88,8 @@ def choose(checklist: SetupChecklist, only: StepId | None) -> SetupStep | None:
     """The step to do now: `only`, else the next outstanding one (the database move first while the
     toolkit deploys, as soon as the manager VM has a host and is flagged)."""
     if only is not None:
-        step = checklist.step(only)
-        return None if step.state is StepState.DONE else step
+        chosen = checklist.step(only)
+        return None if chosen.state is StepState.DONE else chosen
     step = checklist.next_step
     if step is not None and step.id is StepId.INSTANTIATE:
         db = checklist.step(StepId.DATABASE_HOST)
@@ -302,13 +304,13 @@ async def _follow(site: "SiteConnection", facts: SetupFacts, options: RunOptions
         yield event
 
 
-def _record(site: "SiteConnection", facts: SetupFacts, service: object) -> object:
+def _record(site: "SiteConnection", facts: SetupFacts, service: Service) -> SiteRecord:
     """A site record for the live service (the local record only speeds other screens up)."""
     from tui.procedures.site_record import save_site_record
     from tui.procedures.toolkit import record_for_service
 
     template = facts.toolkit_templates[0] if facts.toolkit_templates else None
-    record = record_for_service(site, service, template.id if template else -1, template.name if template else "",  # type: ignore[arg-type]
+    record = record_for_service(site, service, template.id if template else -1, template.name if template else "",
                                 facts.version, facts.target.cloud_username)
     save_site_record(site.settings, record)
     return record
@@ -323,7 +325,7 @@ async def _plan_record(site: "SiteConnection", facts: SetupFacts, step: SetupSte
     record = _record(site, facts, facts.service)
     preview = Preview("Wait for the automation VM's public key",
                       (Change("no change: read the key the automation VM publishes", "onevm show <automation VM>", "none"),))
-    return StepPlan(step, preview, lambda: capture_automation_key(site, record, timeout=options.key_timeout,  # type: ignore[arg-type]
+    return StepPlan(step, preview, lambda: capture_automation_key(site, record, timeout=options.key_timeout,
                                                                   poll_interval=options.poll_interval), wait_only=True)
 
 

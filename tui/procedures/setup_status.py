@@ -10,7 +10,7 @@ the operator can do (the platform configuration, the networks) say the platform 
 from __future__ import annotations
 
 import ipaddress
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 from urllib.parse import urlsplit
 
 from tui.domain.datastores import Datastore
@@ -51,7 +51,7 @@ def _run(step: StepId) -> str:
 
 
 def _step(step_id: StepId, title: str, state: StepState, evidence: Sequence[str] = (), action: str = "", *,
-          blocked_by: str = "", mandatory: bool = True, command: str = "", data: dict | None = None) -> SetupStep:
+          blocked_by: str = "", mandatory: bool = True, command: str = "", data: dict[str, Any] | None = None) -> SetupStep:
     return SetupStep(step_id, title, state, tuple(e for e in evidence if e), action, blocked_by, mandatory, command,
                      data or {})
 
