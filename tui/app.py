@@ -145,9 +145,13 @@ class SiteToolkitApp(App[int]):
         initial_screen: str | None = None,
         notification_timeout: float | None = None,
         reload_settings: Callable[[], Settings] | None = None,
+        front_door: bool = False,
     ) -> None:
         super().__init__()
         self.site = connection
+        #: open the setup checklist after connecting when the site has no toolkit yet (the console
+        #: does; tests and benchmarks that start on a given screen do not)
+        self.front_door = front_door
         #: re-reads the settings before a retry of a failed start (None: keep the ones given)
         self.reload_settings = reload_settings
         self.read_only = read_only
@@ -272,9 +276,23 @@ class SiteToolkitApp(App[int]):
         if isinstance(self.screen, ConnectErrorScreen):
             self.pop_screen()
         self.open_screen(self.initial_screen)
+        if self.front_door:
+            self._open_front_door()
         # the first screen's first rows normally start the warm-up; a screen without rows (an
         # empty site, another initial screen) gets it a little later
         self.set_timer(WARM_UP_DELAY_S, self.site.warm_up, name="warm-up")
+
+    @work(exclusive=True, group="front-door", exit_on_error=False)
+    async def _open_front_door(self) -> None:
+        """A site without the toolkit opens on the setup checklist (a failed read keeps the first screen)."""
+        from tui.procedures.setup_facts import toolkit_deployed
+
+        try:
+            deployed = await toolkit_deployed(self.site)
+        except SiteError:
+            return
+        if not deployed and registry.find("setup", self.screens) is not None:
+            self.call_later(self.open_screen, "setup")
 
     def on_site_toolkit_app_connect_failed(self, message: ConnectFailed) -> None:
         self._stop_connect_ticker()

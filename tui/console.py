@@ -140,7 +140,8 @@ def _run_console(args: argparse.Namespace, child: Any) -> int:
         return 2
     read_only = bool(getattr(args, "read_only", False))
     if child is None:
-        return _run_app(SiteToolkitApp(SiteConnection(settings), read_only=read_only, reload_settings=Settings.load))
+        return _run_app(SiteToolkitApp(SiteConnection(settings), read_only=read_only, reload_settings=Settings.load,
+                                       front_door=True))
 
     async def settings_ready() -> Settings:
         return demo_settings_for(await child.endpoints(), settings)
@@ -148,7 +149,7 @@ def _run_console(args: argparse.Namespace, child: Any) -> int:
     starting = Settings.for_site(endpoint="the demo site (starting)", session="", flow_url="", base=settings)
     connection = SiteConnection(starting, settings_ready=settings_ready, repositories_ready=child.repositories,
                                 warm_up=child.request_repositories)
-    app = SiteToolkitApp(connection, read_only=read_only)
+    app = SiteToolkitApp(connection, read_only=read_only, front_door=True)
     previous = _stop_on_signals(child, app)
     try:
         return _run_app(app)

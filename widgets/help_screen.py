@@ -74,21 +74,27 @@ class HelpScreen(ModalScreen[None]):
         border: thick $primary; background: $surface; padding: 0 1;
     }
     HelpScreen #help-title { text-style: bold; width: 1fr; padding: 0 0 1 0; }
+    HelpScreen #help-intro { width: 1fr; padding: 0 0 1 0; }
     HelpScreen VerticalScroll { height: auto; }
     """
 
-    def __init__(self, entries: Sequence[HelpEntry], title: str = "Keys") -> None:
+    def __init__(self, entries: Sequence[HelpEntry], title: str = "Keys", intro: str = "") -> None:
         super().__init__()
         self.entries = tuple(entries)
         self.help_title = title
+        self.intro = intro
 
     @classmethod
     def for_screen(cls, screen: Screen, title: str | None = None) -> "HelpScreen":
-        return cls(entries_for(screen), title or f"Keys: {_group_name(screen)}")
+        """The keys of `screen`, after its `HELP_INTRO` (what the screen is for, the path) if any."""
+        intro = getattr(screen, "HELP_INTRO", "")
+        return cls(entries_for(screen), title or f"Keys: {_group_name(screen)}", intro if isinstance(intro, str) else "")
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label(Content(self.help_title), id="help-title")
+            if self.intro:
+                yield Static(Content(self.intro), id="help-intro")
             with VerticalScroll():
                 yield Static(self._table(), id="help-table")
 

@@ -203,6 +203,12 @@ def toolkit_service(services: tuple[Service, ...], naming: Any) -> Service | Non
     return max(found, key=lambda s: (s.start_time, s.id)) if found else None
 
 
+async def toolkit_deployed(site: "SiteConnection") -> bool:
+    """Whether the site has a live toolkit service (the console's front door opens the checklist
+    when it has none)."""
+    return toolkit_service(await site.flow.list_services(), site.naming) is not None
+
+
 async def _toolkit_images(site: "SiteConnection", templates: tuple[ServiceTemplate, ...] | None,
                           notes: list[str]) -> tuple[int, ...] | None:
     from tui.procedures.attach_attributes import images_of_service_template

@@ -59,6 +59,8 @@ class RunOptions:
     deploy_timeout: float = 1800.0
     key_timeout: float = 900.0
     move_timeouts: "MoveTimeouts | None" = None
+    #: stop after this many steps ran (the console does one step a key press); None: until done
+    max_steps: int | None = None
 
 
 class SetupStopped(SiteError):
@@ -113,9 +115,14 @@ async def run_setup(site: "SiteConnection", target: SetupTarget, options: RunOpt
     (event data `preview`) and nothing changes."""
     last: tuple[StepId, StepState, tuple[str, ...]] | None = None
     started = time.monotonic()
+    ran = 0
     for round_number in range(1, MAX_ROUNDS + 1):
         checklist, facts = await setup_status(site, target)
         step = choose(checklist, options.only)
+        if step is not None and options.max_steps is not None and ran >= options.max_steps:
+            yield Progress("setup", 1, 1, f"next: {step.title} ({step.state.value})", "done",
+                           {"checklist": checklist.as_json(), "next": step.id.value})
+            return
         outstanding = sum(1 for s in checklist.steps if s.outstanding)
         if step is None:
             message = (f"{options.only.value} is done" if options.only else "every mandatory step is done")
@@ -146,6 +153,7 @@ async def run_setup(site: "SiteConnection", target: SetupTarget, options: RunOpt
                 raise
             raise SetupStopped(step.id, f"{step.title!r} failed: {error.title}",
                                f"{error.detail}\nThe site is left as it is: run again to continue from there.") from None
+        ran += 1
         site.audit.record("setup.step", step.id.value, "ok", {"seconds": round(time.monotonic() - step_started, 1)})
         yield Progress(step.id.value, round_number, round_number + outstanding - 1,
                        f"{step.title}: finished in {time.monotonic() - step_started:.0f} s", "done")

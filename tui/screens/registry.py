@@ -42,6 +42,8 @@ class ScreenSpec:
 
 
 SCREENS: tuple[ScreenSpec, ...] = (
+    ScreenSpec("setup", "Setup", "tui.screens.setup:SetupScreen", aliases=("checklist", "install", "health"),
+               description="first-time setup checklist (every step read from the site), one key a step; then health"),
     ScreenSpec("vms", "Virtual machines", "tui.screens.vms:VmListScreen", aliases=("vm", "virtual-machines"),
                description="every VM of the site: state, host, addresses, service and role"),
     ScreenSpec("hosts", "Hosts", "tui.screens.hosts:HostsScreen", aliases=("host", "cpu"),

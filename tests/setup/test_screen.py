@@ -1,0 +1,106 @@
+"""Pilot tests of the setup screen: the front door on a site without the toolkit, then the
+done-when with keys only (i, the path, n and the confirmations), the help explaining the path,
+read-only hiding the keys that change the site."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.setup.inputs import BRANCH, write_inputs
+from tests.setup.observe import observe
+from tests.setup.test_run import assert_set_up
+from tui.app import SiteToolkitApp
+from tui.console import demo_settings
+from tui.domain.setup_steps import StepState
+from tui.procedures.connection import SiteConnection
+from tui.screens.setup import InputFileModal, SetupScreen
+from tui.screenshots import frozen_clock, wait_for, wait_for_screen
+from tui.settings import Settings
+from tui.sim.server import SimServer
+from widgets.confirm_modal import ConfirmModal
+from widgets.help_screen import HelpScreen
+
+pytestmark = pytest.mark.timeout(300)
+SIZE = (140, 40)
+
+
+def setup_app(server: SimServer, tmp_path: Path, *, read_only: bool = False) -> SiteToolkitApp:
+    settings = demo_settings(server, Settings(state_dir=tmp_path / "console-state", audit_log=tmp_path / "audit.log"))
+    settings = dataclasses.replace(settings, refresh_interval=3600.0, theme="textual-dark")
+    return SiteToolkitApp(SiteConnection(settings), read_only=read_only, clock=frozen_clock, front_door=True)
+
+
+async def front_door(pilot: Any) -> SetupScreen:
+    app: SiteToolkitApp = pilot.app
+    screen = await wait_for(pilot, lambda: isinstance(app.screen, SetupScreen) and app.screen, timeout=30,
+                            what="the setup checklist as the front door")
+    await wait_for(pilot, lambda: screen.checklist is not None and not screen.loading, timeout=60, what="the checklist")
+    screen.poll_interval = 0.05
+    return screen
+
+
+async def test_keys_only_from_a_fresh_site_to_set_up(sim_factory, tmp_path: Path) -> None:
+    server: SimServer = sim_factory()
+    inputs = tmp_path / "inputs.json"
+    values = write_inputs(inputs)
+    app = setup_app(server, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await front_door(pilot)
+        assert screen.checklist is not None and not screen.checklist.complete
+        await pilot.press("i")
+        await wait_for_screen(pilot, InputFileModal, what="the input file prompt")
+        await pilot.press(*str(inputs), "enter")
+        await wait_for(pilot, lambda: screen.input_path == str(inputs) and screen.checklist is not None
+                       and not screen.loading, timeout=60, what="the checklist with the input file")
+        for _ in range(30):
+            if screen.checklist is not None and screen.checklist.complete:
+                break
+            await pilot.press("n")
+            await wait_for(pilot, lambda: screen.running or isinstance(app.screen, ConfirmModal), timeout=30,
+                           what="the step to start")
+            while True:
+                state = await wait_for(pilot, lambda: (isinstance(app.screen, ConfirmModal) and "confirm")
+                                       or (not screen.running and not screen.loading and "idle"),
+                                       timeout=240, what="a confirmation or the end of the step")
+                if state == "idle":
+                    break
+                await wait_for_screen(pilot, ConfirmModal, what="the preview")
+                await pilot.press("tab", "enter")  # Cancel has the focus: tab to the action, enter
+                await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmModal), what="the modal to close")
+            assert not screen.last_message.startswith("✖"), screen.step_log
+        assert screen.checklist is not None and screen.checklist.complete, screen.step_log
+        assert "The site is set up" in str(screen.query_one("#setup-summary").render())
+    seen = await asyncio.to_thread(observe, server, BRANCH, values["app_automation_sites_token"])
+    assert_set_up(server, seen)
+
+
+async def test_help_explains_the_path_and_read_only_hides_the_changes(sim_factory, tmp_path: Path) -> None:
+    server: SimServer = sim_factory()
+    app = setup_app(server, tmp_path, read_only=True)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await front_door(pilot)
+        assert screen.checklist is not None
+        assert screen.checklist.step("download").state is StepState.TODO
+        assert not screen.check_action("next_step", ())
+        await pilot.press("?")
+        help_screen = await wait_for_screen(pilot, HelpScreen, what="the help")
+        intro = str(help_screen.query_one("#help-intro").render())
+        assert "First-time setup" in intro and "submitted last" in intro
+
+
+async def test_a_set_up_site_does_not_open_on_the_checklist(sim_factory, tmp_path: Path) -> None:
+    server: SimServer = sim_factory(scenario="deployed")
+    app = setup_app(server, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.info is not None, what="the connection")
+        await wait_for(pilot, lambda: not any(w.group == "front-door" and w.is_running for w in app.workers),
+                       what="the front-door check")
+        assert not isinstance(app.screen, SetupScreen)
+        app.open_screen("setup")
+        screen = await wait_for(pilot, lambda: isinstance(app.screen, SetupScreen) and app.screen, what=":setup")
+        await wait_for(pilot, lambda: screen.checklist is not None, timeout=60, what="the health view")

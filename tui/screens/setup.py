@@ -1,0 +1,390 @@
+"""The setup checklist screen (`:setup`): from a bare frontend to a working site, one key a step.
+
+Every step of `tui.procedures.setup_status` with its state (glyph, word and colour: `✔ done`,
+`○ to do`, `■ blocked`, `✖ failed`, `· optional`), its group, and below the one under the cursor:
+the evidence it read, what to do or the fix, the command. The summary line says how many
+mandatory steps remain and which is next; after every operation it says what comes next. On a
+set-up site the same checklist is the site's health view (all green).
+
+Keys: `n` does the next step (the one `sitetk setup run` would do), `d` the step under the cursor,
+each through the same procedures with the preview and a confirmation (Cancel by default); `i`
+names the toolkit input file (it names the cloud user, the site branch and the default network,
+and holds the site secret: secrets it leaves out are asked here, masked); `c` cancels a running
+step (the site is left as it is: `n` continues from there); `r` reads the site again.
+`--read-only` hides `n` and `d`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Static
+from textual.worker import Worker
+
+from tui.adapters.errors import SiteError
+from tui.domain.setup_steps import SetupChecklist, SetupStep, StepId, StepState
+from tui.screens.base import SiteScreen
+from widgets.state_cell import StateLook, StatePalette
+from widgets.virtual_table import Column, TableRow, VirtualTable
+
+STEP_PALETTE = StatePalette(
+    {
+        StepState.DONE.value: StateLook("green", StepState.DONE.glyph),
+        StepState.TODO.value: StateLook("bold cyan", StepState.TODO.glyph),
+        StepState.BLOCKED.value: StateLook("bold yellow", StepState.BLOCKED.glyph),
+        StepState.FAILED.value: StateLook("bold red", StepState.FAILED.glyph),
+        StepState.OPTIONAL.value: StateLook("dim", StepState.OPTIONAL.glyph),
+    },
+    default=StateLook("magenta", "?"),
+)
+
+COLUMNS: tuple[Column, ...] = (
+    Column("state", "STATE", 10),
+    Column("group", "GROUP", 16),
+    Column("step", "STEP", 40, flex=True),
+    Column("need", "", 9),
+)
+
+#: what `?` says beside the keys: the path, not only the keys
+HELP_PATH = (
+    "First-time setup, in order: the platform and its networks (checked: fix them on the frontend), "
+    "the automation cloud user, the toolkit appliance downloaded and tagged, its inputs checked, "
+    "instantiated and followed to RUNNING (the manager VM is moved to a compatible host as soon as it "
+    "runs), the automation key recorded and granted, then the sites repository: the site branch and "
+    "core.yaml filled from the cloud, vault-encrypted and submitted last. Press i to name the input "
+    "file, then n for each next step; every state is read from the site, so n also continues after a "
+    "crash or work done by hand. `sitetk setup run --input FILE` does the same headless."
+)
+
+
+def step_row(step: SetupStep) -> TableRow:
+    need = "" if step.mandatory else "optional"
+    return TableRow(step.id.value, (STEP_PALETTE.text(step.state.value), step.group, step.title, need),
+                    f"{step.title} {step.state.value} {step.group}".lower())
+
+
+def step_detail(step: SetupStep, read_only: bool) -> Text:
+    text = Text.assemble((step.title, "bold"), "  ", STEP_PALETTE.text(step.state.value))
+    if step.blocked_by:
+        text.append(f" by {step.blocked_by}", style="yellow")
+    for line in step.evidence:
+        text.append(f"\n  {line}", style="dim")
+    if step.action and step.state is not StepState.DONE:
+        label = "Fix" if step.state in (StepState.FAILED, StepState.BLOCKED) else "Next"
+        text.append(f"\n{label}: {step.action}", style="cyan")
+    if step.command and step.state is not StepState.DONE:
+        text.append(f"\n$ {step.command}", style="dim")
+    if step.state is StepState.TODO and not read_only:
+        text.append("\nd does this step now.", style="cyan")
+    return text
+
+
+def summary(checklist: SetupChecklist, input_path: str, read_only: bool) -> str:
+    counts = checklist.counts()
+    head = (f"{counts['done']} done · {counts['to do']} to do · {counts['blocked']} blocked · "
+            f"{counts['failed']} failed · input file: {input_path or 'none (i names it)'}")
+    nxt = checklist.next_step
+    if nxt is None:
+        return f"✔ The site is set up: every mandatory step is done (health view). · {head}"
+    key = "" if read_only else " · n does it"
+    return f"Next: {nxt.title} ({nxt.state.value}){key} · {head}"
+
+
+class InputFileModal(ModalScreen["str | None"]):
+    """Ask the path of the toolkit input file."""
+
+    AUTO_FOCUS = "#setup-input-path"
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+    DEFAULT_CSS = """
+    InputFileModal { align: center middle; }
+    InputFileModal > Vertical { width: 80; max-width: 95%; height: auto; border: thick $primary;
+                                background: $surface; padding: 1 2; }
+    InputFileModal Label { width: 1fr; }
+    """
+
+    def __init__(self, value: str = "") -> None:
+        super().__init__()
+        self.value = value
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(Content("Toolkit input file (the spec's JSON; `sitetk toolkit inputs --output FILE` writes one)"))
+            yield Input(self.value, placeholder="/root/toolkit-inputs.json", id="setup-input-path")
+
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.dismiss(event.value.strip() or None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class SecretsModal(ModalScreen["dict[str, str] | None"]):
+    """Ask the secrets the input file leaves out (masked; never written anywhere)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+    DEFAULT_CSS = """
+    SecretsModal { align: center middle; }
+    SecretsModal > Vertical { width: 80; max-width: 95%; height: auto; max-height: 90%; border: thick $warning;
+                              background: $surface; padding: 1 2; }
+    SecretsModal Horizontal { height: auto; align: right middle; margin: 1 0 0 0; }
+    """
+
+    def __init__(self, names: list[str]) -> None:
+        super().__init__()
+        self.names = names
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(Content("The input file leaves these secrets out; they are used for this run only."))
+            for name in self.names:
+                yield Label(Content(name))
+                yield Input(password=True, id=f"secret-{name}")
+            with Horizontal():
+                yield Button("Cancel", id="cancel")
+                yield Button("Use them", id="ok", variant="primary")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id != "ok":
+            self.dismiss(None)
+            return
+        values = {name: self.query_one(f"#secret-{name}", Input).value for name in self.names}
+        if not all(values.values()):
+            self.app.notify("Every secret is required", severity="warning")
+            return
+        self.dismiss(values)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class SetupScreen(SiteScreen):
+    """The first-time setup checklist and its health view (spec operation 8)."""
+
+    SCREEN_NAME = "setup"
+    TITLE = "Setup"
+    HELP_GROUP = "Setup"
+    HELP_INTRO = HELP_PATH
+    AUTO_FOCUS = "#setup-steps"
+    CSS_PATH = "setup.tcss"
+    MUTATING_ACTIONS = frozenset({"next_step", "do_step"})
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("n", "next_step", "Do the next step", id="setup.next"),
+        Binding("d", "do_step", "Do this step", id="setup.do"),
+        Binding("i", "input_file", "Input file", id="setup.input"),
+        Binding("c", "cancel_step", "Cancel the step", id="setup.cancel"),
+        Binding("r", "refresh", "Read the site again", id="setup.refresh"),
+    ]
+
+    def __init__(self, input_path: str = "") -> None:
+        super().__init__(id="screen-setup")
+        self.input_path = input_path
+        self.checklist: SetupChecklist | None = None
+        self.loading = False
+        self.running: str | None = None
+        self.step_log: list[str] = []
+        self.last_message = ""
+        #: secrets asked here for this session (never written)
+        self._secrets: dict[str, str] = {}
+
+    def compose_body(self) -> ComposeResult:
+        yield Label("Reading the site…", id="setup-summary")
+        table = VirtualTable(COLUMNS, id="setup-steps")
+        table.placeholder = "Reading the site…"
+        yield table
+        yield Static("", id="setup-detail")
+        yield Static("", id="setup-log")
+        yield Label("", id="setup-status")
+
+    @property
+    def table(self) -> VirtualTable:
+        return self.query_one("#setup-steps", VirtualTable)
+
+    def on_mount(self) -> None:
+        self.reload()
+
+    # ------------------------------------------------------------------ reading
+
+    def _target(self) -> Any:
+        from dataclasses import replace
+
+        from tui.domain.toolkit_inputs import secret_names
+        from tui.procedures.setup_facts import SetupTarget, target_from_file
+        from tui.procedures.site_workspace import prompted_password
+
+        if not self.input_path:
+            return SetupTarget()
+        target = target_from_file(self.input_path, secret_names(self.site.naming), self.site.naming)
+        if self._secrets:
+            values = {**target.values, **self._secrets}
+            token = self.site.naming.input_name(f"{self.site.naming.role_automation}_sites_token")
+            password = prompted_password(values[token]) if values.get(token) else target.vault_password
+            target = replace(target, values=values, vault_password=password)
+        return target
+
+    def reload(self) -> None:
+        if self.loading or self.running:
+            return
+        self.loading = True
+        self._paint_status()
+        self._load_worker()
+
+    @work(exclusive=True, group="setup-load", exit_on_error=False)
+    async def _load_worker(self) -> None:
+        from tui.procedures.setup_status import setup_status
+
+        try:
+            checklist, _facts = await setup_status(self.site, self._target())
+        except SiteError as error:
+            self.loading = False
+            self.last_message = f"✘ {error.title}: {error.detail.splitlines()[0] if error.detail else ''}"
+            self._paint_status()
+            return
+        self.loading = False
+        self._show(checklist)
+
+    def _show(self, checklist: SetupChecklist) -> None:
+        self.checklist = checklist
+        key = self.table.cursor_key
+        self.table.set_rows([step_row(step) for step in checklist.steps])
+        nxt = checklist.next_step
+        if key is None and nxt is not None:
+            self.table.move_cursor_to_key(nxt.id.value)
+        self.query_one("#setup-summary", Label).update(Content(summary(checklist, self.input_path, self.read_only)))
+        self.query_one("#setup-summary", Label).set_class(checklist.complete, "-complete")
+        self.shell.mark_refreshed()
+        self._paint_detail()
+        self._paint_status()
+
+    def worker_failed(self, worker: Worker[Any], error: BaseException) -> None:
+        self.loading = False
+        self.running = None
+        self._paint_status()
+        super().worker_failed(worker, error)
+
+    # ------------------------------------------------------------------ painting
+
+    @on(VirtualTable.RowHighlighted)
+    def _highlighted(self) -> None:
+        self._paint_detail()
+
+    def cursor_step(self) -> SetupStep | None:
+        if self.checklist is None or self.table.cursor_key is None:
+            return None
+        return self.checklist.step(str(self.table.cursor_key))
+
+    def _paint_detail(self) -> None:
+        step = self.cursor_step()
+        if step is not None:
+            self.query_one("#setup-detail", Static).update(step_detail(step, self.read_only))
+
+    def _paint_status(self) -> None:
+        parts = []
+        if self.running:
+            parts.append(f"running {self.running}… (c cancels)")
+        elif self.loading:
+            parts.append("reading the site…")
+        if self.last_message:
+            parts.append(self.last_message)
+        if self.checklist is not None:
+            parts += [f"⚠ {note}" for note in self.checklist.notes]
+        if self.read_only:
+            parts.append("read-only: n and d hidden")
+        self.query_one("#setup-status", Label).update(Content(" · ".join(parts)))
+        self.query_one("#setup-log", Static).update(Text("\n".join(self.step_log[-6:]), style="dim"))
+
+    # ------------------------------------------------------------------ actions
+
+    def action_refresh(self) -> None:
+        self.reload()
+
+    def action_input_file(self) -> None:
+        def chosen(path: str | None) -> None:
+            if path:
+                self.input_path = path
+                self.last_message = f"input file {path}"
+                self.reload()
+
+        self.app.push_screen(InputFileModal(self.input_path), chosen)
+
+    def action_next_step(self) -> None:
+        self._start(None)
+
+    def action_do_step(self) -> None:
+        step = self.cursor_step()
+        if step is None:
+            return
+        if step.state is StepState.DONE:
+            self.shell.toast(f"{step.title}: already done", severity="information")
+            return
+        self._start(step.id)
+
+    def action_cancel_step(self) -> None:
+        if self.running:
+            self.workers.cancel_group(self, "setup-run")
+            self.last_message = f"cancelled {self.running}: the site is left as it is; n continues from there"
+            self.running = None
+            self._paint_status()
+            self.reload()
+
+    def _start(self, only: StepId | None) -> None:
+        if self.running or self.loading:
+            self.shell.toast("Wait for the current step to finish (c cancels it)", severity="warning")
+            return
+        if not self.input_path:
+            self.shell.toast("Name the toolkit input file first (i)", severity="warning")
+            return
+        self.running = only.value if only else "the next step"
+        self.step_log = []
+        self._paint_status()
+        self._run_worker(only)
+
+    async def _confirm(self, plan: Any) -> bool:
+        from widgets.confirm_modal import ConfirmModal
+
+        detail = "\n".join(f"- {c.description}" for c in plan.preview.changes)
+        return bool(await self.app.push_screen_wait(ConfirmModal(
+            "Do it", plan.preview.title, detail=detail, command=plan.preview.cli_script(),
+            destructive=plan.preview.destructive)))
+
+    async def _ask(self, names: list[str]) -> dict[str, str]:
+        answers = await self.app.push_screen_wait(SecretsModal(names))
+        if not answers:
+            raise SiteError("Secrets not given", "Nothing was changed; press n again and give them, or put them in "
+                            "the input file (mode 0600).")
+        self._secrets.update(answers)
+        return answers
+
+    @work(exclusive=True, group="setup-run", exit_on_error=False)
+    async def _run_worker(self, only: StepId | None) -> None:
+        from tui.procedures.setup_run import RunOptions, run_setup
+
+        poll = getattr(self, "poll_interval", 2.0)
+        options = RunOptions(only=only, max_steps=1, poll_interval=poll)
+        message = ""
+        try:
+            async for event in run_setup(self.site, self._target(), options, confirm=self._confirm,
+                                         ask_secrets=self._ask):
+                mark = {"done": "✔", "failed": "✖", "skipped": "·"}.get(event.state, "…")
+                self.step_log.append(f"{mark} {event.step}: {event.message}")
+                message = event.message
+                self._paint_status()
+        except SiteError as error:
+            self.last_message = f"✖ {error.title}"
+            self.step_log.append(f"✖ {error.title}: {error.detail}")
+            self.shell.toast(error.title, severity="error")
+        else:
+            self.last_message = message or "done"
+        finally:
+            self.running = None
+        self.reload()
