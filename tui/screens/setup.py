@@ -16,6 +16,7 @@ step (the site is left as it is: `n` continues from there); `r` reads the site a
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -87,14 +88,22 @@ def step_detail(step: SetupStep, read_only: bool) -> Text:
 
 
 def summary(checklist: SetupChecklist, input_path: str, read_only: bool) -> str:
+    from tui.procedures.setup_run import choose
+
     counts = checklist.counts()
-    head = (f"{counts['done']} done · {counts['to do']} to do · {counts['blocked']} blocked · "
-            f"{counts['failed']} failed · input file: {input_path or 'none (i names it)'}")
-    nxt = checklist.next_step
+    parts = [f"{counts['done']}/{len(checklist.steps)} done"]
+    parts += [f"{counts[s.value]} {s.value}" for s in (StepState.TODO, StepState.BLOCKED, StepState.FAILED)
+              if counts[s.value]]
+    parts.append(f"input file: {Path(input_path).name if input_path else 'none'}")
+    head = " · ".join(parts)
+    nxt = choose(checklist, None)
     if nxt is None:
-        return f"✔ The site is set up: every mandatory step is done (health view). · {head}"
-    key = "" if read_only else " · n does it"
-    return f"Next: {nxt.title} ({nxt.state.value}){key} · {head}"
+        return f"✔ The site is set up: every mandatory step is done (health view) · {head}"
+    if nxt.state in (StepState.BLOCKED, StepState.FAILED):
+        hint = " · i names the input file" if not input_path and not read_only else " · fix it (below), then r"
+    else:
+        hint = "" if read_only else (" · n does it" if input_path else " · i names the input file, then n")
+    return f"Next: {nxt.title} ({nxt.state.value}){hint} · {head}"
 
 
 class InputFileModal(ModalScreen["str | None"]):

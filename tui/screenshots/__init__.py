@@ -24,7 +24,7 @@ The package: `scene` (Scene, SceneContext, the shared address, clock and size), 
 
 from __future__ import annotations
 
-from tui.screenshots import scenes_hosts, scenes_market, scenes_site, scenes_toolkit, scenes_vms
+from tui.screenshots import scenes_hosts, scenes_market, scenes_setup, scenes_site, scenes_toolkit, scenes_vms
 from tui.screenshots.harness import (
     OUTPUT_DIR,
     scene_app,
@@ -117,6 +117,7 @@ SCENES: list[Scene] = [
     *scenes_toolkit.SCENES,
     *scenes_site.SCENES,
     *scenes_hosts.SCENES,
+    *scenes_setup.SCENES,
 ]
 
 __all__ = [

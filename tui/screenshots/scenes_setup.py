@@ -1,0 +1,112 @@
+"""The setup screen's scenes: a fresh site, half-way (after a deployment), a blocked network, done."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tui.screenshots.scene import Scene, SceneContext
+
+#: the scenes' input file values (fixed secrets: the scenes are pictures)
+SCENE_SECRET = "scene-Secret-42"
+
+
+def scene_inputs(directory: Path, branch: str = "trial-site", token: str = SCENE_SECRET) -> Path:
+    """A complete toolkit input file for the scene site (mode 0600)."""
+    from tui.domain.naming import DEFAULT_NAMING
+    from tui.domain.toolkit_inputs import form_fields
+
+    naming = DEFAULT_NAMING
+    values = {f.name: (SCENE_SECRET if f.secret else f.default) for f in form_fields(naming)}
+    o, a, m, t = naming.roles
+    values.update({
+        naming.input_name(f"{o}_hostname"): "s3.site.example", naming.input_name(f"{o}_root_user"): "s3admin",
+        naming.input_name(f"{o}_tls_cert"): "", naming.input_name(f"{o}_tls_key"): "",
+        naming.input_name(f"{a}_username"): "automation",
+        naming.input_name(f"{a}_cloud_endpoint"): "http://10.11.28.1:2633/RPC2",
+        naming.input_name(f"{a}_cloud_flow_endpoint"): "http://10.11.28.1:2474",
+        naming.input_name(f"{a}_cloud_username"): "tkauto", naming.input_name(f"{a}_cloud_insecure"): "YES",
+        naming.input_name(f"{m}_admin_user"): "admin", naming.input_name(f"{m}_sites_branch"): branch,
+        naming.input_name(f"{m}_deployment_site"): branch, naming.input_name(f"{t}_user"): "tsadmin",
+        naming.input_name(f"{t}_org"): "site", naming.input_name(f"{t}_bucket"): "trials",
+        naming.input_name(f"{a}_sites_token"): token,
+    })
+    path = directory / "toolkit-inputs.json"
+    path.write_text(json.dumps({"name": "Site Toolkit", "custom_attrs_values": values,
+                                "networks_values": [{"Public": {"id": "0"}}]}, indent=2))
+    path.chmod(0o600)
+    return path
+
+
+async def setup_loaded(ctx: SceneContext, input_path: Path | None = None, cursor: str | None = None) -> Any:
+    """Open the setup screen (with an input file) and wait for its checklist."""
+    from tui.screens.setup import SetupScreen
+
+    await ctx.wait_for(lambda: ctx.app.info is not None, what="the connection")
+    ctx.app.open_screen("setup")
+    screen = await ctx.wait_for(lambda: isinstance(s := ctx.app.screen, SetupScreen) and s, what="the setup screen")
+    await ctx.wait_for(lambda: screen.checklist is not None and not screen.loading, timeout=60, what="the checklist")
+    if input_path is not None:
+        screen.input_path = str(input_path)
+        screen.reload()
+        await ctx.wait_for(lambda: not screen.loading and screen.checklist is not None, timeout=60,
+                           what="the checklist with the input file")
+        await ctx.wait_for(lambda: not screen.loading, timeout=60, what="the reload")
+    if cursor is not None:
+        screen.table.move_cursor_to_key(cursor)
+    await ctx.pilot.pause()
+    return screen
+
+
+async def prepare_setup_fresh(ctx: SceneContext) -> None:
+    await setup_loaded(ctx)
+
+
+async def prepare_setup_halfway(ctx: SceneContext) -> None:
+    assert ctx.server is not None
+    from tui.sim.repos import EXISTING_SITE, SIM_VAULT_PASSWORD
+
+    await setup_loaded(ctx, scene_inputs(ctx.server.site.state_dir, EXISTING_SITE, SIM_VAULT_PASSWORD),
+                       cursor="database-host")
+
+
+async def prepare_setup_blocked(ctx: SceneContext) -> None:
+    assert ctx.server is not None
+    site = ctx.server.site
+    with site.lock:
+        template = site.vnets[1].template
+        template[:] = [(k, v) for k, v in template if k != "GUEST_MTU"] + [("GUEST_MTU", "1500")]
+    await setup_loaded(ctx, cursor="trial-network")
+
+
+async def prepare_setup_done(ctx: SceneContext) -> None:
+    """The whole setup done headless first (the same procedures), then the health view."""
+    from tui.procedures.setup_facts import target_from_file
+    from tui.procedures.setup_run import RunOptions, run_setup
+    from tui.domain.toolkit_inputs import secret_names
+
+    assert ctx.server is not None
+    await ctx.wait_for(lambda: ctx.app.info is not None, what="the connection")
+    site = ctx.app.site
+    path = scene_inputs(ctx.server.site.state_dir)
+    target = target_from_file(path, secret_names(site.naming), site.naming)
+
+    async def yes(_plan: Any) -> bool:
+        return True
+
+    async def no_secrets(names: list[str]) -> dict[str, str]:
+        raise AssertionError(f"the scene's input file lacks {names}")
+
+    async for _ in run_setup(site, target, RunOptions(poll_interval=0.05, step_timeout=120, deploy_timeout=120,
+                                                      key_timeout=120), confirm=yes, ask_secrets=no_secrets):
+        pass
+    await setup_loaded(ctx, path, cursor="platform")
+
+
+SCENES: list[Scene] = [
+    Scene("setup", "fresh", prepare_setup_fresh),
+    Scene("setup", "halfway", prepare_setup_halfway, scenario="deployed"),
+    Scene("setup", "blocked", prepare_setup_blocked),
+    Scene("setup", "done", prepare_setup_done),
+]
