@@ -363,6 +363,24 @@ class CloudClient:
     async def user_update(self, user_id: int, template: TemplateInput, append: bool | int) -> int:
         return await self._scalar("user.update", int, int(user_id), template_text(template), _flag(append))
 
+    async def user_allocate(self, name: str, password: str, driver: str = "", group_ids: Sequence[int] = ()) -> int:
+        """Create a user (`oneuser create`); the first of `group_ids` is its main group."""
+        params: list[Any] = [str(name), str(password), str(driver)]
+        if group_ids:
+            params.append([int(g) for g in group_ids])
+        return await self._scalar("user.allocate", int, *params)
+
+    async def group_allocate(self, name: str) -> int:
+        """Create a group (`onegroup create` without the default ACL rules the CLI adds after)."""
+        return await self._scalar("group.allocate", int, str(name))
+
+    async def group_addadmin(self, group_id: int, user_id: int) -> int:
+        return await self._scalar("group.addadmin", int, int(group_id), int(user_id))
+
+    async def market_allocate(self, template: TemplateInput) -> int:
+        """Register a marketplace (`onemarket create <file>`)."""
+        return await self._scalar("market.allocate", int, template_text(template))
+
     async def list_groups(self) -> tuple[Group, ...]:
         return await self._pyone_pool("grouppool.info", "GROUP_POOL", "GROUP", parse.group)
 

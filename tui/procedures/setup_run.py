@@ -13,6 +13,8 @@ The steps and what runs them:
 
 | step | runs |
 |---|---|
+| marketplaces | `register_marketplace` (a configured marketplace the cloud lacks) |
+| cloud-user | `create_cloud_user`: group, user, group admin, the group's default rule |
 | download | `download_appliance` (operation 2, attributes attached) or, when a download is already under way, a wait for its images |
 | tagged | `attach_attributes` (operation 1) |
 | instantiate | `deploy_toolkit` without waiting (operation 3); for a service already there: wait until the database VMs have a host, then `follow_deployment` to RUNNING (operation 4) |
@@ -21,8 +23,8 @@ The steps and what runs them:
 | database-host | `move_many` of `plan_flagged` (operation 7), offered as soon as the manager VM has a host |
 | site-branch, core-yaml, submitted | `create_site` (or open), `fill_site_file`, the checks, `submit_site` (operation 6), once the object store VM's address is known |
 
-Steps only the operator can do (platform configuration, networks, a cloud user or marketplace the
-console cannot create, a failed service) stop the run with the step's fix.
+Steps only the operator can do (platform configuration, networks, a failed service) stop the run
+with the step's fix.
 """
 
 from __future__ import annotations
@@ -423,7 +425,31 @@ async def _site_config(site: "SiteConnection", repo: object, branch: str, site_d
         repo.close()  # type: ignore[attr-defined]
 
 
+async def _plan_cloud_user(site: "SiteConnection", facts: SetupFacts, step: SetupStep, options: RunOptions,
+                           ask: AskSecrets) -> StepPlan:
+    from tui.procedures.setup_identity import create_cloud_user, plan_cloud_user
+
+    name = facts.target.cloud_username
+    password_name = site.naming.input_name(f"{site.naming.role_automation}_cloud_password")
+    password = facts.target.values.get(password_name) or (await ask([password_name])).get(password_name, "")
+    plan = await plan_cloud_user(site, name)
+    return StepPlan(step, plan.preview(), lambda: create_cloud_user(site, plan, password))
+
+
+async def _plan_marketplaces(site: "SiteConnection", facts: SetupFacts, step: SetupStep, options: RunOptions,
+                             ask: AskSecrets) -> StepPlan:
+    from tui.procedures.setup_identity import plan_marketplace, register_marketplace
+
+    missing = list(step.data.get("missing", ()))
+    if not missing:
+        raise _stop(step)
+    plan = await plan_marketplace(site, missing[0])
+    return StepPlan(step, plan.preview(), lambda: register_marketplace(site, plan))
+
+
 _PLANNERS: Mapping[StepId, Callable[..., Awaitable[StepPlan]]] = {
+    StepId.MARKETPLACES: _plan_marketplaces,
+    StepId.CLOUD_USER: _plan_cloud_user,
     StepId.DOWNLOAD: _plan_download,
     StepId.TAGGED: _plan_tagged,
     StepId.INSTANTIATE: _plan_instantiate,

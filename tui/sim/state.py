@@ -53,6 +53,7 @@ class SimGroup:
     id: int
     name: str
     template: Template = field(default_factory=list)
+    admins: list[int] = field(default_factory=list)
 
 
 @dataclass

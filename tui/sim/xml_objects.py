@@ -238,7 +238,7 @@ def _group_body(site: SimSite, group: SimGroup) -> str:
         f"<ID>{group.id}</ID><NAME>{esc(group.name)}</NAME>"
         + template_xml("TEMPLATE", group.template)
         + ids_xml("USERS", _group_members(site, group))
-        + "<ADMINS/>"
+        + ids_xml("ADMINS", sorted(group.admins))
     )
 
 

@@ -16,7 +16,7 @@ from xml.parsers.expat import ExpatError
 
 # importing the method modules registers their methods
 from tui.domain.error_codes import AUTHENTICATION, INTERNAL
-from tui.sim import rpc_read, rpc_vm, rpc_write  # noqa: F401
+from tui.sim import rpc_identity, rpc_read, rpc_vm, rpc_write  # noqa: F401
 from tui.sim.rpc_context import METHODS, Call, Method, WireEscaped
 from tui.sim.rpc_errors import OneError
 from tui.sim.state import SimSite
@@ -29,6 +29,7 @@ _TYPE_MESSAGES = {
     "i": "Parameter that is supposed to be integer is not",
     "s": "Parameter that is supposed to be a string is not",
     "b": "Parameter that is supposed to be boolean is not",
+    "a": "Parameter that is supposed to be an array is not",
 }
 
 
@@ -67,6 +68,8 @@ def _type_ok(value: Any, letter: str) -> bool:
         return type(value) is int
     if letter == "b":
         return type(value) is bool
+    if letter == "a":
+        return isinstance(value, list)
     return isinstance(value, str)
 
 

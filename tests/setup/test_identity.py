@@ -1,0 +1,145 @@
+"""The setup's own operations against the embedded site over XML-RPC: the automation cloud user
+(group, user, group admin, the group's default rule) and a marketplace the settings name, each
+previewed, idempotent, and finishing what an earlier run (or an operator) started."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.setup.conftest import point_at, run, steps
+from tests.setup.inputs import write_inputs
+from tui.adapters.errors import SiteError
+from tui.procedures.connection import SiteConnection
+from tui.procedures.setup_identity import group_rule
+from tui.settings import Settings
+from tui.sim.server import SimServer
+
+pytestmark = pytest.mark.timeout(300)
+USER = "trialbot"
+
+
+def _inputs_for(path: Path, user: str) -> dict[str, str]:
+    values = write_inputs(path)
+    data = json.loads(path.read_text())
+    data["custom_attrs_values"]["app_automation_cloud_username"] = user
+    path.write_text(json.dumps(data))
+    values["app_automation_cloud_username"] = user
+    return values
+
+
+def _site(server: SimServer, session: str | None = None) -> SiteConnection:
+    return SiteConnection(Settings.for_site(server.xmlrpc_url, session or server.session, server.flow_url))
+
+
+def _identities(server: SimServer) -> tuple[dict[str, int], dict[str, tuple[int, ...]], list[str]]:
+    async def read():  # type: ignore[no-untyped-def]
+        site = _site(server)
+        try:
+            users, groups, rules = await asyncio.gather(site.cloud.list_users(), site.cloud.list_groups(),
+                                                        site.cloud.acl_list())
+        finally:
+            await site.close()
+        return ({u.name: u.gid for u in users}, {g.name: g.admin_ids for g in groups}, [r.string for r in rules])
+    return asyncio.run(read())
+
+
+def test_the_cloud_user_is_created_as_the_installer_does(sim_factory, monkeypatch, capsys, tmp_path: Path) -> None:
+    server: SimServer = sim_factory()
+    point_at(server, monkeypatch, vault_file=False)
+    inputs = tmp_path / "inputs.json"
+    values = _inputs_for(inputs, USER)
+    code, data, _ = run(capsys, "setup", "status", "--input", str(inputs), "--json")
+    assert steps(data)["cloud-user"]["state"] == "to do"
+    code, dry, _ = run(capsys, "setup", "run", "--input", str(inputs), "--only", "cloud-user", "--dry-run", "--json")
+    assert code == 0
+    clis = " ".join(c["cli"] for c in dry["preview"]["changes"])
+    assert f"onegroup create {USER}" in clis and "oneacl create" in clis and "--read-file" in clis
+    assert values["app_automation_cloud_password"] not in json.dumps(dry)
+    assert USER not in _identities(server)[0]
+    code, _, err = run(capsys, "setup", "run", "--input", str(inputs), "--only", "cloud-user", "--yes")
+    assert code == 0, err
+    users, groups, rules = _identities(server)
+    gid = users[USER]
+    assert gid >= 100 and groups[USER]  # its own group, administered by it
+    assert any(rule.startswith(f"@{gid} VM+") and rule.endswith("CREATE *") or rule == group_rule(gid) for rule in rules)
+    assert values["app_automation_cloud_password"] not in (tmp_path / "home").joinpath(
+        ".local/state/sitetk/audit.log").read_text()
+
+    async def logs_in() -> str:
+        site = _site(server, f"{USER}:{values['app_automation_cloud_password']}")
+        try:
+            return (await site.connect()).user
+        finally:
+            await site.close()
+    assert asyncio.run(logs_in()) == USER
+    # again: nothing new
+    assert run(capsys, "setup", "run", "--input", str(inputs), "--only", "cloud-user", "--yes")[0] == 0
+    assert _identities(server) == (users, groups, rules)
+
+
+def test_a_group_made_by_hand_is_reused(sim_factory, monkeypatch, capsys, tmp_path: Path) -> None:
+    server: SimServer = sim_factory()
+    point_at(server, monkeypatch, vault_file=False)
+    inputs = tmp_path / "inputs.json"
+    _inputs_for(inputs, USER)
+
+    async def by_hand() -> int:
+        site = _site(server)
+        try:
+            await site.connect()
+            return await site.cloud.group_allocate(USER)
+        finally:
+            await site.close()
+    gid = asyncio.run(by_hand())
+    code, _, err = run(capsys, "setup", "run", "--input", str(inputs), "--only", "cloud-user", "--yes")
+    assert code == 0, err
+    assert "exists (ID" in err
+    users, groups, _ = _identities(server)
+    assert users[USER] == gid and list(groups).count(USER) == 1
+
+
+def test_the_platform_refuses_a_taken_name_and_a_non_admin(sim_factory) -> None:
+    server: SimServer = sim_factory()
+
+    async def probe() -> tuple[SiteError, SiteError]:
+        site = _site(server)
+        try:
+            await site.connect()
+            with pytest.raises(SiteError) as taken:
+                await site.cloud.group_allocate("users")
+            user = server.site.user_by_name("tkauto")
+            assert user is not None
+            other = _site(server, f"tkauto:{user.password}")
+            try:
+                with pytest.raises(SiteError) as refused:
+                    await other.cloud.group_allocate("mine")
+            finally:
+                await other.close()
+            return taken.value, refused.value
+        finally:
+            await site.close()
+    taken, refused = asyncio.run(probe())
+    assert "already taken by GROUP 1" in taken.detail + taken.title
+    assert "Not authorized" in refused.detail + refused.title
+
+
+def test_a_configured_marketplace_is_registered_once(sim_factory, monkeypatch, capsys, tmp_path: Path) -> None:
+    server: SimServer = sim_factory()
+    config = tmp_path / "config.toml"
+    config.write_text('[marketplace]\nurls = ["http://market.example.org:8080/site"]\n')
+    monkeypatch.setenv("SITETK_CONFIG", str(config))
+    point_at(server, monkeypatch, vault_file=False)
+    inputs = tmp_path / "inputs.json"
+    write_inputs(inputs)
+    code, _, err = run(capsys, "setup", "run", "--input", str(inputs), "--only", "marketplaces", "--yes")
+    assert code == 0, err
+    code, data, _ = run(capsys, "setup", "status", "--input", str(inputs), "--json")
+    assert steps(data)["marketplaces"]["state"] == "done"
+    assert "http://market.example.org:8080/site" in " ".join(steps(data)["marketplaces"]["evidence"])
+    count = len(server.site.marketplaces)
+    assert run(capsys, "setup", "run", "--input", str(inputs), "--only", "marketplaces", "--yes")[0] == 0
+    assert len(server.site.marketplaces) == count

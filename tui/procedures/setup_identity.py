@@ -1,0 +1,199 @@
+"""The setup's own operations: the automation cloud user, and a marketplace the site needs.
+
+- `plan_cloud_user(site, name)` / `create_cloud_user(site, plan, password)`: the cloud user named
+  in `app_automation_cloud_username`, as the installer makes it: a group of its own (named after
+  the user), the user in it (`oneuser create`), the user as the group's admin (`onegroup
+  addadmin`), and the rule the platform's CLI gives every new group so its users can create their
+  VMs, images, templates and services: `@<gid> VM+IMAGE+TEMPLATE+DOCUMENT+SECGROUP+VROUTER+VMGROUP+
+  BACKUPJOB/* CREATE *` (OpenNebula/one `src/oca/ruby/opennebula/group.rb` GROUP_DEFAULT_ACLS and
+  `create_default_acls`, called by `src/cli/one_helper/onegroup_helper.rb` `create_resource`; over
+  XML-RPC `group.allocate` adds no rule, so it is added here). The password is the input file's
+  `app_automation_cloud_password` (the automation server logs in with it); it never reaches the
+  preview, the audit log or an argument list (the CLI equivalent reads it from a file).
+- `plan_marketplace(site, url)` / `register_marketplace(site, plan)`: a marketplace of the
+  settings the cloud has not registered (`onemarket create` with MARKET_MAD=one and ENDPOINT).
+
+Each part is skipped when the site already has it (a group or user of that name, the admin, the
+rule), so a re-run after a kill finishes the rest and never creates a second one. Every change is
+audit-logged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, AsyncIterator
+from urllib.parse import urlsplit
+
+from tui.adapters.errors import SiteError
+from tui.domain.acls import ACL_ALL, ACL_GID, ACL_RESOURCES, ACL_RIGHTS
+from tui.procedures.preview import Change, Preview
+from tui.procedures.progress import Progress
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tui.procedures.connection import SiteConnection
+
+#: the resources the platform's CLI lets a new group's users create (group.rb GROUP_DEFAULT_ACLS)
+GROUP_DEFAULT_RESOURCES = ("VM", "IMAGE", "TEMPLATE", "DOCUMENT", "SECGROUP", "VROUTER", "VMGROUP", "BACKUPJOB")
+_DUPLICATE = "already exists"
+
+
+def group_rule(gid: int) -> str:
+    return f"@{gid} {'+'.join(GROUP_DEFAULT_RESOURCES)}/* CREATE *"
+
+
+def _rule_bits(gid: int) -> tuple[int, int, int]:
+    resource = ACL_ALL
+    for name in GROUP_DEFAULT_RESOURCES:
+        resource |= ACL_RESOURCES[name]
+    return ACL_GID | gid, resource, ACL_RIGHTS["CREATE"]
+
+
+@dataclass(frozen=True)
+class CloudUserPlan:
+    user_name: str
+    group_name: str
+    #: what exists already (None: to create)
+    group_id: int | None
+    user_id: int | None
+    user_group_ids: tuple[int, ...]
+    is_admin: bool
+    rule_exists: bool
+
+    @property
+    def complete(self) -> bool:
+        return (self.group_id is not None and self.user_id is not None and self.is_admin and self.rule_exists
+                and self.group_id in self.user_group_ids)
+
+    def preview(self) -> Preview:
+        rule = group_rule(self.group_id) if self.group_id is not None else group_rule(0).replace("@0", "@<new group id>")
+        changes = [
+            Change(f"group {self.group_name}" + (f" exists (ID {self.group_id})" if self.group_id is not None else ""),
+                   f"onegroup create {self.group_name}", "none" if self.group_id is not None else "create"),
+            Change(f"user {self.user_name} in group {self.group_name}, password from the input file"
+                   + (f": exists (ID {self.user_id})" if self.user_id is not None else ""),
+                   f"oneuser create {self.user_name} --read-file <file with the password> && "
+                   f"oneuser chgrp {self.user_name} {self.group_name}",
+                   "none" if self.user_id is not None else "create"),
+            Change(f"{self.user_name} administers {self.group_name}" + (": already" if self.is_admin else ""),
+                   f"onegroup addadmin {self.group_name} {self.user_name}", "none" if self.is_admin else "update"),
+            Change(f"rule letting {self.group_name}'s users create VMs, images, templates and services"
+                   + (": exists" if self.rule_exists else ""),
+                   f"oneacl create '{rule}'",
+                   "none" if self.rule_exists else "create"),
+        ]
+        warnings = ()
+        if self.user_id is not None and self.group_id is not None and self.group_id not in self.user_group_ids:
+            warnings = (f"user {self.user_name} exists outside group {self.group_name}: it is left as it is",)
+        return Preview(f"Automation cloud user {self.user_name}", tuple(changes), warnings=warnings)
+
+
+async def plan_cloud_user(site: "SiteConnection", user_name: str, group_name: str | None = None) -> CloudUserPlan:
+    if not user_name.strip():
+        raise SiteError("No cloud user named", "Name it in app_automation_cloud_username of the input file.")
+    group_name = group_name or user_name
+    users, groups, rules = await _read(site)
+    user = next((u for u in users if u.name == user_name), None)
+    group = next((g for g in groups if g.name == group_name), None)
+    gid = group.id if group is not None else None
+    is_admin = bool(group is not None and user is not None and user.id in group.admin_ids)
+    rule_exists = gid is not None and any((r.user, r.resource, r.rights) == _rule_bits(gid) for r in rules)
+    return CloudUserPlan(user_name, group_name, gid, user.id if user else None,
+                         tuple(user.group_ids) if user else (), is_admin, rule_exists)
+
+
+async def _read(site: "SiteConnection"):  # type: ignore[no-untyped-def]
+    import asyncio
+
+    return await asyncio.gather(site.cloud.list_users(), site.cloud.list_groups(), site.cloud.acl_list())
+
+
+async def create_cloud_user(site: "SiteConnection", plan: CloudUserPlan, password: str) -> AsyncIterator[Progress]:
+    """Create what the plan lacks, in order (group, user, admin, rule), reading the site again first."""
+    from tui.procedures.audit import REDACTOR
+
+    if not password:
+        raise SiteError("No password for the cloud user", "Give app_automation_cloud_password in the input file.")
+    REDACTOR.register(password)
+    plan = await plan_cloud_user(site, plan.user_name, plan.group_name)  # what another operator did meanwhile
+    step, total = f"cloud user {plan.user_name}", 4
+    gid = plan.group_id
+    if gid is None:
+        gid = await site.cloud.group_allocate(plan.group_name)
+        site.audit.record("group.create", plan.group_name, "ok", {"group_id": gid})
+        yield Progress(step, 1, total, f"group {plan.group_name} created (ID {gid})", "running")
+    else:
+        yield Progress(step, 1, total, f"group {plan.group_name} exists (ID {gid})", "skipped")
+    uid = plan.user_id
+    if uid is None:
+        uid = await site.cloud.user_allocate(plan.user_name, password, "core", (gid,))
+        site.audit.record("user.create", plan.user_name, "ok", {"user_id": uid, "group_id": gid})
+        yield Progress(step, 2, total, f"user {plan.user_name} created (ID {uid}) in {plan.group_name}", "running")
+    else:
+        yield Progress(step, 2, total, f"user {plan.user_name} exists (ID {uid})", "skipped")
+    user_groups = plan.user_group_ids if plan.user_id is not None else (gid,)
+    if plan.is_admin:
+        yield Progress(step, 3, total, f"{plan.user_name} administers {plan.group_name} already", "skipped")
+    elif gid in user_groups:
+        await site.cloud.group_addadmin(gid, uid)
+        site.audit.record("group.addadmin", plan.group_name, "ok", {"group_id": gid, "user_id": uid})
+        yield Progress(step, 3, total, f"{plan.user_name} administers {plan.group_name}", "running")
+    else:
+        yield Progress(step, 3, total, f"{plan.user_name} is not in {plan.group_name}: not made its admin", "skipped")
+    rule = group_rule(gid)
+    if plan.rule_exists:
+        yield Progress(step, total, total, f"rule {rule} exists", "skipped")
+        return
+    try:
+        rule_id = await site.cloud.acl_add(rule)
+    except SiteError as error:
+        if _DUPLICATE in error.detail or _DUPLICATE in error.title:
+            yield Progress(step, total, total, f"rule {rule} exists", "skipped")
+            return
+        raise
+    site.audit.record("acl.create", rule, "ok", {"rule_id": rule_id, "group_id": gid})
+    yield Progress(step, total, total, f"rule {rule_id}: {rule}", "done")
+
+
+# -- marketplaces ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MarketplacePlan:
+    url: str
+    name: str
+    #: the ID of a marketplace already registered with this endpoint
+    existing: int | None = None
+
+    def template(self) -> str:
+        return f'NAME = "{self.name}"\nMARKET_MAD = "one"\nENDPOINT = "{self.url}"\n'
+
+    def preview(self) -> Preview:
+        if self.existing is not None:
+            return Preview(f"Marketplace {self.url}", (Change(f"registered as marketplace {self.existing}", "", "none"),))
+        return Preview(f"Register the marketplace {self.url}",
+                       (Change(f"marketplace {self.name!r}: MARKET_MAD=one, ENDPOINT={self.url}",
+                               "onemarket create <file with NAME, MARKET_MAD and ENDPOINT>", "create"),))
+
+
+def _name_for(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.hostname or 'marketplace'}{parts.path.rstrip('/')}".replace("/", "-")
+
+
+async def plan_marketplace(site: "SiteConnection", url: str) -> MarketplacePlan:
+    markets = await site.cloud.list_marketplaces()
+    wanted = url.strip().rstrip("/")
+    found = next((m for m in markets if m.endpoint.strip().rstrip("/") == wanted), None)
+    return MarketplacePlan(wanted, _name_for(wanted), found.id if found else None)
+
+
+async def register_marketplace(site: "SiteConnection", plan: MarketplacePlan) -> AsyncIterator[Progress]:
+    plan = await plan_marketplace(site, plan.url)
+    step = f"marketplace {plan.url}"
+    if plan.existing is not None:
+        yield Progress(step, 1, 1, f"registered already as marketplace {plan.existing}", "skipped")
+        return
+    market_id = await site.cloud.market_allocate(plan.template())
+    site.audit.record("market.create", plan.url, "ok", {"market_id": market_id, "name": plan.name})
+    yield Progress(step, 1, 1, f"registered as marketplace {market_id} {plan.name!r}; the platform lists its apps "
+                   "once it has monitored it", "done")

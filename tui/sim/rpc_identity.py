@@ -1,0 +1,89 @@
+"""Identities and marketplaces created over XML-RPC: `one.group.allocate`, `one.user.allocate`,
+`one.group.addadmin`, `one.market.allocate` (what the setup's new operations call).
+
+As the platform answers them (OpenNebula/one `src/rm/RequestManagerAllocate.cc`,
+`src/rm/RequestManagerGroup.cc`): only administrators create groups, users and marketplaces; a
+taken name is an ALLOCATE error "NAME is already taken by <KIND> <id>."; user-defined groups get
+IDs from 100; `user.allocate` takes an optional array of group IDs, the first one the user's
+main group; `group.addadmin` needs the user in the group. Creating a group over XML-RPC adds no
+ACL rule: the CLI's `onegroup create` adds the default ones itself (`src/cli/one_helper/
+onegroup_helper.rb` `create_resource` -> `Group#create_default_acls`).
+"""
+
+from __future__ import annotations
+
+from tui.domain.error_codes import ACTION, ALLOCATE, AUTHORIZATION
+from tui.sim.rpc_context import Call, method, parse_text
+from tui.sim.rpc_errors import OneError, no_exists
+from tui.sim.state import SimGroup, SimMarketplace, SimUser
+
+FIRST_USER_GROUP = 100
+
+
+def _admin_only(call: Call, kind: str) -> None:
+    if not call.admin:
+        raise OneError(AUTHORIZATION, f"Not authorized to perform CREATE {kind}.")
+
+
+@method("one.group.allocate", "s")
+def group_allocate(call: Call, name: str) -> int:
+    _admin_only(call, "GROUP")
+    name = name.strip()
+    taken = next((g for g in call.site.groups.values() if g.name == name), None)
+    if taken is not None:
+        raise OneError(ALLOCATE, f"Error allocating a new group. NAME is already taken by GROUP {taken.id}.")
+    gid = max(call.site.next_id("group"), FIRST_USER_GROUP)
+    call.site.reserve_ids("group", gid)
+    call.site.groups[gid] = SimGroup(gid, name)
+    return gid
+
+
+@method("one.user.allocate", "sss", "a")
+def user_allocate(call: Call, name: str, password: str, driver: str, group_ids: list | None = None) -> int:
+    _admin_only(call, "USER")
+    name = name.strip()
+    taken = call.site.user_by_name(name)
+    if taken is not None:
+        raise OneError(ALLOCATE, f"Error allocating a new user. NAME is already taken by USER {taken.id}.")
+    gids = [int(g) for g in (group_ids or [])] or [1]
+    for gid in gids:
+        if gid not in call.site.groups:
+            raise no_exists("GROUP", gid)
+    uid = call.site.next_id("user")
+    main = call.site.groups[gids[0]]
+    call.site.users[uid] = SimUser(uid, name, password, main.id, main.name, gids, auth_driver=driver or "core")
+    return uid
+
+
+@method("one.group.addadmin", "ii")
+def group_addadmin(call: Call, group_id: int, user_id: int) -> int:
+    _admin_only(call, "GROUP")
+    group = call.site.groups.get(group_id)
+    if group is None:
+        raise no_exists("GROUP", group_id)
+    user = call.site.users.get(user_id)
+    if user is None:
+        raise no_exists("USER", user_id)
+    if group_id not in user.groups:
+        raise OneError(ACTION, f"User {user_id} is not part of group {group_id}")
+    if user_id not in group.admins:
+        group.admins.append(user_id)
+    return group_id
+
+
+@method("one.market.allocate", "s")
+def market_allocate(call: Call, text: str) -> int:
+    _admin_only(call, "MARKETPLACE")
+    attrs = dict((k, v) for k, v in parse_text(text) if isinstance(v, str))
+    name = attrs.get("NAME", "").strip()
+    if not name:
+        raise OneError(ALLOCATE, "Error allocating a new marketplace. No NAME in template.")
+    taken = next((m for m in call.site.marketplaces.values() if m.name == name), None)
+    if taken is not None:
+        raise OneError(ALLOCATE, f"Error allocating a new marketplace. NAME is already taken by MARKETPLACE {taken.id}.")
+    market_id = call.site.next_id("marketplace")
+    template = [(k, v) for k, v in parse_text(text) if k != "NAME"]
+    call.site.marketplaces[market_id] = SimMarketplace(market_id, name, attrs.get("MARKET_MAD", "one"),
+                                                       attrs.get("ENDPOINT", ""), template,
+                                                       uid=call.user.id, gid=call.user.gid)
+    return market_id
