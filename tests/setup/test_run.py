@@ -4,6 +4,7 @@ resumable after a kill at several points and after work done by hand, with nothi
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -39,7 +40,7 @@ def assert_set_up(server: SimServer, seen: Observed, *, branch: str = BRANCH) ->
     assert [state for _, state in seen.live_services] == ["RUNNING"]
     assert seen.user_keys >= 1
     assert seen.db_vms and all(host and not flagged for _, host, flagged in seen.db_vms)
-    assert "site_s3_server" in seen.core_yaml
+    assert f"https://{_objectstore_ip(server)}:9000" in seen.core_yaml
 
 
 def _objectstore_ip(server: SimServer) -> str:
@@ -87,13 +88,9 @@ def test_deployed_site_moves_the_manager_grants_and_fills(sim_factory, monkeypat
     server: SimServer = sim_factory(scenario="deployed")
     point_at(server, monkeypatch, vault_file=False)
     inputs = tmp_path / "inputs.json"
-    values = write_inputs(inputs, branch=EXISTING_SITE)
-    values[TOKEN] = SIM_VAULT_PASSWORD
     write_inputs(inputs, branch=EXISTING_SITE)
-    text = inputs.read_text()
-    import json
-    data = json.loads(text)
-    data["custom_attrs_values"][TOKEN] = SIM_VAULT_PASSWORD
+    data = json.loads(inputs.read_text())
+    data["custom_attrs_values"][TOKEN] = SIM_VAULT_PASSWORD  # the demo branch's vault password
     inputs.write_text(json.dumps(data))
     before = observe(server, EXISTING_SITE, SIM_VAULT_PASSWORD)
     assert before.db_vms and before.db_vms[0][2]  # the manager starts on a host without AVX
@@ -240,3 +237,16 @@ def test_a_blocked_step_stops_the_run_with_the_fix(fresh, capsys) -> None:
     assert data["step"] == "trial-network"
     assert "GUEST_MTU to 1450" in data["error"]["detail"]
     assert observe(server, BRANCH, values[TOKEN]) == before
+
+
+@pytest.mark.parametrize("version", ["6.10.0", "7.4.0"])
+def test_the_run_works_on_other_platform_versions(sim_factory, monkeypatch: pytest.MonkeyPatch, capsys,
+                                                  tmp_path: Path, version: str) -> None:
+    server: SimServer = sim_factory(one_version=version)
+    point_at(server, monkeypatch, vault_file=False)
+    inputs = tmp_path / "inputs.json"
+    values = write_inputs(inputs)
+    code, _, err = run(capsys, "setup", "run", "--input", str(inputs), "--yes", *FAST)
+    assert code == 0, err
+    assert_set_up(server, observe(server, BRANCH, values[TOKEN]))
+    assert run(capsys, "setup", "status", "--input", str(inputs))[0] == 0

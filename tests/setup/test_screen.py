@@ -76,7 +76,7 @@ async def test_keys_only_from_a_fresh_site_to_set_up(sim_factory, tmp_path: Path
         assert screen.checklist is not None and screen.checklist.complete, screen.step_log
         assert "The site is set up" in str(screen.query_one("#setup-summary").render())
     seen = await asyncio.to_thread(observe, server, BRANCH, values["app_automation_sites_token"])
-    assert_set_up(server, seen)
+    await asyncio.to_thread(assert_set_up, server, seen)
 
 
 async def test_help_explains_the_path_and_read_only_hides_the_changes(sim_factory, tmp_path: Path) -> None:
