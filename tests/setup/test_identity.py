@@ -12,7 +12,7 @@ import pytest
 
 from tests.setup.conftest import point_at, run, steps
 from tests.setup.inputs import write_inputs
-from tui.adapters.errors import SiteError
+from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
 from tui.procedures.setup_identity import group_rule
 from tui.settings import Settings

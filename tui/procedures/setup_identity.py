@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, AsyncIterator
 from urllib.parse import urlsplit
 
-from tui.adapters.errors import SiteError
 from tui.domain.acls import ACL_ALL, ACL_GID, ACL_RESOURCES, ACL_RIGHTS
+from tui.errors import SiteError
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress
 
@@ -81,7 +81,7 @@ class CloudUserPlan:
                    f"oneacl create '{rule}'",
                    "none" if self.rule_exists else "create"),
         ]
-        warnings = ()
+        warnings: tuple[str, ...] = ()
         if self.user_id is not None and self.group_id is not None and self.group_id not in self.user_group_ids:
             warnings = (f"user {self.user_name} exists outside group {self.group_name}: it is left as it is",)
         return Preview(f"Automation cloud user {self.user_name}", tuple(changes), warnings=warnings)

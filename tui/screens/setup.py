@@ -29,8 +29,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 from textual.worker import Worker
 
-from tui.adapters.errors import SiteError
 from tui.domain.setup_steps import SetupChecklist, SetupStep, StepId, StepState
+from tui.errors import SiteError
 from tui.screens.base import SiteScreen
 from widgets.state_cell import StateLook, StatePalette
 from widgets.virtual_table import Column, TableRow, VirtualTable
@@ -362,9 +362,9 @@ class SetupScreen(SiteScreen):
         from widgets.confirm_modal import ConfirmModal
 
         detail = "\n".join(f"- {c.description}" for c in plan.preview.changes)
-        return bool(await self.app.push_screen_wait(ConfirmModal(
-            "Do it", plan.preview.title, detail=detail, command=plan.preview.cli_script(),
-            destructive=plan.preview.destructive)))
+        modal = ConfirmModal("Do it", plan.preview.title, detail=detail, command=plan.preview.cli_script(),
+                             destructive=plan.preview.destructive)
+        return bool(await self.app.push_screen_wait(modal))  # type: ignore[arg-type]  # App[object] wants Screen[object]
 
     async def _ask(self, names: list[str]) -> dict[str, str]:
         answers = await self.app.push_screen_wait(SecretsModal(names))
