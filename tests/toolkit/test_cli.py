@@ -62,7 +62,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:
 def write_inputs(path: Path, capsys: pytest.CaptureFixture[str], *, secrets: bool) -> Path:
     code, data, _ = run(capsys, "toolkit", "inputs", "--json")
     assert code == 0
-    values = data["file"]["custom_attrs_values"]
+    values = data["file"]["user_inputs_values"]  # a 7.x cloud: the 7.x key
     values.update({"app_objectstore_hostname": "s3.site.org", "app_manager_sites_branch": "demo-site",
                    "app_manager_deployment_site": "demo-site", "app_automation_cloud_username": "tkauto"})
     for name in SECRETS:

@@ -146,7 +146,7 @@ async def test_save_without_secrets_then_load_and_a_malformed_file(toolkit_site:
         assert stat.S_IMODE(os.stat(target).st_mode) == 0o600
         text = target.read_text()
         assert not any(values[f.name] in text for f in screen.form.fields if f.secret and f.mandatory)
-        assert json.loads(text)["custom_attrs_values"]["app_manager_sites_branch"] == "demo-site"
+        assert json.loads(text)["user_inputs_values"]["app_manager_sites_branch"] == "demo-site"  # 7.x key
 
         for widget in screen.fields.values():
             widget.value = ""

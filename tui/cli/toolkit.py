@@ -1,7 +1,8 @@
 """`sitetk toolkit ...`: the toolkit's inputs, its deployment, its VMs and the automation key.
 
     sitetk toolkit inputs [--template ID] [--output FILE]     a skeleton input file from the template
-    sitetk toolkit validate FILE [--template ID | --offline]  check an input file (exit 3 on errors)
+    sitetk toolkit validate FILE [--template ID | --offline]  check an input file against the site (exit 3 on
+                                                             errors); --offline: its shape only
     sitetk toolkit deploy --input FILE [--template ID] [--wait] [--yes] [--dry-run]
                                                              instantiate (operation 3), follow, record (4)
     sitetk toolkit vms [--service ID]                         the recorded VMs, read back live
@@ -42,9 +43,10 @@ from tui.cli.common import (
     usage,
 )
 from tui.domain.input_file import render_input_file
+from tui.domain.input_site import Outcome
 from tui.domain.severity import Severity
 from tui.domain.site_record import SiteRecord, record_to_json
-from tui.domain.toolkit_inputs import Problem, form_fields, secret_names, validate_inputs
+from tui.domain.toolkit_inputs import Component, Problem, form_fields, input_name, secret_names, validate_inputs
 from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
 from tui.procedures.grant_ssh_key import grant_ssh_key, plan_grant
@@ -56,6 +58,7 @@ from tui.procedures.instantiate_toolkit import (
     deploy_toolkit,
     plan_deploy,
 )
+from tui.procedures.input_site_checks import OFFLINE_NOTE, SiteCheckReport, check_inputs_on_site
 from tui.procedures.progress import Progress
 from tui.procedures.site_record import load_site_record, save_site_record
 from tui.procedures.toolkit import (
@@ -130,17 +133,38 @@ def _file_json(file: Any) -> Any:
 
 
 def _validation(problems: tuple[Problem, ...], missing_secrets: list[str], as_json: bool, path: str,
-                template: str) -> int:
+                template: str, report: SiteCheckReport | None) -> int:
+    """Print the findings; "valid" only when the site checks ran too (offline says they were skipped)."""
     errors = [p for p in problems if p.severity is Severity.ERROR]
     if as_json:
         emit_json({"ok": not errors, "file": path, "template": template, "problems": [_problem_json(p) for p in problems],
-                   "asked_at_deploy": missing_secrets})
+                   "asked_at_deploy": missing_secrets,
+                   "site_checks": report.as_json() if report is not None else "skipped (offline)"})
     else:
-        print(f"{path}: {'valid' if not errors else f'{len(errors)} error(s)'} against {template}")
+        if errors:
+            verdict = f"{len(errors)} error(s)"
+        elif report is None:
+            verdict = "no errors in the shape checks"
+        else:
+            verdict = "valid"
+        print(f"{path}: {verdict} against {template}")
         _print_problems(problems)
         for name in missing_secrets:
             print(f"     note  {name}: not in the file; asked at deploy time")
+        _print_site_checks(report)
     return EXIT_FINDINGS if errors else EXIT_OK
+
+
+def _print_site_checks(report: SiteCheckReport | None) -> None:
+    if report is None:
+        print(f"     note  {OFFLINE_NOTE}")
+        return
+    print(f"  {report.summary()}")
+    for check in report.checks:
+        if check.outcome is Outcome.PASSED:
+            print(f"       ok  {check.name}: {check.found} (checked {check.checked})")
+        elif check.outcome is Outcome.SKIPPED:
+            print(f"  skipped  {check.name}: {check.found}")
 
 
 def _split_missing_secrets(problems: tuple[Problem, ...], values: dict[str, str],
@@ -159,8 +183,10 @@ async def _validate(args: argparse.Namespace, site: SiteConnection) -> int:
     problems, missing = _split_missing_secrets(problems, values, form.secrets)
     unknown = form.unknown_inputs(values)
     problems += tuple(Problem(n, Severity.WARNING, "the template declares no such input") for n in unknown)
+    report = await check_inputs_on_site(site, form, values, dict(loaded.file.networks))
+    problems += report.problems
     return _validation(problems, missing, args.json, str(loaded.path),
-                       f"service template {form.template.id} {form.template.name!r}")
+                       f"service template {form.template.id} {form.template.name!r}", report)
 
 
 def _validate_offline(args: argparse.Namespace, settings: Settings) -> int:
@@ -176,7 +202,7 @@ def _validate_offline(args: argparse.Namespace, settings: Settings) -> int:
     if not loaded.file.name.strip():
         problems = (Problem(NAME_FIELD, Severity.ERROR, "required: the name of the service instance"),) + problems
     problems, missing = _split_missing_secrets(problems, values, secrets)
-    return _validation(problems, missing, args.json, str(loaded.path), "the spec's 23 inputs (offline)")
+    return _validation(problems, missing, args.json, str(loaded.path), "the spec's 23 inputs (offline)", None)
 
 
 def _validate_command(args: argparse.Namespace) -> int:
@@ -212,6 +238,11 @@ async def _deploy(args: argparse.Namespace, site: SiteConnection) -> int:
     loaded = _read(args.input, form.secrets)
     values = loaded.file.value_map()
     missing = [f.name for f in form.fields if f.secret and f.mandatory and not values.get(f.name)]
+    networks = dict(loaded.file.networks)
+    # the site checks run before any secret is asked: a wrong user or network is said at once
+    report = await check_inputs_on_site(site, form, values, networks)
+    if report.errors:
+        return _site_refusal(report, args.json, str(loaded.path))
     extra = ask_secrets(missing, form) if not args.dry_run else {n: "(asked at deploy time)" for n in missing}
     try:
         plan = plan_deploy(form, loaded.file, extra)
@@ -223,7 +254,17 @@ async def _deploy(args: argparse.Namespace, site: SiteConnection) -> int:
             print(f"error: {error.title} in {loaded.path}", file=sys.stderr)
             _print_problems(error.problems)
         return EXIT_USAGE
-    if show_preview(plan.preview(str(loaded.path)), args, {"plan": plan.as_json()}):
+    token = input_name(form.naming, Component.AUTOMATION, "sites_token")
+    if not args.dry_run and token in extra:  # the vault secret was asked: check it too
+        report = await check_inputs_on_site(site, form, {**values, **extra}, networks)
+        if report.errors:
+            return _site_refusal(report, args.json, str(loaded.path))
+    if not args.json:
+        for check in report.failed:
+            print(f"warning: {check.name}: {check.message}", file=sys.stderr)
+        for check in report.skipped:
+            print(f"note: {check.name} not checked: {check.found}", file=sys.stderr)
+    if show_preview(plan.preview(str(loaded.path)), args, {"plan": plan.as_json(), "site_checks": report.as_json()}):
         return EXIT_OK
     if not confirm(f"Instantiate service template {plan.template_id} as {plan.service_name!r}", args.yes):
         return EXIT_FAILED
@@ -247,6 +288,17 @@ async def _deploy(args: argparse.Namespace, site: SiteConnection) -> int:
         elif not args.wait:
             print("follow it with `sitetk toolkit vms`; capture the key with `sitetk toolkit key`")
     return EXIT_OK
+
+
+def _site_refusal(report: SiteCheckReport, as_json: bool, path: str) -> int:
+    if as_json:
+        emit_json({"ok": False, "error": {"title": "The inputs do not fit the site",
+                                          "detail": "; ".join(f"{c.name}: {c.message}" for c in report.errors)},
+                   "site_checks": report.as_json()})
+    else:
+        print(f"error: the inputs in {path} do not fit the site; nothing was created", file=sys.stderr)
+        _print_problems(report.problems)
+    return EXIT_USAGE
 
 
 def _service_id(events: list[Progress]) -> int | None:
@@ -371,7 +423,8 @@ def register(subparsers: Any) -> None:
     p = verbs.add_parser("validate", help="check an input file (exit 3 when it has errors)")
     p.add_argument("file", metavar="FILE")
     p.add_argument("--template", type=int, metavar="ID", help="service template ID (default: the newest toolkit one)")
-    p.add_argument("--offline", action="store_true", help="check against the spec's 23 inputs, without the cloud")
+    p.add_argument("--offline", action="store_true",
+                   help="check only the shape against the spec's 23 inputs, without the cloud (the site checks are skipped)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_validate_command)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import ipaddress
 import re
 from urllib.parse import SplitResult, urlsplit
 
@@ -175,9 +176,19 @@ def check_tls_pair(cert: str, key: str) -> tuple[str | None, str | None]:
 
 
 def check_host_names(value: str) -> str | None:
-    """Comma-separated host names or patterns: `s3.site.org`, `*.site.org`, `minio-{1...4}.lan`."""
+    """Comma-separated host names, patterns and addresses, as the object store takes them.
+
+    The toolkit hands this input to the object store appliance, which passes it to MinIO's
+    `certgen -host` to write its TLS certificate (OpenNebula/one-apps appliances/service_MinIO,
+    `generate_tls_certs`; its default and the toolkit template's own example is
+    `localhost,minio-*.example.net`). certgen splits on commas and puts each entry in the
+    certificate as an IP address or a DNS name, so: host names (`s3.site.org`, `localhost`), a `*`
+    wildcard in the first label of a longer name (`*.site.org`, `minio-*.example.net`), IPv4 and
+    IPv6 addresses. A MinIO `{1...4}` range is the server's volume syntax: certgen does not expand
+    it, so it is refused with the names to write instead.
+    """
     if not value.strip():
-        return "expected one or more host names separated by commas"
+        return "expected one or more host names separated by commas, e.g. localhost,minio-*.example.net"
     for position, item in enumerate(value.split(","), start=1):
         name = item.strip()
         if not name:
@@ -193,19 +204,27 @@ def _host_name_problem(name: str) -> str | None:
         return "a host name has no spaces"
     if "://" in name or "/" in name:
         return "give the host name only, without scheme or path"
+    if _is_ip(name):
+        return None
     if ":" in name:
         return "give the host name only, without a port"
     if len(name) > 253:
         return "longer than 253 characters"
-    for match in _RANGE.finditer(name):
-        if int(match.group(1)) > int(match.group(2)):
-            return f"range {match.group(0)} goes down: write the smaller number first"
-    # a {N...M} range stands for digits: check it as one, so its dots do not split labels
-    labels = _RANGE.sub("0", name).rstrip(".").split(".")
+    if _RANGE.search(name) or "{" in name or "}" in name:
+        return ("the object store's certificate tool does not expand {1...4} ranges: list the names "
+                "(minio-1.lan,minio-2.lan) or use a wildcard (minio-*.lan)")
+    labels = name.rstrip(".").split(".")
     for index, label in enumerate(labels):
-        if label == "*":
+        if "*" in label:
             if index != 0 or len(labels) < 2:
-                return "a '*' wildcard stands only for the first label, as in *.site.org"
+                return "a '*' wildcard goes only in the first label of a longer name, as in *.site.org or minio-*.site.org"
+            if label.count("*") > 1:
+                return "one '*' per name, in its first label"
+            # the rest of the label around the '*' follows the label rules ('-' may touch the '*')
+            rest = label.replace("*", "").strip("-")
+            problem = _label_problem(rest) if rest else None
+            if problem:
+                return problem
             continue
         if not label:
             return "has an empty label (two dots in a row)"
@@ -215,10 +234,18 @@ def _host_name_problem(name: str) -> str | None:
     return None
 
 
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text.strip("[]"))
+    except ValueError:
+        return False
+    return True
+
+
 def _label_problem(label: str) -> str | None:
     bad = next((ch for ch in label if not (ch.isascii() and (ch.isalnum() or ch == "-"))), None)
     if bad is not None:
-        return f"{bad!r} is not allowed (letters, digits, '-', '*.' prefix, {{1...4}} ranges)"
+        return f"{bad!r} is not allowed (letters, digits and '-', a '*' in the first label)"
     if label.startswith("-") or label.endswith("-"):
         return f"label {label!r} starts or ends with '-'"
     if len(label) > 63:

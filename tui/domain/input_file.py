@@ -10,7 +10,9 @@ Shape:
 
 `name` is a string; every input value is a string; `networks_values` is a list of single-key
 objects mapping a network name to `{"id": "<network id>"}`. A file may use the 7.x key
-`user_inputs_values` instead (never both). A file may leave secrets out: they are asked for at
+`user_inputs_values` instead (never both); a file keeps the key it was read with, and files the
+console writes for a 7.x cloud (the skeleton of `sitetk toolkit inputs`, saves from the form) use
+`user_inputs_values` (oneflow-server.rb of 7.x reads that key; 6.10 reads `custom_attrs_values`). A file may leave secrets out: they are asked for at
 deploy time and passed to `merge_template` as `extra_values`. Loading reports the line and
 column of malformed JSON and of wrongly shaped values; duplicate keys are refused (JSON would
 silently keep the last one).
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Collection, Mapping, Sequence
 
 from tui.domain.json_types import json_type_name
@@ -56,6 +58,8 @@ class InputFile:
     values: tuple[tuple[str, str], ...] = ()
     #: network name -> network id, in file order
     networks: tuple[tuple[str, str], ...] = ()
+    #: the key the values are written under: 6.x `custom_attrs_values`, 7.x `user_inputs_values`
+    values_key: str = KEY_VALUES_6
 
     def value_map(self) -> dict[str, str]:
         return dict(self.values)
@@ -63,7 +67,14 @@ class InputFile:
     def with_values(self, values: Mapping[str, str]) -> InputFile:
         """A copy whose values are `values` (order: existing names first, then new ones)."""
         merged = {**self.value_map(), **values}
-        return InputFile(self.name, tuple(merged.items()), self.networks)
+        return replace(self, values=tuple(merged.items()))
+
+    def for_platform(self, platform_version: str) -> InputFile:
+        """A copy written with the platform's key (`values_key`); unchanged when the version is unknown."""
+        try:
+            return replace(self, values_key=values_key(platform_version))
+        except ValueError:
+            return self
 
 
 def load_input_file(text: str) -> InputFile:
@@ -81,7 +92,8 @@ def load_input_file(text: str) -> InputFile:
     if unknown:
         line, column = _locate(text, unknown[0])
         raise InputFileError(
-            f"unknown key {unknown[0]!r}; expected {KEY_NAME}, {KEY_VALUES_6} and {KEY_NETWORKS}", line, column
+            f"unknown key {unknown[0]!r}; expected {KEY_NAME}, {KEY_VALUES_6} (or {KEY_VALUES_7}) and {KEY_NETWORKS}",
+            line, column
         )
     if KEY_VALUES_6 in data and KEY_VALUES_7 in data:
         line, column = _locate(text, KEY_VALUES_7)
@@ -90,7 +102,9 @@ def load_input_file(text: str) -> InputFile:
     if not isinstance(name, str):
         line, column = _locate(text, KEY_NAME) if KEY_NAME in data else (None, None)
         raise InputFileError(f"{KEY_NAME!r} must be a string (the service instance name)", line, column)
-    return InputFile(name=name, values=_values(data, text), networks=_networks(data.get(KEY_NETWORKS, []), text))
+    key = KEY_VALUES_7 if KEY_VALUES_7 in data else KEY_VALUES_6
+    return InputFile(name=name, values=_values(data, text), networks=_networks(data.get(KEY_NETWORKS, []), text),
+                     values_key=key)
 
 
 def _values(data: Mapping[str, Any], text: str) -> tuple[tuple[str, str], ...]:
@@ -164,10 +178,11 @@ def _locate(text: str, key: str, occurrence: int = 1) -> tuple[int | None, int |
 
 
 def render_input_file(file: InputFile, *, omit: Collection[str] = ()) -> str:
-    """The file in the spec's shape (`custom_attrs_values`), values named in `omit` left out."""
+    """The file in the spec's shape, the values under the file's key (`custom_attrs_values` for
+    6.x, `user_inputs_values` for 7.x, see `InputFile.for_platform`), values named in `omit` left out."""
     data = {
         KEY_NAME: file.name,
-        KEY_VALUES_6: {name: value for name, value in file.values if name not in omit},
+        file.values_key: {name: value for name, value in file.values if name not in omit},
         KEY_NETWORKS: [{network: {"id": ident}} for network, ident in file.networks],
     }
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"

@@ -99,7 +99,7 @@ _O, _A, _M, _T = Component.OBJECTSTORE, Component.AUTOMATION, Component.MANAGER,
 
 #: The spec's 23 inputs, in the spec's order.
 TOOLKIT_INPUTS: tuple[InputMeaning, ...] = (
-    InputMeaning(_O, "hostname", "Comma-separated host names or host patterns of the object store.", check=Check.HOST_NAMES),
+    InputMeaning(_O, "hostname", "Comma-separated host names or host patterns of the object store (the names of its TLS certificate, e.g. localhost,minio-*.example.net).", check=Check.HOST_NAMES),
     InputMeaning(_O, "opts", "Extra server options string, for example one that sets the console listen address.", optional=True),
     InputMeaning(_O, "tls_cert", "TLS certificate. The empty string is used when TLS is not configured.", check=Check.TLS_CERT, optional=True, multiline=True),
     InputMeaning(_O, "tls_key", "TLS key. The empty string is used when TLS is not configured.", secret=True, check=Check.TLS_KEY, optional=True, multiline=True),
@@ -107,7 +107,7 @@ TOOLKIT_INPUTS: tuple[InputMeaning, ...] = (
     InputMeaning(_O, "root_password", "Object store admin password.", secret=True),
     InputMeaning(_A, "username", "Login of the automation server web interface."),
     InputMeaning(_A, "password", "Password of the automation server web interface.", secret=True),
-    InputMeaning(_A, "sites_token", "The secret used to encrypt the site's branch in the sites repository with vault encryption.", secret=True),
+    InputMeaning(_A, "sites_token", "The secret used to encrypt the site's branch in the sites repository with vault encryption: the vault password of its core.yaml (the vault password file holds the same secret), not the repository's access token.", secret=True),
     InputMeaning(_A, "cloud_endpoint", "Cloud platform RPC endpoint of the site, shape http://<host>:<port>/RPC2.", check=Check.RPC_ENDPOINT),
     InputMeaning(_A, "cloud_flow_endpoint", "Cloud platform multi-VM-service endpoint of the site, shape http://<host>:<port>.", check=Check.FLOW_ENDPOINT),
     InputMeaning(_A, "cloud_username", "Cloud platform user that the automation server uses to deploy trial networks."),

@@ -209,7 +209,7 @@ class ToolkitForm:
         networks = tuple((spec.name, self.network_defaults.get(spec.name, "") or spec.default_id or "0")
                          for spec in self.networks) or (("Public", "0"),)
         return skeleton_input_file(self.fields, self.suggested_name, networks).with_values(
-            {k: v for k, v in self.values.items() if k not in self.secrets})
+            {k: v for k, v in self.values.items() if k not in self.secrets}).for_platform(self.platform_version)
 
     def problems(self, name: str, values: Mapping[str, str], networks: Mapping[str, str]) -> tuple[Problem, ...]:
         """Every problem of the form, in form order: instance name, networks, then each input."""

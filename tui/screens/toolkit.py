@@ -9,8 +9,12 @@ Values start from the template's defaults and what the console knows (the endpoi
 connected to, its user).
 
 - Inline validation: a field shows its reason once touched; Deploy (ctrl+g) validates every
-  field, focuses the first invalid one and stays blocked while any is invalid. Warnings (a
-  loopback endpoint, TLS endpoints) are listed above the form and do not block.
+  field, focuses the first invalid one and stays blocked while any is invalid. Then it checks the
+  inputs against the site (`procedures.input_site_checks`: the cloud user exists, the default
+  network is the bridged OAM /24 and not the VXLAN one, the sites branch exists, the vault secret
+  is the branch's vault password); their findings sit next to the fields like the others while
+  the values they checked are unchanged. Warnings (a loopback endpoint, TLS endpoints, a branch
+  still to create) are listed above the form and do not block.
 - Secrets are masked with a reveal toggle (ctrl+r in the field, or its Show button).
 - ctrl+o loads an input file (the spec's JSON shape; a malformed one says line and column),
   ctrl+s saves one (mode 0600; secrets may be left out, and are then typed here or asked by
@@ -55,6 +59,7 @@ from tui.procedures.instantiate_toolkit import (
     follow_deployment,
     plan_deploy,
 )
+from tui.procedures.input_site_checks import SiteCheckReport, check_inputs_on_site
 from tui.procedures.progress import Progress
 from tui.procedures.site_record import load_site_record
 from tui.procedures.toolkit import (
@@ -133,6 +138,12 @@ class ToolkitScreen(SiteScreen):
             super().__init__()
             self.event = event
 
+    class SiteChecked(Message):
+        def __init__(self, key: tuple[Any, ...], report: SiteCheckReport) -> None:
+            super().__init__()
+            self.key = key
+            self.report = report
+
     class DeployEnded(Message):
         def __init__(self, phase: str, error: SiteError | None, record: SiteRecord | None) -> None:
             super().__init__()
@@ -158,6 +169,10 @@ class ToolkitScreen(SiteScreen):
         self._initial: dict[str, str] = {}
         self._cancel = asyncio.Event()
         self._building = False
+        #: the last site check and the values it checked (its problems count while they are unchanged)
+        self.site_report: SiteCheckReport | None = None
+        self._site_key: tuple[Any, ...] | None = None
+        self.site_checking = False
 
     # ------------------------------------------------------------------ layout
 
@@ -316,12 +331,20 @@ class ToolkitScreen(SiteScreen):
         assert self.form is not None
         values = self.input_values()
         networks = tuple((name, ident) for name, ident in self.network_values().items() if ident)
-        return InputFile(self.service_name, tuple((f.name, values.get(f.name, "")) for f in self.form.fields), networks)
+        return InputFile(self.service_name, tuple((f.name, values.get(f.name, "")) for f in self.form.fields),
+                         networks).for_platform(self.form.platform_version)
+
+    def _values_key(self) -> tuple[Any, ...]:
+        return (tuple(sorted(self.input_values().items())), tuple(sorted(self.network_values().items())))
 
     def problems(self) -> tuple[Problem, ...]:
+        """The form's own problems, plus the site checks' while the values they checked are unchanged."""
         if self.form is None:
             return ()
-        return self.form.problems(self.service_name, self.input_values(), self.network_values())
+        own = self.form.problems(self.service_name, self.input_values(), self.network_values())
+        if self.site_report is not None and self._site_key == self._values_key():
+            own += self.site_report.problems
+        return own
 
     def _checker(self, name: str) -> Callable[[str], str | None]:
         """The field's check: the first error the form reports for it (the form checks inputs
@@ -360,12 +383,16 @@ class ToolkitScreen(SiteScreen):
         errors = [p for p in problems if p.severity is Severity.ERROR]
         warnings = [p for p in problems if p.severity is Severity.WARNING]
         status = Text()
-        if errors and (self.submitted or self.touched):
+        if self.site_checking:
+            status.append("◐ checking the inputs against the site…", "yellow")
+        elif errors and (self.submitted or self.touched):
             status.append(f"✘ {len(errors)} to fix", "bold red")
         elif errors:
             status.append(f"{len(errors)} to fill", "yellow")
+        elif self.site_report is not None and self._site_key == self._values_key():
+            status.append(f"✔ every input valid; {self.site_report.summary()}", "green")
         else:
-            status.append("✔ every input valid", "green")
+            status.append("✔ every input well-formed (ctrl+g checks them against the site)", "green")
         status.append("  ·  ctrl+r in a secret shows or hides it", "dim")
         self.query_one("#tk-status", Static).update(status)
         box = self.query_one("#tk-warnings", Static)
@@ -445,13 +472,41 @@ class ToolkitScreen(SiteScreen):
             action()
 
     def action_deploy(self) -> None:
-        if self.form is None or self.showing_deployment:
+        if self.form is None or self.showing_deployment or self.site_checking:
             return
         invalid = self.first_invalid()
         if invalid is not None:
             count = sum(1 for p in self.problems() if p.severity is Severity.ERROR)
             self.shell.toast(f"{count} input(s) need fixing: the first one has the focus", severity="warning")
             return
+        if self._site_key != self._values_key():
+            self.site_checking = True
+            self._refresh_status()
+            self.check_site(self._values_key())
+            return
+        self._confirm_deploy()
+
+    @work(exclusive=True, group="toolkit-site-check", exit_on_error=False)
+    async def check_site(self, key: tuple[Any, ...]) -> None:
+        """The inputs against the site (cloud user, default network, sites branch, vault secret)."""
+        assert self.form is not None
+        report = await check_inputs_on_site(self.site, self.form, self.input_values(), self.network_values())
+        self.post_message(self.SiteChecked(key, report))
+
+    def on_toolkit_screen_site_checked(self, message: SiteChecked) -> None:
+        self.site_checking = False
+        self.site_report, self._site_key = message.report, message.key
+        self._revalidate()
+        if message.key != self._values_key():
+            return  # changed while checking: ctrl+g checks again
+        if self.first_invalid() is not None:
+            count = len(message.report.errors)
+            self.shell.toast(f"{count} input(s) do not fit the site: the first one has the focus", severity="warning")
+            return
+        self._confirm_deploy()
+
+    def _confirm_deploy(self) -> None:
+        assert self.form is not None
         try:
             plan = plan_deploy(self.form, self.current_file())
         except InvalidInputs as error:
@@ -460,6 +515,10 @@ class ToolkitScreen(SiteScreen):
         preview = plan.preview()
         lines = [change.description for change in preview.changes]
         lines += [f"⚠ {w}" for w in preview.warnings]
+        if self.site_report is not None:
+            lines.append(self.site_report.summary())
+            lines += [f"⚠ {c.name}: {c.message}" for c in self.site_report.failed]
+            lines += [f"? {c.name} not checked: {c.found}" for c in self.site_report.skipped]
         if self.record is not None:
             lines.append(f"⚠ service {self.record.service_id} {self.record.service_name!r} is already recorded: "
                          "this creates another service")
@@ -537,6 +596,9 @@ class ToolkitScreen(SiteScreen):
         if worker.group == "toolkit-load" and isinstance(error, SiteError):
             self.post_message(self.LoadFailed(error))
             return
+        if worker.group == "toolkit-site-check":
+            self.site_checking = False
+            self._refresh_status()
         super().worker_failed(worker, error)
 
     def action_escape(self) -> None:

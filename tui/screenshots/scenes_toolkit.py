@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tui.screenshots.scene import Scene, SceneContext
+from tui.sim.repos import SIM_VAULT_PASSWORD
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.sim.server import SimServer
@@ -74,6 +75,8 @@ def toolkit_values(screen: Any) -> dict[str, str]:
     for form_field in screen.form.fields:
         if form_field.secret and form_field.mandatory:
             values[form_field.name] = f"scene-{form_field.name.rsplit('_', 1)[-1]}-Secret-42"
+    # the vault secret of the demo branch: the site checks compare it with the vault password file
+    values[naming.input_name(f"{a}_sites_token")] = SIM_VAULT_PASSWORD
     return values
 
 
