@@ -51,6 +51,7 @@ from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
 from tui.procedures.grant_ssh_key import grant_ssh_key, plan_grant
 from tui.procedures.instantiate_toolkit import (
+    DEFAULT_HEARTBEAT,
     DEFAULT_KEY_TIMEOUT,
     DEFAULT_TIMEOUT,
     InvalidInputs,
@@ -271,7 +272,8 @@ async def _deploy(args: argparse.Namespace, site: SiteConnection) -> int:
     events: list[Progress] = []
     try:
         await follow(collecting(deploy_toolkit(site, plan, wait=args.wait, timeout=args.timeout,
-                                               key_timeout=args.key_timeout, poll_interval=args.poll), events),
+                                               key_timeout=args.key_timeout, poll_interval=args.poll,
+                                               heartbeat=args.heartbeat), events),
                      args.json)
     except SiteError as error:
         print_error(error, args.json, service_id=_service_id(events), events=[e.as_json() for e in events])
@@ -437,6 +439,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--key-timeout", type=non_negative_seconds, default=DEFAULT_KEY_TIMEOUT, metavar="SECONDS",
                    help=f"time the automation VM may take to publish its key (default {DEFAULT_KEY_TIMEOUT:g})")
     p.add_argument("--poll", type=non_negative_seconds, default=2.0, help=argparse.SUPPRESS)
+    p.add_argument("--heartbeat", type=non_negative_seconds, default=DEFAULT_HEARTBEAT, metavar="SECONDS",
+                   help=f"while waiting, say every SECONDS what each role waits for and why (default "
+                        f"{DEFAULT_HEARTBEAT:g})")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     p.add_argument("--dry-run", action="store_true", help="print the preview and change nothing")
     p.add_argument("--json", action="store_true", help="print JSON")

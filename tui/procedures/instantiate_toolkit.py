@@ -9,6 +9,9 @@
    secrets are registered with the audit redactor and removed from any error text), writes the
    site record at once, then (unless `wait=False`) follows the service and each role live
    (`follow_deployment`), yielding `Progress`:
+   - while waiting, every `heartbeat` seconds each waiting role and the service say how long they
+     have waited, for what and why (`deploy_waits`: a VM's state, READY=YES missing, a database
+     VM whose host cannot run its database, with `sitetk hosts move <id>`);
    - FAILED_DEPLOYING, WARNING or any failed state raises `DeploymentFailed` carrying the
      service's log; a timeout raises `SiteError` saying which roles and VMs are stuck and why;
      `cancel` stops waiting and leaves the service as it is (the last event says so);
@@ -40,6 +43,7 @@ from tui.domain.site_record import SiteRecord, record_to_json
 from tui.domain.toolkit_inputs import Problem
 from tui.errors import SiteError
 from tui.procedures.audit import REDACTOR
+from tui.procedures.deploy_waits import RoleWait, explain_roles, format_elapsed
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress
 from tui.procedures.site_record import save_site_record
@@ -60,6 +64,8 @@ if TYPE_CHECKING:  # pragma: no cover
 DEFAULT_TIMEOUT = 1800.0
 DEFAULT_KEY_TIMEOUT = 600.0
 DEFAULT_POLL_INTERVAL = 2.0
+#: seconds between two reports of what a waiting deployment waits for
+DEFAULT_HEARTBEAT = 10.0
 INPUT_FILE_PLACEHOLDER = "<input file>"
 
 STEP_INSTANTIATE = "instantiate"
@@ -222,6 +228,7 @@ async def deploy_toolkit(
     key_timeout: float = DEFAULT_KEY_TIMEOUT,
     poll_interval: float = DEFAULT_POLL_INTERVAL,
     cancel: asyncio.Event | None = None,
+    heartbeat: float = DEFAULT_HEARTBEAT,
 ) -> AsyncIterator[Progress]:
     """Instantiate, then follow (see the module docstring). Events carry `data["service_id"]`."""
     steps = plan.step_names
@@ -234,7 +241,8 @@ async def deploy_toolkit(
     if not wait:
         return
     async for event in follow_deployment(site, record, timeout=timeout, key_timeout=key_timeout,
-                                         poll_interval=poll_interval, cancel=cancel, done=1, total=total):
+                                         poll_interval=poll_interval, cancel=cancel, done=1, total=total,
+                                         heartbeat=heartbeat):
         yield event
 
 
@@ -332,33 +340,29 @@ async def _key_event(follower: _Follower, service: Service | None) -> Progress |
 
 
 async def _diagnose(site: "SiteConnection", service: Service) -> list[str]:
-    """Why each role that is not RUNNING is stuck, VM by VM."""
-    lines: list[str] = []
-    for role in service.roles:
-        if role.state_name == "RUNNING":
-            continue
-        if not role.nodes:
-            waiting = ", ".join(role.parents)
-            lines.append(f"role {role.name}: {role.state_name}, no VM yet"
-                         + (f" (waits for {waiting} to be RUNNING)" if waiting else ""))
-            continue
-        for node in role.nodes:
-            try:
-                vm = await site.cloud.vm_info(node.vm_id)
-            except SiteError as error:
-                lines.append(f"role {role.name}: VM {node.vm_id}: cannot be read ({error.title})")
-                continue
-            summary = vm.summary
-            if summary.running and not vm.ready:
-                lines.append(f"role {role.name}: VM {vm.id} {vm.name!r} runs on {summary.host or '?'} but has not "
-                             "reported READY=YES. An appliance reports it once its software is up; a document "
-                             "database on a host whose CPU lacks what it needs never starts (Hosts screen, "
-                             "operation 7: move the VM to a compatible host).")
-            else:
-                why = vm.user_template.get("SCHED_MESSAGE")
-                lines.append(f"role {role.name}: VM {vm.id} {vm.name!r} is {summary.status}"
-                             + (f" ({why})" if why else ""))
-    return lines
+    """Why each role that is not RUNNING is stuck, VM by VM (`deploy_waits.explain_roles`)."""
+    return [line for wait in await explain_roles(site, service) for line in wait.lines()]
+
+
+def _waiting_events(waits: tuple[RoleWait, ...], service: Service, since: dict[str, float], started: float,
+                    now: float, done: int, total: int) -> list[Progress]:
+    """One event per waiting role and one for the service: elapsed time, what each waits for, why."""
+    events: list[Progress] = []
+    for wait in waits:
+        key = role_step(wait.role)
+        why = " ".join(f"{vm.why}." for vm in wait.vms)
+        message = f"{wait.state} for {format_elapsed(now - since.get(key, started))}: waits for {wait.waits_for}"
+        events.append(Progress(key, done, total, message + (f". {why}" if why else ""), "running",
+                               {"service_id": service.id, "role": wait.role, "state": wait.state,
+                                "elapsed_s": round(now - since.get(key, started), 1), "waiting": wait.as_json(),
+                                "moves": [vm.as_json() for vm in wait.moves]}))
+    names = ", ".join(f"{w.role} ({w.state})" for w in waits) or "the service's state to change"
+    events.append(Progress(STEP_SERVICE, done, total,
+                           f"service {service.id} {service.state_name} for {format_elapsed(now - started)}: waits for "
+                           f"roles {names}", "running",
+                           {"service_id": service.id, "state": service.state_name,
+                            "elapsed_s": round(now - started, 1)}))
+    return events
 
 
 async def follow_deployment(
@@ -371,16 +375,23 @@ async def follow_deployment(
     cancel: asyncio.Event | None = None,
     done: int = 0,
     total: int | None = None,
+    heartbeat: float = DEFAULT_HEARTBEAT,
 ) -> AsyncIterator[Progress]:
     """Follow a recorded service to RUNNING, record its VMs, capture the key (module docstring).
 
-    Never changes the service. `done`/`total` place the events in a longer run.
+    Never changes the service. `done`/`total` place the events in a longer run. Every `heartbeat`
+    seconds while the service is not RUNNING, each waiting role and the service report how long
+    they have waited, for what, and why (`deploy_waits.explain_roles`: a VM's state, READY=YES
+    missing, a database VM on a host whose CPU cannot run it, with the move).
     """
     role_names = [r.name for r in record.roles]
     count = total if total is not None else done + len(follow_steps(role_names))
     follower = _Follower(site, record, done, count)
     service_id = record.service_id
-    deadline = time.monotonic() + timeout
+    started = time.monotonic()
+    deadline = started + timeout
+    next_beat = started + heartbeat
+    since: dict[str, float] = {}
     seen: dict[str, str] = {}
     service: Service | None = None
     while True:
@@ -409,6 +420,7 @@ async def follow_deployment(
             message = _role_message(role)
             if seen.get(key) != message:
                 seen[key] = message
+                since[key] = time.monotonic()
                 state = _step_state(role.state_name)
                 at = follower.finish(key) if state == "done" else follower.done
                 yield Progress(key, at, count, message, state,
@@ -437,6 +449,12 @@ async def follow_deployment(
                 + f"\nThe service was left as it is: inspect it (`oneflow show {service_id}`), then retry with "
                   f"`oneflow recover {service_id}` or delete it (`oneflow delete {service_id}`).",
                 service_id, service.state_name, log)
+        now = time.monotonic()
+        if now >= next_beat and now <= deadline:
+            next_beat = now + heartbeat
+            for beat in _waiting_events(await explain_roles(site, service), service, since, started, now,
+                                        follower.done, count):
+                yield beat
         if time.monotonic() > deadline:
             await follower.update_roles(service)
             stuck = await _diagnose(site, service)

@@ -50,6 +50,7 @@ from tui.domain.site_record import SiteRecord
 from tui.domain.toolkit_inputs import FormField, Problem
 from tui.errors import SiteError
 from tui.procedures.instantiate_toolkit import (
+    DEFAULT_HEARTBEAT,
     DEFAULT_KEY_TIMEOUT,
     DEFAULT_POLL_INTERVAL,
     DEFAULT_TIMEOUT,
@@ -59,6 +60,7 @@ from tui.procedures.instantiate_toolkit import (
     follow_deployment,
     plan_deploy,
 )
+from tui.procedures.hosts import load_inventory
 from tui.procedures.input_site_checks import SiteCheckReport, check_inputs_on_site
 from tui.procedures.progress import Progress
 from tui.procedures.site_record import load_site_record
@@ -105,7 +107,7 @@ class ToolkitScreen(SiteScreen):
     SCREEN_NAME = "toolkit"
     TITLE = "Toolkit"
     CSS_PATH = "toolkit.tcss"
-    MUTATING_ACTIONS = frozenset({"deploy", "load_file", "save_file"})
+    MUTATING_ACTIONS = frozenset({"deploy", "load_file", "save_file", "move_stuck"})
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+g", "deploy", "Deploy", id="toolkit-deploy", tooltip="check every input, preview, deploy"),
         Binding("ctrl+o", "load_file", "Load file", id="toolkit-load"),
@@ -113,11 +115,15 @@ class ToolkitScreen(SiteScreen):
         Binding("ctrl+f", "follow", "Follow recorded", id="toolkit-follow",
                 tooltip="follow the recorded deployment again (it is not changed)"),
         Binding("k", "key_view", "Key view", id="toolkit-key-view"),
+        Binding("m", "move_stuck", "Move DB VM", id="toolkit-move",
+                tooltip="move the database VM the deployment waits for to a compatible host"),
         Binding("escape", "escape", "Stop / back", id="toolkit-escape"),
     ]
 
     #: seconds between two polls of the service while following it (tests make it short)
     poll_interval: float = DEFAULT_POLL_INTERVAL
+    #: seconds between two reports of what a waiting deployment waits for
+    heartbeat: float = DEFAULT_HEARTBEAT
     deploy_timeout: float = DEFAULT_TIMEOUT
     key_timeout: float = DEFAULT_KEY_TIMEOUT
 
@@ -558,11 +564,12 @@ class ToolkitScreen(SiteScreen):
         cancelled = False
         if plan is not None:
             events = deploy_toolkit(self.site, plan, timeout=self.deploy_timeout, key_timeout=self.key_timeout,
-                                    poll_interval=self.poll_interval, cancel=self._cancel)
+                                    poll_interval=self.poll_interval, cancel=self._cancel, heartbeat=self.heartbeat)
         else:
             assert record is not None
             events = follow_deployment(self.site, record, timeout=self.deploy_timeout, key_timeout=self.key_timeout,
-                                       poll_interval=self.poll_interval, cancel=self._cancel)
+                                       poll_interval=self.poll_interval, cancel=self._cancel,
+                                       heartbeat=self.heartbeat)
         try:
             async for event in events:
                 service_id = event.data.get("service_id", service_id)
@@ -577,6 +584,25 @@ class ToolkitScreen(SiteScreen):
 
     def on_toolkit_screen_deploy_progress(self, message: DeployProgress) -> None:
         self.deploy_view.apply(message.event)
+        self.refresh_bindings()
+
+    def action_move_stuck(self) -> None:
+        """Open the hosts screen's move for the database VM the deployment waits for."""
+        vm_id = self.deploy_view.move_vm_id if self.showing_deployment else None
+        if vm_id is None:
+            self.shell.toast("No database VM holds the deployment back", severity="warning")
+            return
+        self.open_move(vm_id)
+
+    @work(exclusive=True, group="toolkit-move", exit_on_error=False)
+    async def open_move(self, vm_id: int) -> None:
+        from tui.screens.hosts_move import MoveModal
+
+        inventory = await load_inventory(self.site)
+        if inventory.db_vm(vm_id) is None:
+            raise SiteError(f"VM {vm_id} is not a document-database VM now",
+                            "The hosts screen lists the database VMs and their verdicts.")
+        self.app.push_screen(MoveModal(inventory, (vm_id,)))
 
     def on_toolkit_screen_deploy_ended(self, message: DeployEnded) -> None:
         if message.record is not None:
@@ -620,6 +646,8 @@ class ToolkitScreen(SiteScreen):
         if action in ("load_file", "save_file", "deploy", "follow") and self.showing_deployment:
             return False
         if action == "follow" and self.record is None:
+            return False
+        if action == "move_stuck" and (not self.showing_deployment or self.deploy_view.move_vm_id is None):
             return False
         return super().check_action(action, parameters)
 

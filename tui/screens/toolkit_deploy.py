@@ -4,12 +4,15 @@
 `apply(progress)` for each event of `deploy_toolkit`, then `finished(record)`, `failed(error)` or
 `cancelled()`. It shows every step (instantiate, the service, one line per role with its state
 and VM IDs, recording the VMs, the automation key), then the recorded VMs with their addresses,
-or the service's log when the service failed. Remote text is always shown as plain text.
+or the service's log when the service failed. While a role waits, the steps say for how long and
+for what, and "Why it waits" lists each VM holding it back (its state, READY=YES missing, a
+database VM on a host whose CPU cannot run it); `move_vm_id` names the VM the screen's `m` key
+moves (the hosts screen's move flow). Remote text is always shown as plain text.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -52,6 +55,8 @@ class DeploymentView(Vertical):
     DeploymentView #dv-title { text-style: bold; width: 1fr; margin: 0 0 1 0; }
     DeploymentView #dv-scroll { height: 1fr; }
     DeploymentView #dv-result { width: 1fr; height: auto; margin: 1 0 0 0; }
+    DeploymentView #dv-why { width: 1fr; height: auto; margin: 1 0 0 0; display: none; }
+    DeploymentView #dv-why.-shown { display: block; }
     DeploymentView #dv-log { width: 1fr; height: auto; margin: 1 0 0 0; border: round $error; padding: 0 1;
         display: none; }
     DeploymentView #dv-log.-shown { display: block; }
@@ -65,11 +70,14 @@ class DeploymentView(Vertical):
         self.service_id: int | None = None
         self.events: list[Progress] = []
         self.log_lines: tuple[str, ...] = ()
+        #: role -> what it waits for and why (`deploy_waits.RoleWait.as_json`), while it waits
+        self.waits: dict[str, dict[str, Any]] = {}
 
     def compose(self) -> ComposeResult:
         yield Static("", id="dv-title")
         with VerticalScroll(id="dv-scroll"):
             yield ProgressPanel(id="dv-steps")
+            yield Static("", id="dv-why")
             yield Static("", id="dv-result")
             yield Static("", id="dv-log")
         yield Static("", id="dv-hint")
@@ -89,6 +97,8 @@ class DeploymentView(Vertical):
         self.service_id = service_id
         self.events = []
         self.log_lines = ()
+        self.waits = {}
+        self._paint_why()
         self.query_one(ProgressPanel).set_steps(steps)
         self.query_one("#dv-result", Static).update("")
         log = self.query_one("#dv-log", Static)
@@ -118,8 +128,45 @@ class DeploymentView(Vertical):
             self.service_id = int(event.data["service_id"])
         self.query_one(ProgressPanel).update_step(event.step, event.state, event.message, done=event.done,
                                                   total=event.total)
+        role = event.data.get("role")
+        if isinstance(role, str) and ("waiting" in event.data or event.state != "running"):
+            waiting = event.data.get("waiting")
+            if isinstance(waiting, dict) and event.state == "running":
+                self.waits[role] = waiting
+            else:
+                self.waits.pop(role, None)
+            self._paint_why()
         if event.data.get("log"):
             self.show_log(tuple(str(line) for line in event.data["log"]))
+
+    @property
+    def move_vm_id(self) -> int | None:
+        """The first waiting database VM that a move to a compatible host would unblock."""
+        for wait in self.waits.values():
+            for vm in wait.get("vms", ()):
+                if vm.get("move"):
+                    return int(vm["vm_id"])
+        return None
+
+    def _paint_why(self) -> None:
+        why = self.query_one("#dv-why", Static)
+        if not self.waits:
+            why.update("")
+            why.remove_class("-shown")
+            return
+        body = Text("Why it waits\n", style="bold")
+        for wait in self.waits.values():
+            body.append(f"role {wait.get('role')} {wait.get('state')}: waits for {wait.get('waits_for')}\n")
+            for vm in wait.get("vms", ()):
+                body.append("  ⚠ " if vm.get("move") else "  · ", style="bold yellow" if vm.get("move") else "dim")
+                body.append(f"{vm.get('why')}\n")
+        if self.move_vm_id is not None:
+            body.append(f"m moves VM {self.move_vm_id} to a compatible host (the hosts screen's move)", style="cyan")
+        why.update(body)
+        why.add_class("-shown")
+        if self.running:
+            self._hint(("m moves the database VM · " if self.move_vm_id is not None else "")
+                       + "esc stops following (the service is left as it is)")
 
     def show_log(self, lines: tuple[str, ...]) -> None:
         self.log_lines = lines
@@ -131,6 +178,8 @@ class DeploymentView(Vertical):
 
     def finished(self, record: SiteRecord | None) -> None:
         self.phase = "done"
+        self.waits = {}
+        self._paint_why()
         if record is not None:
             self.query_one("#dv-result", Static).update(record_table(record))
         self._title(Text.assemble(("✔ ", "green"), ("Deployed ", "bold"),

@@ -1,0 +1,133 @@
+"""Waits that explain themselves: a role that stays DEPLOYING says why, and offers the move.
+
+Against the embedded site: the `deployed` scenario leaves the manager VM on the AVX-less host, so
+its database never starts, READY=YES never comes and the manager role stays DEPLOYING (the
+deployment's progress stops short of RUNNING). The follow reports, while it waits, how long each
+step has waited, for what, and why, with `sitetk hosts move <id>`; the CLI prints it; the
+deployment view shows it and `m` opens the hosts screen's move for that VM.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.toolkit.conftest import FAST, collect
+from tests.ui.conftest import console_app
+from tui.__main__ import main
+from tui.adapters.errors import SiteError
+from tui.cli.common import EXIT_FAILED
+from tui.procedures.connection import SiteConnection
+from tui.procedures.deploy_waits import explain_roles, format_elapsed
+from tui.procedures.instantiate_toolkit import follow_deployment
+from tui.procedures.toolkit import record_for_service
+from tui.settings import Settings
+from tui.sim.server import SimServer
+
+WESTMERE = 2
+
+
+@pytest.fixture
+def deployed(sim_factory: Any) -> SimServer:
+    return sim_factory(scenario="deployed")
+
+
+def test_elapsed_reads_as_time() -> None:
+    assert [format_elapsed(s) for s in (0, 42, 185, 3725)] == ["0s", "42s", "3m 05s", "1h 02m"]
+
+
+async def _site(server: SimServer) -> SiteConnection:
+    site = SiteConnection(Settings.for_site(server.xmlrpc_url, server.session, server.flow_url, (server.market_url,)))
+    await site.connect()
+    return site
+
+
+async def test_a_role_that_stays_deploying_says_why_with_the_host_verdict_and_the_move(deployed: SimServer) -> None:
+    site = await _site(deployed)
+    try:
+        [service] = await site.flow.list_services()
+        assert service.state_name == "DEPLOYING"
+        waits = await explain_roles(site, service)
+        [manager] = [w for w in waits if w.role == "manager"]
+        assert manager.state == "DEPLOYING" and "READY=YES" in manager.waits_for
+        [vm] = manager.moves
+        assert vm.host.endswith("kvm-westmere-01") and "no AVX" in vm.why and "database cannot start" in vm.why
+        assert vm.move_command == f"sitetk hosts move {vm.vm_id}" and vm.move_command in vm.why
+        assert [w.role for w in waits] == ["manager"]  # the other roles are RUNNING
+
+        record = record_for_service(site, service, 0, "toolkit", "7.0.0", "tkauto")
+        events: list[Any] = []
+        with pytest.raises(SiteError, match="not RUNNING after") as caught:
+            async for event in follow_deployment(site, record, timeout=3.0, key_timeout=5.0,
+                                                 poll_interval=FAST["poll_interval"], heartbeat=0.5):
+                events.append(event)
+        beats = [e for e in events if e.step == "role manager" and "waiting" in e.data]
+        assert beats, [e.message for e in events]
+        assert "DEPLOYING for " in beats[-1].message and "waits for its VMs to run" in beats[-1].message
+        assert beats[-1].data["moves"][0]["move"] == vm.move_command
+        service_beats = [e for e in events if e.step == "service" and "elapsed_s" in e.data]
+        assert service_beats and "waits for roles manager (DEPLOYING)" in service_beats[-1].message
+        assert vm.move_command in caught.value.detail
+    finally:
+        await site.close()
+
+
+def test_the_cli_prints_why_and_the_move_command(deployed: SimServer, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """`toolkit deploy --wait` follows through the same procedure; here a new deployment whose
+    manager lands on a host without AVX (the compatible hosts are disabled first)."""
+    monkeypatch.setenv("ONE_XMLRPC", deployed.xmlrpc_url)
+    monkeypatch.setenv("ONE_AUTH", str(deployed.site.state_dir / "one_auth"))
+    monkeypatch.setenv("ONEFLOW_URL", deployed.flow_url)
+    assert main(["toolkit", "inputs", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    file = data["file"]
+    values = file["user_inputs_values"]
+    for name in list(values):
+        if name.endswith(("password", "_token")):
+            values[name] = "S3cret-value-long-enough-1"
+    values.update({"app_objectstore_hostname": "localhost,minio-*.example.net", "app_manager_sites_branch": "demo-site",
+                   "app_manager_deployment_site": "demo-site", "app_automation_cloud_username": "tkauto"})
+    path = tmp_path / "inputs.json"
+    path.write_text(json.dumps(file))
+    path.chmod(0o600)
+    with deployed.site.lock:  # only hosts whose CPU cannot run the database are left
+        for host in deployed.site.hosts.values():
+            if host.id not in (WESTMERE,):
+                host.state = 4
+    code = main(["toolkit", "deploy", "--input", str(path), "--wait", "--yes", "--timeout", "20", "--poll", "0.05",
+                 "--heartbeat", "0.5"])
+    err = capsys.readouterr().err
+    assert code == EXIT_FAILED
+    assert "role manager" in err and "waits for its VMs to run and report READY=YES" in err
+    assert "kvm-westmere-01" in err and "sitetk hosts move" in err
+
+
+async def test_the_deployment_view_explains_and_m_opens_the_move(deployed: SimServer) -> None:
+    from tests.toolkit.test_screen import SIZE, open_form
+    from tui.screens.hosts_move import MoveModal
+    from tui.screenshots import wait_for, wait_for_screen
+
+    site = await _site(deployed)
+    try:
+        [service] = await site.flow.list_services()
+        from tui.procedures.site_record import save_site_record
+
+        save_site_record(site.settings, record_for_service(site, service, 0, "toolkit", "7.0.0", "tkauto"))
+    finally:
+        await site.close()
+    app = console_app(deployed)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_form(pilot)
+        screen.heartbeat = 0.3
+        await pilot.press("ctrl+f")  # follow the recorded deployment
+        view = screen.deploy_view
+        await wait_for(pilot, lambda: view.move_vm_id is not None, timeout=30, what="the explanation")
+        why = str(view.query_one("#dv-why").render())
+        assert "Why it waits" in why and "no AVX" in why and f"sitetk hosts move {view.move_vm_id}" in why
+        await pilot.press("m")
+        modal = await wait_for_screen(pilot, MoveModal, timeout=30, what="the move dialog")
+        assert modal.vm_ids == (view.move_vm_id,)
