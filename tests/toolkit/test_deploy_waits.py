@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from tests.toolkit.conftest import FAST, collect
+from tests.toolkit.conftest import FAST
 from tests.ui.conftest import console_app
 from tui.__main__ import main
-from tui.adapters.errors import SiteError
 from tui.cli.common import EXIT_FAILED
+from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
 from tui.procedures.deploy_waits import explain_roles, format_elapsed
 from tui.procedures.instantiate_toolkit import follow_deployment

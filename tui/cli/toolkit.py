@@ -50,6 +50,7 @@ from tui.domain.toolkit_inputs import Component, Problem, form_fields, input_nam
 from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
 from tui.procedures.grant_ssh_key import grant_ssh_key, plan_grant
+from tui.procedures.input_site_checks import OFFLINE_NOTE, SiteCheckReport, check_inputs_on_site
 from tui.procedures.instantiate_toolkit import (
     DEFAULT_HEARTBEAT,
     DEFAULT_KEY_TIMEOUT,
@@ -59,7 +60,6 @@ from tui.procedures.instantiate_toolkit import (
     deploy_toolkit,
     plan_deploy,
 )
-from tui.procedures.input_site_checks import OFFLINE_NOTE, SiteCheckReport, check_inputs_on_site
 from tui.procedures.progress import Progress
 from tui.procedures.site_record import load_site_record, save_site_record
 from tui.procedures.toolkit import (

@@ -20,9 +20,9 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tui.adapters.errors import SiteError
 from tui.domain.services import Service, ServiceRole
 from tui.domain.vms import VmDetail
+from tui.errors import SiteError
 from tui.procedures.hosts import db_vm_rows, host_rows
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -25,12 +25,12 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
-from tui.errors import SiteError
 from tui.adapters.git_repo import SITE_CONFIG_FILE
 from tui.adapters.vault import VaultPassword, decrypt_text_async, is_vault_text
 from tui.domain.input_site import Outcome, SiteCheck, default_network_finding, failed, passed, same_vault_secret, skipped
 from tui.domain.severity import Severity
 from tui.domain.toolkit_inputs import Component, Problem, input_name
+from tui.errors import SiteError
 from tui.procedures.audit import REDACTOR
 from tui.procedures.site_repo import list_sites
 from tui.procedures.site_workspace import sites_repo, vault_password

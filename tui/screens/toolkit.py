@@ -49,6 +49,8 @@ from tui.domain.severity import Severity
 from tui.domain.site_record import SiteRecord
 from tui.domain.toolkit_inputs import FormField, Problem
 from tui.errors import SiteError
+from tui.procedures.hosts import load_inventory
+from tui.procedures.input_site_checks import SiteCheckReport, check_inputs_on_site
 from tui.procedures.instantiate_toolkit import (
     DEFAULT_HEARTBEAT,
     DEFAULT_KEY_TIMEOUT,
@@ -60,8 +62,6 @@ from tui.procedures.instantiate_toolkit import (
     follow_deployment,
     plan_deploy,
 )
-from tui.procedures.hosts import load_inventory
-from tui.procedures.input_site_checks import SiteCheckReport, check_inputs_on_site
 from tui.procedures.progress import Progress
 from tui.procedures.site_record import load_site_record
 from tui.procedures.toolkit import (
