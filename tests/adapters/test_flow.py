@@ -134,8 +134,9 @@ async def test_instantiate_validation_errors_carry_the_server_text(sim_only: Non
     assert info.value.code == 400 and not info.value.retryable
     assert "User Input" in info.value.detail
     with pytest.raises(SiteError) as info:
-        await flow.instantiate(created.id, {"name": "x", "user_inputs_values": {
-            "app_word": "w", "app_secret": "Very-Secret-Value"}}, secrets=("Very-Secret-Value",))
+        await flow.instantiate(created.id, {"name": "x", "networks_values": [{"Private": {"id": "0"}}],
+                                            "user_inputs_values": {"app_word": "w", "app_secret": "Very-Secret-Value"}},
+                               secrets=("Very-Secret-Value",))
     assert info.value.code == 400 and "network" in info.value.detail
     assert "Very-Secret-Value" not in str(info.value)
 

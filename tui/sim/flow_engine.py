@@ -20,12 +20,14 @@ children before parents and removes the document once every VM is gone.
 from __future__ import annotations
 
 import copy
+import json
 import re
 import time
 from typing import Any
 
 from tui.domain.template_text import Template, Vector, first, parse_template
 from tui.domain.vms import state_names
+from tui.sim import flow_templates
 from tui.sim.lifecycle import instantiate_vm_template, recover_vm, terminate_vm, vm_is_ready
 from tui.sim.rpc_errors import OneError
 from tui.sim.state import Perms, SimDocument, SimSite, SimUser, SimVm
@@ -44,6 +46,10 @@ ROLE_STATES = (
     "FAILED_DEPLOYING", "SCALING", "FAILED_SCALING", "COOLDOWN", "HOLD",
 )
 PENDING, DEPLOYING, RUNNING, UNDEPLOYING, WARNING, DONE, FAILED_UNDEPLOYING, FAILED_DEPLOYING = range(8)
+SCALING, FAILED_SCALING, COOLDOWN, DEPLOYING_NETS, UNDEPLOYING_NETS = range(8, 13)
+#: Service::TRANSIENT_STATES and FAILED_STATES (src/flow/lib/models/service.rb release-7.4.0 64-79)
+TRANSIENT_STATES = frozenset({DEPLOYING, UNDEPLOYING, SCALING, COOLDOWN, DEPLOYING_NETS, UNDEPLOYING_NETS})
+FAILED_STATES = frozenset({FAILED_DEPLOYING, FAILED_UNDEPLOYING, FAILED_SCALING, 13, 14})
 
 #: LCM states the platform's OneFlow treats as a failed VM (Role::VM_FAILURE_STATES)
 VM_FAILURE_LCM_STATES = frozenset({36, 37, 38, 39, 40, 41, 42, 44, 46, 47, 48, 49, 50, 61})
@@ -57,7 +63,8 @@ RECOVER_RETRY = 2
 TICK_SECONDS = 2.0
 
 MSG_INPUTS_7 = "Verify that every User Input have its corresponding value defined"
-MSG_INPUTS_6 = "Every custom_attrs key must have its value defined at custom_attrs_value"
+#: release-6.10.x oneflow-server.rb `check_custom_attrs`
+MSG_INPUTS_6 = "Verify that every custom attribute have its corresponding value defined"
 MSG_NETWORKS = "Every network key must have its value defined at networks_value"
 
 
@@ -73,22 +80,12 @@ class FlowError(Exception):
 # versions and input keys ----------------------------------------------------------------------
 def is_7x(site: SimSite) -> bool:
     """Whether the site runs a 7.x (or newer) OneFlow."""
-    head = site.config.one_version.split(".", 1)[0]
-    return head.isdigit() and int(head) >= 7
+    return flow_templates.is_7x(site.config.one_version)
 
 
 def input_keys(site: SimSite) -> tuple[str, str]:
     """(inputs key, values key) of this server's version: user_inputs in 7.x, custom_attrs in 6.x."""
     return ("user_inputs", "user_inputs_values") if is_7x(site) else ("custom_attrs", "custom_attrs_values")
-
-
-def template_inputs(site: SimSite, body: dict[str, Any]) -> dict[str, Any]:
-    """The inputs a template declares, as this server's version reads them."""
-    key, _ = input_keys(site)
-    inputs = body.get(key)
-    if not inputs and is_7x(site):
-        inputs = body.get("custom_attrs")  # 7.x migrates 6.x templates on the fly
-    return inputs if isinstance(inputs, dict) else {}
 
 
 def input_values(body: dict[str, Any]) -> dict[str, str]:
@@ -127,22 +124,29 @@ def _straight(body: dict[str, Any]) -> bool:
 
 # instantiate ----------------------------------------------------------------------------------
 def instantiate(site: SimSite, template: SimDocument, merge: Any, user: SimUser) -> SimDocument:
-    """Create a service from a service template and `merge_template` (raises FlowError 400)."""
+    """`POST /service_template/<id>/action` instantiate: the server's checks, then
+    `ServiceTemplate#instantiate` and `Service#allocate`; the service is left PENDING (the caller
+    answers with it, then calls `deploy_nets`, as oneflow-server.rb does).
+
+    oneflow-server.rb (release-7.4.0 lines 725-876; 6.10 the same with custom_attrs): input and
+    network checks answer 400; the template's own validation (with the pre-7.0 conversion,
+    `tui.sim.flow_templates`) failing answers 500 (`service.is_a? StandardError` -> GENERAL_EC).
+    """
     if merge is None:
         merge = {}
     if not isinstance(merge, dict):
-        raise FlowError(400, "Wrong merge_template format")
+        raise FlowError(500, internal_error_body(f"undefined method `key?' for {type(merge).__name__}"))
     merge = copy.deepcopy(merge)
-    if is_7x(site) and "custom_attrs_values" in merge:
-        renamed = merge.pop("custom_attrs_values")
-        merge.setdefault("user_inputs_values", renamed)
-    body = copy.deepcopy(template.body)
-    role_changes = merge.pop("roles", None)
-    body.update(merge)
-    if role_changes is not None:
-        _merge_roles(body, role_changes)
-    _validate(site, body)
+    stored = copy.deepcopy(template.body) if isinstance(template.body, dict) else {}
+    _check_inputs(site, stored, merge)
+    _check_networks(stored, merge)
+    body = _merged(site, stored, merge)
+    try:
+        body = flow_templates.validate(site.config.one_version, body)
+    except flow_templates.TemplateInvalid as exc:
+        raise FlowError(500, exc.message) from None
 
+    # Service#allocate (src/flow/lib/models/service.rb): PENDING, every role PENDING, start_time
     now = int(time.time())
     body["state"] = PENDING
     body["start_time"] = now
@@ -165,56 +169,120 @@ def instantiate(site: SimSite, template: SimDocument, merge: Any, user: SimUser)
         perms=Perms(),
     )
     site.documents[doc.id] = doc
-    schedule(site, doc.id, 0)
     return doc
 
 
-def _merge_roles(body: dict[str, Any], changes: Any) -> None:
-    if not isinstance(changes, list) or not all(isinstance(c, dict) and isinstance(c.get("name"), str) for c in changes):
-        raise FlowError(400, "Wrong roles format: a list of objects with a name")
-    by_name = {r.get("name"): r for r in _roles(body)}
-    for change in changes:
-        role = by_name.get(change["name"])
-        if role is None:
-            raise FlowError(400, f"Role {change['name']} does not exist in the service template")
-        for key, value in change.items():
-            if key in ("nodes", "state", "last_vmname", "parents"):
-                continue
-            if isinstance(value, dict) and isinstance(role.get(key), dict):
-                role[key] = {**role[key], **value}
-            else:
-                role[key] = value
+def deploy_nets(site: SimSite, doc: SimDocument) -> None:
+    """`ServiceLCM#deploy_nets_action` (LifeCycleManager.rb release-7.4.0 342-372, 6.10 the same):
+    the service goes DEPLOYING_NETS while its networks are made ready, then `deploy_action` starts
+    the roles (DEPLOYING). Networks given by id need nothing: they are ready on the next step."""
+    _set_state(doc.body, DEPLOYING_NETS)
+
+    def nets_ready() -> None:
+        current = site.documents.get(doc.id)
+        if current is None or current.body.get("state") != DEPLOYING_NETS:
+            return
+        _evaluate_deploy(site, current)
+        if current.id in site.documents and current.body.get("state") in (PENDING, DEPLOYING):
+            schedule(site, current.id)
+
+    site.after(TICK_SECONDS, nets_ready)
 
 
-def _validate(site: SimSite, body: dict[str, Any]) -> None:
-    if not isinstance(body.get("name"), str) or not body["name"].strip():
-        raise FlowError(400, "Wrong name format: the service name must be a non-empty string")
-    inputs = template_inputs(site, body)
-    _, values_key = input_keys(site)
-    values = body.get(values_key)
-    if values is not None and (not isinstance(values, dict) or not all(isinstance(v, str) for v in values.values())):
-        raise FlowError(400, f"Wrong {values_key} format: an object whose values are strings")
-    if inputs and (values is None or set(inputs) - set(values)):
-        raise FlowError(400, MSG_INPUTS_7 if is_7x(site) else MSG_INPUTS_6)
-    networks = body.get("networks") or {}
-    if not isinstance(networks, dict):
-        raise FlowError(400, "Wrong networks format")
-    given = body.get("networks_values")
-    if not networks:
+def internal_error_body(reason: str) -> str:
+    """What Sinatra's 500 handler of oneflow-server.rb (lines 189-196) answers for an exception."""
+    return json.dumps({"message": "Internal server error", "reason": reason})
+
+
+def _check_user_inputs(seven: bool, inputs: Any, values: Any) -> None:
+    """`check_user_inptus` (7.x) / `check_custom_attrs` (6.10) of oneflow-server.rb."""
+    if not inputs:
         return
-    if given is None:
+    if values is None:
+        raise FlowError(400, "The Service template specifies User Inputs but no values have been found" if seven
+                        else "The Service template specifies custom attributes but no values have been found")
+    if not isinstance(inputs, dict) or not isinstance(values, dict):
+        raise FlowError(400, "Wrong User Inputs or User Inputs Values format" if seven
+                        else "Wrong custom_attrs or custom_attrs_values format")
+    if set(inputs) - set(values):
+        raise FlowError(400, MSG_INPUTS_7 if seven else MSG_INPUTS_6)
+
+
+def _check_inputs(site: SimSite, stored: dict[str, Any], merge: dict[str, Any]) -> None:
+    """The input checks on the stored body (oneflow-server.rb release-7.4.0 lines 738-792)."""
+    seven = is_7x(site)
+    inputs_key, values_key = input_keys(site)
+    if seven and "custom_attrs_values" in merge:  # "Compability mode v<7.0"
+        merge["user_inputs_values"] = merge.pop("custom_attrs_values")
+    _check_user_inputs(seven, stored.get(inputs_key), merge.get(values_key))
+    roles_merge = merge.get("roles")
+    for role in _roles(stored):
+        if seven and not isinstance(role.get("template_contents", {}), dict):
+            raise FlowError(400, "Error validating template_contents object for the"
+                                 f"role {role.get('name')}. The object must be a valid hash.")
+        if role.get(inputs_key) is None:
+            continue
+        if roles_merge is None:
+            raise FlowError(400, f"The Service template specifies user inputs for the role {role.get('name')} "
+                                 "but no values have been found" if seven else
+                            f"The Service template specifies custom attributes for the role {role.get('name')} "
+                            "but no values have been found")
+        if not isinstance(roles_merge, list) or not roles_merge:
+            raise FlowError(400, "The role user inputs are empty or do not have a valid format" if seven
+                            else "The role custom attributes are empty or do not have a valid format")
+        merge_role = next((r for r in roles_merge if isinstance(r, dict) and r.get("name") == role.get("name")), None)
+        if merge_role is None:
+            continue
+        if seven and "custom_attrs_values" in merge_role:
+            merge_role["user_inputs_values"] = merge_role.pop("custom_attrs_values")
+        _check_user_inputs(seven, role.get(inputs_key), merge_role.get(values_key))
+
+
+def _check_networks(stored: dict[str, Any], merge: dict[str, Any]) -> None:
+    """The network checks (oneflow-server.rb release-7.4.0 lines 794-842); Ruby's truthiness
+    (an empty object or list is true) kept."""
+    networks = stored.get("networks")
+    values = merge.get("networks_values")
+    if networks is not None and values is None:
+        values = []
+        try:
+            for key, value in networks.items():
+                kind, _, ident = str(value).split("|")[4].strip().partition(":")
+                values.append({key: {kind: ident or None}})
+        except (AttributeError, IndexError):
+            raise FlowError(400, "Wrong networks format") from None
+        merge["networks_values"] = values
+    if networks is not None and not isinstance(networks, dict):
+        raise FlowError(400, "Wrong networks format")
+    if values is not None and (not isinstance(values, list) or any(not isinstance(v, dict) for v in values)):
+        raise FlowError(400, "Wrong networks_values format")
+    if networks and values is not None and set(networks) - {k for item in values for k in item}:
         raise FlowError(400, MSG_NETWORKS)
-    if not isinstance(given, list) or not all(isinstance(item, dict) for item in given):
-        raise FlowError(400, "Wrong networks_values format: a list of single-key objects")
-    merged: dict[str, Any] = {}
-    for item in given:
-        merged.update(item)
-    if set(networks) - set(merged):
-        raise FlowError(400, MSG_NETWORKS)
-    for key in networks:
-        value = merged[key]
-        if not isinstance(value, dict) or not str(value.get("id", "")).strip().isdigit():
-            raise FlowError(400, f"Wrong networks_values format: network {key} needs an existing network id")
+
+
+def _merged(site: SimSite, stored: dict[str, Any], merge: dict[str, Any]) -> dict[str, Any]:
+    """The body `ServiceTemplate#instantiate` validates: 7.x `handle_nested_values` (roles and
+    networks_values merged by name, unknown roles ignored) then a deep merge; 6.10 a deep merge."""
+    body = copy.deepcopy(stored)
+    merge = copy.deepcopy(merge)
+    role_changes = merge.pop("roles", None)
+    if isinstance(role_changes, list):
+        by_name = {r.get("name"): r for r in _roles(body)}
+        for change in role_changes:
+            if isinstance(change, dict) and change.get("name") in by_name:
+                _deep_merge(by_name[change["name"]], change)
+    elif role_changes is not None:
+        merge["roles"] = role_changes
+    _deep_merge(body, merge)
+    return body
+
+
+def _deep_merge(target: dict[str, Any], extra: dict[str, Any]) -> None:
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(target.get(key), dict):
+            _deep_merge(target[key], value)
+        else:
+            target[key] = copy.deepcopy(value)
 
 
 def network_ids(body: dict[str, Any]) -> dict[str, str]:
@@ -500,37 +568,47 @@ def role_extra_template(site: SimSite, doc: SimDocument, role: dict[str, Any], t
 
 
 # operator actions -----------------------------------------------------------------------------
-def undeploy(site: SimSite, doc: SimDocument) -> None:
-    """DELETE /service/:id: terminate the VMs (children first) and drop the document when done."""
+def state_name(state: Any) -> str:
+    return SERVICE_STATES[state] if isinstance(state, int) and 0 <= state < len(SERVICE_STATES) else str(state)
+
+
+def can_undeploy(state: Any) -> bool:
+    """`Service#can_undeploy?` (service.rb release-7.4.0 170-179): not in a transient state other
+    than UNDEPLOYING, not DONE, not failed."""
+    return not ((state in TRANSIENT_STATES and state != UNDEPLOYING) or state == DONE or state in FAILED_STATES)
+
+
+def undeploy(site: SimSite, doc: SimDocument, *, force: bool = False) -> None:
+    """DELETE /service/:id (`ServiceLCM#undeploy_action`, LifeCycleManager.rb release-7.4.0
+    467-509): refused with "Service cannot be undeployed in state: X" (500) unless the state allows
+    it or `force` (`recover --delete`); then the roles not UNDEPLOYING, DONE or FAILED_UNDEPLOYING
+    are shut down, children first, and the document goes once every VM is gone."""
     body = doc.body
-    if body.get("state") == UNDEPLOYING:
+    state = body.get("state")
+    if not force and not can_undeploy(state):
+        raise FlowError(500, f"Service cannot be undeployed in state: {state_name(state)}")
+    shutdown = [r for r in _roles(body) if r.get("state") not in (UNDEPLOYING, DONE, FAILED_UNDEPLOYING)]
+    if not shutdown:  # "If shutdown roles is empty, asume the service is in DONE and exit"
+        site.documents.pop(doc.id, None)
         return
-    _set_state(body, UNDEPLOYING)
-    for role in _roles(body):
-        if role.get("state") == FAILED_UNDEPLOYING:
-            role["state"] = RUNNING
+    for role in shutdown:
         if not role.get("nodes"):
             role["state"] = DONE
+    _set_state(body, UNDEPLOYING)
     evaluate(site, doc)
     if doc.id in site.documents and body.get("state") == UNDEPLOYING:
         schedule(site, doc.id)
 
 
 def recover(site: SimSite, doc: SimDocument, delete: bool = False) -> None:
-    """`recover`: retry a failed deployment (failed VMs retried in place, missing ones created) or
-    undeployment; with `delete`, terminate what is left and drop the service."""
+    """`recover` (`ServiceLCM#recover_action`, LifeCycleManager.rb release-7.4.0 599-648): with
+    `delete` it is `undeploy_action(..., delete = true)` whatever the state; else it retries a
+    failed or stuck deployment (failed VMs retried in place, missing ones created), network step
+    or undeployment, and refuses any other state ("Service cannot be recovered in state: X")."""
     body = doc.body
     state = body.get("state")
     if delete:
-        for role in _roles(body):
-            for node in role.get("nodes", []):
-                vm = site.vms.get(_node_id(node))
-                if vm is not None and vm.state != 6:
-                    try:
-                        terminate_vm(site, vm.id, hard=True)
-                    except OneError:
-                        pass
-        site.documents.pop(doc.id, None)
+        undeploy(site, doc, force=True)
         return
     if state in (FAILED_DEPLOYING, DEPLOYING, PENDING):
         for role in _roles(body):
@@ -553,7 +631,10 @@ def recover(site: SimSite, doc: SimDocument, delete: bool = False) -> None:
         evaluate(site, doc)
         schedule(site, doc.id)
         return
-    if state in (FAILED_UNDEPLOYING, UNDEPLOYING):
+    if state in (DEPLOYING_NETS, 13):  # RECOVER_DEPLOY_NETS_STATES
+        deploy_nets(site, doc)
+        return
+    if state in (FAILED_UNDEPLOYING, UNDEPLOYING, 14):
         for role in _roles(body):
             if role.get("state") == FAILED_UNDEPLOYING:
                 role["state"] = RUNNING
@@ -563,7 +644,12 @@ def recover(site: SimSite, doc: SimDocument, delete: bool = False) -> None:
         if doc.id in site.documents:
             schedule(site, doc.id)
         return
-    raise FlowError(405, f"Service {doc.id} cannot be recovered in state {SERVICE_STATES[state] if isinstance(state, int) and 0 <= state < len(SERVICE_STATES) else state}")
+    if state == COOLDOWN:
+        for role in _roles(body):
+            role["state"] = RUNNING
+        _set_state(body, RUNNING)
+        return
+    raise FlowError(500, f"Service cannot be recovered in state: {state_name(state)}")
 
 
 def role_nodes(site: SimSite, doc: SimDocument, role_name: str | None = None) -> list[SimVm]:
