@@ -19,6 +19,7 @@ def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):  # type: ignore[no-unt
     def point_at(server: SimServer) -> SimServer:
         monkeypatch.setenv("ONE_AUTH", str(server.site.state_dir / "one_auth"))
         monkeypatch.setenv("ONE_XMLRPC", server.xmlrpc_url)
+        monkeypatch.setenv("ONEFLOW_URL", server.flow_url)  # service appliances are created through OneFlow
         monkeypatch.setenv("HOME", str(tmp_path / "home"))
         return server
 
@@ -141,6 +142,6 @@ def test_upgrades_table_and_apply(sim_factory, env, capsys) -> None:  # type: ig
     assert code == EXIT_USAGE and "--datastore" in data["error"]["detail"]
     before = len(server.site.images)
     code, data = run(capsys, "upgrades", "--apply", "--datastore", "1", "--yes", "--json", "--poll", "0.02")
-    assert code == EXIT_OK and len(server.site.images) == before + 4
+    assert code == EXIT_OK and len(server.site.images) == before + 5
     core = data["events"][-1]["data"]["core_yaml"]
-    assert sum(1 for c in core if c["kind"] == "image") == 4
+    assert sum(1 for c in core if c["kind"] == "image") == 5

@@ -70,12 +70,16 @@ async def test_image_app_becomes_a_ready_image_and_template_carrying_its_attribu
 
 
 async def test_vm_template_app_exports_its_images_first(sim: SimServer, connect: SiteFactory) -> None:
+    """Images named `<template>-<APP>-<disk NAME>-<idx>` (marketplaceapp_ext.rb release-7.4.0
+    export_recursive, lines 438-456)."""
     site = await connect(sim)
     plan = await _plan(site, "service_toolkit_objectstore", "os-only")
-    assert [i.name for i in plan.images] == ["os-only-disk0", "os-only-disk1"]
+    names = [f"os-only-{disk_app}-{disk_name}-{idx}" for idx, (disk_name, disk_app) in enumerate(plan.app.disks)]
+    assert [i.name for i in plan.images] == names and len(names) == 2
+    assert names[0].startswith("os-only-Site Toolkit objectstore disk0-")
     events = await _run(site, plan)
     creates = [e.step for e in events if e.step.startswith("create") and e.state == "done"]
-    assert creates == ["create image os-only-disk0", "create image os-only-disk1", "create VM template os-only"]
+    assert creates == [f"create image {names[0]}", f"create image {names[1]}", "create VM template os-only"]
     result = events[-1].data["download"]
     template = await site.cloud.template_info(result["template_ids"][0])
     assert template.image_ids == tuple(result["image_ids"])
@@ -85,28 +89,35 @@ async def test_vm_template_app_exports_its_images_first(sim: SimServer, connect:
         assert installed_version_from_image_template(image.attributes, site.naming).name == "Site Toolkit objectstore"
 
 
-async def test_toolkit_service_app_exports_four_images_four_templates_and_the_service_template(
+async def test_toolkit_service_app_exports_a_template_per_role_with_its_own_images_and_the_service_template(
         sim: SimServer, connect: SiteFactory) -> None:
+    """As `onemarketapp export` (marketplaceapp_ext.rb release-7.4.0): VM templates
+    `<name>-<role>-<idx>`, each exporting its own images (the manager's disk twice: for the
+    manager and the time-series roles), the service template's roles pointing at them."""
     site = await connect(sim)
     plan = await _plan(site, "service_toolkit", "TK")
-    assert len(plan.images) == 4 and len(plan.templates) == 4 and plan.service is not None
+    obj, aut, man, ts = site.naming.roles
+    assert [t.name for t in plan.templates] == [f"TK-{obj}-0", f"TK-{aut}-1", f"TK-{man}-2", f"TK-{ts}-3"]
+    assert len(plan.images) == 5 and plan.service is not None
+    for template in plan.templates:
+        assert all(plan.images[i].name.startswith(f"{template.name}-Site Toolkit ") for i in template.disks)
     events = await _run(site, plan)
     result = events[-1].data["download"]
-    assert len(result["image_ids"]) == 4 and len(result["template_ids"]) == 4
+    assert len(result["image_ids"]) == 5 and len(result["template_ids"]) == 4
     document = await site.cloud.document_info(result["service_template_id"])
     assert document.type == SERVICE_TEMPLATE_DOCUMENT and document.body["name"] == "TK"
     roles = dict(role_templates(document.body))
-    assert set(roles) == set(site.naming.roles) and set(roles.values()) == set(result["template_ids"])
-    for role, template_id in roles.items():
+    assert roles == {t.roles[0]: tid for t, tid in zip(plan.templates, result["template_ids"])}
+    for template_id in roles.values():
         template = await site.cloud.template_info(template_id)
-        assert template.name == f"TK-{role}" and set(template.image_ids) <= set(result["image_ids"])
+        assert set(template.image_ids) <= set(result["image_ids"])
     for image_id in result["image_ids"]:
         image = await site.cloud.image_info(image_id)
         assert image.state == READY
         tag = installed_version_from_image_template(image.attributes, site.naming)
         assert (tag.name, tag.software_version, tag.stamp) == ("Site Toolkit", "v0.5.0", "20250403-1109")
     ready = [e for e in events if e.step.startswith("download ") and e.state == "done"]
-    assert len(ready) == 4 and all("READY" in e.message for e in ready)
+    assert len(ready) == 5 and all("READY" in e.message for e in ready)
     catalog = await load_catalog(site)
     assert catalog.find(f"{sim.market_url}#service_toolkit").state.value == "up to date"
 
@@ -143,7 +154,7 @@ async def test_cancel_rolls_back_what_was_created(sim: SimServer, connect: SiteF
             events.append(event)
             if event.step.startswith("download ") and event.data.get("state") == "LOCKED":
                 cancel.set()
-    assert "Rolled back: deleted 4 image(s), 4 VM template(s), 1 service template(s)" in caught.value.detail
+    assert "Rolled back: deleted 5 image(s), 4 VM template(s), 1 service template(s)" in caught.value.detail
     assert await _snapshot(site) == before
 
 
@@ -189,8 +200,23 @@ async def test_a_rerun_reuses_what_exists_and_changes_nothing(sim: SimServer, co
     assert await _snapshot(site) == after_first
     assert second[-1].data["download"]["image_ids"] == first[-1].data["download"]["image_ids"]
     skipped = [e for e in second if e.state == "skipped"]
-    assert len(skipped) == 4 + 4 + 1 + 4
+    assert len(skipped) == 5 + 4 + 1 + 5
     assert all("unchanged" in e.message for e in skipped if e.step.startswith("attributes"))
+
+
+async def test_an_image_name_taken_elsewhere_gets_the_platforms_n_suffix(sim: SimServer, connect: SiteFactory) -> None:
+    """marketplaceapp_ext.rb release-7.4.0 lines 438-450: a taken image name moves the prefix to
+    `<name>_<n>`; the images a previous export of the same app left are reused instead."""
+    site = await connect(sim)
+    first = await _plan(site, "service_toolkit_objectstore", "os")
+    taken = first.images[0].name
+    with sim.site.lock:
+        from tui.sim.images import allocate_image
+
+        allocate_image(sim.site, [("NAME", taken), ("PATH", "/dev/null"), ("SIZE", "1")], IMAGE_DS, 0, 0)
+    plan = await _plan(site, "service_toolkit_objectstore", "os")
+    assert plan.images[0].name == taken.replace("os-", "os_0-", 1) and plan.images[0].existing_id is None
+    assert plan.images[1].name == first.images[1].name
 
 
 async def test_a_name_taken_by_another_image_stops_the_plan(sim: SimServer, connect: SiteFactory) -> None:

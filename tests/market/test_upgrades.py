@@ -68,7 +68,7 @@ async def test_applying_downloads_the_new_version_and_keeps_the_old_one_while_vm
     now = await _toolkit_images(site)
     assert {i: v for i, v in now.items() if i in old_images} == old_images
     new = {i: v for i, v in now.items() if i not in old_images}
-    assert len(new) == 4 and set(new.values()) == {NEW}
+    assert len(new) == 5 and set(new.values()) == {NEW}
     changes = events[-1].data["core_yaml"]
     image_changes = {c["old"]: c["new"] for c in changes if c["kind"] == "image"}
     assert set(image_changes) == set(old_images) and set(image_changes.values()) == set(new)

@@ -2,10 +2,10 @@
 
 HTTP Basic auth on every request (never in the URL). Envelopes carry string values ("ID": "5")
 and a single document in a pool is still a list (tolerated as an object too); they become the
-same `Document` the cloud adapter reads, then `ServiceTemplate` / `Service`. Errors: 401 bad
-credentials, 403 not authorized, 400 the server's text as the detail, 404 not found, 405 not
-allowed, 5xx retryable, plus timeouts (bounded in total, not per phase), refused connections
-and invalid JSON, all as `SiteError`.
+same `Document` the cloud adapter reads, then `ServiceTemplate` / `Service`. Error answers are
+read by `tui.adapters.flow_errors` (the body tells refused credentials from a refused action; a
+500 that can never succeed is not retryable), plus timeouts (bounded in total, not per phase),
+refused connections and invalid JSON, all as `SiteError`.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any, Mapping
 
 import httpx
 
+from tui.adapters.flow_errors import flow_http_error
 from tui.adapters.http_errors import malformed, transport_error
 from tui.domain.documents import Document
 from tui.domain.permissions import Permissions
@@ -24,17 +25,6 @@ from tui.errors import SiteError, redact
 
 _HINT = "ONEFLOW_URL (or ~/.one/oneflow_endpoint)"
 _SERVICE = "OneFlow"
-
-#: HTTP status -> (title, hint, retryable)
-_STATUS: dict[int, tuple[str, str, bool]] = {
-    400: ("OneFlow refused the request", "", False),
-    401: ("OneFlow rejected the credentials",
-          "Check ONEFLOW_USER / ONEFLOW_PASSWORD, or the user:password in ONE_AUTH (~/.one/one_auth).", False),
-    403: ("Not authorized by OneFlow", "The user lacks the permission: ask a cloud administrator.", False),
-    404: ("Not found in OneFlow", "The service or template does not exist (any more): refresh.", False),
-    405: ("Not allowed by OneFlow", "The action is not allowed in the object's current state.", False),
-}
-
 
 def _int(value: Any, default: int = 0) -> int:
     try:
@@ -109,13 +99,7 @@ class FlowClient:
                                   secrets=hidden) from None
         if response.status_code >= 400:
             text = redact(response.text.strip(), hidden)[:2000]
-            title, hint, retryable = _STATUS.get(
-                response.status_code,
-                ("OneFlow internal error", "OneFlow failed serving the request; retry, and check oneflow.log "
-                 "on the frontend if it persists.", True) if response.status_code >= 500
-                else (f"OneFlow answered HTTP {response.status_code}", "", False))
-            detail = "\n".join(part for part in (f"{method} {path}: {text}" if text else f"{method} {path}", hint) if part)
-            raise SiteError(title, detail, retryable=retryable, code=response.status_code)
+            raise flow_http_error(method, path, response.status_code, text)
         return response
 
     def _json(self, response: httpx.Response, path: str) -> Any:
@@ -202,8 +186,16 @@ class FlowClient:
         return self._service(self._document(self._json(await self._request("GET", path), path), path), path)
 
     async def delete_service(self, service_id: int) -> None:
-        """Delete a service (terminates its VMs)."""
+        """`oneflow delete`: undeploy a service (terminates its VMs). OneFlow refuses it (500
+        "Service cannot be undeployed in state: X") for a failed or transient service; that one
+        goes with `recover_delete`."""
         await self._request("DELETE", f"/service/{int(service_id)}")
+
+    async def recover_delete(self, service_id: int) -> None:
+        """`oneflow recover --delete`: `{"action": {"perform": "recover", "params": {"delete": true}}}`
+        (src/cli/oneflow release-7.4.0 202-219; oneflow-server.rb 375-380), which undeploys the
+        service whatever its state."""
+        await self.service_action(service_id, "recover", {"delete": True})
 
     async def service_action(self, service_id: int, perform: str, params: Mapping[str, Any] | None = None) -> None:
         """recover, chown, ..., or a VM action applied to the service's VMs."""

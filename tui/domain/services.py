@@ -30,8 +30,38 @@ ROLE_STATES: dict[int, str] = {
 }
 SERVICE_RUNNING = 2
 SERVICE_DONE = 5
+SERVICE_DEPLOYING_NETS = 11
 #: states a service does not leave by itself
 SERVICE_FAILED_STATES = frozenset({6, 7, 9, 13, 14})
+#: Service::TRANSIENT_STATES (src/flow/lib/models/service.rb release-7.4.0 64-71)
+SERVICE_TRANSIENT_STATES = frozenset({1, 3, 8, 10, 11, 12})
+#: what a state means for someone following a deployment (LifeCycleManager.rb release-7.4.0 342-458:
+#: after instantiate a service is PENDING, then DEPLOYING_NETS while its networks are made ready,
+#: then DEPLOYING while its roles' VMs are created)
+_STATE_NOTES: dict[int, str] = {
+    0: "accepted, not started yet",
+    1: "creating the roles' VMs",
+    11: "making its networks ready before any VM is created",
+    12: "releasing the networks it created",
+}
+
+
+def service_state_note(state: int) -> str:
+    """A short explanation of a service state ("" when the name says it all)."""
+    return _STATE_NOTES.get(state, "")
+
+
+def can_delete(state: int) -> bool:
+    """Whether `DELETE /service/<id>` (`oneflow delete`) is accepted: not in a failed state, not
+    DONE, not transient except UNDEPLOYING (`Service#can_undeploy?`, service.rb release-7.4.0
+    170-179). Otherwise only `oneflow recover --delete` removes the service."""
+    return not ((state in SERVICE_TRANSIENT_STATES and state != 3) or state == SERVICE_DONE
+                or state in SERVICE_FAILED_STATES)
+
+
+def delete_command(service_id: int, state: int) -> str:
+    """The platform command that removes a service in `state`."""
+    return f"oneflow delete {service_id}" if can_delete(state) else f"oneflow recover --delete {service_id}"
 
 
 def service_state_name(state: int) -> str:

@@ -8,10 +8,12 @@ The export does what the platform's own CLI does (`onemarketapp export`, cloud-a
   `DISK=[IMAGE_ID=...]` when the app carries one;
 - VMTEMPLATE app: each `DISK=[APP=...]` image app as above (without templates of their own), then
   the VM template from APPTEMPLATE64 with one DISK per image;
-- SERVICE_TEMPLATE app: each role's VM-template app (its images first), then the service
-  template, a DOCUMENT of type 101 whose roles point at the new VM template ids.
+- SERVICE_TEMPLATE app: each role's VM-template app (its own images first), then the service
+  template: the app's body as it is, each role given `vm_template` = the id of its new VM
+  template, created through OneFlow (`POST /service_template`), whose validation is the one
+  `onemarketapp export` runs (`ServiceTemplate#allocate`; on 7.x it converts the pre-7.0 body).
 
-Image apps shared by several roles are exported once (the toolkit's four images). Each image is
+Names are the platform's (`tui.procedures.download_plan`, marketplaceapp_ext.rb). Each image is
 then followed from LOCKED to READY; an image in ERROR is reported with the platform's reason
 (TEMPLATE/ERROR), and a wait longer than the step timeout fails. On failure or cancellation
 everything this run created is deleted again (service template, then VM templates, then images),
@@ -34,8 +36,6 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Sequence
 
-from tui.adapters.cloud import json_document_template
-from tui.domain.documents import SERVICE_TEMPLATE_DOCUMENT
 from tui.domain.images import ERROR, READY, USED, ImageInfo, image_state_names
 from tui.errors import SiteError
 from tui.procedures.attach_attributes import attach_attributes, plan_attach
@@ -163,9 +163,9 @@ def _creations(site: "SiteConnection", plan: DownloadPlan, ids: _Ids) -> list[_C
                              partial(ids.templates.__setitem__, n)))
     service = plan.service
     if service is not None:
-        def allocate_service() -> Awaitable[int]:
-            body = service.document_body(ids.templates)
-            return site.cloud.document_allocate(json_document_template(body, service.name), SERVICE_TEMPLATE_DOCUMENT)
+        async def allocate_service(service: PlannedService = service) -> int:
+            created = await site.flow.create_service_template(service.document_body(ids.templates))
+            return created.id
 
         out.append(_Creation(SERVICE_TEMPLATE, service.name, service.existing_id, allocate_service,
                              lambda value: setattr(ids, "service", value)))

@@ -2,10 +2,14 @@
 
 `plan_download` resolves the app tree (an IMAGE app; a VMTEMPLATE app and its disk apps; a
 SERVICE_TEMPLATE app, its role apps and their disk apps) into a `DownloadPlan`: the images, VM
-templates and service template to create, their names (from the operator's final name), the
-datastore and the preview with the equivalent `onemarketapp export` command. Objects a previous
-run created under the planned names from the same app are marked as reused; a name taken by
-something else stops the plan. Running the plan is `tui.procedures.download_appliance`.
+templates and service template to create, the datastore and the preview with the equivalent
+`onemarketapp export` command. Names and structure are the platform's own
+(`tui.domain.market_export`, from marketplaceapp_ext.rb): a role's VM template is
+`<name>-<role>-<idx>`, each VM template exports its own images `<template>-<APP>-<disk>-<idx>`,
+`<name>_<n>` when an image has the name already. Objects a previous run (this console's or
+`onemarketapp export`'s) created under those names from the same app are marked as reused; a
+name taken by something else moves an image to the next `_n` name, and stops the plan for a VM
+template or the service template. Running the plan is `tui.procedures.download_appliance`.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from tui.domain.attribute_file import ApplianceTag
 from tui.domain.datastores import IMAGE_DS, Datastore
 from tui.domain.documents import SERVICE_TEMPLATE_DOCUMENT, Document
 from tui.domain.images import ERROR, ImageInfo
+from tui.domain.market_export import exported_children, name_candidates, service_body
 from tui.domain.marketapps import IMAGE_APP, SERVICE_TEMPLATE_APP, VMTEMPLATE_APP, MarketApp, decode_apptemplate64
 from tui.domain.template_text import TemplateSyntaxError, parse_template, quote, render_template
 from tui.domain.vmtemplates import VmTemplate
@@ -66,25 +71,21 @@ class PlannedTemplate:
 
 @dataclass(frozen=True)
 class PlannedService:
-    """The service template document (type 101)."""
+    """The service template: the app's body as it is, created through OneFlow so that the
+    platform's validation (and on 7.x its pre-7.0 conversion) applies, as `onemarketapp export`'s
+    `ServiceTemplate#allocate` does."""
 
     app: MarketApp
     name: str
     body: dict[str, Any] = field(hash=False)
     #: role name -> index into `DownloadPlan.templates`
     role_templates: tuple[tuple[str, int], ...] = ()
-    #: the key that points a role at its VM template: 7.x `template_id`, 6.x `vm_template`
-    role_key: str = "template_id"
     existing_id: int | None = None
 
     def document_body(self, template_ids: Sequence[int]) -> dict[str, Any]:
-        body: dict[str, Any] = json.loads(json.dumps(self.body))
-        body["name"] = self.name
-        by_role = dict(self.role_templates)
-        for role in body.get("roles", []):
-            if isinstance(role, dict) and role.get("name") in by_role:
-                role[self.role_key] = int(template_ids[by_role[role["name"]]])
-        return body
+        """The body sent: each role's `vm_template` is the id of the VM template exported for it."""
+        return service_body(self.body, self.name,
+                            {role: int(template_ids[index]) for role, index in self.role_templates})
 
 
 @dataclass(frozen=True)
@@ -156,9 +157,10 @@ class DownloadPlan:
                 changes.append(Change(f"service template {self.service.name!r} exists (ID {self.service.existing_id}): "
                                       "reused", "", "none"))
             else:
-                changes.append(Change(f"create service template {self.service.name!r} (document type "
-                                      f"{SERVICE_TEMPLATE_DOCUMENT}) with {len(self.service.role_templates)} role(s)",
-                                      cli, "create"))
+                changes.append(Change(f"create service template {self.service.name!r} through OneFlow "
+                                      f"(document type {SERVICE_TEMPLATE_DOCUMENT}) with "
+                                      f"{len(self.service.role_templates)} role(s), each role's vm_template its "
+                                      "new VM template", cli, "create"))
         for image in self.images:
             target = image.existing_id if image.existing_id is not None else "<new image id>"
             changes.append(Change(f"attach {self.tag.name} {self.tag.version.label} attributes to image {image.name!r} "
@@ -266,8 +268,10 @@ async def plan_download(site: "SiteConnection", app_id: int, datastore_id: int, 
     if datastore.type != IMAGE_DS:
         raise SiteError(f"Datastore {datastore.id} ({datastore.name}) is a {datastore.type_name} datastore",
                         "Appliances are downloaded into an IMAGE datastore.")
-    plan = _PlanBuilder(app, apps, final, datastore).build()
-    plan = _reuse_existing(plan, images, templates, documents, site.cloud.user)
+    if app.type == SERVICE_TEMPLATE_APP:
+        await _check_oneflow(site)
+    plan = _PlanBuilder(app, apps, final, datastore, images, site.cloud.user).build()
+    plan = _reuse_existing(plan, templates, documents, site.cloud.user)
     if tag is not None:
         plan = replace(plan, tag=tag)
     if datastore.state_name != "READY":
@@ -279,21 +283,39 @@ async def plan_download(site: "SiteConnection", app_id: int, datastore_id: int, 
     return plan
 
 
-class _PlanBuilder:
-    """Walks an app and the apps it names (DISK/ROLE vectors) into planned objects."""
+async def _check_oneflow(site: "SiteConnection") -> None:
+    """A service appliance's template is created through OneFlow: check it answers before any
+    image is created."""
+    try:
+        await site.flow.list_service_templates()
+    except SiteError as error:
+        raise SiteError(f"OneFlow is needed to create the service template: {error.title}",
+                        f"{error.detail}\nThe service template is created through OneFlow (POST /service_template), "
+                        "which validates it as `onemarketapp export` does. Point ONEFLOW_URL at the site's OneFlow, "
+                        "then retry.", retryable=error.retryable, code=error.code) from None
 
-    def __init__(self, app: MarketApp, apps: Sequence[MarketApp], name: str, datastore: Datastore) -> None:
+
+class _PlanBuilder:
+    """Walks an app and the apps it names (DISK/ROLE vectors) into planned objects, named as
+    `onemarketapp export` names them (`tui.domain.market_export`)."""
+
+    def __init__(self, app: MarketApp, apps: Sequence[MarketApp], name: str, datastore: Datastore,
+                 images: Sequence[ImageInfo], user: str) -> None:
         self.app = app
         self.apps = apps
         self.name = name
         self.datastore = datastore
+        self.existing_images = images
+        self.user = user
+        #: image names taken, including the ones this plan creates (the export reads the pool each time)
+        self.image_names = {i.name for i in images}
         self.images: list[PlannedImage] = []
-        self.image_index: dict[int, int] = {}
         self.templates: list[PlannedTemplate] = []
         self.warnings: list[str] = []
 
     def _child(self, app_name: str, parent: MarketApp) -> MarketApp:
-        """An app named in a DISK/ROLE vector: same marketplace first, then any (as the CLI does)."""
+        """An app named in a DISK/ROLE vector: same marketplace first, then any (the CLI takes the
+        first app of that name in the pool)."""
         same = [a for a in self.apps if a.name == app_name and a.marketplace_id == parent.marketplace_id]
         found = same or [a for a in self.apps if a.name == app_name]
         if not found:
@@ -304,25 +326,41 @@ class _PlanBuilder:
             raise SiteError(f"App {child.id} ({child.name}) is {child.state_name}", "Only READY apps can be exported.")
         return child
 
-    def _image(self, app: MarketApp, name: str) -> int:
+    def _reusable(self, image: ImageInfo, app: MarketApp) -> bool:
+        """An image a previous export of `app` left: mine, FROM_APP, this datastore, not in ERROR."""
+        return (image.uname == self.user and image.attributes.get("FROM_APP") == str(app.id)
+                and image.datastore_id == self.datastore.id and image.state != ERROR)
+
+    def _image(self, app: MarketApp, candidates: Sequence[str]) -> int:
+        """Plan the image of `app` under the first candidate name that is free or that a previous
+        export of the same app holds; an IMAGE app exported alone has one candidate only."""
         if app.type != IMAGE_APP:
             raise SiteError(f"App {app.id} ({app.name}) is a {app.type_name} app, not an image",
                             "A VM template's disks must be IMAGE apps.")
-        if app.id in self.image_index:
-            return self.image_index[app.id]
-        text = _with_name(app.app_template, name) + f"FROM_APP = {quote(str(app.id))}\n"
-        self.images.append(PlannedImage(app, name, text))
-        self.image_index[app.id] = len(self.images) - 1
-        return self.image_index[app.id]
+        for name in candidates:
+            mine = next((i for i in self.existing_images if i.name == name and self._reusable(i, app)), None)
+            if mine is None and name in self.image_names:
+                continue
+            text = _with_name(app.app_template, name) + f"FROM_APP = {quote(str(app.id))}\n"
+            self.image_names.add(name)
+            self.images.append(PlannedImage(app, name, text, None if mine is None else mine.id))
+            return len(self.images) - 1
+        taken = next((i for i in self.existing_images if i.name == candidates[0]), None)
+        why = "is in ERROR" if taken is not None and taken.state == ERROR and \
+            taken.attributes.get("FROM_APP") == str(app.id) else "comes from elsewhere"
+        raise SiteError(f"Image name {candidates[0]!r} is taken",
+                        f"Image {taken.id if taken else '?'} has that name and {why}. Choose another final name, "
+                        "or delete that image first.")
 
     def _vm_template(self, app: MarketApp, name: str, roles: tuple[str, ...] = ()) -> int:
+        """The VM template of a VMTEMPLATE app and its own images (`export_vm_template`)."""
         if app.type != VMTEMPLATE_APP:
             raise SiteError(f"App {app.id} ({app.name}) is a {app.type_name} app, not a VM template",
                             "A service's roles must be VMTEMPLATE apps.")
         if not app.disks:
             self.warnings.append(f"{app.name} names no disk")
-        disks = tuple(self._image(self._child(disk_app, app), f"{name}-disk{n}")
-                      for n, (_, disk_app) in enumerate(app.disks))
+        disks = tuple(self._image(self._child(disk_app, app), name_candidates(name, disk_app, names[0], idx))
+                      for disk_app, names, idx in exported_children(app.disks))
         self.templates.append(PlannedTemplate(app, name, app.app_template, disks, roles))
         return len(self.templates) - 1
 
@@ -330,7 +368,7 @@ class _PlanBuilder:
         app = self.app
         service: PlannedService | None = None
         if app.type == IMAGE_APP:
-            index = self._image(app, self.name)
+            index = self._image(app, [self.name])
             if app.vmtemplate64:
                 self.templates.append(PlannedTemplate(app, self.name, decode_apptemplate64(app.vmtemplate64), (index,)))
         elif app.type == VMTEMPLATE_APP:
@@ -352,41 +390,25 @@ class _PlanBuilder:
         if not isinstance(body, dict) or not isinstance(body.get("roles"), list):
             raise SiteError(f"App {app.id} ({app.name}) carries no usable service template",
                             "Its APPTEMPLATE64 has no roles list.")
-        by_app: dict[str, list[str]] = {}
-        for role, role_app in app.roles:
-            by_app.setdefault(role_app, []).append(role)
         role_templates: list[tuple[str, int]] = []
-        for role_app, roles in by_app.items():
-            index = self._vm_template(self._child(role_app, app), f"{self.name}-{roles[0]}", tuple(roles))
+        for role_app, roles, idx in exported_children(app.roles):
+            candidates = name_candidates(self.name, None, roles[0], idx)
+            name = next(c for c in candidates if c not in self.image_names)  # checked against images, sic
+            index = self._vm_template(self._child(role_app, app), name, roles)
             role_templates += [(role, index) for role in roles]
         mapped = {role for role, _ in role_templates}
         names = [r.get("name") for r in body["roles"] if isinstance(r, dict)]
         for missing in [n for n in names if n not in mapped]:
-            self.warnings.append(f"role {missing} has no VM-template app; its template is left as the app has it")
-        role_dicts = [r for r in body["roles"] if isinstance(r, dict)]
-        role_key = "vm_template" if role_dicts and all("vm_template" in r and "template_id" not in r
-                                                       for r in role_dicts) else "template_id"
-        return PlannedService(app, self.name, body, tuple(role_templates), role_key)
+            self.warnings.append(f"role {missing} has no VM-template app; the platform leaves it without "
+                                 "vm_template (7.x then reads VM template 0, 6.10 refuses the body)")
+        return PlannedService(app, self.name, body, tuple(role_templates))
 
 
-def _reuse_existing(plan: DownloadPlan, images: Sequence[ImageInfo], templates: Sequence[VmTemplate],
-                    documents: Sequence[Document], user: str) -> DownloadPlan:
-    """Mark objects a previous run created as reused; refuse names taken by other objects."""
-    mine_images = {i.name: i for i in images if i.uname == user}
-    planned_images: list[PlannedImage] = []
-    for image in plan.images:
-        found = mine_images.get(image.name)
-        if found is None:
-            planned_images.append(image)
-            continue
-        if found.attributes.get("FROM_APP") != str(image.app.id) or found.datastore_id != plan.datastore.id \
-                or found.state == ERROR:
-            why = "is in ERROR" if found.state == ERROR and found.attributes.get("FROM_APP") == str(image.app.id) \
-                else "comes from elsewhere"
-            raise SiteError(f"Image name {image.name!r} is taken", f"Image {found.id} has that name and {why}. "
-                            "Choose another final name, or delete that image first.")
-        planned_images.append(replace(image, existing_id=found.id))
-    image_ids = [i.existing_id for i in planned_images]
+def _reuse_existing(plan: DownloadPlan, templates: Sequence[VmTemplate], documents: Sequence[Document],
+                    user: str) -> DownloadPlan:
+    """Mark VM templates and the service template a previous export created as reused; refuse
+    names taken by other objects (the platform refuses a second VM template of one name)."""
+    image_ids = [i.existing_id for i in plan.images]
     mine_templates = {t.name: t for t in templates if t.uname == user}
     planned_templates: list[PlannedTemplate] = []
     for template in plan.templates:
@@ -412,4 +434,4 @@ def _reuse_existing(plan: DownloadPlan, images: Sequence[ImageInfo], templates: 
                                 f"Service template {found_doc.id} has that name and other roles. Choose another "
                                 "final name, or delete it first.")
             service = replace(service, existing_id=found_doc.id)
-    return replace(plan, images=tuple(planned_images), templates=tuple(planned_templates), service=service)
+    return replace(plan, templates=tuple(planned_templates), service=service)

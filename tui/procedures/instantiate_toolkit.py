@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Mapping
 
 from tui.domain.input_file import InputFile, InputFileError, merge_template, values_key
 from tui.domain.secret_names import MASK
-from tui.domain.services import Service, ServiceRole
+from tui.domain.services import Service, ServiceRole, delete_command, service_state_note
 from tui.domain.severity import Severity
 from tui.domain.site_record import SiteRecord, record_to_json
 from tui.domain.toolkit_inputs import Problem
@@ -430,7 +430,9 @@ async def follow_deployment(
             seen[STEP_SERVICE] = service.state_name
             state = _step_state(service.state_name)
             at = follower.finish(STEP_SERVICE) if state == "done" else follower.done
-            yield Progress(STEP_SERVICE, at, count, f"service {service_id} {service.state_name}", state,
+            note = service_state_note(service.state)
+            yield Progress(STEP_SERVICE, at, count,
+                           f"service {service_id} {service.state_name}" + (f": {note}" if note else ""), state,
                            {"service_id": service_id, "state": service.state_name})
         event = await _key_event(follower, service)
         if event is not None:
@@ -447,7 +449,7 @@ async def follow_deployment(
                 f"Service {service_id} is {service.state_name}",
                 f"Roles: {roles}.\nService log:\n" + ("\n".join(log) or "(empty)")
                 + f"\nThe service was left as it is: inspect it (`oneflow show {service_id}`), then retry with "
-                  f"`oneflow recover {service_id}` or delete it (`oneflow delete {service_id}`).",
+                  f"`oneflow recover {service_id}` or remove it with `{delete_command(service_id, service.state)}`.",
                 service_id, service.state_name, log)
         now = time.monotonic()
         if now >= next_beat and now <= deadline:

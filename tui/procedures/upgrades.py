@@ -226,11 +226,17 @@ async def id_changes(site: "SiteConnection", appliance: str, removal: Removal, r
         return image.attributes.get("FROM_APP_NAME")
 
     old_by_id = {image.id: image for image in before.images}
-    new_by_origin = {origin(image): image.id for image in new_images if origin(image)}
+    # one app can give several images (each VM template of a service exports its own, as
+    # `onemarketapp export` does): pair them in export order, each new image once
+    new_by_origin: dict[str, list[int]] = {}
+    for image in new_images:
+        if origin(image):
+            new_by_origin.setdefault(origin(image), []).append(image.id)
     image_pairs: dict[int, int | None] = {}
-    for old_id, _ in removal.images:
+    for old_id, _ in sorted(removal.images):
         image = old_by_id.get(old_id)
-        image_pairs[old_id] = new_by_origin.get(origin(image)) if image is not None and origin(image) else None
+        candidates = new_by_origin.get(origin(image), []) if image is not None and origin(image) else []
+        image_pairs[old_id] = candidates.pop(0) if candidates else None
     changes = [IdChange(appliance, "image", old, image_pairs[old], name) for old, name in removal.images]
     # templates: by the service role they serve, else by their (paired) disks
     old_roles = {tid: role for d in before.documents if d.id in removal.service_template_ids

@@ -6,8 +6,9 @@ Every record has the fields of reference/marketplace.md; some leave optional fie
 carry fields the console does not know. The cloud registers both marketplaces and imports, as the
 platform's `one` market driver does (`src/market_mad/remotes/one/monitor`), every record the server
 answers its User-Agent (`served_for`; IMAGE apps with APPTEMPLATE64/VMTEMPLATE64, VMTEMPLATE apps
-with `DISK=[NAME, APP]`, SERVICE_TEMPLATE apps with `ROLE=[NAME, APP]` and the service template
-JSON in APPTEMPLATE64; app SOURCE `<endpoint>/appliance/<id>/download/0`).
+with `DISK=[NAME, APP]`, SERVICE_TEMPLATE apps with `ROLE=[NAME, APP]` and the record's service
+template string in APPTEMPLATE64 as it is, for every platform version (`render_service_template`);
+app SOURCE `<endpoint>/appliance/<id>/download/0`).
 
 Stored records hold site-relative URLs (`/appliance/<id>/download`); the marketplace server makes
 them absolute from its own address (`site.base_url`, appmarket-simple's APPMARKET_URL), since the
@@ -236,20 +237,26 @@ def _vm_template(cpu: str, memory: str, *, logo: str = "", inputs: str = "") -> 
 
 
 def toolkit_service_body(naming: NamingProfile, description: str = "") -> dict[str, Any]:
-    """The toolkit's service template body in the 7.x form (user_inputs, template_contents)."""
+    """The toolkit's service template body as a public marketplace record carries it.
+
+    Public service records (OpenNebula/marketplace `appliances/service/*.yaml`, e.g.
+    `oneke/oneke-133-service-x86_64.yaml`) give each role `vm_template_contents` (template text)
+    and none of `type`, `template_id` or `vm_template`: `onemarketapp export` adds `vm_template`
+    and the platform's validation converts the body on 7.x (`tui.sim.flow_templates`). This
+    record is listed for 6.10 and 7.0, so its inputs are `custom_attrs`, which 6.10 reads and 7.x
+    converts to `user_inputs` (the records listed for 6.x only do the same).
+    """
     obj, aut, man, ts = naming.roles
     parents = {obj: [], ts: [], aut: [obj], man: [aut, ts]}
 
     def role(name: str) -> dict[str, Any]:
         return {
             "name": name,
-            "type": "vm",
-            "template_id": 0,
             "cardinality": 1,
             "parents": parents[name],
-            "template_contents": {"NIC": [{"NAME": "NIC0", "NETWORK_ID": "$Public"}]},
             "min_vms": 1,
             "max_vms": 1,
+            "vm_template_contents": 'NIC = [\n  NAME = "NIC0",\n  NETWORK_ID = "$Public" ]\n',
             "cooldown": 300,
             "elasticity_policies": [],
             "scheduled_policies": [],
@@ -259,33 +266,12 @@ def toolkit_service_body(naming: NamingProfile, description: str = "") -> dict[s
         "name": naming.toolkit_appliance_name,
         "deployment": "straight",
         "description": description or f"{naming.toolkit_appliance_name}: the tools to create and manage trial networks",
+        "roles": [role(obj), role(aut), role(man), role(ts)],
+        "networks": {"Public": "M|network|Public||id:"},
+        "custom_attrs": {inp.name: inp.descriptor() for inp in toolkit_inputs(naming)},
         "ready_status_gate": True,
         "automatic_deletion": False,
-        "networks": {"Public": "M|network|Public||id:"},
-        "user_inputs": {inp.name: inp.descriptor() for inp in toolkit_inputs(naming)},
-        "roles": [role(obj), role(aut), role(man), role(ts)],
     }
-
-
-def service_body_6x(body: dict[str, Any]) -> dict[str, Any]:
-    """A 7.x service template body in the 6.x form: custom_attrs, vm_template, vm_template_contents."""
-    out = copy.deepcopy(body)
-    if "user_inputs" in out:
-        out["custom_attrs"] = out.pop("user_inputs")
-    for role in out.get("roles", []):
-        role.pop("type", None)
-        if "template_id" in role:
-            role["vm_template"] = role.pop("template_id")
-        contents = role.pop("template_contents", None)
-        if isinstance(contents, dict) and contents:
-            role["vm_template_contents"] = _template_to_str(contents)
-    return out
-
-
-def service_body_for(one_version: str, body: dict[str, Any]) -> dict[str, Any]:
-    """The service template body as a cloud of this version stores it."""
-    head = one_version.split(".", 1)[0]
-    return service_body_6x(body) if head.isdigit() and int(head) < 7 else copy.deepcopy(body)
 
 
 def _toolkit(naming: NamingProfile, version: str, opennebula_version: str, newest: bool) -> list[ApplianceSpec]:
@@ -520,6 +506,12 @@ def template_from_json(template: dict[str, Any]) -> Template:
     return parse_template(_template_to_str(template))
 
 
+def disk_vector_name(record_id: str, index: int) -> str:
+    """The NAME of a VM-template app's DISK vector: the platform's market driver draws ten hex
+    digits at random (monitor `render_vmtemplate`); the embedded site derives them from the record."""
+    return hashlib.md5(f"{record_id}/{index}".encode()).hexdigest()[:10]
+
+
 def _b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
 
@@ -592,15 +584,16 @@ def _app_from_spec(site: SimSite, spec: ApplianceSpec, market: SimMarketplace) -
             attrs.append(("VMTEMPLATE64", _b64(_template_to_str(vm_template))))
     elif spec.kind == "VMTEMPLATE":
         for n, disk in enumerate(spec.disks):
-            disk_id = hashlib.md5(f"{spec.record_id}/{n}".encode()).hexdigest()[:10]
-            attrs.append(("DISK", [("APP", disk), ("NAME", disk_id)]))
+            attrs.append(("DISK", [("APP", disk), ("NAME", disk_vector_name(spec.record_id, n))]))
         if vm_template is not None:
             apptemplate = _b64(_template_to_str(vm_template))
     else:
         for role, app_name in spec.roles:
             attrs.append(("ROLE", [("APP", app_name), ("NAME", role)]))
         if spec.template is not None:
-            apptemplate = _b64(json.dumps(service_body_for(site.config.one_version, spec.template)))
+            # the market driver encodes the record's string as it is (src/market_mad/remotes/one/monitor
+            # release-7.4.0 `render_service_template`, lines 145-165)
+            apptemplate = _b64(record["opennebula_template"])
     return SimMarketApp(
         id=site.next_id("marketapp"),
         name=spec.name,

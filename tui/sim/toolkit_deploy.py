@@ -1,9 +1,12 @@
 """The toolkit deployment of the `deployed` scenario, done as an operator would have done it.
 
 1. Export the toolkit service appliance from the marketplace that still carries the older build
-   (`catalog.TOOLKIT_OLD_VERSION`, so an upgrade plan has work): its four images (allocated from
-   their marketplace apps, with the spec's PLATFORM_MARKETPLACE_APPLIANCE_* attributes attached),
-   one VM template per role, and the service template (DOCUMENT 101) pointing at them.
+   (`catalog.TOOLKIT_OLD_VERSION`, so an upgrade plan has work) as `onemarketapp export` does
+   (marketplaceapp_ext.rb, names from `tui.domain.market_export`): one VM template per role
+   `<name>-<role>-<idx>` with its own images `<template>-<APP>-<disk>-<idx>` (allocated from their
+   marketplace apps, with the spec's PLATFORM_MARKETPLACE_APPLIANCE_* attributes attached), and
+   the service template: the app's body as it is with each role's `vm_template`, validated (and
+   on 7.x converted) as `ServiceTemplate#allocate` does.
 2. Instantiate it through OneFlow's own engine with plausible inputs (generated passwords and
    tokens, held in memory only) on the site's default network.
 3. Fast-forward simulated time until every role is up, placing the manager VM with the
@@ -24,9 +27,10 @@ import json
 import secrets
 from typing import Any, Callable
 
+from tui.domain.market_export import child_name, exported_children, service_body
 from tui.domain.template_text import Template, parse_template, scalar
 from tui.domain.versions import attribute_parts, parse_version
-from tui.sim import catalog, flow_engine
+from tui.sim import catalog, flow_engine, flow_templates
 from tui.sim.appliances import DB_ERROR_ATTRIBUTE
 from tui.sim.images import allocate_image
 from tui.sim.lifecycle import deploy_vm
@@ -47,7 +51,7 @@ def deploy_toolkit_now(site: SimSite) -> SimDocument:
         _run_until(site, lambda: all(site.images[i].state != 4 for i in _image_ids(site, template)))
         admin = site.users[0]
         service = flow_engine.instantiate(site, template, _merge_template(site, template), admin)
-        flow_engine.evaluate(site, service)
+        flow_engine.deploy_nets(site, service)
         target = _host_without_avx(site)
         manager = site.naming.role_manager
 
@@ -80,29 +84,25 @@ def export_toolkit(site: SimSite, prefix: str = catalog.COMMUNITY_PREFIX) -> Sim
         (naming.appliance_version_attribute, stamp),
         (naming.appliance_software_version_attribute, software),
     ]
-    images: dict[str, SimImage] = {}
     template_ids: dict[str, int] = {}
-    for role, vm_record_name in record.get("roles", {}).items():
+    roles = [(str(role), str(app)) for role, app in record.get("roles", {}).items()]
+    for vm_record_name, role_names, idx in exported_children(roles):
         vm_record = catalog.find_record(site, prefix, name=vm_record_name)
         if vm_record is None:
-            raise DeployError(f"role {role}: no VM template record named {vm_record_name}")
-        disks: list[SimImage] = []
-        for index, image_name in enumerate(vm_record.get("disks", [])):
-            if image_name not in images:
-                images[image_name] = _export_image(
-                    site, prefix, image_name, f"{name}-{role}-disk{index}", datastore, attributes
-                )
-            disks.append(images[image_name])
+            raise DeployError(f"role {role_names[0]}: no VM template record named {vm_record_name}")
+        template_name = child_name(name, None, role_names[0], idx)
+        record_id = str(vm_record["_id"]["$oid"])
+        disks = [(catalog.disk_vector_name(record_id, n), str(app)) for n, app in enumerate(vm_record.get("disks", []))]
+        images = [_export_image(site, prefix, disk_app, child_name(template_name, disk_app, disk_names[0], disk_idx),
+                                datastore, attributes)
+                  for disk_app, disk_names, disk_idx in exported_children(disks)]
         attrs = catalog.template_from_json(json.loads(vm_record.get("opennebula_template") or "{}"))
-        attrs += [("DISK", [("IMAGE_ID", str(image.id))]) for image in disks]
-        vm_template = SimVmTemplate(id=site.next_id("template"), name=f"{name}-{role}", uid=0, gid=0, template=attrs)
+        attrs += [("DISK", [("IMAGE_ID", str(image.id))]) for image in images]
+        vm_template = SimVmTemplate(id=site.next_id("template"), name=template_name, uid=0, gid=0, template=attrs)
         site.templates[vm_template.id] = vm_template
-        template_ids[role] = vm_template.id
-    body = json.loads(record["opennebula_template"])
-    body["name"] = name
-    for role_body in body.get("roles", []):
-        role_body["template_id"] = template_ids[role_body["name"]]
-    body = catalog.service_body_for(site.config.one_version, body)
+        template_ids.update({role: vm_template.id for role in role_names})
+    body = service_body(json.loads(record["opennebula_template"]), name, template_ids)
+    body = flow_templates.validate(site.config.one_version, body)
     doc = SimDocument(id=site.next_id("document"), name=name, uid=0, gid=0, type=flow_engine.TEMPLATE_TYPE, body=body)
     site.documents[doc.id] = doc
     return doc
