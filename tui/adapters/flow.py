@@ -21,7 +21,7 @@ from tui.adapters.http_errors import malformed, transport_error
 from tui.domain.documents import Document
 from tui.domain.permissions import Permissions
 from tui.domain.services import Service, ServiceTemplate, service_from_document, service_template_from_document
-from tui.errors import SiteError, redact
+from tui.errors import redact
 
 _HINT = "ONEFLOW_URL (or ~/.one/oneflow_endpoint)"
 _SERVICE = "OneFlow"

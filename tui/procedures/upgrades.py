@@ -229,13 +229,13 @@ async def id_changes(site: "SiteConnection", appliance: str, removal: Removal, r
     # one app can give several images (each VM template of a service exports its own, as
     # `onemarketapp export` does): pair them in export order, each new image once
     new_by_origin: dict[str, list[int]] = {}
-    for image in new_images:
-        if origin(image):
-            new_by_origin.setdefault(origin(image), []).append(image.id)
+    for new_image in new_images:
+        if origin(new_image):
+            new_by_origin.setdefault(origin(new_image), []).append(new_image.id)
     image_pairs: dict[int, int | None] = {}
     for old_id, _ in sorted(removal.images):
-        image = old_by_id.get(old_id)
-        candidates = new_by_origin.get(origin(image), []) if image is not None and origin(image) else []
+        old_image = old_by_id.get(old_id)
+        candidates = new_by_origin.get(origin(old_image), []) if old_image is not None and origin(old_image) else []
         image_pairs[old_id] = candidates.pop(0) if candidates else None
     changes = [IdChange(appliance, "image", old, image_pairs[old], name) for old, name in removal.images]
     # templates: by the service role they serve, else by their (paired) disks
