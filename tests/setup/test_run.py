@@ -36,7 +36,7 @@ def assert_set_up(server: SimServer, seen: Observed, *, branch: str = BRANCH) ->
     """The done-when: a RUNNING toolkit, four tagged images, the key granted, the database VM on a
     compatible host, the branch holding a vault-encrypted core.yaml naming the object store VM."""
     assert seen.toolkit_templates == 1
-    assert seen.toolkit_images == 4 and seen.tagged_images == 4
+    assert seen.toolkit_images == 5 and seen.tagged_images == 5  # each VM template has its own images
     assert [state for _, state in seen.live_services] == ["RUNNING"]
     assert seen.user_keys >= 1
     assert seen.db_vms and all(host and not flagged for _, host, flagged in seen.db_vms)
@@ -194,7 +194,7 @@ def test_a_service_deleted_by_hand_is_deployed_again(fresh, capsys) -> None:
     seen = observe(server, BRANCH, values[TOKEN])
     assert_set_up(server, seen)
     assert seen.live_services[0][0] != first.live_services[0][0]
-    assert seen.toolkit_templates == 1 and seen.toolkit_images == 4
+    assert seen.toolkit_templates == 1 and seen.toolkit_images == 5
     assert f"https://{_objectstore_ip(server)}:9000" in seen.core_yaml
 
 

@@ -90,7 +90,17 @@ async def find_deployment(site: "SiteConnection") -> Deployment | None:
     """The toolkit deployment: the site record's, else the newest live service with an object store role."""
     record = load_site_record(site.settings)
     if record is not None:
-        return _from_record(record, site)
+        found = _from_record(record, site)
+        if found.objectstore_vm_ids:
+            return found
+        # recorded at instantiation, before the role had VMs (the platform answers the service
+        # PENDING, its roles empty): read them from the service itself
+        try:
+            return _from_service(await site.flow.get_service(record.service_id), site)
+        except SiteError as error:
+            if error.retryable:
+                raise
+            return found
     services = await site.flow.list_services()
     toolkit = [s for s in services if s.state != SERVICE_DONE and s.role(site.naming.role_objectstore) is not None]
     if not toolkit:
