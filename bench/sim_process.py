@@ -113,6 +113,13 @@ class SimProcess:
         reader.join(self.start_timeout)
         if reader.is_alive() or not out or not out[0]:
             code = self._proc.poll()
+            if code is None and out and not out[0]:
+                # End of output comes before the exit status can be read: a child that failed
+                # at once has closed stdout but may not be reaped yet.
+                try:
+                    code = self._proc.wait(timeout=STOP_TIMEOUT_S)
+                except subprocess.TimeoutExpired:
+                    code = None
             why = f"exited with {code}" if code is not None else f"printed nothing within {self.start_timeout:g} s"
             raise SimProcessError(f"sitetk sim --vms {self.vms} {why}{self._stderr_tail()}")
         return out[0]
