@@ -131,3 +131,27 @@ async def test_the_deployment_view_explains_and_m_opens_the_move(deployed: SimSe
         await pilot.press("m")
         modal = await wait_for_screen(pilot, MoveModal, timeout=30, what="the move dialog")
         assert modal.vm_ids == (view.move_vm_id,)
+
+
+async def test_the_key_wait_says_how_long_and_for_what(deployed: SimServer) -> None:
+    from tui.domain.site_record import RecordedRole, RecordedVm
+    from tui.procedures.instantiate_toolkit import KeyNotPublished, capture_automation_key
+
+    site = await _site(deployed)
+    try:
+        [service] = await site.flow.list_services()
+        manager = service.role("manager")
+        assert manager is not None
+        node = manager.nodes[0]
+        # a record whose automation VM is one that never publishes a key (the manager's)
+        record = record_for_service(site, service, 0, "toolkit", "7.0.0", "tkauto")
+        record = record.with_roles((RecordedRole("automation", (RecordedVm(node.vm_id, node.vm_name),)),),
+                                   record.state, record.updated)
+        events: list[Any] = []
+        with pytest.raises(KeyNotPublished):
+            async for event in capture_automation_key(site, record, timeout=2.0, poll_interval=0.05, heartbeat=0.3):
+                events.append(event)
+    finally:
+        await site.close()
+    beats = [e for e in events if "elapsed_s" in e.data]
+    assert beats and beats[-1].message.startswith("waiting ") and f"VM {node.vm_id} to publish" in beats[-1].message

@@ -471,12 +471,13 @@ async def follow_deployment(
                         for r in record.roles)
     yield Progress(STEP_RECORD, follower.finish(STEP_RECORD), count, summary, "done",
                    {"service_id": service_id, "roles": {r.name: list(r.vm_ids) for r in record.roles}})
-    async for event in _wait_for_key(follower, key_timeout, poll_interval, cancel):
+    async for event in _wait_for_key(follower, key_timeout, poll_interval, cancel, heartbeat):
         yield event
 
 
 async def _wait_for_key(follower: _Follower, key_timeout: float, poll_interval: float,
-                        cancel: asyncio.Event | None) -> AsyncIterator[Progress]:
+                        cancel: asyncio.Event | None,
+                        heartbeat: float = DEFAULT_HEARTBEAT) -> AsyncIterator[Progress]:
     record = follower.record
     attribute = follower.site.naming.automation_key_attribute
     if follower.key is None or follower.key.key is None:
@@ -484,7 +485,9 @@ async def _wait_for_key(follower: _Follower, key_timeout: float, poll_interval: 
         yield Progress(STEP_KEY, follower.done, follower.total,
                        f"waiting for VM {vm.vm_id if vm else '?'} to publish {attribute}", "running",
                        {"service_id": record.service_id})
-        deadline = time.monotonic() + key_timeout
+        started = time.monotonic()
+        deadline = started + key_timeout
+        next_beat = started + heartbeat
         while True:
             service = None
             if follower.record.automation_vm is None:  # the role has no VM yet: ask the service
@@ -498,6 +501,15 @@ async def _wait_for_key(follower: _Follower, key_timeout: float, poll_interval: 
                                "stopped waiting for the key; capture it later from the key view or `sitetk toolkit key`",
                                "skipped", {"service_id": record.service_id, "cancelled": True})
                 return
+            now = time.monotonic()
+            if next_beat <= now <= deadline:
+                next_beat = now + heartbeat
+                vm = follower.record.automation_vm
+                who = f"VM {vm.vm_id}" if vm is not None else f"role {follower.record.automation_role}'s VM"
+                yield Progress(STEP_KEY, follower.done, follower.total,
+                               f"waiting {format_elapsed(now - started)} (at most {format_elapsed(key_timeout)}) for "
+                               f"{who} to publish {attribute}: its appliance does once its automation server runs",
+                               "running", {"service_id": record.service_id, "elapsed_s": round(now - started, 1)})
             if time.monotonic() > deadline:
                 vm = follower.record.automation_vm
                 if vm is None:
@@ -528,6 +540,7 @@ async def capture_automation_key(
     timeout: float = DEFAULT_KEY_TIMEOUT,
     poll_interval: float = DEFAULT_POLL_INTERVAL,
     cancel: asyncio.Event | None = None,
+    heartbeat: float = DEFAULT_HEARTBEAT,
 ) -> AsyncIterator[Progress]:
     """Capture the key of a recorded deployment (the key view's and `sitetk toolkit key`'s step).
 
@@ -537,5 +550,5 @@ async def capture_automation_key(
         record = await refresh_site_record(site, record)
         save_site_record(site.settings, record)
     follower = _Follower(site, record, 0, 2)  # steps: the key, then the summary
-    async for event in _wait_for_key(follower, timeout, poll_interval, cancel):
+    async for event in _wait_for_key(follower, timeout, poll_interval, cancel, heartbeat):
         yield event
