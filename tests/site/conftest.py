@@ -15,7 +15,9 @@ from tui.adapters.vault import VaultPassword, read_password_file
 from tui.console import demo_settings
 from tui.procedures.audit import AuditLog
 from tui.procedures.connection import SiteConnection
+from tui.procedures.site_config import load_site_config
 from tui.procedures.site_repo import open_site
+from tui.procedures.site_verdict import SubmitGate, submit_gate, verdict_of
 from tui.procedures.site_workspace import sites_repo
 from tui.settings import Settings
 from tui.sim.repos import EXISTING_SITE, SIM_VAULT_PASSWORD, seed_repositories
@@ -82,6 +84,13 @@ def ansible_vault(*args: str, input: str | None = None) -> subprocess.CompletedP
 
 async def collect(events):  # type: ignore[no-untyped-def]
     return [event async for event in events]
+
+
+async def offline_gate(path: Path, password: VaultPassword, reason: str | None = None) -> SubmitGate:
+    """The submit gate on a core.yaml checked without the cloud or the library (git-mechanics tests
+    give a reason when the file still has errors)."""
+    config = (await load_site_config(path, password)).config
+    return submit_gate(verdict_of(config), reason)
 
 
 # --- the embedded cloud --------------------------------------------------------------------------

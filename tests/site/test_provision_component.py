@@ -22,6 +22,7 @@ from tui.procedures.marketplace import load_catalog
 from tui.procedures.provision_component import ComponentProvisioner, offer_component, plan_provision, provision_component
 from tui.procedures.site_config import enable_component
 from tui.procedures.site_repo import current_site, preview_submit, submit_site
+from tui.procedures.site_verdict import site_verdict, submit_gate
 from tui.procedures.site_workspace import library_repo, sites_repo, vault_password
 from tui.sim.acl import rule_of
 from tui.sim.server import SimServer
@@ -105,7 +106,11 @@ async def test_enable_tn_bastion_end_to_end(cloud: SiteConnection, deployed: Sim
         site_ref = await current_site(repo)
         submit = await preview_submit(repo, site_ref, password)
         assert f"+    template_id: {template_id}" in submit.diff and submit.pending
-        done = await collect(submit_site(repo, site_ref, password, audit=cloud.audit))
+        verdict = await site_verdict(SiteConfig.parse(text), site=cloud, definitions=(await library(cloud)).as_mapping())
+        assert not [f for f in verdict.findings if f.path.startswith("site_variables.tn_bastion")]
+        assert "site_variables.vm_kvm.image_id" in {f.path for f in verdict.errors}  # still the template's Ubuntu image
+        gate = submit_gate(verdict, "vm_kvm is offered next")
+        done = await collect(submit_site(repo, site_ref, password, gate=gate, audit=cloud.audit))
         assert done[-1].data["pushed"]
     finally:
         repo.close()

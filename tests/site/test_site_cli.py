@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +14,19 @@ from tui.__main__ import main
 from tui.adapters.vault import VaultPassword, is_vault_text, read_vault_file
 from tui.cli.common import EXIT_FAILED, EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
 from tui.sim.acl import rule_of
-from tui.sim.repos import SIM_VAULT_PASSWORD, template_core_yaml
+from tui.procedures.audit import AuditLog
+from tui.settings import Settings
+from tui.sim.repos import DEMO_ADMIN_KEY, SIM_VAULT_PASSWORD, template_core_yaml
 from tui.sim.server import SimServer
+
+
+def _remote_head(server: SimServer, branch: str) -> str:
+    return subprocess.run(["git", "--git-dir", str(server.site.sites_repo), "rev-parse", branch],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def _audit(server: SimServer) -> list[dict[str, Any]]:
+    return AuditLog(Settings.load().audit_log).entries()
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
@@ -89,7 +101,8 @@ def test_check_and_components(capsys: pytest.CaptureFixture[str], core: Path, se
     assert code == EXIT_FINDINGS and not result["ok"]
     assert {"path": "site_s3_server.endpoint", "severity": "error"}.items() <= result["findings"][0].items()
     good = tmp_path / "good.yaml"
-    good.write_text(template_core_yaml().replace("<objectstore ip>", "10.0.0.21"))
+    good.write_text(template_core_yaml().replace("<objectstore ip>", "10.0.0.21").replace("12.34.56.78", "192.0.2.10")
+                    .replace("10.11.32.103", "10.11.28.1").replace("AAAAC3NzaC1lZDI1NTE5AAAAIFakeTemplateKeyReplaceMe", DEMO_ADMIN_KEY.split()[0]))
     code, result = run(capsys, "check", str(good), "--json")
     assert code == EXIT_OK and result["ok"] and all(f["severity"] == "warning" for f in result["findings"])
     code, text = run(capsys, "check", str(core))
@@ -112,6 +125,8 @@ def test_site_repository_flow(capsys: pytest.CaptureFixture[str], seeded: tuple[
     code, result = run(capsys, "submit", *repo, *pw, "--dry-run", "--json")
     assert code == EXIT_OK and "+    template_id: 3" in result["preview"]["diff"]
     code, result = run(capsys, "submit", *repo, *pw, "--yes", "--json")
+    assert code == EXIT_FINDINGS and "site_public_ip" in result["error"]["detail"]  # the template's values
+    code, result = run(capsys, "submit", *repo, *pw, "--yes", "--override-reason", "lab site, filled later", "--json")
     assert code == EXIT_OK and result["events"][-1]["data"]["pushed"]
     code, result = run(capsys, "branches", *repo, "--json")
     assert result["sites"] == ["demo-site", "lab-cli"]
@@ -130,7 +145,10 @@ def test_submit_without_yes_on_a_pipe_refuses(capsys: pytest.CaptureFixture[str]
     run(capsys, "create", "lab-pipe", *repo, *pw, "--json")
     monkeypatch.setattr("sys.stdin", open("/dev/null"))
     code, out = run(capsys, "submit", *repo, *pw)
+    assert code == EXIT_FINDINGS and "Diff against" not in out  # the check refuses before anything is shown
+    code, out = run(capsys, "submit", *repo, *pw, "--override-reason", "lab")
     assert code == EXIT_USAGE and "Diff against origin/main:.dummy/core.yaml" in out
+    assert "check error(s) overridden: lab" in out  # the commit message shown before the prompt
     code, result = run(capsys, "branches", *repo, "--json")
     assert result["sites"] == ["demo-site"]  # nothing pushed
 
@@ -200,10 +218,24 @@ def test_enable_fill_and_check_against_the_cloud(capsys: pytest.CaptureFixture[s
     code, result = run(capsys, "fill", path, "--json")
     assert code == EXIT_OK and result["events"][-1]["state"] == "done"
     code, result = run(capsys, "check", path, "--cloud", "--json")
-    assert code == EXIT_OK, result["findings"]
     assert not [f for f in result["findings"] if f["path"].startswith("site_variables.vm_kvm")]
+    # tn_bastion still has the template's 0s: they exist (the Ubuntu image and template) but are not the bastion
+    errors = {f["path"]: f["message"] for f in result["findings"] if f["severity"] == "error"}
+    assert code == EXIT_FINDINGS and set(errors) == {"site_variables.tn_bastion.template_id", "site_variables.tn_bastion.image_id"}
+    assert "image 0 'Ubuntu 22.04' (no marketplace attributes)" in errors["site_variables.tn_bastion.image_id"]
+    assert result["complete"] is False and result["unchecked"] == []
+    head = _remote_head(cloud_env, "demo-site")
     code, result = run(capsys, "submit", "--yes", "--json")
+    assert code == EXIT_FINDINGS and result["error"]["title"] == "Submit refused: the check found 2 error(s)"
+    assert result["verdict"]["cloud_consulted"] and _remote_head(cloud_env, "demo-site") == head
+    code, result = run(capsys, "submit", "--yes", "--override-reason", "bastion appliance arrives next week", "--json")
     assert code == EXIT_OK and result["events"][-1]["data"]["pushed"]
+    assert _remote_head(cloud_env, "demo-site") != head
+    message = subprocess.run(["git", "--git-dir", str(cloud_env.site.sites_repo), "log", "-1", "--format=%B", "demo-site"],
+                             capture_output=True, text=True, check=True).stdout
+    assert "2 check error(s) overridden: bastion appliance arrives next week" in message
+    submits = [e for e in _audit(cloud_env) if e["action"] == "site.submit"]
+    assert submits[-1]["details"]["override_reason"] == "bastion appliance arrives next week"
 
 
 def test_enable_in_read_only_mode_is_refused(capsys: pytest.CaptureFixture[str], cloud_env: SimServer) -> None:
@@ -217,7 +249,9 @@ def test_enable_in_read_only_mode_is_refused(capsys: pytest.CaptureFixture[str],
 def test_enable_without_appliance_then_submit(capsys: pytest.CaptureFixture[str], cloud_env: SimServer) -> None:
     run(capsys, "open", "demo-site", "--json")
     code, result = run(capsys, "enable", "core_net_cluster", "--submit", "--yes", "--json")
+    assert code == EXIT_FINDINGS and "Submit refused" in result["error"]["title"]  # written, not pushed
+    code, result = run(capsys, "enable", "core_net_cluster", "--submit", "--yes", "--override-reason", "demo", "--json")
     assert code == EXIT_OK, result
-    assert result["events"][-1]["state"] == "done" and result["submit"][-1]["data"]["pushed"]
+    assert result["events"][-1]["state"] == "skipped" and result["submit"][-1]["data"]["pushed"]
     code, result = run(capsys, "enable", "core_net_cluster", "--submit", "--yes", "--json")
     assert code == EXIT_OK and result["events"][-1]["state"] == "skipped" and result["submit"] == []

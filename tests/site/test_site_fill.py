@@ -15,7 +15,7 @@ from tui.procedures.connection import SiteConnection
 from tui.procedures.site_fill import fill_site_file, gather_cloud_facts, plan_fill
 from tui.procedures.site_record import save_site_record
 from tui.procedures.site_workspace import vault_password
-from tui.sim.repos import template_core_yaml
+from tui.sim.repos import DEMO_ADMIN_KEY, template_core_yaml
 from tui.sim.server import SimServer
 
 
@@ -97,7 +97,9 @@ async def test_cloud_checks_find_missing_ids_and_the_mtu(cloud: SiteConnection) 
     assert errors["site_variables.vm_kvm.image_id"] == "image 98 does not exist in the cloud"
     assert errors["site_networks_id.default"] == "virtual network 7 does not exist in the cloud"
     assert "guest MTU 1500 must be lower than the network's MTU 1500" in errors["site_vxlan_guest_mtu"]
-    good = SiteConfig.parse(template_core_yaml()).with_value("site_s3_server.endpoint", "https://10.0.0.9:9000")
+    good = SiteConfig.parse(template_core_yaml()).edit([
+        ("site_s3_server.endpoint", "https://10.0.0.9:9000"), ("site_public_ip", "192.0.2.10"), ("site_onegate", "10.11.28.1"),
+        ("site_admin_ssh_public_key", f"ssh-ed25519 {DEMO_ADMIN_KEY}")])
     assert not [f for f in check_site_config(good, cloud=facts.ids, nic_mtu=facts.nic_mtu) if f.severity is Severity.ERROR]
 
 

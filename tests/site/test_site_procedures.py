@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import stat
+import subprocess
 from pathlib import Path
 from typing import Any, Mapping
 
 import pytest
 
-from tests.site.conftest import VAULT_PASSWORD, ansible_vault, collect
+from tests.site.conftest import VAULT_PASSWORD, ansible_vault, collect, offline_gate
 from tui.adapters.git_repo import GitRemote, GitRepo
 from tui.adapters.vault import VaultPassword, is_vault_text, read_vault_file, write_vault_file
 from tui.domain.components import ComponentDefinition
@@ -25,7 +26,9 @@ from tui.procedures.site_config import (
     preview_edit,
     save_text,
 )
+from tui.domain.site_config import SiteConfig
 from tui.procedures.site_repo import create_site, current_site, list_sites, open_site, preview_submit, submit_site
+from tui.procedures.site_verdict import SubmitGate, submit_gate, verdict_of
 from tui.sim.repos import SIM_VAULT_PASSWORD, template_core_yaml
 
 SIM_PASSWORD = VaultPassword.from_text(SIM_VAULT_PASSWORD, "test")
@@ -204,10 +207,27 @@ async def test_new_site_created_and_submitted(seeded: tuple[Path, Path], tmp_pat
     preview = await preview_submit(repo, site, password)
     assert preview.new_branch and preview.pending and preview.base == "origin/main:.dummy/core.yaml"
     assert '-site_domain: "trial.mysite.internal"' in preview.diff and '+site_domain: "lab-a.internal"' in preview.diff
-    submitted = await collect(submit_site(repo, site, password, audit=audit))
+    # the template's values are still there: the check refuses, nothing is committed or pushed
+    with pytest.raises(SiteError, match=r"Submit refused: the check found \d+ error\(s\)") as refused:
+        await offline_gate(site.path, password)
+    assert "site_public_ip" in refused.value.detail and "--override-reason" in refused.value.detail
+    verdict = verdict_of((await load_site_config(site.path, password)).config)
+    with pytest.raises(SiteError, match="Submit refused"):
+        await collect(submit_site(repo, site, password, gate=SubmitGate(verdict), audit=audit))
+    assert "lab-a" not in (await list_sites(repo)).sites
+    assert [e["action"] for e in audit.entries()] == ["site.create"]
+    # an explicit reason lets it go, into the commit message and the audit entry
+    gate = await offline_gate(site.path, password, "lab site: values follow once the toolkit is deployed")
+    submitted = await collect(submit_site(repo, site, password, gate=gate, audit=audit))
     assert submitted[-1].state == "done" and submitted[-1].data["pushed"]
     assert "lab-a" in (await list_sites(repo)).sites
-    again = await collect(submit_site(repo, site, password, audit=audit))
+    message = subprocess.run(["git", "-C", str(repo.workdir), "log", "-1", "--format=%B"], capture_output=True, text=True, check=True).stdout
+    assert "check error(s) overridden: lab site: values follow once the toolkit is deployed" in message
+    assert "- site_public_ip: still the template's example '12.34.56.78'" in message
+    entry = audit.entries()[-1]
+    assert entry["details"]["check"] == "overridden" and entry["details"]["override_reason"].startswith("lab site")
+    assert {f["path"] for f in entry["details"]["overridden"]} >= {"site_public_ip", "site_onegate", "site_admin_ssh_public_key"}
+    again = await collect(submit_site(repo, site, password, gate=gate, audit=audit))
     assert again[-1].state == "skipped"
     assert not (await preview_submit(repo, site, password)).pending
     rerun = await collect(create_site(repo, "lab-a", "lab-a", password, audit=audit))
@@ -228,7 +248,13 @@ async def test_existing_site_opened_edited_submitted(seeded: tuple[Path, Path], 
     assert "-site_vxlan_guest_mtu: 1450" in preview.diff and "+site_vxlan_guest_mtu: 1400" in preview.diff
     assert "reg-secret-1" not in preview.diff and "registry_token: ***" in preview.diff
     assert "reg-secret-1" in (await preview_submit(repo, site, SIM_PASSWORD, reveal=True)).diff
-    await collect(submit_site(repo, site, SIM_PASSWORD, message="demo-site: MTU", audit=audit))
+    # the demo site's gate address is still the template's: the check has an error, so a stale or
+    # missing override is refused, and a verdict on other text does not carry over
+    stale = submit_gate(verdict_of(SiteConfig.parse(template_core_yaml())), "stale")
+    with pytest.raises(SiteError, match="The check is out of date"):
+        await collect(submit_site(repo, site, SIM_PASSWORD, gate=stale, audit=audit))
+    gate = await offline_gate(site.path, SIM_PASSWORD, "gate address filled on the frontend")
+    await collect(submit_site(repo, site, SIM_PASSWORD, gate=gate, message="demo-site: MTU", audit=audit))
     other = GitRepo(GitRemote(str(sites)), tmp_path / "other")
     await collect(open_site(other, "demo-site"))
     assert (await load_site_config(other.workdir / "demo-site" / "core.yaml", SIM_PASSWORD)).config.get("site_vxlan_guest_mtu") == 1400
@@ -246,7 +272,7 @@ async def test_submit_refuses_plain_text(seeded: tuple[Path, Path], tmp_path: Pa
     with pytest.raises(SiteError, match="Refusing to submit plain text"):
         await preview_submit(repo, site, SIM_PASSWORD)
     with pytest.raises(SiteError, match="Refusing to submit plain text"):
-        await collect(submit_site(repo, site, SIM_PASSWORD, audit=audit))
+        await collect(submit_site(repo, site, SIM_PASSWORD, gate=SubmitGate(verdict_of(SiteConfig.parse("a: 1\n"))), audit=audit))
     assert await repo.unpushed("demo-site") is False and audit.entries() == []
 
 

@@ -19,7 +19,7 @@ from tui.domain.site_config import SiteConfig, SiteConfigError
 from tui.procedures.connection import SiteConnection
 from tui.screens.site_components import ComponentFlowModal
 from tui.screens.site_config import SiteConfigScreen
-from tui.screens.site_dialogs import OpenSiteModal, PasswordModal, PreviewModal
+from tui.screens.site_dialogs import OpenSiteModal, PasswordModal, PreviewModal, SubmitModal
 from tui.screenshots import click_shown, frozen_clock, wait_for, wait_for_screen
 from tui.settings import Settings
 from tui.sim.acl import rule_of
@@ -64,6 +64,21 @@ async def edited(pilot: Any, screen: SiteConfigScreen, old: str, new: str) -> No
     assert old in text
     screen.editor.replace(text.replace(old, new, 1), (0, 0), screen.editor.document.end)
     await wait_for(pilot, lambda: screen.checked_text == screen.editor.text, what="the debounced parse")
+
+
+def panel_text(screen: SiteConfigScreen) -> str:
+    """The side panel as plain text (what the operator reads)."""
+    from rich.console import Console
+
+    console = Console(width=200, record=True, file=open("/dev/null", "w"))
+    panel = screen.query_one("#panel-components")
+    console.print(panel.content)  # type: ignore[attr-defined]
+    return console.export_text()
+
+
+def remote_head(server: SimServer) -> str:
+    return subprocess.run(["git", "--git-dir", str(server.site.sites_repo), "rev-parse", "demo-site"],
+                          capture_output=True, text=True, check=True).stdout.strip()
 
 
 def notifications(app: SiteToolkitApp) -> list[str]:
@@ -146,16 +161,32 @@ async def test_component_flow_and_submit(deployed: SimServer, tmp_path: Path, mo
                        what="the reloaded configuration")
         rules = {rule_of(acl).to_str() for acl in deployed.site.acls.values()}
         assert f"#2 IMAGE/#{learned['image_id']} USE #0" in rules
-        # submit: the decrypted diff, then commit and push
+        # the panel follows without a refresh: vm_kvm now holds its appliance, tn_bastion still the Ubuntu 0s
+        await wait_for(pilot, lambda: screen.facts is not None and screen.checked_text == screen.editor.text
+                       and not any(f.path.startswith("site_variables.vm_kvm") for f in screen.findings)
+                       and "✔ vm_kvm  complete" in panel_text(screen), what="the refreshed panel")
+        assert "✘ tn_bastion  incomplete" in panel_text(screen) and "tn_bastion  complete" not in panel_text(screen)
+        # submit: the check's errors refuse it until a reason is given; the decrypted diff, then commit and push
+        remote = remote_head(deployed)
         await pilot.press("ctrl+t")
-        preview = await wait_for_screen(pilot, PreviewModal, what="the submit preview")
+        preview = await wait_for_screen(pilot, SubmitModal, what="the submit preview")
         assert f"+    template_id: {learned['template_id']}" in (preview.diff or "")
-        assert app.focused is not None and app.focused.id == "preview-cancel"
-        await click_shown(pilot, "#preview-confirm")
+        assert {f.path for f in preview.verdict.errors} >= {"site_variables.tn_bastion.image_id", "site_onegate"}
+        assert app.focused is not None and app.focused.id == "submit-cancel"
+        assert preview.query_one("#submit-confirm").disabled and remote_head(deployed) == remote
+        preview.query_one("#submit-reason").focus()
+        await pilot.press(*"bastion next week")
+        await wait_for(pilot, lambda: not preview.query_one("#submit-confirm").disabled, what="the reason accepted")
+        await click_shown(pilot, "#submit-confirm")
         await wait_for(pilot, lambda: any("submitted" in m for m in notifications(app)), what="the submit")
         pushed = subprocess.run(["git", "--git-dir", str(deployed.site.sites_repo), "show", "demo-site:demo-site/core.yaml"],
                                 capture_output=True, text=True, check=True).stdout
         assert is_vault_text(pushed) and f"template_id: {learned['template_id']}" in decrypt_text(pushed, PASSWORD)
+        message = subprocess.run(["git", "--git-dir", str(deployed.site.sites_repo), "log", "-1", "--format=%B", "demo-site"],
+                                 capture_output=True, text=True, check=True).stdout
+        assert "check error(s) overridden: bastion next week" in message
+        entry = [e for e in app.site.audit.entries() if e["action"] == "site.submit"][-1]
+        assert entry["details"]["override_reason"] == "bastion next week"
 
 
 async def test_password_prompt_when_no_file(deployed: SimServer, tmp_path: Path) -> None:

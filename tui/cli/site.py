@@ -7,12 +7,17 @@
                                         (--cloud: also the IDs and the NIC MTU of the cloud)
     sitetk site fill PATH               fill the object store endpoint, gate, network and
                                         appliance IDs from the cloud (--dry-run: preview)
+    sitetk site confirm PATH VAR --reason TEXT
+                                        record that an appliance ID that is not marked as the
+                                        component's appliance is right (audit-logged)
     sitetk site components              the component library with each component's variables
     sitetk site enable COMPONENT        offer a component (operation 9): download its appliance,
                                         grant the automation cloud user, list it with its site
                                         variables (--set var=value); --submit pushes it after
     sitetk site branches|open|create    the sites repository's site branches
-    sitetk site submit                  show the decrypted diff, then commit and push
+    sitetk site submit                  check, show the decrypted diff, then commit and push;
+                                        refused while the check has errors unless
+                                        --override-reason TEXT (commit message, audit log)
 
 The vault password comes from `--vault-password-file` (or SITETK_VAULT_PASSWORD_FILE, or
 vault_password_file in the [site] table of the config file), else a prompt. Repositories come
@@ -46,13 +51,13 @@ from tui.cli.common import (
     emit_json,
     follow,
     local_command,
+    print_error,
     print_preview,
     show_preview,
     write_data,
 )
 from tui.domain.components import ComponentDefinition, ComponentLibrary
 from tui.domain.naming import DEFAULT_NAMING
-from tui.domain.severity import Severity
 from tui.domain.site_checks import Finding
 from tui.domain.site_fill import appliance_leaves
 from tui.errors import SiteError
@@ -61,7 +66,6 @@ from tui.procedures.connection import SiteConnection
 from tui.procedures.preview import Preview
 from tui.procedures.provision_component import GRANT_POLICY, offer_component, plan_provision
 from tui.procedures.site_config import (
-    check_site_file,
     edit_file,
     enable_component,
     encrypt_file,
@@ -75,6 +79,7 @@ from tui.procedures.site_repo import (
     SubmitPreview,
     create_site,
     current_site,
+    default_message,
     default_workdir,
     list_sites,
     locate_site,
@@ -83,6 +88,8 @@ from tui.procedures.site_repo import (
     preview_submit,
     submit_site,
 )
+from tui.procedures.site_confirmations import confirm_appliance_id, plan_confirmation
+from tui.procedures.site_verdict import SiteVerdict, SubmitGate, site_verdict, submit_gate, verdict_of
 from tui.procedures.site_workspace import library_repo, sites_repo
 from tui.settings import Settings
 
@@ -283,8 +290,6 @@ async def _check(args: argparse.Namespace) -> int:
     if args.library or os.environ.get(LIBRARY_REPO_ENV) or _settings().library_repo:
         library = await _library(args)
         definitions, problems = library.as_mapping(), library.problems
-    cloud_ids, nic_mtu = None, args.nic_mtu
-    notes: tuple[str, ...] = ()
     if args.cloud:
         site = await connect_site(_settings())
         try:
@@ -292,20 +297,23 @@ async def _check(args: argparse.Namespace) -> int:
             facts = await gather_cloud_facts(site, loaded.config, definitions)
         finally:
             await site.close()
-        cloud_ids, notes = facts.ids, facts.notes
-        nic_mtu = nic_mtu if nic_mtu is not None else facts.nic_mtu
-    findings = await check_site_file(Path(args.path), password, definitions=definitions, cloud=cloud_ids, nic_mtu=nic_mtu)
-    errors = [f for f in findings if f.severity is Severity.ERROR]
+        verdict = verdict_of(loaded.config, naming=site.naming, definitions=definitions, facts=facts, nic_mtu=args.nic_mtu)
+    else:
+        loaded = await load_site_config(Path(args.path), password)
+        verdict = verdict_of(loaded.config, definitions=definitions, nic_mtu=args.nic_mtu)
+    findings, notes = verdict.findings, verdict.notes
     if args.json:
-        emit_json({"ok": not errors, "warnings": warnings, "library_problems": list(problems), "cloud_notes": list(notes),
-                   "findings": [f.as_json() for f in findings]})
+        emit_json({"ok": verdict.ok, "complete": verdict.complete, "unchecked": list(verdict.unchecked()), "warnings": warnings,
+                   "library_problems": list(problems), "cloud_notes": list(notes), "findings": [f.as_json() for f in findings]})
     else:
         for problem in problems:
             print(f"warning: component library: {problem}", file=sys.stderr)
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
         print(_findings_text(findings))
-    return EXIT_FINDINGS if errors else EXIT_OK
+        for item in verdict.unchecked():
+            print(f"not checked: {item}")
+    return EXIT_FINDINGS if verdict.errors else EXIT_OK
 
 
 def _needs_password(path: Path) -> bool:
@@ -359,9 +367,9 @@ async def _enable(args: argparse.Namespace) -> int:
                 return EXIT_OK if args.dry_run else EXIT_USAGE
         payload: dict[str, Any] = {"warnings": warnings, "events": [e.as_json() for e in events]}
         if args.submit and repo is not None:
-            submitted = await _submit_after(args, repo, password)
+            submitted, code = await _submit_after(args, repo, password)
             if submitted is None:
-                return EXIT_USAGE
+                return code
             payload["submit"] = [e.as_json() for e in submitted]
     finally:
         if repo is not None:
@@ -393,16 +401,54 @@ async def _enable_with_cloud(
     )
 
 
-async def _submit_after(args: argparse.Namespace, repo: GitRepo, password: VaultPassword) -> list[Any] | None:
+async def _submit_after(args: argparse.Namespace, repo: GitRepo, password: VaultPassword) -> tuple[list[Any] | None, int]:
+    """(events, EXIT_OK) once submitted; (None, exit code) when the check or the operator said no."""
     site_ref = await current_site(repo, args.site)
     preview = await preview_submit(repo, site_ref, password)
     if not preview.pending:
-        return []
+        return [], EXIT_OK
+    verdict = await _verdict(args, site_ref.path, password)
+    gate = _gate(args, verdict)
+    if gate is None:
+        return None, EXIT_FINDINGS
     if not args.json:
         _print_submit(preview)
     if not confirm(f"Commit and push {site_ref.site_dir}/core.yaml to {site_ref.branch}", args.yes):
+        return None, EXIT_USAGE
+    return await follow(submit_site(repo, site_ref, password, gate=gate), args.json), EXIT_OK
+
+
+async def _verdict(args: argparse.Namespace, path: Path, password: VaultPassword) -> SiteVerdict:
+    """The check a submit goes ahead on: the library when configured, the cloud when reachable."""
+    definitions = None
+    if getattr(args, "library", None) or os.environ.get(LIBRARY_REPO_ENV) or _settings().library_repo:
+        definitions = (await _library(args)).as_mapping()
+    config = (await load_site_config(path, password)).config
+    site = await _connect(args.json, "the IDs are checked without it")
+    try:
+        return await site_verdict(config, site=site, definitions=definitions)
+    finally:
+        if site is not None:
+            await site.close()
+
+
+def _gate(args: argparse.Namespace, verdict: SiteVerdict) -> SubmitGate | None:
+    """The submit gate; None (after printing the refusal and the findings) when it refuses."""
+    try:
+        gate = submit_gate(verdict, args.override_reason)
+    except SiteError as error:
+        if args.json:
+            print_error(error, True, verdict=verdict.as_json())
+        else:
+            print(_findings_text(verdict.findings), file=sys.stderr)
+            print_error(error, False)
         return None
-    return await follow(submit_site(repo, site_ref, password), args.json)
+    if not args.json:
+        for item in verdict.unchecked():
+            print(f"warning: not checked: {item}", file=sys.stderr)
+        if gate.overridden:
+            print(f"warning: submitting with {len(gate.overridden)} check error(s) overridden: {gate.override_reason}", file=sys.stderr)
+    return gate
 
 
 async def _fill(args: argparse.Namespace) -> int:
@@ -423,6 +469,29 @@ async def _fill(args: argparse.Namespace) -> int:
     finally:
         await site.close()
     _finish(args.json, {"warnings": warnings, "plan": plan.as_json(), "events": [e.as_json() for e in events]})
+    return EXIT_OK
+
+
+async def _confirm(args: argparse.Namespace) -> int:
+    warnings: list[str] = []
+    password = _password(args, warnings) if _needs_password(Path(args.path)) else None
+    _warn(warnings, args.json)
+    if args.read_only and not args.dry_run:
+        raise UsageError("read-only mode: a confirmation is recorded in the state directory")
+    definitions = (await _library(args)).as_mapping()
+    site = await connect_site(_settings())
+    try:
+        config = (await load_site_config(Path(args.path), password, site.naming)).config
+        plan = await plan_confirmation(site, config, args.variable, args.reason, definitions)
+        if show_preview(plan.preview(), args, {"confirmation": plan.confirmation.as_json()}):
+            return EXIT_OK
+        if not confirm(f"Record that {plan.confirmation.kind} {plan.confirmation.object_id} is right for {args.variable}", args.yes):
+            return EXIT_USAGE
+        written = confirm_appliance_id(site, plan)
+    finally:
+        await site.close()
+    _finish(args.json, {"confirmation": plan.confirmation.as_json(), "file": written},
+            f"recorded in {written} (audit-logged); sitetk site check --cloud shows it as a warning")
     return EXIT_OK
 
 
@@ -476,18 +545,23 @@ async def _submit(args: argparse.Namespace) -> int:
         if not preview.pending:
             _finish(args.json, {"preview": preview.as_json(), "events": []}, f"{site.branch}: nothing to submit")
             return EXIT_OK
+        verdict = await _verdict(args, site.path, password)
         if args.dry_run:
             changes = preview.as_preview(args.message)
-            _finish(args.json, {"dry_run": True, "preview": preview.as_json(), "changes": changes.as_json()}, f"{preview.diff}\n{changes.as_text()}")
+            _finish(args.json, {"dry_run": True, "preview": preview.as_json(), "changes": changes.as_json(), "verdict": verdict.as_json()},
+                    f"{preview.diff}\n{changes.as_text()}\ncheck: {_findings_text(verdict.findings)}")
             return EXIT_OK
+        gate = _gate(args, verdict)
+        if gate is None:
+            return EXIT_FINDINGS
         if not args.json:
-            _print_submit(preview, args.message)
+            _print_submit(preview, gate.commit_message(args.message or default_message(site)))
         if not confirm(f"Commit and push {site.site_dir}/core.yaml to {site.branch}", args.yes):
             return EXIT_USAGE
-        events = await follow(submit_site(repo, site, password, message=args.message), args.json)
+        events = await follow(submit_site(repo, site, password, gate=gate, message=args.message), args.json)
     finally:
         repo.close()
-    _finish(args.json, {"warnings": warnings, "preview": preview.as_json(), "events": [e.as_json() for e in events]})
+    _finish(args.json, {"warnings": warnings, "preview": preview.as_json(), "verdict": verdict.as_json(), "events": [e.as_json() for e in events]})
     return EXIT_OK
 
 
@@ -556,6 +630,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _common(p)
     p.set_defaults(func=local_command(_fill))
 
+    p = verbs.add_parser("confirm", help="record that an appliance ID is right although it is not marked as the appliance")
+    p.add_argument("path", help="core.yaml")
+    p.add_argument("variable", help="dotted path of the ID, e.g. site_variables.tn_bastion.image_id")
+    p.add_argument("--reason", required=True, metavar="TEXT", help="why this object is right (audit-logged)")
+    p.add_argument("--dry-run", action="store_true", help="show what would be recorded")
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    _library_options(p)
+    _common(p)
+    p.set_defaults(func=local_command(_confirm))
+
     p = verbs.add_parser("components", help="list the component library")
     _library_options(p)
     _common(p, password=False)
@@ -573,6 +657,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-cloud", action="store_true", help="do not download or grant; only list the component")
     p.add_argument("--poll", type=float, default=2.0, metavar="SECONDS", help="seconds between checks of a downloading image")
     p.add_argument("--submit", action="store_true", help="then show the diff and commit and push the site branch")
+    p.add_argument("--override-reason", metavar="TEXT", help="with --submit: submit even though the check has errors, for this reason")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     _library_options(p)
     _repo_options(p)
@@ -607,6 +692,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     p.add_argument("--dry-run", action="store_true", help="show the diff only")
     p.add_argument("--reveal", action="store_true", help="show secret values in the diff")
+    p.add_argument("--override-reason", metavar="TEXT",
+                   help="submit even though the check has errors; the reason goes into the commit message and the audit log")
     _repo_options(p)
+    _library_options(p)
     _common(p)
     p.set_defaults(func=local_command(_submit))

@@ -6,6 +6,11 @@
 - every site variable of each listed component present and set (given the library definitions);
 - template, image, network and cluster IDs that exist in the cloud (given the sets of existing
   ids, so the checks stay pure);
+- appliance IDs that are the component's appliance, not merely an object that exists
+  (`tui.domain.appliance_identity`; given the facts, else the template's 0 flagged as unverified);
+- values left from the sites repository's template (`TEMPLATE_PLACEHOLDERS`: the example public
+  address, domain, gate address and name server, the fake admin key, `<...>` placeholders),
+  errors or warnings by what they break;
 - the trial-network guest MTU below the NIC MTU (VXLAN adds 50 to 54 bytes of headers);
 - the shape of `site_s3_server` (its endpoint is the object store VM's address).
 """
@@ -19,25 +24,20 @@ from enum import Enum
 from typing import Any, Iterator, Mapping, Sequence
 from urllib.parse import urlsplit
 
+from tui.domain.appliance_identity import ApplianceFacts, as_object_id, check_appliance_ids, unverified_appliance_ids
 from tui.domain.components import ComponentDefinition
+from tui.domain.findings import Finding
 from tui.domain.naming import DEFAULT_NAMING, NamingProfile
 from tui.domain.severity import Severity
 from tui.domain.site_config import MISSING, SiteConfig, lookup
+from tui.domain.ssh_keys import check_public_key
+
+__all__ = ["Finding", "Severity", "CloudIds", "check_site_config", "check_placeholders", "TEMPLATE_PLACEHOLDERS"]
 
 #: bytes of headers a VXLAN encapsulation adds (50 over IPv4, up to 54 with a VLAN tag)
 VXLAN_OVERHEAD = 50
 
 _HOSTNAME = re.compile(r"^(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9\-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9\-]{0,61}[A-Za-z0-9])?)*$")
-
-
-@dataclass(frozen=True)
-class Finding:
-    severity: Severity
-    path: str
-    message: str
-
-    def as_json(self) -> dict[str, str]:
-        return {"severity": self.severity.value, "path": self.path, "message": self.message}
 
 
 class Requirement(str, Enum):
@@ -98,8 +98,14 @@ def check_site_config(
     cloud: CloudIds | None = None,
     nic_mtu: int | None = None,
     requirements: Sequence[ComponentRequirement] | None = None,
+    appliances: ApplianceFacts | None = None,
 ) -> tuple[Finding, ...]:
-    """Every check; errors first, each group in file order."""
+    """Every check; errors first, each group in file order.
+
+    `appliances` (what the cloud and marketplaces say about images and templates) turns on the
+    check that each appliance ID is its component's appliance; without it the template's
+    placeholder 0 is flagged as unverified.
+    """
     findings: list[Finding] = []
     findings += check_component_map(config)
     findings += check_minimal_components(config, requirements if requirements is not None else minimal_component_set(naming))
@@ -107,8 +113,14 @@ def check_site_config(
         findings += check_component_variables(config, definitions)
     if cloud is not None:
         findings += check_cloud_ids(config, cloud)
+    if definitions is not None:
+        if appliances is not None:
+            findings += check_appliance_ids(config, definitions, appliances, name_attribute=naming.appliance_name_attribute)
+        else:
+            findings += unverified_appliance_ids(config, definitions)
     findings += check_mtu(config, nic_mtu)
     findings += check_s3_server(config)
+    findings += check_placeholders(config)
     errors = [f for f in findings if f.severity is Severity.ERROR]
     return tuple(errors + [f for f in findings if f.severity is not Severity.ERROR])
 
@@ -176,14 +188,78 @@ def _id_leaves(node: Any, path: str) -> Iterator[tuple[str, str, Any]]:
                 yield child, str(key), value
 
 
-def _as_id(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value)
-    return None
+_as_id = as_object_id
+
+
+@dataclass(frozen=True)
+class Placeholder:
+    """An example value the sites repository's template carries, and what leaving it breaks."""
+
+    path: str
+    value: str
+    severity: Severity
+    meaning: str
+    fix: str
+
+
+#: Values of the sites repository's template (tui/sim/repos.py `template_core_yaml`, and the real
+#: template's examples in shared/reference/site-repositories.md) that must not reach a site.
+TEMPLATE_PLACEHOLDERS: tuple[Placeholder, ...] = (
+    Placeholder("site_public_ip", "12.34.56.78", Severity.ERROR,
+                "trial networks are reached through the site's public address (ports xx211-xx240)",
+                "set the public address that forwards to the site"),
+    Placeholder("site_domain", "trial.mysite.internal", Severity.WARNING,
+                "trial-network VMs get names in the template's example domain",
+                "set the site's own DNS domain"),
+    Placeholder("site_onegate", "10.11.32.103", Severity.ERROR,
+                "VMs report to the gate at this address; the template's example is another site's",
+                "fill it from the platform's ONEGATE_ENDPOINT (ctrl+f, or sitetk site fill)"),
+    Placeholder("site_dns", "10.11.28.107", Severity.WARNING,
+                "trial networks would resolve names through the template's example name server",
+                "set the site's name servers (the default is 8.8.8.8,1.1.1.1)"),
+)
+
+#: the marker in the template's admin key (`...IFakeTemplateKeyReplaceMe admin@site`)
+FAKE_KEY_MARKERS = ("FakeTemplateKey", "ReplaceMe")
+
+
+def _placeholder_leaves(node: Any, path: str) -> Iterator[tuple[str, str]]:
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            yield from _placeholder_leaves(value, f"{path}.{key}" if path else str(key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _placeholder_leaves(value, f"{path}.{index}")
+    elif isinstance(node, str):
+        yield path, node
+
+
+_ANGLE = re.compile(r"<[^<>\n]{1,60}>")
+
+
+def check_placeholders(config: SiteConfig) -> list[Finding]:
+    """Values left as the template has them: what each is for, what was found, the fix."""
+    findings: list[Finding] = []
+    for item in TEMPLATE_PLACEHOLDERS:
+        value = config.get(item.path)
+        if isinstance(value, str) and value.strip() == item.value:
+            findings.append(Finding(item.severity, item.path, (
+                f"still the template's example {item.value!r}: {item.meaning}. Fix: {item.fix}.")))
+    key = config.get("site_admin_ssh_public_key")
+    if isinstance(key, str) and key.strip():
+        if any(marker in key for marker in FAKE_KEY_MARKERS):
+            findings.append(Finding(Severity.ERROR, "site_admin_ssh_public_key", (
+                "still the template's fake key (…FakeTemplateKeyReplaceMe): the site's administrators could not log in to "
+                "trial-network VMs. Fix: put the administrators' public key (ssh-ed25519 AAAA… user@host).")))
+        elif (problem := check_public_key(key.strip())) is not None:
+            findings.append(Finding(Severity.ERROR, "site_admin_ssh_public_key", f"not a public SSH key: {problem}. Fix: paste one key line."))
+    for path, value in _placeholder_leaves(config.data, ""):
+        if path == "site_s3_server.endpoint":
+            continue  # the endpoint check says it with its own fix
+        match = _ANGLE.search(value)
+        if match:
+            findings.append(Finding(Severity.ERROR, path, f"{value!r} still holds the template placeholder {match.group(0)}: fill in the real value"))
+    return findings
 
 
 def check_cloud_ids(config: SiteConfig, cloud: CloudIds) -> list[Finding]:

@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from tui.domain.appliance_identity import ApplianceFacts
 from tui.domain.components import ComponentDefinition
 from tui.domain.site_checks import CloudIds
 from tui.domain.site_config import MISSING, SiteConfig, cloud_fill, lookup
@@ -62,6 +63,8 @@ class CloudFacts:
     automation_user: str = ""
     #: record id -> what is downloaded
     appliances: Mapping[str, InstalledAppliance] = field(default_factory=dict)
+    #: what images and templates are (for the appliance-identity check); None when unknown
+    identity: ApplianceFacts | None = None
     notes: tuple[str, ...] = ()
 
 

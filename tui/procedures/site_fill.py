@@ -10,6 +10,9 @@
 - the IDs of downloaded appliances: the images carrying each component appliance's marketplace
   attributes (the newest build), the VM template whose disk is that image;
 - the IDs that exist (VM templates, images, service templates, networks) for the ID checks;
+- what each image, template and service template is (`appliance_facts`: marketplace attributes,
+  disks, roles) and the record names of the listed components' appliances, with the operator's
+  confirmations, for the check that each appliance ID is its component's appliance;
 - the automation cloud user (record, else the service's input value).
 A fact that cannot be read becomes a note, never a failure of the whole fill.
 
@@ -26,9 +29,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator, Mapping, Sequence
 
 from tui.adapters.vault import VaultPassword
+from tui.domain.appliance_identity import ApplianceFacts, Confirmation, ImageFacts, ServiceTemplateFacts, TemplateFacts
 from tui.domain.components import ComponentDefinition
 from tui.domain.documents import SERVICE_TEMPLATE_DOCUMENT
 from tui.domain.images import ImageInfo
+from tui.domain.naming import NamingProfile
 from tui.domain.networks import Vnet
 from tui.domain.services import SERVICE_DONE, Service
 from tui.domain.site_checks import CloudIds
@@ -42,6 +47,7 @@ from tui.procedures.marketplace import MarketCatalog, load_catalog
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress
 from tui.procedures.site_config import edit_file, load_site_config, show_value, vault_cli
+from tui.procedures.site_confirmations import load_confirmations
 from tui.procedures.site_record import load_site_record
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -155,6 +161,11 @@ async def installed_appliances(site: "SiteConnection", record_ids: Sequence[str]
     catalog, templates, documents = await asyncio.gather(
         load_catalog(site), site.cloud.list_templates(), site.cloud.list_documents(SERVICE_TEMPLATE_DOCUMENT)
     )
+    return _installed(catalog, record_ids, templates, documents)
+
+
+def _installed(catalog: MarketCatalog, record_ids: Sequence[str], templates: Sequence[VmTemplate],
+               documents: Sequence[Any]) -> tuple[dict[str, InstalledAppliance], tuple[str, ...]]:
     notes = [f"marketplace {f.source.name}: {f.title}" for f in catalog.failures]
     found: dict[str, InstalledAppliance] = {}
     for record_id in dict.fromkeys(record_ids):
@@ -162,6 +173,45 @@ async def installed_appliances(site: "SiteConnection", record_ids: Sequence[str]
         if installed is not None:
             found[record_id] = installed
     return found, tuple(notes)
+
+
+def appliance_facts(
+    naming: NamingProfile,
+    images: Sequence[ImageInfo],
+    templates: Sequence[VmTemplate],
+    documents: Sequence[Any],
+    definitions: Mapping[str, ComponentDefinition],
+    catalog: MarketCatalog | None,
+    confirmations: Sequence[Confirmation] = (),
+) -> ApplianceFacts:
+    """What the identity check needs: each image's marketplace attributes, each template's disks,
+    each service template's roles, and the record names each component's appliances carry."""
+    image_facts = {
+        i.id: ImageFacts(i.id, i.name, i.attributes.get(naming.appliance_name_attribute),
+                         i.attributes.get(naming.appliance_version_attribute),
+                         i.attributes.get(naming.appliance_software_version_attribute))
+        for i in images
+    }
+    template_facts = {t.id: TemplateFacts(t.id, t.name, t.image_ids) for t in templates}
+    services = {d.id: ServiceTemplateFacts(d.id, d.name, role_template_ids(d.body) if d.body else ()) for d in documents}
+    expected: dict[str, tuple[str, ...]] = {}
+    unknown: dict[str, str] = {}
+    for name, definition in definitions.items():
+        if not definition.appliances:
+            continue
+        if catalog is None:
+            unknown[name] = "the marketplaces could not be read"
+            continue
+        names: list[str] = []
+        for record_id in definition.appliance_record_ids():
+            try:
+                names.append(catalog.find(record_id).record.name)
+            except SiteError as error:
+                unknown[name] = f"its appliance {record_id} is not in the marketplaces ({error.title})"
+                break
+        else:
+            expected[name] = tuple(dict.fromkeys(names))
+    return ApplianceFacts(image_facts, template_facts, services, expected, unknown, tuple(confirmations))
 
 
 # -- gathering ----------------------------------------------------------------------------------
@@ -196,15 +246,20 @@ async def gather_cloud_facts(
     notes: list[str] = []
     listed = set(config.components()) if config is not None else set(definitions or {})
     record_ids = [r for name, d in (definitions or {}).items() if name in listed for r in d.appliance_record_ids()]
-    deployment, system, templates, images, documents, vnets, appliances = await asyncio.gather(
+    deployment, system, templates, images, documents, vnets, catalog = await asyncio.gather(
         _guard("toolkit deployment", find_deployment(site), notes),
         _guard("platform configuration", site.cloud.system_config(), notes),
         _guard("VM templates", site.cloud.list_templates(), notes),
         _guard("images", site.cloud.list_images(), notes),
         _guard("service templates", site.cloud.list_documents(SERVICE_TEMPLATE_DOCUMENT), notes),
         _guard("virtual networks", site.cloud.list_vnets(), notes),
-        _guard("downloaded appliances", installed_appliances(site, record_ids), notes),
+        _guard("marketplaces", load_catalog(site), notes) if record_ids else _nothing(),
     )
+    appliances = None
+    if catalog is not None and templates is not None and documents is not None:
+        appliances = _installed(catalog, record_ids, templates, documents)
+    elif record_ids:
+        notes.append("downloaded appliances: unknown (the marketplaces, templates or service templates could not be read)")
     address, address_source = (None, "")
     if deployment is None:
         notes.append("no toolkit deployment found (site record or service): the object store address is unknown")
@@ -226,6 +281,10 @@ async def gather_cloud_facts(
         notes.append(f"network {mtu_network} does not exist: the NIC MTU is unknown")
     installed, market_notes = appliances if appliances is not None else ({}, ())
     notes.extend(market_notes)
+    identity = None
+    if definitions and images is not None and templates is not None and documents is not None:
+        identity = appliance_facts(site.naming, images, templates, documents, {n: d for n, d in definitions.items() if n in listed},
+                                   catalog, _confirmations(site, notes))
     ids = CloudIds(
         templates=frozenset(t.id for t in templates) if templates is not None else None,
         images=frozenset(i.id for i in images) if images is not None else None,
@@ -242,8 +301,21 @@ async def gather_cloud_facts(
         ids=ids,
         automation_user=deployment.automation_user if deployment is not None else "",
         appliances=installed,
+        identity=identity,
         notes=tuple(notes),
     )
+
+
+async def _nothing() -> None:
+    return None
+
+
+def _confirmations(site: "SiteConnection", notes: list[str]) -> tuple[Confirmation, ...]:
+    try:
+        return load_confirmations(site.settings)
+    except SiteError as error:
+        notes.append(f"{error.title}: {error.detail}")
+        return ()
 
 
 # -- plan and apply -----------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from tui.procedures.audit import REDACTOR, AuditLog
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress
 from tui.procedures.site_config import invalid_yaml, parse_config, vault_cli
+from tui.procedures.site_verdict import SubmitGate
 
 
 def default_workdir(url: str, kind: str = "sites", base: Path | None = None) -> Path:
@@ -254,22 +255,30 @@ async def submit_site(
     site: SiteRef,
     password: VaultPassword,
     *,
+    gate: SubmitGate,
     message: str | None = None,
     naming: NamingProfile = DEFAULT_NAMING,
     audit: AuditLog | None = None,
 ) -> AsyncIterator[Progress]:
-    """Commit the encrypted core.yaml to the site branch and push it (after `preview_submit`)."""
+    """Commit the encrypted core.yaml to the site branch and push it (after `preview_submit`).
+
+    `gate` (`site_verdict.submit_gate`) is the check of this very text: errors refuse the submit
+    unless overridden with a reason, which goes into the commit message and the audit entry.
+    """
     step, total = f"submit {site.branch}", 4
     _register(repo, password)
     raw = read_text(site.path)
     if not is_vault_text(raw):
         raise SiteError("Refusing to submit plain text", f"{site.path} is not vault-encrypted; encrypt it first. Nothing was committed.")
-    parse_config(await decrypt_text_async(raw, password, str(site.path)), site.path, naming)
-    yield Progress(step, 1, total, "encrypted and decrypts to valid YAML")
+    text = await decrypt_text_async(raw, password, str(site.path))
+    parse_config(text, site.path, naming)
+    gate.check(text)
+    checked = f"{len(gate.overridden)} check error(s) overridden: {gate.override_reason}" if gate.overridden else "the check passed"
+    yield Progress(step, 1, total, f"encrypted, decrypts to valid YAML, {checked}")
     current = await repo.current_branch()
     if current != site.branch:
         raise SiteError("Wrong branch checked out", f"The working clone is on {current}, not {site.branch}; open the site again.")
-    sha = await repo.commit(message or default_message(site), [site.site_dir])
+    sha = await repo.commit(gate.commit_message(message or default_message(site)), [site.site_dir])
     yield Progress(step, 2, total, f"committed {sha[:12]}" if sha else "nothing new to commit", state="running" if sha else "skipped")
     if not await repo.unpushed(site.branch):
         yield Progress(step, total, total, f"{site.branch} is up to date on the remote", state="skipped", data={**site.as_json(), "commit": None, "pushed": False})
@@ -277,5 +286,6 @@ async def submit_site(
     await repo.push(site.branch)
     head = await repo.head()
     yield Progress(step, 3, total, f"pushed {site.branch}")
-    (audit or AuditLog()).record("site.submit", site.branch, details={"site_dir": site.site_dir, "commit": head, "remote": repo.remote.url})
+    (audit or AuditLog()).record("site.submit", site.branch, details={"site_dir": site.site_dir, "commit": head, "remote": repo.remote.url,
+                                                                      **gate.audit_details()})
     yield Progress(step, total, total, f"{site.branch} submitted", state="done", data={**site.as_json(), "commit": head, "pushed": True})

@@ -36,7 +36,7 @@ from textual.widgets import Static, TextArea
 
 from tui.adapters.vault import VaultPassword
 from tui.domain.components import ComponentLibrary
-from tui.domain.site_checks import Finding, check_site_config
+from tui.domain.site_checks import Finding
 from tui.domain.site_config import SiteConfig, SiteConfigError
 from tui.domain.site_fill import CloudFacts
 from tui.errors import SiteError
@@ -54,10 +54,11 @@ from tui.procedures.site_repo import (
     preview_submit,
     submit_site,
 )
+from tui.procedures.site_verdict import SiteVerdict, SubmitGate, site_verdict, submit_gate, verdict_of
 from tui.procedures.site_workspace import library_repo, prompted_password, sites_repo, vault_password
 from tui.screens.base import SiteScreen
 from tui.screens.site_components import ComponentFlowModal
-from tui.screens.site_dialogs import OpenSiteModal, PasswordModal, PreviewModal, localize
+from tui.screens.site_dialogs import OpenSiteModal, PasswordModal, PreviewModal, SubmitModal, localize
 from tui.screens.site_panel import SitePanel, components_text, findings_text, parse_text
 from widgets.confirm_modal import ConfirmModal
 
@@ -127,9 +128,10 @@ class SiteConfigScreen(SiteScreen):
             self.config = config
 
     class SubmitPlanned(Message):
-        def __init__(self, preview: SubmitPreview) -> None:
+        def __init__(self, preview: SubmitPreview, verdict: SiteVerdict) -> None:
             super().__init__()
             self.preview = preview
+            self.verdict = verdict
 
     class Submitted(Message):
         def __init__(self, message: str) -> None:
@@ -153,6 +155,7 @@ class SiteConfigScreen(SiteScreen):
         self.config: SiteConfig | None = None
         self.parse_error: SiteConfigError | None = None
         self.findings: tuple[Finding, ...] = ()
+        self.verdict: SiteVerdict | None = None
         self.busy = ""
         self._parse_timer: Timer | None = None
         self._loading = False
@@ -236,6 +239,8 @@ class SiteConfigScreen(SiteScreen):
         for problem in message.library.problems:
             self.shell.toast(problem, title="Component library", severity="warning")
         self._recheck()
+        if self.saved_text is not None:
+            self._gather_facts()  # what the listed components' appliances are needs the library
 
     @work(exclusive=True, group="site-io", exit_on_error=False)
     async def _list_sites(self, choose: bool = False) -> None:
@@ -409,12 +414,9 @@ class SiteConfigScreen(SiteScreen):
 
     def _recheck(self) -> None:
         if self.config is not None and self.parse_error is None:
-            facts = self.facts
-            self.findings = check_site_config(
-                self.config, naming=self.site.naming,
-                definitions=self.library.as_mapping() if self.library is not None else None,
-                cloud=facts.ids if facts is not None else None, nic_mtu=facts.nic_mtu if facts is not None else None,
-            )
+            self.verdict = verdict_of(self.config, naming=self.site.naming,
+                                      definitions=self.library.as_mapping() if self.library is not None else None, facts=self.facts)
+            self.findings = self.verdict.findings
         self._render_panel()
 
     def _cloud_note(self) -> str:
@@ -441,7 +443,8 @@ class SiteConfigScreen(SiteScreen):
         findings = findings_text(self.findings, self._cloud_note())
         if error is not None:
             findings = Text.assemble(("(as of the last text that parsed)\n", "dim"), findings)
-        panel.show(parse_text(error, dirty=dirty), components_text(self.config, self.library, self.findings), findings)
+        verified = self.facts is not None and self.facts.identity is not None
+        panel.show(parse_text(error, dirty=dirty), components_text(self.config, self.library, self.findings, verified=verified), findings)
 
     def action_goto_error(self) -> None:
         error = self.parse_error
@@ -617,7 +620,10 @@ class SiteConfigScreen(SiteScreen):
     async def _submit_preview_worker(self) -> None:
         assert self.site_ref is not None and self.password is not None
         preview = await preview_submit(self._repo(), self.site_ref, self.password)
-        self.post_message(self.SubmitPlanned(preview))
+        config = (await load_site_config(self.site_ref.path, self.password, self.site.naming)).config
+        definitions = self.library.as_mapping() if self.library is not None else None
+        verdict = await site_verdict(config, site=self.site, definitions=definitions)
+        self.post_message(self.SubmitPlanned(preview, verdict))
 
     @on(SubmitPlanned)
     def _submit_planned(self, message: SubmitPlanned) -> None:
@@ -628,22 +634,29 @@ class SiteConfigScreen(SiteScreen):
             self.shell.toast(f"{preview.site.branch} is up to date on the remote: nothing to submit")
             return
 
-        def confirmed(ok: bool | None) -> None:
-            if ok:
-                self.busy = "submitting"
-                self._show_site_status()
-                self._submit_worker()
+        def confirmed(reason: str | None) -> None:
+            if reason is None:
+                return
+            try:
+                gate = submit_gate(message.verdict, reason)
+            except SiteError as error:
+                self.shell.report_error(error)
+                return
+            self.busy = "submitting"
+            self._show_site_status()
+            self._submit_worker(gate)
 
-        self.app.push_screen(PreviewModal(
-            preview.as_preview(), f"Commit and push to {preview.site.branch}", diff=preview.diff,
+        self.app.push_screen(SubmitModal(
+            message.verdict, preview.as_preview(), f"Commit and push to {preview.site.branch}", diff=preview.diff,
             diff_title=f"Decrypted diff against {preview.base} (secret values masked)",
         ), confirmed)
 
     @work(exclusive=True, group="site-io", exit_on_error=False)
-    async def _submit_worker(self) -> None:
+    async def _submit_worker(self, gate: SubmitGate) -> None:
         assert self.site_ref is not None and self.password is not None
         final = ""
-        async for event in submit_site(self._repo(), self.site_ref, self.password, naming=self.site.naming, audit=self.site.audit):
+        async for event in submit_site(self._repo(), self.site_ref, self.password, gate=gate, naming=self.site.naming,
+                                       audit=self.site.audit):
             final = event.message
         self.post_message(self.Submitted(final))
 
@@ -652,6 +665,7 @@ class SiteConfigScreen(SiteScreen):
         self.busy = ""
         self._show_site_status()
         self.shell.toast(message.message or "Submitted")
+        self._gather_facts()  # the panel follows the cloud after day-2 work, without a manual refresh
 
     # ------------------------------------------------------------------ palette and teardown
 

@@ -7,7 +7,9 @@ and the preview that comes before fill and submit.
 - `PasswordModal(source, error=...)`: the vault password, masked with a reveal toggle. Returns the
   text or None. The screen checks it by decrypting and asks again, saying why, when it is wrong.
 - `PreviewModal(preview, action, diff=..., note=...)`: what will change with the equivalent
-  commands (and, for submit, the decrypted diff). Cancel has the focus; True when confirmed.
+  commands. Cancel has the focus; True when confirmed.
+- `SubmitModal(verdict, preview, action, diff=...)`: the check's verdict, the decrypted diff and
+  the git steps; with errors, a reason is required to submit anyway. Returns the reason or None.
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ from textual.widgets.option_list import Option
 from tui.adapters.vault import VaultPassword
 from tui.errors import SiteError
 from tui.procedures.preview import Preview
+from tui.procedures.site_confirmations import check_reason
 from tui.procedures.site_repo import SiteListing, check_name
+from tui.procedures.site_verdict import SiteVerdict
 from widgets.secret_input import SecretInput
 
 _KIND_GLYPHS = {"create": ("+", "green"), "update": ("~", "yellow"), "delete": ("-", "red"), "action": ("▶", "cyan"), "none": ("=", "dim")}
@@ -95,6 +99,101 @@ def preview_text(preview: Preview, note: str = "") -> Text:
     if note:
         text.append(f"\n\n{note}", "italic dim")
     return text
+
+
+def preview_body(preview: Preview, diff: str | None = None, diff_title: str = "", note: str = "") -> RenderableType:
+    """The decrypted diff (when given) above the preview."""
+    parts: list[RenderableType] = []
+    if diff is not None:
+        parts.append(Text(diff_title, "bold"))
+        parts.append(diff_text(diff) if diff else Text("(no change to the configuration)", "dim"))
+        parts.append(Text(""))
+    parts.append(preview_text(preview, note))
+    return Group(*parts)
+
+
+def verdict_text(verdict: SiteVerdict) -> Text:
+    """What the check says about the text being submitted: errors (which refuse it) and warnings."""
+    text = Text()
+    errors, warnings = verdict.errors, verdict.warnings
+    if errors:
+        text.append(f"✘ The check found {len(errors)} error(s): the submit is refused unless you give a reason", "bold red")
+    else:
+        text.append(f"✔ The check passed ({len(warnings)} warning(s))", "bold green")
+    for finding in (*errors, *warnings):
+        glyph, style = ("✘", "bold red") if finding in errors else ("!", "yellow")
+        text.append(f"\n{glyph} ", style)
+        text.append(finding.path, "bold")
+        text.append(f": {finding.message}")
+    for item in verdict.unchecked():
+        text.append(f"\n? not checked: {item}", "magenta")
+    return text
+
+
+class SubmitModal(ModalScreen["str | None"]):
+    """Submit: the check's verdict, the decrypted diff and the git steps. With errors, a reason is
+    required (it goes into the commit message and the audit log). Returns the reason ("" when the
+    check passed) or None when cancelled. Cancel has the focus."""
+
+    AUTO_FOCUS = "#submit-cancel"
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+    DEFAULT_CSS = """
+    SubmitModal { align: center middle; }
+    SubmitModal > Vertical { width: 120; max-width: 96%; height: 94%;
+        border: thick $warning; background: $surface; padding: 1 2; }
+    SubmitModal #submit-body { height: 1fr; }
+    SubmitModal .submit-label { margin: 1 0 0 0; text-style: bold; }
+    SubmitModal #submit-why { color: $text-error; height: auto; }
+    SubmitModal #submit-buttons { height: auto; margin: 1 0 0 0; align: right middle; }
+    SubmitModal #submit-buttons Button { margin: 0 0 0 2; }
+    """
+
+    def __init__(self, verdict: SiteVerdict, preview: Preview, action: str, *, diff: str | None = None, diff_title: str = "") -> None:
+        super().__init__()
+        self.verdict = verdict
+        self.preview = preview
+        self.action_label = action
+        self.diff = diff
+        self.diff_title = diff_title
+
+    def compose(self) -> ComposeResult:
+        blocked = bool(self.verdict.errors)
+        with Vertical():
+            with VerticalScroll(id="submit-body"):
+                yield Static(Group(verdict_text(self.verdict), Text(""), preview_body(self.preview, self.diff, self.diff_title)),
+                             id="submit-text")
+            if blocked:
+                yield Label("Reason to submit anyway (goes into the commit message and the audit log)", classes="submit-label")
+                yield Input(placeholder="why these errors may go to the site branch", id="submit-reason")
+                yield Label("", id="submit-why")
+            with Horizontal(id="submit-buttons"):
+                yield Button("Cancel", id="submit-cancel")
+                yield Button(Content("Submit anyway" if blocked else self.action_label), id="submit-confirm",
+                             variant="error" if blocked else "primary", disabled=blocked)
+
+    @on(Input.Changed, "#submit-reason")
+    def _reason_changed(self, event: Input.Changed) -> None:
+        why = ""
+        if event.value.strip():
+            try:
+                check_reason(event.value)
+            except SiteError as error:
+                why = error.detail
+        self.query_one("#submit-why", Label).update(Content(why))
+        self.query_one("#submit-confirm", Button).disabled = not event.value.strip() or bool(why)
+
+    @on(Button.Pressed, "#submit-confirm")
+    def _confirm(self) -> None:
+        if not self.verdict.errors:
+            self.dismiss("")
+            return
+        reason = self.query_one("#submit-reason", Input).value.strip()
+        if reason:
+            self.dismiss(reason)
+
+    @on(Button.Pressed, "#submit-cancel")
+    def action_cancel(self) -> None:
+        self.dismiss(None)
 
 
 class OpenSiteModal(ModalScreen["tuple[str, str] | None"]):
@@ -250,16 +349,7 @@ class PreviewModal(ModalScreen[bool]):
         self.allow = allow
 
     def body(self) -> RenderableType:
-        parts: list[RenderableType] = []
-        if self.diff is not None:
-            parts.append(Text(self.diff_title, "bold"))
-            if self.diff:
-                parts.append(diff_text(self.diff))
-            else:
-                parts.append(Text("(no change to the configuration)", "dim"))
-            parts.append(Text(""))
-        parts.append(preview_text(self.preview, self.note))
-        return Group(*parts)
+        return preview_body(self.preview, self.diff, self.diff_title, self.note)
 
     def compose(self) -> ComposeResult:
         with Vertical():

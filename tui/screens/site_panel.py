@@ -17,7 +17,8 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from tui.domain.components import ComponentLibrary
+from tui.domain.appliance_identity import id_kind
+from tui.domain.components import ComponentDefinition, ComponentLibrary
 from tui.domain.secret_names import MASK, is_secret_key
 from tui.domain.severity import Severity
 from tui.domain.site_checks import Finding
@@ -63,8 +64,12 @@ def _variables_table(rows: list[tuple[Text, Text]]) -> Table:
     return table
 
 
-def components_text(config: SiteConfig | None, library: ComponentLibrary | None, findings: Sequence[Finding]) -> RenderableType:
-    """Each listed component with its state, its site variables, values and descriptions."""
+def components_text(config: SiteConfig | None, library: ComponentLibrary | None, findings: Sequence[Finding], *,
+                    verified: bool = False) -> RenderableType:
+    """Each listed component with its state, its site variables, values and descriptions.
+
+    A component whose appliance IDs have not been checked against the cloud (`verified` False)
+    is "not verified", never "complete"."""
     if config is None:
         return Text("(no configuration loaded)", "dim")
     names = config.components()
@@ -83,6 +88,8 @@ def components_text(config: SiteConfig | None, library: ComponentLibrary | None,
             (glyph, style), word = PROBLEM, "incomplete"
         elif own:
             (glyph, style), word = WARN, "check"
+        elif definition.appliances and _has_ids(definition) and not verified:
+            (glyph, style), word = UNKNOWN, "not verified against the cloud"
         else:
             (glyph, style), word = OK, "complete"
         text.append(glyph, style)
@@ -106,6 +113,10 @@ def components_text(config: SiteConfig | None, library: ComponentLibrary | None,
         if rows:
             parts.append(_variables_table(rows))
     return Group(*parts)
+
+
+def _has_ids(definition: ComponentDefinition) -> bool:
+    return any(id_kind(leaf) is not None for leaf, _ in definition.variable_paths())
 
 
 def findings_text(findings: Sequence[Finding], cloud_note: str = "") -> Text:

@@ -48,6 +48,9 @@ SIM_VAULT_PASSWORD = "demo-sites-token"
 #: the file in the state directory holding the demo vault password (mode 0600)
 VAULT_PASSWORD_FILE = "vault-password"
 
+#: the demo site's administrators' key (a well-formed ed25519 public key nobody holds the private half of)
+DEMO_ADMIN_KEY = "AAAAC3NzaC1lZDI1NTE5AAAAIJFWDup4R2o+6kIe8hQAzUxI3SDvSF9CiqeWurrxsmg5 admins@demo-site"
+
 _IDENTITY = ("-c", "user.name=Site Repository Seeder", "-c", "user.email=seeder@sim.invalid")
 
 
@@ -114,12 +117,14 @@ site_s3_server:
 
 
 def _site_core_yaml(naming: NamingProfile) -> str:
-    """The existing demo site's configuration: the template filled in."""
+    """The existing demo site's configuration: the template partly filled in (public address, domain,
+    object store, admin key); the gate address and the appliance IDs are still the template's."""
     key = naming.site_variables_key
     text = template_core_yaml(naming)
     text = text.replace('site_public_ip: "12.34.56.78"', 'site_public_ip: "192.0.2.10"')
     text = text.replace('site_domain: "trial.mysite.internal"', 'site_domain: "trial.demo.internal"')
     text = text.replace('"https://<objectstore ip>:9000"', '"https://10.0.0.21:9000"')
+    text = text.replace("AAAAC3NzaC1lZDI1NTE5AAAAIFakeTemplateKeyReplaceMe admin@site", DEMO_ADMIN_KEY)
     return text.replace(f"{key}:\n", f"{key}:\n  # filled by the site's operators\n", 1)
 
 

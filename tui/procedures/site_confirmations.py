@@ -1,0 +1,138 @@
+"""The operator's explicit confirmations that an appliance ID in core.yaml is right after all.
+
+The identity check (`domain.appliance_identity`) says an ID is not its component's appliance when
+the object carries no matching marketplace attributes. An operator who built their own bastion
+image can say "this one is right" with a reason: `confirm_appliance_id` records which object
+(kind, ID and name at the time) for which variable, who and when, in a file beside the site
+record (`<state_dir>/toolkit/<endpoint>.confirmations.json`, mode 0600, one per cloud endpoint),
+and writes an audit entry. A confirmation is not kept in core.yaml (anyone editing the file
+could add one unseen); it applies only while the variable points at the same object with the
+same name, and the check keeps showing it as a warning naming the reason.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, Mapping
+
+from tui.errors import SiteError
+from tui.domain.appliance_identity import Confirmation, appliance_id_leaves, check_appliance_ids
+from tui.domain.components import ComponentDefinition
+from tui.domain.site_config import SiteConfig
+from tui.procedures.preview import Change, Preview
+from tui.procedures.site_record import site_record_path, write_private_atomically
+from tui.settings import Settings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tui.procedures.connection import SiteConnection
+
+FORMAT_VERSION = 1
+#: a reason is one line of text an auditor can read
+MAX_REASON = 500
+
+
+def confirmations_path(settings: Settings) -> Any:
+    record = site_record_path(settings)
+    return record.with_name(record.stem + ".confirmations.json")
+
+
+def load_confirmations(settings: Settings) -> tuple[Confirmation, ...]:
+    """Every confirmation recorded for the settings' endpoint; () when none. Raises SiteError when unreadable."""
+    path = confirmations_path(settings)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SiteError("The confirmations cannot be read", f"{path}: {exc}. Move the file away; the checks then count none.") from None
+    try:
+        data = json.loads(text)
+        if not isinstance(data, dict) or data.get("format") != FORMAT_VERSION or not isinstance(data.get("confirmations"), list):
+            raise ValueError(f"expected {{'format': {FORMAT_VERSION}, 'confirmations': [...]}}")
+        return tuple(Confirmation.from_json(item) for item in data["confirmations"] if isinstance(item, dict))
+    except (ValueError, RecursionError) as exc:
+        raise SiteError("The confirmations cannot be read", f"{path}: {exc}. Move the file away; the checks then count none.") from None
+
+
+def check_reason(reason: str | None) -> str:
+    """The reason, stripped; SiteError when empty, too long or not one line."""
+    text = (reason or "").strip()
+    if not text:
+        raise SiteError("A reason is needed", "Say why this object is right (it goes into the audit log).")
+    if len(text) > MAX_REASON or any(ch in text for ch in "\r\n") or not text.isprintable():
+        raise SiteError("The reason must be one line of plain text", f"At most {MAX_REASON} characters, no line breaks or control characters.")
+    return text
+
+
+@dataclass(frozen=True)
+class ConfirmPlan:
+    confirmation: Confirmation
+    #: what the identity check says today (the error this confirmation answers)
+    finding: str
+
+    def preview(self) -> Preview:
+        c = self.confirmation
+        return Preview(f"Confirm {c.kind} {c.object_id} for {c.path}", (
+            Change(f"record that {c.kind} {c.object_id} {c.object_name!r} is right for {c.path}: {c.reason}", "", "create"),
+        ), warnings=(self.finding,))
+
+
+async def plan_confirmation(
+    site: "SiteConnection",
+    config: SiteConfig,
+    path: str,
+    reason: str | None,
+    definitions: Mapping[str, ComponentDefinition],
+) -> ConfirmPlan:
+    """What confirming `path` records; refuses a path that is no appliance ID, or one already right."""
+    from tui.procedures.site_fill import gather_cloud_facts  # site_fill reads the confirmations too
+
+    text = check_reason(reason)
+    leaves = {p: (definition, kind, object_id) for definition, _leaf, p, kind, object_id in appliance_id_leaves(config, definitions)}
+    if path not in leaves:
+        known = ", ".join(sorted(leaves)) or "none"
+        raise SiteError(f"{path} is not a set appliance ID", f"Appliance IDs of the listed components: {known}.")
+    definition, kind, object_id = leaves[path]
+    facts = await gather_cloud_facts(site, config, definitions)
+    if facts.identity is None:
+        raise SiteError("The cloud could not be read", "; ".join(facts.notes) or "Images and templates are unknown; nothing was recorded.")
+    objects = {"image": facts.identity.images, "VM template": facts.identity.templates,
+               "service template": facts.identity.service_templates}[kind]
+    found = objects.get(object_id)
+    if found is None:
+        raise SiteError(f"{kind} {object_id} does not exist", f"{path} points at nothing; fix the ID (sitetk site fill) instead.")
+    errors = [f for f in check_appliance_ids(config, {definition.name: definition}, facts.identity) if f.path == path]
+    if not errors or errors[0].severity.value != "error":
+        raise SiteError(f"Nothing to confirm for {path}", f"{kind} {object_id} {found.name!r} is not in doubt: " +
+                        (errors[0].message if errors else f"it is {definition.name}'s appliance."))
+    user = f"{_local_user()} (cloud user {site.settings.one_user})" if site.settings.one_user else _local_user()
+    now = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+    return ConfirmPlan(Confirmation(path, kind, object_id, found.name, text, now, user), errors[0].message)
+
+
+def _local_user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return str(os.getuid())
+
+
+def confirm_appliance_id(site: "SiteConnection", plan: ConfirmPlan) -> str:
+    """Record the confirmation (0600 file beside the site record) and audit it; returns the path."""
+    path = confirmations_path(site.settings)
+    existing = tuple(c for c in load_confirmations(site.settings) if c.path != plan.confirmation.path)
+    data = {"format": FORMAT_VERSION, "endpoint": site.settings.xmlrpc_url,
+            "confirmations": [c.as_json() for c in (*existing, plan.confirmation)]}
+    try:
+        write_private_atomically(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    except OSError as exc:
+        raise SiteError("The confirmation cannot be written", f"{path}: {exc.strerror or exc}") from None
+    c = plan.confirmation
+    site.audit.record("site.confirm_appliance_id", c.path, "ok",
+                      {"kind": c.kind, "object_id": c.object_id, "object_name": c.object_name, "reason": c.reason,
+                       "finding": plan.finding, "file": str(path)})
+    return str(path)
