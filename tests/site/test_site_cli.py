@@ -255,3 +255,17 @@ def test_enable_without_appliance_then_submit(capsys: pytest.CaptureFixture[str]
     assert result["events"][-1]["state"] == "skipped" and result["submit"][-1]["data"]["pushed"]
     code, result = run(capsys, "enable", "core_net_cluster", "--submit", "--yes", "--json")
     assert code == EXIT_OK and result["events"][-1]["state"] == "skipped" and result["submit"] == []
+
+
+def test_enable_with_missing_variables_leaves_nothing(capsys: pytest.CaptureFixture[str], cloud_env: SimServer) -> None:
+    """`site enable cluster --yes` used to download the appliance and then stop on the missing
+    versioned IDs: now it stops first, with nothing downloaded, granted or written."""
+    code, result = run(capsys, "open", "demo-site", "--json")
+    path = Path(result["site"]["path"])
+    before = path.read_bytes()
+    site = cloud_env.site
+    images, templates, acls = set(site.images), set(site.templates), set(site.acls)
+    code, result = run(capsys, "enable", "cluster", "--yes", "--poll", "0.02", "--json")
+    assert code == EXIT_FAILED and result["error"]["title"] == "cluster: site variables missing"
+    assert "129.template_id" in result["error"]["detail"] and "Nothing was downloaded or granted" in result["error"]["detail"]
+    assert (set(site.images), set(site.templates), set(site.acls)) == (images, templates, acls) and path.read_bytes() == before

@@ -55,7 +55,8 @@ async def opened(pilot: Any) -> SiteConfigScreen:
     await wait_for(pilot, lambda: any(isinstance(s, SiteConfigScreen) for s in pilot.app.screen_stack), what="the site screen")
     screen = site_screen(pilot.app)
     await wait_for(pilot, lambda: screen.saved_text is not None and screen.library is not None and screen.facts is not None
-                   and screen.checked_text == screen.editor.text and not screen.busy, what="the site loaded")
+                   and screen.facts.identity is not None and screen.checked_text == screen.editor.text and not screen.busy,
+                   what="the site loaded")
     return screen
 
 

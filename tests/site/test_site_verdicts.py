@@ -119,3 +119,49 @@ async def test_a_confirmation_is_recorded_and_audited(cloud: SiteConnection, dep
     assert other != 0
     moved = config.with_value(path, other)
     assert path in errors(check_site_config(moved, definitions=definitions, appliances=facts.identity))
+
+
+def _objects(server: SimServer) -> tuple[set[int], set[int], set[int], set[str]]:
+    from tui.sim.acl import rule_of
+
+    with server.site.lock:
+        return (set(server.site.images), set(server.site.templates), set(server.site.documents),
+                {rule_of(a).to_str() for a in server.site.acls.values()})
+
+
+async def test_enable_with_missing_variables_creates_nothing(cloud: SiteConnection, deployed: SimServer) -> None:
+    """The cluster's versioned template IDs cannot come from one download: refused before anything
+    is downloaded, granted or written."""
+    path = await open_demo_site(cloud.settings)
+    before, objects = path.read_bytes(), _objects(deployed)
+    cluster = (await library(cloud)).get("cluster")
+    assert cluster is not None
+    with pytest.raises(SiteError) as error:
+        await collect(offer_component(cloud, path, password_of(cloud), cluster, poll_interval=POLL))
+    assert error.value.title == "cluster: site variables missing"
+    assert "Nothing was downloaded or granted" in error.value.detail
+    assert _objects(deployed) == objects and path.read_bytes() == before
+
+
+async def test_a_failed_enable_removes_what_it_created(cloud: SiteConnection, deployed: SimServer) -> None:
+    """An appliance without a VM template cannot fill template_id: the enable fails after the
+    download, and the image and the ACL rule it made are removed again (audit-logged)."""
+    import uuid
+
+    from tui.domain.components import ComponentDefinition, VariableSpec
+    from tui.sim.catalog import _UUID_NAMESPACE
+
+    path = await open_demo_site(cloud.settings)
+    before, objects = path.read_bytes(), _objects(deployed)
+    record = str(uuid.uuid5(_UUID_NAMESPACE, "debian-12-arm"))
+    imageless = ComponentDefinition("arm_vm", appliances=(f"{{marketplace_url}}/appliance/{record}",),
+                                    site_variables=(VariableSpec("template_id", "VM template"), VariableSpec("image_id", "image")))
+    events = []
+    with pytest.raises(SiteError) as error:
+        async for event in offer_component(cloud, path, password_of(cloud), imageless, poll_interval=POLL):
+            events.append(event)
+    assert error.value.title == "arm_vm: site variables missing" and "Removed what it had created: image " in error.value.detail
+    assert any(e.step.startswith("undo: delete image") and e.state == "done" for e in events)
+    assert any(e.step.startswith("undo: delete ACL rule") and e.state == "done" for e in events)
+    assert _objects(deployed) == objects and path.read_bytes() == before
+    assert [e for e in cloud.audit.entries() if e["action"] == "image.delete" and "enabling arm_vm failed" in e["details"]["reason"]]

@@ -66,6 +66,7 @@ from tui.procedures.connection import SiteConnection
 from tui.procedures.preview import Preview
 from tui.procedures.provision_component import GRANT_POLICY, offer_component, plan_provision
 from tui.procedures.site_config import (
+    check_enable_inputs,
     edit_file,
     enable_component,
     encrypt_file,
@@ -384,6 +385,8 @@ async def _enable_with_cloud(
     """Operation 9 against the cloud: preview (provisioning and site variables), confirm, run."""
     if args.read_only:
         raise UsageError("read-only mode: enabling a component downloads appliances and adds ACL rules")
+    if not args.allow_incomplete:  # site variables first: nothing is planned, asked or created without them
+        await check_enable_inputs(path, password, definition, values, appliance_leaves(definition), site.naming)
     plan = await plan_provision(site, definition, cloud_user=args.cloud_user, datastore_id=args.datastore)
     variables = await preview_enable_component(path, password, definition, values, site.naming, from_appliance=appliance_leaves(definition))
     preview = Preview(

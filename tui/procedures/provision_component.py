@@ -33,7 +33,7 @@ from tui.domain.appliances import ApplianceRecord
 from tui.domain.components import ComponentDefinition
 from tui.domain.documents import SERVICE_TEMPLATE_DOCUMENT
 from tui.domain.object_grants import KINDS, CloudObject, Grant, plan_grants
-from tui.domain.site_fill import InstalledAppliance, appliance_values
+from tui.domain.site_fill import InstalledAppliance, appliance_leaves, appliance_values
 from tui.domain.upgrades import InstallState
 from tui.domain.users import User
 from tui.errors import SiteError
@@ -236,18 +236,18 @@ async def plan_provision(
     return ProvisionPlan(definition, user, tuple(steps), plan_grants(objects, user, rules), tuple(notes))
 
 
-async def _grant(site: "SiteConnection", grant: Grant) -> tuple[str, str]:
-    """Add one rule; (state, message). An existing rule counts as granted."""
+async def _grant(site: "SiteConnection", grant: Grant) -> tuple[str, str, int | None]:
+    """Add one rule; (state, message, the new rule's ID). An existing rule counts as granted."""
     if not grant.needed:
-        return "skipped", f"{grant.user_name} may already use {grant.object.label}: {grant.already}"
+        return "skipped", f"{grant.user_name} may already use {grant.object.label}: {grant.already}", None
     try:
         rule_id = await site.cloud.acl_add(grant.rule)
     except SiteError as error:
         if _DUPLICATE in error.detail or _DUPLICATE in error.title:
-            return "skipped", f"rule {grant.rule} exists already"
+            return "skipped", f"rule {grant.rule} exists already", None
         raise
     site.audit.record("acl.create", grant.rule, "ok", {"rule_id": rule_id, "user": grant.user_name, "object": grant.object.label, "cli": grant.cli})
-    return "done", f"rule {rule_id}: {grant.rule}"
+    return "done", f"rule {rule_id}: {grant.rule}", rule_id
 
 
 async def provision_component(
@@ -289,8 +289,9 @@ async def provision_component(
         grants += plan_grants(new_objects, plan.user, await site.cloud.acl_list())
     total = max(1, len(grants))
     for n, grant in enumerate(grants, start=1):
-        state, message = await _grant(site, grant)
-        yield Progress(f"grant {grant.object.label}", n, total, message, state, grant.as_json())
+        state, message, rule_id = await _grant(site, grant)
+        yield Progress(f"grant {grant.object.label}", n, total, message, state,
+                       {**grant.as_json(), **({"rule_id": rule_id} if rule_id is not None else {})})
     values, notes = appliance_values(plan.definition, installed)
     yield Progress(
         f"provision {name}", 1, 1,
@@ -302,6 +303,23 @@ async def provision_component(
 
 
 ProgressSink = Callable[[Progress], None]
+
+
+async def _undone(site: "SiteConnection", provisioner: "ComponentProvisioner", definition: ComponentDefinition, error: SiteError,
+                  sink: ProgressSink) -> SiteError:
+    """Undo what the failed enable created; the error with what was removed added to its detail."""
+    if not (provisioner.created or provisioner.rules):
+        return error
+    removed = [f"{k} {i}" for k, i in provisioner.created] + [f"ACL rule {r}" for r in provisioner.rules]
+    failed: list[str] = []
+    async for event in undo_provision(site, provisioner, f"enabling {definition.name} failed: {error.title}"):
+        sink(event)
+        if event.state == "failed":
+            failed.append(event.message)
+    note = f"Removed what it had created: {', '.join(removed)}."
+    if failed:
+        note += f" Not removed: {'; '.join(failed)} (delete by hand)."
+    return SiteError(error.title, f"{error.detail} {note}".strip(), retryable=error.retryable, code=error.code)
 
 
 @dataclass
@@ -318,17 +336,56 @@ class ComponentProvisioner:
     poll_interval: float = DEFAULT_POLL_INTERVAL
     cancel: asyncio.Event | None = None
     learned: dict[str, Any] = field(default_factory=dict)
+    #: what this provisioning created, for `undo_provision` when a later step fails:
+    #: (kind, id) of downloaded objects (reused ones excluded) and the IDs of new ACL rules
+    created: list[tuple[str, int]] = field(default_factory=list)
+    rules: list[int] = field(default_factory=list)
 
     async def __call__(self, definition: ComponentDefinition) -> Mapping[str, Any]:
         plan = self.plan if self.plan is not None and self.plan.definition.name == definition.name else None
         if plan is None:
             plan = await plan_provision(self.site, definition, cloud_user=self.cloud_user, datastore_id=self.datastore_id)
         async for event in provision_component(self.site, plan, step_timeout=self.step_timeout, poll_interval=self.poll_interval, cancel=self.cancel):
+            self._note(event)
             if self.on_progress is not None:
                 self.on_progress(event)
             if "values" in event.data:
                 self.learned = dict(event.data["values"])
         return dict(self.learned)
+
+    def _note(self, event: Progress) -> None:
+        if isinstance(event.data.get("rule_id"), int):
+            self.rules.append(int(event.data["rule_id"]))
+        download = event.data.get("download")
+        if isinstance(download, Mapping):
+            reused = set(download.get("reused", []))
+            found = [("service template", download.get("service_template_id"))]
+            found += [("VM template", t) for t in download.get("template_ids", [])]
+            found += [("image", i) for i in download.get("image_ids", [])]
+            for kind, object_id in found:
+                if isinstance(object_id, int) and object_id >= 0 and f"{kind} {object_id}" not in reused:
+                    self.created.append((kind, object_id))
+
+
+async def undo_provision(site: "SiteConnection", provisioner: ComponentProvisioner, why: str) -> AsyncIterator[Progress]:
+    """Remove what a provisioning created (its ACL rules, then service templates, VM templates,
+    images), each deletion audit-logged and reported; a deletion that fails is reported, not raised."""
+    calls = {"service template": site.cloud.document_delete, "VM template": site.cloud.template_delete, "image": site.cloud.image_delete}
+    steps: list[tuple[str, int, Callable[[int], Any]]] = [("ACL rule", r, site.cloud.acl_delrule) for r in reversed(provisioner.rules)]
+    for kind in ("service template", "VM template", "image"):
+        steps += [(k, i, calls[k]) for k, i in reversed(provisioner.created) if k == kind]
+    total = len(steps)
+    for n, (kind, object_id, call) in enumerate(steps, start=1):
+        step = f"undo: delete {kind} {object_id}"
+        try:
+            await call(object_id)
+        except SiteError as error:
+            yield Progress(step, n, total, f"could not delete {kind} {object_id}: {error.title}", "failed", {"kind": kind, "id": object_id})
+            continue
+        site.audit.record(f"{kind.lower().replace(' ', '_')}.delete", f"{kind} {object_id}", "ok", {"reason": why})
+        yield Progress(step, n, total, f"deleted {kind} {object_id}", "done", {"kind": kind, "id": object_id})
+    provisioner.rules.clear()
+    provisioner.created.clear()
 
 
 async def offer_component(
@@ -362,10 +419,15 @@ async def offer_component(
             async for event in enable_component(
                 Path(path), password, definition, values, naming=site.naming,
                 provision_appliances=provisioner if definition.appliances else None,
-                allow_incomplete=allow_incomplete, audit=site.audit,
+                from_appliance=appliance_leaves(definition), allow_incomplete=allow_incomplete, audit=site.audit,
             ):
                 queue.put_nowait(event)
+        except SiteError as error:
+            queue.put_nowait(await _undone(site, provisioner, definition, error, queue.put_nowait))
         except BaseException as error:  # noqa: BLE001 - handed to the consumer, which re-raises it
+            if provisioner.created or provisioner.rules:
+                with contextlib.suppress(BaseException):
+                    await _undone(site, provisioner, definition, SiteError("Enable interrupted"), queue.put_nowait)
             queue.put_nowait(error)
         else:
             queue.put_nowait(None)

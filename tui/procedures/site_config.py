@@ -282,10 +282,37 @@ def plan_enable(
     return EnablePlan(after, merged, tuple(changed), missing)
 
 
-def _missing_error(definition: ComponentDefinition, missing: Sequence[str]) -> SiteError:
+def missing_before_enable(
+    before: SiteConfig,
+    definition: ComponentDefinition,
+    values: Mapping[str, Any] | None,
+    from_appliance: Collection[str],
+    naming: NamingProfile = DEFAULT_NAMING,
+) -> tuple[str, ...]:
+    """The site variables that would stay unset: not in the file, not given, not filled by the appliance."""
+    return tuple(leaf for leaf in plan_enable(before, definition, values, None, naming).missing if leaf not in from_appliance)
+
+
+async def check_enable_inputs(
+    path: Path,
+    password: VaultPassword,
+    definition: ComponentDefinition,
+    values: Mapping[str, Any] | None,
+    from_appliance: Collection[str],
+    naming: NamingProfile = DEFAULT_NAMING,
+) -> None:
+    """Raise the "site variables missing" SiteError before anything is planned or confirmed."""
+    before = await _load_encrypted(Path(path), password, naming)
+    missing = missing_before_enable(before, definition, values, from_appliance, naming)
+    if missing:
+        raise _missing_error(definition, missing, nothing_created=True)
+
+
+def _missing_error(definition: ComponentDefinition, missing: Sequence[str], *, nothing_created: bool = False) -> SiteError:
     described = dict(definition.variable_paths())
     wanted = "; ".join(f"{leaf} ({described[leaf]})" if described.get(leaf) else leaf for leaf in missing)
-    return SiteError(f"{definition.name}: site variables missing", f"Give {wanted}. Nothing was written.")
+    also = " Nothing was downloaded or granted." if nothing_created else ""
+    return SiteError(f"{definition.name}: site variables missing", f"Give {wanted} (--set VAR=VALUE). Nothing was written.{also}")
 
 
 async def preview_enable_component(
@@ -327,19 +354,28 @@ async def enable_component(
     *,
     naming: NamingProfile = DEFAULT_NAMING,
     provision_appliances: ApplianceProvisioner | None = None,
+    from_appliance: Collection[str] = frozenset(),
     allow_incomplete: bool = False,
     audit: AuditLog | None = None,
 ) -> AsyncIterator[Progress]:
     """List a component in the component map with its site variables (spec operation 9).
 
-    Order: decrypt (a wrong password stops everything), appliances (the provisioner downloads
-    them and grants permissions; the values it returns fill the IDs), site variables (given
-    `values` override), check that every variable is set (unless `allow_incomplete`), write.
+    Order: decrypt (a wrong password stops everything), check that every variable is given
+    except `from_appliance` (the IDs the appliance step fills; unless `allow_incomplete`: before
+    anything is created), appliances (the provisioner downloads them and grants permissions; the
+    values it returns fill the IDs), site variables (given `values` override), check again, write.
     """
     path = Path(path)
     step, total = f"enable {definition.name}", 5
     before = await _load_encrypted(path, password, naming)
     yield Progress(step, 1, total, f"decrypted {path} in memory")
+    if not allow_incomplete:
+        # everything the operator must give is checked before the cloud changes: only the IDs the
+        # appliance step fills by itself may be missing now
+        given_later = from_appliance if provision_appliances is not None and definition.appliances else frozenset()
+        early = missing_before_enable(before, definition, values, given_later, naming)
+        if early:
+            raise _missing_error(definition, early, nothing_created=provision_appliances is not None and bool(definition.appliances))
     learned: Mapping[str, Any] = {}
     if not definition.appliances:
         yield Progress(step, 2, total, f"{definition.name} uses no appliance", state="skipped")

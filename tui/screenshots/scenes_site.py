@@ -40,7 +40,8 @@ async def site_loaded(ctx: SceneContext) -> Any:
     await ctx.pilot.press("enter")
     screen = await ctx.wait_for(lambda: _site_screen(ctx), what="the site screen")
     await ctx.wait_for(lambda: screen.saved_text is not None and screen.library is not None and screen.facts is not None
-                       and screen.checked_text == screen.editor.text and not screen.busy, what="the site configuration")
+                       and screen.facts.identity is not None and screen.checked_text == screen.editor.text and not screen.busy,
+                       what="the site configuration")
     await ctx.pilot.pause()
     return screen
 
@@ -123,7 +124,7 @@ async def prepare_site_component_done(ctx: SceneContext) -> None:
 
 
 async def prepare_site_submit(ctx: SceneContext) -> None:
-    from tui.screens.site_dialogs import PreviewModal
+    from tui.screens.site_dialogs import SubmitModal
 
     screen = await site_loaded(ctx)
     await site_edited(ctx, screen, (('site_domain: "trial.demo.internal"', 'site_domain: "trial.lab.internal"'),
@@ -132,7 +133,7 @@ async def prepare_site_submit(ctx: SceneContext) -> None:
     await ctx.wait_for(lambda: not screen.dirty and not screen.busy, what="the save")
     ctx.app.clear_notifications()
     await ctx.pilot.press("ctrl+t")
-    await ctx.wait_for_screen(PreviewModal, what="the submit preview")
+    await ctx.wait_for_screen(SubmitModal, what="the submit preview")
 
 
 SCENES: list[Scene] = [
