@@ -31,6 +31,7 @@ from tui.domain.naming import DEFAULT_NAMING, NamingProfile
 from tui.domain.secret_names import MASK, is_secret_key
 from tui.domain.site_checks import CloudIds, Finding, check_component_variables, check_site_config
 from tui.domain.site_config import MISSING, SiteConfig, SiteConfigError, lookup
+from tui.domain.site_fill import appliance_leaves
 from tui.errors import SiteError
 from tui.procedures.audit import REDACTOR, AuditLog
 from tui.procedures.preview import Change, Preview
@@ -354,14 +355,15 @@ async def enable_component(
     *,
     naming: NamingProfile = DEFAULT_NAMING,
     provision_appliances: ApplianceProvisioner | None = None,
-    from_appliance: Collection[str] = frozenset(),
+    from_appliance: Collection[str] | None = None,
     allow_incomplete: bool = False,
     audit: AuditLog | None = None,
 ) -> AsyncIterator[Progress]:
     """List a component in the component map with its site variables (spec operation 9).
 
     Order: decrypt (a wrong password stops everything), check that every variable is given
-    except `from_appliance` (the IDs the appliance step fills; unless `allow_incomplete`: before
+    except `from_appliance` (the IDs the appliance step fills, by default those the standard
+    provisioner fills, `domain.site_fill.appliance_leaves`; unless `allow_incomplete`: before
     anything is created), appliances (the provisioner downloads them and grants permissions; the
     values it returns fill the IDs), site variables (given `values` override), check again, write.
     """
@@ -372,7 +374,9 @@ async def enable_component(
     if not allow_incomplete:
         # everything the operator must give is checked before the cloud changes: only the IDs the
         # appliance step fills by itself may be missing now
-        given_later = from_appliance if provision_appliances is not None and definition.appliances else frozenset()
+        given_later: Collection[str] = frozenset()
+        if provision_appliances is not None and definition.appliances:
+            given_later = appliance_leaves(definition) if from_appliance is None else from_appliance
         early = missing_before_enable(before, definition, values, given_later, naming)
         if early:
             raise _missing_error(definition, early, nothing_created=provision_appliances is not None and bool(definition.appliances))
