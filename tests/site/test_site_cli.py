@@ -257,15 +257,38 @@ def test_enable_without_appliance_then_submit(capsys: pytest.CaptureFixture[str]
     assert code == EXIT_OK and result["events"][-1]["state"] == "skipped" and result["submit"] == []
 
 
-def test_enable_with_missing_variables_leaves_nothing(capsys: pytest.CaptureFixture[str], cloud_env: SimServer) -> None:
+def test_enable_fills_versioned_groups_from_what_is_offered(capsys: pytest.CaptureFixture[str], cloud_env: SimServer) -> None:
     """`site enable cluster --yes` used to download the appliance and then stop on the missing
-    versioned IDs: now it stops first, with nothing downloaded, granted or written."""
+    versioned IDs. The site's marketplaces offer a 1.31 build only (the community's v1.29 is not
+    for this platform): 131 is filled from the download, 129 is left out, not asked blind."""
+    code, result = run(capsys, "open", "demo-site", "--json")
+    path = result["site"]["path"]
+    code, result = run(capsys, "enable", "cluster", "--dry-run", "--json")
+    assert code == EXIT_OK
+    descriptions = [c["description"] for c in result["preview"]["changes"]]
+    assert "site_variables.cluster.131.template_id: (not there) -> the appliance's ID" in descriptions
+    assert not any("129" in d for d in descriptions)
+    assert any(w.startswith("version(s) 129: no build is downloaded or offered") for w in result["preview"]["warnings"])
+    code, result = run(capsys, "enable", "cluster", "--yes", "--poll", "0.02", "--json")
+    assert code == EXIT_OK, result
+    values = next(e["data"]["values"] for e in result["events"] if "values" in e["data"])
+    assert set(values) == {"131.template_id"}
+    code, result = run(capsys, "decrypt", path, "--json")
+    from tui.domain.site_config import SiteConfig
+
+    assert SiteConfig.parse(result["text"]).component_variables("cluster") == {"131": {"template_id": values["131.template_id"]}}
+    code, result = run(capsys, "check", path, "--cloud", "--json")
+    assert not [f for f in result["findings"] if f["path"].startswith("site_variables.cluster")]
+
+
+def test_enable_with_a_missing_variable_leaves_nothing(capsys: pytest.CaptureFixture[str], cloud_env: SimServer) -> None:
+    """A site variable blanked on the command line: refused before anything is downloaded, granted or written."""
     code, result = run(capsys, "open", "demo-site", "--json")
     path = Path(result["site"]["path"])
     before = path.read_bytes()
     site = cloud_env.site
     images, templates, acls = set(site.images), set(site.templates), set(site.acls)
-    code, result = run(capsys, "enable", "cluster", "--yes", "--poll", "0.02", "--json")
-    assert code == EXIT_FAILED and result["error"]["title"] == "cluster: site variables missing"
-    assert "129.template_id" in result["error"]["detail"] and "Nothing was downloaded or granted" in result["error"]["detail"]
+    code, result = run(capsys, "enable", "vm_kvm", "--set", "template_id=", "--yes", "--poll", "0.02", "--json")
+    assert code == EXIT_FAILED and result["error"]["title"] == "vm_kvm: site variables missing"
+    assert "Give template_id" in result["error"]["detail"] and "Nothing was downloaded or granted" in result["error"]["detail"]
     assert (set(site.images), set(site.templates), set(site.acls)) == (images, templates, acls) and path.read_bytes() == before

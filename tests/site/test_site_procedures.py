@@ -178,11 +178,7 @@ async def test_enable_with_the_appliance_extension_point(seeded: tuple[Path, Pat
     with pytest.raises(SiteError, match="Wrong vault password"):
         await collect(enable_component(vault_file, VaultPassword.from_text("wrong-one"), cluster, provision_appliances=provision, audit=audit))
     assert calls == []  # nothing downloaded before the password is known good
-    with pytest.raises(SiteError, match="129.template_id"):  # what the provisioner does not fill is asked first
-        await collect(enable_component(vault_file, password, cluster, {"131.template_id": 50}, provision_appliances=provision, audit=audit))
-    assert calls == []
-    events = await collect(enable_component(vault_file, password, cluster, {"131.template_id": 50}, provision_appliances=provision,
-                                            from_appliance={"129.template_id"}, audit=audit))
+    events = await collect(enable_component(vault_file, password, cluster, {"131.template_id": 50}, provision_appliances=provision, audit=audit))
     assert calls == ["cluster"] and events[-1].state == "done"
     config = (await load_site_config(vault_file, password)).config
     assert config.component_variables("cluster") == {"129": {"template_id": 41}, "131": {"template_id": 50}}

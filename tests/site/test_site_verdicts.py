@@ -130,16 +130,20 @@ def _objects(server: SimServer) -> tuple[set[int], set[int], set[int], set[str]]
 
 
 async def test_enable_with_missing_variables_creates_nothing(cloud: SiteConnection, deployed: SimServer) -> None:
-    """The cluster's versioned template IDs cannot come from one download: refused before anything
-    is downloaded, granted or written."""
+    """A load-test agent needs its middleware address besides the appliance's IDs: without it the
+    enable stops before anything is downloaded, granted or written."""
+    from tui.domain.components import ComponentDefinition, VariableSpec
+
     path = await open_demo_site(cloud.settings)
     before, objects = path.read_bytes(), _objects(deployed)
-    cluster = (await library(cloud)).get("cluster")
-    assert cluster is not None
+    agent = ComponentDefinition("load_agent", appliances=("{marketplace_url}/appliance/service_bastion",), site_variables=(
+        VariableSpec("middleware_ip", "address of the load-test middleware"), VariableSpec("template_id", "VM template"),
+        VariableSpec("image_id", "image")))
     with pytest.raises(SiteError) as error:
-        await collect(offer_component(cloud, path, password_of(cloud), cluster, poll_interval=POLL))
-    assert error.value.title == "cluster: site variables missing"
-    assert "Nothing was downloaded or granted" in error.value.detail
+        await collect(offer_component(cloud, path, password_of(cloud), agent, poll_interval=POLL))
+    assert error.value.title == "load_agent: site variables missing"
+    assert "middleware_ip (address of the load-test middleware)" in error.value.detail
+    assert "template_id" not in error.value.detail and "Nothing was downloaded or granted" in error.value.detail
     assert _objects(deployed) == objects and path.read_bytes() == before
 
 

@@ -59,7 +59,6 @@ from tui.cli.common import (
 from tui.domain.components import ComponentDefinition, ComponentLibrary
 from tui.domain.naming import DEFAULT_NAMING
 from tui.domain.site_checks import Finding
-from tui.domain.site_fill import appliance_leaves
 from tui.errors import SiteError
 from tui.procedures.component_library import load_library
 from tui.procedures.connection import SiteConnection
@@ -385,14 +384,14 @@ async def _enable_with_cloud(
     """Operation 9 against the cloud: preview (provisioning and site variables), confirm, run."""
     if args.read_only:
         raise UsageError("read-only mode: enabling a component downloads appliances and adds ACL rules")
-    if not args.allow_incomplete:  # site variables first: nothing is planned, asked or created without them
-        await check_enable_inputs(path, password, definition, values, appliance_leaves(definition), site.naming)
     plan = await plan_provision(site, definition, cloud_user=args.cloud_user, datastore_id=args.datastore)
-    variables = await preview_enable_component(path, password, definition, values, site.naming, from_appliance=appliance_leaves(definition))
+    if not args.allow_incomplete:  # every site variable the appliance does not give, before anything is asked or created
+        await check_enable_inputs(path, password, definition, values, plan.fills(), site.naming)
+    variables = await preview_enable_component(path, password, definition, values, site.naming, from_appliance=plan.fills())
     preview = Preview(
         f"Enable {definition.name}",
         plan.preview().changes + tuple(c for c in variables.changes if not c.description.startswith("appliance ")),
-        warnings=plan.preview().warnings,
+        warnings=plan.preview().warnings + variables.warnings,
     )
     if show_preview(preview, args, {"plan": plan.as_json()}, after=f"note: {GRANT_POLICY}\n"):
         return None

@@ -80,6 +80,11 @@ class ComponentDefinition:
         """Every leaf variable as (dotted path inside the component, description), in file order."""
         return tuple(_leaves(self.site_variables, ""))
 
+    def version_groups(self) -> tuple[str, ...]:
+        """Groups keyed by a version (`"129"`, `"131"`: one entry per supported version of the
+        component's appliance); a site lists the versions it offers, not necessarily all."""
+        return tuple(spec.name for spec in self.site_variables if spec.children and spec.name.isdigit())
+
     def skeleton(self) -> dict[str, Any] | None:
         """The component's entry for `site_variables` with every variable present and unset."""
         if not self.site_variables:

@@ -167,7 +167,15 @@ def check_component_variables(config: SiteConfig, definitions: Mapping[str, Comp
             names = ", ".join(name for name, _ in leaves)
             findings.append(Finding(Severity.ERROR, path, f"{component} needs its site variables: {names}"))
             continue
+        versions = definition.version_groups()
+        if versions and not any(lookup(value, group) is not MISSING for group in versions):
+            findings.append(Finding(Severity.ERROR, path, f"{component} lists no version: give the IDs of at least one of {', '.join(versions)} "
+                                                          "(sitetk site enable fills the versions a marketplace offers)"))
+            continue
         for leaf, description in leaves:
+            group = leaf.split(".", 1)[0]
+            if group in versions and lookup(value, group) is MISSING:
+                continue  # a version the site does not offer
             found = lookup(value, leaf)
             about = f" ({description})" if description else ""
             if found is MISSING:

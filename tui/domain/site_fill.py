@@ -11,8 +11,11 @@ Appliance IDs go to a component's site variables by these rules (no guessing bey
   component) takes the ID of the component's only appliance;
 - a leaf `<prefix>_template_id` (`collector_template_id`) takes the ID of the one appliance whose
   record id or name contains `<prefix>`;
-- anything else (a version-keyed group such as `129.template_id`, two appliances matching one
-  prefix) is left to the operator, with a note saying so.
+- a leaf of a version-keyed group (`131.template_id`) takes the ID of the appliance build whose
+  software version is that version (`1.31.3-...` is `131`); a version no build matches is left
+  out (not asked for blind);
+- anything else (two appliances matching one prefix, deeper groups) is left to the operator,
+  with a note saying so.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from tui.domain.appliance_identity import ApplianceFacts
 from tui.domain.components import ComponentDefinition
 from tui.domain.site_checks import CloudIds
 from tui.domain.site_config import MISSING, SiteConfig, cloud_fill, lookup
+from tui.domain.versions import parse_version
 
 _ENDPOINT = re.compile(r"^(?P<scheme>https?)://[^/]*?(?::(?P<port>\d{1,5}))?/?$")
 _ID_KINDS = ("service_template_id", "template_id", "image_id")
@@ -88,6 +92,12 @@ def _s3_parts(current: Any) -> tuple[str, int]:
     return "https", 9000
 
 
+def version_group_key(version: str) -> str:
+    """The version-group name of an appliance build: `1.31.3-6.10.0-3-...` and `v1.31` -> `131`."""
+    numbers = parse_version(version).numbers
+    return f"{numbers[0]}{numbers[1]}" if len(numbers) >= 2 else ""
+
+
 def appliance_values(definition: ComponentDefinition, installed: Mapping[str, InstalledAppliance]) -> tuple[dict[str, int], tuple[str, ...]]:
     """Site-variable values of one component from its downloaded appliances, and notes."""
     records = definition.appliance_record_ids()
@@ -100,21 +110,27 @@ def appliance_values(definition: ComponentDefinition, installed: Mapping[str, In
     if missing:
         notes.append(f"{definition.name}: appliance(s) {', '.join(missing)} not downloaded")
     skipped: list[str] = []
+    versions = set(definition.version_groups())
     for leaf, _description in definition.variable_paths():
-        last = leaf.rsplit(".", 1)[-1]
+        group, _dot, last = leaf.rpartition(".")
         kind = next((k for k in _ID_KINDS if last == k or last.endswith(f"_{k}")), None)
         if kind is None:
             continue
-        if "." in leaf:
-            if present:
-                skipped.append(leaf)
-            continue
-        prefix = leaf[: -len(kind)].rstrip("_")
+        pool = present
+        if group:
+            if group not in versions:
+                if present:
+                    skipped.append(leaf)
+                continue
+            pool = [a for a in present if version_group_key(a.version) == group]
+            if not pool:
+                continue  # no build of this version: the version is left out
+        prefix = last[: -len(kind)].rstrip("_")
         if not prefix:
-            candidates = present if len(records) == 1 else []
+            candidates = pool if len(records) == 1 else []
         else:
             wanted = prefix.lower()
-            candidates = [a for a in present if wanted in a.record_id.lower() or wanted in a.name.lower().replace(" ", "_")]
+            candidates = [a for a in pool if wanted in a.record_id.lower() or wanted in a.name.lower().replace(" ", "_")]
         if len(candidates) != 1:
             if present and (prefix or len(records) > 1):
                 skipped.append(leaf)
@@ -127,9 +143,10 @@ def appliance_values(definition: ComponentDefinition, installed: Mapping[str, In
     return values, tuple(notes)
 
 
-def appliance_leaves(definition: ComponentDefinition) -> frozenset[str]:
-    """The site variables the component's appliances fill by themselves (once downloaded)."""
-    stand_in = {r: InstalledAppliance(r, r, "", 1, 1, 1) for r in definition.appliance_record_ids()}
+def appliance_leaves(definition: ComponentDefinition, versions: Mapping[str, str] | None = None) -> frozenset[str]:
+    """The site variables the component's appliances fill by themselves (once downloaded);
+    `versions` (record id -> the version that is downloaded or will be) fills versioned groups."""
+    stand_in = {r: InstalledAppliance(r, r, (versions or {}).get(r, ""), 1, 1, 1) for r in definition.appliance_record_ids()}
     return frozenset(appliance_values(definition, stand_in)[0])
 
 

@@ -93,6 +93,12 @@ class ProvisionPlan:
     def is_noop(self) -> bool:
         return all(step.reused for step in self.appliances) and not any(g.needed for g in self.grants)
 
+    def fills(self) -> frozenset[str]:
+        """The site variables the planned appliances fill, versioned groups by the builds that are
+        downloaded or will be (a version no marketplace offers is not among them)."""
+        versions = {s.record.id: (s.installed.version if s.installed is not None else s.record.version) for s in self.appliances}
+        return appliance_leaves(self.definition, versions)
+
     def preview(self) -> Preview:
         changes: list[Change] = []
         user = self.user.name
@@ -419,7 +425,8 @@ async def offer_component(
             async for event in enable_component(
                 Path(path), password, definition, values, naming=site.naming,
                 provision_appliances=provisioner if definition.appliances else None,
-                from_appliance=appliance_leaves(definition), allow_incomplete=allow_incomplete, audit=site.audit,
+                from_appliance=plan.fills() if plan is not None else appliance_leaves(definition),
+                allow_incomplete=allow_incomplete, audit=site.audit,
             ):
                 queue.put_nowait(event)
         except SiteError as error:

@@ -275,7 +275,7 @@ def plan_enable(
     naming: NamingProfile = DEFAULT_NAMING,
 ) -> EnablePlan:
     """The component listed with its variables: current values, then `learned`, then `values`."""
-    merged = component_values(definition, before.component_variables(definition.name), learned or {}, values or {})
+    merged = _offered_versions(definition, component_values(definition, before.component_variables(definition.name), learned or {}, values or {}))
     missing = tuple(leaf for leaf, value in merged.items() if value is None or value == "")
     after = before.with_component(definition.name, merged or None)
     prefix = f"{naming.site_variables_key}.{definition.name}"
@@ -291,7 +291,9 @@ def missing_before_enable(
     naming: NamingProfile = DEFAULT_NAMING,
 ) -> tuple[str, ...]:
     """The site variables that would stay unset: not in the file, not given, not filled by the appliance."""
-    return tuple(leaf for leaf in plan_enable(before, definition, values, None, naming).missing if leaf not in from_appliance)
+    stand_ins = {leaf: _FROM_APPLIANCE for leaf in from_appliance}  # the appliance's IDs, known once it is downloaded
+    given = values or {}
+    return tuple(leaf for leaf in plan_enable(before, definition, values, stand_ins, naming).missing if leaf not in from_appliance or leaf in given)
 
 
 async def check_enable_inputs(
@@ -307,6 +309,22 @@ async def check_enable_inputs(
     missing = missing_before_enable(before, definition, values, from_appliance, naming)
     if missing:
         raise _missing_error(definition, missing, nothing_created=True)
+
+
+def _offered_versions(definition: ComponentDefinition, merged: dict[str, Any]) -> dict[str, Any]:
+    """Versioned groups (`129`, `131`) that nothing fills (not in the file, not given, no build of
+    that version downloaded or offered) are left out, once at least one version is filled."""
+    groups = definition.version_groups()
+    if not groups:
+        return merged
+
+    def group_of(leaf: str) -> str:
+        return leaf.split(".", 1)[0] if "." in leaf else ""
+
+    filled = {group_of(leaf) for leaf, value in merged.items() if group_of(leaf) in groups and value not in (None, "")}
+    if not filled:
+        return merged
+    return {leaf: value for leaf, value in merged.items() if group_of(leaf) not in groups or group_of(leaf) in filled}
 
 
 def _missing_error(definition: ComponentDefinition, missing: Sequence[str], *, nothing_created: bool = False) -> SiteError:
@@ -330,21 +348,30 @@ async def preview_enable_component(
     """
     path = Path(path)
     before = await _load_encrypted(path, password, naming)
-    plan = plan_enable(before, definition, values, None, naming)
+    stand_ins = {leaf: _FROM_APPLIANCE for leaf in from_appliance if leaf not in (values or {})}
+    plan = plan_enable(before, definition, values, stand_ins, naming)
     cli = vault_cli("edit", path, password)
-    prefix = f"{naming.site_variables_key}.{definition.name}."
     changes = []
     for p, old, new in plan.changed:
-        leaf = p[len(prefix):] if p.startswith(prefix) else ""
         was = show_value(p, old) if before.has(p) else "(not there)"
-        will = "the appliance's ID" if new is None and leaf in from_appliance else show_value(p, new)
+        will = "the appliance's ID" if new == _FROM_APPLIANCE else show_value(p, new)
         changes.append(Change(f"{p}: {was} -> {will}", cli, "update"))
     if not changes:
         changes.append(Change(f"{definition.name}: already listed as requested", "", "none"))
     for record in definition.appliance_record_ids():
         changes.append(Change(f"appliance {record}: downloaded and shared with the automation cloud user by the appliance step", "", "action"))
-    warnings = tuple(f"{leaf} is not set yet" for leaf in plan.missing if leaf not in from_appliance)
+    warnings = tuple(f"{leaf} is not set yet" for leaf in plan.missing)
+    versions = definition.version_groups()
+    left_out = sorted({leaf.split(".", 1)[0] for leaf, _ in definition.variable_paths()
+                       if leaf.split(".", 1)[0] in versions and leaf not in plan.values})
+    if left_out:
+        warnings += (f"version(s) {', '.join(left_out)}: no build is downloaded or offered by a marketplace and no ID is given; "
+                     f"left out (give --set {left_out[0]}.<variable>=ID to list it)",)
     return Preview(f"Enable {definition.name} in {path}", tuple(changes), warnings=warnings)
+
+
+#: stands for an ID the appliance step will give (previews and the early check; never written)
+_FROM_APPLIANCE = "<the appliance's ID>"
 
 
 async def enable_component(

@@ -223,6 +223,9 @@ class ComponentFlowModal(ModalScreen[bool]):
         self.definition = definition
         self.plan = None
         auto = appliance_leaves(definition)
+        #: leaves of versioned groups: filled from the builds that are downloaded or offered (the review says
+        #: which), a version no marketplace offers is left out; an ID typed here lists it anyway
+        versioned = {leaf for leaf, _ in definition.variable_paths() if leaf.split(".", 1)[0] in definition.version_groups()}
         current = self.config.component_variables(definition.name)
         fields = self.query_one("#flow-fields", Vertical)
         await fields.remove_children()
@@ -231,16 +234,21 @@ class ComponentFlowModal(ModalScreen[bool]):
             intro.append("\nThis component has no site variables: it is only listed in site_variables.")
         if auto:
             intro.append(f"\nLeave {', '.join(sorted(auto))} empty to take them from the downloaded appliance.", "dim")
+        if versioned:
+            intro.append(f"\nOne group per version ({', '.join(definition.version_groups())}): leave them empty to fill them from the builds "
+                         "a marketplace offers (the review says which); a version none offers is left out.", "dim")
         self.query_one("#flow-form-intro", Static).update(intro)
         new_fields = []
         for n, (leaf, description) in enumerate(definition.variable_paths()):
             found = lookup(current, leaf) if isinstance(current, dict) else MISSING
             value = "" if found is MISSING or found is None else str(found)
-            if leaf in auto and value in ("0", ""):
+            optional = leaf in auto or leaf in versioned
+            if optional and value in ("0", ""):
                 value = ""  # the template's placeholder: the appliance gives the real ID
             new_fields.append(ValidatedField(
-                leaf, value, help=description or "(no description in public.yaml)", check=self._checker(leaf, leaf in auto),
-                placeholder="from the appliance" if leaf in auto else "", id=f"flow-field-{n}", validate_initial=False,
+                leaf, value, help=description or "(no description in public.yaml)", check=self._checker(leaf, optional),
+                placeholder="from the appliance" if leaf in auto else "from an offered build, else left out" if leaf in versioned else "",
+                id=f"flow-field-{n}", validate_initial=False,
             ))
         await fields.mount_all(new_fields)
         self._step("-form")
@@ -291,7 +299,7 @@ class ComponentFlowModal(ModalScreen[bool]):
         try:
             plan = await plan_provision(site, definition) if definition.appliances else None
             variables = await preview_enable_component(self.path, self.password, definition, values, site.naming,
-                                                       from_appliance=appliance_leaves(definition))
+                                                       from_appliance=plan.fills() if plan else appliance_leaves(definition))
         except SiteError as error:
             self.post_message(self.Reviewed(None, None, error))
             return
