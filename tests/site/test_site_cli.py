@@ -13,9 +13,9 @@ from tests.site.conftest import ansible_vault
 from tui.__main__ import main
 from tui.adapters.vault import VaultPassword, is_vault_text, read_vault_file
 from tui.cli.common import EXIT_FAILED, EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
-from tui.sim.acl import rule_of
 from tui.procedures.audit import AuditLog
 from tui.settings import Settings
+from tui.sim.acl import rule_of
 from tui.sim.repos import DEMO_ADMIN_KEY, SIM_VAULT_PASSWORD, template_core_yaml
 from tui.sim.server import SimServer
 

@@ -14,6 +14,7 @@ from tests.site.conftest import VAULT_PASSWORD, ansible_vault, collect, offline_
 from tui.adapters.git_repo import GitRemote, GitRepo
 from tui.adapters.vault import VaultPassword, is_vault_text, read_vault_file, write_vault_file
 from tui.domain.components import ComponentDefinition
+from tui.domain.site_config import SiteConfig
 from tui.errors import SiteError
 from tui.procedures.audit import AuditLog
 from tui.procedures.component_library import load_library
@@ -26,7 +27,6 @@ from tui.procedures.site_config import (
     preview_edit,
     save_text,
 )
-from tui.domain.site_config import SiteConfig
 from tui.procedures.site_repo import create_site, current_site, list_sites, open_site, preview_submit, submit_site
 from tui.procedures.site_verdict import SubmitGate, submit_gate, verdict_of
 from tui.sim.repos import SIM_VAULT_PASSWORD, template_core_yaml

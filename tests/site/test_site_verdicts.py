@@ -9,15 +9,15 @@ import pytest
 
 from tests.site.conftest import collect, open_demo_site
 from tests.site.test_provision_component import POLL, library, password_of
-from tui.errors import SiteError
 from tui.domain.severity import Severity
 from tui.domain.site_checks import check_placeholders, check_site_config
 from tui.domain.site_config import SiteConfig
+from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
 from tui.procedures.provision_component import offer_component
+from tui.procedures.site_config import load_site_config
 from tui.procedures.site_confirmations import confirm_appliance_id, confirmations_path, plan_confirmation
 from tui.procedures.site_fill import gather_cloud_facts
-from tui.procedures.site_config import load_site_config
 from tui.sim.repos import template_core_yaml
 from tui.sim.server import SimServer
 

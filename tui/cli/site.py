@@ -74,6 +74,7 @@ from tui.procedures.site_config import (
     preview_enable_component,
     preview_encrypt,
 )
+from tui.procedures.site_confirmations import confirm_appliance_id, plan_confirmation
 from tui.procedures.site_fill import fill_site_file, gather_cloud_facts, plan_fill
 from tui.procedures.site_repo import (
     SubmitPreview,
@@ -88,7 +89,6 @@ from tui.procedures.site_repo import (
     preview_submit,
     submit_site,
 )
-from tui.procedures.site_confirmations import confirm_appliance_id, plan_confirmation
 from tui.procedures.site_verdict import SiteVerdict, SubmitGate, site_verdict, submit_gate, verdict_of
 from tui.procedures.site_workspace import library_repo, sites_repo
 from tui.settings import Settings

@@ -25,7 +25,7 @@ from typing import Any, Iterator, Mapping, Sequence
 from tui.domain.components import ComponentDefinition
 from tui.domain.findings import Finding
 from tui.domain.severity import Severity
-from tui.domain.site_config import MISSING, SiteConfig, lookup
+from tui.domain.site_config import SiteConfig, lookup
 
 #: site-variable leaf suffixes that hold the ID of an appliance's object, longest first
 ID_KINDS: tuple[tuple[str, str], ...] = (

@@ -400,10 +400,10 @@ async def _plan_site(site: "SiteConnection", facts: SetupFacts, step: SetupStep,
 
 async def _site_config(site: "SiteConnection", repo: object, branch: str, site_dir: str,
                        password: object) -> AsyncIterator[Progress]:
-    from tui.domain.severity import Severity
-    from tui.procedures.site_config import check_site_file
+    from tui.procedures.site_config import load_site_config
     from tui.procedures.site_fill import fill_site_file, plan_fill
     from tui.procedures.site_repo import create_site, locate_site, submit_site
+    from tui.procedures.site_verdict import site_verdict, submit_gate
 
     try:
         async for event in create_site(repo, branch, site_dir, password, naming=site.naming, audit=site.audit):  # type: ignore[arg-type]
@@ -412,14 +412,16 @@ async def _site_config(site: "SiteConnection", repo: object, branch: str, site_d
         plan = await plan_fill(site, ref.path, password)  # type: ignore[arg-type]
         async for event in fill_site_file(site, plan, password):  # type: ignore[arg-type]
             yield event
-        findings = await check_site_file(ref.path, password, naming=site.naming)  # type: ignore[arg-type]
-        errors = [f for f in findings if f.severity is Severity.ERROR]
+        config = (await load_site_config(ref.path, password, site.naming)).config  # type: ignore[arg-type]
+        verdict = await site_verdict(config, site=site)
+        errors = verdict.errors
         if errors:
             raise SiteError(f"core.yaml has {len(errors)} error(s) after filling",
                             "\n".join(f"{f.path}: {f.message}" for f in errors) +
                             f"\nFix them in {ref.path} (`sitetk site edit`), then run again.")
         yield Progress("check", 1, 1, "core.yaml checked: no error", "done")
-        async for event in submit_site(repo, ref, password, naming=site.naming, audit=site.audit):  # type: ignore[arg-type]
+        async for event in submit_site(repo, ref, password, gate=submit_gate(verdict), naming=site.naming,  # type: ignore[arg-type]
+                                       audit=site.audit):
             yield event
     finally:
         repo.close()  # type: ignore[attr-defined]

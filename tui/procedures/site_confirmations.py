@@ -19,10 +19,17 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Mapping
 
-from tui.errors import SiteError
-from tui.domain.appliance_identity import Confirmation, appliance_id_leaves, check_appliance_ids
+from tui.domain.appliance_identity import (
+    Confirmation,
+    ImageFacts,
+    ServiceTemplateFacts,
+    TemplateFacts,
+    appliance_id_leaves,
+    check_appliance_ids,
+)
 from tui.domain.components import ComponentDefinition
 from tui.domain.site_config import SiteConfig
+from tui.errors import SiteError
 from tui.procedures.preview import Change, Preview
 from tui.procedures.site_record import site_record_path, write_private_atomically
 from tui.settings import Settings
@@ -100,9 +107,9 @@ async def plan_confirmation(
     facts = await gather_cloud_facts(site, config, definitions)
     if facts.identity is None:
         raise SiteError("The cloud could not be read", "; ".join(facts.notes) or "Images and templates are unknown; nothing was recorded.")
-    objects = {"image": facts.identity.images, "VM template": facts.identity.templates,
-               "service template": facts.identity.service_templates}[kind]
-    found = objects.get(object_id)
+    names: dict[str, Mapping[int, ImageFacts | TemplateFacts | ServiceTemplateFacts]] = {
+        "image": facts.identity.images, "VM template": facts.identity.templates, "service template": facts.identity.service_templates}
+    found = names[kind].get(object_id)
     if found is None:
         raise SiteError(f"{kind} {object_id} does not exist", f"{path} points at nothing; fix the ID (sitetk site fill) instead.")
     errors = [f for f in check_appliance_ids(config, {definition.name: definition}, facts.identity) if f.path == path]

@@ -19,7 +19,6 @@ import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
-from tui.errors import SiteError
 from tui.domain.components import ComponentDefinition
 from tui.domain.findings import Finding
 from tui.domain.naming import DEFAULT_NAMING, NamingProfile
@@ -27,6 +26,7 @@ from tui.domain.severity import Severity
 from tui.domain.site_checks import check_site_config
 from tui.domain.site_config import SiteConfig
 from tui.domain.site_fill import CloudFacts
+from tui.errors import SiteError
 from tui.procedures.site_confirmations import check_reason
 
 if TYPE_CHECKING:  # pragma: no cover
