@@ -108,8 +108,10 @@ def test_component_variables_missing_unset_or_unknown() -> None:
     by_path = {f.path: f for f in findings}
     assert by_path["site_variables.tn_bastion.image_id"].message == "missing site variable (bastion image)"
     assert by_path["site_variables.cluster.129.template_id"].message.startswith("site variable not set")
-    assert by_path["site_variables.cluster.131.template_id"].severity is Severity.ERROR
+    assert "site_variables.cluster.131.template_id" not in by_path  # a version the site does not offer
     assert by_path["site_variables.mystery"].severity is Severity.WARNING
+    no_version = {f.path: f for f in check_component_variables(config("site_variables:\n  cluster: {}\n"), {"cluster": CLUSTER})}
+    assert no_version["site_variables.cluster"].message.startswith("cluster lists no version: give the IDs of at least one of 129, 131")
     listed_null = check_component_variables(config("site_variables:\n  tn_bastion: null\n"), {"tn_bastion": BASTION})
     assert listed_null[0].message == "tn_bastion needs its site variables: template_id, image_id"
 

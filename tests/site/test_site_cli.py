@@ -125,7 +125,7 @@ def test_site_repository_flow(capsys: pytest.CaptureFixture[str], seeded: tuple[
     code, result = run(capsys, "submit", *repo, *pw, "--dry-run", "--json")
     assert code == EXIT_OK and "+    template_id: 3" in result["preview"]["diff"]
     code, result = run(capsys, "submit", *repo, *pw, "--yes", "--json")
-    assert code == EXIT_FINDINGS and "site_public_ip" in result["error"]["detail"]  # the template's values
+    assert code == EXIT_FINDINGS and "site_onegate" in result["error"]["detail"]  # the template's values
     code, result = run(capsys, "submit", *repo, *pw, "--yes", "--override-reason", "lab site, filled later", "--json")
     assert code == EXIT_OK and result["events"][-1]["data"]["pushed"]
     code, result = run(capsys, "branches", *repo, "--json")

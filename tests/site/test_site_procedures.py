@@ -210,7 +210,7 @@ async def test_new_site_created_and_submitted(seeded: tuple[Path, Path], tmp_pat
     # the template's values are still there: the check refuses, nothing is committed or pushed
     with pytest.raises(SiteError, match=r"Submit refused: the check found \d+ error\(s\)") as refused:
         await offline_gate(site.path, password)
-    assert "site_public_ip" in refused.value.detail and "--override-reason" in refused.value.detail
+    assert "site_onegate" in refused.value.detail and "--override-reason" in refused.value.detail
     verdict = verdict_of((await load_site_config(site.path, password)).config)
     with pytest.raises(SiteError, match="Submit refused"):
         await collect(submit_site(repo, site, password, gate=SubmitGate(verdict), audit=audit))
@@ -223,10 +223,10 @@ async def test_new_site_created_and_submitted(seeded: tuple[Path, Path], tmp_pat
     assert "lab-a" in (await list_sites(repo)).sites
     message = subprocess.run(["git", "-C", str(repo.workdir), "log", "-1", "--format=%B"], capture_output=True, text=True, check=True).stdout
     assert "check error(s) overridden: lab site: values follow once the toolkit is deployed" in message
-    assert "- site_public_ip: still the template's example '12.34.56.78'" in message
+    assert "- site_onegate: still the template's example '10.11.32.103'" in message
     entry = audit.entries()[-1]
     assert entry["details"]["check"] == "overridden" and entry["details"]["override_reason"].startswith("lab site")
-    assert {f["path"] for f in entry["details"]["overridden"]} >= {"site_public_ip", "site_onegate", "site_admin_ssh_public_key"}
+    assert {f["path"] for f in entry["details"]["overridden"]} >= {"site_onegate", "site_s3_server.endpoint"}
     again = await collect(submit_site(repo, site, password, gate=gate, audit=audit))
     assert again[-1].state == "skipped"
     assert not (await preview_submit(repo, site, password)).pending

@@ -81,15 +81,18 @@ def test_offline_the_placeholder_zero_is_not_verified() -> None:
 def test_template_placeholders_are_flagged() -> None:
     config = SiteConfig.parse(template_core_yaml())
     found = {f.path: f for f in check_placeholders(config)}
-    assert found["site_public_ip"].severity is Severity.ERROR and "'12.34.56.78'" in found["site_public_ip"].message
+    assert found["site_public_ip"].severity is Severity.WARNING and "'12.34.56.78'" in found["site_public_ip"].message
     assert found["site_domain"].severity is Severity.WARNING
     assert found["site_onegate"].severity is Severity.ERROR and "sitetk site fill" in found["site_onegate"].message
-    assert found["site_admin_ssh_public_key"].severity is Severity.ERROR and "fake key" in found["site_admin_ssh_public_key"].message
+    assert found["site_admin_ssh_public_key"].severity is Severity.WARNING and "fake key" in found["site_admin_ssh_public_key"].message
     filled = config.edit([*FILLED.items(), ("site_admin_ssh_public_key",
                                               "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl admin@site")])
     assert check_placeholders(filled) == []
     broken = config.with_value("site_admin_ssh_public_key", "ssh-ed25519 not-a-key admin@site")
-    assert "not a public SSH key" in {f.path: f.message for f in check_placeholders(broken)}["site_admin_ssh_public_key"]
+    typo = {f.path: f for f in check_placeholders(broken)}["site_admin_ssh_public_key"]
+    assert typo.severity is Severity.ERROR and "not a public SSH key" in typo.message
+    angle = {f.path: f for f in check_placeholders(config.with_value("site_domain", "<your domain>"))}["site_domain"]
+    assert angle.severity is Severity.ERROR and "<your domain>" in angle.message
 
 
 async def test_a_confirmation_is_recorded_and_audited(cloud: SiteConnection, deployed: SimServer) -> None:

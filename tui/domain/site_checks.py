@@ -212,9 +212,12 @@ class Placeholder:
 
 #: Values of the sites repository's template (tui/sim/repos.py `template_core_yaml`, and the real
 #: template's examples in shared/reference/site-repositories.md) that must not reach a site.
+#: By meaning: an error breaks deployments (VMs report to another site's gate); a warning leaves
+#: deployments working but breaks or misnames access to them (outside address, domain, name server).
 TEMPLATE_PLACEHOLDERS: tuple[Placeholder, ...] = (
-    Placeholder("site_public_ip", "12.34.56.78", Severity.ERROR,
-                "trial networks are reached through the site's public address (ports xx211-xx240)",
+    Placeholder("site_public_ip", "12.34.56.78", Severity.WARNING,
+                "trial networks are reached from outside through the site's public address (ports xx211-xx240 forward "
+                "to .211-.240); deployments still work, outside access does not",
                 "set the public address that forwards to the site"),
     Placeholder("site_domain", "trial.mysite.internal", Severity.WARNING,
                 "trial-network VMs get names in the template's example domain",
@@ -256,9 +259,9 @@ def check_placeholders(config: SiteConfig) -> list[Finding]:
     key = config.get("site_admin_ssh_public_key")
     if isinstance(key, str) and key.strip():
         if any(marker in key for marker in FAKE_KEY_MARKERS):
-            findings.append(Finding(Severity.ERROR, "site_admin_ssh_public_key", (
-                "still the template's fake key (…FakeTemplateKeyReplaceMe): the site's administrators could not log in to "
-                "trial-network VMs. Fix: put the administrators' public key (ssh-ed25519 AAAA… user@host).")))
+            findings.append(Finding(Severity.WARNING, "site_admin_ssh_public_key", (
+                "still the template's fake key (…FakeTemplateKeyReplaceMe): deployments work, but the site's administrators "
+                "cannot log in to trial-network VMs. Fix: put the administrators' public key (ssh-ed25519 AAAA… user@host).")))
         elif (problem := check_public_key(key.strip())) is not None:
             findings.append(Finding(Severity.ERROR, "site_admin_ssh_public_key", f"not a public SSH key: {problem}. Fix: paste one key line."))
     for path, value in _placeholder_leaves(config.data, ""):
