@@ -60,7 +60,7 @@ def test_image_allocate_errors(sim: SimServer) -> None:
         client.image.allocate('NAME = "a"\nPATH = "/tmp/a.qcow2"', 0)
     with pytest.raises(pyone.OneException, match="NAME is already taken by IMAGE 0"):
         client.image.allocate('NAME = "Ubuntu 22.04"\nPATH = "/tmp/a.qcow2"', 1)
-    with pytest.raises(pyone.OneNoExistsException, match=r"marketplaceapp \[999\]"):
+    with pytest.raises(pyone.OneInternalException, match=r"Cannot determine image SIZE\."):
         client.image.allocate('NAME = "a"\nFROM_APP = "999"', 1)
     with pytest.raises(pyone.OneException, match="No PATH nor SOURCE"):
         client.image.allocate('NAME = "a"', 1)

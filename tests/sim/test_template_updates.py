@@ -54,7 +54,7 @@ def test_updateconf_is_refused_in_states_that_cannot_change(sim: SimServer) -> N
     wait_until(lambda: states(client, vm_id) == (3, 3), what="RUNNING")
     client.vm.action("suspend", vm_id)
     wait_until(lambda: states(client, vm_id) == (5, 0), what="SUSPENDED")
-    with pytest.raises(pyone.OneActionException) as error:
+    with pytest.raises(pyone.OneInternalException) as error:
         client.vm.updateconf(vm_id, 'CONTEXT = [ A = "1" ]', 1)
     assert str(error.value) == "[one.vm.updateconf] configuration cannot be updated in state SUSPENDED"
 
@@ -95,7 +95,7 @@ def test_a_dict_template_from_pyone_is_read_with_its_root_ignored(sim: SimServer
 
 @pytest.mark.parametrize("text", ['A = "x]]>y"', "1BAD = 2", 'A = "open', "A = [ B = 1"])
 def test_bad_template_text_is_a_bad_parameter(sim: SimServer, text: str) -> None:
-    with pytest.raises(pyone.OneApiException, match=r"^\[one.image.update\] Parse error"):
+    with pytest.raises(pyone.OneInternalException, match=r"^\[one.image.update\] Cannot update template\. Parse error"):
         one(sim).image.update(0, text, 1)
 
 

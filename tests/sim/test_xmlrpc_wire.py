@@ -25,7 +25,7 @@ def _params(letters: str) -> list[Any]:
 def test_every_method_checks_the_session_first(sim: SimServer, name: str) -> None:
     spec = METHODS[name]
     answer = call(sim, name, *_params(spec.required), session="oneadmin:wrong-password")
-    assert answer == [False, f"[{name}] User couldn't be authenticated, aborting call.", 0x100, -1, 0]
+    assert answer == [False, f"[{name}] User couldn't be authenticated, aborting call.", 0x100, -1, -1]
 
 
 def test_the_table_of_the_reference_is_served(sim: SimServer) -> None:
@@ -55,7 +55,7 @@ def test_version_follows_the_configured_platform(sim_factory) -> None:
 
 
 def test_a_missing_object_answers_no_exists_with_its_id(sim: SimServer) -> None:
-    assert call(sim, "one.vm.info", 99) == [False, "[one.vm.info] Error getting virtual machine [99].", 0x400, 99, 0]
+    assert call(sim, "one.vm.info", 99) == [False, "[one.vm.info] Error getting virtual machine [99].", 0x400, 99, -1]
     assert call(sim, "one.host.info", 42)[1] == "[one.host.info] Error getting host [42]."
     assert call(sim, "one.vn.info", 42)[1] == "[one.vn.info] Error getting virtual network [42]."
     assert call(sim, "one.template.info", 42)[1] == "[one.template.info] Error getting virtual machine template [42]."
@@ -70,9 +70,11 @@ def test_each_error_code_maps_to_its_pyone_exception(sim: SimServer) -> None:
         one(sim, f"{user.name}:{user.password}").acl.info()
     with pytest.raises(pyone.OneNoExistsException):
         admin.image.info(1234)
-    with pytest.raises(pyone.OneActionException, match="Invalid action"):
+    with pytest.raises(pyone.OneActionException, match='Action "explode" is not supported'):
         admin.vm.action("explode", admin.template.instantiate(0, "a"))
-    with pytest.raises(pyone.OneApiException, match="Parse error"):
+    with pytest.raises(pyone.OneApiException, match="Wrong update type"):
+        admin.template.update(0, 'A = "1"', 2)
+    with pytest.raises(pyone.OneInternalException, match="Parse error"):
         admin.template.allocate('NAME = "unterminated')
     admin.acl.addrule("200000001", "4400000000", "1")  # @1 NET/* USE
     with pytest.raises(pyone.OneInternalException, match=r"Rule @1 NET/\* USE #0 already exists"):

@@ -292,6 +292,12 @@ class CloudClient:
         updateconf section missing from `template`."""
         return await self._scalar("vm.updateconf", int, int(vm_id), template_text(template), _flag(append))
 
+    async def vm_recover(self, vm_id: int, operation: int) -> int:
+        """`onevm recover`: 0 failure, 1 success, 2 retry, 3 delete, 4 delete-recreate, 5 delete-db."""
+        if operation not in range(6):
+            raise SiteError(f"Unknown recover operation {operation}", "Operations are 0 to 5 (onevm recover).")
+        return await self._scalar("vm.recover", int, int(vm_id), int(operation))
+
     async def vm_update(self, vm_id: int, template: TemplateInput, append: bool | int) -> int:
         """Update the USER_TEMPLATE (append 1 merges, 0 replaces)."""
         return await self._scalar("vm.update", int, int(vm_id), template_text(template), _flag(append))

@@ -47,9 +47,39 @@ PLATFORM_ERRORS: dict[int, tuple[str, str, bool]] = {
 }
 
 
+#: INTERNAL answers whose text says the call can never succeed as it is: (text, title, hint).
+#: The platform answers these with INTERNAL, not ACTION or RPC_API (src/rm/api/VirtualMachineAPI.cc
+#: `update_conf`, src/rm/api/SharedAPI.cc `update`, src/rm/api/ImageAPI.cc), so retrying is no fix.
+INTERNAL_REFUSALS: tuple[tuple[str, str, str], ...] = (
+    ("configuration cannot be updated in state",
+     "Not allowed in this state",
+     "The VM's state does not allow a configuration update (onevm updateconf): undeploy or power it off "
+     "first, or wait until a running operation ends."),
+    ("Cannot update template.",
+     "Template refused",
+     "The frontend could not read or apply the template text; fix the text (the message names the problem)."),
+    ("Parse error",
+     "Template refused",
+     "The frontend could not parse the template text; fix the text (the message names the problem)."),
+    ("Cannot determine image SIZE.",
+     "Marketplace app unknown to the cloud",
+     "The cloud has no marketplace app with that ID (FROM_APP): refresh the marketplace and pick the app again."),
+)
+
+
+def _internal_refusal(message: str) -> tuple[str, str] | None:
+    for text, title, hint in INTERNAL_REFUSALS:
+        if text in message:
+            return title, hint
+    return None
+
+
 def platform_error(failure: PlatformFailure, method: str, secrets: tuple[str, ...] = ()) -> SiteError:
     title, hint, retryable = PLATFORM_ERRORS.get(
         failure.code, (f"Platform error 0x{failure.code:04x}", "The frontend refused the call.", False))
+    refusal = _internal_refusal(failure.message) if failure.code == INTERNAL else None
+    if refusal is not None:
+        (title, hint), retryable = refusal, False
     message = redact(failure.message, secrets)
     return SiteError(f"{title} ({method})", f"{message}\n{hint}", retryable=retryable, code=failure.code)
 

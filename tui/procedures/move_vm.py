@@ -22,6 +22,15 @@ or times out raises `MoveFailed`, naming the step and the state the VM is in, wi
 that resume it or put it back where it was. Cancelling (`asyncio.CancelledError`) stops between
 two platform calls and is audit-logged with the step and the VM's last known state. Every
 change (undeploy, CPU model, READY reset, deploy) is audit-logged, as are the move's start and end.
+
+What the platform does that shapes it: a boot with a CPU model the host cannot give fails, since
+the KVM driver asks libvirt for `<model fallback='forbid'>` (src/vmm/LibVirtDriverKVM.cc); after
+an undeploy the VM is then in BOOT_UNDEPLOY_FAILURE, which the move reports with the platform's
+ERROR and the put-back command (`sitetk hosts redeploy` on the origin host and model). A put-back
+(or any move) that finds the VM in BOOT_UNDEPLOY_FAILURE on another host first closes that boot
+(`onevm recover --success`, then `onevm undeploy --hard`): no other action leaves that state.
+`updateconf`'s append flag exists from 6.2 on; on an older platform a move that sets a CPU model is
+refused before anything changes, since replace mode there would erase the VM's other sections.
 """
 
 from __future__ import annotations
@@ -69,6 +78,12 @@ from tui.procedures.progress import Progress
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection
+
+#: BOOT_FAILURE, BOOT_UNDEPLOY_FAILURE, BOOT_STOPPED_FAILURE: a boot that failed on the host
+BOOT_FAILURES = frozenset({36, 47, 48})
+BOOT_UNDEPLOY_FAILURE = 47
+#: `onevm recover --success`
+RECOVER_SUCCESS = 1
 
 #: sections `one.vm.updateconf` manages; with append=0 every one missing from the text is erased
 UPDATECONF_SECTIONS: tuple[str, ...] = ("OS", "FEATURES", "INPUT", "GRAPHICS", "VIDEO", "RAW", "CPU_MODEL",
@@ -215,17 +230,58 @@ async def move_vm(site: "SiteConnection", plan: MovePlan, *, timeouts: MoveTimeo
     audit.record(action, plan.label, "done", {**details, "vm_state": final})
 
 
+async def _platform_version(site: "SiteConnection") -> str:
+    info = getattr(site, "info", None)
+    return info.version if info is not None and info.version else await site.cloud.version()
+
+
+def updateconf_merges(version: str) -> bool:
+    """Whether `one.vm.updateconf` takes the append flag: from 6.2 on. 6.0 registers it as
+    `A:sis` and replaces every section the text leaves out (6.0/6.2 src/rm/RequestManagerVirtualMachine.cc)."""
+    parts = [int(p) if p.isdigit() else 0 for p in version.split(".")[:2]]
+    return tuple(parts + [0] * (2 - len(parts))) >= (6, 2)
+
+
+def boot_refused(vm: VmDetail, plan: MovePlan) -> str:
+    """What to say when the VM failed to boot with the plan's CPU model (a BOOT_*_FAILURE)."""
+    what = vm.summary.status
+    said = vm.user_template.scalars().get("ERROR", "")
+    model = plan.cpu_model or "(none)"
+    return (f"The VM did not boot on {plan.target_label} with CPU model {model} ({what}): the platform asks "
+            "libvirt for exactly that model (fallback='forbid'), and a host that cannot give it fails the boot."
+            + (f" The platform says: {said}" if said else ""))
+
+
 async def _steps(run: _Run) -> AsyncIterator[Progress]:
     plan, cloud, timeouts = run.plan, run.site.cloud, run.timeouts
     vm = await run.read()
     if vm.summary.state == VM_DONE:
         raise run.fail("The VM was terminated.")
+    if plan.cpu_model and vm.cpu_model != plan.cpu_model:
+        version = await _platform_version(run.site)
+        if not updateconf_merges(version):
+            raise run.fail(f"The platform is {version}: its onevm updateconf has no append flag (it came in 6.2), so "
+                           "setting the CPU model would erase the VM's OS, CONTEXT and other configuration sections. "
+                           "Nothing was changed. Set CPU_MODEL by hand with onevm updateconf, giving the whole "
+                           "configuration, or upgrade the platform.")
     skips = step_skips(VmFacts.of(vm), plan)
 
     # 1. undeploy
     run.step, index = STEP_UNDEPLOY, 0
     state, lcm = vm.summary.state, vm.summary.lcm_state
-    if STEP_UNDEPLOY in skips:
+    if state == ACTIVE and lcm == BOOT_UNDEPLOY_FAILURE and vm.summary.host_id != plan.target_host_id:
+        # a boot that failed elsewhere (a CPU model that host cannot give): the platform leaves no way
+        # out of BOOT_UNDEPLOY_FAILURE but recover; --success closes the failed boot, then an undeploy
+        # --hard frees the host (the KVM driver's cancel is a no-op for a domain that is not there)
+        yield run.event(index, "running", f"closing the failed boot on host {vm.summary.host_id} {vm.summary.host}")
+        await cloud.vm_recover(plan.vm_id, RECOVER_SUCCESS)
+        run.audit.record("hosts.recover", plan.label, "ok", {
+            "vm_id": plan.vm_id, "operation": "success", "cli": f"onevm recover --success {plan.vm_id}"})
+        await cloud.vm_action("undeploy-hard", plan.vm_id)
+        run.audit.record("hosts.undeploy", plan.label, "ok", {
+            "vm_id": plan.vm_id, "hard": True, "cli": f"onevm undeploy --hard {plan.vm_id}"})
+        yield run.event(index, "done", "failed boot closed (onevm recover --success), undeploy --hard requested")
+    elif STEP_UNDEPLOY in skips:
         yield run.event(index, "skipped", skips[STEP_UNDEPLOY])
     elif (state == ACTIVE and lcm in UNDEPLOYABLE_LCM) or state == VM_POWEROFF:
         yield run.event(index, "running", f"undeploying from {plan.origin_label}")
@@ -309,6 +365,8 @@ async def _steps(run: _Run) -> AsyncIterator[Progress]:
     run.step, index = STEP_WAIT_RUNNING, 4
 
     def running_broken(current: VmDetail) -> str:
+        if _failed_lcm(current) and current.summary.lcm_state in BOOT_FAILURES:
+            return boot_refused(current, plan)
         if _failed_lcm(current):
             return f"The deployment failed ({current.summary.status}); see onevm show {plan.vm_id}."
         if current.summary.state in (VM_UNDEPLOYED, VM_POWEROFF, VM_STOPPED, VM_SUSPENDED, VM_DONE):

@@ -1,7 +1,9 @@
 """Images of the simulated cloud: allocation, the datastore "download" while LOCKED, deletion.
 
-`one.image.allocate` with FROM_APP=<marketplace app id> takes the app's source, size, format and
-MD5; the image stays LOCKED for a time that grows with the app's size, then turns READY, or
+`one.image.allocate` with FROM_APP=<marketplace app id> takes the app's source, size and format,
+and records FROM_APP_NAME and FROM_APP_MD5 (`MarketPlaceApp::to_template`, src/market/MarketPlaceApp.cc);
+an app id the cloud does not know answers INTERNAL `Cannot determine image SIZE.` (src/rm/api/ImageAPI.cc,
+6.10 src/rm/RequestManagerAllocate.cc). The image stays LOCKED for a time that grows with the app's size, then turns READY, or
 ERROR with TEMPLATE/ERROR when the app is broken. Other images copy their PATH (or create an
 empty datablock of SIZE) in a short LOCKED phase.
 """
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 import time
 
-from tui.domain.error_codes import ACTION, ALLOCATE, NO_EXISTS, XML_RPC_API
+from tui.domain.error_codes import ACTION, ALLOCATE, INTERNAL, XML_RPC_API
 from tui.domain.template_text import Template, scalar
 from tui.sim.rpc_errors import OneError, no_exists
 from tui.sim.state import Perms, SimImage, SimSite
@@ -54,10 +56,10 @@ def allocate_image(site: SimSite, attrs: Template, ds_id: int, uid: int, gid: in
     path = scalar(attrs, "PATH", "")
     app = None
     from_app = scalar(attrs, "FROM_APP", "")
-    if from_app:
-        app = site.marketapps.get(int(from_app)) if from_app.isdigit() else None
+    if from_app.isdigit():
+        app = site.marketapps.get(int(from_app))
         if app is None:
-            raise OneError(NO_EXISTS, f"Error getting marketplaceapp [{from_app}].")
+            raise OneError(INTERNAL, "Cannot determine image SIZE.")
         if app.state != 1:
             raise OneError(ACTION, f"Marketplace app {app.id} is not in READY state.")
         size_mb, fmt, path = app.size_mb, app.format or fmt, app.source or path
@@ -75,8 +77,8 @@ def allocate_image(site: SimSite, attrs: Template, ds_id: int, uid: int, gid: in
         raise OneError(ACTION, f"Not enough space in datastore {ds.id}: {size_mb} MB needed, {ds.free_mb} MB free.")
     kept = [a for a in attrs if a[0] not in ("NAME", "TYPE", "PERSISTENT", "PATH", "SOURCE", "SIZE", "FORMAT")]
     if app is not None:
-        kept = [a for a in kept if a[0] not in ("FROM_APP_NAME", "MD5")]
-        kept += [("FROM_APP_NAME", app.name), ("MD5", app.md5)] if app.md5 else [("FROM_APP_NAME", app.name)]
+        kept = [a for a in kept if a[0] not in ("FROM_APP_NAME", "FROM_APP_MD5")]
+        kept += [("FROM_APP_NAME", app.name), ("FROM_APP_MD5", app.md5)]
     if not scalar(kept, "DEV_PREFIX", ""):
         kept.append(("DEV_PREFIX", "vd"))
     image = SimImage(

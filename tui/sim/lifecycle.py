@@ -185,12 +185,39 @@ def _boot(site: SimSite, vm: SimVm, boot_lcm: int) -> None:
         cpu_model = next((v for k, v in vm.template if k == "CPU_MODEL" and isinstance(v, list)), [])
         vm.deployed_cpu_model = next((v for k, v in cpu_model if k == "MODEL"), "")
     _set_state(vm, ACTIVE, boot_lcm)
-    _later(site, vm, BOOT_TIME, lambda: _booted(site, vm))
+    _later(site, vm, BOOT_TIME, lambda: _booted(site, vm, boot_lcm))
 
 
-def _booted(site: SimSite, vm: SimVm) -> None:
+def cpu_model_refusal(site: SimSite, vm: SimVm) -> str:
+    """Why the VM's host cannot boot its CPU model, or "". The KVM driver asks libvirt for a custom
+    CPU with `<model fallback='forbid'>` (src/vmm/LibVirtDriverKVM.cc; host-passthrough excepted),
+    so a model missing from the host's KVM_CPU_MODELS fails the boot; a host that does not publish
+    the list is given the benefit of the doubt."""
+    model = vm.deployed_cpu_model
+    if not model or model == "host-passthrough" or not vm.history:
+        return ""
+    host = site.hosts.get(vm.history[-1].host_id)
+    offered = scalar(host.template, "KVM_CPU_MODELS", "").split() if host is not None else []
+    if not offered or model in offered:
+        return ""
+    return (f"Error deploying virtual machine: unsupported configuration: guest CPU model {model} is not "
+            f"supported by the host {host.name if host else ''} (fallback='forbid')")
+
+
+#: where a failed boot leaves the VM (`LifeCycleManager::trigger_deploy_failure`, src/lcm/LifeCycleStates.cc)
+_BOOT_FAILED = {BOOT: (ACTIVE, BOOT_FAILURE), BOOT_UNDEPLOY: (ACTIVE, 47), BOOT_STOPPED: (ACTIVE, 48),
+                BOOT_POWEROFF: (POWEROFF, LCM_INIT), BOOT_SUSPENDED: (SUSPENDED, LCM_INIT)}
+
+
+def _booted(site: SimSite, vm: SimVm, boot_lcm: int = BOOT) -> None:
     if site.faults.fail_role and appliances.role_of(vm) == site.faults.fail_role:
         _set_state(vm, ACTIVE, BOOT_FAILURE)
+        return
+    refusal = cpu_model_refusal(site, vm) if boot_lcm != BOOT_SUSPENDED else ""
+    if refusal:
+        vm.user_template = [a for a in vm.user_template if a[0] != "ERROR"]
+        vm.user_template.append(("ERROR", f"{time.strftime('%a %b %d %H:%M:%S %Y')} : {refusal}"))
+        _set_state(vm, *_BOOT_FAILED.get(boot_lcm, (ACTIVE, BOOT_FAILURE)))
         return
     _set_state(vm, ACTIVE, RUNNING)
     appliances.on_boot(site, vm)
@@ -255,15 +282,15 @@ def deploy_vm(site: SimSite, vm_id: int, host_id: int, enforce: bool = False, ds
 
 # actions --------------------------------------------------------------------------------------
 
-#: the verb each action uses in "Could not <verb> VM 5, wrong state X."
-_VERBS = {"terminate": "terminate", "undeploy": "undeploy", "poweroff": "power off", "hold": "hold",
-          "release": "release", "stop": "stop", "suspend": "suspend", "resume": "resume", "reboot": "reboot",
-          "resched": "set rescheduling flag for", "unresched": "unset rescheduling flag for"}
-
-
 def _wrong_state(action: str, vm: SimVm) -> OneError:
+    """`Error performing action "undeploy": This action is not available for state RUNNING`:
+    the DispatchManager answers every action so (src/dm/DispatchManagerActions.cc, undeploy at
+    about 431-440; the "Could not <verb> VM <id>, wrong state X." text only goes to its log),
+    except terminate, which answers that text (`DispatchManager::terminate`, about 368-375)."""
     base = action.removesuffix("-hard")
-    return action_error(action, f"Could not {_VERBS.get(base, base)} VM {vm.id}, wrong state {state_str(vm)}.", vm.id)
+    if base == "terminate":
+        return action_error(action, f"Could not terminate VM {vm.id}, wrong state {state_str(vm)}.", vm.id)
+    return action_error(action, f"This action is not available for state {state_str(vm)}", vm.id)
 
 
 def _shutdown_then(site: SimSite, vm: SimVm, lcm: int, hard: bool, then: Callable[[], None]) -> None:
@@ -298,17 +325,23 @@ def vm_action(site: SimSite, action: str, vm_id: int) -> None:
     base = action.removesuffix("-hard")
     running = vm.state == ACTIVE and vm.lcm_state in (RUNNING, UNKNOWN)
     if base == "terminate":
+        # DispatchManager::terminate (src/dm/DispatchManagerActions.cc): a DONE VM is left alone,
+        # a failed one deleted, a SHUTDOWN one only overridden by --hard
+        if vm.state == DONE:
+            return
         if vm.state in (INIT, PENDING, HOLD, STOPPED, UNDEPLOYED, 10, 11):
             _finish(site, vm, action)
         elif vm.state in (POWEROFF, SUSPENDED):
             _epilog_then(site, vm, EPILOG, lambda: _finish(site, vm, action))
-        elif running or (vm.state == ACTIVE and hard):
+        elif vm.state == ACTIVE and vm.lcm_state in FAILURE_LCM_STATES:
+            _finish(site, vm, action)
+        elif running or (vm.state == ACTIVE and vm.lcm_state == SHUTDOWN and hard):
             _shutdown_then(site, vm, SHUTDOWN, hard,
                            lambda: _epilog_then(site, vm, EPILOG, lambda: _finish(site, vm, action)))
         else:
             raise _wrong_state(action, vm)
     elif base == "undeploy":
-        if running:
+        if running or (hard and vm.state == ACTIVE and vm.lcm_state == SHUTDOWN_UNDEPLOY):
             _shutdown_then(site, vm, SHUTDOWN_UNDEPLOY, hard,
                            lambda: _epilog_then(site, vm, EPILOG_UNDEPLOY, lambda: _to_undeployed(site, vm, action)))
         elif vm.state == POWEROFF:
@@ -352,7 +385,8 @@ def vm_action(site: SimSite, action: str, vm_id: int) -> None:
         vm.resched = 1 if base == "resched" else 0
         vm.touch()
     else:
-        raise OneError(ACTION, "Invalid action.", vm_id)
+        # VirtualMachineAPI::action, rc -3 (src/rm/api/VirtualMachineAPI.cc)
+        raise OneError(ACTION, f'Action "{action}" is not supported', vm_id)
 
 
 def _resume(site: SimSite, vm: SimVm, action: str) -> None:
@@ -384,7 +418,8 @@ def recover_vm(site: SimSite, vm_id: int, operation: int) -> None:
         _set_state(vm, ACTIVE, RUNNING)
         appliances.on_boot(site, vm)
     elif operation == 2:
-        _boot(site, vm, BOOT)
+        # retry the phase that failed: a boot after an undeploy boots as BOOT_UNDEPLOY again
+        _boot(site, vm, {47: BOOT_UNDEPLOY, 48: BOOT_STOPPED}.get(vm.lcm_state, BOOT))
     elif operation == 4:
         _close_history(vm, "terminate-hard")
         _set_state(vm, PENDING, LCM_INIT)

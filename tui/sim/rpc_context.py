@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Protocol, Sequence, TypeVar
 
-from tui.domain.error_codes import XML_RPC_API
+from tui.domain.error_codes import INTERNAL, XML_RPC_API
 from tui.domain.template_text import Template, TemplateSyntaxError, parse_template
 from tui.sim.acl import authorize, is_admin
 from tui.sim.rpc_errors import OneError, no_exists, not_authorized
@@ -87,29 +87,53 @@ _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
 def parse_text(text: str) -> Template:
-    """Parse template text (or XML); syntax errors and names XML cannot hold are bad parameters."""
+    """Parse template text (or XML). A syntax error, or a name XML cannot hold, answers INTERNAL
+    `Parse error: ...` as `Template::parse_str_or_xml` fails every allocate, instantiate and update
+    (src/template/Template.cc; src/rm/api/SharedAPI.cc, ImageAPI.cc, TemplateAPI.cc). The detail
+    after "Parse error: " is this site's own, not the platform's bison message."""
     try:
         attrs = parse_template(text)
     except TemplateSyntaxError as exc:
-        raise OneError(XML_RPC_API, f"Parse error: {exc}") from exc
+        raise OneError(INTERNAL, f"Parse error: {exc}") from exc
     for name, value in attrs:
         names = [name] + ([k for k, _ in value] if isinstance(value, list) else [])
         bad = next((n for n in names if not _XML_NAME.match(n)), None)
         if bad is not None:
-            raise OneError(XML_RPC_API, f"Parse error: '{bad}' is not a valid attribute name")
+            raise OneError(INTERNAL, f"Parse error: '{bad}' is not a valid attribute name")
         values = [v for _, v in value] if isinstance(value, list) else [value]
         if any(_NOT_XML.search(v) for v in values):
-            raise OneError(XML_RPC_API, f"Parse error: a value of {name} holds a control character")
+            raise OneError(INTERNAL, f"Parse error: a value of {name} holds a control character")
     return attrs
 
 
+def merge_template(current: Template, new: Template) -> Template:
+    """append=1: every attribute the new text names is erased, then the new ones are added; a vector
+    with no values is not added again, so `NAME = [ ]` deletes NAME (`Template::merge`,
+    src/template/Template.cc; `PoolObjectSQL::append_template`, src/pool/PoolObjectSQL.cc)."""
+    named = {name for name, _ in new}
+    kept = [a for a in current if a[0] not in named]
+    return kept + [a for a in new if not (isinstance(a[1], list) and not a[1])]
+
+
+def update_text(text: str) -> Template:
+    """Parse the text of an `update` call: a parse error answers INTERNAL `Cannot update template.
+    Parse error...` (`SharedAPI::update`, src/rm/api/SharedAPI.cc; 6.10 RequestManagerUpdateTemplate.cc)."""
+    try:
+        return parse_text(text)
+    except OneError as exc:
+        raise OneError(INTERNAL, f"Cannot update template. {exc.message}") from exc
+
+
+def check_update_type(append: int) -> None:
+    """`Wrong update type` (RPC_API) for anything but 0 and 1 (SharedAPI.cc, VirtualMachineAPI.cc)."""
+    if append not in (0, 1):
+        raise OneError(XML_RPC_API, "Wrong update type")
+
+
 def apply_update(current: Template, text: str, append: int) -> Template:
-    """update(..., append): 0 replaces the whole template, 1 merges (same names replaced)."""
-    new = parse_text(text)
-    if append == 0:
-        return new
-    replaced = {name for name, _ in new}
-    return [a for a in current if a[0] not in replaced] + new
+    """update(..., append): 0 replaces the whole template, 1 merges (`merge_template`)."""
+    new = update_text(text)
+    return new if append == 0 else merge_template(current, new)
 
 
 # permissions ----------------------------------------------------------------------------------

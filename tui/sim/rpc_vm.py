@@ -3,23 +3,66 @@
 `one.vm.updateconf` only touches the sections the platform lets it change (OS, FEATURES, INPUT,
 GRAPHICS, VIDEO, RAW, CPU_MODEL, BACKUP_CONFIG, CONTEXT): with append=0 every one of those
 sections missing from the new text is ERASED; with append=1 the new sections are merged into the
-existing ones (a vector keeps the members the new text does not name).
+existing ones (a vector keeps the members the new text does not name). Before 6.2 there is no
+append flag: a fourth argument is ignored and every call replaces (6.0
+src/rm/RequestManagerVirtualMachine.cc, signature `A:sis`). Its errors follow
+`VirtualMachineAPI::update_conf` (src/rm/api/VirtualMachineAPI.cc; 6.10
+RequestManagerVirtualMachine.cc): `Wrong update type` (RPC_API) first, a parse error INTERNAL, the
+VM's state refusing it INTERNAL `configuration cannot be updated in state X` (the states are
+`VirtualMachine::updateconf`'s, src/vm/VirtualMachine.cc).
+
+`one.vm.update` (`VirtualMachineAPI::update`): a parse error answers ACTION (the text is parsed
+for the quota check before the update), `Wrong update type` RPC_API, append=1 `Template::merge`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from tui.domain.error_codes import ACTION
+from tui.domain.error_codes import ACTION, INTERNAL, XML_RPC_API
 from tui.domain.template_text import Template
 from tui.sim import lifecycle
-from tui.sim.rpc_context import Call, apply_update, method, parse_text
+from tui.sim.platform import updateconf_has_append
+from tui.sim.rpc_context import Call, merge_template, method, parse_text
 from tui.sim.rpc_errors import OneError, no_exists
 from tui.sim.state import SimVm
 
 UPDATECONF_SECTIONS = ("OS", "FEATURES", "INPUT", "GRAPHICS", "VIDEO", "RAW", "CPU_MODEL", "BACKUP_CONFIG", "CONTEXT")
-#: states in which the configuration may change (ACTIVE only while RUNNING)
-_UPDATECONF_STATES = frozenset({0, 1, 2, 8, 9, 10, 11})
+#: states in which the configuration may change: PENDING, HOLD, POWEROFF, UNDEPLOYED, CLONING,
+#: CLONING_FAILURE, and ACTIVE in these LCM states (`VirtualMachine::updateconf`, the same list in
+#: release-6.10.0, release-7.0.0 and release-7.4.0 src/vm/VirtualMachine.cc)
+_UPDATECONF_STATES = frozenset({1, 2, 8, 9, 10, 11})
+_UPDATECONF_LCM_STATES = frozenset({
+    0,   # LCM_INIT
+    1,   # PROLOG
+    3,   # RUNNING
+    11,  # EPILOG
+    12,  # SHUTDOWN
+    15,  # CLEANUP_RESUBMIT
+    18,  # SHUTDOWN_POWEROFF
+    23,  # CLEANUP_DELETE
+    27,  # HOTPLUG_SAVEAS_POWEROFF
+    29,  # SHUTDOWN_UNDEPLOY
+    30,  # EPILOG_UNDEPLOY
+    31,  # PROLOG_UNDEPLOY
+    33,  # HOTPLUG_PROLOG_POWEROFF
+    34,  # HOTPLUG_EPILOG_POWEROFF
+    36,  # BOOT_FAILURE
+    39,  # PROLOG_FAILURE
+    40,  # EPILOG_FAILURE
+    42,  # EPILOG_UNDEPLOY_FAILURE
+    43,  # PROLOG_MIGRATE_POWEROFF
+    44,  # PROLOG_MIGRATE_POWEROFF_FAILURE
+    47,  # BOOT_UNDEPLOY_FAILURE
+    50,  # PROLOG_UNDEPLOY_FAILURE
+    51,  # DISK_SNAPSHOT_POWEROFF
+    52,  # DISK_SNAPSHOT_REVERT_POWEROFF
+    53,  # DISK_SNAPSHOT_DELETE_POWEROFF
+})
+
+
+def updateconf_allowed(vm: SimVm) -> bool:
+    return vm.state in _UPDATECONF_STATES or (vm.state == 3 and vm.lcm_state in _UPDATECONF_LCM_STATES)
 #: actions that need ADMIN rights on the VM rather than MANAGE
 _ADMIN_ACTIONS = frozenset({"resched", "unresched"})
 
@@ -91,22 +134,32 @@ def updated_configuration(vm: SimVm, new: Template, append: int) -> tuple[Templa
 
 @method("one.vm.updateconf", "is", "i")
 def vm_updateconf(call: Call, vm_id: int, text: str, append: int = 0) -> int:
-    vm = _vm(call, vm_id)
+    if not updateconf_has_append(call.site.config.one_version):
+        append = 0  # 6.0 reads no fourth argument: every call replaces
     if append not in (0, 1):
-        raise OneError(ACTION, f"Wrong update type {append}: use 0 (replace) or 1 (merge).", vm_id)
-    if not (vm.state in _UPDATECONF_STATES or (vm.state == 3 and vm.lcm_state == 3)):
-        raise OneError(ACTION, f"configuration cannot be updated in state {lifecycle.state_str(vm)}", vm_id)
-    vm.template, vm.backup_config = updated_configuration(vm, parse_text(text), append)
+        raise OneError(XML_RPC_API, "Wrong update type")
+    try:
+        new = parse_text(text)
+    except OneError as exc:
+        raise OneError(INTERNAL, exc.message) from exc
+    vm = _vm(call, vm_id)
+    if not updateconf_allowed(vm):
+        raise OneError(INTERNAL, f"configuration cannot be updated in state {lifecycle.state_str(vm)}")
+    vm.template, vm.backup_config = updated_configuration(vm, new, append)
     vm.touch()
     return vm_id
 
 
-@method("one.vm.update", "isi")
-def vm_update(call: Call, vm_id: int, text: str, append: int) -> int:
+@method("one.vm.update", "is", "i")
+def vm_update(call: Call, vm_id: int, text: str, append: int = 0) -> int:
     vm = _vm(call, vm_id)
     if append not in (0, 1):
-        raise OneError(ACTION, f"Wrong update type {append}: use 0 (replace) or 1 (merge).", vm_id)
-    vm.user_template = apply_update(vm.user_template, text, append)
+        raise OneError(XML_RPC_API, "Wrong update type")
+    try:
+        new = parse_text(text)
+    except OneError as exc:
+        raise OneError(ACTION, exc.message) from exc
+    vm.user_template = new if append == 0 else merge_template(vm.user_template, new)
     vm.touch()
     return vm_id
 

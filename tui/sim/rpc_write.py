@@ -10,7 +10,17 @@ from tui.domain.error_codes import ALLOCATE, XML_RPC_API
 from tui.domain.template_text import Template, scalar
 from tui.sim import acl as acl_rules
 from tui.sim.images import allocate_image, delete_image
-from tui.sim.rpc_context import Call, apply_update, chmod, chown, method, parse_text
+from tui.sim.rpc_context import (
+    Call,
+    apply_update,
+    check_update_type,
+    chmod,
+    chown,
+    merge_template,
+    method,
+    parse_text,
+    update_text,
+)
 from tui.sim.rpc_errors import OneError, no_exists
 from tui.sim.state import Perms, SimDocument, SimSite, SimVmTemplate
 
@@ -44,9 +54,10 @@ _register_ownership("template", "TEMPLATE", lambda site: site.templates, chmod_o
 _register_ownership("document", "DOCUMENT", lambda site: site.documents)
 
 
-def _check_append(append: int) -> None:
-    if append not in (0, 1):
-        raise OneError(XML_RPC_API, f"Wrong update type {append}: use 0 (replace) or 1 (merge).")
+#: every `update` method takes the append flag as an optional fourth argument, 0 when left out
+#: (`paramList.size() > 3 ? paramList.getInt(3) : 0` in src/rm/xml-rpc/ImageXRPC.cc, TemplateXRPC.cc,
+#: UserXRPC.cc, DocumentXRPC.cc; 6.10 RequestManagerUpdateTemplate.cc); the object is looked up
+#: and authorized first, then the flag is checked (`SharedAPI::update`)
 
 
 # images ---------------------------------------------------------------------------------------
@@ -62,10 +73,10 @@ def image_allocate(call: Call, text: str, ds_id: int, skip_capacity_check: bool 
     return image.id
 
 
-@method("one.image.update", "isi")
-def image_update(call: Call, image_id: int, text: str, append: int) -> int:
+@method("one.image.update", "is", "i")
+def image_update(call: Call, image_id: int, text: str, append: int = 0) -> int:
     image = _get(call, call.site.images, "IMAGE", image_id, "MANAGE")
-    _check_append(append)
+    check_update_type(append)
     image.template = apply_update(image.template, text, append)
     image.modtime = int(time.time())
     return image_id
@@ -102,10 +113,10 @@ def template_allocate(call: Call, text: str) -> int:
     return template_id
 
 
-@method("one.template.update", "isi")
-def template_update(call: Call, template_id: int, text: str, append: int) -> int:
+@method("one.template.update", "is", "i")
+def template_update(call: Call, template_id: int, text: str, append: int = 0) -> int:
     tpl = _get(call, call.site.templates, "TEMPLATE", template_id, "MANAGE")
-    _check_append(append)
+    check_update_type(append)
     tpl.template = [a for a in apply_update(tpl.template, text, append) if a[0] != "NAME"]
     return template_id
 
@@ -126,14 +137,14 @@ def template_delete(call: Call, template_id: int, recursive: bool = False) -> in
 # users ----------------------------------------------------------------------------------------
 
 
-@method("one.user.update", "isi")
-def user_update(call: Call, user_id: int, text: str, append: int) -> int:
+@method("one.user.update", "is", "i")
+def user_update(call: Call, user_id: int, text: str, append: int = 0) -> int:
     user = call.site.users.get(user_id)
     if user is None:
         raise no_exists("USER", user_id)
     if user.id != call.user.id:
         call.require("USER", "MANAGE", user)
-    _check_append(append)
+    check_update_type(append)
     user.template = apply_update(user.template, text, append)
     return user_id
 
@@ -168,15 +179,15 @@ def document_allocate(call: Call, text: str, doc_type: int) -> int:
     return doc_id
 
 
-@method("one.document.update", "isi")
-def document_update(call: Call, doc_id: int, text: str, append: int) -> int:
+@method("one.document.update", "is", "i")
+def document_update(call: Call, doc_id: int, text: str, append: int = 0) -> int:
     doc = _get(call, call.site.documents, "DOCUMENT", doc_id, "MANAGE")
-    _check_append(append)
-    new = parse_text(text)
+    check_update_type(append)
+    new = update_text(text)
     current = list(doc.template)
     if doc.body or doc.type in (100, 101):
         current.append(("BODY", json.dumps(doc.body)))
-    merged = new if append == 0 else [a for a in current if a[0] not in {n for n, _ in new}] + new
+    merged = new if append == 0 else merge_template(current, new)
     doc.body, doc.template = _document_body(merged, doc.type)
     return doc_id
 

@@ -1,10 +1,15 @@
 """The cloud's XML-RPC wire: decode a call, authenticate it, check its types, run it, encode the answer.
 
 Answers are what the platform (oned with xmlrpc-c) sends: `[true, value, 0]` on success,
-`[false, "[one.x.y] message", code, object_id, 0]` on a platform error, and XML-RPC faults for an
-unknown method (-506), a wrongly typed or missing parameter (-501, xmlrpc-c's wording, e.g.
-"Parameter that is supposed to be integer is not") and a body that is not XML-RPC (-32700).
-The session is checked on every call, before the parameters.
+`[false, "[one.x.y] message", code, resp_id, replication_index]` on a platform error
+(`src/rm/xml-rpc/RequestXRPC.cc` `make_response`; 6.10 `src/rm/Request.cc` `failure_response`):
+`resp_id` is the object's id for NO_EXISTS and -1 otherwise (`include/RequestAttributes.h` starts
+it at -1; the API sets it for NO_EXISTS, and for a few errors this site does not produce, such as
+deleting a locked image in `src/rm/api/ImageAPI.cc`), and `replication_index` is the i8 UINT64_MAX,
+which reads -1, outside a replicated zone. XML-RPC faults answer an unknown method (-506), a
+wrongly typed or missing parameter (-501, xmlrpc-c's wording, e.g. "Parameter that is supposed to
+be integer is not") and a body that is not XML-RPC (-32700). The session is checked on every
+call, before the parameters.
 """
 
 from __future__ import annotations
@@ -12,15 +17,18 @@ from __future__ import annotations
 import re
 import xmlrpc.client
 from typing import Any
+from xml.sax.saxutils import escape
 from xml.parsers.expat import ExpatError
 
 # importing the method modules registers their methods
-from tui.domain.error_codes import AUTHENTICATION, INTERNAL
+from tui.domain.error_codes import AUTHENTICATION, INTERNAL, NO_EXISTS
 from tui.sim import rpc_identity, rpc_read, rpc_vm, rpc_write  # noqa: F401
 from tui.sim.rpc_context import METHODS, Call, Method, WireEscaped
 from tui.sim.rpc_errors import OneError
 from tui.sim.state import SimSite
 
+#: `replication_idx` starts as UINT64_MAX (include/RequestAttributes.h); as an xmlrpc-c i8 it reads -1
+NO_REPLICATION_INDEX = -1
 FAULT_TYPE = -501
 FAULT_NO_SUCH_METHOD = -506
 FAULT_PARSE = -32700
@@ -55,7 +63,19 @@ def _success(value: Any) -> bytes:
 
 
 def failure(method: str, code: int, message: str, oid: int = -1) -> bytes:
-    return xmlrpc.client.dumps(([False, f"[{method}] {message}", code, oid, 0],), methodresponse=True).encode()
+    """The failure array; `oid` goes out only for NO_EXISTS (see the module docstring)."""
+    resp_id = oid if code == NO_EXISTS else -1
+    text = escape(f"[{method}] {message}")
+    # written by hand: xmlrpc.client cannot send an <i8>, the type xmlrpc-c gives the index
+    return (
+        "<?xml version='1.0'?>\n<methodResponse>\n<params>\n<param>\n<value><array><data>\n"
+        "<value><boolean>0</boolean></value>\n"
+        f"<value><string>{text}</string></value>\n"
+        f"<value><int>{code}</int></value>\n"
+        f"<value><int>{resp_id}</int></value>\n"
+        f"<value><i8>{NO_REPLICATION_INDEX}</i8></value>\n"
+        "</data></array></value>\n</param>\n</params>\n</methodResponse>\n"
+    ).encode()
 
 
 def internal_error(method: str) -> bytes:

@@ -1,0 +1,307 @@
+"""Conformance rows of the cloud's XML-RPC API (OpenNebula/one, release-7.4.0 unless a row names
+another tag; 6.10 agrees where the row says nothing), on every emulated platform version."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from tests.conformance.conftest import failure, ok, rpc, wait_vm
+from tests.conftest import SimFactory
+from tui.domain.error_codes import ACTION, AUTHENTICATION, INTERNAL, NO_EXISTS, XML_RPC_API
+from tui.domain.template_text import parse_template
+from tui.sim.server import SimServer
+from tui.sim.state import SimVm
+
+ACTIVE, HOLD, POWEROFF, UNDEPLOYED, SUSPENDED, DONE = 3, 2, 8, 9, 5, 6
+RUNNING, BOOT_FAILURE, BOOT_UNDEPLOY_FAILURE = 3, 36, 47
+MODEL = "Cascadelake-Server-noTSX"
+
+
+def _host_id(sim: SimServer, name: str) -> int:
+    return next(h.id for h in sim.site.hosts.values() if h.name == name)
+
+
+def _held(sim: SimServer, name: str = "held") -> int:
+    return int(ok(rpc(sim, "one.template.instantiate", 0, name, True)))
+
+
+def _running(sim: SimServer, name: str = "running", host: str = "kvm-cascadelake-01") -> int:
+    vm_id = _held(sim, name)
+    ok(rpc(sim, "one.vm.deploy", vm_id, _host_id(sim, host)))
+    wait_vm(sim, vm_id, lambda vm: (vm.state, vm.lcm_state) == (ACTIVE, RUNNING), "RUNNING")
+    return vm_id
+
+
+def _undeployed(sim: SimServer, name: str = "undeployed") -> int:
+    vm_id = _running(sim, name)
+    ok(rpc(sim, "one.vm.action", "undeploy-hard", vm_id))
+    wait_vm(sim, vm_id, lambda vm: vm.state == UNDEPLOYED, "UNDEPLOYED")
+    return vm_id
+
+
+def _vm(sim: SimServer, vm_id: int) -> SimVm:
+    with sim.site.lock:
+        return sim.site.vms[vm_id]
+
+
+def _section(vm: SimVm, name: str) -> list[tuple[str, str]] | None:
+    return next((v for k, v in vm.template if k == name and isinstance(v, list)), None)
+
+
+# the failure array -------------------------------------------------------------------------------
+
+
+def test_failure_array_carries_the_id_only_for_no_exists(site: SimServer) -> None:
+    """src/rm/xml-rpc/RequestXRPC.cc `make_response`, include/RequestAttributes.h (resp_id -1,
+    replication_idx UINT64_MAX sent as i8, read -1), src/rm/Request.cc `failure_message`:
+    `[false, "[method] message", code, resp_id, replication_index]`."""
+    missing = failure(rpc(site, "one.vm.info", 987))
+    assert (missing.message, missing.code, missing.resp_id, missing.replication_index) == \
+        ("[one.vm.info] Error getting virtual machine [987].", NO_EXISTS, 987, -1)
+    refused = failure(rpc(site, "one.vm.action", "undeploy", _held(site)))
+    assert refused.code == ACTION and refused.resp_id == -1 and refused.replication_index == -1
+    anonymous = failure(rpc(site, "one.vm.info", 0, session="oneadmin:wrong"))
+    assert (anonymous.code, anonymous.resp_id) == (AUTHENTICATION, -1)
+    assert anonymous.message == "[one.vm.info] User couldn't be authenticated, aborting call."
+
+
+def test_system_version_is_the_code_version(site: SimServer, one_version: str) -> None:
+    """include/NebulaService.h `code_version` (6.10: include/Nebula.h) answers one.system.version."""
+    assert ok(rpc(site, "one.system.version")) == one_version
+
+
+# VM actions ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("action", ["undeploy", "undeploy-hard", "poweroff", "poweroff-hard", "hold", "stop",
+                                    "suspend", "resume", "reboot", "resched"])
+def test_wrong_state_action_is_not_available_for_the_state(site: SimServer, action: str) -> None:
+    """src/dm/DispatchManagerActions.cc (undeploy about 431-440 and every action but terminate):
+    ACTION `Error performing action "<a>": This action is not available for state <STATE>`
+    (src/rm/api/VirtualMachineAPI.cc `action`, rc -2); "Could not ..., wrong state" is only logged."""
+    vm_id = _held(site) if action != "hold" else _undeployed(site)
+    state = "HOLD" if action != "hold" else "UNDEPLOYED"
+    answer = failure(rpc(site, "one.vm.action", action, vm_id))
+    assert answer.code == ACTION
+    assert answer.message == f'[one.vm.action] Error performing action "{action}": This action is not ' \
+                             f"available for state {state}"
+
+
+def test_wrong_state_names_the_lcm_state_while_active(site: SimServer) -> None:
+    """src/vm/VirtualMachine.cc `state_str`: the LCM state's name while ACTIVE."""
+    vm_id = _running(site)
+    answer = failure(rpc(site, "one.vm.action", "release", vm_id))
+    assert answer.message.endswith("This action is not available for state RUNNING")
+
+
+def test_terminate_differs(site: SimServer) -> None:
+    """src/dm/DispatchManagerActions.cc `DispatchManager::terminate`: a wrong state answers
+    `Could not terminate VM <id>, wrong state <STATE>.`; a failed VM is deleted; a DONE VM succeeds."""
+    vm_id = _held(site)
+    ok(rpc(site, "one.vm.deploy", vm_id, _host_id(site, "kvm-cascadelake-01")))
+    wait_vm(site, vm_id, lambda vm: vm.state == ACTIVE and vm.lcm_state == 1, "PROLOG")
+    answer = failure(rpc(site, "one.vm.action", "terminate", vm_id))
+    assert answer.message == f'[one.vm.action] Error performing action "terminate": Could not terminate VM ' \
+                             f"{vm_id}, wrong state PROLOG."
+    site.site.faults.fail_role = "objectstore"
+    failed = int(ok(rpc(site, "one.template.instantiate", 0, "failing", False, 'ROLE_NAME = "objectstore"')))
+    wait_vm(site, failed, lambda vm: vm.lcm_state == BOOT_FAILURE, "BOOT_FAILURE")
+    ok(rpc(site, "one.vm.action", "terminate", failed))
+    assert _vm(site, failed).state == DONE
+    ok(rpc(site, "one.vm.action", "terminate", failed))
+
+
+def test_unknown_action_is_not_supported(site: SimServer) -> None:
+    """src/rm/api/VirtualMachineAPI.cc `action` (rc -3): ACTION `Action "<a>" is not supported`."""
+    answer = failure(rpc(site, "one.vm.action", "explode", _held(site)))
+    assert (answer.code, answer.message) == (ACTION, '[one.vm.action] Action "explode" is not supported')
+
+
+# updateconf ---------------------------------------------------------------------------------------
+
+
+def test_updateconf_refused_by_the_state_is_internal(site: SimServer) -> None:
+    """src/rm/api/VirtualMachineAPI.cc `update_conf` (6.10 src/rm/RequestManagerVirtualMachine.cc):
+    `VirtualMachine::updateconf` failing answers INTERNAL `configuration cannot be updated in state X`."""
+    vm_id = _running(site)
+    ok(rpc(site, "one.vm.action", "suspend", vm_id))
+    wait_vm(site, vm_id, lambda vm: vm.state == SUSPENDED, "SUSPENDED")
+    answer = failure(rpc(site, "one.vm.updateconf", vm_id, 'CPU_MODEL = [ MODEL = "Westmere" ]', 1))
+    assert (answer.code, answer.message, answer.resp_id) == \
+        (INTERNAL, "[one.vm.updateconf] configuration cannot be updated in state SUSPENDED", -1)
+
+
+def test_updateconf_allowed_states(site: SimServer) -> None:
+    """src/vm/VirtualMachine.cc `updateconf` (about 3166-3219, the same list in 6.10 and 7.0):
+    PENDING, HOLD, POWEROFF, UNDEPLOYED and ACTIVE RUNNING, BOOT_UNDEPLOY_FAILURE and others
+    change; ACTIVE BOOT does not."""
+    text = 'CPU_MODEL = [ MODEL = "Westmere" ]'
+    ok(rpc(site, "one.vm.updateconf", _held(site), text, 1))
+    running = _running(site)
+    ok(rpc(site, "one.vm.updateconf", running, text, 1))
+    ok(rpc(site, "one.vm.action", "poweroff-hard", running))
+    wait_vm(site, running, lambda vm: vm.state == POWEROFF, "POWEROFF")
+    ok(rpc(site, "one.vm.updateconf", running, text, 1))
+    ok(rpc(site, "one.vm.updateconf", _undeployed(site), text, 1))
+    booting = _held(site, "booting")
+    ok(rpc(site, "one.vm.deploy", booting, _host_id(site, "kvm-cascadelake-01")))
+    wait_vm(site, booting, lambda vm: vm.lcm_state == 2, "BOOT")
+    assert failure(rpc(site, "one.vm.updateconf", booting, text, 1)).message.endswith("in state BOOT")
+
+
+def test_updateconf_parse_error_and_update_type(site: SimServer) -> None:
+    """src/rm/api/VirtualMachineAPI.cc `update_conf`: an update type other than 0 or 1 answers
+    RPC_API `Wrong update type` before anything else; a parse error INTERNAL `Parse error...`
+    (src/template/Template.cc `parse_str_or_xml`)."""
+    vm_id = _held(site)
+    assert (failure(rpc(site, "one.vm.updateconf", vm_id, "x", 2)).code,
+            failure(rpc(site, "one.vm.updateconf", 424242, "x", 7)).message) == \
+        (XML_RPC_API, "[one.vm.updateconf] Wrong update type")
+    parse = failure(rpc(site, "one.vm.updateconf", vm_id, 'CPU_MODEL = [ MODEL = "open', 1))
+    assert parse.code == INTERNAL and parse.message.startswith("[one.vm.updateconf] Parse error")
+
+
+def test_updateconf_append_keeps_the_other_sections(site: SimServer) -> None:
+    """src/vm/VirtualMachine.cc `replace_vector_values` (6.2+): append=1 leaves sections the text
+    does not name; append=0 (the default when left out, src/rm/xml-rpc/VirtualMachineXRPC.cc)
+    erases them."""
+    vm_id = _undeployed(site)
+    before = _vm(site, vm_id)
+    os_section, context = _section(before, "OS"), _section(before, "CONTEXT")
+    assert os_section and context
+    ok(rpc(site, "one.vm.updateconf", vm_id, f'CPU_MODEL = [ MODEL = "{MODEL}" ]', 1))
+    after = _vm(site, vm_id)
+    assert _section(after, "OS") == os_section and _section(after, "CONTEXT") == context
+    assert _section(after, "CPU_MODEL") == [("MODEL", MODEL)]
+    ok(rpc(site, "one.vm.updateconf", vm_id, 'CPU_MODEL = [ MODEL = "Westmere" ]'))
+    replaced = _vm(site, vm_id)
+    assert _section(replaced, "OS") is None and _section(replaced, "CONTEXT") is None
+
+
+def test_updateconf_before_6_2_ignores_append(sim_factory: SimFactory) -> None:
+    """release-6.0.0 src/rm/RequestManagerVirtualMachine.cc: one.vm.updateconf is `A:sis`, no
+    append flag (release-6.2.0 reads `paramList.getInt(3)`); 6.0's `replace_vector_values` erases
+    every section the text leaves out, whatever a fourth argument says."""
+    sim = sim_factory(one_version="6.0.0")
+    vm_id = _undeployed(sim)
+    assert _section(_vm(sim, vm_id), "OS")
+    ok(rpc(sim, "one.vm.updateconf", vm_id, f'CPU_MODEL = [ MODEL = "{MODEL}" ]', 1))
+    assert _section(_vm(sim, vm_id), "OS") is None and _section(_vm(sim, vm_id), "CONTEXT") is None
+
+
+# update -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method, oid", [("one.image.update", 0), ("one.template.update", 0),
+                                         ("one.user.update", 0), ("one.vm.update", None)])
+def test_update_append_is_optional_and_defaults_to_replace(site: SimServer, method: str, oid: int | None) -> None:
+    """src/rm/xml-rpc/ImageXRPC.cc, TemplateXRPC.cc, UserXRPC.cc, VirtualMachineXRPC.cc:
+    `paramList.size() > 3 ? paramList.getInt(3) : 0`; 6.10 src/rm/RequestManagerUpdateTemplate.cc."""
+    target = oid if oid is not None else _held(site)
+    ok(rpc(site, method, target, 'FIRST = "1"\nSECOND = "2"', 1))
+    ok(rpc(site, method, target, 'ONLY = "this"'))
+    kind = method.split(".")[1]
+    info = ok(rpc(site, f"one.{kind}.info", target))
+    assert "<ONLY><![CDATA[this]]></ONLY>" in info and "<FIRST>" not in info
+
+
+@pytest.mark.parametrize("method", ["one.image.update", "one.template.update", "one.user.update",
+                                    "one.document.update", "one.vm.update"])
+def test_unknown_update_type_is_wrong_update_type(site: SimServer, method: str) -> None:
+    """src/rm/api/SharedAPI.cc `update`, src/rm/api/VirtualMachineAPI.cc `update`: RPC_API
+    `Wrong update type`, after the object is found and authorized."""
+    target = _held(site) if method == "one.vm.update" else 0
+    if method == "one.document.update":
+        target = int(ok(rpc(site, "one.document.allocate", 'NAME = "d"', 1)))
+    answer = failure(rpc(site, method, target, 'A = "1"', 5))
+    assert (answer.code, answer.message) == (XML_RPC_API, f"[{method}] Wrong update type")
+    assert failure(rpc(site, method, 424242, 'A = "1"', 5)).code == NO_EXISTS
+
+
+def test_update_parse_error_is_internal_cannot_update_template(site: SimServer) -> None:
+    """src/rm/api/SharedAPI.cc `update` (6.10 RequestManagerUpdateTemplate.cc): INTERNAL
+    `Cannot update template. Parse error...`; one.vm.update parses first for its quota check and
+    answers ACTION `Parse error...` (src/rm/api/VirtualMachineAPI.cc `update`)."""
+    image = failure(rpc(site, "one.image.update", 0, 'A = "open', 1))
+    assert image.code == INTERNAL and image.message.startswith("[one.image.update] Cannot update template. Parse error")
+    vm = failure(rpc(site, "one.vm.update", _held(site), 'A = "open', 1))
+    assert vm.code == ACTION and vm.message.startswith("[one.vm.update] Parse error")
+
+
+def test_allocate_parse_error_is_internal(site: SimServer) -> None:
+    """src/rm/api/SharedAPI.cc (allocate, about 87-91) and src/rm/api/ImageAPI.cc: INTERNAL `Parse error...`."""
+    for method, params in (("one.template.allocate", ()), ("one.image.allocate", (1,))):
+        answer = failure(rpc(site, method, 'NAME = "open', *params))
+        assert answer.code == INTERNAL and answer.message.startswith(f"[{method}] Parse error")
+
+
+def test_append_erases_and_adds_every_named_attribute(site: SimServer) -> None:
+    """src/template/Template.cc `Template::merge`, src/pool/PoolObjectSQL.cc `append_template`:
+    every attribute named is erased, then added again; an empty vector is not added again, so it
+    deletes the attribute; repeated attributes are replaced as a whole."""
+    ok(rpc(site, "one.image.update", 0, 'KEEP = "k"\nVEC = [ A = "1", B = "2" ]\nREP = [ N = "1" ]\nREP = [ N = "2" ]', 1))
+    ok(rpc(site, "one.image.update", 0, 'VEC = [ C = "3" ]\nREP = [ N = "3" ]', 1))
+    template = parse_template(_image_template_text(site))
+    assert ("VEC", [("C", "3")]) in template and [v for k, v in template if k == "REP"] == [[("N", "3")]]
+    assert ("KEEP", "k") in template
+    ok(rpc(site, "one.image.update", 0, "VEC = [ ]", 1))
+    assert not any(k == "VEC" for k, _ in parse_template(_image_template_text(site)))
+
+
+def _image_template_text(site: SimServer) -> str:
+    with site.site.lock:
+        from tui.domain.template_text import render_template
+
+        return render_template(site.site.images[0].template)
+
+
+# images from marketplace apps ---------------------------------------------------------------------
+
+
+def test_image_from_an_unknown_app_cannot_determine_its_size(site: SimServer) -> None:
+    """src/rm/api/ImageAPI.cc (about 786-803; 6.10 src/rm/RequestManagerAllocate.cc): INTERNAL
+    `Cannot determine image SIZE.` when FROM_APP names no app."""
+    answer = failure(rpc(site, "one.image.allocate", 'NAME = "from-nothing"\nFROM_APP = "99999"', 1))
+    assert (answer.code, answer.message) == (INTERNAL, "[one.image.allocate] Cannot determine image SIZE.")
+
+
+def test_image_from_an_app_records_its_name_and_md5(site: SimServer) -> None:
+    """src/market/MarketPlaceApp.cc `to_template`: the image gets FROM_APP_NAME and FROM_APP_MD5
+    (and the app's PATH and FORMAT)."""
+    with site.site.lock:
+        app = next(a for a in site.site.marketapps.values() if a.type == 1 and a.md5 and not a.broken)
+        app_id, name, md5 = app.id, app.name, app.md5
+    image_id = int(ok(rpc(site, "one.image.allocate", f'NAME = "from-app"\nFROM_APP = "{app_id}"', 1)))
+    with site.site.lock:
+        template = dict(a for a in site.site.images[image_id].template if isinstance(a[1], str))
+    assert template["FROM_APP_NAME"] == name and template["FROM_APP_MD5"] == md5 and "MD5" not in template
+
+
+# booting with a CPU model -------------------------------------------------------------------------
+
+
+def test_a_cpu_model_the_host_cannot_give_fails_the_boot(site: SimServer) -> None:
+    """src/vmm/LibVirtDriverKVM.cc (`<model fallback='forbid'>`, about 1073-1094) and
+    src/lcm/LifeCycleStates.cc `trigger_deploy_failure`: after an undeploy the VM ends in
+    BOOT_UNDEPLOY_FAILURE; host-passthrough is never refused. src/vm/VirtualMachineTemplate.cc
+    keeps MODEL (and FEATURES) of CPU_MODEL for updateconf."""
+    vm_id = _undeployed(site)
+    ok(rpc(site, "one.vm.updateconf", vm_id, f'CPU_MODEL = [ MODEL = "{MODEL}" ]', 1))
+    ok(rpc(site, "one.vm.deploy", vm_id, _host_id(site, "kvm-westmere-01")))
+    failed = wait_vm(site, vm_id, lambda vm: vm.lcm_state == BOOT_UNDEPLOY_FAILURE, "BOOT_UNDEPLOY_FAILURE")
+    error = dict(a for a in failed.user_template if isinstance(a[1], str))["ERROR"]
+    assert MODEL in error and "fallback='forbid'" in error
+    # the state allows updateconf and recover; a retry with a model the host gives boots
+    ok(rpc(site, "one.vm.updateconf", vm_id, 'CPU_MODEL = [ MODEL = "host-passthrough" ]', 1))
+    ok(rpc(site, "one.vm.recover", vm_id, 2))
+    wait_vm(site, vm_id, lambda vm: (vm.state, vm.lcm_state) == (ACTIVE, RUNNING), "RUNNING after the retry")
+
+
+def test_marketplace_app_vm_template_is_base64_template_text(site: SimServer) -> None:
+    """src/market_mad/remotes/one/monitor `render_image`: VMTEMPLATE64 is base64 of template text."""
+    with site.site.lock:
+        app = next(a for a in site.site.marketapps.values() if any(k == "VMTEMPLATE64" for k, _ in a.template))
+        encoded = next(v for k, v in app.template if k == "VMTEMPLATE64")
+    assert isinstance(encoded, str) and parse_template(base64.b64decode(encoded).decode())

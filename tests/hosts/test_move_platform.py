@@ -1,0 +1,79 @@
+"""The database move against what the platform's source does: a CPU model the host cannot give
+fails the boot (BOOT_UNDEPLOY_FAILURE) and the VM is put back; a platform without updateconf's
+append flag (before 6.2) is refused before anything changes; the move works on every emulated version."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import pytest
+
+from tests.hosts.conftest import FAST, Connect, collect
+from tests.hosts.test_move import BROADWELL, WESTMERE, _actions, _manager, _sections
+from tui.procedures.audit import AuditLog
+from tui.procedures.move_plan import STEP_UNDEPLOY, STEP_WAIT_RUNNING, plan_move, plan_redeploy
+from tui.procedures.move_vm import MoveFailed, move_vm
+from tui.sim.server import SimServer
+
+
+async def test_a_model_the_host_cannot_give_fails_the_boot_and_the_vm_goes_back(
+        deployed: SimServer, connect: Connect, audit: AuditLog) -> None:
+    site = connect(deployed)
+    manager = await _manager(site)
+    before = _sections(manager)
+    plan = await plan_move(site, manager.id, BROADWELL, audit=audit)
+    # the host's libvirt no longer offers the model it reported when the plan was made
+    with deployed.site.lock:
+        host = deployed.site.hosts[BROADWELL]
+        host.template = [(k, " ".join(m for m in v.split() if m != plan.cpu_model) if k == "KVM_CPU_MODELS" else v)
+                         for k, v in host.template]
+
+    with pytest.raises(MoveFailed) as caught:
+        await collect(move_vm(site, plan, timeouts=FAST, audit=audit))
+    failure = caught.value
+    assert failure.step == STEP_WAIT_RUNNING
+    assert failure.vm_state.startswith("BOOT_UNDEPLOY_FAILURE")
+    assert f"CPU model {plan.cpu_model}" in failure.reason and "fallback='forbid'" in failure.reason
+    assert "The platform says:" in failure.reason  # the ERROR the failed boot left
+    put_back = f"sitetk hosts redeploy {manager.id} --host {WESTMERE} --cpu-model ''"
+    assert put_back in failure.detail and failure.as_json()["redeploy"] == put_back
+
+    back = await plan_redeploy(site, manager.id, WESTMERE, audit=audit)
+    events = await collect(move_vm(site, back, timeouts=FAST, audit=audit))
+    assert events[0].step == STEP_UNDEPLOY and "failed boot" in events[0].message
+    assert events[-1].state == "done"
+    vm = await site.cloud.vm_info(manager.id)
+    assert vm.summary.running and vm.summary.host_id == WESTMERE and vm.cpu_model == ""
+    assert _sections(vm) == before
+    assert ("hosts.recover", "ok") in _actions(audit) and ("hosts.redeploy", "done") in _actions(audit)
+
+
+async def test_a_platform_before_6_2_refuses_the_move_and_changes_nothing(
+        sim_factory: Callable[..., SimServer], connect: Connect, audit: AuditLog) -> None:
+    server = sim_factory(scenario="deployed", one_version="6.0.0")
+    site = connect(server)
+    manager = await _manager(site)
+    before = _sections(manager)
+    plan = await plan_move(site, manager.id, BROADWELL, audit=audit)
+    with pytest.raises(MoveFailed) as caught:
+        await collect(move_vm(site, plan, timeouts=FAST, audit=audit))
+    assert caught.value.step == STEP_UNDEPLOY
+    assert "6.0.0" in caught.value.reason and "no append flag" in caught.value.reason
+    assert "Nothing was changed" in caught.value.reason
+    vm = await site.cloud.vm_info(manager.id)
+    assert vm.summary.running and vm.summary.host_id == WESTMERE and _sections(vm) == before
+    assert not any(action.startswith(("hosts.undeploy", "hosts.set_cpu_model")) for action, _ in _actions(audit))
+
+
+async def test_the_move_works_on_every_platform_version(
+        sim_factory: Callable[..., SimServer], connect: Connect, audit: AuditLog, one_version: str) -> None:
+    server = sim_factory(scenario="deployed", one_version=one_version)
+    site = connect(server)
+    manager = await _manager(site)
+    before = _sections(manager)
+    plan = await plan_move(site, manager.id, BROADWELL, audit=audit)
+    events = await collect(move_vm(site, plan, timeouts=FAST, audit=audit))
+    assert events[-1].state == "done"
+    vm = await site.cloud.vm_info(manager.id)
+    assert vm.ready and vm.summary.host_id == BROADWELL and vm.cpu_model == plan.cpu_model
+    assert _sections(vm) == before
