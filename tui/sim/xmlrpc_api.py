@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 import xmlrpc.client
 from typing import Any
-from xml.sax.saxutils import escape
 from xml.parsers.expat import ExpatError
+from xml.sax.saxutils import escape
 
 # importing the method modules registers their methods
 from tui.domain.error_codes import AUTHENTICATION, INTERNAL, NO_EXISTS
