@@ -90,6 +90,35 @@ async def test_no_exists_0x400_action_0x800_api_0x1000_allocate_0x4000(sim: Any,
     assert error.code == 0x4000
 
 
+async def test_refusals_read_as_final_whatever_their_code(sim: Any, cloud: CloudClient) -> None:
+    """The platform answers a wrong-state action ACTION (src/dm/DispatchManagerActions.cc) but an
+    updateconf the VM's state refuses, a parse error and an unknown marketplace app INTERNAL
+    (src/rm/api/VirtualMachineAPI.cc, SharedAPI.cc, ImageAPI.cc): none of them is worth a retry."""
+    secret = _password(sim)
+    vm_id = await cloud.template_instantiate((await cloud.list_templates())[0].id, "refusals", hold=True)
+    action = await _fails(cloud.vm_action("undeploy", vm_id), secret)
+    assert action.code == 0x0800 and not action.retryable and "not available for state HOLD" in action.detail
+    await cloud.vm_action("release", vm_id)
+
+    async def running() -> bool:
+        return (await cloud.vm_info(vm_id)).summary.running
+
+    await eventually(running, 20, "the VM to run")
+    await cloud.vm_action("suspend", vm_id)
+
+    async def suspended() -> bool:
+        return (await cloud.vm_info(vm_id)).summary.status == "SUSPENDED"
+
+    await eventually(suspended, 20, "the VM to be suspended")
+    state = await _fails(cloud.vm_updateconf(vm_id, 'CPU_MODEL = [ MODEL = "Westmere" ]'), secret)
+    assert state.code == 0x2000 and not state.retryable and state.title.startswith("Not allowed in this state")
+    assert "configuration cannot be updated in state SUSPENDED" in state.detail
+    parse = await _fails(cloud.image_update(0, 'A = "open', 1), secret)
+    assert parse.code == 0x2000 and not parse.retryable and parse.title.startswith("Template refused")
+    unknown = await _fails(cloud.image_allocate('NAME = "x"\nFROM_APP = "99999"', 1), secret)
+    assert not unknown.retryable and unknown.title.startswith("Marketplace app unknown to the cloud")
+
+
 async def test_internal_0x2000_is_retryable(sim: Any, cloud: CloudClient) -> None:
     vm_id = await cloud.template_instantiate((await cloud.list_templates())[0].id, "internal", hold=True)
     sim.site.faults.fail_next_deploys = 1
