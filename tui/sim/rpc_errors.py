@@ -48,5 +48,5 @@ def not_authorized(uid: int, operation: str, kind: str, oid: int) -> OneError:
 
 
 def action_error(action: str, detail: str, oid: int) -> OneError:
-    """`Error performing action "undeploy": Could not undeploy VM 5, wrong state POWEROFF.`"""
+    """`Error performing action "undeploy": This action is not available for state HOLD` and the like."""
     return OneError(ACTION, f'Error performing action "{action}": {detail}', oid)
