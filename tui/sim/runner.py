@@ -2,13 +2,20 @@
 
 The same entry serves `sitetk sim`, `sitetk --demo` and the test fixtures. The server listens
 before seeding because the marketplaces' ENDPOINTs name the site's own URL. The state directory
-receives `one_auth` (the oneadmin session, mode 0600) and `one_endpoint`, laid out like a
-frontend's ~/.one, so `ONE_AUTH=<state_dir>/one_auth` works as on a real site.
+receives everything the CLI needs to reach the site:
+
+- `one_auth` (the oneadmin session, mode 0600), `one_endpoint` and `oneflow_endpoint`, laid out
+  like a frontend's ~/.one;
+- `config.toml`, the console's config file for this site: the sites and library repositories and
+  the vault password file (`[site]`), the console's own state under `<state_dir>/console`;
+- `env`, the shell lines that point the CLI at all of it (`ONE_AUTH`, `ONE_XMLRPC`, `ONEFLOW_URL`,
+  `SITETK_CONFIG`): `. <state_dir>/env && sitetk market list`.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import tempfile
 from pathlib import Path
 
@@ -49,4 +56,30 @@ def start_sim(config: SimConfig, state_dir: Path | None = None, host: str = "127
         raise
     _write_private(directory / "one_auth", server.session + "\n")
     (directory / "one_endpoint").write_text(server.xmlrpc_url + "\n")
+    write_client_files(server)
     return server
+
+
+def _toml_string(value: str) -> str:
+    """A TOML basic string (backslashes and quotes escaped)."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def write_client_files(server: SimServer) -> None:
+    """`oneflow_endpoint`, `config.toml` and `env` in the state directory (see the module docstring)."""
+    site = server.site
+    directory = site.state_dir
+    (directory / "oneflow_endpoint").write_text(server.flow_url + "\n")
+    lines = ["# the console's config file for the embedded site (sitetk sim)",
+             f"state_dir = {_toml_string(str(directory / 'console'))}", "", "[site]"]
+    for key, value in (("sites_repo", site.sites_repo), ("library_repo", site.library_repo),
+                       ("vault_password_file", site.vault_password_file)):
+        if value:
+            lines.append(f"{key} = {_toml_string(str(value))}")
+    (directory / "config.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    exports = {"ONE_AUTH": directory / "one_auth", "ONE_XMLRPC": server.xmlrpc_url,
+               "ONEFLOW_URL": server.flow_url, "SITETK_CONFIG": directory / "config.toml"}
+    (directory / "env").write_text(
+        "# point sitetk at the embedded site: . <this file>\n"
+        + "".join(f"export {name}={shlex.quote(str(value))}\n" for name, value in exports.items()),
+        encoding="utf-8")
