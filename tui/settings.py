@@ -56,8 +56,12 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from tui.domain.bounded import BoundedInputError, check_tree, guard, read_text_file
 from tui.domain.naming import DEFAULT_NAMING, NamingProfile
 from tui.errors import SiteError
+
+#: the largest session, endpoint or config file read (they hold a few lines)
+_SMALL_FILE = 1024 * 1024
 
 DEFAULT_XMLRPC = "http://localhost:2633/RPC2"
 DEFAULT_FLOW = "http://localhost:2474"
@@ -230,7 +234,9 @@ class _Resolver:
             label = ("env ONE_AUTH -> " if env_auth and path == candidates[0] else "file ") + self._path_text(path)
             self.sources["session"] = label
             try:
-                text = path.read_text(encoding="utf-8")
+                text = read_text_file(path, str(path), max_bytes=_SMALL_FILE)
+            except BoundedInputError as exc:
+                return "", "", path, f"{exc.message}; it must hold one line user:password"
             except OSError as exc:
                 return "", "", path, f"cannot read {path}: {exc.strerror}; check its permissions"
             self._check_mode(path)
@@ -260,7 +266,9 @@ class _Resolver:
         for path in files:
             if path.is_file():
                 try:
-                    text = path.read_text(encoding="utf-8").strip()
+                    text = read_text_file(path, str(path), max_bytes=_SMALL_FILE).strip()
+                except BoundedInputError as exc:
+                    raise SiteError(f"Unreadable {path}", f"{exc.message}; it must hold one line, the address.") from None
                 except OSError:
                     continue
                 if text:
@@ -319,8 +327,12 @@ class _Resolver:
         if not path.is_file():
             return None
         try:
-            with path.open("rb") as handle:
-                data = tomllib.load(handle)
+            text = read_text_file(path, f"config file {path}", max_bytes=_SMALL_FILE)
+            with guard(f"config file {path}"):
+                data = tomllib.loads(text)
+            check_tree(data, f"config file {path}")
+        except BoundedInputError as exc:
+            raise SiteError(f"Unreadable config file {path}", f"{exc.message}. Fix it or move the file away.") from None
         except tomllib.TOMLDecodeError as exc:
             raise SiteError(f"Malformed config file {path}", f"{exc}. Fix the TOML syntax or move the file away.") from None
         except OSError as exc:

@@ -18,6 +18,7 @@ import httpx
 
 from tui.adapters.flow_errors import flow_http_error
 from tui.adapters.http_errors import malformed, transport_error
+from tui.domain.bounded import BoundedInputError, load_json
 from tui.domain.documents import Document
 from tui.domain.permissions import Permissions
 from tui.domain.services import Service, ServiceTemplate, service_from_document, service_template_from_document
@@ -39,7 +40,7 @@ def document_from_envelope(doc: Mapping[str, Any]) -> Document:
     body = template.get("BODY") if isinstance(template, Mapping) else None
     if isinstance(body, str):  # some servers send the body as JSON text
         try:
-            body = json.loads(body)
+            body = load_json(body, "a document body", scan=False)
         except ValueError:
             body = None
     perms = doc.get("PERMISSIONS") or {}
@@ -104,7 +105,9 @@ class FlowClient:
 
     def _json(self, response: httpx.Response, path: str) -> Any:
         try:
-            return json.loads(response.content)
+            return load_json(response.content, f"the answer to {path}", scan=False)
+        except BoundedInputError as exc:
+            raise malformed(self.url, _SERVICE, exc.message) from None
         except ValueError as exc:
             raise malformed(self.url, _SERVICE, f"{path} answered invalid JSON ({exc})") from None
 

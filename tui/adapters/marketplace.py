@@ -10,7 +10,6 @@ timeouts and connection failures become `SiteError`s.
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +18,7 @@ import httpx
 from tui.adapters.http_errors import malformed, transport_error
 from tui.domain.appliances import ApplianceRecord, Listing, RecordError, parse_listing, parse_record, platform_series
 from tui.errors import SiteError
+from tui.domain.bounded import BoundedInputError, load_json
 
 SIZE_HEADER = "OpenNebula-AppMarket-Size"
 _SERVICE = "the marketplace"
@@ -86,7 +86,9 @@ class MarketplaceClient:
 
     def _json(self, response: httpx.Response, url: str) -> Any:
         try:
-            return json.loads(response.content)
+            return load_json(response.content, f"the answer of {url}", scan=False)
+        except BoundedInputError as exc:
+            raise malformed(url, _SERVICE, exc.message) from None
         except ValueError as exc:
             raise malformed(url, _SERVICE, f"invalid JSON ({exc})") from None
 

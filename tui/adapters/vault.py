@@ -30,6 +30,7 @@ from ansible.errors import AnsibleError  # noqa: E402 - after the setting above
 from ansible.parsing.vault import VaultLib, VaultSecret, is_encrypted  # noqa: E402
 
 from tui.errors import SiteError
+from tui.domain.bounded import BoundedInputError, check_size, decode_text, read_text_file
 
 VAULT_HEADER = "$ANSIBLE_VAULT;"
 _VAULT_ID = "default"
@@ -135,9 +136,10 @@ def decrypt_text(vault_text: str | bytes, password: VaultPassword, source: str =
             ) from None
         raise SiteError("Vault file damaged", f"{source} could not be decrypted: {exc}") from None
     try:
-        return plain.decode("utf-8")
-    except UnicodeDecodeError:
-        raise SiteError("Not text", f"{source} decrypts to binary data, not a YAML text.") from None
+        check_size(plain, f"{source}, decrypted")
+        return decode_text(plain, f"{source}, decrypted,")
+    except BoundedInputError as exc:
+        raise SiteError("Not a text file", f"{exc.message}.") from None
 
 
 async def encrypt_text_async(plain: str, password: VaultPassword) -> str:
@@ -149,13 +151,16 @@ async def decrypt_text_async(vault_text: str | bytes, password: VaultPassword, s
 
 
 def read_text(path: str | os.PathLike[str]) -> str:
+    """A text file (core.yaml, a vault envelope), bounded in size and UTF-8 (`domain.bounded`)."""
     file = Path(path)
     try:
-        return file.read_text(encoding="utf-8")
+        return read_text_file(file)
     except FileNotFoundError:
         raise SiteError("File not found", f"{file} does not exist.") from None
-    except UnicodeDecodeError:
-        raise SiteError("Not a text file", f"{file} is not UTF-8 text.") from None
+    except IsADirectoryError:
+        raise SiteError("File unreadable", f"{file} is a directory; give the file.") from None
+    except BoundedInputError as exc:
+        raise SiteError("Not a text file", f"{exc.message}.") from None
     except OSError as exc:
         raise SiteError("File unreadable", f"{file}: {exc.strerror}") from None
 

@@ -56,6 +56,7 @@ from tui.cli.common import (
     show_preview,
     write_data,
 )
+from tui.domain.bounded import BoundedInputError, check_tree, guard
 from tui.domain.components import ComponentDefinition, ComponentLibrary
 from tui.domain.naming import DEFAULT_NAMING
 from tui.domain.site_checks import Finding
@@ -131,7 +132,11 @@ def parse_set(items: list[str] | None) -> list[tuple[str, Any]]:
         if not sep or not path.strip():
             raise UsageError(f"--set {item!r}: write dotted.path=value")
         try:
-            value = yaml.load(raw) if raw.strip() else None
+            with guard("the value"):
+                value = yaml.load(raw) if raw.strip() else None
+            check_tree(value, "the value")
+        except BoundedInputError as exc:
+            raise UsageError(f"--set {path.strip()}: {exc.message}") from None
         except YAMLError as exc:
             raise UsageError(f"--set {item!r}: the value is not valid YAML ({str(exc).splitlines()[0]})") from None
         result.append((path.strip(), value))

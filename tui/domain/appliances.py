@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Mapping
 
+from tui.domain.bounded import BoundedInputError, load_json
 from tui.domain.json_types import json_type_name
 from tui.domain.versions import ApplianceVersion, parse_version
 
@@ -299,7 +300,10 @@ class _Reader:
             self._ignored(KEY_TEMPLATE, "a JSON-encoded string")
             return None
         try:
-            decoded = json.loads(value)
+            decoded = load_json(value, f"field {KEY_TEMPLATE!r}")
+        except BoundedInputError as exc:
+            self.warnings.append(f"field {KEY_TEMPLATE!r} ignored: {exc.message}")
+            return None
         except json.JSONDecodeError as exc:
             self.warnings.append(f"field {KEY_TEMPLATE!r} ignored: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})")
             return None

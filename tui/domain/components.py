@@ -17,6 +17,8 @@ from typing import Any, Iterator, Mapping
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
+from tui.domain.bounded import BoundedInputError, check_size, check_tree, guard
+
 MARKETPLACE_PLACEHOLDER = "{marketplace_url}"
 
 _RECORD_URL = re.compile(r"/appliance/(?P<id>[^/?#]+)/?(?:download(?:/\d+)?)?/?$")
@@ -136,7 +138,12 @@ def parse_public_yaml(component: str, text: str) -> ComponentDefinition:
     """Parse one component's public.yaml; raise ComponentDefinitionError saying what is wrong."""
     yaml = YAML(typ="safe", pure=True)
     try:
-        data = yaml.load(text)
+        check_size(text, "public.yaml")
+        with guard("public.yaml"):
+            data = yaml.load(text)
+        check_tree(data, "public.yaml")
+    except BoundedInputError as exc:
+        raise ComponentDefinitionError(component, exc.message) from None
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None

@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
+from tui.domain.bounded import load_json
 from tui.domain.permissions import Permissions
 
 SERVICE_DOCUMENT = 100
@@ -16,7 +16,7 @@ SERVICE_TEMPLATE_DOCUMENT = 101
 def parse_body(text: str) -> dict[str, Any] | None:
     """A document body as a JSON object, or None when it is not one."""
     try:
-        value = json.loads(text)
+        value = load_json(text, "a document body", scan=False)
     except (ValueError, TypeError):
         return None
     return value if isinstance(value, dict) else None

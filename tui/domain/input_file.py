@@ -28,6 +28,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Collection, Mapping, Sequence
 
+from tui.domain.bounded import BoundedInputError, load_json
 from tui.domain.json_types import json_type_name
 from tui.domain.naming import NamingProfile
 from tui.domain.toolkit_inputs import FormField
@@ -80,7 +81,9 @@ class InputFile:
 def load_input_file(text: str) -> InputFile:
     """Parse and shape-check an input file; raises InputFileError with line and column."""
     try:
-        data = json.loads(text, object_pairs_hook=_no_duplicates)
+        data = load_json(text, "the input file", object_pairs_hook=_no_duplicates)
+    except BoundedInputError as exc:
+        raise InputFileError(exc.message, exc.line, exc.column) from None
     except json.JSONDecodeError as exc:
         raise InputFileError(f"not valid JSON: {exc.msg}", exc.lineno, exc.colno) from None
     except _DuplicateKey as exc:

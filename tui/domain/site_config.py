@@ -30,6 +30,7 @@ from ruamel.yaml.scalarbool import ScalarBoolean
 from ruamel.yaml.scalarstring import ScalarString
 from ruamel.yaml.tokens import CommentToken
 
+from tui.domain.bounded import BoundedInputError, check_size, check_tree, guard
 from tui.domain.naming import DEFAULT_NAMING, NamingProfile
 from tui.domain.secret_names import mask_yaml_line
 
@@ -234,7 +235,12 @@ def parse_value(raw: str) -> Any:
     if not raw.strip():
         return None
     try:
-        return YAML(typ="safe", pure=True).load(raw)
+        with guard("the value"):
+            value = YAML(typ="safe", pure=True).load(raw)
+        check_tree(value, "the value")
+        return value
+    except BoundedInputError as exc:
+        raise SiteConfigError(f"{raw[:40]!r}…: {exc.message}" if len(raw) > 40 else f"{raw!r}: {exc.message}") from None
     except YAMLError as exc:
         raise SiteConfigError(f"{raw!r} is not a valid value ({str(exc).splitlines()[0]})") from None
 
@@ -303,7 +309,12 @@ class _RoundTrip:
 
     def _load(self, text: str) -> CommentedMap:
         try:
-            data = self.yaml.load(text)
+            check_size(text, "core.yaml")
+            with guard("core.yaml"):
+                data = self.yaml.load(text)
+            check_tree(data, "core.yaml")
+        except BoundedInputError as exc:
+            raise SiteConfigError(exc.message, exc.line or 0, exc.column or 0) from None
         except MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
             problem = exc.problem or exc.context or "invalid YAML"

@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from tui.domain.bounded import load_json
 from tui.domain.secret_names import MASK, is_secret_key
 
 AUDIT_ENV = "SITETK_AUDIT_LOG"
@@ -122,13 +123,14 @@ class AuditLog:
     def entries(self) -> list[dict[str, Any]]:
         """Every entry, oldest first (unreadable lines are skipped)."""
         try:
-            lines = self.path.read_text(encoding="utf-8").splitlines()
+            with self.path.open("rb") as handle:
+                lines = handle.read().decode("utf-8", errors="replace").splitlines()
         except FileNotFoundError:
             return []
         result = []
         for line in lines:
             try:
-                result.append(json.loads(line))
-            except json.JSONDecodeError:
+                result.append(load_json(line, "an audit entry"))
+            except ValueError:  # malformed, too deep, too long a number: skipped like any bad line
                 continue
         return result

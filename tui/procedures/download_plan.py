@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from tui.domain.appliances import ApplianceRecord
 from tui.domain.attribute_file import ApplianceTag
+from tui.domain.bounded import load_json
 from tui.domain.datastores import IMAGE_DS, Datastore
 from tui.domain.documents import SERVICE_TEMPLATE_DOCUMENT, Document
 from tui.domain.images import ERROR, ImageInfo
@@ -383,7 +384,7 @@ class _PlanBuilder:
     def _service(self) -> PlannedService:
         app = self.app
         try:
-            body = json.loads(app.app_template)
+            body = load_json(app.app_template, "its service template", scan=False)
         except ValueError as exc:
             raise SiteError(f"App {app.id} ({app.name}) carries no usable service template",
                             f"Its APPTEMPLATE64 is not JSON ({exc}).") from None

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Iterator
 from urllib.parse import urlsplit
 
+from tui.domain.bounded import BoundedInputError, load_json, read_text_file
 from tui.domain.site_record import (
     RecordedRole,
     RecordedVm,
@@ -64,13 +65,17 @@ def _unreadable(path: Path, reason: str) -> SiteError:
 
 def _read(path: Path) -> tuple[SiteRecord, ...]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_file(path)
     except FileNotFoundError:
         return ()
+    except BoundedInputError as exc:
+        raise _unreadable(path, exc.message) from None
     except OSError as exc:
         raise _unreadable(path, str(exc.strerror or exc)) from None
     try:
-        _, records = records_from_json(json.loads(text))
+        _, records = records_from_json(load_json(text, "the site record"))
+    except BoundedInputError as exc:
+        raise _unreadable(path, exc.message) from None
     except json.JSONDecodeError as exc:
         raise _unreadable(path, f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     except SiteRecordError as exc:

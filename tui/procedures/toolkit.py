@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from urllib.parse import urlsplit
 
 from tui.domain.attribute_file import installed_version_from_image_template
+from tui.domain.bounded import BoundedInputError, read_text_file
 from tui.domain.input_file import (
     InputFile,
     InputFileError,
@@ -443,11 +444,13 @@ def read_input_file(path: Path | str, secret_inputs: frozenset[str] = frozenset(
     """Read and shape-check an input file; SiteError (with line and column) when it is malformed."""
     target = Path(path).expanduser()
     try:
-        text = target.read_text(encoding="utf-8")
+        text = read_text_file(target, str(target))
         mode = stat.S_IMODE(target.stat().st_mode)
     except FileNotFoundError:
         raise SiteError(f"No input file {target}", "Check the path; `sitetk toolkit inputs` writes a skeleton.") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except BoundedInputError as exc:
+        raise SiteError(f"{target.name} is not a valid input file", f"{exc.message}.") from None
+    except OSError as exc:
         raise SiteError(f"Cannot read {target}", str(getattr(exc, "strerror", None) or exc)) from None
     try:
         file = load_input_file(text)
