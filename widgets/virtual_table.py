@@ -14,7 +14,7 @@ as is.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Hashable, Iterable, Literal, Sequence
+from typing import Any, Callable, ClassVar, Hashable, Iterable, Literal, Sequence
 
 from rich.segment import Segment
 from rich.style import Style
@@ -165,9 +165,12 @@ class VirtualTable(ScrollView, can_focus=True):
     placeholder: reactive[str] = reactive("No rows", layout=False)
 
     def __init__(self, columns: Sequence[Column], *, name: str | None = None, id: str | None = None,
-                 classes: str | None = None) -> None:
+                 classes: str | None = None, text_filter: Callable[[str], str] | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self._columns: tuple[Column, ...] = tuple(columns)
+        #: applied to plain-string cells when they are painted (only visible rows pay for it),
+        #: e.g. to make the control characters of remote text visible instead of obeyed
+        self._text_filter = text_filter
         self._all: list[TableRow] = []
         self._sorted: list[TableRow] = []
         self._view: list[TableRow] = []
@@ -401,7 +404,10 @@ class VirtualTable(ScrollView, can_focus=True):
             if n:
                 segments.append(sep)
             value = cells[n] if n < len(cells) else ""
-            cell = value.copy() if isinstance(value, Text) else Text(value)
+            if isinstance(value, Text):
+                cell = value.copy()
+            else:
+                cell = Text(self._text_filter(value) if self._text_filter is not None else value)
             cell.no_wrap = True
             cell.end = ""
             if style is not None:

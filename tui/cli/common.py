@@ -93,6 +93,10 @@ class EscapingStream(io.TextIOBase):
             os.dup2(devnull, self.stream.fileno())
             os.close(devnull)
 
+    def __getattr__(self, name: str) -> Any:
+        # what a library asks of a real stream (`buffer`, `reconfigure`, ...): the wrapped one's
+        return getattr(self.stream, name)
+
     def isatty(self) -> bool:
         return self.stream.isatty()
 

@@ -29,6 +29,8 @@ def _escape(match: re.Match[str]) -> str:
 
 def escape_controls(text: str) -> str:
     """`text` with every terminal control character replaced by a visible escape."""
+    if text.isprintable():  # the common case, in C: no control, format or separator character
+        return text
     return _UNSAFE.sub(_escape, text)
 
 

@@ -31,6 +31,7 @@ from textual.timer import Timer
 from textual.widgets import Label, Static
 from textual.worker import Worker
 
+from tui.domain.printable import escape_controls
 from tui.domain.cpu import HostVerdictKind, VmVerdictKind
 from tui.errors import SiteError
 from tui.procedures.hosts import DbVmRow, HostInventory, HostRow, load_inventory
@@ -236,11 +237,11 @@ class HostsScreen(SiteScreen):
 
     def compose_body(self) -> ComposeResult:
         yield Label("Hosts", id="hosts-title", classes="hosts-heading")
-        table = VirtualTable(HOST_COLUMNS, id="hosts-table")
+        table = VirtualTable(HOST_COLUMNS, id="hosts-table", text_filter=escape_controls)
         table.placeholder = "Loading hosts…"
         yield table
         yield Label("Document-database VMs", id="hosts-vms-title", classes="hosts-heading")
-        vms = VirtualTable(VM_COLUMNS, id="hosts-vms")
+        vms = VirtualTable(VM_COLUMNS, id="hosts-vms", text_filter=escape_controls)
         vms.placeholder = "Loading…"
         yield vms
         yield Static("", id="hosts-detail")

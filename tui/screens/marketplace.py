@@ -36,6 +36,7 @@ from textual.widgets import Input, Label, Markdown, Static
 from textual.worker import Worker
 
 from tui.errors import SiteError
+from tui.domain.printable import escape_controls as shown
 from tui.procedures.marketplace import CatalogEntry, MarketCatalog, load_catalog
 from tui.screens.base import SiteScreen
 from widgets.state_cell import StateLook, StatePalette
@@ -78,9 +79,9 @@ def entry_rows(entries: Sequence[CatalogEntry]) -> list[TableRow]:
         status = state_texts.get(state)
         if status is None:
             status = state_texts[state] = MARKET_STATE_PALETTE.text(state)
-        version_cell: Text | str = version.label
+        version_cell: Text | str = shown(version.label)
         if not version.conforming:
-            version_cell = Text.assemble((f"{NONCONFORMING_GLYPH} ", "yellow"), (version.label, "yellow"))
+            version_cell = Text.assemble((f"{NONCONFORMING_GLYPH} ", "yellow"), (shown(version.label), "yellow"))
         type_label = TYPE_LABELS.get(record.type.value, record.type.value)
         search = " ".join((record.name, record.version, record.publisher, record.type.value, type_label, state,
                            record.id, " ".join(record.tags))).lower()
@@ -99,7 +100,7 @@ def _pairs(pairs: Iterable[tuple[str, str]], flagged: frozenset[str] = frozenset
     table.add_column(style="bold", no_wrap=True)
     table.add_column(overflow="fold")
     for key, value in pairs:
-        table.add_row(Text(key), Text(value, style="yellow" if key in flagged else ""))
+        table.add_row(Text(key), Text(shown(value), style="yellow" if key in flagged else ""))
     return table
 
 
@@ -107,17 +108,17 @@ def detail_renderable(entry: CatalogEntry) -> RenderableType:
     """The detail pane's head: title, state and every field (plain `Text`, never markup)."""
     record = entry.record
     version = record.parsed_version
-    title = Text.assemble((record.name, "bold"), "  ", MARKET_STATE_PALETTE.text(entry.state.value))
+    title = Text.assemble((shown(record.name), "bold"), "  ", MARKET_STATE_PALETTE.text(entry.state.value))
     parts: list[RenderableType] = [title]
     if not version.conforming:
-        parts.append(Text(f"{NONCONFORMING_GLYPH} non-conforming version: {version.reason}", style="yellow"))
+        parts.append(Text(f"{NONCONFORMING_GLYPH} non-conforming version: {shown(version.reason)}", style="yellow"))
     if entry.status.label != entry.state.value:
-        parts.append(Text(entry.status.label, style="dim"))
+        parts.append(Text(shown(entry.status.label), style="dim"))
     # the name and the status are in the title, the version problem right under it
     rows = [(k, v) for k, v in entry.detail_rows() if k not in ("name", "status", "version problem")]
     parts.append(_pairs(rows, frozenset({"version problem", "record warning"})))
     if record.short_description:
-        parts.append(Text(f"\n{record.short_description}", style="italic"))
+        parts.append(Text(f"\n{shown(record.short_description)}", style="italic"))
     return Group(*parts)
 
 
@@ -178,7 +179,7 @@ class MarketplaceScreen(SiteScreen):
             yield Input(placeholder="filter: name, version, publisher, type, status or tag (esc clears)",
                         id="mk-filter")
         with Horizontal(id="mk-main"):
-            table = VirtualTable(COLUMNS, id="mk-table")
+            table = VirtualTable(COLUMNS, id="mk-table", text_filter=shown)
             table.placeholder = "Loading the marketplaces…"
             yield table
             with VerticalScroll(id="mk-detail"):
@@ -343,7 +344,8 @@ class MarketplaceScreen(SiteScreen):
             description.update("")
             return
         head.update(detail_renderable(entry))
-        description.update(entry.record.description or "*No description.*")
+        # Markdown, not Rich markup; its control characters made visible like everywhere else
+        description.update(shown(entry.record.description) or "*No description.*")
 
     # ------------------------------------------------------------------ actions
 

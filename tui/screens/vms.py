@@ -28,6 +28,7 @@ from textual.timer import Timer
 from textual.widgets import Button, Input, Label, Static
 from textual.worker import Worker
 
+from tui.domain.printable import escape_controls
 from tui.domain.attributes import Attributes
 from tui.domain.vms import VmDetail, VmSummary
 from tui.errors import SiteError
@@ -270,7 +271,7 @@ class VmListScreen(SiteScreen):
         # `_show_message`): an Input and a Button with their styles are ~10 ms of the first frame
         yield Horizontal(id="vm-filter-bar")
         with Vertical(id="vm-main", classes="-detail"):
-            table = VirtualTable(COLUMNS, id="vm-table")
+            table = VirtualTable(COLUMNS, id="vm-table", text_filter=escape_controls)
             table.placeholder = "Loading virtual machines…"
             yield table
             with VerticalScroll(id="vm-detail"):
