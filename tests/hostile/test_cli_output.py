@@ -87,3 +87,25 @@ def test_market_list_into_a_closed_pipe_ends_without_a_traceback(sim: SimServer,
         os.close(write_end)
     assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr, proc.stderr
     assert proc.returncode == EXIT_OK
+
+
+def test_downloads_under_injected_faults_end_in_an_exit_code_never_a_traceback(sim: SimServer, env, capsys) -> None:  # type: ignore[no-untyped-def]
+    """Internal errors and dropped connections at any call of a download (the site's seeded random
+    faults): each run ends with exit code 0 or 1 and a message, what it created rolled back."""
+    env(sim)
+    codes = []
+    for run in range(8):
+        sim.site.faults.fail_rate = 0.04
+        try:
+            code = main(["market", "download", "service_bastion", "--datastore", "1", "--name", f"b{run}", "--yes",
+                         "--poll", "0.02", "--json"])
+        except BaseException as error:  # noqa: BLE001 - the point: nothing may escape
+            pytest.fail(f"run {run}: {type(error).__name__}: {error}")
+        finally:
+            sim.site.faults.fail_rate = 0.0
+        captured = capsys.readouterr()
+        assert "Traceback" not in captured.err and "never retrieved" not in captured.err, captured.err
+        answer = json.loads(captured.out) if captured.out.strip() else None
+        assert code in (0, 1) and (answer is None or answer["ok"] == (code == 0))
+        codes.append(code)
+    assert codes  # every run answered
