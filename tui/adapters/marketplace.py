@@ -17,8 +17,8 @@ import httpx
 
 from tui.adapters.http_errors import malformed, transport_error
 from tui.domain.appliances import ApplianceRecord, Listing, RecordError, parse_listing, parse_record, platform_series
-from tui.errors import SiteError
 from tui.domain.bounded import BoundedInputError, load_json
+from tui.errors import SiteError
 
 SIZE_HEADER = "OpenNebula-AppMarket-Size"
 _SERVICE = "the marketplace"

@@ -29,8 +29,8 @@ os.environ["ANSIBLE_NOCOLOR"] = "1"
 from ansible.errors import AnsibleError  # noqa: E402 - after the setting above
 from ansible.parsing.vault import VaultLib, VaultSecret, is_encrypted  # noqa: E402
 
-from tui.errors import SiteError
 from tui.domain.bounded import BoundedInputError, check_size, decode_text, read_text_file
+from tui.errors import SiteError
 
 VAULT_HEADER = "$ANSIBLE_VAULT;"
 _VAULT_ID = "default"

@@ -31,8 +31,8 @@ from textual.timer import Timer
 from textual.widgets import Label, Static
 from textual.worker import Worker
 
-from tui.domain.printable import escape_controls
 from tui.domain.cpu import HostVerdictKind, VmVerdictKind
+from tui.domain.printable import escape_controls
 from tui.errors import SiteError
 from tui.procedures.hosts import DbVmRow, HostInventory, HostRow, load_inventory
 from tui.screens.base import SiteScreen

@@ -35,8 +35,8 @@ from textual.timer import Timer
 from textual.widgets import Input, Label, Markdown, Static
 from textual.worker import Worker
 
-from tui.errors import SiteError
 from tui.domain.printable import escape_controls as shown
+from tui.errors import SiteError
 from tui.procedures.marketplace import CatalogEntry, MarketCatalog, load_catalog
 from tui.screens.base import SiteScreen
 from widgets.state_cell import StateLook, StatePalette

@@ -28,8 +28,8 @@ from textual.timer import Timer
 from textual.widgets import Button, Input, Label, Static
 from textual.worker import Worker
 
-from tui.domain.printable import escape_controls
 from tui.domain.attributes import Attributes
+from tui.domain.printable import escape_controls
 from tui.domain.vms import VmDetail, VmSummary
 from tui.errors import SiteError
 from tui.procedures.inventory import list_vms, vm_detail
