@@ -171,3 +171,13 @@ def test_read_text_file_bounds_size_and_encoding(tmp_path: Path) -> None:
     path.write_bytes(b"x" * 11)
     with pytest.raises(BoundedInputError, match="larger than"):
         read_text_file(path, max_bytes=10)
+
+
+def test_a_non_utf8_token_file_is_a_clear_error(tmp_path: Path) -> None:
+    from tui.errors import SiteError
+    from tui.procedures.site_workspace import read_token
+
+    path = tmp_path / "token"
+    path.write_bytes(b"ghp_\xff\xfe\n")
+    with pytest.raises(SiteError, match="UTF-8"):
+        read_token(path, "UNSET_TOKEN_VARIABLE")

@@ -56,7 +56,7 @@ from tui.cli.common import (
     show_preview,
     write_data,
 )
-from tui.domain.bounded import BoundedInputError, check_tree, guard
+from tui.domain.bounded import BoundedInputError, check_tree, guard, read_text_file
 from tui.domain.components import ComponentDefinition, ComponentLibrary
 from tui.domain.naming import DEFAULT_NAMING
 from tui.domain.site_checks import Finding
@@ -160,7 +160,9 @@ def _token(file_arg: str | None, file_env: str | None, env: str) -> str | None:
     source = file_arg or (os.environ.get(file_env) if file_env else None)
     if source:
         try:
-            token = Path(source).expanduser().read_text(encoding="utf-8").strip()
+            token = read_text_file(Path(source).expanduser(), f"token file {source}", max_bytes=64 * 1024).strip()
+        except BoundedInputError as exc:
+            raise UsageError(exc.message) from None
         except OSError as exc:
             raise UsageError(f"token file {source}: {exc.strerror}") from None
         if not token:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from tui.adapters.git_repo import GitRemote, GitRepo
 from tui.adapters.vault import VaultPassword, read_password_file
+from tui.domain.bounded import BoundedInputError, read_text_file
 from tui.errors import SiteError
 from tui.procedures.audit import REDACTOR
 from tui.procedures.site_repo import default_workdir
@@ -31,9 +32,11 @@ def read_token(file: Path | None, env_name: str) -> str | None:
     if file is not None:
         path = Path(file).expanduser()
         try:
-            token = path.read_text(encoding="utf-8").strip().splitlines()
+            token = read_text_file(path, str(path), max_bytes=64 * 1024).strip().splitlines()
         except FileNotFoundError:
             raise SiteError("Token file not found", f"{path} does not exist; create it (mode 0600) holding the repository token.") from None
+        except BoundedInputError as exc:
+            raise SiteError("Token file unreadable", f"{exc.message}; it holds one line, the token.") from None
         except OSError as exc:
             raise SiteError("Token file unreadable", f"{path}: {exc.strerror}") from None
         if not token or not token[0].strip():
