@@ -15,7 +15,6 @@ template or the service template. Running the plan is `tui.procedures.download_a
 from __future__ import annotations
 
 import asyncio
-import json
 import shlex
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Sequence
