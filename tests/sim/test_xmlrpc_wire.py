@@ -108,7 +108,7 @@ def test_an_int_where_a_boolean_is_expected_is_a_fault(sim: SimServer) -> None:
 
 def test_pyone_surfaces_a_type_fault_as_its_base_exception(sim: SimServer) -> None:
     admin = one(sim)
-    vm_id = admin.template.instantiate(0, "typed")
+    vm_id = admin.template.instantiate(0, "typed", True)  # on hold: updateconf stays allowed however slow the run
     with pytest.raises(pyone.OneException, match="supposed to be integer"):
         admin.vm.updateconf(vm_id, 'CONTEXT = [ A = "1" ]', True)
     assert admin.vm.updateconf(vm_id, 'CONTEXT = [ A = "1" ]', 1) == vm_id
