@@ -154,7 +154,9 @@ class SiteToolkitApp(App[int]):
         self.front_door = front_door
         #: re-reads the settings before a retry of a failed start (None: keep the ones given)
         self.reload_settings = reload_settings
-        self.read_only = read_only
+        #: the connection refuses every operation that changes the site (tui.procedures.operation)
+        connection.read_only = connection.read_only or read_only
+        self.read_only = connection.read_only
         self.now: Clock = clock or _local_now
         self.screens: tuple[ScreenSpec, ...] = tuple(screens if screens is not None else registry.SCREENS)
         self.initial_screen = initial_screen or registry.DEFAULT_SCREEN

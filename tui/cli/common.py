@@ -274,11 +274,12 @@ def non_negative_seconds(text: str) -> float:
     return value
 
 
-async def connect_site(settings: "Settings") -> "SiteConnection":
-    """A connected `SiteConnection` (the caller closes it); closed again when connecting fails."""
+async def connect_site(settings: "Settings", *, read_only: bool = False) -> "SiteConnection":
+    """A connected `SiteConnection` (the caller closes it); closed again when connecting fails.
+    `read_only` (the `--read-only` option) makes every operation on it refuse to change the site."""
     from tui.procedures.connection import SiteConnection
 
-    site = SiteConnection(settings)
+    site = SiteConnection(settings, read_only=read_only)
     try:
         await site.connect()
     except BaseException:
@@ -315,7 +316,7 @@ def site_command(handler: Callable[[argparse.Namespace, "SiteConnection"], Await
 
     def connected(args: argparse.Namespace, settings: "Settings") -> int:
         async def work() -> int:
-            site = await connect_site(settings)
+            site = await connect_site(settings, read_only=bool(getattr(args, "read_only", False)))
             try:
                 return await handler(args, site)
             finally:

@@ -48,6 +48,7 @@ from tui.cli.common import (
     table_console,
     usage,
 )
+from tui.cli.runner import run_cli
 from tui.domain.attribute_file import ApplianceTag
 from tui.errors import SiteError
 from tui.procedures.attach_attributes import (
@@ -64,10 +65,10 @@ from tui.procedures.connection import SiteConnection
 from tui.procedures.download_appliance import (
     DEFAULT_POLL_INTERVAL,
     DEFAULT_STEP_TIMEOUT,
+    DownloadAppliance,
+    DownloadResult,
     default_download_name,
-    download_appliance,
     find_market_app,
-    plan_download,
 )
 from tui.procedures.marketplace import CatalogEntry, MarketCatalog, load_catalog
 from tui.procedures.progress import Progress
@@ -169,8 +170,6 @@ async def _run(args: argparse.Namespace, events_source: AsyncIterator[Progress],
 
 
 async def _download(args: argparse.Namespace, site: SiteConnection) -> int:
-    if args.read_only:
-        return usage("read-only mode: a download changes the cloud", args.json)
     if (args.appliance is None) == (args.app_id is None):
         return usage("give either an APPLIANCE or --app-id", args.json)
     tag: ApplianceTag | None = None
@@ -180,18 +179,15 @@ async def _download(args: argparse.Namespace, site: SiteConnection) -> int:
         entry = (await load_catalog(site, all_versions=True)).find(args.appliance)
         app = await find_market_app(site, entry.record)
         tag = tag_for_record(entry.record)
-    name = args.name or default_download_name(app.name, app.version)
-    plan = await plan_download(site, app.id, args.datastore, name, tag=tag)
-    if show_preview(plan.preview(), args, {"plan": plan.as_json()}):
-        return EXIT_OK
-    if not confirm(f"Download {app.name} {app.version} as {plan.name!r}", args.yes):
-        return EXIT_USAGE
-    code = await _run(args, download_appliance(site, plan, step_timeout=args.timeout, poll_interval=args.poll,
-                                               attach=not args.no_attributes), {"plan": plan.as_json()})
-    if code == EXIT_OK and not args.json:
-        print(f"{plan.name}: downloaded into datastore {plan.datastore.id}" +
-              ("" if args.no_attributes else ", attributes attached"))
-    return code
+    operation = DownloadAppliance(app.id, args.datastore, args.name or default_download_name(app.name, app.version),
+                                  tag, attach=not args.no_attributes, step_timeout=args.timeout,
+                                  poll_interval=args.poll)
+
+    def describe(result: DownloadResult) -> str:
+        return (f"{result.name}: downloaded into datastore {args.datastore}"
+                + ("" if args.no_attributes else ", attributes attached"))
+
+    return await run_cli(args, site, operation, describe=describe)
 
 
 async def _attach_targets(args: argparse.Namespace, site: SiteConnection, entry: CatalogEntry) -> tuple[int, ...]:

@@ -52,8 +52,10 @@ class SiteConnection:
     def __init__(self, settings: Settings, *,
                  repositories_ready: Callable[[], Awaitable[None]] | None = None,
                  settings_ready: Callable[[], Awaitable[Settings]] | None = None,
-                 warm_up: Callable[[], None] | None = None) -> None:
+                 warm_up: Callable[[], None] | None = None, read_only: bool = False) -> None:
         self.settings = settings
+        #: `--read-only`: every operation (tui.procedures.operation) that changes the site is refused
+        self.read_only = read_only
         #: gives the real settings once the site is up (the demo site starting in a child process);
         #: `connect()` awaits it first, until then `settings` only names what is starting
         self._settings_ready = settings_ready

@@ -34,8 +34,9 @@ import asyncio
 import re
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, ClassVar, Sequence
 
+from tui.domain.attribute_file import ApplianceTag
 from tui.domain.images import ERROR, READY, USED, ImageInfo, image_state_names
 from tui.errors import SiteError
 from tui.procedures.attach_attributes import attach_attributes, plan_attach
@@ -51,13 +52,16 @@ from tui.procedures.download_plan import (
     list_image_datastores,
     plan_download,
 )
+from tui.procedures.operation import Confirmation, Operation, RunContext
+from tui.procedures.preview import Preview
 from tui.procedures.progress import Progress
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection
 
 __all__ = [
-    "DEFAULT_POLL_INTERVAL", "DEFAULT_STEP_TIMEOUT", "DownloadCancelled", "DownloadPlan", "DownloadResult",
+    "DEFAULT_POLL_INTERVAL", "DEFAULT_STEP_TIMEOUT", "DownloadAppliance", "DownloadCancelled", "DownloadPlan",
+    "DownloadResult",
     "PlannedImage", "PlannedService", "PlannedTemplate", "check_name", "default_download_name", "download_appliance",
     "error_reason", "find_market_app", "image_datastores", "list_image_datastores", "plan_download",
 ]
@@ -87,14 +91,6 @@ class DownloadResult:
     @property
     def image_ids(self) -> tuple[int, ...]:
         return tuple(i for i, _ in self.images)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "DownloadResult":
-        """Back from `as_json()` (what the last progress event carries)."""
-        return cls(data["name"], int(data["app_id"]), tuple((int(i["id"]), str(i["name"])) for i in data["images"]),
-                   tuple(int(t) for t in data["template_ids"]),
-                   None if data["service_template_id"] is None else int(data["service_template_id"]),
-                   tuple(data["reused"]))
 
     def as_json(self) -> dict[str, Any]:
         return {"name": self.name, "app_id": self.app_id, "image_ids": list(self.image_ids),
@@ -184,7 +180,7 @@ async def download_appliance(
     """Run the export, follow every image to READY, attach the attributes.
 
     Yields `Progress` events (step names as `plan.steps(attach)` lists them); the last one
-    (state "done") carries `data["download"]`, a `DownloadResult.as_json()`. On failure, timeout
+    (state "done") carries the `DownloadResult` as its `outcome` (and as JSON in `data["download"]`). On failure, timeout
     or `cancel` being set, everything created by this run is deleted (the events say what) and
     `SiteError` (`DownloadCancelled` for a cancel) is raised. A hard task cancellation rolls back
     too, without events.
@@ -240,7 +236,44 @@ async def download_appliance(
             yield event
     yield Progress("attributes" if attach else "download", total, total,
                    f"{plan.name}: {len(result.image_ids)} image(s) READY" + (", attributes in place" if attach else ""),
-                   "done", {"download": result.as_json()})
+                   "done", {"download": result.as_json()}, result)
+
+
+@dataclass(frozen=True)
+class DownloadAppliance(Operation[DownloadPlan, DownloadResult]):
+    """Operation 2 as an operation: the cloud's marketplace app `app_id` into an IMAGE datastore."""
+
+    app_id: int
+    datastore_id: int
+    name: str
+    tag: ApplianceTag | None = None
+    attach: bool = True
+    step_timeout: float = DEFAULT_STEP_TIMEOUT
+    poll_interval: float = DEFAULT_POLL_INTERVAL
+
+    title: ClassVar[str] = "Download an appliance"
+    refusal: ClassVar[str] = "a download changes the cloud"
+    action: ClassVar[str] = "marketapp.export"
+
+    async def plan(self, site: "SiteConnection") -> DownloadPlan:
+        return await plan_download(site, self.app_id, self.datastore_id, self.name, tag=self.tag)
+
+    def preview(self, plan: DownloadPlan) -> Preview:
+        return plan.preview()
+
+    def confirmation(self, plan: DownloadPlan) -> Confirmation:
+        return Confirmation("Download", f"{plan.app.name} {plan.app.version} as {plan.name!r}")
+
+    async def execute(self, site: "SiteConnection", plan: DownloadPlan, context: RunContext) -> DownloadResult:
+        result: DownloadResult | None = None
+        async for event in download_appliance(site, plan, step_timeout=self.step_timeout,
+                                              poll_interval=self.poll_interval, cancel=context.cancel,
+                                              attach=self.attach):
+            if isinstance(event.outcome, DownloadResult):
+                result = event.outcome
+            context.report(event)
+        assert result is not None, "a finished download names what it created"
+        return result
 
 
 _ERROR_TIME = re.compile(r"^[A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \d{4} : ")

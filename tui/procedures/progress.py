@@ -11,7 +11,9 @@ class Progress:
     """One step of a procedure: `done` of `total` units finished, with a human message.
 
     `state` is "running", "done", "failed" or "skipped" (already in the wanted state: re-runs are
-    idempotent and say so). `data` carries step results (ids created, values read) for --json.
+    idempotent and say so). `data` carries step results (ids created, values read) for --json;
+    `outcome` is the typed value a step produced (a frozen dataclass, such as the finished
+    download's `DownloadResult`): operations read results from it, never back out of `data`.
     """
 
     step: str
@@ -20,6 +22,7 @@ class Progress:
     message: str = ""
     state: str = "running"
     data: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    outcome: object = field(default=None, compare=False, hash=False)
 
     @property
     def fraction(self) -> float:

@@ -305,8 +305,8 @@ async def apply_upgrade_plan(
             assert step.record is not None
             result: DownloadResult | None = None
             async for event in _download(site, step.record, datastore_id, names, step_timeout, poll_interval, cancel):
-                if "download" in event.data:
-                    result = DownloadResult.from_json(event.data["download"])
+                if isinstance(event.outcome, DownloadResult):
+                    result = event.outcome
                 yield Progress(label, index - 1 if event.state != "failed" else index, total,
                                f"{event.step}: {event.message}", "failed" if event.state == "failed" else "running",
                                event.data)

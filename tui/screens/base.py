@@ -24,8 +24,9 @@ from textual.worker import Worker, WorkerState
 from widgets.context_bar import ContextBar
 from widgets.key_bar import KeyBar
 
+from tui.screens.shell import Shell, shell_of
+
 if TYPE_CHECKING:  # pragma: no cover
-    from tui.app import SiteToolkitApp
     from tui.procedures.connection import SiteConnection
 
 #: the context bar's slots: (key, label), in display order
@@ -57,12 +58,8 @@ class SiteScreen(Screen[None]):
         yield from ()
 
     @property
-    def shell(self) -> "SiteToolkitApp":
-        from tui.app import SiteToolkitApp
-
-        app = self.app
-        assert isinstance(app, SiteToolkitApp)
-        return app
+    def shell(self) -> Shell:
+        return shell_of(self.app)
 
     @property
     def site(self) -> "SiteConnection":

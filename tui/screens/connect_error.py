@@ -7,7 +7,7 @@ It is shown instead of a traceback whenever `SiteConnection.connect()` raises `S
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, Sequence
+from typing import ClassVar, Sequence
 
 from rich.table import Table
 from rich.text import Text
@@ -20,11 +20,9 @@ from textual.widgets import Button, Label, Static
 
 from tui.errors import SiteError
 from tui.screens.base import CONTEXT_SLOTS
+from tui.screens.shell import Shell
 from widgets.context_bar import ContextBar
 from widgets.key_bar import KeyBar
-
-if TYPE_CHECKING:  # pragma: no cover
-    from tui.app import SiteToolkitApp
 
 
 class ConnectErrorScreen(Screen[None]):
@@ -68,9 +66,7 @@ class ConnectErrorScreen(Screen[None]):
 
     def on_mount(self) -> None:
         app = self.app
-        from tui.app import SiteToolkitApp
-
-        if isinstance(app, SiteToolkitApp):
+        if isinstance(app, Shell):
             app.paint_context(self)
 
     def show_error(self, error: SiteError, tried: Sequence[tuple[str, str]] | None = None) -> None:
@@ -95,10 +91,11 @@ class ConnectErrorScreen(Screen[None]):
             self.app.exit(1)
 
     def action_retry(self) -> None:
-        app: SiteToolkitApp = self.app  # type: ignore[assignment]
+        app = self.app
         self.query_one("#connect-retry", Button).disabled = True
         self.query_one("#connect-attempts", Label).update(Content("Retrying…"))
-        app.connect()
+        if isinstance(app, Shell):
+            app.connect()
 
     def action_copy(self) -> None:
         lines = [self.error.title, "", self.error.detail, "", *(f"{k}: {v}" for k, v in self.tried)]

@@ -15,8 +15,8 @@ The modal returns True when it changed the cloud (so the list reloads).
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import ClassVar
 
 from rich.text import Text
 from textual import on, work
@@ -25,7 +25,6 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
 from tui.domain.datastores import Datastore
@@ -33,18 +32,19 @@ from tui.domain.marketapps import MarketApp
 from tui.errors import SiteError
 from tui.procedures.attach_attributes import tag_for_record
 from tui.procedures.download_appliance import (
+    DownloadAppliance,
     DownloadCancelled,
     DownloadPlan,
+    DownloadResult,
     check_name,
     default_download_name,
-    download_appliance,
     find_market_app,
     list_image_datastores,
-    plan_download,
 )
 from tui.procedures.marketplace import CatalogEntry
+from tui.procedures.preview import Preview
 from tui.procedures.progress import Progress
-from tui.screens.error_text import error_text
+from tui.screens.operation_modal import OperationModal
 from widgets.progress_panel import ProgressPanel
 
 
@@ -56,9 +56,10 @@ def datastore_label(ds: Datastore) -> str:
     return f"{ds.id} {ds.name} ({_mib(ds.free_mb)} free of {_mib(ds.total_mb)})"
 
 
-class DownloadModal(ModalScreen[bool]):
+class DownloadModal(OperationModal[DownloadPlan, DownloadResult]):
     """Download one appliance into an IMAGE datastore (see the module docstring)."""
 
+    PREFIX = "dl"
     AUTO_FOCUS = "#dl-datastore"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Cancel / close", id="download.close"),
@@ -84,40 +85,17 @@ class DownloadModal(ModalScreen[bool]):
     DownloadModal #dl-buttons Button { margin: 0 0 0 2; }
     """
 
+    @dataclass
     class Prepared(Message):
-        def __init__(self, app_: MarketApp | None, datastores: tuple[Datastore, ...], error: SiteError | None) -> None:
-            super().__init__()
-            self.market_app = app_
-            self.datastores = datastores
-            self.error = error
-
-    class Planned(Message):
-        def __init__(self, plan: DownloadPlan | None, error: SiteError | None) -> None:
-            super().__init__()
-            self.plan = plan
-            self.error = error
-
-    class Stepped(Message):
-        def __init__(self, event: Progress) -> None:
-            super().__init__()
-            self.event = event
-
-    class Finished(Message):
-        def __init__(self, result: dict[str, Any] | None, error: SiteError | None) -> None:
-            super().__init__()
-            self.result = result
-            self.error = error
+        market_app: MarketApp | None
+        datastores: tuple[Datastore, ...]
+        error: SiteError | None
 
     def __init__(self, entry: CatalogEntry) -> None:
         super().__init__()
         self.entry = entry
         self.market_app: MarketApp | None = None
         self.datastores: tuple[Datastore, ...] = ()
-        self.plan: DownloadPlan | None = None
-        self.cancel_event = asyncio.Event()
-        self.running = False
-        self.changed = False
-        self.events: list[Progress] = []
 
     def compose(self) -> ComposeResult:
         record = self.entry.record
@@ -142,8 +120,6 @@ class DownloadModal(ModalScreen[bool]):
                 yield Button("Download", id="dl-start", variant="success")
 
     def on_mount(self) -> None:
-        self.query_one("#dl-cancel", Button).display = False
-        self.query_one("#dl-start", Button).disabled = True
         self.query_one("#dl-review", Button).disabled = True
         self._prepare()
 
@@ -151,7 +127,7 @@ class DownloadModal(ModalScreen[bool]):
 
     @work(exclusive=True, group="download-prepare", exit_on_error=False)
     async def _prepare(self) -> None:
-        site = self.app.site  # type: ignore[attr-defined]
+        site = self.shell.site
         try:
             datastores = await list_image_datastores(site)
             app_ = await find_market_app(site, self.entry.record)
@@ -166,8 +142,8 @@ class DownloadModal(ModalScreen[bool]):
         record = self.entry.record
         if message.error is not None:
             info.update(Content(f"{record.type.value} from {self.entry.source.name}"))
-            self._show_result(Text.assemble(("✘ Cannot download: ", "bold red"), message.error.title, "\n",
-                                            (message.error.detail, "dim")))
+            self.show_result_text(Text.assemble(("✘ Cannot download: ", "bold red"), message.error.title, "\n",
+                                                (message.error.detail, "dim")))
             self.query_one("#dl-form").display = False
             return
         assert message.market_app is not None
@@ -181,7 +157,7 @@ class DownloadModal(ModalScreen[bool]):
         if len(self.datastores) == 1:
             select.value = self.datastores[0].id
         if not self.datastores:
-            self._show_result(Text("✘ The cloud has no IMAGE datastore to download into.", style="bold red"))
+            self.show_result_text(Text("✘ The cloud has no IMAGE datastore to download into.", style="bold red"))
         self._form_changed()
 
     # ------------------------------------------------------------------ form and review
@@ -200,14 +176,13 @@ class DownloadModal(ModalScreen[bool]):
     @on(Select.Changed, "#dl-datastore")
     @on(Input.Changed, "#dl-name")
     def _form_changed(self) -> None:
-        self.plan = None
+        self.invalidate()
         problem = self._name_problem()
         self.query_one("#dl-name-error", Label).update(Content(problem))
         ready = self.market_app is not None and self._datastore_id() is not None and not problem
         self.query_one("#dl-review", Button).disabled = not ready or self.running
-        self.query_one("#dl-start", Button).disabled = True
         hint = "" if ready else ("Choose the IMAGE datastore." if self._datastore_id() is None else "")
-        self.query_one("#dl-preview", Static).update(Text(hint, style="dim"))
+        self.show_preview_text(Text(hint, style="dim"))
 
     @on(Input.Submitted, "#dl-name")
     def _name_submitted(self) -> None:
@@ -219,108 +194,34 @@ class DownloadModal(ModalScreen[bool]):
         ds_id = self._datastore_id()
         if self.market_app is None or ds_id is None or self._name_problem():
             return
-        self.query_one("#dl-preview", Static).update(Text("Planning…", style="dim"))
-        self._plan_worker(self.market_app.id, ds_id, self.query_one("#dl-name", Input).value)
+        self.show_preview_text(Text("Planning…", style="dim"))
+        self.plan_operation(DownloadAppliance(self.market_app.id, ds_id, self.query_one("#dl-name", Input).value,
+                                      tag_for_record(self.entry.record)))
 
-    @work(exclusive=True, group="download-plan", exit_on_error=False)
-    async def _plan_worker(self, app_id: int, ds_id: int, name: str) -> None:
-        try:
-            plan = await plan_download(self.app.site, app_id, ds_id, name,  # type: ignore[attr-defined]
-                                       tag=tag_for_record(self.entry.record))
-        except SiteError as error:
-            self.post_message(self.Planned(None, error))
-            return
-        self.post_message(self.Planned(plan, None))
-
-    @on(Planned)
-    def _planned(self, message: Planned) -> None:
-        preview = self.query_one("#dl-preview", Static)
-        if message.error is not None:
-            preview.update(error_text(message.error))
-            return
-        assert message.plan is not None
-        self.plan = message.plan
-        preview.update(Text(message.plan.preview().as_text()))
-        start = self.query_one("#dl-start", Button)
-        start.disabled = False
-        start.focus()
+    def show_plan(self, plan: DownloadPlan, preview: Preview) -> None:
+        self.show_preview_text(Text(preview.as_text()))
 
     # ------------------------------------------------------------------ running
 
-    @on(Button.Pressed, "#dl-start")
-    def start(self) -> None:
-        if self.plan is None or self.running:
-            return
-        self.running = True
-        self.set_class(True, "-running")
-        self.query_one("#dl-progress", ProgressPanel).set_steps(self.plan.step_names)
-        for button, show in (("#dl-review", False), ("#dl-start", False), ("#dl-close", False), ("#dl-cancel", True)):
-            self.query_one(button, Button).display = show
-        self.query_one("#dl-cancel", Button).focus()
-        self.changed = True
-        self._run_worker(self.plan)
-
-    @work(exclusive=True, group="download-run", exit_on_error=False)
-    async def _run_worker(self, plan: DownloadPlan) -> None:
-        result: dict[str, Any] | None = None
-        try:
-            async for event in download_appliance(self.app.site, plan, cancel=self.cancel_event):  # type: ignore[attr-defined]
-                if "download" in event.data:
-                    result = event.data["download"]
-                self.post_message(self.Stepped(event))
-        except SiteError as error:
-            self.post_message(self.Finished(None, error))
-            return
-        self.post_message(self.Finished(result, None))
-
-    @on(Stepped)
-    def _stepped(self, message: Stepped) -> None:
-        event = message.event
-        self.events.append(event)
-        panel = self.query_one("#dl-progress", ProgressPanel)
+    def show_step(self, event: Progress) -> None:
         known = self.plan is not None and event.step in self.plan.step_names
         if known or event.step.startswith("rollback"):
-            panel.update_step(event.step, event.state, event.message, done=event.done, total=event.total)
+            super().show_step(event)
 
-    @on(Finished)
-    def _finished(self, message: Finished) -> None:
-        self.running = False
-        self.set_class(False, "-running")
-        self.set_class(True, "-finished")
-        self.query_one("#dl-cancel", Button).display = False
-        close = self.query_one("#dl-close", Button)
-        close.display = True
-        close.focus()
-        if message.error is None:
-            result = message.result or {}
-            ids = ", ".join(str(i) for i in result.get("image_ids", []))
-            text = Text.assemble(("✔ Downloaded ", "bold green"), (str(result.get("name", "")), "bold"),
-                                 f": image(s) {ids}")
-            if result.get("template_ids"):
-                text.append(f", VM template(s) {', '.join(map(str, result['template_ids']))}")
-            if result.get("service_template_id") is not None:
-                text.append(f", service template {result['service_template_id']}")
-            text.append(". The marketplace attributes are attached.")
-            self._show_result(text)
-            return
-        error = message.error
+    def show_result(self, result: DownloadResult) -> None:
+        ids = ", ".join(str(i) for i in result.image_ids)
+        text = Text.assemble(("✔ Downloaded ", "bold green"), (result.name, "bold"), f": image(s) {ids}")
+        if result.template_ids:
+            text.append(f", VM template(s) {', '.join(map(str, result.template_ids))}")
+        if result.service_template_id is not None:
+            text.append(f", service template {result.service_template_id}")
+        text.append(". The marketplace attributes are attached.")
+        self.show_result_text(text)
+
+    def show_failure(self, error: SiteError) -> None:
         word = "Cancelled" if isinstance(error, DownloadCancelled) else "Failed"
-        self._show_result(Text.assemble((f"✘ {word}: ", "bold red"), (error.title, "bold"), "\n",
-                                        (error.detail, "")))
+        self.show_result_text(Text.assemble((f"✘ {word}: ", "bold red"), (error.title, "bold"), "\n",
+                                            (error.detail, "")))
 
-    def _show_result(self, text: Text) -> None:
-        self.query_one("#dl-result", Static).update(text)
-
-    @on(Button.Pressed, "#dl-cancel")
-    def cancel_download(self) -> None:
-        if self.running and not self.cancel_event.is_set():
-            self.cancel_event.set()
-            self.query_one("#dl-cancel", Button).disabled = True
-            self._show_result(Text("Cancelling: deleting what was created…", style="bold yellow"))
-
-    @on(Button.Pressed, "#dl-close")
-    def action_close(self) -> None:
-        if self.running:
-            self.cancel_download()
-            return
-        self.dismiss(self.changed)
+    def cancelling(self) -> None:
+        self.show_result_text(Text("Cancelling: deleting what was created…", style="bold yellow"))

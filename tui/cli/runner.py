@@ -1,0 +1,73 @@
+"""The one headless runner of operations (tui.procedures.operation): every mutating CLI verb.
+
+    plan -> preview (printed; `--dry-run` stops here, read-only mode included) -> read-only
+    refusal -> confirmation (`--yes`, or y/N on a terminal) -> run (one line per progress event
+    on stderr) -> the result (text, or one JSON answer with `--json`)
+
+Exit codes (tui.cli.exit_codes): 0 done (or a dry run), 1 the operation failed, 2 refused (bad
+usage, read-only mode, not confirmed). A verb builds its operation from its arguments and calls
+`run_cli(args, site, operation)`; `describe` turns the typed result into the text-mode summary
+and `extra` adds members to the JSON answers (the plan is always there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
+
+from tui.errors import SiteError
+from tui.cli.common import confirm, emit_json, print_error, show_preview, usage
+from tui.cli.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from tui.procedures.operation import Operation, ReadOnlyRefused, RunContext, refuse_if_read_only, run_operation
+from tui.procedures.progress import Progress
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tui.procedures.connection import SiteConnection
+
+PlanT = TypeVar("PlanT")
+ResultT = TypeVar("ResultT")
+
+
+def print_event(event: Progress) -> None:
+    """One progress line on stderr: `[    ok] step (done/total) message`."""
+    mark = {"done": "ok", "failed": "FAILED", "skipped": "skip"}.get(event.state, "..")
+    tail = f" {event.message}" if event.message else ""
+    print(f"[{mark:>6}] {event.step} ({event.done}/{event.total}){tail}", file=sys.stderr)
+
+
+def result_json(result: Any) -> Any:
+    """A typed result in a JSON answer: its `as_json()`, else the value itself."""
+    as_json = getattr(result, "as_json", None)
+    return as_json() if callable(as_json) else result
+
+
+async def run_cli(args: argparse.Namespace, site: "SiteConnection", operation: Operation[PlanT, ResultT], *,
+                  extra: Mapping[str, Any] | None = None, before: str = "",
+                  describe: Callable[[ResultT], str] | None = None,
+                  timeout: float | None = None) -> int:
+    """Run one operation headless (see the module docstring); returns the exit code."""
+    as_json = bool(getattr(args, "json", False))
+    plan = await operation.plan(site)
+    answer: dict[str, Any] = {"plan": operation.plan_json(plan), **(extra or {})}
+    if show_preview(operation.preview(plan), args, answer, before=before):
+        return EXIT_OK
+    try:
+        refuse_if_read_only(site, operation)
+    except ReadOnlyRefused as error:
+        return usage(error.detail, as_json)
+    question = operation.confirmation(plan)
+    if question is not None and not confirm(question.prompt, bool(getattr(args, "yes", False))):
+        return EXIT_USAGE
+    context = RunContext(emit=(lambda event: None) if as_json else print_event)
+    try:
+        result = await run_operation(site, operation, plan, context, timeout=timeout)
+    except SiteError as error:
+        print_error(error, as_json, **answer, events=[e.as_json() for e in context.events])
+        return EXIT_FAILED
+    if as_json:
+        emit_json({"ok": True, **answer, "events": [e.as_json() for e in context.events],
+                   "result": result_json(result)})
+    elif describe is not None:
+        print(describe(result))
+    return EXIT_OK

@@ -1,0 +1,154 @@
+"""One shape for every change to the site: plan -> preview -> confirm -> run -> typed result.
+
+An `Operation` is the unit the console's operation modal and the headless CLI runner both run:
+
+- `plan(site)` reads the site and changes nothing; it returns the operation's own plan value;
+- `preview(plan)` says what will change, with the equivalent platform CLI commands;
+- `confirmation(plan)` is what the operator is asked (destructive ones name the object; the
+  console defaults to Cancel, the CLI refuses without a terminal or `--yes`), or None when the
+  plan changes nothing worth asking about;
+- `execute(site, plan, context)` does it: progress events go to `context.emit`, `context.cancel`
+  asks it to stop between two platform calls, and it returns a typed result (a frozen dataclass).
+
+`run_operation()` is the one place that refuses a mutating operation in read-only mode (and
+audit-logs the refusal), applies the overall time limit and turns a cancel into `OperationCancelled`.
+Procedures audit-log each change they make themselves (they know the ids); the refusal and an
+operation cut by its time limit are recorded here.
+
+Adding an operation costs a plan and a run function, for instance:
+
+    @dataclass(frozen=True)
+    class RenameImage(Operation[ImageInfo, Renamed]):
+        image_id: int
+        name: str
+        title: ClassVar[str] = "Rename an image"
+        action: ClassVar[str] = "image.rename"
+
+        async def plan(self, site): return await site.cloud.image_info(self.image_id)
+        def preview(self, plan): return Preview(self.title, (Change(f"rename {plan.name!r}",
+                                                f"oneimage rename {plan.id} {self.name}"),))
+        async def execute(self, site, plan, context):
+            await site.cloud.image_rename(plan.id, self.name)
+            return Renamed(plan.id, self.name)
+
+then `run_cli(args, site, RenameImage(...))` in a CLI verb and an `OperationModal` in the console.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Generic, TypeVar
+
+from tui.errors import SiteError
+from tui.procedures.preview import Preview
+from tui.procedures.progress import Progress
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tui.procedures.connection import SiteConnection
+
+PlanT = TypeVar("PlanT")
+ResultT = TypeVar("ResultT")
+
+
+class ReadOnlyRefused(SiteError):
+    """A mutating operation asked for in read-only mode; nothing was read or changed."""
+
+    def __init__(self, title: str, why: str) -> None:
+        super().__init__(f"Read-only mode: {title} is not available", f"read-only mode: {why}")
+
+
+class OperationCancelled(SiteError):
+    """The operator cancelled a running operation (what it had started is named in the detail)."""
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """What the operator confirms before a run: "<verb> <target>?" with a detail.
+
+    `destructive` confirmations name the object and default to Cancel in the console."""
+
+    verb: str
+    target: str
+    detail: str = ""
+    destructive: bool = False
+
+    @property
+    def prompt(self) -> str:
+        return f"{self.verb} {self.target}".strip()
+
+
+@dataclass
+class RunContext:
+    """What a running operation gets besides its plan: where its events go and its cancel flag."""
+
+    emit: Callable[[Progress], None]
+    cancel: asyncio.Event = field(default_factory=asyncio.Event)
+    #: every event emitted so far (a failure still reports what happened before it)
+    events: list[Progress] = field(default_factory=list)
+
+    def report(self, event: Progress) -> None:
+        self.events.append(event)
+        self.emit(event)
+
+
+class Operation(ABC, Generic[PlanT, ResultT]):
+    """A change to the site (see the module docstring). Subclasses are frozen dataclasses of the
+    operation's inputs, plus the class constants below."""
+
+    #: what the operation does, in a few words ("Download an appliance")
+    title: ClassVar[str] = ""
+    #: why read-only mode refuses it ("a download changes the cloud"); also its audit action
+    refusal: ClassVar[str] = "it changes the site"
+    #: the audit log's action name of a refusal or a time-out ("marketapp.export")
+    action: ClassVar[str] = ""
+    #: False for operations that change nothing on the site (writing a local file, say)
+    mutating: ClassVar[bool] = True
+
+    @abstractmethod
+    async def plan(self, site: "SiteConnection") -> PlanT:
+        """Read the site and decide what to do; change nothing."""
+
+    @abstractmethod
+    def preview(self, plan: PlanT) -> Preview:
+        """What the run will change, with the equivalent platform CLI commands."""
+
+    def confirmation(self, plan: PlanT) -> Confirmation | None:
+        """What to ask before running; None when there is nothing to confirm."""
+        preview = self.preview(plan)
+        return Confirmation(self.title, preview.target, destructive=preview.destructive)
+
+    def plan_json(self, plan: PlanT) -> dict[str, Any]:
+        """The plan in a `--json` answer (default: its `as_json()` when it has one)."""
+        as_json = getattr(plan, "as_json", None)
+        return as_json() if callable(as_json) else {}
+
+    @abstractmethod
+    async def execute(self, site: "SiteConnection", plan: PlanT, context: RunContext) -> ResultT:
+        """Do it: emit progress, stop at `context.cancel`, return the typed result."""
+
+
+def refuse_if_read_only(site: "SiteConnection", operation: Operation[Any, Any]) -> None:
+    """Raise `ReadOnlyRefused` (and audit-log it) when the site is read-only and the operation
+    changes it: the one read-only check of every operation."""
+    if operation.mutating and site.read_only:
+        site.audit.record(operation.action or "operation", operation.title, "refused",
+                          {"reason": "read-only mode"})
+        raise ReadOnlyRefused(operation.title.lower() or "this operation", operation.refusal)
+
+
+async def run_operation(site: "SiteConnection", operation: Operation[PlanT, ResultT], plan: PlanT,
+                        context: RunContext, *, timeout: float | None = None) -> ResultT:
+    """Run a planned operation: the read-only refusal, the time limit, then `execute`."""
+    refuse_if_read_only(site, operation)
+    if timeout is None:
+        return await operation.execute(site, plan, context)
+    try:
+        async with asyncio.timeout(timeout):
+            return await operation.execute(site, plan, context)
+    except TimeoutError:
+        site.audit.record(operation.action or "operation", operation.title, "timeout", {"seconds": timeout})
+        raise SiteError(f"{operation.title}: no result within {timeout:g} s",
+                        "The operation was stopped; running it again continues from what was done.",
+                        retryable=True) from None
