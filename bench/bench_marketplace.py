@@ -88,7 +88,7 @@ async def _measure(server: Any) -> tuple[list[float], list[float], list[float], 
     reloads: list[float] = []
     keys: list[float] = []
     async with app.run_test(size=SIZE) as pilot:
-        await until(lambda: isinstance(s := app.screen, MarketplaceScreen) and s.catalog is not None and not s.loading,
+        await until(lambda: isinstance(s := app.screen, MarketplaceScreen) and s.catalog is not None and not s.reloading,
                     "the marketplace screen's first load", DEADLINE_S)
         screen = app.screen
         assert isinstance(screen, MarketplaceScreen)
@@ -98,7 +98,7 @@ async def _measure(server: Any) -> tuple[list[float], list[float], list[float], 
             gc.collect()
             start = time.perf_counter()
             screen.reload()
-            await until(lambda: not screen.loading, "the reload", DEADLINE_S)
+            await until(lambda: not screen.reloading, "the reload", DEADLINE_S)
             await painted(screen)
             end = time.perf_counter()
             render.append(end - screen.timings["fetch_end"])

@@ -23,7 +23,7 @@ async def open_hosts(pilot: Any) -> HostsScreen:
     await wait_for(pilot, lambda: app.info is not None, what="the connection")
     app.open_screen("hosts")
     return await wait_for(pilot, lambda: isinstance(app.screen, HostsScreen) and app.screen.inventory is not None
-                          and not app.screen.loading and app.screen, what="the hosts screen")
+                          and not app.screen.reloading and app.screen, what="the hosts screen")
 
 
 def cell(table: Any, key: Any, column: str) -> str:
@@ -108,7 +108,7 @@ async def test_move_from_the_screen_after_confirmation(sim_factory) -> None:  # 
         await wait_for(pilot, lambda: not modal.running, timeout=30, what="the move to finish")
         assert "✔ Done." in result_text(modal) and "The application reports ready" in result_text(modal)
         await click_shown(pilot, "#mv-close")
-        await wait_for(pilot, lambda: pilot.app.screen is screen and not screen.loading
+        await wait_for(pilot, lambda: pilot.app.screen is screen and not screen.reloading
                        and screen.inventory is not None and not screen.inventory.flagged, what="the reload")
         assert cell(screen.vms_table, 3, "verdict") == "✔ fine"
         assert cell(screen.vms_table, 3, "app") == "● ready"
@@ -216,7 +216,7 @@ async def test_move_every_flagged_vm(sim_factory) -> None:  # type: ignore[no-un
         await wait_for(pilot, lambda: not modal.running, timeout=30, what="the moves")
         assert "✔ Done." in result_text(modal)
         await click_shown(pilot, "#mv-close")
-        await wait_for(pilot, lambda: pilot.app.screen is screen and not screen.loading and screen.inventory
+        await wait_for(pilot, lambda: pilot.app.screen is screen and not screen.reloading and screen.inventory
                        is not None and not screen.inventory.flagged, what="the reload")
 
 

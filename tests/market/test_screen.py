@@ -23,7 +23,7 @@ async def _market(pilot: Any, app: SiteToolkitApp) -> MarketplaceScreen:
     await wait_for(pilot, lambda: app.info is not None, what="the connection")
     app.open_screen("market")
     return await wait_for(pilot, lambda: isinstance(s := app.screen, MarketplaceScreen) and s.catalog is not None
-                          and not s.loading and s.table.size.height > 0 and s, what="the marketplace catalog, laid out")
+                          and not s.reloading and s.table.size.height > 0 and s, what="the marketplace catalog, laid out")
 
 
 def _keys_for(screen: MarketplaceScreen, record_id: str, version: str = "") -> str:
@@ -112,7 +112,7 @@ async def test_download_flow_reviews_then_follows_every_image_to_ready(sim: SimS
         assert all(panel.step_state(step) == "done" for step in modal.plan.step_names)  # type: ignore[union-attr]
         assert "Downloaded" in rendered_text(modal.query_one("#dl-result"))
         await click_shown(pilot, "#dl-close")
-        await wait_for(pilot, lambda: app.screen is screen and not screen.loading
+        await wait_for(pilot, lambda: app.screen is screen and not screen.reloading
                        and screen.current is not None and screen.current.state.value == "up to date",
                        what="the reloaded list")
 
@@ -169,7 +169,7 @@ async def test_attributes_flow_tags_an_untagged_image(sim: SimServer) -> None:
         async for _ in download_appliance(app.site, plan, poll_interval=0.02, attach=False):
             pass
         screen.reload()
-        await wait_for(pilot, lambda: not screen.loading, what="the reload")
+        await wait_for(pilot, lambda: not screen.reloading, what="the reload")
         await _cursor_to(pilot, screen, "service_bastion")
         assert screen.current is not None and screen.current.state.value == "untagged image found"
         await pilot.press("a")
@@ -180,7 +180,7 @@ async def test_attributes_flow_tags_an_untagged_image(sim: SimServer) -> None:
         modal.apply()
         await wait_for(pilot, lambda: "updated" in rendered_text(modal.query_one("#at-results")), what="the results")
         await pilot.press("escape")
-        await wait_for(pilot, lambda: app.screen is screen and not screen.loading and screen.current is not None
+        await wait_for(pilot, lambda: app.screen is screen and not screen.reloading and screen.current is not None
                        and screen.current.state.value == "up to date", what="the reloaded list")
 
 
@@ -237,4 +237,4 @@ async def test_an_unreadable_marketplace_is_named_in_the_status_line(sim: SimSer
         assert screen.table.row_count == 0
         sim.site.faults.market_faults.clear()
         await pilot.press("r")
-        await wait_for(pilot, lambda: not screen.loading and screen.table.row_count == 29, what="the reload")
+        await wait_for(pilot, lambda: not screen.reloading and screen.table.row_count == 29, what="the reload")

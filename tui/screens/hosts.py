@@ -27,6 +27,7 @@ from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.content import Content
 from textual.message import Message
+from textual.reactive import var
 from textual.timer import Timer
 from textual.widgets import Label, Static
 from textual.worker import Worker
@@ -226,10 +227,13 @@ class HostsScreen(SiteScreen):
             super().__init__()
             self.error = error
 
+    #: a load is under way (never two at once); not named `loading`, which is Textual's own flag that
+    #: covers the whole screen with a loading indicator
+    reloading: var[bool] = var(False)
+
     def __init__(self) -> None:
         super().__init__(id="screen-hosts")
         self.inventory: HostInventory | None = None
-        self.loading = False
         self.last_error: SiteError | None = None
         self._poll: Timer | None = None
 
@@ -263,14 +267,14 @@ class HostsScreen(SiteScreen):
     # ------------------------------------------------------------------ loading
 
     def _tick(self) -> None:
-        if self.is_active and not self.loading:
+        if self.is_active and not self.reloading:
             self.reload()
 
     def reload(self) -> None:
         """Read hosts and database VMs again (never two loads at once)."""
-        if self.loading:
+        if self.reloading:
             return
-        self.loading = True
+        self.reloading = True
         self._paint_status()
         self._load_worker()
 
@@ -285,13 +289,13 @@ class HostsScreen(SiteScreen):
 
     def worker_failed(self, worker: Worker[Any], error: BaseException) -> None:
         if worker.group == "hosts-load":
-            self.loading = False
+            self.reloading = False
             self._paint_status()
         super().worker_failed(worker, error)
 
     @on(Loaded)
     def _loaded(self, message: Loaded) -> None:
-        self.loading = False
+        self.reloading = False
         self.last_error = None
         inventory = self.inventory = message.inventory
         self.hosts_table.set_rows([host_row(row) for row in inventory.hosts])
@@ -315,7 +319,7 @@ class HostsScreen(SiteScreen):
 
     @on(Failed)
     def _failed(self, message: Failed) -> None:
-        self.loading = False
+        self.reloading = False
         self.last_error = message.error
         self.shell.mark_unreachable(message.error)
         if self.inventory is None:
@@ -328,7 +332,7 @@ class HostsScreen(SiteScreen):
         if self.last_error is not None:
             stale = " (showing the last data received)" if self.inventory is not None else ""
             parts.append(f"✘ {self.last_error.title}{stale}; r retries")
-        if self.loading:
+        if self.reloading:
             parts.append("loading…")
         if self.inventory is not None:
             parts += [f"⚠ {note}" for note in self.inventory.notes]

@@ -31,6 +31,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.message import Message
+from textual.reactive import var
 from textual.timer import Timer
 from textual.widgets import Input, Label, Markdown, Static
 from textual.worker import Worker
@@ -157,11 +158,14 @@ class MarketplaceScreen(SiteScreen):
             super().__init__()
             self.error = error
 
+    #: a load is under way (never two at once); not named `loading`, which is Textual's own flag that
+    #: covers the whole screen with a loading indicator
+    reloading: var[bool] = var(False)
+
     def __init__(self) -> None:
         super().__init__(id="screen-market")
         self.catalog: MarketCatalog | None = None
         self.entries: dict[str, CatalogEntry] = {}
-        self.loading = False
         self.last_error: SiteError | None = None
         #: perf_counter marks of the last load (fetched, rows built, rows shown), for bench/
         self.timings: dict[str, float] = {}
@@ -206,9 +210,9 @@ class MarketplaceScreen(SiteScreen):
 
     def reload(self) -> None:
         """Read every marketplace again (never two loads at once)."""
-        if self.loading:
+        if self.reloading:
             return
-        self.loading = True
+        self.reloading = True
         self._changes_seen = self.site.changes
         self._paint_status()
         self._load_worker()
@@ -228,7 +232,7 @@ class MarketplaceScreen(SiteScreen):
 
     def worker_failed(self, worker: Worker[Any], error: BaseException) -> None:
         if worker.group == "market-list":
-            self.loading = False
+            self.reloading = False
             self._paint_status()
         super().worker_failed(worker, error)
 
@@ -238,7 +242,7 @@ class MarketplaceScreen(SiteScreen):
 
     def show_catalog(self, catalog: MarketCatalog, rows: list[TableRow] | None = None) -> None:
         """Show a catalog (rows built here when not given); the cursor stays on the same record."""
-        self.loading = False
+        self.reloading = False
         self.last_error = None
         self.catalog = catalog
         self.entries = {entry.key: entry for entry in catalog.entries}
@@ -261,7 +265,7 @@ class MarketplaceScreen(SiteScreen):
 
     @on(Failed)
     def _failed(self, message: Failed) -> None:
-        self.loading = False
+        self.reloading = False
         self.last_error = message.error
         self.shell.mark_unreachable(message.error)
         if self.catalog is None:
@@ -295,7 +299,7 @@ class MarketplaceScreen(SiteScreen):
         if table.sort_column:
             label = next(c.label for c in COLUMNS if c.key == table.sort_column)
             parts.append(f"sorted by {label.lower()} {'▼' if table.sort_reverse else '▲'}")
-        if self.loading:
+        if self.reloading:
             parts.append("loading…")
         if self.last_error is not None:
             parts.insert(0, f"✘ {self.last_error.title}; r retries")

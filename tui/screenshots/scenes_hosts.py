@@ -14,7 +14,7 @@ async def hosts_loaded(ctx: SceneContext) -> Any:
     await ctx.wait_for(lambda: ctx.app.info is not None, what="the connection")
     ctx.app.open_screen("hosts")
     screen = await ctx.wait_for(lambda: isinstance(s := ctx.app.screen, HostsScreen) and s.inventory is not None
-                                and not s.loading and s, what="the hosts screen")
+                                and not s.reloading and s, what="the hosts screen")
     await ctx.pilot.pause()
     return screen
 

@@ -15,7 +15,7 @@ async def market_loaded(ctx: SceneContext, key: str | None = None, version: str 
     await ctx.wait_for(lambda: ctx.app.info is not None, what="the connection")
     ctx.app.open_screen("market")
     screen = await ctx.wait_for(lambda: isinstance(s := ctx.app.screen, MarketplaceScreen) and s.catalog is not None
-                                and not s.loading and s, what="the marketplace catalog")
+                                and not s.reloading and s, what="the marketplace catalog")
     if key is not None:
         wanted = next(e.key for e in screen.catalog.entries
                       if e.record.id == key and (not version or e.record.version == version))
