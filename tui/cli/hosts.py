@@ -16,36 +16,19 @@ Exit codes: see `tui.cli.common`.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from typing import Any
 
 from rich.table import Table
 from rich.text import Text
 
-from tui.cli.common import (
-    EXIT_FAILED,
-    EXIT_FINDINGS,
-    EXIT_OK,
-    EXIT_USAGE,
-    collecting,
-    confirm,
-    emit_json,
-    follow,
-    positive_seconds,
-    print_error,
-    show_preview,
-    site_command,
-    table_console,
-    usage,
-)
+from tui.cli.common import EXIT_FAILED, EXIT_FINDINGS, EXIT_OK, emit_json, positive_seconds, site_command, table_console, usage
+from tui.cli.runner import run_cli
 from tui.domain.cpu import VM_CHECKED
 from tui.procedures.connection import SiteConnection
 from tui.procedures.hosts import DbVmRow, HostInventory, HostRow, load_inventory
-from tui.procedures.move_plan import MovePlan, MoveTimeouts, plan_flagged, plan_move, plan_redeploy, preview_many
-from tui.procedures.move_vm import MoveFailed, move_many
-from tui.procedures.preview import Preview
-from tui.procedures.progress import Progress
+from tui.procedures.move_operation import MoveOperation, MoveSet, MoveVms, RedeployVm
+from tui.procedures.move_plan import MoveTimeouts
 
 
 def _flag(value: bool | None) -> str:
@@ -162,65 +145,39 @@ def _timeouts(args: argparse.Namespace) -> MoveTimeouts:
                         poll_interval=base.poll_interval)
 
 
-async def _run_plans(args: argparse.Namespace, site: SiteConnection, plans: tuple[MovePlan, ...],
-                     skipped: list[dict[str, Any]]) -> int:
-    timeouts = _timeouts(args)
-    preview: Preview = preview_many(plans, timeouts)
-    if show_preview(preview, args, {"plans": [p.as_json() for p in plans], "skipped": skipped}):
-        return EXIT_OK
-    if not confirm(f"{'Redeploy' if plans[0].redeploy else 'Move'} {preview.target}", args.yes):
-        return EXIT_USAGE
-    events: list[Progress] = []
-    try:
-        events = await follow(collecting(move_many(site, plans, timeouts=timeouts), events), args.json)
-    except MoveFailed as failure:
-        print_error(failure, args.json, failure=failure.as_json(), events=[e.as_json() for e in events])
-        return EXIT_FAILED
-    except asyncio.CancelledError:
-        last = events[-1] if events else None
-        where = f" during step “{last.step}”" if last else ""
-        print(f"interrupted{where}: run the same command again to resume the move", file=sys.stderr)
-        raise
-    if args.json:
-        emit_json({"ok": True, "preview": preview.as_json(), "plans": [p.as_json() for p in plans],
-                   "skipped": skipped, "events": [e.as_json() for e in events]})
-    else:
-        for plan in plans:
-            print(f"{plan.label} runs on {plan.target_label} with CPU model {plan.cpu_model or '(none)'}.")
-    return EXIT_OK
+async def _run_moves(args: argparse.Namespace, site: SiteConnection, operation: MoveOperation,
+                     plan: MoveSet | None = None) -> int:
+    if plan is None:
+        plan = await operation.plan(site)
+    return await run_cli(args, site, operation, plan=plan, extra=plan.as_json(),
+                         describe=lambda moved: "\n".join(moved.lines()))
 
 
 async def _move(args: argparse.Namespace, site: SiteConnection) -> int:
-    if args.read_only:
-        return usage("read-only mode: moving a VM changes the cloud", args.json)
     if args.all_flagged == (args.vm_id is not None):
         return usage("give either a VM_ID or --all-flagged", args.json)
-    skipped: list[dict[str, Any]] = []
-    if args.all_flagged:
-        if args.host is not None or args.passthrough:
-            return usage("--host and --passthrough apply to one VM, not to --all-flagged", args.json)
-        plans, problems = await plan_flagged(site, hard=args.hard)
-        skipped = [{"vm_id": row.id, "name": row.name, "reason": f"{error.title}: {error.detail}"}
-                   for row, error in problems]
-        if not args.json:
-            for item in skipped:
-                print(f"skipping VM {item['vm_id']} {item['name']}: {item['reason']}", file=sys.stderr)
-        if not plans:
-            if args.json:
-                emit_json({"ok": not skipped, "plans": [], "skipped": skipped})
-            else:
-                print("No flagged document-database VM to move." if not skipped else "Nothing can be moved.")
-            return EXIT_OK if not skipped else EXIT_FAILED
-    else:
-        plans = (await plan_move(site, args.vm_id, args.host, passthrough=args.passthrough, hard=args.hard),)
-    return await _run_plans(args, site, plans, skipped)
+    if not args.all_flagged:
+        return await _run_moves(args, site, MoveVms((args.vm_id,), args.host, args.passthrough, args.hard,
+                                                    _timeouts(args)))
+    if args.host is not None or args.passthrough:
+        return usage("--host and --passthrough apply to one VM, not to --all-flagged", args.json)
+    operation = MoveVms(None, hard=args.hard, timeouts=_timeouts(args))
+    plan = await operation.plan(site)
+    skipped = plan.skipped_json()
+    if not args.json:
+        for item in skipped:
+            print(f"skipping VM {item['vm_id']} {item['name']}: {item['reason']}", file=sys.stderr)
+    if not plan.plans:
+        if args.json:
+            emit_json({"ok": not skipped, "plans": [], "skipped": skipped})
+        else:
+            print("No flagged document-database VM to move." if not skipped else "Nothing can be moved.")
+        return EXIT_OK if not skipped else EXIT_FAILED
+    return await _run_moves(args, site, operation, plan)
 
 
 async def _redeploy(args: argparse.Namespace, site: SiteConnection) -> int:
-    if args.read_only:
-        return usage("read-only mode: redeploying a VM changes the cloud", args.json)
-    plan = await plan_redeploy(site, args.vm_id, args.host, args.cpu_model)
-    return await _run_plans(args, site, (plan,), [])
+    return await _run_moves(args, site, RedeployVm(args.vm_id, args.host, args.cpu_model, _timeouts(args)))
 
 
 # registration -----------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ and `extra` adds members to the JSON answers (the plan is always there).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
 
@@ -42,15 +43,23 @@ def result_json(result: Any) -> Any:
     return as_json() if callable(as_json) else result
 
 
+_NO_PLAN: Any = object()
+
+
 async def run_cli(args: argparse.Namespace, site: "SiteConnection", operation: Operation[PlanT, ResultT], *,
-                  extra: Mapping[str, Any] | None = None, before: str = "",
+                  plan: PlanT = _NO_PLAN, extra: Mapping[str, Any] | None = None, before: str = "",
                   describe: Callable[[ResultT], str] | None = None,
                   timeout: float | None = None) -> int:
-    """Run one operation headless (see the module docstring); returns the exit code."""
+    """Run one operation headless (see the module docstring); returns the exit code.
+
+    `plan` is the operation's plan when the verb has already made it (to answer an empty plan its
+    own way); the JSON answers carry the plan's members (`plan_json`), then `extra`."""
     as_json = bool(getattr(args, "json", False))
-    plan = await operation.plan(site)
+    if plan is _NO_PLAN:
+        plan = await operation.plan(site)
+    preview = operation.preview(plan)
     answer: dict[str, Any] = {"plan": operation.plan_json(plan), **(extra or {})}
-    if show_preview(operation.preview(plan), args, answer, before=before):
+    if show_preview(preview, args, answer, before=before):
         return EXIT_OK
     try:
         refuse_if_read_only(site, operation)
@@ -63,10 +72,18 @@ async def run_cli(args: argparse.Namespace, site: "SiteConnection", operation: O
     try:
         result = await run_operation(site, operation, plan, context, timeout=timeout)
     except SiteError as error:
-        print_error(error, as_json, **answer, events=[e.as_json() for e in context.events])
+        failure = getattr(error, "as_json", None)
+        print_error(error, as_json, **answer, **({"failure": failure()} if callable(failure) else {}),
+                    events=[e.as_json() for e in context.events])
         return EXIT_FAILED
+    except asyncio.CancelledError:  # ctrl+c: say where it stopped and how to go on
+        if operation.resumable:
+            last = context.events[-1] if context.events else None
+            where = f" during step “{last.step}”" if last else ""
+            print(f"interrupted{where}: run the same command again to resume", file=sys.stderr)
+        raise
     if as_json:
-        emit_json({"ok": True, **answer, "events": [e.as_json() for e in context.events],
+        emit_json({"ok": True, **answer, "preview": preview.as_json(), "events": [e.as_json() for e in context.events],
                    "result": result_json(result)})
     elif describe is not None:
         print(describe(result))

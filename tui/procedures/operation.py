@@ -105,6 +105,11 @@ class Operation(ABC, Generic[PlanT, ResultT]):
     action: ClassVar[str] = ""
     #: False for operations that change nothing on the site (writing a local file, say)
     mutating: ClassVar[bool] = True
+    #: True when `execute` watches `context.cancel` itself (and cleans up with progress events);
+    #: False: the runner cancels its task when the cancel is asked (it stops at the next await)
+    cancels_itself: ClassVar[bool] = True
+    #: running it again continues where an interrupted run stopped
+    resumable: ClassVar[bool] = False
 
     @abstractmethod
     async def plan(self, site: "SiteConnection") -> PlanT:
@@ -140,11 +145,22 @@ def refuse_if_read_only(site: "SiteConnection", operation: Operation[Any, Any]) 
 
 async def run_operation(site: "SiteConnection", operation: Operation[PlanT, ResultT], plan: PlanT,
                         context: RunContext, *, timeout: float | None = None) -> ResultT:
-    """Run a planned operation: the read-only refusal, the time limit, then `execute`."""
+    """Run a planned operation: the read-only refusal, the time limit, the cancel, then `execute`.
+
+    A cancel of an operation that does not watch `context.cancel` itself cancels its task, which
+    stops at its next await; either way the caller gets `OperationCancelled`-like `SiteError`s."""
     refuse_if_read_only(site, operation)
-    if timeout is None:
-        return await operation.execute(site, plan, context)
+    task = asyncio.current_task()
+    watcher: asyncio.Task[None] | None = None
+    if not operation.cancels_itself and task is not None:
+        async def cancel_on_request() -> None:
+            await context.cancel.wait()
+            task.cancel()
+
+        watcher = asyncio.ensure_future(cancel_on_request())
     try:
+        if timeout is None:
+            return await operation.execute(site, plan, context)
         async with asyncio.timeout(timeout):
             return await operation.execute(site, plan, context)
     except TimeoutError:
@@ -152,3 +168,13 @@ async def run_operation(site: "SiteConnection", operation: Operation[PlanT, Resu
         raise SiteError(f"{operation.title}: no result within {timeout:g} s",
                         "The operation was stopped; running it again continues from what was done.",
                         retryable=True) from None
+    except asyncio.CancelledError:
+        if watcher is None or not context.cancel.is_set() or task is None:
+            raise
+        task.uncancel()
+        step = context.events[-1].step if context.events else ""
+        raise OperationCancelled("Cancelled", f"during step “{step}”" if step else "before the first step",
+                                 retryable=operation.resumable) from None
+    finally:
+        if watcher is not None:
+            watcher.cancel()

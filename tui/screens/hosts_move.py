@@ -17,7 +17,7 @@ The modal returns True when it changed the cloud (so the hosts screen reloads).
 
 from __future__ import annotations
 
-import asyncio
+from dataclasses import dataclass
 from typing import Any, ClassVar, Sequence
 
 from rich.text import Text
@@ -27,46 +27,19 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
-from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Label, Select, Static
-from textual.worker import Worker
 
 from tui.errors import SiteError
 from tui.procedures.hosts import HostInventory
 from tui.procedures.inventory import vm_detail
-from tui.procedures.move_plan import (
-    DEFAULT_TIMEOUTS,
-    PASSTHROUGH_WARNING,
-    MovePlan,
-    MoveTimeouts,
-    passthrough_candidates,
-    plan_flagged,
-    plan_move,
-    plan_redeploy,
-    preview_many,
-    preview_move,
-)
-from tui.procedures.move_vm import MoveFailed, describe_state, move_many
+from tui.procedures.move_operation import Moved, MoveSet, MoveVms, RedeployVm, ResumeMoves
+from tui.procedures.move_plan import DEFAULT_TIMEOUTS, PASSTHROUGH_WARNING, MovePlan, MoveTimeouts, passthrough_candidates
+from tui.procedures.move_vm import MoveFailed, describe_state
+from tui.procedures.operation import OperationCancelled
 from tui.procedures.preview import Preview
-from tui.procedures.progress import Progress
 from tui.screens.error_text import error_text
-from widgets.confirm_modal import ConfirmModal
+from tui.screens.operation_modal import OperationModal, preview_text
 from widgets.progress_panel import ProgressPanel
-
-
-def preview_text(preview: Preview) -> Text:
-    """A preview as Rich text: title, warnings, each step with its CLI (done steps dimmed)."""
-    text = Text(preview.title, style="bold")
-    for warning in preview.warnings:
-        text.append("\n⚠ ", style="bold yellow")
-        text.append(warning, style="yellow")
-    for n, change in enumerate(preview.changes, 1):
-        done = change.kind == "none" and "already done" in change.description
-        text.append(f"\n{n}. ", style="dim" if done else "bold")
-        text.append(change.description, style="dim" if done else "")
-        if change.cli:
-            text.append(f"\n   $ {change.cli}", style="dim cyan")
-    return text
 
 
 def host_label(host: Any, *, best: bool = False) -> str:
@@ -74,9 +47,11 @@ def host_label(host: Any, *, best: bool = False) -> str:
             f"{host.free_mem_mib / 1024:.0f}G free" + (" · best" if best else ""))
 
 
-class MoveModal(ModalScreen[bool]):
+class MoveModal(OperationModal[MoveSet, Moved]):
     """Move one VM, or every flagged one, to a compatible host (see the module docstring)."""
 
+    PREFIX = "mv"
+    FOCUS_START_WHEN_READY = False
     AUTO_FOCUS = "#mv-close"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Close / cancel the move", id="hosts-move.close"),
@@ -104,35 +79,9 @@ class MoveModal(ModalScreen[bool]):
     MoveModal #mv-buttons Button { margin: 0 0 0 2; }
     """
 
-    class Planned(Message):
-        def __init__(self, plans: tuple[MovePlan, ...], notes: tuple[str, ...], error: SiteError | None,
-                     then_run: bool = False) -> None:
-            super().__init__()
-            self.plans = plans
-            self.notes = notes
-            self.error = error
-            self.then_run = then_run
-
-    class Stepped(Message):
-        def __init__(self, event: Progress) -> None:
-            super().__init__()
-            self.event = event
-
-    class Finished(Message):
-        def __init__(self, error: SiteError | None = None, cancelled: bool = False) -> None:
-            super().__init__()
-            self.error = error
-            self.cancelled = cancelled
-
-    class BackPlanned(Message):
-        def __init__(self, plan: MovePlan) -> None:
-            super().__init__()
-            self.plan = plan
-
+    @dataclass
     class StateRead(Message):
-        def __init__(self, text: str) -> None:
-            super().__init__()
-            self.text = text
+        text: str
 
     def __init__(self, inventory: HostInventory, vm_ids: Sequence[int] | None, *, host_id: int | None = None,
                  timeouts: MoveTimeouts = DEFAULT_TIMEOUTS) -> None:
@@ -142,16 +91,21 @@ class MoveModal(ModalScreen[bool]):
         self.vm_ids = tuple(vm_ids) if vm_ids is not None else None
         self.host_id = host_id
         self.timeouts = timeouts
-        self.plans: tuple[MovePlan, ...] = ()
-        self.preview: Preview | None = None
-        self.running = False
-        self.changed = False
+        #: the moves of the last run (what Resume and Put back start from)
+        self._ran: tuple[MovePlan, ...] = ()
         self.failure: MoveFailed | None = None
         self.stopped_step = ""
-        self.events: list[Progress] = []
-        self._run: Worker[None] | None = None
+        #: a put-back is being planned and confirmed (declining it returns to the failure)
+        self._putting_back = False
 
     # ------------------------------------------------------------------ layout
+
+    @property
+    def plans(self) -> tuple[MovePlan, ...]:
+        """The moves under review, else those of the last run."""
+        if self.plan is not None and self.phase == "ready" and not self._putting_back:
+            return self.plan.plans
+        return self._ran
 
     @property
     def single(self) -> bool:
@@ -206,10 +160,18 @@ class MoveModal(ModalScreen[bool]):
                 yield Button("Move…", id="mv-start", variant="warning")
 
     def on_mount(self) -> None:
-        for button in ("#mv-cancel", "#mv-back", "#mv-resume"):
-            self.query_one(button, Button).display = False
-        self.query_one("#mv-start", Button).disabled = True
         self._replan()
+
+    def watch_phase(self, phase: str) -> None:
+        super().watch_phase(phase)
+        if self._putting_back and phase in ("planning", "ready"):
+            self.set_class(True, "-finished")  # the failure stays on screen while the way back is planned
+
+    def paint_buttons(self, phase: str) -> None:
+        super().paint_buttons("finished" if self._putting_back and phase in ("planning", "ready") else phase)
+        if phase != "finished":
+            for button in ("#mv-back", "#mv-resume"):
+                self.query_one(button, Button).display = False
 
     # ------------------------------------------------------------------ planning
 
@@ -229,165 +191,97 @@ class MoveModal(ModalScreen[bool]):
     def _replan(self) -> None:
         if self.running:
             return
-        self.plans = ()
-        self.preview = None
-        self.query_one("#mv-start", Button).disabled = True
+        self.invalidate()
         host_id, passthrough, hard = self._choices()
         if self.single and not self.inventory.ranking.eligible and not passthrough:
-            self._show_preview(Text("No compatible host: tick host-passthrough to plan the move anyway, or close.",
-                                    style="yellow"))
+            self.show_preview_text(Text("No compatible host: tick host-passthrough to plan the move anyway, or close.",
+                                        style="yellow"))
             return
-        self._show_preview(Text("Planning…", style="dim"))
-        self._plan_worker(host_id, passthrough, hard)
+        self.show_preview_text(Text("Planning…", style="dim"))
+        self.plan_operation(MoveVms(self.vm_ids, host_id, passthrough, hard, self.timeouts))
 
-    @work(exclusive=True, group="hosts-move-plan", exit_on_error=False)
-    async def _plan_worker(self, host_id: int | None, passthrough: bool, hard: bool) -> None:
-        site = self.app.site  # type: ignore[attr-defined]
-        try:
-            if self.vm_ids is None:
-                plans, problems = await plan_flagged(site, hard=hard)
-                notes = tuple(f"VM {row.id} {row.name} is left out: {error.title}: {error.detail}"
-                              for row, error in problems)
-            else:
-                plans = tuple([await plan_move(site, vm_id, host_id, passthrough=passthrough, hard=hard)
-                               for vm_id in self.vm_ids])
-                notes = ()
-        except SiteError as error:
-            self.post_message(self.Planned((), (), error))
-            return
-        self.post_message(self.Planned(plans, notes, None))
-
-    @on(Planned)
-    def _planned(self, message: Planned) -> None:
-        if message.error is not None:
-            if message.then_run:
-                self._finish_buttons(resumable=True)
-                self._show_result(Text.assemble(("✘ Cannot resume: ", "bold red"), (message.error.title, "bold"),
-                                                "\n", message.error.detail))
-                return
-            self._show_preview(error_text(message.error))
-            return
-        self.plans = message.plans
-        if not self.plans:
-            self._show_preview(Text("\n".join(message.notes) or "Nothing to move.", style="yellow"))
-            return
-        self.preview = preview_many(self.plans, self.timeouts)
-        text = preview_text(self.preview)
-        for note in message.notes:
-            text.append(f"\n⚠ {note}", style="yellow")
-        self._show_preview(text)
-        if message.then_run:
-            self._start_run(self.plans)
+    def show_plan(self, plan: MoveSet, preview: Preview) -> None:
+        if self._putting_back:
+            first = plan.plans[0]
+            self.show_result_text(Text(f"Confirm to put {first.label} back on {first.target_label}.", style="dim"))
+            self.start()
             return
         start = self.query_one("#mv-start", Button)
-        start.disabled = self.preview.is_noop and all(not p.wait_ready for p in self.plans)
-        start.label = "Move…" if not self.plans[0].redeploy else "Redeploy…"
-
-    def _show_preview(self, text: Text) -> None:
-        self.query_one("#mv-preview", Static).update(text)
-
-    def _show_result(self, text: Text) -> None:
-        self.query_one("#mv-result", Static).update(text)
-
-    # ------------------------------------------------------------------ confirm and run
-
-    @on(Button.Pressed, "#mv-start")
-    def confirm_move(self) -> None:
-        if not self.plans or self.preview is None or self.running:
+        if not plan.plans:
+            self.show_preview_text(Text("\n".join(plan.notes) or "Nothing to move.", style="yellow"))
+            start.disabled = True
             return
-        if getattr(self.app, "read_only", False):
-            self.app.notify("Read-only mode: moves are not available", severity="warning", markup=False)
-            return
-        self._confirm(self.plans, self.preview)
+        text = preview_text(preview)
+        for note in plan.notes:
+            text.append(f"\n⚠ {note}", style="yellow")
+        self.show_preview_text(text)
+        start.disabled = preview.is_noop and all(not p.wait_ready for p in plan.plans)
+        start.label = "Move…" if not plan.plans[0].redeploy else "Redeploy…"
 
-    def _confirm(self, plans: tuple[MovePlan, ...], preview: Preview) -> None:
-        verb = "Redeploy" if plans[0].redeploy else "Move"
-        targets = "; ".join(f"{p.label} to {p.target_label} with CPU model {p.cpu_model or '(none)'}" for p in plans)
-        detail = f"{verb} {targets}."
-        if preview.warnings:
-            detail += "\n" + "\n".join(f"⚠ {w}" for w in preview.warnings)
+    def show_plan_failure(self, error: SiteError, resuming: bool) -> None:
+        if self._putting_back:
+            self._putting_back = False
+            self.phase = "finished"
+            self.show_result_text(Text(f"Cannot put it back: {error.title}: {error.detail}"))
+            self._finish_buttons(resumable=True)
+        elif resuming:
+            self._finish_buttons(resumable=True)
+            self.show_result_text(Text.assemble(("✘ Cannot resume: ", "bold red"), (error.title, "bold"),
+                                                "\n", error.detail))
+        else:
+            self.show_preview_text(error_text(error))
 
-        def answered(confirmed: bool | None) -> None:
-            if confirmed:
-                self._start_run(plans)
+    def confirmation_declined(self) -> None:
+        if self._putting_back:  # back to the failure, as it was
+            self._putting_back = False
+            self.phase = "finished"
+            self._finish_buttons(resumable=True)
 
-        self.app.push_screen(ConfirmModal(verb, preview.target, detail=detail, command=preview.cli_script()), answered)
+    # ------------------------------------------------------------------ run
 
-    def _start_run(self, plans: tuple[MovePlan, ...]) -> None:
-        self.plans = plans
-        self.running = True
-        self.changed = True
+    def run_started(self, plan: MoveSet) -> None:
+        self._putting_back = False
+        self._ran = plan.plans
         self.failure = None
         self.stopped_step = ""
-        self.events = []
-        self.set_class(False, "-finished")
-        self.set_class(True, "-running")
-        many = len(plans) > 1
-        steps = [f"VM {p.vm_id}: {s}" if many else s for p in plans for s in p.steps]
-        self.query_one("#mv-progress", ProgressPanel).set_steps(steps)
-        for button, show in (("#mv-start", False), ("#mv-close", False), ("#mv-back", False), ("#mv-resume", False),
-                             ("#mv-cancel", True)):
-            self.query_one(button, Button).display = show
-        cancel = self.query_one("#mv-cancel", Button)
-        cancel.disabled = False
-        cancel.focus()
-        verb = "Redeploying" if plans[0].redeploy else "Moving"
-        self._show_result(Text(f"{verb} {', '.join(p.label for p in plans)}…", style="bold"))
-        self._run = self._run_worker(plans)
+        super().run_started(plan)
+        verb = "Redeploying" if plan.plans[0].redeploy else "Moving"
+        self.show_result_text(Text(f"{verb} {', '.join(p.label for p in plan.plans)}…", style="bold"))
 
-    @work(exclusive=True, group="hosts-move-run", exit_on_error=False)
-    async def _run_worker(self, plans: tuple[MovePlan, ...]) -> None:
-        try:
-            async for event in move_many(self.app.site, plans, timeouts=self.timeouts):  # type: ignore[attr-defined]
-                self.post_message(self.Stepped(event))
-        except SiteError as error:
-            self.post_message(self.Finished(error))
-            return
-        except asyncio.CancelledError:
-            self.post_message(self.Finished(cancelled=True))
-            raise
-        self.post_message(self.Finished())
-
-    @on(Stepped)
-    def _stepped(self, message: Stepped) -> None:
-        event = message.event
-        self.events.append(event)
+    def show_step(self, event: Any) -> None:
         self.stopped_step = event.step
-        self.query_one("#mv-progress", ProgressPanel).update_step(event.step, event.state, event.message,
-                                                                  done=event.done, total=event.total)
+        super().show_step(event)
 
-    @on(Finished)
-    def _finished(self, message: Finished) -> None:
-        self.running = False
-        self.set_class(False, "-running")
-        self.set_class(True, "-finished")
-        error = message.error
-        if message.cancelled:
+    def cancelling(self) -> None:
+        self.show_result_text(Text("Cancelling after the current platform call…", style="bold yellow"))
+
+    def show_failure(self, error: SiteError) -> None:
+        if isinstance(error, OperationCancelled):
             step = self.stopped_step or "the first step"
-            self._show_result(Text.assemble(("✘ Cancelled ", "bold red"), f"during step “{step}”. Reading the VM's "
-                                            "state…"))
+            self.show_result_text(Text.assemble(("✘ Cancelled ", "bold red"), f"during step “{step}”. Reading the "
+                                                "VM's state…"))
             self._finish_buttons(resumable=True)
             self._read_state(step)
             return
         if isinstance(error, MoveFailed):
             self.failure = error
-            self._show_result(Text.assemble(
+            self.show_result_text(Text.assemble(
                 ("✘ Stopped at step ", "bold red"), (f"“{error.step}”", "bold red"), f": {error.reason}\n",
                 (f"{error.plan.label} is now {error.vm_state}.", "bold"),
                 "\nResume runs the same move again from where it stopped; Put back deploys the VM on "
                 f"{error.plan.origin_label} with CPU model {error.plan.origin_cpu_model or '(none)'}."))
-            self._finish_buttons(resumable=True)
-            return
-        if error is not None:
-            self._show_result(Text.assemble(("✘ Failed: ", "bold red"), (error.title, "bold"), "\n", error.detail))
-            self._finish_buttons(resumable=True)
-            return
+        else:
+            self.show_result_text(Text.assemble(("✘ Failed: ", "bold red"), (error.title, "bold"), "\n",
+                                                error.detail))
+        self._finish_buttons(resumable=True)
+
+    def show_result(self, result: Moved) -> None:
         lines = Text.assemble(("✔ Done.", "bold green"))
-        for plan in self.plans:
+        for plan in result.plans:
             ready = " The application reports ready." if plan.wait_ready else ""
             lines.append(f"\n{plan.label} runs on {plan.target_label} with CPU model {plan.cpu_model or '(none)'}."
                          f"{ready}")
-        self._show_result(lines)
+        self.show_result_text(lines)
         self._finish_buttons(resumable=False)
 
     def _finish_buttons(self, *, resumable: bool) -> None:
@@ -418,7 +312,7 @@ class MoveModal(ModalScreen[bool]):
         if plan is None:
             return
         try:
-            vm = await vm_detail(self.app.site, plan.vm_id)  # type: ignore[attr-defined]
+            vm = await vm_detail(self.shell.site, plan.vm_id)
         except SiteError as error:
             self.post_message(self.StateRead(f"{plan.label}: its state could not be read ({error.title})."))
             return
@@ -427,71 +321,26 @@ class MoveModal(ModalScreen[bool]):
     @on(StateRead)
     def _state_read(self, message: StateRead) -> None:
         step = self.stopped_step or "the first step"
-        self._show_result(Text.assemble(("✘ Cancelled ", "bold red"), f"during step “{step}”.\n",
-                                        (message.text, "bold"),
-                                        "\nResume runs the same move again from where it stopped."))
+        self.show_result_text(Text.assemble(("✘ Cancelled ", "bold red"), f"during step “{step}”.\n",
+                                            (message.text, "bold"),
+                                            "\nResume runs the same move again from where it stopped."))
 
-    # ------------------------------------------------------------------ resume, put back, close
+    # ------------------------------------------------------------------ resume, put back
 
     @on(Button.Pressed, "#mv-resume")
     def resume(self) -> None:
         if self.running or not self.plans:
             return
-        self._show_result(Text("Resuming: reading the VMs again…", style="dim"))
+        self.show_result_text(Text("Resuming: reading the VMs again…", style="dim"))
         self.query_one("#mv-resume", Button).display = False
         self.query_one("#mv-back", Button).display = False
-        self._resume_worker(self.plans)
-
-    @work(exclusive=True, group="hosts-move-plan", exit_on_error=False)
-    async def _resume_worker(self, plans: tuple[MovePlan, ...]) -> None:
-        site = self.app.site  # type: ignore[attr-defined]
-        try:
-            fresh = []
-            for plan in plans:
-                if plan.redeploy:
-                    fresh.append(await plan_redeploy(site, plan.vm_id, plan.target_host_id, plan.cpu_model))
-                else:
-                    fresh.append(await plan_move(site, plan.vm_id, plan.target_host_id, passthrough=plan.passthrough,
-                                                 hard=plan.hard))
-        except SiteError as error:
-            self.post_message(self.Planned((), (), error, then_run=True))
-            return
-        self.post_message(self.Planned(tuple(fresh), (), None, then_run=True))
+        self.plan_operation(ResumeMoves(self.plans, self.timeouts), then_run=True)
 
     @on(Button.Pressed, "#mv-back")
     def put_back(self) -> None:
         source = self._back_plan_source()
         if self.running or source is None or source.origin_host_id is None:
             return
-        self._show_result(Text(f"Planning the way back to {source.origin_label}…", style="dim"))
-        self._back_worker(source)
-
-    @work(exclusive=True, group="hosts-move-plan", exit_on_error=False)
-    async def _back_worker(self, source: MovePlan) -> None:
-        try:
-            plan = await plan_redeploy(self.app.site, source.vm_id, source.origin_host_id,  # type: ignore[arg-type, attr-defined]
-                                       source.origin_cpu_model)
-        except SiteError as error:
-            self.post_message(self.StateRead(f"Cannot put it back: {error.title}: {error.detail}"))
-            return
-        self.post_message(self.BackPlanned(plan))
-
-    @on(BackPlanned)
-    def _back_planned(self, message: BackPlanned) -> None:
-        self._show_result(Text(f"Confirm to put {message.plan.label} back on {message.plan.target_label}.",
-                               style="dim"))
-        self._confirm((message.plan,), preview_move(message.plan, self.timeouts))
-
-    @on(Button.Pressed, "#mv-cancel")
-    def cancel_move(self) -> None:
-        if self.running and self._run is not None:
-            self.query_one("#mv-cancel", Button).disabled = True
-            self._show_result(Text("Cancelling after the current platform call…", style="bold yellow"))
-            self._run.cancel()
-
-    @on(Button.Pressed, "#mv-close")
-    def action_close(self) -> None:
-        if self.running:
-            self.cancel_move()
-            return
-        self.dismiss(self.changed)
+        self.show_result_text(Text(f"Planning the way back to {source.origin_label}…", style="dim"))
+        self._putting_back = True
+        self.plan_operation(RedeployVm(source.vm_id, source.origin_host_id, source.origin_cpu_model, self.timeouts))

@@ -68,6 +68,8 @@ class OperationModal(ModalScreen[bool], Generic[PlanT, ResultT]):
 
     #: id prefix of the modal's widgets ("dl" for `#dl-start`, ...)
     PREFIX: ClassVar[str] = "op"
+    #: the run button takes the focus once the plan is shown (False: it stays where it was)
+    FOCUS_START_WHEN_READY: ClassVar[bool] = True
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Close / cancel", id="operation.close"),
     ]
@@ -199,7 +201,7 @@ class OperationModal(ModalScreen[bool], Generic[PlanT, ResultT]):
             self.begin()
             return
         start = self._button("start")
-        if start is not None and not start.disabled:
+        if self.FOCUS_START_WHEN_READY and self.phase == "ready" and start is not None and start.display and not start.disabled:
             start.focus()
 
     @on(PlanFailed)
@@ -242,10 +244,15 @@ class OperationModal(ModalScreen[bool], Generic[PlanT, ResultT]):
         def answered(confirmed: bool | None) -> None:
             if confirmed:
                 self.begin()
+            else:
+                self.confirmation_declined()
 
         assert self.preview is not None
         self.app.push_screen(ConfirmModal(question.verb, question.target, detail=question.detail,
                                           command=self.preview.cli_script()), answered)
+
+    def confirmation_declined(self) -> None:
+        """The operator answered Cancel to the confirmation (default: stay where it was)."""
 
     def begin(self) -> None:
         """Run the planned operation now (confirmed)."""
