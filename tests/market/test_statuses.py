@@ -47,7 +47,7 @@ async def test_the_list_reads_the_statuses_again_after_work_elsewhere(sim: SimSe
         await wait_for(pilot, lambda: app.info is not None, what="the connection")
         app.open_screen("market")
         screen = await wait_for(pilot, lambda: isinstance(s := app.screen, MarketplaceScreen)
-                                and s.catalog is not None and not s.loading and s, what="the catalog")
+                                and s.catalog is not None and not s.reloading and s, what="the catalog")
         key = next(e.key for e in screen.catalog.entries  # type: ignore[union-attr]
                    if e.record.id == "service_toolkit_automation_image" and e.record.version == TOOLKIT_VERSION)
         assert screen.entries[key].state.value == "not downloaded"
