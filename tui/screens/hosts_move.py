@@ -97,6 +97,8 @@ class MoveModal(OperationModal[MoveSet, Moved]):
         self.stopped_step = ""
         #: a put-back is being planned and confirmed (declining it returns to the failure)
         self._putting_back = False
+        #: the form's choices the current plan was made for
+        self._planned_for: tuple[int | None, bool, bool] | None = None
 
     # ------------------------------------------------------------------ layout
 
@@ -191,8 +193,12 @@ class MoveModal(OperationModal[MoveSet, Moved]):
     def _replan(self) -> None:
         if self.running:
             return
+        choices = self._choices()
+        if choices == self._planned_for and self.phase in ("planning", "ready"):
+            return  # the same choices (a Select announcing its first value): the plan holds
+        self._planned_for = choices
         self.invalidate()
-        host_id, passthrough, hard = self._choices()
+        host_id, passthrough, hard = choices
         if self.single and not self.inventory.ranking.eligible and not passthrough:
             self.show_preview_text(Text("No compatible host: tick host-passthrough to plan the move anyway, or close.",
                                         style="yellow"))
