@@ -25,10 +25,9 @@ old version (with `--yes`: removes without asking). Exit codes: see `tui.cli.com
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 from rich.table import Table
 from rich.text import Text
@@ -36,14 +35,8 @@ from rich.text import Text
 from tui.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
-    EXIT_USAGE,
-    collecting,
-    confirm,
     emit_json,
-    follow,
     positive_seconds,
-    print_error,
-    show_preview,
     site_command,
     table_console,
     usage,
@@ -52,12 +45,11 @@ from tui.cli.runner import run_cli
 from tui.domain.attribute_file import ApplianceTag
 from tui.errors import SiteError
 from tui.procedures.attach_attributes import (
-    attach_attributes,
+    AttachAttributes,
     attribute_text,
     default_targets,
     images_of_service_template,
     images_of_templates,
-    plan_attach,
     tag_for_record,
     write_attribute_file,
 )
@@ -71,8 +63,7 @@ from tui.procedures.download_appliance import (
     find_market_app,
 )
 from tui.procedures.marketplace import CatalogEntry, MarketCatalog, load_catalog
-from tui.procedures.progress import Progress
-from tui.procedures.upgrades import Removal, apply_upgrade_plan, load_upgrade_plan, upgrade_preview
+from tui.procedures.upgrades import ApplyUpgrades, upgrade_plan_json
 
 #: glyphs of the install states (never colour alone)
 STATE_MARKS = {"not downloaded": "-", "up to date": "=", "update available": "^", "untagged image found": "?",
@@ -157,18 +148,6 @@ async def _show(args: argparse.Namespace, site: SiteConnection) -> int:
     return EXIT_OK
 
 
-async def _run(args: argparse.Namespace, events_source: AsyncIterator[Progress], extra: dict[str, Any]) -> int:
-    events: list[Progress] = []
-    try:
-        await follow(collecting(events_source, events), args.json)
-    except SiteError as error:
-        print_error(error, args.json, **extra, events=[e.as_json() for e in events])
-        return EXIT_FAILED
-    if args.json:
-        emit_json({"ok": True, **extra, "events": [e.as_json() for e in events]})
-    return EXIT_OK
-
-
 async def _download(args: argparse.Namespace, site: SiteConnection) -> int:
     if (args.appliance is None) == (args.app_id is None):
         return usage("give either an APPLIANCE or --app-id", args.json)
@@ -220,59 +199,30 @@ async def _attrs(args: argparse.Namespace, site: SiteConnection) -> int:
     if not ids:
         return usage(f"no image of {entry.record.name} found: name them with --image, --template or "
                       "--service-template", args.json)
-    plan = await plan_attach(site, tag, ids)
     file_name = str(written) if written else (args.write_file or "<attribute file>")
-    preview = plan.preview(file_name)
-    extra = {"file": text, "written": str(written) if written else None, "plan": plan.as_json()}
-    if args.read_only and not args.dry_run:
-        return usage("read-only mode: attaching attributes changes the cloud", args.json)
-    if show_preview(preview, args, extra, before=f"attribute file:\n{text}"):
-        return EXIT_OK
-    if plan.to_update and not confirm(f"Attach the attributes to {len(plan.to_update)} image(s)", args.yes):
-        return EXIT_USAGE
-    return await _run(args, attach_attributes(site, plan), extra)
+    extra = {"file": text, "written": str(written) if written else None}
+    return await run_cli(args, site, AttachAttributes(tag, ids, file_name), extra=extra,
+                         before=f"attribute file:\n{text}")
 
 
 async def _upgrades(args: argparse.Namespace, site: SiteConnection) -> int:
-    plan = await load_upgrade_plan(site, only=args.only or None)
-    preview = upgrade_preview(plan, args.datastore)
-    table = {"columns": ["Software", "Previous", "New"], "rows": [list(r.cells()) for r in plan.rows]}
-    info = {"table": table, "blocked": list(plan.blocked), "notes": list(plan.notes),
-            "steps": [{"kind": s.kind.value, "appliance": s.appliance, "summary": s.summary, "done": s.done,
-                       "image_ids": list(s.image_ids), "needs_confirmation": s.needs_confirmation}
-                      for s in plan.steps]}
+    operation = ApplyUpgrades(only=tuple(args.only) if args.only else None, datastore_id=args.datastore,
+                              step_timeout=args.timeout, poll_interval=args.poll)
+    plan = await operation.plan(site)
     if not args.apply or args.dry_run:
+        preview = operation.preview(plan)
         if args.json:
-            emit_json({"ok": True, "dry_run": bool(args.dry_run), **info, "preview": preview.as_json()})
+            emit_json({"ok": True, "dry_run": bool(args.dry_run), **upgrade_plan_json(plan),
+                       "preview": preview.as_json()})
         else:
             _print(_upgrade_table(plan))
             print(preview.as_text())
         return EXIT_OK
-    if args.read_only:
-        return usage("read-only mode: an upgrade changes the cloud", args.json)
-    if args.datastore is None:
+    if args.datastore is None and not args.read_only:
         return usage("--apply needs --datastore DS_ID (the IMAGE datastore for the new versions)", args.json)
-    if not args.json:
-        _print(_upgrade_table(plan))
-        print(preview.as_text())
-    if plan.empty:
-        if args.json:
-            emit_json({"ok": True, **info, "events": []})
-        else:
-            print("Nothing to upgrade.")
-        return EXIT_OK
-    if not confirm("Apply the upgrade plan (downloads first; each removal is asked separately)", args.yes):
-        return EXIT_USAGE
-
-    async def confirm_removal(removal: Removal) -> bool:
-        detail = f"Remove the old {removal.target}: {removal.describe()}"
-        if not args.json:
-            print(removal.cli(), file=sys.stderr)
-        return await asyncio.to_thread(confirm, detail, args.yes)
-
-    return await _run(args, apply_upgrade_plan(site, plan, datastore_id=args.datastore,
-                                               confirm_removal=confirm_removal, step_timeout=args.timeout,
-                                               poll_interval=args.poll), info)
+    return await run_cli(args, site, operation, plan=plan, extra=upgrade_plan_json(plan),
+                         before=lambda plan: _print(_upgrade_table(plan)),
+                         nothing_to_do=lambda plan: "Nothing to upgrade." if plan.empty else None)
 
 
 def _upgrade_table(plan: Any) -> Table:

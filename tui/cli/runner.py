@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
 from tui.errors import SiteError
 from tui.cli.common import confirm, emit_json, print_error, show_preview, usage
 from tui.cli.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
-from tui.procedures.operation import Operation, ReadOnlyRefused, RunContext, refuse_if_read_only, run_operation
+from tui.procedures.operation import (
+    Confirmation,
+    Operation,
+    ReadOnlyRefused,
+    RunContext,
+    refuse_if_read_only,
+    run_operation,
+)
 from tui.procedures.progress import Progress
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -47,28 +54,53 @@ _NO_PLAN: Any = object()
 
 
 async def run_cli(args: argparse.Namespace, site: "SiteConnection", operation: Operation[PlanT, ResultT], *,
-                  plan: PlanT = _NO_PLAN, extra: Mapping[str, Any] | None = None, before: str = "",
+                  plan: PlanT = _NO_PLAN, extra: Mapping[str, Any] | Callable[[PlanT], Mapping[str, Any]] | None = None,
+                  before: str | Callable[[PlanT], None] = "",
                   describe: Callable[[ResultT], str] | None = None,
+                  nothing_to_do: Callable[[PlanT], str | None] | None = None,
                   timeout: float | None = None) -> int:
     """Run one operation headless (see the module docstring); returns the exit code.
 
     `plan` is the operation's plan when the verb has already made it (to answer an empty plan its
-    own way); the JSON answers carry the plan's members (`plan_json`), then `extra`."""
+    own way); the JSON answers carry the plan (`plan_json`), then `extra` (or `extra(plan)`).
+    `before` is text (or a function of the plan that prints) shown before the preview in text
+    mode; `nothing_to_do(plan)` is the message when the plan changes nothing (then no question
+    and no run)."""
     as_json = bool(getattr(args, "json", False))
     if plan is _NO_PLAN:
         plan = await operation.plan(site)
     preview = operation.preview(plan)
-    answer: dict[str, Any] = {"plan": operation.plan_json(plan), **(extra or {})}
+    more = extra(plan) if callable(extra) else (extra or {})
+    answer: dict[str, Any] = {"plan": operation.plan_json(plan), **more}
+    if callable(before):
+        if not as_json:
+            before(plan)
+        before = ""
     if show_preview(preview, args, answer, before=before):
         return EXIT_OK
     try:
         refuse_if_read_only(site, operation)
     except ReadOnlyRefused as error:
         return usage(error.detail, as_json)
+    idle = nothing_to_do(plan) if nothing_to_do is not None else None
+    if idle is not None:
+        if as_json:
+            emit_json({"ok": True, **answer, "events": []})
+        else:
+            print(idle)
+        return EXIT_OK
+    assume_yes = bool(getattr(args, "yes", False))
     question = operation.confirmation(plan)
-    if question is not None and not confirm(question.prompt, bool(getattr(args, "yes", False))):
+    if question is not None and not confirm(question.prompt, assume_yes):
         return EXIT_USAGE
-    context = RunContext(emit=(lambda event: None) if as_json else print_event)
+
+    async def ask(question: Confirmation) -> bool:
+        if question.command and not as_json:
+            print(question.command, file=sys.stderr)
+        detail = f": {question.detail}" if question.detail else ""
+        return await asyncio.to_thread(confirm, f"{question.prompt}{detail}", assume_yes)
+
+    context = RunContext(emit=(lambda event: None) if as_json else print_event, ask=ask)
     try:
         result = await run_operation(site, operation, plan, context, timeout=timeout)
     except SiteError as error:

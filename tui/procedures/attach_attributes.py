@@ -18,7 +18,7 @@ import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, AsyncIterator, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, AsyncIterator, ClassVar, Iterable, Mapping, Sequence
 
 from tui.domain.appliances import ApplianceRecord
 from tui.domain.attribute_file import (
@@ -33,6 +33,7 @@ from tui.domain.marketapps import MarketApp
 from tui.domain.naming import NamingProfile
 from tui.domain.upgrades import ApplianceStatus
 from tui.errors import SiteError
+from tui.procedures.operation import Confirmation, Operation, RunContext
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress
 
@@ -211,24 +212,52 @@ async def images_of_service_template(site: "SiteConnection", document_id: int) -
     return await images_of_templates(site, list(dict.fromkeys(role_template_ids(document.body))))
 
 
+@dataclass(frozen=True)
+class ImageResult:
+    """What attaching did to one image: `result` is "updated", "unchanged" or "failed"."""
+
+    image_id: int
+    name: str
+    result: str
+    error: str = ""
+    detail: str = ""
+
+    def as_json(self) -> dict[str, object]:
+        out: dict[str, object] = {"image_id": self.image_id, "name": self.name, "result": self.result}
+        if self.error:
+            out.update(error=self.error, detail=self.detail)
+        return out
+
+
+@dataclass(frozen=True)
+class Attached:
+    """The result of every image of an attach."""
+
+    images: tuple[ImageResult, ...]
+
+    def as_json(self) -> dict[str, object]:
+        return {"results": [r.as_json() for r in self.images]}
+
+
 async def attach_attributes(site: "SiteConnection", plan: AttachPlan, *, offset: int = 0,
                             total: int | None = None) -> AsyncIterator[Progress]:
     """Apply the plan: one `image update --append` per image that needs it, each read back.
 
-    `offset` and `total` place these events inside a longer procedure (a download). Raises
-    `SiteError` at the end when any image failed; the others are updated regardless.
+    `offset` and `total` place these events inside a longer procedure (a download). Each image's
+    last event carries its `ImageResult` as `outcome`, the last event the `Attached` result.
+    Raises `SiteError` at the end when any image failed; the others are updated regardless.
     """
     count = total if total is not None else len(plan.targets)
-    results: list[dict[str, object]] = []
+    results: list[ImageResult] = []
     failed: list[str] = []
     for index, target in enumerate(plan.targets, start=1):
         step = f"attributes on image {target.name}"
         done = offset + index
         if target.up_to_date:
-            results.append({"image_id": target.image_id, "name": target.name, "result": UNCHANGED})
+            results.append(ImageResult(target.image_id, target.name, UNCHANGED))
             yield Progress(step, done, count, f"image {target.image_id} already carries {plan.tag.name} "
                            f"{plan.tag.version.label}: unchanged", "skipped",
-                           {"image_id": target.image_id, "result": UNCHANGED})
+                           {"image_id": target.image_id, "result": UNCHANGED}, results[-1])
             continue
         yield Progress(step, done - 1, count, f"oneimage update {target.image_id} <file> --append")
         try:
@@ -240,26 +269,57 @@ async def attach_attributes(site: "SiteConnection", plan: AttachPlan, *, offset:
                                 "The cloud accepted the update but reads back other values; check the image.")
         except SiteError as error:
             failed.append(f"image {target.image_id}: {error.title}")
-            results.append({"image_id": target.image_id, "name": target.name, "result": FAILED,
-                            "error": error.title, "detail": error.detail})
+            results.append(ImageResult(target.image_id, target.name, FAILED, error.title, error.detail))
             site.audit.record("image.attributes", f"image {target.image_id}", "failed",
                   {"appliance": plan.tag.name, "version": plan.tag.version.raw, "error": error.title})
             yield Progress(step, done, count, f"image {target.image_id}: {error.title}", "failed",
-                           {"image_id": target.image_id, "result": FAILED, "error": error.title})
+                           {"image_id": target.image_id, "result": FAILED, "error": error.title}, results[-1])
             continue
-        results.append({"image_id": target.image_id, "name": target.name, "result": UPDATED})
+        results.append(ImageResult(target.image_id, target.name, UPDATED))
         site.audit.record("image.attributes", f"image {target.image_id}", "ok",
               {"appliance": plan.tag.name, "version": plan.tag.version.raw, "append": 1})
         yield Progress(step, done, count, f"image {target.image_id}: attributes attached", "done",
-                       {"image_id": target.image_id, "result": UPDATED})
+                       {"image_id": target.image_id, "result": UPDATED}, results[-1])
     if failed:
         raise SiteError(f"Attributes failed on {len(failed)} of {len(plan.targets)} image(s)",
                         "; ".join(failed) + ". The other images were updated; re-run to retry the failed ones.")
+    attached = Attached(tuple(results))
     yield Progress("attributes", offset + len(plan.targets), count,
-                   _summary(results), "done", {"results": results})
+                   _summary(results), "done", attached.as_json(), attached)
 
 
-def _summary(results: list[dict[str, object]]) -> str:
-    updated = sum(1 for r in results if r["result"] == UPDATED)
-    unchanged = sum(1 for r in results if r["result"] == UNCHANGED)
+def _summary(results: list[ImageResult]) -> str:
+    updated = sum(1 for r in results if r.result == UPDATED)
+    unchanged = sum(1 for r in results if r.result == UNCHANGED)
     return f"{updated} image(s) updated, {unchanged} already up to date"
+
+
+@dataclass(frozen=True)
+class AttachAttributes(Operation[AttachPlan, Attached]):
+    """Operation 1: tag the images `image_ids` with `tag` (merge mode); `file_name` is what the
+    preview calls the attribute file."""
+
+    tag: ApplianceTag
+    image_ids: tuple[int, ...]
+    file_name: str = "<attribute file>"
+
+    title: ClassVar[str] = "Attach the marketplace attributes"
+    refusal: ClassVar[str] = "attaching attributes changes the cloud"
+    action: ClassVar[str] = "image.attributes"
+
+    async def plan(self, site: "SiteConnection") -> AttachPlan:
+        return await plan_attach(site, self.tag, self.image_ids)
+
+    def preview(self, plan: AttachPlan) -> Preview:
+        return plan.preview(self.file_name)
+
+    def confirmation(self, plan: AttachPlan) -> Confirmation | None:
+        return Confirmation("Attach the attributes to", f"{len(plan.to_update)} image(s)") if plan.to_update else None
+
+    async def execute(self, site: "SiteConnection", plan: AttachPlan, context: RunContext) -> Attached:
+        result = Attached(())
+        async for event in attach_attributes(site, plan):
+            if isinstance(event.outcome, Attached):
+                result = event.outcome
+            context.report(event)
+        return result

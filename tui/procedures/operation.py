@@ -39,7 +39,7 @@ from __future__ import annotations
 import asyncio
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, ClassVar, Generic, TypeVar
 
 from tui.errors import SiteError
 from tui.procedures.preview import Preview
@@ -73,10 +73,17 @@ class Confirmation:
     target: str
     detail: str = ""
     destructive: bool = False
+    #: the equivalent platform CLI command, shown with the question
+    command: str = ""
 
     @property
     def prompt(self) -> str:
         return f"{self.verb} {self.target}".strip()
+
+
+async def _never(question: Confirmation) -> bool:
+    """The answer where nobody can be asked: no."""
+    return False
 
 
 @dataclass
@@ -85,6 +92,8 @@ class RunContext:
 
     emit: Callable[[Progress], None]
     cancel: asyncio.Event = field(default_factory=asyncio.Event)
+    #: asks the operator mid-run (a removal each upgrade step may do); False unless answered yes
+    ask: Callable[[Confirmation], Awaitable[bool]] = field(default=_never)
     #: every event emitted so far (a failure still reports what happened before it)
     events: list[Progress] = field(default_factory=list)
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Collection, Mapping
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, ClassVar, Collection, Mapping
 
 from tui.domain.appliances import ApplianceRecord
 from tui.domain.attribute_file import installed_version_from_image_template
@@ -42,6 +42,7 @@ from tui.procedures.download_appliance import (
     plan_download,
 )
 from tui.procedures.marketplace import MarketCatalog, load_catalog
+from tui.procedures.operation import Confirmation, Operation, RunContext
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress
 
@@ -103,6 +104,16 @@ class IdChange:
 
     def as_json(self) -> dict[str, Any]:
         return {"appliance": self.appliance, "kind": self.kind, "old": self.old, "new": self.new, "label": self.label}
+
+
+@dataclass(frozen=True)
+class Upgraded:
+    """What an applied upgrade plan leaves for core.yaml: the IDs it must change."""
+
+    core_yaml: tuple[IdChange, ...]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"core_yaml": [change.as_json() for change in self.core_yaml]}
 
 
 #: asked once per appliance before its old version is removed; True removes it
@@ -284,7 +295,8 @@ async def apply_upgrade_plan(
     that is not ready (attributes missing, untagged images) raises before anything changes.
     """
     if plan.empty:
-        yield Progress("upgrade", 1, 1, "every installed appliance is up to date", "skipped", {"core_yaml": []})
+        yield Progress("upgrade", 1, 1, "every installed appliance is up to date", "skipped", {"core_yaml": []},
+                       Upgraded(()))
         return
     if plan.blocked:
         raise SiteError("The upgrade is blocked: attach the attributes first",
@@ -346,7 +358,8 @@ async def apply_upgrade_plan(
             message = "core.yaml: " + ("; ".join(f"{c.kind} {c.old} -> {c.new if c.new is not None else '(none)'}"
                                                  for c in changes if c.old >= 0) or "no ID to change")
             message += ". Add any new site variables of the upgraded components."
-            yield Progress(label, index, total, message, "done", {"core_yaml": [c.as_json() for c in changes]})
+            yield Progress(label, index, total, message, "done", {"core_yaml": [c.as_json() for c in changes]},
+                           Upgraded(tuple(changes)))
 
 
 async def _download(site: "SiteConnection", record: ApplianceRecord, datastore_id: int,
@@ -358,3 +371,60 @@ async def _download(site: "SiteConnection", record: ApplianceRecord, datastore_i
     async for event in download_appliance(site, plan, step_timeout=step_timeout, poll_interval=poll_interval,
                                           cancel=cancel):
         yield event
+
+
+@dataclass(frozen=True)
+class ApplyUpgrades(Operation[UpgradePlan, Upgraded]):
+    """The upgrade plan as an operation; `datastore_id` (the IMAGE datastore of the new versions)
+    may be chosen after planning, but must be there to run. Each removal asks `context.ask`."""
+
+    catalog: MarketCatalog | None = None
+    only: tuple[str, ...] | None = None
+    datastore_id: int | None = None
+    step_timeout: float = DEFAULT_STEP_TIMEOUT
+    poll_interval: float = DEFAULT_POLL_INTERVAL
+
+    title: ClassVar[str] = "Apply the upgrade plan"
+    refusal: ClassVar[str] = "an upgrade changes the cloud"
+    action: ClassVar[str] = "upgrade.apply"
+
+    async def plan(self, site: "SiteConnection") -> UpgradePlan:
+        return await load_upgrade_plan(site, self.catalog, only=self.only)
+
+    def preview(self, plan: UpgradePlan) -> Preview:
+        return upgrade_preview(plan, self.datastore_id)
+
+    def confirmation(self, plan: UpgradePlan) -> Confirmation | None:
+        if plan.empty:
+            return None
+        return Confirmation("Apply the upgrade plan", "(downloads first; each removal is asked separately)")
+
+    def plan_json(self, plan: UpgradePlan) -> dict[str, Any]:
+        return upgrade_plan_json(plan)
+
+    async def execute(self, site: "SiteConnection", plan: UpgradePlan, context: RunContext) -> Upgraded:
+        if self.datastore_id is None:
+            raise SiteError("No IMAGE datastore for the new versions", "Choose the datastore the downloads go to.")
+
+        async def confirm_removal(removal: Removal) -> bool:
+            return await context.ask(Confirmation(
+                "Remove the old version", removal.target, destructive=True, command=removal.cli(),
+                detail=f"Deletes {removal.describe()}. VMs already deployed from them are not touched."))
+
+        result = Upgraded(())
+        async for event in apply_upgrade_plan(site, plan, datastore_id=self.datastore_id,
+                                              confirm_removal=confirm_removal, step_timeout=self.step_timeout,
+                                              poll_interval=self.poll_interval, cancel=context.cancel):
+            if isinstance(event.outcome, Upgraded):
+                result = event.outcome
+            context.report(event)
+        return result
+
+
+def upgrade_plan_json(plan: UpgradePlan) -> dict[str, Any]:
+    """The plan in JSON answers: the `Software | Previous | New` table, blocked appliances, notes, steps."""
+    return {"table": {"columns": ["Software", "Previous", "New"], "rows": [list(r.cells()) for r in plan.rows]},
+            "blocked": list(plan.blocked), "notes": list(plan.notes),
+            "steps": [{"kind": s.kind.value, "appliance": s.appliance, "summary": s.summary, "done": s.done,
+                       "image_ids": list(s.image_ids), "needs_confirmation": s.needs_confirmation}
+                      for s in plan.steps]}

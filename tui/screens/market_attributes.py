@@ -16,13 +16,11 @@ from typing import ClassVar
 
 from rich.table import Table
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
-from textual.message import Message
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
 from tui.errors import SiteError
@@ -30,18 +28,20 @@ from tui.procedures.attach_attributes import (
     FAILED,
     UNCHANGED,
     UPDATED,
+    AttachAttributes,
+    Attached,
     AttachPlan,
-    attach_attributes,
+    ImageResult,
     attribute_text,
     default_file_name,
     default_targets,
-    plan_attach,
     tag_for_record,
     write_attribute_file,
 )
 from tui.procedures.marketplace import CatalogEntry
-from tui.procedures.progress import Progress
+from tui.procedures.preview import Preview
 from tui.screens.error_text import error_text
+from tui.screens.operation_modal import OperationModal
 
 _IDS = re.compile(r"^\s*\d+(\s*[, ]\s*\d+)*\s*$")
 RESULT_LOOKS = {UPDATED: ("✔ updated", "green"), UNCHANGED: ("↷ unchanged", "cyan"), FAILED: ("✘ failed", "bold red")}
@@ -56,9 +56,11 @@ def parse_ids(text: str) -> tuple[int, ...]:
     return tuple(dict.fromkeys(int(part) for part in re.split(r"[,\s]+", text.strip()) if part))
 
 
-class AttributesModal(ModalScreen[bool]):
+class AttributesModal(OperationModal[AttachPlan, Attached]):
     """Attach an appliance's marketplace attributes to images (see the module docstring)."""
 
+    PREFIX = "at"
+    RUN_BUTTON = "apply"
     AUTO_FOCUS = "#at-images"
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "Close", id="attributes.close")]
     DEFAULT_CSS = """
@@ -79,30 +81,15 @@ class AttributesModal(ModalScreen[bool]):
     AttributesModal #at-buttons Button, AttributesModal #at-write Button { margin: 0 0 0 2; }
     """
 
-    class Planned(Message):
-        def __init__(self, plan: AttachPlan | None, error: SiteError | None) -> None:
-            super().__init__()
-            self.plan = plan
-            self.error = error
-
-    class Applied(Message):
-        def __init__(self, events: list[Progress], error: SiteError | None) -> None:
-            super().__init__()
-            self.events = events
-            self.error = error
-
     def __init__(self, entry: CatalogEntry, *, read_only: bool = False) -> None:
         super().__init__()
         self.entry = entry
         self.read_only = read_only
         self.tag = tag_for_record(entry.record)
-        self.plan: AttachPlan | None = None
-        self.changed = False
-        self.busy = False
 
     def compose(self) -> ComposeResult:
         record = self.entry.record
-        naming = self.app.site.naming  # type: ignore[attr-defined]
+        naming = self.shell.site.naming
         text = attribute_text(self.tag, naming)
         targets = default_targets(self.entry.status)
         with Vertical():
@@ -125,9 +112,6 @@ class AttributesModal(ModalScreen[bool]):
                 yield Button("Apply", id="at-apply", variant="success")
 
     def on_mount(self) -> None:
-        apply = self.query_one("#at-apply", Button)
-        apply.disabled = True
-        apply.display = not self.read_only
         if not default_targets(self.entry.status):
             self.query_one("#at-preview", Static).update(Text(
                 "No image of this appliance was found: download it first, or type the IDs of the images "
@@ -148,9 +132,10 @@ class AttributesModal(ModalScreen[bool]):
 
     @on(Input.Changed, "#at-images")
     def _images_changed(self) -> None:
-        self.plan = None
-        self.query_one("#at-apply", Button).disabled = True
-        self._ids()
+        ids = self._ids()
+        if isinstance(self.operation, AttachAttributes) and ids == self.operation.image_ids:
+            return  # the same images (the field announcing its first value): the plan holds
+        self.invalidate()
 
     @on(Input.Submitted, "#at-images")
     @on(Button.Pressed, "#at-review")
@@ -160,74 +145,51 @@ class AttributesModal(ModalScreen[bool]):
             if ids == ():
                 self.query_one("#at-images-error", Label).update(Content("Type at least one image ID."))
             return
-        self.query_one("#at-preview", Static).update(Text("Reading the images…", style="dim"))
-        self._plan_worker(ids)
+        self.show_preview_text(Text("Reading the images…", style="dim"))
+        self.plan_operation(AttachAttributes(self.tag, ids, self.query_one("#at-path", Input).value))
 
-    @work(exclusive=True, group="attributes-plan", exit_on_error=False)
-    async def _plan_worker(self, ids: tuple[int, ...]) -> None:
-        try:
-            plan = await plan_attach(self.app.site, self.tag, ids)  # type: ignore[attr-defined]
-        except SiteError as error:
-            self.post_message(self.Planned(None, error))
-            return
-        self.post_message(self.Planned(plan, None))
+    def apply(self) -> None:
+        """Apply the reviewed plan (the Apply button)."""
+        self.start()
 
-    @on(Planned)
-    def _planned(self, message: Planned) -> None:
-        preview = self.query_one("#at-preview", Static)
-        if message.error is not None:
-            preview.update(error_text(message.error))
-            return
-        assert message.plan is not None
-        self.plan = message.plan
-        preview.update(Text(message.plan.preview(self.query_one("#at-path", Input).value).as_text()))
+    def paint_buttons(self, phase: str) -> None:
         apply = self.query_one("#at-apply", Button)
-        apply.disabled = self.read_only or not message.plan.to_update
-        if not apply.disabled:
-            apply.focus()
+        apply.display = not self.read_only
+        apply.disabled = self.read_only or phase != "ready" or self.plan is None or not self.plan.to_update
+
+    def show_plan(self, plan: AttachPlan, preview: Preview) -> None:
+        self.show_preview_text(Text(preview.as_text()))
+        self.paint_buttons(self.phase)
 
     # ------------------------------------------------------------------ apply
 
-    @on(Button.Pressed, "#at-apply")
-    def apply(self) -> None:
-        if self.plan is None or self.read_only or self.busy:
-            return
-        self.busy = True
-        self.query_one("#at-apply", Button).disabled = True
-        self.query_one("#at-results", Static).update(Text("Applying…", style="dim"))
-        self.changed = True
-        self._apply_worker(self.plan)
+    def run_started(self, plan: AttachPlan) -> None:
+        self.show_result_text(Text("Applying…", style="dim"))
 
-    @work(exclusive=True, group="attributes-apply", exit_on_error=False)
-    async def _apply_worker(self, plan: AttachPlan) -> None:
-        events: list[Progress] = []
-        try:
-            async for event in attach_attributes(self.app.site, plan):  # type: ignore[attr-defined]
-                events.append(event)
-        except SiteError as error:
-            self.post_message(self.Applied(events, error))
-            return
-        self.post_message(self.Applied(events, None))
-
-    @on(Applied)
-    def _applied(self, message: Applied) -> None:
-        self.busy = False
+    def _results_table(self) -> Table:
         table = Table("IMAGE", "NAME", "RESULT", box=None, padding=(0, 1), header_style="bold")
-        names = {t.image_id: t.name for t in (self.plan.targets if self.plan else ())}
-        for event in message.events:
-            outcome = event.data.get("result")
-            if outcome not in RESULT_LOOKS:
+        for event in self.events:
+            outcome = event.outcome
+            if not isinstance(outcome, ImageResult) or outcome.result not in RESULT_LOOKS:
                 continue
-            word, style = RESULT_LOOKS[outcome]
-            image_id = int(event.data.get("image_id", -1))
-            detail = f"  {event.data['error']}" if event.data.get("error") else ""
-            table.add_row(Text(str(image_id)), Text(names.get(image_id, "")), Text(word + detail, style=style))
-        results = self.query_one("#at-results", Static)
-        if message.error is not None:
-            results.update(_stack(table, error_text(message.error)))
-        else:
-            results.update(table)
+            word, style = RESULT_LOOKS[outcome.result]
+            detail = f"  {outcome.error}" if outcome.error else ""
+            table.add_row(Text(str(outcome.image_id)), Text(outcome.name), Text(word + detail, style=style))
+        return table
+
+    def show_result(self, result: Attached) -> None:
+        self.show_result_text(self._results_table())
         self.query_one("#at-close", Button).focus()
+
+    def show_failure(self, error: SiteError) -> None:
+        self.show_result_text(_stack(self._results_table(), error_text(error)))
+        self.query_one("#at-close", Button).focus()
+
+    def show_result_text(self, renderable: object) -> None:
+        self.query_one("#at-results", Static).update(renderable)  # type: ignore[arg-type]
+
+    def close_while_running(self) -> None:
+        """Closing waits for the images being updated (each update is one platform call)."""
 
     # ------------------------------------------------------------------ file
 
@@ -235,20 +197,13 @@ class AttributesModal(ModalScreen[bool]):
     @on(Input.Submitted, "#at-path")
     def write_file(self) -> None:
         path = self.query_one("#at-path", Input).value.strip()
-        text = attribute_text(self.tag, self.app.site.naming)  # type: ignore[attr-defined]
+        text = attribute_text(self.tag, self.shell.site.naming)
         try:
             written = write_attribute_file(text, path)
         except SiteError as error:
             self.app.notify(error.detail, title=error.title, severity="error", markup=False)
             return
         self.app.notify(str(written), title="Attribute file written", markup=False)
-
-    @on(Button.Pressed, "#at-close")
-    def action_close(self) -> None:
-        if self.busy:
-            return
-        self.dismiss(self.changed)
-
 
 def _stack(*parts: object) -> Table:
     grid = Table.grid()

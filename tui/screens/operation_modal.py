@@ -68,6 +68,8 @@ class OperationModal(ModalScreen[bool], Generic[PlanT, ResultT]):
 
     #: id prefix of the modal's widgets ("dl" for `#dl-start`, ...)
     PREFIX: ClassVar[str] = "op"
+    #: the id suffix of the run button (`#<prefix>-start`, or `-apply`, ...)
+    RUN_BUTTON: ClassVar[str] = "start"
     #: the run button takes the focus once the plan is shown (False: it stays where it was)
     FOCUS_START_WHEN_READY: ClassVar[bool] = True
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -119,7 +121,7 @@ class OperationModal(ModalScreen[bool], Generic[PlanT, ResultT]):
         return self.phase == "running"
 
     def _button(self, role: str) -> Button | None:
-        found = self.query(f"#{self.PREFIX}-{role}")
+        found = self.query(f"#{self.PREFIX}-{self.RUN_BUTTON if role == 'start' else role}")
         return found.first(Button) if found else None
 
     def _show(self, role: str, renderable: Any) -> None:
@@ -191,7 +193,7 @@ class OperationModal(ModalScreen[bool], Generic[PlanT, ResultT]):
 
     @on(Planned)
     def _planned(self, message: Planned) -> None:
-        if message.operation is not self.operation:
+        if message.operation != self.operation:
             return  # the form changed while it was planning
         self.plan = message.plan
         self.preview = message.preview
@@ -226,7 +228,7 @@ class OperationModal(ModalScreen[bool], Generic[PlanT, ResultT]):
     @on(Button.Pressed)
     def _button_pressed(self, event: Button.Pressed) -> None:
         role = (event.button.id or "").removeprefix(f"{self.PREFIX}-")
-        handler = {"start": self.start, "cancel": self.cancel_operation, "close": self.action_close}.get(role)
+        handler = {self.RUN_BUTTON: self.start, "cancel": self.cancel_operation, "close": self.action_close}.get(role)
         if handler is not None:
             event.stop()
             handler()
@@ -344,6 +346,10 @@ class OperationModal(ModalScreen[bool], Generic[PlanT, ResultT]):
 
     def action_close(self) -> None:
         if self.running:
-            self.cancel_operation()
+            self.close_while_running()
             return
         self.dismiss(self.changed)
+
+    def close_while_running(self) -> None:
+        """Close (or escape) while the operation runs: by default it asks the operation to stop."""
+        self.cancel_operation()
