@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from tui.adapters.errors import SiteError
+from tui.errors import SiteError
 from tui.procedures.move_plan import (
     DEFAULT_TIMEOUTS,
     MovePlan,

@@ -33,7 +33,7 @@ from textual.widgets import Button, Static
 from textual.worker import Worker, WorkerState
 
 from tui.errors import SiteError
-from tui.procedures.operation import Operation, OperationCancelled, RunContext, run_operation
+from tui.procedures.operation import Confirmation, Operation, OperationCancelled, RunContext, run_operation
 from tui.procedures.preview import Preview
 from tui.procedures.progress import Progress
 from tui.screens.error_text import error_text
@@ -279,7 +279,8 @@ class OperationModal(ModalScreen[bool], Generic[PlanT, ResultT]):
 
     @work(exclusive=True, group="operation-run", exit_on_error=False)
     async def _run_worker(self, operation: Operation[PlanT, ResultT], plan: PlanT) -> None:
-        context = RunContext(emit=lambda event: self.post_message(self.Stepped(event)), cancel=self.cancel_event)
+        context = RunContext(emit=lambda event: self.post_message(self.Stepped(event)), cancel=self.cancel_event,
+                             ask=self.ask)
         try:
             result = await run_operation(self.shell.site, operation, plan, context)
         except SiteError as error:
@@ -289,6 +290,12 @@ class OperationModal(ModalScreen[bool], Generic[PlanT, ResultT]):
             self.post_message(self.Finished(error=OperationCancelled("Cancelled")))
             raise
         self.post_message(self.Finished(result=result))
+
+    async def ask(self, question: Confirmation) -> bool:
+        """A question the running operation asks (a removal): a `ConfirmModal`, Cancel by default."""
+        modal = ConfirmModal(question.verb, question.target, detail=question.detail, command=question.command,
+                             destructive=question.destructive)
+        return bool(await self.app.push_screen_wait(modal))
 
     @on(Stepped)
     def _stepped(self, message: Stepped) -> None:
