@@ -15,8 +15,8 @@ import pytest
 from tests.market.conftest import POLL, SiteFactory, audit_entries
 from tests.market.test_cli import env  # noqa: F401 (fixture)
 from tui.__main__ import main
-from tui.errors import SiteError
 from tui.cli.common import EXIT_OK, EXIT_USAGE
+from tui.errors import SiteError
 from tui.procedures.download_appliance import DownloadAppliance, DownloadCancelled, DownloadResult, find_market_app
 from tui.procedures.marketplace import load_catalog
 from tui.procedures.operation import Operation, ReadOnlyRefused, RunContext, run_operation

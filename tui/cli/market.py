@@ -43,7 +43,6 @@ from tui.cli.common import (
 )
 from tui.cli.runner import run_cli
 from tui.domain.attribute_file import ApplianceTag
-from tui.errors import SiteError
 from tui.procedures.attach_attributes import (
     AttachAttributes,
     attribute_text,

@@ -17,9 +17,9 @@ import asyncio
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
 
-from tui.errors import SiteError
 from tui.cli.common import confirm, emit_json, print_error, show_preview, usage
 from tui.cli.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from tui.errors import SiteError
 from tui.procedures.operation import (
     Confirmation,
     Operation,

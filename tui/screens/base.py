@@ -21,10 +21,9 @@ from textual.app import ComposeResult, SystemCommand
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
+from tui.screens.shell import Shell, shell_of
 from widgets.context_bar import ContextBar
 from widgets.key_bar import KeyBar
-
-from tui.screens.shell import Shell, shell_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection

@@ -24,9 +24,9 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Button, DataTable, Label, Select, Static
 
-from tui.errors import SiteError
 from tui.domain.datastores import Datastore
 from tui.domain.upgrades import UPGRADE_TABLE_HEADER, UpgradePlan
+from tui.errors import SiteError
 from tui.procedures.download_appliance import list_image_datastores
 from tui.procedures.marketplace import MarketCatalog
 from tui.procedures.preview import Preview

@@ -279,8 +279,10 @@ class OperationModal(ModalScreen[bool], Generic[PlanT, ResultT]):
 
     @work(exclusive=True, group="operation-run", exit_on_error=False)
     async def _run_worker(self, operation: Operation[PlanT, ResultT], plan: PlanT) -> None:
-        context = RunContext(emit=lambda event: self.post_message(self.Stepped(event)), cancel=self.cancel_event,
-                             ask=self.ask)
+        def emit(event: Progress) -> None:
+            self.post_message(self.Stepped(event))
+
+        context = RunContext(emit=emit, cancel=self.cancel_event, ask=self.ask)
         try:
             result = await run_operation(self.shell.site, operation, plan, context)
         except SiteError as error:
@@ -295,7 +297,7 @@ class OperationModal(ModalScreen[bool], Generic[PlanT, ResultT]):
         """A question the running operation asks (a removal): a `ConfirmModal`, Cancel by default."""
         modal = ConfirmModal(question.verb, question.target, detail=question.detail, command=question.command,
                              destructive=question.destructive)
-        return bool(await self.app.push_screen_wait(modal))
+        return bool(await self.app.push_screen_wait(modal))  # type: ignore[arg-type]  # App[object] wants Screen[object]
 
     @on(Stepped)
     def _stepped(self, message: Stepped) -> None:
