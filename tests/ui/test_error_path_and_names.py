@@ -113,3 +113,19 @@ async def test_an_unexpected_failure_in_a_modal_worker_is_reported_and_the_modal
         assert not modal.running and "replace" in rendered_text(modal.query_one("#dl-result"))
         await click_shown(pilot, "#dl-close")
         await wait_for(pilot, lambda: app.screen is screen, what="the modal closed")
+
+
+def test_every_console_modal_reports_its_worker_failures() -> None:
+    """Every modal of tui/screens is a SiteModal, whose worker failures reach the one error path."""
+    from textual.screen import ModalScreen
+
+    from tui.screens.site_modal import SiteModal
+
+    loose = []
+    for path in ROOT.joinpath("tui", "screens").glob("*.py"):
+        module = importlib.import_module(".".join(path.relative_to(ROOT).with_suffix("").parts))
+        for name, cls in vars(module).items():
+            if (inspect.isclass(cls) and cls.__module__ == module.__name__ and issubclass(cls, ModalScreen)
+                    and not issubclass(cls, SiteModal)):
+                loose.append(f"{module.__name__}.{name}")
+    assert not loose

@@ -28,16 +28,15 @@ from textual import on, work
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.reactive import reactive
-from textual.screen import ModalScreen
 from textual.widgets import Button, Static
-from textual.worker import Worker, WorkerState
+from textual.worker import Worker
 
 from tui.errors import SiteError
 from tui.procedures.operation import Confirmation, Operation, OperationCancelled, RunContext, run_operation
 from tui.procedures.preview import Preview
 from tui.procedures.progress import Progress
 from tui.screens.error_text import error_text
-from tui.screens.shell import Shell, shell_of
+from tui.screens.site_modal import SiteModal
 from widgets.confirm_modal import ConfirmModal
 from widgets.progress_panel import ProgressPanel
 
@@ -63,7 +62,7 @@ def preview_text(preview: Preview) -> Text:
     return text
 
 
-class OperationModal(ModalScreen[bool], Generic[PlanT, ResultT]):
+class OperationModal(SiteModal[bool], Generic[PlanT, ResultT]):
     """Plan, preview, confirm, run and show one operation (see the module docstring)."""
 
     #: id prefix of the modal's widgets ("dl" for `#dl-start`, ...)
@@ -111,10 +110,6 @@ class OperationModal(ModalScreen[bool], Generic[PlanT, ResultT]):
         self._run: Worker[None] | None = None
 
     # ------------------------------------------------------------------ access
-
-    @property
-    def shell(self) -> Shell:
-        return shell_of(self.app)
 
     @property
     def running(self) -> bool:
@@ -342,13 +337,9 @@ class OperationModal(ModalScreen[bool], Generic[PlanT, ResultT]):
         """Say that the cancel was asked for (override for the operation's words)."""
         self.show_result_text(Text("Cancelling…", style="bold yellow"))
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        """A worker raised something other than `SiteError`: the one error path, and the modal
-        stays closable (it never hangs in "running")."""
-        if event.state != WorkerState.ERROR or event.worker.error is None:
-            return
-        error = event.worker.error
-        self.shell.report_error(error)
+    def worker_failed(self, worker: Worker[Any], error: BaseException) -> None:
+        """A worker raised something other than `SiteError` (already reported on the one error
+        path): the modal stays closable, it never hangs in "running"."""
         if self.phase in ("planning", "running"):
             self.phase = "finished" if self.phase == "running" else "form"
             self.show_result_text(Text.assemble(("✘ Failed: ", "bold red"), str(error) or type(error).__name__))

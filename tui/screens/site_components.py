@@ -24,7 +24,6 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
-from textual.screen import ModalScreen
 from textual.widgets import Button, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -39,6 +38,7 @@ from tui.procedures.provision_component import GRANT_POLICY, ProvisionPlan, offe
 from tui.procedures.site_config import preview_enable_component
 from tui.screens.error_text import error_text
 from tui.screens.site_dialogs import local_text, localize, preview_text
+from tui.screens.site_modal import SiteModal
 from widgets.progress_panel import ProgressPanel
 from widgets.validated_field import ValidatedField, first_invalid
 
@@ -77,7 +77,7 @@ def component_details(definition: ComponentDefinition, listed: bool) -> Text:
     return text
 
 
-class ComponentFlowModal(ModalScreen[bool]):
+class ComponentFlowModal(SiteModal[bool]):
     """Offer a component of the library (see the module docstring)."""
 
     AUTO_FOCUS = "#flow-components"
@@ -295,7 +295,7 @@ class ComponentFlowModal(ModalScreen[bool]):
 
     @work(exclusive=True, group="components-review", exit_on_error=False)
     async def _review_worker(self, definition: ComponentDefinition, values: dict[str, Any]) -> None:
-        site = self.app.site  # type: ignore[attr-defined]
+        site = self.shell.site
         try:
             plan = await plan_provision(site, definition) if definition.appliances else None
             variables = await preview_enable_component(self.path, self.password, definition, values, site.naming,
@@ -340,7 +340,7 @@ class ComponentFlowModal(ModalScreen[bool]):
 
     @work(exclusive=True, group="components-run", exit_on_error=False)
     async def _run_worker(self, definition: ComponentDefinition, values: dict[str, Any], plan: ProvisionPlan | None) -> None:
-        site = self.app.site  # type: ignore[attr-defined]
+        site = self.shell.site
         try:
             async for event in offer_component(site, self.path, self.password, definition, values, plan=plan, cancel=self.cancel_event,
                                                poll_interval=self.POLL_INTERVAL):
@@ -408,6 +408,13 @@ class ComponentFlowModal(ModalScreen[bool]):
         if not self.cancel_event.is_set():
             self.cancel_event.set()
             self.query_one("#flow-result", Static).update(Text("Cancelling: deleting what the download created…", "bold yellow"))
+
+    def worker_failed(self, worker: Any, error: BaseException) -> None:
+        """An unexpected failure (already reported): the flow ends where Close is offered."""
+        if self.step in ("-review", "-running"):
+            self._step("-finished")
+            self.query_one("#flow-result", Static).update(Text.assemble(("✘ Failed: ", "bold red"),
+                                                                        str(error) or type(error).__name__))
 
     def action_back(self) -> None:
         step = self.step

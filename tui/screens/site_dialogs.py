@@ -26,7 +26,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -36,6 +35,7 @@ from tui.procedures.preview import Preview
 from tui.procedures.site_confirmations import check_reason
 from tui.procedures.site_repo import SiteListing, check_name
 from tui.procedures.site_verdict import SiteVerdict
+from tui.screens.site_modal import SiteModal
 from widgets.secret_input import SecretInput
 
 _KIND_GLYPHS = {"create": ("+", "green"), "update": ("~", "yellow"), "delete": ("-", "red"), "action": ("▶", "cyan"), "none": ("=", "dim")}
@@ -130,7 +130,7 @@ def verdict_text(verdict: SiteVerdict) -> Text:
     return text
 
 
-class SubmitModal(ModalScreen["str | None"]):
+class SubmitModal(SiteModal["str | None"]):
     """Submit: the check's verdict, the decrypted diff and the git steps. With errors, a reason is
     required (it goes into the commit message and the audit log). Returns the reason ("" when the
     check passed) or None when cancelled. Cancel has the focus."""
@@ -196,7 +196,7 @@ class SubmitModal(ModalScreen["str | None"]):
         self.dismiss(None)
 
 
-class OpenSiteModal(ModalScreen["tuple[str, str] | None"]):
+class OpenSiteModal(SiteModal["tuple[str, str] | None"]):
     """Pick a site branch to open, or name a new one to create from the template."""
 
     AUTO_FOCUS = "#open-branches"
@@ -277,7 +277,7 @@ class OpenSiteModal(ModalScreen["tuple[str, str] | None"]):
         self.dismiss(None)
 
 
-class PasswordModal(ModalScreen["str | None"]):
+class PasswordModal(SiteModal["str | None"]):
     """Ask for the vault password (masked); `error` says why it is asked again."""
 
     AUTO_FOCUS = "#password-value Input"
@@ -324,7 +324,7 @@ class PasswordModal(ModalScreen["str | None"]):
         self.dismiss(None)
 
 
-class PreviewModal(ModalScreen[bool]):
+class PreviewModal(SiteModal[bool]):
     """A preview (and optional diff) with Cancel focused and the action on the other button."""
 
     AUTO_FOCUS = "#preview-cancel"

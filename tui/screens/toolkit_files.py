@@ -16,9 +16,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
-from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Static
 
+from tui.screens.site_modal import SiteModal
 from widgets.confirm_modal import ConfirmModal
 
 Mode = Literal["load", "save"]
@@ -30,7 +30,7 @@ class FileChoice:
     omit_secrets: bool = True
 
 
-class InputFileModal(ModalScreen["FileChoice | None"]):
+class InputFileModal(SiteModal["FileChoice | None"]):
     """Ask for the input file's path (see the module docstring)."""
 
     AUTO_FOCUS = "#file-path"
