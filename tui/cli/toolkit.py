@@ -42,6 +42,7 @@ from tui.cli.common import (
     site_command,
     usage,
 )
+from tui.cli.runner import print_event
 from tui.domain.input_file import render_input_file
 from tui.domain.input_site import Outcome
 from tui.domain.severity import Severity
@@ -49,7 +50,7 @@ from tui.domain.site_record import SiteRecord, record_to_json
 from tui.domain.toolkit_inputs import Component, Problem, form_fields, input_name, secret_names, validate_inputs
 from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
-from tui.procedures.grant_ssh_key import grant_ssh_key, plan_grant
+from tui.procedures.grant_ssh_key import GrantKey
 from tui.procedures.input_site_checks import OFFLINE_NOTE, SiteCheckReport, check_inputs_on_site
 from tui.procedures.instantiate_toolkit import (
     DEFAULT_HEARTBEAT,
@@ -60,6 +61,7 @@ from tui.procedures.instantiate_toolkit import (
     deploy_toolkit,
     plan_deploy,
 )
+from tui.procedures.operation import ReadOnlyRefused, RunContext, refuse_if_read_only, run_operation
 from tui.procedures.progress import Progress
 from tui.procedures.site_record import load_site_record, save_site_record
 from tui.procedures.toolkit import (
@@ -350,8 +352,6 @@ async def _vms(args: argparse.Namespace, site: SiteConnection) -> int:
 
 
 async def _key(args: argparse.Namespace, site: SiteConnection) -> int:
-    if args.grant and args.read_only:
-        raise UsageError("read-only mode: granting the key changes the cloud user")
     record = await _record(args, site)
     events: list[Progress] = []
     if not record.automation_public_key:
@@ -380,7 +380,8 @@ async def _key(args: argparse.Namespace, site: SiteConnection) -> int:
     user = args.user or record.cloud_username
     if not user:
         raise UsageError("no cloud user to give the key to: the deployment records none; pass --user NAME")
-    plan = await plan_grant(site, key, user)
+    operation = GrantKey(key, user, record)
+    plan = await operation.plan(site)
     payload["grant"] = {"plan": plan.as_json(), "preview": plan.preview().as_json()}
     if args.dry_run:
         if args.json:
@@ -390,12 +391,16 @@ async def _key(args: argparse.Namespace, site: SiteConnection) -> int:
         return EXIT_OK
     if not args.json:
         print(plan.preview().as_text())
+    try:
+        refuse_if_read_only(site, operation)
+    except ReadOnlyRefused as error:
+        raise UsageError(error.detail) from None
     if not plan.already and not confirm(f"Add the key to SSH_PUBLIC_KEY of user {plan.user_name!r}", args.yes):
         return EXIT_FAILED
-    grant_events: list[Progress] = []
-    await follow(collecting(grant_ssh_key(site, plan, record=record), grant_events), args.json)
-    payload["grant"]["events"] = [e.as_json() for e in grant_events]
-    payload["grant"]["changed"] = not plan.already
+    context = RunContext(emit=(lambda event: None) if args.json else print_event)
+    granted = await run_operation(site, operation, plan, context)
+    payload["grant"]["events"] = [e.as_json() for e in context.events]
+    payload["grant"]["changed"] = granted.changed
     if args.json:
         emit_json(payload)
     else:

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, AsyncIterator
+from typing import TYPE_CHECKING, Any, AsyncIterator, ClassVar
 
 from tui.domain.site_record import SiteRecord
 from tui.domain.ssh_keys import SshKeyError, SshPublicKey, has_key, line_has_key, parse_public_key, with_key
 from tui.domain.template_text import render_template
 from tui.domain.users import SSH_PUBLIC_KEY, User, split_keys
 from tui.errors import SiteError
+from tui.procedures.operation import Confirmation, Operation, RunContext
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress
 from tui.procedures.site_record import load_site_record, save_site_record
@@ -160,3 +161,49 @@ def _remember(site: "SiteConnection", record: SiteRecord | None, user_name: str)
     current = load_site_record(site.settings, record.service_id) or record
     if user_name not in current.key_granted_to:
         save_site_record(site.settings, replace(current, key_granted_to=current.key_granted_to + (user_name,)))
+
+
+@dataclass(frozen=True)
+class KeyGranted:
+    """The grant's result: whether the user's keys changed."""
+
+    user_id: int
+    user_name: str
+    changed: bool
+
+    def as_json(self) -> dict[str, Any]:
+        return {"user_id": self.user_id, "user_name": self.user_name, "changed": self.changed}
+
+
+@dataclass(frozen=True)
+class GrantKey(Operation[GrantPlan, KeyGranted]):
+    """Operation 5 as an operation: `key` (a public key line) to the cloud user `user_name`;
+    the site record, when given, remembers the grant."""
+
+    key: str
+    user_name: str
+    record: SiteRecord | None = None
+
+    title: ClassVar[str] = "Give the automation key to the cloud user"
+    refusal: ClassVar[str] = "granting the key changes the cloud user"
+    action: ClassVar[str] = "user.ssh_key.grant"
+
+    async def plan(self, site: "SiteConnection") -> GrantPlan:
+        return await plan_grant(site, self.key, self.user_name)
+
+    def preview(self, plan: GrantPlan) -> Preview:
+        return plan.preview()
+
+    def confirmation(self, plan: GrantPlan) -> Confirmation | None:
+        if plan.already:
+            return None
+        detail = "\n".join([c.description for c in plan.preview().changes] + ["", "Update text:", plan.text.rstrip()])
+        return Confirmation("Give the key", f"cloud user {plan.user_id} {plan.user_name!r}", detail,
+                            command=plan.cli())
+
+    async def execute(self, site: "SiteConnection", plan: GrantPlan, context: RunContext) -> KeyGranted:
+        changed = False
+        async for event in grant_ssh_key(site, plan, record=self.record):
+            changed = changed or bool(event.data.get("changed"))
+            context.report(event)
+        return KeyGranted(plan.user_id, plan.user_name, changed)

@@ -32,8 +32,9 @@ from textual.worker import Worker
 from tui.domain.site_record import SiteRecord
 from tui.domain.ssh_keys import SshKeyError, parse_public_key
 from tui.errors import SiteError
-from tui.procedures.grant_ssh_key import GrantPlan, grant_ssh_key, plan_grant
+from tui.procedures.grant_ssh_key import GrantKey, GrantPlan, plan_grant
 from tui.procedures.instantiate_toolkit import DEFAULT_KEY_TIMEOUT, DEFAULT_POLL_INTERVAL, capture_automation_key
+from tui.procedures.operation import RunContext, run_operation
 from tui.procedures.progress import Progress
 from tui.procedures.site_record import load_site_record, save_site_record
 from tui.procedures.toolkit import AutomationKey, read_automation_key, refresh_site_record
@@ -291,27 +292,33 @@ class KeyScreen(SiteScreen):
         if plan.already:
             self.shell.toast(f"{plan.user_name} already has the key: nothing to change")
             return
-        preview = plan.preview()
-        detail = "\n".join([c.description for c in preview.changes] + ["", "Update text:", plan.text.rstrip()])
-        modal = ConfirmModal("Give the key", f"cloud user {plan.user_id} {plan.user_name!r}", detail=detail,
-                             command=plan.cli(), destructive=False)
+        operation = GrantKey(plan.key.line, plan.user_name, self.record)
+        question = operation.confirmation(plan)
+        if question is None:
+            return
+        modal = ConfirmModal(question.verb, question.target, detail=question.detail, command=question.command,
+                             destructive=question.destructive)
 
         def answered(confirmed: bool | None) -> None:
             if confirmed:
                 self.busy = True
-                self.grant(plan)
+                self.grant(operation, plan)
 
         self.app.push_screen(modal, answered)
 
     @work(exclusive=True, group="key-grant", exit_on_error=False)
-    async def grant(self, plan: GrantPlan) -> None:
-        last: Progress | None = None
+    async def grant(self, operation: GrantKey, plan: GrantPlan) -> None:
+        """Run the grant operation (read-only refusal, audit and read-back in the operation)."""
+        seen: list[Progress] = []
+
+        def emit(event: Progress) -> None:
+            seen.append(event)
+            self.post_message(self.Status(Text(event.message)))
+
         try:
-            async for event in grant_ssh_key(self.site, plan, record=self.record):
-                last = event
-                self.post_message(self.Status(Text(event.message)))
+            await run_operation(self.site, operation, plan, RunContext(emit=emit))
         finally:
             self.busy = False
-        if last is not None:
-            self.post_message(self.Status(Text(last.message), toast=last.message))
+        if seen:
+            self.post_message(self.Status(Text(seen[-1].message), toast=seen[-1].message))
         self.refresh_view()
