@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 
 from tui.adapters.vault import (
-    VaultPassword,
+    VaultPassword as VaultPassword,  # re-exported: screens name the password type through procedures
+)
+from tui.adapters.vault import (
     decrypt_text_async,
     encrypt_text_async,
     is_vault_text,

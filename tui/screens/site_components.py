@@ -27,7 +27,6 @@ from textual.message import Message
 from textual.widgets import Button, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from tui.adapters.vault import VaultPassword
 from tui.domain.components import ComponentDefinition, ComponentLibrary
 from tui.domain.site_config import MISSING, SiteConfig, SiteConfigError, lookup, parse_value
 from tui.domain.site_fill import appliance_leaves
@@ -35,7 +34,7 @@ from tui.errors import SiteError
 from tui.procedures.preview import Preview
 from tui.procedures.progress import Progress
 from tui.procedures.provision_component import GRANT_POLICY, ProvisionPlan, offer_component, plan_provision
-from tui.procedures.site_config import preview_enable_component
+from tui.procedures.site_config import VaultPassword, preview_enable_component
 from tui.screens.error_text import error_text
 from tui.screens.site_dialogs import local_text, localize, preview_text
 from tui.screens.site_modal import SiteModal

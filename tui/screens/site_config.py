@@ -34,14 +34,13 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Static, TextArea
 
-from tui.adapters.vault import VaultPassword
 from tui.domain.components import ComponentLibrary
 from tui.domain.site_checks import Finding
 from tui.domain.site_config import SiteConfig, SiteConfigError
 from tui.domain.site_fill import CloudFacts
 from tui.errors import SiteError
 from tui.procedures.component_library import load_library
-from tui.procedures.site_config import load_site_config, save_text
+from tui.procedures.site_config import VaultPassword, load_site_config, save_text
 from tui.procedures.site_fill import FillPlan, fill_text, gather_cloud_facts, plan_fill
 from tui.procedures.site_repo import (
     SiteListing,

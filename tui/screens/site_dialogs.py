@@ -29,9 +29,9 @@ from textual.content import Content
 from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from tui.adapters.vault import VaultPassword
 from tui.errors import SiteError
 from tui.procedures.preview import Preview
+from tui.procedures.site_config import VaultPassword
 from tui.procedures.site_confirmations import check_reason
 from tui.procedures.site_repo import SiteListing, check_name
 from tui.procedures.site_verdict import SiteVerdict
