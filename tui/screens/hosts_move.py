@@ -57,11 +57,7 @@ class MoveModal(OperationModal[MoveSet, Moved]):
         Binding("escape", "close", "Close / cancel the move", id="hosts-move.close"),
     ]
     DEFAULT_CSS = """
-    MoveModal { align: center middle; }
-    MoveModal > Vertical {
-        width: 110; max-width: 96%; height: auto; max-height: 96%;
-        border: thick $warning; background: $surface; padding: 1 2;
-    }
+    MoveModal > Vertical { width: 110; max-width: 96%; height: auto; max-height: 96%; border: thick $warning; }
     MoveModal #mv-title { text-style: bold; width: 1fr; }
     MoveModal #mv-info { color: $text-muted; width: 1fr; }
     MoveModal #mv-form { height: auto; margin: 1 0 0 0; }
@@ -70,13 +66,9 @@ class MoveModal(OperationModal[MoveSet, Moved]):
     MoveModal #mv-passthrough-warning { color: $text-warning; width: 1fr; height: auto; }
     MoveModal #mv-body { height: auto; max-height: 26; margin: 1 0 0 0; }
     MoveModal #mv-preview { width: 1fr; height: auto; }
-    MoveModal #mv-progress { display: none; }
-    MoveModal.-running #mv-progress, MoveModal.-finished #mv-progress { display: block; }
     MoveModal.-running #mv-form, MoveModal.-finished #mv-form,
     MoveModal.-running #mv-preview, MoveModal.-finished #mv-preview { display: none; }
     MoveModal #mv-result { width: 1fr; height: auto; margin: 1 0 0 0; }
-    MoveModal #mv-buttons { height: auto; margin: 1 0 0 0; align: right middle; }
-    MoveModal #mv-buttons Button { margin: 0 0 0 2; }
     """
 
     @dataclass
@@ -152,9 +144,9 @@ class MoveModal(OperationModal[MoveSet, Moved]):
                                  id="mv-passthrough-warning")
             with VerticalScroll(id="mv-body"):
                 yield Static(Text("Planning…", style="dim"), id="mv-preview")
-                yield ProgressPanel(id="mv-progress")
+                yield ProgressPanel(id="mv-progress", classes="op-progress")
                 yield Static("", id="mv-result")
-            with Horizontal(id="mv-buttons"):
+            with Horizontal(id="mv-buttons", classes="op-buttons"):
                 yield Button("Close", id="mv-close")
                 yield Button("Cancel move", id="mv-cancel", variant="error")
                 yield Button("Put back", id="mv-back", variant="warning")

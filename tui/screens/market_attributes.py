@@ -64,11 +64,7 @@ class AttributesModal(OperationModal[AttachPlan, Attached]):
     AUTO_FOCUS = "#at-images"
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "Close", id="attributes.close")]
     DEFAULT_CSS = """
-    AttributesModal { align: center middle; }
-    AttributesModal > Vertical {
-        width: 100; max-width: 95%; height: 90%;
-        border: thick $primary; background: $surface; padding: 1 2;
-    }
+    AttributesModal > Vertical { width: 100; height: 90%; }
     AttributesModal #at-title { text-style: bold; width: 1fr; }
     AttributesModal .at-label { margin: 1 0 0 0; text-style: bold; }
     AttributesModal #at-file { border: round $panel-lighten-2; padding: 0 1; width: 1fr; height: auto; }
@@ -77,8 +73,7 @@ class AttributesModal(OperationModal[AttachPlan, Attached]):
     AttributesModal #at-preview, AttributesModal #at-results { width: 1fr; height: auto; margin: 1 0 0 0; }
     AttributesModal #at-write { height: auto; margin: 1 0 0 0; }
     AttributesModal #at-path { width: 1fr; }
-    AttributesModal #at-buttons { height: auto; margin: 1 0 0 0; align: right middle; }
-    AttributesModal #at-buttons Button, AttributesModal #at-write Button { margin: 0 0 0 2; }
+    AttributesModal #at-write Button { margin: 0 0 0 2; }
     """
 
     def __init__(self, entry: CatalogEntry, *, read_only: bool = False) -> None:
@@ -106,7 +101,7 @@ class AttributesModal(OperationModal[AttachPlan, Attached]):
                 with Horizontal(id="at-write"):
                     yield Input(default_file_name(self.tag), placeholder="path of the file to write", id="at-path")
                     yield Button("Write file", id="at-write-file")
-            with Horizontal(id="at-buttons"):
+            with Horizontal(id="at-buttons", classes="op-buttons"):
                 yield Button("Close", id="at-close")
                 yield Button("Review", id="at-review", variant="primary")
                 yield Button("Apply", id="at-apply", variant="success")

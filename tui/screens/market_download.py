@@ -65,11 +65,7 @@ class DownloadModal(OperationModal[DownloadPlan, DownloadResult]):
         Binding("escape", "close", "Cancel / close", id="download.close"),
     ]
     DEFAULT_CSS = """
-    DownloadModal { align: center middle; }
-    DownloadModal > Vertical {
-        width: 100; max-width: 95%; height: 90%;
-        border: thick $primary; background: $surface; padding: 1 2;
-    }
+    DownloadModal > Vertical { width: 100; height: 90%; }
     DownloadModal #dl-title { text-style: bold; width: 1fr; }
     DownloadModal #dl-info { color: $text-muted; width: 1fr; margin: 0 0 1 0; }
     DownloadModal .dl-label { margin: 1 0 0 0; text-style: bold; }
@@ -77,12 +73,8 @@ class DownloadModal(OperationModal[DownloadPlan, DownloadResult]):
     DownloadModal #dl-body { height: 1fr; }
     DownloadModal #dl-form { height: auto; }
     DownloadModal #dl-preview { width: 1fr; height: auto; margin: 1 0 0 0; }
-    DownloadModal #dl-progress { display: none; }
-    DownloadModal.-running #dl-progress, DownloadModal.-finished #dl-progress { display: block; }
     DownloadModal.-running #dl-form, DownloadModal.-finished #dl-form { display: none; }
     DownloadModal #dl-result { width: 1fr; height: auto; margin: 1 0 0 0; }
-    DownloadModal #dl-buttons { height: auto; margin: 1 0 0 0; align: right middle; }
-    DownloadModal #dl-buttons Button { margin: 0 0 0 2; }
     """
 
     @dataclass
@@ -111,9 +103,9 @@ class DownloadModal(OperationModal[DownloadPlan, DownloadResult]):
                     yield Input(default_download_name(record.name, record.version), id="dl-name")
                     yield Label("", id="dl-name-error")
                     yield Static("", id="dl-preview")
-                yield ProgressPanel(id="dl-progress")
+                yield ProgressPanel(id="dl-progress", classes="op-progress")
                 yield Static("", id="dl-result")
-            with Horizontal(id="dl-buttons"):
+            with Horizontal(id="dl-buttons", classes="op-buttons"):
                 yield Button("Close", id="dl-close")
                 yield Button("Cancel download", id="dl-cancel", variant="error")
                 yield Button("Review", id="dl-review", variant="primary")

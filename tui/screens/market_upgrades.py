@@ -74,21 +74,15 @@ class UpgradePlanModal(OperationModal[UpgradePlan, Upgraded]):
     FOCUS_START_WHEN_READY = False
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "Close", id="upgrades.close")]
     DEFAULT_CSS = """
-    UpgradePlanModal { align: center middle; }
-    UpgradePlanModal > Vertical {
-        width: 110; max-width: 95%; height: 90%;
-        border: thick $primary; background: $surface; padding: 1 2;
-    }
+    UpgradePlanModal > Vertical { width: 110; height: 90%; }
     UpgradePlanModal #up-title { text-style: bold; width: 1fr; }
     UpgradePlanModal #up-body { height: 1fr; }
     UpgradePlanModal #up-table { height: auto; max-height: 10; margin: 1 0 0 0; }
     UpgradePlanModal #up-steps, UpgradePlanModal #up-result { width: 1fr; height: auto; margin: 1 0 0 0; }
     UpgradePlanModal #up-apply-bar { height: auto; margin: 1 0 0 0; }
     UpgradePlanModal #up-datastore { width: 1fr; }
-    UpgradePlanModal #up-progress { display: none; margin: 1 0 0 0; }
-    UpgradePlanModal.-running #up-progress, UpgradePlanModal.-finished #up-progress { display: block; }
-    UpgradePlanModal #up-buttons { height: auto; margin: 1 0 0 0; align: right middle; }
-    UpgradePlanModal #up-buttons Button, UpgradePlanModal #up-apply-bar Button { margin: 0 0 0 2; }
+    UpgradePlanModal #up-progress { margin: 1 0 0 0; }
+    UpgradePlanModal #up-apply-bar Button { margin: 0 0 0 2; }
     """
 
     @dataclass
@@ -115,9 +109,9 @@ class UpgradePlanModal(OperationModal[UpgradePlan, Upgraded]):
                 with Horizontal(id="up-apply-bar"):
                     yield Select[int]([], prompt="IMAGE datastore for the new versions", id="up-datastore")
                     yield Button("Apply plan", id="up-apply", variant="warning")
-                yield ProgressPanel(id="up-progress")
+                yield ProgressPanel(id="up-progress", classes="op-progress")
                 yield Static("", id="up-result")
-            with Horizontal(id="up-buttons"):
+            with Horizontal(id="up-buttons", classes="op-buttons"):
                 yield Button("Close", id="up-close")
 
     def on_mount(self) -> None:

@@ -75,6 +75,17 @@ class OperationModal(SiteModal[bool], Generic[PlanT, ResultT]):
         Binding("escape", "close", "Close / cancel", id="operation.close"),
     ]
 
+    #: the frame every operation modal shares; a subclass sets its size, its own widgets, and tags
+    #: its button row `op-buttons` and its progress panel `op-progress`
+    DEFAULT_CSS = """
+    OperationModal { align: center middle; }
+    OperationModal > Vertical { max-width: 95%; border: thick $primary; background: $surface; padding: 1 2; }
+    OperationModal .op-buttons { height: auto; margin: 1 0 0 0; align: right middle; }
+    OperationModal .op-buttons Button { margin: 0 0 0 2; }
+    OperationModal .op-progress { display: none; }
+    OperationModal.-running .op-progress, OperationModal.-finished .op-progress { display: block; }
+    """
+
     phase: reactive[str] = reactive("form", init=False)
 
     @dataclass
