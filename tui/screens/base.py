@@ -15,12 +15,17 @@ A screen subclasses `SiteScreen`, sets `SCREEN_NAME` (its registry name) and `TI
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Iterable
 
+from textual import on
 from textual.app import ComposeResult, SystemCommand
+from textual.message import Message
+from textual.reactive import var
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
+from tui.errors import SiteError
 from tui.screens.shell import Shell, shell_of
 from widgets.context_bar import ContextBar
 from widgets.key_bar import KeyBar
@@ -92,3 +97,66 @@ class SiteScreen(Screen[None]):
     def palette_commands(self) -> Iterable[SystemCommand]:
         """Commands offered by ctrl+p while this screen is current."""
         yield from ()
+
+
+class ReloadingScreen(SiteScreen):
+    """A screen whose data one load worker reads, never two loads at once, keeping the last failure.
+
+    A subclass writes `start_load()` (its `@work(group=LOAD_GROUP, ...)` worker, which posts its own
+    loaded message or `self.Failed(error)`), calls `load_done()` when its data arrived, and paints
+    `_paint_status()` from `reloading` and `last_error`; `load_failed()` shows a failure where the
+    data would be."""
+
+    #: the worker group of the load (a failure of that worker ends the load)
+    LOAD_GROUP: ClassVar[str] = "load"
+
+    #: a load is under way; not named `loading`, which is Textual's own flag that covers the whole
+    #: screen with a loading indicator
+    reloading: var[bool] = var(False)
+
+    @dataclass
+    class Failed(Message):
+        error: SiteError
+
+    last_error: SiteError | None = None
+
+    def reload(self) -> None:
+        """Read the data again (never two loads at once)."""
+        if self.reloading:
+            return
+        self.reloading = True
+        self.load_started()
+        self._paint_status()
+        self.start_load()
+
+    def load_started(self) -> None:
+        """A load begins (before the worker starts)."""
+
+    def start_load(self) -> object:
+        """Start the load worker (a `@work` method: it returns the worker)."""
+        raise NotImplementedError
+
+    def load_done(self) -> None:
+        """The data arrived."""
+        self.reloading = False
+        self.last_error = None
+
+    @on(Failed)
+    def _load_failed(self, message: Failed) -> None:
+        self.reloading = False
+        self.last_error = message.error
+        self.shell.mark_unreachable(message.error)
+        self.load_failed(message.error)
+        self._paint_status()
+
+    def load_failed(self, error: SiteError) -> None:
+        """Show a failed load where the data would be (the status line says it already)."""
+
+    def worker_failed(self, worker: Worker[Any], error: BaseException) -> None:
+        if worker.group == self.LOAD_GROUP:
+            self.reloading = False
+            self._paint_status()
+        super().worker_failed(worker, error)
+
+    def _paint_status(self) -> None:
+        """Paint the status line from `reloading` and `last_error`."""

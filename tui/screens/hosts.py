@@ -19,7 +19,7 @@ progress, resume or put back). `--read-only` hides both move keys. The screen re
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Iterable
+from typing import ClassVar, Iterable
 
 from rich.text import Text
 from textual import on, work
@@ -27,16 +27,14 @@ from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.content import Content
 from textual.message import Message
-from textual.reactive import var
 from textual.timer import Timer
 from textual.widgets import Label, Static
-from textual.worker import Worker
 
 from tui.domain.cpu import HostVerdictKind, VmVerdictKind
 from tui.domain.printable import escape_controls
 from tui.errors import SiteError
 from tui.procedures.hosts import DbVmRow, HostInventory, HostRow, load_inventory
-from tui.screens.base import SiteScreen
+from tui.screens.base import ReloadingScreen
 from widgets.state_cell import StateLook, StatePalette
 from widgets.virtual_table import Column, TableRow, VirtualTable
 
@@ -201,7 +199,7 @@ def vm_detail(row: DbVmRow, inventory: HostInventory, read_only: bool) -> Text:
     return text
 
 
-class HostsScreen(SiteScreen):
+class HostsScreen(ReloadingScreen):
     """Hosts with their CPU verdicts and the document-database VMs; move (operation 7)."""
 
     SCREEN_NAME = "hosts"
@@ -211,6 +209,7 @@ class HostsScreen(SiteScreen):
     CSS_PATH = "hosts.tcss"
     MUTATING_ACTIONS = frozenset({"move", "move_all"})
 
+    LOAD_GROUP = "hosts-load"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("m", "move", "Move VM", id="hosts.move"),
         Binding("M", "move_all", "Move all flagged", id="hosts.move-all"),
@@ -222,19 +221,9 @@ class HostsScreen(SiteScreen):
             super().__init__()
             self.inventory = inventory
 
-    class Failed(Message):
-        def __init__(self, error: SiteError) -> None:
-            super().__init__()
-            self.error = error
-
-    #: a load is under way (never two at once); not named `loading`, which is Textual's own flag that
-    #: covers the whole screen with a loading indicator
-    reloading: var[bool] = var(False)
-
     def __init__(self) -> None:
         super().__init__(id="screen-hosts")
         self.inventory: HostInventory | None = None
-        self.last_error: SiteError | None = None
         self._poll: Timer | None = None
 
     # ------------------------------------------------------------------ layout
@@ -270,16 +259,9 @@ class HostsScreen(SiteScreen):
         if self.is_active and not self.reloading:
             self.reload()
 
-    def reload(self) -> None:
-        """Read hosts and database VMs again (never two loads at once)."""
-        if self.reloading:
-            return
-        self.reloading = True
-        self._paint_status()
-        self._load_worker()
-
     @work(exclusive=True, group="hosts-load", exit_on_error=False)
-    async def _load_worker(self) -> None:
+    async def start_load(self) -> None:
+        """Read hosts and database VMs."""
         try:
             inventory = await load_inventory(self.site)
         except SiteError as error:
@@ -287,16 +269,9 @@ class HostsScreen(SiteScreen):
             return
         self.post_message(self.Loaded(inventory))
 
-    def worker_failed(self, worker: Worker[Any], error: BaseException) -> None:
-        if worker.group == "hosts-load":
-            self.reloading = False
-            self._paint_status()
-        super().worker_failed(worker, error)
-
     @on(Loaded)
     def _loaded(self, message: Loaded) -> None:
-        self.reloading = False
-        self.last_error = None
+        self.load_done()
         inventory = self.inventory = message.inventory
         self.hosts_table.set_rows([host_row(row) for row in inventory.hosts])
         self.hosts_table.placeholder = "This site has no host."
@@ -317,15 +292,10 @@ class HostsScreen(SiteScreen):
         self._paint_detail()
         self._paint_status()
 
-    @on(Failed)
-    def _failed(self, message: Failed) -> None:
-        self.reloading = False
-        self.last_error = message.error
-        self.shell.mark_unreachable(message.error)
+    def load_failed(self, error: SiteError) -> None:
         if self.inventory is None:
-            self.hosts_table.placeholder = f"✘ {message.error.title} (r retries)"
-            self.query_one("#hosts-detail", Static).update(Text(message.error.detail))
-        self._paint_status()
+            self.hosts_table.placeholder = f"✘ {error.title} (r retries)"
+            self.query_one("#hosts-detail", Static).update(Text(error.detail))
 
     def _paint_status(self) -> None:
         parts: list[str] = []

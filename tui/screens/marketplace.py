@@ -20,7 +20,7 @@ line and never hides the others.
 from __future__ import annotations
 
 import time
-from typing import Any, ClassVar, Iterable, Sequence
+from typing import ClassVar, Iterable, Sequence
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -31,15 +31,13 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.message import Message
-from textual.reactive import var
 from textual.timer import Timer
 from textual.widgets import Input, Label, Markdown, Static
-from textual.worker import Worker
 
 from tui.domain.printable import escape_controls as shown
 from tui.errors import SiteError
 from tui.procedures.marketplace import CatalogEntry, MarketCatalog, load_catalog
-from tui.screens.base import SiteScreen
+from tui.screens.base import ReloadingScreen
 from widgets.state_cell import StateLook, StatePalette
 from widgets.virtual_table import Column, TableRow, VirtualTable
 
@@ -123,7 +121,7 @@ def detail_renderable(entry: CatalogEntry) -> RenderableType:
     return Group(*parts)
 
 
-class MarketplaceScreen(SiteScreen):
+class MarketplaceScreen(ReloadingScreen):
     """Appliances of every marketplace with install status; detail, download, attributes, plan."""
 
     SCREEN_NAME = "market"
@@ -133,6 +131,7 @@ class MarketplaceScreen(SiteScreen):
     CSS_PATH = "marketplace.tcss"
     MUTATING_ACTIONS = frozenset({"download"})
 
+    LOAD_GROUP = "market-list"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "filter", "Filter", key_display="/", id="market.filter"),
         Binding("escape", "clear_filter", "Clear filter", id="market.clear-filter"),
@@ -153,20 +152,10 @@ class MarketplaceScreen(SiteScreen):
             self.catalog = catalog
             self.rows = rows
 
-    class Failed(Message):
-        def __init__(self, error: SiteError) -> None:
-            super().__init__()
-            self.error = error
-
-    #: a load is under way (never two at once); not named `loading`, which is Textual's own flag that
-    #: covers the whole screen with a loading indicator
-    reloading: var[bool] = var(False)
-
     def __init__(self) -> None:
         super().__init__(id="screen-market")
         self.catalog: MarketCatalog | None = None
         self.entries: dict[str, CatalogEntry] = {}
-        self.last_error: SiteError | None = None
         #: perf_counter marks of the last load (fetched, rows built, rows shown), for bench/
         self.timings: dict[str, float] = {}
         #: key of the record the detail pane shows
@@ -208,17 +197,12 @@ class MarketplaceScreen(SiteScreen):
 
     # ------------------------------------------------------------------ loading
 
-    def reload(self) -> None:
-        """Read every marketplace again (never two loads at once)."""
-        if self.reloading:
-            return
-        self.reloading = True
+    def load_started(self) -> None:
         self._changes_seen = self.site.changes
-        self._paint_status()
-        self._load_worker()
 
     @work(exclusive=True, group="market-list", exit_on_error=False)
-    async def _load_worker(self) -> None:
+    async def start_load(self) -> None:
+        """Read every marketplace."""
         started = time.perf_counter()
         try:
             catalog = await load_catalog(self.site)
@@ -230,20 +214,13 @@ class MarketplaceScreen(SiteScreen):
         self.timings = {"fetch_start": started, "fetch_end": fetched, "rows_built": time.perf_counter()}
         self.post_message(self.Loaded(catalog, rows))
 
-    def worker_failed(self, worker: Worker[Any], error: BaseException) -> None:
-        if worker.group == "market-list":
-            self.reloading = False
-            self._paint_status()
-        super().worker_failed(worker, error)
-
     @on(Loaded)
     def _loaded(self, message: Loaded) -> None:
         self.show_catalog(message.catalog, message.rows)
 
     def show_catalog(self, catalog: MarketCatalog, rows: list[TableRow] | None = None) -> None:
         """Show a catalog (rows built here when not given); the cursor stays on the same record."""
-        self.reloading = False
-        self.last_error = None
+        self.load_done()
         self.catalog = catalog
         self.entries = {entry.key: entry for entry in catalog.entries}
         table = self.table
@@ -263,16 +240,11 @@ class MarketplaceScreen(SiteScreen):
         if self.site.changes != self._changes_seen:  # the cloud changed while this load read it
             self.reload()
 
-    @on(Failed)
-    def _failed(self, message: Failed) -> None:
-        self.reloading = False
-        self.last_error = message.error
-        self.shell.mark_unreachable(message.error)
+    def load_failed(self, error: SiteError) -> None:
         if self.catalog is None:
-            self.table.placeholder = f"✘ {message.error.title}: r retries"
+            self.table.placeholder = f"✘ {error.title}: r retries"
             self.table.refresh()
-        self._paint_status()
-        self.shell.report_error(message.error)
+        self.shell.report_error(error)
 
     def _paint_status(self) -> None:
         status = self.query_one("#mk-status", Label)
