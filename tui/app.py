@@ -117,12 +117,12 @@ class SiteToolkitApp(App[int]):
     COMMANDS = App.COMMANDS | {ScreensProvider}
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("q", "quit", "Quit", id="quit"),
-        Binding("ctrl+q", "quit", "Quit", show=False, priority=True, id="quit-now"),
-        Binding("colon", "jump", "Go to", key_display=":", id="jump"),
-        Binding("question_mark", "help", "Help", key_display="?", id="help"),
-        Binding("ctrl+p", "command_palette", "Commands", show=False, priority=True, id="palette"),
-        Binding("e", "last_error", "Last error", show=False, id="last-error"),
+        Binding("q", "quit", "Quit", id="app.quit"),
+        Binding("ctrl+q", "quit", "Quit", show=False, priority=True, id="app.quit-now"),
+        Binding("colon", "jump", "Go to", key_display=":", id="app.jump"),
+        Binding("question_mark", "help", "Help", key_display="?", id="app.help"),
+        Binding("ctrl+p", "command_palette", "Commands", show=False, priority=True, id="app.palette"),
+        Binding("e", "last_error", "Last error", show=False, id="app.last-error"),
     ]
 
     class Connected(Message):

@@ -21,7 +21,7 @@ class ConfirmModal(ModalScreen[bool]):
     """Ask "<action> <object>?"; True when confirmed."""
 
     AUTO_FOCUS = "#cancel"
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="confirm.cancel")]
 
     DEFAULT_CSS = """
     ConfirmModal { align: center middle; }

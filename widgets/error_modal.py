@@ -21,8 +21,8 @@ class ErrorModal(ModalScreen[None]):
 
     AUTO_FOCUS = "#error-close"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "close", "Close"),
-        Binding("c", "copy", "Copy"),
+        Binding("escape", "close", "Close", id="error.close"),
+        Binding("c", "copy", "Copy", id="error.copy"),
     ]
 
     DEFAULT_CSS = """

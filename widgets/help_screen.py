@@ -64,7 +64,7 @@ class HelpScreen(ModalScreen[None]):
     """A modal listing keys by group."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,q,question_mark", "close", "Close help"),
+        Binding("escape,q,question_mark", "close", "Close help", id="help.close"),
     ]
 
     DEFAULT_CSS = """

@@ -46,9 +46,9 @@ class JumpPrompt(ModalScreen["str | None"]):
 
     AUTO_FOCUS = "#jump-input"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "cancel", "Cancel"),
-        Binding("down", "next", "Next", show=False),
-        Binding("up", "previous", "Previous", show=False),
+        Binding("escape", "cancel", "Cancel", id="jump.cancel"),
+        Binding("down", "next", "Next", show=False, id="jump.next"),
+        Binding("up", "previous", "Previous", show=False, id="jump.previous"),
     ]
 
     DEFAULT_CSS = """

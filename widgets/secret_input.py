@@ -25,7 +25,7 @@ class SecretInput(Horizontal):
     SecretInput > Button { min-width: 8; width: 8; }
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("ctrl+r", "toggle_reveal", "Show/hide secret")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("ctrl+r", "toggle_reveal", "Show/hide secret", id="secret.toggle-reveal")]
 
     revealed: reactive[bool] = reactive(False)
 

@@ -74,13 +74,13 @@ class VirtualTable(ScrollView, can_focus=True):
     HELP_GROUP = "List"
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up,k", "cursor_up", "Up", show=False),
-        Binding("down,j", "cursor_down", "Down", show=False),
-        Binding("pageup", "page_up", "Page up", show=False),
-        Binding("pagedown", "page_down", "Page down", show=False),
-        Binding("home,g", "first", "First", show=False),
-        Binding("end,G", "last", "Last", show=False),
-        Binding("enter", "select", "Open", show=False),
+        Binding("up,k", "cursor_up", "Up", show=False, id="table.cursor-up"),
+        Binding("down,j", "cursor_down", "Down", show=False, id="table.cursor-down"),
+        Binding("pageup", "page_up", "Page up", show=False, id="table.page-up"),
+        Binding("pagedown", "page_down", "Page down", show=False, id="table.page-down"),
+        Binding("home,g", "first", "First", show=False, id="table.first"),
+        Binding("end,G", "last", "Last", show=False, id="table.last"),
+        Binding("enter", "select", "Open", show=False, id="table.select"),
     ]
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {

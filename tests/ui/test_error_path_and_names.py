@@ -129,3 +129,23 @@ def test_every_console_modal_reports_its_worker_failures() -> None:
                     and not issubclass(cls, SiteModal)):
                 loose.append(f"{module.__name__}.{name}")
     assert not loose
+
+
+def test_every_binding_has_an_id_in_one_scheme() -> None:
+    """Binding ids are `<scope>.<action>` (a keymap names them that way), every binding has one."""
+    import re
+
+    from textual.binding import Binding
+
+    scheme = re.compile(r"^[a-z][a-z-]*\.[a-z][a-z-]*$")
+    wrong = []
+    for path in [*ROOT.joinpath("tui", "screens").glob("*.py"), *ROOT.joinpath("widgets").glob("*.py"),
+                 ROOT / "tui" / "app.py"]:
+        module = importlib.import_module(".".join(path.relative_to(ROOT).with_suffix("").parts))
+        for name, cls in vars(module).items():
+            if not (inspect.isclass(cls) and cls.__module__ == module.__name__):
+                continue
+            for binding in vars(cls).get("BINDINGS", []):
+                if isinstance(binding, Binding) and not scheme.match(binding.id or ""):
+                    wrong.append(f"{module.__name__}.{name}: {binding.key} -> {binding.action} id={binding.id!r}")
+    assert not wrong

@@ -32,9 +32,9 @@ class ConnectErrorScreen(Screen[None]):
     HELP_GROUP = "Connection failed"
     AUTO_FOCUS = "#connect-retry"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("r", "retry", "Retry"),
-        Binding("c", "copy", "Copy error"),
-        Binding("q", "app.quit", "Quit"),
+        Binding("r", "retry", "Retry", id="connect.retry"),
+        Binding("c", "copy", "Copy error", id="connect.copy"),
+        Binding("q", "app.quit", "Quit", id="connect.quit"),
     ]
 
     def __init__(self, error: SiteError, tried: Sequence[tuple[str, str]]) -> None:

@@ -54,7 +54,7 @@ class MoveModal(OperationModal[MoveSet, Moved]):
     FOCUS_START_WHEN_READY = False
     AUTO_FOCUS = "#mv-close"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "close", "Close / cancel the move", id="hosts-move.close"),
+        Binding("escape", "close", "Close / cancel the move", id="move.close"),
     ]
     DEFAULT_CSS = """
     MoveModal > Vertical { width: 110; max-width: 96%; height: auto; max-height: 96%; border: thick $warning; }

@@ -139,11 +139,11 @@ class MarketplaceScreen(ReloadingScreen):
         Binding("d", "download", "Download", id="market.download"),
         Binding("a", "attributes", "Attributes", id="market.attributes"),
         Binding("u", "upgrades", "Upgrade plan", id="market.upgrades"),
-        Binding("N", "sort('name')", "Sort by name", show=False),
-        Binding("V", "sort('version')", "Sort by version", show=False),
-        Binding("T", "sort('type')", "Sort by type", show=False),
-        Binding("S", "sort('status')", "Sort by status", show=False),
-        Binding("M", "sort('market')", "Sort by marketplace", show=False),
+        Binding("N", "sort('name')", "Sort by name", show=False, id="market.sort-name"),
+        Binding("V", "sort('version')", "Sort by version", show=False, id="market.sort-version"),
+        Binding("T", "sort('type')", "Sort by type", show=False, id="market.sort-type"),
+        Binding("S", "sort('status')", "Sort by status", show=False, id="market.sort-status"),
+        Binding("M", "sort('market')", "Sort by marketplace", show=False, id="market.sort-market"),
     ]
 
     class Loaded(Message):

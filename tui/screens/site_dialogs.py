@@ -200,7 +200,7 @@ class OpenSiteModal(SiteModal["tuple[str, str] | None"]):
     """Pick a site branch to open, or name a new one to create from the template."""
 
     AUTO_FOCUS = "#open-branches"
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="open-site.cancel")]
     DEFAULT_CSS = """
     OpenSiteModal { align: center middle; }
     OpenSiteModal > Vertical { width: 76; max-width: 95%; height: auto; max-height: 90%;
@@ -281,7 +281,7 @@ class PasswordModal(SiteModal["str | None"]):
     """Ask for the vault password (masked); `error` says why it is asked again."""
 
     AUTO_FOCUS = "#password-value Input"
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="password.cancel")]
     DEFAULT_CSS = """
     PasswordModal { align: center middle; }
     PasswordModal > Vertical { width: 72; max-width: 95%; height: auto; border: thick $primary;
@@ -328,7 +328,7 @@ class PreviewModal(SiteModal[bool]):
     """A preview (and optional diff) with Cancel focused and the action on the other button."""
 
     AUTO_FOCUS = "#preview-cancel"
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="preview.cancel")]
     DEFAULT_CSS = """
     PreviewModal { align: center middle; }
     PreviewModal > Vertical { width: 120; max-width: 96%; height: auto; max-height: 94%;

@@ -109,15 +109,15 @@ class ToolkitScreen(SiteScreen):
     CSS_PATH = "toolkit.tcss"
     MUTATING_ACTIONS = frozenset({"deploy", "load_file", "save_file", "move_stuck"})
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+g", "deploy", "Deploy", id="toolkit-deploy", tooltip="check every input, preview, deploy"),
-        Binding("ctrl+o", "load_file", "Load file", id="toolkit-load"),
-        Binding("ctrl+s", "save_file", "Save file", id="toolkit-save"),
-        Binding("ctrl+f", "follow", "Follow recorded", id="toolkit-follow",
+        Binding("ctrl+g", "deploy", "Deploy", id="toolkit.deploy", tooltip="check every input, preview, deploy"),
+        Binding("ctrl+o", "load_file", "Load file", id="toolkit.load"),
+        Binding("ctrl+s", "save_file", "Save file", id="toolkit.save"),
+        Binding("ctrl+f", "follow", "Follow recorded", id="toolkit.follow",
                 tooltip="follow the recorded deployment again (it is not changed)"),
-        Binding("k", "key_view", "Key view", id="toolkit-key-view"),
-        Binding("m", "move_stuck", "Move DB VM", id="toolkit-move",
+        Binding("k", "key_view", "Key view", id="toolkit.key-view"),
+        Binding("m", "move_stuck", "Move DB VM", id="toolkit.move",
                 tooltip="move the database VM the deployment waits for to a compatible host"),
-        Binding("escape", "escape", "Stop / back", id="toolkit-escape"),
+        Binding("escape", "escape", "Stop / back", id="toolkit.escape"),
     ]
 
     #: seconds between two polls of the service while following it (tests make it short)

@@ -54,7 +54,7 @@ class MultilineField(CheckedField):
     MultilineField.-invalid > Horizontal > .field-box > .field-masked { border: tall $error; }
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("ctrl+r", "toggle_reveal", "Show/hide secret")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("ctrl+r", "toggle_reveal", "Show/hide secret", id="secret.toggle-reveal")]
 
     revealed: reactive[bool] = reactive(False)
 

@@ -34,7 +34,7 @@ class InputFileModal(SiteModal["FileChoice | None"]):
     """Ask for the input file's path (see the module docstring)."""
 
     AUTO_FOCUS = "#file-path"
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="input-file.cancel")]
 
     DEFAULT_CSS = """
     InputFileModal { align: center middle; }

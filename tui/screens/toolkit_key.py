@@ -71,9 +71,9 @@ class KeyScreen(SiteScreen):
     CSS_PATH = "toolkit.tcss"
     MUTATING_ACTIONS = frozenset({"grant"})
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("g", "grant", "Give key to user", id="key-grant"),
-        Binding("c", "capture", "Wait for key", id="key-capture"),
-        Binding("r", "refresh", "Refresh", id="key-refresh"),
+        Binding("g", "grant", "Give key to user", id="key.grant"),
+        Binding("c", "capture", "Wait for key", id="key.capture"),
+        Binding("r", "refresh", "Refresh", id="key.refresh"),
     ]
 
     capture_timeout: float = DEFAULT_KEY_TIMEOUT
