@@ -213,6 +213,8 @@ class SiteToolkitApp(App[int]):
             gc.enable()
         self.set_context("endpoint", self.site.endpoint, "muted")
         self.set_context("health", "○ connecting", "muted")
+        if self.site.settings.keys:
+            self.set_keymap(dict(self.site.settings.keys))  # [keys] of the config file, by binding id
         if self.read_only:
             self.set_context("mode", "READ-ONLY", "badge")
         if self._theme_warning:

@@ -70,7 +70,7 @@ SYSTEM_ONE_DIR = Path("/var/lib/one/.one")
 REDACTED = "***"
 
 _TOP_KEYS = {"refresh_interval", "theme", "xmlrpc_timeout", "state_dir", "audit_log", "marketplace", "cpu", "naming",
-             "site"}
+             "site", "keys"}
 _TABLE_KEYS = {
     "marketplace": {"urls"},
     "cpu": {"min_free_percent", "min_free_memory_mib", "known_good_models", "document_db_roles",
@@ -129,6 +129,8 @@ class Settings:
     sources: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), compare=False)
     #: things worth fixing that do not stop the console (a world-readable auth file, ...)
     warnings: tuple[str, ...] = ()
+    #: [keys]: binding id ("market.download", "app.help", ...) -> the keys that trigger it instead
+    keys: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), compare=False)
 
     # derived -----------------------------------------------------------------------------------
     @property
@@ -345,6 +347,10 @@ class _Resolver:
                 unknown += [f"{table}.{k}" for k in sorted(set(data[table]) - keys)]
         if "naming" in data and not isinstance(data["naming"], dict):
             raise SiteError(f"Bad config file {path}", "[naming] must be a table.")
+        keys = data.get("keys", {})
+        if not isinstance(keys, dict) or not all(isinstance(k, str) and isinstance(v, str) and v.strip()
+                                                  for k, v in keys.items()):
+            raise SiteError(f"Bad config file {path}", '[keys] maps binding ids to keys: "market.download" = "D".')
         if unknown:
             raise SiteError(f"Unknown keys in config file {path}", f"{', '.join(unknown)}: check the spelling "
                             "(see `sitetk info` for the keys in use).")
@@ -417,6 +423,7 @@ class _Resolver:
             library_token_file=_optional_path(site_values["library_token_file"]),
             repos_dir=_optional_path(site_values["repos_dir"]),
             warnings=tuple(self.warnings),
+            keys=MappingProxyType(dict((config or {}).get("keys", {}))),
         )
         return replace(settings, sources=MappingProxyType(dict(self.sources)))
 

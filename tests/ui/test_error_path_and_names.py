@@ -149,3 +149,33 @@ def test_every_binding_has_an_id_in_one_scheme() -> None:
                 if isinstance(binding, Binding) and not scheme.match(binding.id or ""):
                     wrong.append(f"{module.__name__}.{name}: {binding.key} -> {binding.action} id={binding.id!r}")
     assert not wrong
+
+
+def test_keys_come_from_the_config_file_by_binding_id(tmp_path: Path) -> None:
+    from tui.errors import SiteError
+    from tui.settings import Settings
+
+    config = tmp_path / "home" / ".config" / "sitetk" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('[keys]\n"app.help" = "h"\n')
+    settings = Settings.load(env={}, home=tmp_path / "home", system_dir=tmp_path / "none")
+    assert dict(settings.keys) == {"app.help": "h"}
+    config.write_text("[keys]\n\"app.help\" = 3\n")
+    with pytest.raises(SiteError) as info:
+        Settings.load(env={}, home=tmp_path / "home", system_dir=tmp_path / "none")
+    assert "[keys]" in info.value.detail
+
+
+async def test_a_key_from_the_config_file_triggers_its_binding(sim: SimServer) -> None:
+    import dataclasses
+
+    from tui.procedures.connection import SiteConnection
+    from tui.screenshots import frozen_clock
+    from widgets.help_screen import HelpScreen
+
+    base = console_app(sim).site.settings
+    app = SiteToolkitApp(SiteConnection(dataclasses.replace(base, keys={"app.help": "h"})), clock=frozen_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.info is not None, what="the connection")
+        await pilot.press("h")
+        await wait_for_screen(pilot, HelpScreen, what="the help, on the configured key")
