@@ -39,7 +39,7 @@ async def front_door(pilot: Any) -> SetupScreen:
     app: SiteToolkitApp = pilot.app
     screen = await wait_for(pilot, lambda: isinstance(app.screen, SetupScreen) and app.screen, timeout=30,
                             what="the setup checklist as the front door")
-    await wait_for(pilot, lambda: screen.checklist is not None and not screen.loading, timeout=60, what="the checklist")
+    await wait_for(pilot, lambda: screen.checklist is not None and not screen.reading, timeout=60, what="the checklist")
     screen.poll_interval = 0.05
     return screen
 
@@ -56,7 +56,7 @@ async def test_keys_only_from_a_fresh_site_to_set_up(sim_factory, tmp_path: Path
         await wait_for_screen(pilot, InputFileModal, what="the input file prompt")
         await pilot.press(*str(inputs), "enter")
         await wait_for(pilot, lambda: screen.input_path == str(inputs) and screen.checklist is not None
-                       and not screen.loading, timeout=60, what="the checklist with the input file")
+                       and not screen.reading, timeout=60, what="the checklist with the input file")
         for _ in range(30):
             if screen.checklist is not None and screen.checklist.complete:
                 break
@@ -65,7 +65,7 @@ async def test_keys_only_from_a_fresh_site_to_set_up(sim_factory, tmp_path: Path
                            what="the step to start")
             while True:
                 state = await wait_for(pilot, lambda: (isinstance(app.screen, ConfirmModal) and "confirm")
-                                       or (not screen.running and not screen.loading and "idle"),
+                                       or (not screen.running and not screen.reading and "idle"),
                                        timeout=240, what="a confirmation or the end of the step")
                 if state == "idle":
                     break

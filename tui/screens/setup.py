@@ -25,13 +25,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
-from textual.screen import ModalScreen
+from textual.reactive import var
 from textual.widgets import Button, Input, Label, Static
 from textual.worker import Worker
 
 from tui.domain.setup_steps import SetupChecklist, SetupStep, StepId, StepState
 from tui.errors import SiteError
 from tui.screens.base import SiteScreen
+from tui.screens.site_modal import SiteModal
 from widgets.state_cell import StateLook, StatePalette
 from widgets.virtual_table import Column, TableRow, VirtualTable
 
@@ -106,11 +107,11 @@ def summary(checklist: SetupChecklist, input_path: str, read_only: bool) -> str:
     return f"Next: {nxt.title} ({nxt.state.value}){hint} · {head}"
 
 
-class InputFileModal(ModalScreen["str | None"]):
+class InputFileModal(SiteModal["str | None"]):
     """Ask the path of the toolkit input file."""
 
     AUTO_FOCUS = "#setup-input-path"
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="dialog.cancel")]
     DEFAULT_CSS = """
     InputFileModal { align: center middle; }
     InputFileModal > Vertical { width: 80; max-width: 95%; height: auto; border: thick $primary;
@@ -136,10 +137,10 @@ class InputFileModal(ModalScreen["str | None"]):
         self.dismiss(None)
 
 
-class SecretsModal(ModalScreen["dict[str, str] | None"]):
+class SecretsModal(SiteModal["dict[str, str] | None"]):
     """Ask the secrets the input file leaves out (masked; never written anywhere)."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="dialog.cancel")]
     DEFAULT_CSS = """
     SecretsModal { align: center middle; }
     SecretsModal > Vertical { width: 80; max-width: 95%; height: auto; max-height: 90%; border: thick $warning;
@@ -195,11 +196,13 @@ class SetupScreen(SiteScreen):
         Binding("r", "refresh", "Read the site again", id="setup.refresh"),
     ]
 
+    #: the site is being read; not named `loading`, Textual's own flag that covers the whole screen
+    reading: var[bool] = var(False)
+
     def __init__(self, input_path: str = "") -> None:
         super().__init__(id="screen-setup")
         self.input_path = input_path
         self.checklist: SetupChecklist | None = None
-        self.loading = False
         self.running: str | None = None
         self.step_log: list[str] = []
         self.last_message = ""
@@ -242,9 +245,9 @@ class SetupScreen(SiteScreen):
         return target
 
     def reload(self) -> None:
-        if self.loading or self.running:
+        if self.reading or self.running:
             return
-        self.loading = True
+        self.reading = True
         self._paint_status()
         self._load_worker()
 
@@ -255,11 +258,11 @@ class SetupScreen(SiteScreen):
         try:
             checklist, _facts = await setup_status(self.site, self._target())
         except SiteError as error:
-            self.loading = False
+            self.reading = False
             self.last_message = f"✘ {error.title}: {error.detail.splitlines()[0] if error.detail else ''}"
             self._paint_status()
             return
-        self.loading = False
+        self.reading = False
         self._show(checklist)
 
     def _show(self, checklist: SetupChecklist) -> None:
@@ -276,7 +279,7 @@ class SetupScreen(SiteScreen):
         self._paint_status()
 
     def worker_failed(self, worker: Worker[Any], error: BaseException) -> None:
-        self.loading = False
+        self.reading = False
         self.running = None
         self._paint_status()
         super().worker_failed(worker, error)
@@ -301,7 +304,7 @@ class SetupScreen(SiteScreen):
         parts = []
         if self.running:
             parts.append(f"running {self.running}… (c cancels)")
-        elif self.loading:
+        elif self.reading:
             parts.append("reading the site…")
         if self.last_message:
             parts.append(self.last_message)
@@ -347,7 +350,7 @@ class SetupScreen(SiteScreen):
             self.reload()
 
     def _start(self, only: StepId | None) -> None:
-        if self.running or self.loading:
+        if self.running or self.reading:
             self.shell.toast("Wait for the current step to finish (c cancels it)", severity="warning")
             return
         if not self.input_path:

@@ -46,13 +46,13 @@ async def setup_loaded(ctx: SceneContext, input_path: Path | None = None, cursor
     await ctx.wait_for(lambda: ctx.app.info is not None, what="the connection")
     ctx.app.open_screen("setup")
     screen = await ctx.wait_for(lambda: isinstance(s := ctx.app.screen, SetupScreen) and s, what="the setup screen")
-    await ctx.wait_for(lambda: screen.checklist is not None and not screen.loading, timeout=60, what="the checklist")
+    await ctx.wait_for(lambda: screen.checklist is not None and not screen.reading, timeout=60, what="the checklist")
     if input_path is not None:
         screen.input_path = str(input_path)
         screen.reload()
-        await ctx.wait_for(lambda: not screen.loading and screen.checklist is not None, timeout=60,
+        await ctx.wait_for(lambda: not screen.reading and screen.checklist is not None, timeout=60,
                            what="the checklist with the input file")
-        await ctx.wait_for(lambda: not screen.loading, timeout=60, what="the reload")
+        await ctx.wait_for(lambda: not screen.reading, timeout=60, what="the reload")
     if cursor is not None:
         screen.table.move_cursor_to_key(cursor)
     await ctx.pilot.pause()
