@@ -136,7 +136,7 @@ class SubmitModal(SiteModal["str | None"]):
     check passed) or None when cancelled. Cancel has the focus."""
 
     AUTO_FOCUS = "#submit-cancel"
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="submit.cancel")]
     DEFAULT_CSS = """
     SubmitModal { align: center middle; }
     SubmitModal > Vertical { width: 120; max-width: 96%; height: 94%;
