@@ -61,3 +61,30 @@ async def test_a_hostile_vm_name_is_shown_as_text(sim_factory: Any) -> None:
         painted = _painted(screen.table)
         assert not has_controls(painted), repr(painted[:300])
         assert "vm \\x9b2J\\x7f\\u202e[bold red]" in painted
+
+
+async def test_the_dialogs_of_a_hostile_record_show_its_name_as_text(sim: SimServer) -> None:
+    """The download and attributes dialogs title the record with its escapes visible."""
+    from tui.screens.market_attributes import AttributesModal
+    from tui.screens.market_download import DownloadModal
+
+    add_hostile_record(sim)
+    app = console_app(sim)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.info is not None, what="the connection")
+        app.open_screen("market")
+        screen: Any = await wait_for(pilot, lambda: isinstance(s := app.screen, MarketplaceScreen)
+                                     and s.catalog is not None and not s.loading and s, what="the catalog")
+        key = next(e.key for e in screen.catalog.entries if e.record.id == HOSTILE_ID)
+        screen.table.move_cursor_to_key(key)
+        await wait_for(pilot, lambda: screen.shown_key == key, what="the hostile record's detail")
+        for press, modal_type, title in (("d", DownloadModal, "#dl-title"), ("a", AttributesModal, "#at-title")):
+            await pilot.press(press)
+            modal: Any = await wait_for(pilot, lambda t=modal_type: isinstance(app.screen, t) and app.screen,
+                                        what=f"the {modal_type.__name__}")
+            await pilot.pause()
+            painted = rendered_text(modal.query_one(title))
+            assert not has_controls(painted), repr(painted)
+            assert "Evil \\x1b]0;pwned" in painted
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: app.screen is screen, what="the list again")

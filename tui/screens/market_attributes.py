@@ -23,6 +23,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import Button, Input, Label, Static
 
+from tui.domain.printable import escape_controls as shown
 from tui.errors import SiteError
 from tui.procedures.attach_attributes import (
     FAILED,
@@ -88,7 +89,7 @@ class AttributesModal(OperationModal[AttachPlan, Attached]):
         text = attribute_text(self.tag, naming)
         targets = default_targets(self.entry.status)
         with Vertical():
-            yield Label(Content(f"Marketplace attributes of {record.name} {record.parsed_version.label}"),
+            yield Label(Content(shown(f"Marketplace attributes of {record.name} {record.parsed_version.label}")),
                         id="at-title")
             with VerticalScroll(id="at-body"):
                 yield Label("Attribute file (no extension; applied in merge mode)", classes="at-label")

@@ -29,6 +29,7 @@ from textual.widgets import Button, Input, Label, Select, Static
 
 from tui.domain.datastores import Datastore
 from tui.domain.marketapps import MarketApp
+from tui.domain.printable import escape_controls as shown
 from tui.errors import SiteError
 from tui.procedures.attach_attributes import tag_for_record
 from tui.procedures.download_appliance import (
@@ -92,7 +93,7 @@ class DownloadModal(OperationModal[DownloadPlan, DownloadResult]):
     def compose(self) -> ComposeResult:
         record = self.entry.record
         with Vertical():
-            yield Label(Content(f"Download {record.name} {record.parsed_version.label}"), id="dl-title")
+            yield Label(Content(shown(f"Download {record.name} {record.parsed_version.label}")), id="dl-title")
             yield Label(Content(f"{record.type.value} from {self.entry.source.name} · looking up the cloud's app…"),
                         id="dl-info")
             with VerticalScroll(id="dl-body"):
