@@ -20,17 +20,23 @@ def _painted(widget: Widget) -> str:
     return "\n".join(rendered_text(block) for block in blocks) if blocks else rendered_text(widget)
 
 
+async def _hostile_record_shown(pilot: Any, app: Any) -> Any:
+    """The marketplace screen with the cursor on the hostile record and its detail shown."""
+    await wait_for(pilot, lambda: app.info is not None, what="the connection")
+    app.open_screen("market")
+    screen: Any = await wait_for(pilot, lambda: isinstance(s := app.screen, MarketplaceScreen)
+                                 and s.catalog is not None and not s.loading and s, what="the catalog")
+    key = next(e.key for e in screen.catalog.entries if e.record.id == HOSTILE_ID)
+    screen.table.move_cursor_to_key(key)
+    await wait_for(pilot, lambda: screen.shown_key == key, what="the hostile record's detail")
+    return screen
+
+
 async def test_a_hostile_record_is_shown_as_text(sim: SimServer) -> None:
     add_hostile_record(sim)
     app = console_app(sim)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.info is not None, what="the connection")
-        app.open_screen("market")
-        screen: Any = await wait_for(pilot, lambda: isinstance(s := app.screen, MarketplaceScreen)
-                                     and s.catalog is not None and not s.loading and s, what="the catalog")
-        key = next(e.key for e in screen.catalog.entries if e.record.id == HOSTILE_ID)
-        screen.table.move_cursor_to_key(key)
-        await wait_for(pilot, lambda: screen.shown_key == key, what="the hostile record's detail")
+        screen = await _hostile_record_shown(pilot, app)
         description = screen.query_one("#mk-detail-description")
         await wait_for(pilot, lambda: "Title" in _painted(description), what="the Markdown description")
         await pilot.pause()
@@ -71,13 +77,7 @@ async def test_the_dialogs_of_a_hostile_record_show_its_name_as_text(sim: SimSer
     add_hostile_record(sim)
     app = console_app(sim)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.info is not None, what="the connection")
-        app.open_screen("market")
-        screen: Any = await wait_for(pilot, lambda: isinstance(s := app.screen, MarketplaceScreen)
-                                     and s.catalog is not None and not s.loading and s, what="the catalog")
-        key = next(e.key for e in screen.catalog.entries if e.record.id == HOSTILE_ID)
-        screen.table.move_cursor_to_key(key)
-        await wait_for(pilot, lambda: screen.shown_key == key, what="the hostile record's detail")
+        screen = await _hostile_record_shown(pilot, app)
         for press, modal_type, title in (("d", DownloadModal, "#dl-title"), ("a", AttributesModal, "#at-title")):
             await pilot.press(press)
             modal: Any = await wait_for(pilot, lambda t=modal_type: isinstance(app.screen, t) and app.screen,
