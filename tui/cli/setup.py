@@ -18,8 +18,6 @@ vault password core.yaml is checked with (else the configured vault password fil
 from __future__ import annotations
 
 import argparse
-import getpass
-import sys
 from typing import Any
 
 from tui.cli.common import (
@@ -35,6 +33,7 @@ from tui.cli.common import (
     print_error,
     site_command,
 )
+from tui.cli.toolkit import ask_secrets
 from tui.domain.setup_steps import SetupChecklist, StepId, StepState
 from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
@@ -95,19 +94,8 @@ async def _status(args: argparse.Namespace, site: SiteConnection) -> int:
 
 
 async def _ask_secrets(names: list[str]) -> dict[str, str]:
-    """Secrets missing from the input file, asked with getpass (never from argv or the environment)."""
-    if not names:
-        return {}
-    if not sys.stdin.isatty():
-        raise UsageError(f"{', '.join(names)} not in the input file and no terminal to ask on: add them to the file "
-                         "(keep it mode 0600) or run on a terminal")
-    answers: dict[str, str] = {}
-    for name in names:
-        value = getpass.getpass(f"{name}: ")
-        if not value:
-            raise UsageError(f"{name} is required")
-        answers[name] = value
-    return answers
+    """Secrets missing from the input file, asked as `toolkit deploy` asks them."""
+    return ask_secrets(names)
 
 
 async def _with_secrets(target: SetupTarget, site: SiteConnection, dry_run: bool) -> SetupTarget:

@@ -216,8 +216,9 @@ def _validate_command(args: argparse.Namespace) -> int:
 # -- deploy ---------------------------------------------------------------------------------------
 
 
-def ask_secrets(names: list[str], form: ToolkitForm) -> dict[str, str]:
-    """Ask each missing secret on the terminal (getpass: no echo, never in argv or history)."""
+def ask_secrets(names: list[str], form: ToolkitForm | None = None) -> dict[str, str]:
+    """Ask each missing secret on the terminal (getpass: no echo, never in argv or history); with
+    the form, each prompt also names what the input is for."""
     if not names:
         return {}
     if not sys.stdin.isatty():
@@ -225,9 +226,9 @@ def ask_secrets(names: list[str], form: ToolkitForm) -> dict[str, str]:
                          "(keep it mode 0600) or run on a terminal")
     answers: dict[str, str] = {}
     for name in names:
-        field = form.field(name)
-        label = field.help.split(".")[0] if field else name
-        value = getpass.getpass(f"{name} ({label}): ")
+        field = form.field(name) if form is not None else None
+        prompt = f"{name} ({field.help.split('.')[0]}): " if field else f"{name}: "
+        value = getpass.getpass(prompt)
         if not value:
             raise UsageError(f"{name} is required")
         answers[name] = value
