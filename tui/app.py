@@ -171,6 +171,8 @@ class SiteToolkitApp(App[int]):
         self._context_values: dict[str, tuple[str, Variant]] = {}
         self._connect_started = time.monotonic()
         self._connect_ticker: Timer | None = None
+        #: the front-door check waits for the first screen's first load (`_front_door_due`)
+        self._front_door_pending = False
         #: set once the start-up check passed (created in on_mount, inside the event loop)
         self._connected = asyncio.Event()
         if notification_timeout is not None:
@@ -281,10 +283,19 @@ class SiteToolkitApp(App[int]):
             self.pop_screen()
         self.open_screen(self.initial_screen)
         if self.front_door:
-            self._open_front_door()
+            # after the first screen's first paint (its first load calls `mark_refreshed`), so the
+            # check's OneFlow read and imports do not compete with it; a screen that never loads a
+            # list gets it after the warm-up delay
+            self._front_door_pending = True
+            self.set_timer(WARM_UP_DELAY_S, self._front_door_due, name="front-door")
         # the first screen's first rows normally start the warm-up; a screen without rows (an
         # empty site, another initial screen) gets it a little later
         self.set_timer(WARM_UP_DELAY_S, self.site.warm_up, name="warm-up")
+
+    def _front_door_due(self) -> None:
+        if self._front_door_pending:
+            self._front_door_pending = False
+            self._open_front_door()
 
     @work(exclusive=True, group="front-door", exit_on_error=False)
     async def _open_front_door(self) -> None:
@@ -370,6 +381,8 @@ class SiteToolkitApp(App[int]):
         """A poll succeeded: healthy, refreshed now."""
         self.set_context("health", "● connected", "ok")
         self.set_context("refresh", self.now().strftime("%H:%M:%S"))
+        if self._front_door_pending:
+            self.call_after_refresh(self._front_door_due)
 
     def mark_unreachable(self, error: SiteError) -> None:
         """A poll failed: the bar says so until the next success; `e` shows the error in full."""

@@ -176,7 +176,8 @@ def test_the_vault_imports_inside_the_console_where_stdout_is_a_terminal_without
         "    def isatty(self): return True\n"
         "    def fileno(self): return -1\n"
         "sys.stdout = Capture()\n"
-        "import tui.adapters.vault\n"
+        "import tui.adapters.vault as v\n"
+        "assert v.is_vault_text(v.encrypt_text('a: 1', v.VaultPassword.from_text('pw')))\n"
         "sys.stdout = sys.__stdout__\n"
         "print('imported')\n"
     )

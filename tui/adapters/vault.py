@@ -12,22 +12,15 @@ Key derivation (PBKDF2, 10,000 rounds) is slow, so the async wrappers run it in 
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import stat
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-
-# Importing the vault imports ansible.utils.color, which calls curses.setupterm() on sys.stdout
-# when sys.stdout says it is a terminal. Inside the running console sys.stdout is Textual's
-# capture: it says so, but has no file descriptor (-1), and the import fails with ValueError,
-# which closed the console when the site screen was first opened. Ansible prints nothing for us,
-# so its colours are switched off before it reads its settings.
-os.environ["ANSIBLE_NOCOLOR"] = "1"
-
-from ansible.errors import AnsibleError  # noqa: E402 - after the setting above
-from ansible.parsing.vault import VaultLib, VaultSecret, is_encrypted  # noqa: E402
+from types import ModuleType
+from typing import Any
 
 from tui.domain.bounded import BoundedInputError, check_size, decode_text, read_text_file
 from tui.errors import SiteError
@@ -37,10 +30,31 @@ _VAULT_ID = "default"
 _SCRIPT_TIMEOUT = 30.0
 
 
+@functools.cache
+def _ansible() -> tuple[ModuleType, ModuleType]:
+    """ansible's vault and errors modules, imported on first use: they take ~0.3 s to import, which
+    the console's start-up must not pay (it reads no vault until a site screen asks).
+
+    Importing the vault imports ansible.utils.color, which calls curses.setupterm() on sys.stdout
+    when sys.stdout says it is a terminal. Inside the running console sys.stdout is Textual's
+    capture: it says so, but has no file descriptor (-1), and the import fails with ValueError,
+    which closed the console when the site screen was first opened. Ansible prints nothing for
+    us, so its colours are switched off before it reads its settings."""
+    os.environ["ANSIBLE_NOCOLOR"] = "1"
+    import ansible.errors
+    import ansible.parsing.vault
+
+    return ansible.parsing.vault, ansible.errors
+
+
+def _ansible_error() -> Any:
+    return _ansible()[1].AnsibleError
+
+
 def is_vault_text(text: str | bytes) -> bool:
     """True when `text` is a vault envelope (`$ANSIBLE_VAULT;1.1;AES256` and hex lines)."""
     try:
-        return bool(is_encrypted(text))
+        return bool(_ansible()[0].is_encrypted(text))
     except UnicodeError:
         return False
 
@@ -106,8 +120,9 @@ def _run_password_script(file: Path) -> bytes:
     return done.stdout.strip(b"\r\n")
 
 
-def _vault(password: VaultPassword) -> VaultLib:
-    return VaultLib([(_VAULT_ID, VaultSecret(password.secret))])
+def _vault(password: VaultPassword) -> Any:
+    vault = _ansible()[0]
+    return vault.VaultLib([(_VAULT_ID, vault.VaultSecret(password.secret))])
 
 
 def encrypt_text(plain: str, password: VaultPassword) -> str:
@@ -117,7 +132,7 @@ def encrypt_text(plain: str, password: VaultPassword) -> str:
     try:
         envelope: bytes = _vault(password).encrypt(plain)
         return envelope.decode("ascii")
-    except AnsibleError as exc:
+    except _ansible_error() as exc:
         raise SiteError("Vault encryption failed", str(exc)) from None
 
 
@@ -127,7 +142,7 @@ def decrypt_text(vault_text: str | bytes, password: VaultPassword, source: str =
         raise SiteError("Not vault-encrypted", f"{source} does not start with {VAULT_HEADER}1.1;AES256; it is plain text.")
     try:
         plain: bytes = _vault(password).decrypt(vault_text)
-    except AnsibleError as exc:
+    except _ansible_error() as exc:
         if "Decryption failed" in str(exc):
             raise SiteError(
                 "Wrong vault password",
