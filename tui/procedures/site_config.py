@@ -38,6 +38,7 @@ from tui.errors import SiteError
 from tui.procedures.audit import REDACTOR, AuditLog
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress
+from tui.procedures.site_lock import config_lock
 
 #: downloads a component's appliances and grants the automation cloud user permissions on their
 #: images, templates and service templates; returns the site variable values it learned
@@ -109,16 +110,17 @@ async def encrypt_file(path: Path, password: VaultPassword, *, naming: NamingPro
     path = Path(path)
     step, total = "encrypt", 3
     _register(password)
-    raw = read_text(path)
-    yield Progress(step, 1, total, f"read {path}")
-    if is_vault_text(raw):
-        await decrypt_text_async(raw, password, str(path))  # a wrong password still says so
-        yield Progress(step, total, total, f"{path} is already vault-encrypted", state="skipped", data={"path": str(path), "changed": False})
-        return
-    parse_config(raw, path, naming)
-    yield Progress(step, 2, total, "valid YAML")
-    encrypted = await encrypt_text_async(raw, password)
-    write_atomic(path, encrypted)
+    async with config_lock(path):
+        raw = read_text(path)
+        yield Progress(step, 1, total, f"read {path}")
+        if is_vault_text(raw):
+            await decrypt_text_async(raw, password, str(path))  # a wrong password still says so
+            yield Progress(step, total, total, f"{path} is already vault-encrypted", state="skipped", data={"path": str(path), "changed": False})
+            return
+        parse_config(raw, path, naming)
+        yield Progress(step, 2, total, "valid YAML")
+        encrypted = await encrypt_text_async(raw, password)
+        write_atomic(path, encrypted)
     (audit or AuditLog()).record("site.encrypt", str(path), details={"cli": vault_cli("encrypt", path, password)})
     yield Progress(step, total, total, f"encrypted {path} (mode 0600)", state="done", data={"path": str(path), "changed": True})
 
@@ -161,17 +163,21 @@ async def edit_file(
     definitions: Mapping[str, ComponentDefinition] | None = None,
     audit: AuditLog | None = None,
 ) -> AsyncIterator[Progress]:
-    """Apply dotted-path changes to an encrypted core.yaml in memory and re-encrypt it."""
+    """Apply dotted-path changes to an encrypted core.yaml in memory and re-encrypt it.
+
+    The file is read, changed and written under its lock (`site_lock`): another process's edit
+    at the same time lands before or after this one, never instead of it."""
     path = Path(path)
     step, total = "edit", 3
-    before = await _load_encrypted(path, password, naming)
-    yield Progress(step, 1, total, f"decrypted {path} in memory")
-    try:
-        after = before.edit(list(changes))
-    except SiteConfigError as error:
-        raise SiteError("Cannot apply the change", f"{error.message}. Nothing was written.") from None
-    async for event in _write_config(path, password, before, after, step, total, naming, definitions, audit, "site.edit", _changes(before, changes)):
-        yield event
+    async with config_lock(path):
+        before = await _load_encrypted(path, password, naming)
+        yield Progress(step, 1, total, f"decrypted {path} in memory")
+        try:
+            after = before.edit(list(changes))
+        except SiteConfigError as error:
+            raise SiteError("Cannot apply the change", f"{error.message}. Nothing was written.") from None
+        async for event in _write_config(path, password, before, after, step, total, naming, definitions, audit, "site.edit", _changes(before, changes)):
+            yield event
 
 
 async def save_text(
@@ -182,19 +188,31 @@ async def save_text(
     naming: NamingProfile = DEFAULT_NAMING,
     definitions: Mapping[str, ComponentDefinition] | None = None,
     audit: AuditLog | None = None,
+    expected: str | None = None,
 ) -> AsyncIterator[Progress]:
-    """Replace the configuration with `text` (from the editor): valid YAML only, encrypted, atomic."""
+    """Replace the configuration with `text` (from the editor): valid YAML only, encrypted, atomic.
+
+    `expected` is the decrypted text the editor started from: when the file now holds something
+    else (another operator or process changed it meanwhile), nothing is written and the SiteError
+    says so, rather than silently replacing their change."""
     path = Path(path)
     step, total = "save", 3
     after = parse_config(text, path, naming)
-    raw = read_text(path)
-    if is_vault_text(raw):
-        before = parse_config(await decrypt_text_async(raw, password, str(path)), path, naming)
-    else:
-        before = SiteConfig("", naming.site_variables_key)
-    yield Progress(step, 1, total, "valid YAML")
-    async for event in _write_config(path, password, before, after, step, total, naming, definitions, audit, "site.save", []):
-        yield event
+    async with config_lock(path):
+        raw = read_text(path)
+        if is_vault_text(raw):
+            before = parse_config(await decrypt_text_async(raw, password, str(path)), path, naming)
+        else:
+            before = SiteConfig("", naming.site_variables_key)
+        if expected is not None and before.text != expected and before.text != after.text:
+            raise SiteError(
+                f"{path.name} changed since it was opened",
+                f"Another process changed {path} after the editor loaded it. Nothing was written: copy your change, "
+                "reload the file to see theirs, then apply yours again.",
+            )
+        yield Progress(step, 1, total, "valid YAML")
+        async for event in _write_config(path, password, before, after, step, total, naming, definitions, audit, "site.save", []):
+            yield event
 
 
 async def _write_config(
@@ -425,10 +443,17 @@ async def enable_component(
     own = f"{naming.site_variables_key}.{definition.name}"
     findings = [f for f in check_component_variables(plan.after, {definition.name: definition}) if f.path == own or f.path.startswith(own + ".")]
     yield Progress(step, 4, total, "site variables checked" if not findings else f"{len(findings)} problem(s) left", data={"findings": [f.as_json() for f in findings]})
-    if plan.after.text == before.text:
-        yield Progress(step, total, total, f"{definition.name} already enabled as requested", state="skipped", data={"path": str(path), "changed": False})
-        return
-    write_atomic(path, await encrypt_text_async(plan.after.text, password))
+    async with config_lock(path):
+        # the appliance step can take minutes: another operator may have changed the file
+        # meanwhile, so the component is listed in what the file holds now, not in `before`
+        before = await _load_encrypted(path, password, naming)
+        plan = plan_enable(before, definition, values, learned, naming)
+        if plan.missing and not allow_incomplete:
+            raise _missing_error(definition, plan.missing)
+        if plan.after.text == before.text:
+            yield Progress(step, total, total, f"{definition.name} already enabled as requested", state="skipped", data={"path": str(path), "changed": False})
+            return
+        write_atomic(path, await encrypt_text_async(plan.after.text, password))
     (audit or AuditLog()).record(
         "site.enable_component",
         definition.name,

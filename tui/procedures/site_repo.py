@@ -30,6 +30,7 @@ from tui.procedures.audit import REDACTOR, AuditLog
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress
 from tui.procedures.site_config import invalid_yaml, parse_config, vault_cli
+from tui.procedures.site_lock import clone_lock
 from tui.procedures.site_verdict import SubmitGate
 
 
@@ -104,7 +105,8 @@ def _register(repo: GitRepo, password: VaultPassword | None = None) -> None:
 async def list_sites(repo: GitRepo) -> SiteListing:
     """Clone or fetch the repository; its default branch and the site branches."""
     _register(repo)
-    await repo.sync()
+    async with clone_lock(repo.workdir):
+        await repo.sync()
     return SiteListing(await repo.default_branch(), tuple(await repo.site_branches()))
 
 
@@ -137,6 +139,13 @@ async def current_site(repo: GitRepo, site_dir: str | None = None) -> SiteRef:
 
 async def open_site(repo: GitRepo, branch: str, site_dir: str | None = None) -> AsyncIterator[Progress]:
     """Fetch and switch to an existing site branch; the final event's data names the core.yaml."""
+    async with clone_lock(repo.workdir):
+        async for event in _open_site(repo, branch, site_dir):
+            yield event
+
+
+async def _open_site(repo: GitRepo, branch: str, site_dir: str | None = None) -> AsyncIterator[Progress]:
+    """`open_site` without the lock of the working clone."""
     step, total = f"open {branch}", 3
     _register(repo)
     await repo.sync()
@@ -156,7 +165,8 @@ async def preview_create_site(
     _register(repo, password)
     check_name("branch", branch)
     check_name("site directory", site_dir)
-    await repo.sync()
+    async with clone_lock(repo.workdir):
+        await repo.sync()
     title = f"Create site {site_dir} on branch {branch}"
     if branch in await repo.branches():
         return Preview(title, (Change(f"{branch} exists already: it is opened instead", f"git checkout {shlex.quote(branch)}", "none"),))
@@ -189,6 +199,23 @@ async def create_site(
     `initial` sets dotted paths in the template before it is encrypted (values already known from
     the cloud). The branch reaches the remote on submit. An existing remote branch is opened.
     """
+    async with clone_lock(repo.workdir):
+        async for event in _create_site(repo, branch, site_dir, password, template_dir=template_dir, initial=initial, naming=naming, audit=audit):
+            yield event
+
+
+async def _create_site(
+    repo: GitRepo,
+    branch: str,
+    site_dir: str,
+    password: VaultPassword,
+    *,
+    template_dir: str = DEFAULT_TEMPLATE_DIR,
+    initial: Mapping[str, Any] | None = None,
+    naming: NamingProfile = DEFAULT_NAMING,
+    audit: AuditLog | None = None,
+) -> AsyncIterator[Progress]:
+    """`create_site` without the lock of the working clone."""
     step, total = f"create {branch}", 4
     _register(repo, password)
     check_name("branch", branch)
@@ -265,6 +292,22 @@ async def submit_site(
     `gate` (`site_verdict.submit_gate`) is the check of this very text: errors refuse the submit
     unless overridden with a reason, which goes into the commit message and the audit entry.
     """
+    async with clone_lock(repo.workdir):
+        async for event in _submit_site(repo, site, password, gate=gate, message=message, naming=naming, audit=audit):
+            yield event
+
+
+async def _submit_site(
+    repo: GitRepo,
+    site: SiteRef,
+    password: VaultPassword,
+    *,
+    gate: SubmitGate,
+    message: str | None = None,
+    naming: NamingProfile = DEFAULT_NAMING,
+    audit: AuditLog | None = None,
+) -> AsyncIterator[Progress]:
+    """`submit_site` without the lock of the working clone."""
     step, total = f"submit {site.branch}", 4
     _register(repo, password)
     raw = read_text(site.path)

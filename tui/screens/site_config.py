@@ -515,7 +515,7 @@ class SiteConfigScreen(SiteScreen):
         definitions = self.library.as_mapping() if self.library is not None else None
         changed = False
         async for event in save_text(self.site_ref.path, self.password, text, naming=self.site.naming, definitions=definitions,
-                                     audit=self.site.audit):
+                                     audit=self.site.audit, expected=self.saved_text):
             changed = changed or bool(event.data.get("changed"))
         self.post_message(self.Saved(text, changed))
 
