@@ -8,7 +8,9 @@ Platform versions: a test that takes the `one_version` fixture runs once per emu
 version (`tui.sim.platform.EMULATED_VERSIONS`: 6.10.0, 7.0.0, 7.4.0). `--one-versions 7.0.0,7.4.0`
 or the environment variable `SITETK_ONE_VERSIONS` narrows the set (the option wins). The adapter
 contract tests, the conformance table and the procedure tests whose behaviour depends on the
-version take it; every other test runs once, on 7.0.0.
+version take it; every other test runs once, on 7.0.0, or, when exactly one version is chosen
+(`SITETK_ONE_VERSIONS=6.10.0`), on that one: so the whole suite runs as each platform version in
+turn (`make test-versions`). The screenshot scenes keep 7.0.0 (their pictures name the version).
 """
 
 from __future__ import annotations
@@ -66,19 +68,28 @@ def _real_frontend() -> bool:
     return bool(os.environ.get("ONE_XMLRPC") and os.environ.get("ONE_AUTH"))
 
 
+def suite_version(config: pytest.Config) -> str:
+    """The version of the embedded site of every test that does not choose its own: the chosen
+    version when exactly one is chosen, else the default."""
+    chosen = selected_versions(config)
+    return chosen[0] if len(chosen) == 1 else DEFAULT_VERSION
+
+
 @pytest.fixture
 def one_version(request: pytest.FixtureRequest) -> str:
     """The platform version the embedded site of this test runs as (parametrised, see above)."""
-    return str(getattr(request, "param", DEFAULT_VERSION))
+    return str(getattr(request, "param", suite_version(request.config)))
 
 
 @pytest.fixture
-def sim_factory(tmp_path: Path) -> Iterator[SimFactory]:
+def sim_factory(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[SimFactory]:
     started: list[SimServer] = []
+    default_version = suite_version(request.config)
 
-    def factory(scenario: str = "fresh", one_version: str = DEFAULT_VERSION, time_scale: float = 0.02,
+    def factory(scenario: str = "fresh", one_version: str | None = None, time_scale: float = 0.02,
                 vms: int = 0) -> SimServer:
-        config = SimConfig(one_version=one_version, time_scale=time_scale, scenario=scenario, extra_vms=vms)
+        config = SimConfig(one_version=one_version or default_version, time_scale=time_scale, scenario=scenario,
+                           extra_vms=vms)
         server = start_sim(config, tmp_path / f"sim-{len(started)}")
         started.append(server)
         return server
