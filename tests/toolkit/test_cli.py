@@ -125,7 +125,7 @@ def test_deploy_asks_missing_secrets_then_vms_and_key_grant(
         return SECRETS[name]
 
     # the operator's terminal: getpass answers, as the operator would type the secret
-    monkeypatch.setattr("tui.cli.toolkit.getpass.getpass", fake_terminal_getpass)
+    monkeypatch.setattr("tui.cli.toolkit_deploy.getpass.getpass", fake_terminal_getpass)
     monkeypatch.setattr("sys.stdin.isatty", lambda: True)
     code, data, _ = run(capsys, "toolkit", "deploy", "--input", str(inputs), "--dry-run", "--json")
     assert code == 0 and data["preview"]["changes"][0]["cli"].startswith("oneflow-template instantiate ")
@@ -136,7 +136,7 @@ def test_deploy_asks_missing_secrets_then_vms_and_key_grant(
     assert sorted(asked) == sorted(SECRETS)
     assert data["plan"]["values_key"] == "user_inputs_values"
     assert data["plan"]["merge_template"]["user_inputs_values"]["app_automation_password"] == "***"
-    record = data["record"]
+    record = data["result"]["record"]
     assert record["state"] == "RUNNING" and record["automation_public_key"].startswith("ssh-")
     assert not any(secret in json.dumps(data) for secret in SECRETS.values())
 
@@ -148,9 +148,9 @@ def test_deploy_asks_missing_secrets_then_vms_and_key_grant(
     code, data, _ = run(capsys, "toolkit", "key", "--grant", "--dry-run", "--json")
     assert code == 0 and data["grant"]["preview"]["changes"][0]["cli"] == "oneuser update tkauto <key file> --append"
     code, data, _ = run(capsys, "toolkit", "key", "--grant", "--yes", "--json")
-    assert code == 0 and data["grant"]["changed"] is True
+    assert code == 0 and data["grant"]["result"]["changed"] is True
     code, data, _ = run(capsys, "toolkit", "key", "--grant", "--yes", "--json")
-    assert code == 0 and data["grant"]["changed"] is False
+    assert code == 0 and data["grant"]["result"]["changed"] is False
     code, text, _ = run(capsys, "toolkit", "key")
     assert code == 0 and record["automation_public_key"] in text
 

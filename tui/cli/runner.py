@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, TypeVar
 
 from tui.cli.common import confirm, emit_json, print_error, show_preview, usage
 from tui.cli.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
@@ -58,6 +58,8 @@ async def run_cli(args: argparse.Namespace, site: "SiteConnection", operation: O
                   before: str | Callable[[PlanT], None] = "",
                   describe: Callable[[ResultT], str] | None = None,
                   nothing_to_do: Callable[[PlanT], str | None] | None = None,
+                  prepare: Callable[[PlanT], Awaitable[PlanT]] | None = None,
+                  answer_to: Callable[[dict[str, Any]], None] = emit_json,
                   timeout: float | None = None) -> int:
     """Run one operation headless (see the module docstring); returns the exit code.
 
@@ -65,7 +67,10 @@ async def run_cli(args: argparse.Namespace, site: "SiteConnection", operation: O
     own way); the JSON answers carry the plan (`plan_json`), then `extra` (or `extra(plan)`).
     `before` is text (or a function of the plan that prints) shown before the preview in text
     mode; `nothing_to_do(plan)` is the message when the plan changes nothing (then no question
-    and no run)."""
+    and no run). `prepare(plan)` completes the plan once the run is allowed (not a dry run, not
+    read-only) and before the question: what is asked only then, such as secrets on the terminal.
+    A successful `--json` answer (a dry run's too) goes to `answer_to`: a verb that runs a second
+    operation after this one, or nests this one's answer, makes one answer of them."""
     as_json = bool(getattr(args, "json", False))
     if plan is _NO_PLAN:
         plan = await operation.plan(site)
@@ -76,16 +81,22 @@ async def run_cli(args: argparse.Namespace, site: "SiteConnection", operation: O
         if not as_json:
             before(plan)
         before = ""
+    if as_json and getattr(args, "dry_run", False):
+        answer_to({"ok": True, "dry_run": True, "preview": preview.as_json(), **answer})
+        return EXIT_OK
     if show_preview(preview, args, answer, before=before):
         return EXIT_OK
     try:
         refuse_if_read_only(site, operation)
     except ReadOnlyRefused as error:
         return usage(error.detail, as_json)
+    if prepare is not None:
+        plan = await prepare(plan)
+        answer["plan"] = operation.plan_json(plan)
     idle = nothing_to_do(plan) if nothing_to_do is not None else None
     if idle is not None:
         if as_json:
-            emit_json({"ok": True, **answer, "events": []})
+            answer_to({"ok": True, **answer, "events": []})
         else:
             print(idle)
         return EXIT_OK
@@ -115,7 +126,7 @@ async def run_cli(args: argparse.Namespace, site: "SiteConnection", operation: O
             print(f"interrupted{where}: run the same command again to resume", file=sys.stderr)
         raise
     if as_json:
-        emit_json({"ok": True, **answer, "preview": preview.as_json(), "events": [e.as_json() for e in context.events],
+        answer_to({"ok": True, **answer, "preview": preview.as_json(), "events": [e.as_json() for e in context.events],
                    "result": result_json(result)})
     elif describe is not None:
         print(describe(result))

@@ -1,0 +1,161 @@
+"""`sitetk site encrypt|decrypt|edit|check|fill|confirm`: one core.yaml file.
+
+`fill` is the `FillSite` operation through the CLI runner (--dry-run, --json, read-only refusal
+in the operation type); the others change the file in place (encrypt, edit), read it (decrypt,
+check) or record a confirmation beside the site record (confirm).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from tui.cli.common import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    confirm,
+    connect_site,
+    emit_json,
+    follow,
+    print_preview,
+    show_preview,
+    write_data,
+)
+from tui.cli.runner import run_cli
+from tui.cli.site_options import (
+    LIBRARY_REPO_ENV,
+    configured_definitions,
+    findings_text,
+    finish,
+    load_component_library,
+    needs_password,
+    parse_set,
+    site_settings,
+    vault_password,
+    warn,
+)
+from tui.procedures.fill_operation import FillSite
+from tui.procedures.site_config import edit_file, encrypt_file, load_site_config, preview_edit, preview_encrypt
+from tui.procedures.site_confirmations import confirm_appliance_id, plan_confirmation
+from tui.procedures.site_fill import gather_cloud_facts
+from tui.procedures.site_verdict import verdict_of
+
+
+async def encrypt_command(args: argparse.Namespace) -> int:
+    warnings: list[str] = []
+    password = vault_password(args, warnings)
+    warn(warnings, args.json)
+    if args.dry_run:
+        print_preview(await preview_encrypt(Path(args.path), password), args.json)
+        return EXIT_OK
+    events = await follow(encrypt_file(Path(args.path), password), args.json)
+    finish(args.json, {"warnings": warnings, "events": [e.as_json() for e in events]})
+    return EXIT_OK
+
+
+async def decrypt_command(args: argparse.Namespace) -> int:
+    warnings: list[str] = []
+    password = vault_password(args, warnings)
+    warn(warnings, args.json)
+    loaded = await load_site_config(Path(args.path), password)
+    if args.json:
+        emit_json({"ok": True, "warnings": warnings, "path": str(loaded.path), "encrypted": loaded.encrypted, "text": loaded.config.text})
+    else:
+        write_data(loaded.config.text)
+    return EXIT_OK
+
+
+async def edit_command(args: argparse.Namespace) -> int:
+    changes = parse_set(args.set)
+    if not changes:
+        raise UsageError("nothing to change: give --set dotted.path=value (repeatable)")
+    warnings: list[str] = []
+    password = vault_password(args, warnings)
+    warn(warnings, args.json)
+    if args.dry_run:
+        print_preview(await preview_edit(Path(args.path), password, changes), args.json)
+        return EXIT_OK
+    events = await follow(edit_file(Path(args.path), password, changes), args.json)
+    findings = events[-1].data.get("findings", []) if events else []
+    if not args.json:
+        for finding in findings:
+            print(f"{finding['severity']}: {finding['path']}: {finding['message']}", file=sys.stderr)
+    finish(args.json, {"warnings": warnings, "events": [e.as_json() for e in events]})
+    return EXIT_OK
+
+
+async def check_command(args: argparse.Namespace) -> int:
+    warnings: list[str] = []
+    password = vault_password(args, warnings) if needs_password(Path(args.path)) else None
+    warn(warnings, args.json)
+    definitions = None
+    problems: tuple[str, ...] = ()
+    if args.library or os.environ.get(LIBRARY_REPO_ENV) or site_settings().library_repo:
+        library = await load_component_library(args)
+        definitions, problems = library.as_mapping(), library.problems
+    if args.cloud:
+        site = await connect_site(site_settings())
+        try:
+            loaded = await load_site_config(Path(args.path), password, site.naming)
+            facts = await gather_cloud_facts(site, loaded.config, definitions)
+        finally:
+            await site.close()
+        verdict = verdict_of(loaded.config, naming=site.naming, definitions=definitions, facts=facts, nic_mtu=args.nic_mtu)
+    else:
+        loaded = await load_site_config(Path(args.path), password)
+        verdict = verdict_of(loaded.config, definitions=definitions, nic_mtu=args.nic_mtu)
+    findings, notes = verdict.findings, verdict.notes
+    if args.json:
+        emit_json({"ok": verdict.ok, "complete": verdict.complete, "unchecked": list(verdict.unchecked()), "warnings": warnings,
+                   "library_problems": list(problems), "cloud_notes": list(notes), "findings": [f.as_json() for f in findings]})
+    else:
+        for problem in problems:
+            print(f"warning: component library: {problem}", file=sys.stderr)
+        for note in notes:
+            print(f"note: {note}", file=sys.stderr)
+        print(findings_text(findings))
+        for item in verdict.unchecked():
+            print(f"not checked: {item}")
+    return EXIT_FINDINGS if verdict.errors else EXIT_OK
+
+
+
+
+async def fill_command(args: argparse.Namespace) -> int:
+    warnings: list[str] = []
+    password = vault_password(args, warnings)
+    warn(warnings, args.json)
+    definitions = await configured_definitions(args)
+    site = await connect_site(site_settings(), read_only=args.read_only)
+    try:
+        return await run_cli(args, site, FillSite(Path(args.path), password, definitions), extra={"warnings": warnings})
+    finally:
+        await site.close()
+
+
+async def confirm_command(args: argparse.Namespace) -> int:
+    warnings: list[str] = []
+    password = vault_password(args, warnings) if needs_password(Path(args.path)) else None
+    warn(warnings, args.json)
+    if args.read_only and not args.dry_run:
+        raise UsageError("read-only mode: a confirmation is recorded in the state directory")
+    definitions = (await load_component_library(args)).as_mapping()
+    site = await connect_site(site_settings())
+    try:
+        config = (await load_site_config(Path(args.path), password, site.naming)).config
+        plan = await plan_confirmation(site, config, args.variable, args.reason, definitions)
+        if show_preview(plan.preview(), args, {"confirmation": plan.confirmation.as_json()}):
+            return EXIT_OK
+        if not confirm(f"Record that {plan.confirmation.kind} {plan.confirmation.object_id} is right for {args.variable}", args.yes):
+            return EXIT_USAGE
+        written = confirm_appliance_id(site, plan)
+    finally:
+        await site.close()
+    finish(args.json, {"confirmation": plan.confirmation.as_json(), "file": written},
+            f"recorded in {written} (audit-logged); sitetk site check --cloud shows it as a warning")
+    return EXIT_OK
+

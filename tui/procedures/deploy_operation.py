@@ -1,0 +1,89 @@
+"""Operations 3 and 4 as an operation (tui.procedures.operation): instantiate the toolkit and follow it.
+
+`DeployToolkit(form, file, extra_values)` plans with `plan_deploy` (the inputs checked, the
+request built; `extra_values` are the secrets left out of the file), previews the instantiation
+with `oneflow-template instantiate`, confirms naming the service, then runs `deploy_toolkit`
+(instantiate, record, and unless `wait=False` follow to RUNNING and capture the key). The typed
+result `Deployed` carries the service ID and the site record as it was saved. A cancel stops the
+waiting and leaves the service as it is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping
+
+from tui.domain.input_file import InputFile
+from tui.domain.site_record import SiteRecord, record_to_json
+from tui.procedures.instantiate_toolkit import (
+    DEFAULT_HEARTBEAT,
+    DEFAULT_KEY_TIMEOUT,
+    DEFAULT_POLL_INTERVAL,
+    DEFAULT_TIMEOUT,
+    DeployPlan,
+    deploy_toolkit,
+    plan_deploy,
+)
+from tui.procedures.operation import Confirmation, Operation, RunContext
+from tui.procedures.preview import Preview
+from tui.procedures.site_record import load_site_record
+from tui.procedures.toolkit import ToolkitForm
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tui.procedures.connection import SiteConnection
+
+
+@dataclass(frozen=True)
+class Deployed:
+    """The deployment's result: the service created and its record (None before it was saved)."""
+
+    service_id: int | None
+    record: SiteRecord | None
+    #: the wait was cancelled: the service was left as it is
+    cancelled: bool = False
+
+    def as_json(self) -> dict[str, Any]:
+        return {"service_id": self.service_id, "record": record_to_json(self.record) if self.record else None,
+                "cancelled": self.cancelled}
+
+
+@dataclass(frozen=True)
+class DeployToolkit(Operation[DeployPlan, Deployed]):
+    """Instantiate the toolkit from `file` against `form`'s template (see the module docstring)."""
+
+    form: ToolkitForm
+    file: InputFile
+    extra_values: Mapping[str, str] = field(default_factory=dict, repr=False)
+    #: the input file's path, named in the preview's CLI command
+    file_path: str | None = None
+    wait: bool = True
+    timeout: float = DEFAULT_TIMEOUT
+    key_timeout: float = DEFAULT_KEY_TIMEOUT
+    poll_interval: float = DEFAULT_POLL_INTERVAL
+    heartbeat: float = DEFAULT_HEARTBEAT
+
+    title: ClassVar[str] = "Deploy the toolkit"
+    refusal: ClassVar[str] = "deploying is a change to the cloud"
+    action: ClassVar[str] = "toolkit.instantiate"
+
+    async def plan(self, site: "SiteConnection") -> DeployPlan:
+        return plan_deploy(self.form, self.file, self.extra_values)
+
+    def preview(self, plan: DeployPlan) -> Preview:
+        return plan.preview(self.file_path) if self.file_path else plan.preview()
+
+    def confirmation(self, plan: DeployPlan) -> Confirmation | None:
+        return Confirmation("Instantiate", f"service template {plan.template_id} as {plan.service_name!r}",
+                            command=plan.cli())
+
+    async def execute(self, site: "SiteConnection", plan: DeployPlan, context: RunContext) -> Deployed:
+        service_id: int | None = None
+        cancelled = False
+        async for event in deploy_toolkit(site, plan, wait=self.wait, timeout=self.timeout, key_timeout=self.key_timeout,
+                                          poll_interval=self.poll_interval, cancel=context.cancel,
+                                          heartbeat=self.heartbeat):
+            service_id = event.data.get("service_id", service_id)
+            cancelled = cancelled or bool(event.data.get("cancelled"))
+            context.report(event)
+        record = load_site_record(site.settings, service_id) if service_id is not None else None
+        return Deployed(service_id, record, cancelled)

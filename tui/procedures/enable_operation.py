@@ -1,0 +1,131 @@
+"""Offering a component (spec operation 9) as an operation (tui.procedures.operation).
+
+`EnableComponent(path, password, definition, values)` plans an `EnableReview`: with the cloud
+(`cloud=True` and the component has appliances) the provisioning plan (`plan_provision`:
+downloads or reuse, ACL grants), the early check that every site variable the appliances do not
+give is there (unless `allow_incomplete`), and the site-variable changes; without the cloud only
+the site-variable changes (the appliances' IDs are given as site variables). The preview lists
+the downloads with `onemarketapp export`, the rules with `oneacl create` and the core.yaml edits
+with `ansible-vault edit`. It runs `offer_component` (provision, list, re-encrypt; what it created
+is removed again when a later step fails) or `enable_component` without the cloud, and returns
+`ComponentEnabled` with the values learned from the appliances.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping
+
+from tui.domain.components import ComponentDefinition
+from tui.procedures.download_appliance import DEFAULT_POLL_INTERVAL
+from tui.procedures.operation import Confirmation, Operation, RunContext
+from tui.procedures.preview import Preview
+from tui.procedures.provision_component import GRANT_POLICY, ProvisionPlan, offer_component, plan_provision
+from tui.procedures.site_config import VaultPassword, check_enable_inputs, enable_component, preview_enable_component
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tui.procedures.connection import SiteConnection
+
+
+@dataclass(frozen=True)
+class EnableReview:
+    """The planned offer: the provisioning (None without it) and the whole preview."""
+
+    component: str
+    provision: ProvisionPlan | None
+    preview: Preview
+
+    @property
+    def step_names(self) -> tuple[str, ...]:
+        steps = [f"enable {self.component}"]
+        for appliance in self.provision.appliances if self.provision else ():
+            if appliance.download is not None:
+                steps += [f"{appliance.record.name}: {s}" for s in appliance.download.step_names]
+            else:
+                steps.append(f"{appliance.record.name}: download")
+        return tuple(steps)
+
+    def as_json(self) -> dict[str, Any]:
+        return self.provision.as_json() if self.provision is not None else {}
+
+
+@dataclass(frozen=True)
+class ComponentEnabled:
+    """The offer's result: whether core.yaml changed and what the appliances gave."""
+
+    component: str
+    path: Path
+    changed: bool
+    learned: Mapping[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"component": self.component, "path": str(self.path), "changed": self.changed, "values": dict(self.learned)}
+
+
+@dataclass(frozen=True)
+class EnableComponent(Operation[EnableReview, ComponentEnabled]):
+    """List `definition` in core.yaml with its site variables, its appliances provisioned first."""
+
+    path: Path
+    password: VaultPassword = field(repr=False)
+    definition: ComponentDefinition
+    values: Mapping[str, Any] = field(default_factory=dict)
+    #: download the appliances and grant the automation cloud user (False: only list the component)
+    cloud: bool = True
+    allow_incomplete: bool = False
+    cloud_user: str | None = None
+    datastore_id: int | None = None
+    poll_interval: float = DEFAULT_POLL_INTERVAL
+
+    title: ClassVar[str] = "Offer a component"
+    refusal: ClassVar[str] = "enabling a component downloads appliances, adds ACL rules and writes core.yaml"
+    action: ClassVar[str] = "site.enable_component"
+
+    @property
+    def provisions(self) -> bool:
+        return self.cloud and bool(self.definition.appliances)
+
+    async def plan(self, site: "SiteConnection") -> EnableReview:
+        name = self.definition.name
+        if not self.provisions:
+            variables = await preview_enable_component(self.path, self.password, self.definition, self.values, site.naming)
+            if self.cloud:  # a component without appliances: nothing to download or grant
+                variables = Preview(f"Enable {name}", variables.changes, warnings=variables.warnings)
+            return EnableReview(name, None, variables)
+        provision = await plan_provision(site, self.definition, cloud_user=self.cloud_user, datastore_id=self.datastore_id)
+        if not self.allow_incomplete:  # every variable the appliance does not give, before anything is asked or created
+            await check_enable_inputs(self.path, self.password, self.definition, self.values, provision.fills(), site.naming)
+        variables = await preview_enable_component(self.path, self.password, self.definition, self.values, site.naming,
+                                                   from_appliance=provision.fills())
+        planned = provision.preview()
+        preview = Preview(f"Enable {name} for cloud user {provision.user.name}",
+                          planned.changes + tuple(c for c in variables.changes if not c.description.startswith("appliance ")),
+                          warnings=planned.warnings + variables.warnings)
+        return EnableReview(name, provision, preview)
+
+    def preview(self, plan: EnableReview) -> Preview:
+        return plan.preview
+
+    def confirmation(self, plan: EnableReview) -> Confirmation | None:
+        if plan.provision is None or plan.preview.is_noop:
+            return None
+        return Confirmation(f"Enable {self.definition.name}", f"(download, grant {plan.provision.user.name}, write core.yaml)",
+                            GRANT_POLICY)
+
+    async def execute(self, site: "SiteConnection", plan: EnableReview, context: RunContext) -> ComponentEnabled:
+        if plan.provision is not None:
+            events = offer_component(site, self.path, self.password, self.definition, self.values, plan=plan.provision,
+                                     allow_incomplete=self.allow_incomplete, poll_interval=max(0.01, self.poll_interval),
+                                     cancel=context.cancel)
+        else:
+            events = enable_component(self.path, self.password, self.definition, self.values, naming=site.naming,
+                                      allow_incomplete=self.allow_incomplete, audit=site.audit)
+        changed = False
+        learned: dict[str, Any] = {}
+        async for event in events:
+            if "values" in event.data:
+                learned = dict(event.data["values"])
+            changed = changed or bool(event.data.get("changed"))
+            context.report(event)
+        return ComponentEnabled(self.definition.name, self.path, changed, learned)
