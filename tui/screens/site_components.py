@@ -4,26 +4,27 @@
    with its descriptions, site variables, appliances and inputs beside the list.
 2. Site variables: one field per variable with its description from public.yaml, prefilled with
    the current values. IDs that the component's appliance will give may stay empty.
-3. Review: the procedures plan it: downloads (or reuse) with `onemarketapp export`, the ACL rules
-   with `oneacl create`, the site-variable changes with `ansible-vault edit`. Nothing has changed.
+3. Review: the `EnableComponent` operation (tui.procedures.enable_operation) plans it: downloads
+   (or reuse) with `onemarketapp export`, the ACL rules with `oneacl create`, the site-variable
+   changes with `ansible-vault edit`. Nothing has changed.
 4. Progress: download, grants, core.yaml re-encrypted; cancel (escape) rolls a download back.
 
-The modal returns True when core.yaml or the cloud changed (the screen reloads the file).
+Planning, running, cancel, failures and the close are the operation modal's (`OperationModal`);
+this modal keeps its two form steps (library, site variables) and its result view. It returns
+True when core.yaml or the cloud changed (the screen reloads the file).
 """
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any, ClassVar
 
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
-from textual.message import Message
 from textual.widgets import Button, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -31,17 +32,26 @@ from tui.domain.components import ComponentDefinition, ComponentLibrary
 from tui.domain.site_config import MISSING, SiteConfig, SiteConfigError, lookup, parse_value
 from tui.domain.site_fill import appliance_leaves
 from tui.errors import SiteError
+from tui.procedures.enable_operation import ComponentEnabled, EnableComponent, EnableReview
 from tui.procedures.preview import Preview
 from tui.procedures.progress import Progress
-from tui.procedures.provision_component import GRANT_POLICY, ProvisionPlan, offer_component, plan_provision
-from tui.procedures.site_config import VaultPassword, preview_enable_component
+from tui.procedures.provision_component import GRANT_POLICY
+from tui.procedures.site_config import VaultPassword
 from tui.screens.error_text import error_text
+from tui.screens.operation_modal import OperationModal
 from tui.screens.site_dialogs import local_text, localize, preview_text
-from tui.screens.site_modal import SiteModal
 from widgets.progress_panel import ProgressPanel
 from widgets.validated_field import ValidatedField, first_invalid
 
 _STEPS = ("-browse", "-form", "-review", "-running", "-finished")
+#: the buttons each step shows
+_BUTTONS = {
+    "-browse": ("#flow-cancel", "#flow-next"),
+    "-form": ("#flow-cancel", "#flow-back", "#flow-next"),
+    "-review": ("#flow-cancel", "#flow-back", "#flow-enable"),
+    "-running": ("#flow-cancel",),
+    "-finished": ("#flow-close",),
+}
 
 
 def component_details(definition: ComponentDefinition, listed: bool) -> Text:
@@ -76,9 +86,11 @@ def component_details(definition: ComponentDefinition, listed: bool) -> Text:
     return text
 
 
-class ComponentFlowModal(SiteModal[bool]):
+class ComponentFlowModal(OperationModal[EnableReview, ComponentEnabled]):
     """Offer a component of the library (see the module docstring)."""
 
+    PREFIX = "flow"
+    RUN_BUTTON = "enable"
     AUTO_FOCUS = "#flow-components"
     #: seconds between checks of a downloading image
     POLL_INTERVAL: ClassVar[float] = 1.0
@@ -104,23 +116,6 @@ class ComponentFlowModal(SiteModal[bool]):
     ComponentFlowModal.-running #flow-progress-box, ComponentFlowModal.-finished #flow-progress-box { display: block; }
     """
 
-    class Reviewed(Message):
-        def __init__(self, preview: Preview | None, plan: ProvisionPlan | None, error: SiteError | None) -> None:
-            super().__init__()
-            self.preview = preview
-            self.plan = plan
-            self.error = error
-
-    class Stepped(Message):
-        def __init__(self, event: Progress) -> None:
-            super().__init__()
-            self.event = event
-
-    class Finished(Message):
-        def __init__(self, error: SiteError | None) -> None:
-            super().__init__()
-            self.error = error
-
     def __init__(self, library: ComponentLibrary, config: SiteConfig, path: Path, password: VaultPassword, *, label: str = "",
                  clone: Path | None = None) -> None:
         super().__init__()
@@ -132,10 +127,8 @@ class ComponentFlowModal(SiteModal[bool]):
         self.label = label
         self.definition: ComponentDefinition | None = None
         self.values: dict[str, Any] = {}
-        self.plan: ProvisionPlan | None = None
-        self.cancel_event = asyncio.Event()
-        self.changed = False
-        self.learned: dict[str, Any] = {}
+        #: which form step shows before the review: "browse", "form", or "review" (a plan that failed)
+        self.view = "browse"
 
     # ------------------------------------------------------------------ layout
 
@@ -174,30 +167,41 @@ class ComponentFlowModal(SiteModal[bool]):
         return options
 
     def on_mount(self) -> None:
-        self._step("-browse")
         components = self.query_one("#flow-components", OptionList)
         if self.library.definitions:
             components.highlighted = 0
             self._show_details(self.library.definitions[0])
 
-    def _step(self, step: str) -> None:
+    @property
+    def step(self) -> str:
+        if self.phase in ("planning", "ready") or (self.phase == "form" and self.view == "review"):
+            return "-review"
+        if self.phase == "form":
+            return f"-{self.view}"
+        return f"-{self.phase}"
+
+    @property
+    def learned(self) -> dict[str, Any]:
+        """The site-variable values the appliances gave (once it ran)."""
+        return dict(self.result.learned) if self.result is not None else {}
+
+    def _go(self, view: str) -> None:
+        self.view = view
+        if self.phase != "form":
+            self.invalidate()  # back from a review: its plan no longer holds
+        self.paint_buttons(self.phase)
+
+    def paint_buttons(self, phase: str) -> None:
+        step = self.step
         for name in _STEPS:
             self.set_class(name == step, name)
-        buttons = {
-            "-browse": ("#flow-cancel", "#flow-next"),
-            "-form": ("#flow-cancel", "#flow-back", "#flow-next"),
-            "-review": ("#flow-cancel", "#flow-back", "#flow-enable"),
-            "-running": ("#flow-cancel",),
-            "-finished": ("#flow-close",),
-        }[step]
+        buttons = _BUTTONS[step]
         for button in self.query("#flow-buttons Button").results(Button):
             button.display = f"#{button.id}" in buttons
         self.query_one("#flow-next", Button).label = "Review" if step == "-form" else "Next"
         self.query_one("#flow-cancel", Button).label = "Cancel download" if step == "-running" else "Cancel"
-
-    @property
-    def step(self) -> str:
-        return next((s for s in _STEPS if self.has_class(s)), "")
+        self.query_one("#flow-cancel", Button).disabled = False
+        self.query_one("#flow-enable", Button).disabled = phase != "ready"
 
     # ------------------------------------------------------------------ browse
 
@@ -220,7 +224,6 @@ class ComponentFlowModal(SiteModal[bool]):
 
     async def open_form(self, definition: ComponentDefinition) -> None:
         self.definition = definition
-        self.plan = None
         auto = appliance_leaves(definition)
         #: leaves of versioned groups: filled from the builds that are downloaded or offered (the review says
         #: which), a version no marketplace offers is left out; an ID typed here lists it anyway
@@ -250,7 +253,7 @@ class ComponentFlowModal(SiteModal[bool]):
                 id=f"flow-field-{n}", validate_initial=False,
             ))
         await fields.mount_all(new_fields)
-        self._step("-form")
+        self._go("form")
         if new_fields:
             new_fields[0].focus()
         else:
@@ -287,89 +290,35 @@ class ComponentFlowModal(SiteModal[bool]):
         if first_invalid(self.query_one("#flow-fields")) is not None:
             return
         self.values = self._form_values()
-        self.query_one("#flow-review-text", Static).update(Text("Planning: reading the marketplaces and the cloud…", "dim"))
-        self._step("-review")
-        self.query_one("#flow-enable", Button).disabled = True
-        self._review_worker(self.definition, dict(self.values))
+        self.view = "review"
+        self.show_preview_text(Text("Planning: reading the marketplaces and the cloud…", "dim"))
+        self.plan_operation(EnableComponent(self.path, self.password, self.definition, dict(self.values),
+                                            poll_interval=self.POLL_INTERVAL))
 
-    @work(exclusive=True, group="components-review", exit_on_error=False)
-    async def _review_worker(self, definition: ComponentDefinition, values: dict[str, Any]) -> None:
-        site = self.shell.site
-        try:
-            plan = await plan_provision(site, definition) if definition.appliances else None
-            variables = await preview_enable_component(self.path, self.password, definition, values, site.naming,
-                                                       from_appliance=plan.fills() if plan else appliance_leaves(definition))
-        except SiteError as error:
-            self.post_message(self.Reviewed(None, None, error))
-            return
-        changes = (plan.preview().changes if plan else ()) + tuple(c for c in variables.changes if not c.description.startswith("appliance "))
-        warnings = (plan.preview().warnings if plan else ()) + variables.warnings
-        user = f" for cloud user {plan.user.name}" if plan else ""
-        preview = localize(Preview(f"Enable {definition.name}{user}", changes, warnings=warnings), self.clone, self.password)
-        self.post_message(self.Reviewed(preview, plan, None))
+    def show_preview_text(self, renderable: Any) -> None:
+        self.query_one("#flow-review-text", Static).update(renderable)
 
-    @on(Reviewed)
-    def _reviewed(self, message: Reviewed) -> None:
-        text = self.query_one("#flow-review-text", Static)
-        if message.error is not None:
-            text.update(error_text(message.error))
-            return
-        assert message.preview is not None
-        self.plan = message.plan
-        text.update(preview_text(message.preview, GRANT_POLICY if message.plan else ""))
-        enable = self.query_one("#flow-enable", Button)
-        enable.disabled = False
-        enable.focus()
+    def show_plan(self, plan: EnableReview, preview: Preview) -> None:
+        self.show_preview_text(preview_text(localize(preview, self.clone, self.password),
+                                            GRANT_POLICY if plan.provision else ""))
 
-    # ------------------------------------------------------------------ running
+    # ------------------------------------------------------------------ running and result
 
-    def start(self) -> None:
-        if self.definition is None or self.step != "-review":
-            return
-        steps: list[str] = []
-        for appliance in self.plan.appliances if self.plan else ():
-            if appliance.download is not None:
-                steps += [f"{appliance.record.name}: {s}" for s in appliance.download.step_names]
-            else:
-                steps.append(f"{appliance.record.name}: download")
-        self.query_one("#flow-progress", ProgressPanel).set_steps([f"enable {self.definition.name}", *steps])
-        self._step("-running")
-        self.changed = True
-        self._run_worker(self.definition, dict(self.values), self.plan)
-
-    @work(exclusive=True, group="components-run", exit_on_error=False)
-    async def _run_worker(self, definition: ComponentDefinition, values: dict[str, Any], plan: ProvisionPlan | None) -> None:
-        site = self.shell.site
-        try:
-            async for event in offer_component(site, self.path, self.password, definition, values, plan=plan, cancel=self.cancel_event,
-                                               poll_interval=self.POLL_INTERVAL):
-                self.post_message(self.Stepped(event))
-        except SiteError as error:
-            self.post_message(self.Finished(error))
-            return
-        self.post_message(self.Finished(None))
-
-    @on(Stepped)
-    def _stepped(self, message: Stepped) -> None:
-        event = message.event
-        if "values" in event.data:
-            self.learned = dict(event.data["values"])
+    def show_step(self, event: Progress) -> None:
         self.query_one("#flow-progress", ProgressPanel).update_step(event.step, event.state, local_text(event.message, self.clone))
 
-    @on(Finished)
-    def _finished(self, message: Finished) -> None:
-        self._step("-finished")
-        result = self.query_one("#flow-result", Static)
-        name = self.definition.name if self.definition else ""
-        if message.error is None:
-            text = Text.assemble(("✔ ", "bold green"), (name, "bold"), " is offered: listed in site_variables, core.yaml re-encrypted.")
-            if self.learned:
-                text.append("\n  from the appliance: " + ", ".join(f"{k} = {v}" for k, v in self.learned.items()))
-            text.append("\nSubmit the site (ctrl+t) to push it to the site branch.", "dim")
-        else:
-            text = error_text(message.error)
-        result.update(text)
-        self.call_after_refresh(self.query_one("#flow-close", Button).focus)  # once it is displayed
+    def show_result(self, result: ComponentEnabled) -> None:
+        text = Text.assemble(("✔ ", "bold green"), (result.component, "bold"), " is offered: listed in site_variables, core.yaml re-encrypted.")
+        if result.learned:
+            text.append("\n  from the appliance: " + ", ".join(f"{k} = {v}" for k, v in result.learned.items()))
+        text.append("\nSubmit the site (ctrl+t) to push it to the site branch.", "dim")
+        self.show_result_text(text)
+
+    def show_failure(self, error: SiteError) -> None:
+        self.show_result_text(error_text(error))
+
+    def cancelling(self) -> None:
+        self.show_result_text(Text("Cancelling: deleting what the download created…", "bold yellow"))
 
     # ------------------------------------------------------------------ buttons and keys
 
@@ -384,45 +333,25 @@ class ComponentFlowModal(SiteModal[bool]):
         elif self.step == "-form":
             self.review()
 
-    @on(Button.Pressed, "#flow-enable")
-    def _enable(self) -> None:
-        self.start()
-
     @on(Button.Pressed, "#flow-back")
     def _back(self) -> None:
         self.action_back()
 
-    @on(Button.Pressed, "#flow-cancel")
-    def _cancel(self) -> None:
-        if self.step == "-running":
-            self._cancel_run()
+    def cancel_operation(self) -> None:
+        """Cancel: stops a running offer (a download is rolled back), else closes the flow."""
+        if self.running:
+            super().cancel_operation()
         else:
             self.dismiss(self.changed)
-
-    @on(Button.Pressed, "#flow-close")
-    def _close(self) -> None:
-        self.dismiss(self.changed)
-
-    def _cancel_run(self) -> None:
-        if not self.cancel_event.is_set():
-            self.cancel_event.set()
-            self.query_one("#flow-result", Static).update(Text("Cancelling: deleting what the download created…", "bold yellow"))
-
-    def worker_failed(self, worker: Any, error: BaseException) -> None:
-        """An unexpected failure (already reported): the flow ends where Close is offered."""
-        if self.step in ("-review", "-running"):
-            self._step("-finished")
-            self.query_one("#flow-result", Static).update(Text.assemble(("✘ Failed: ", "bold red"),
-                                                                        str(error) or type(error).__name__))
 
     def action_back(self) -> None:
         step = self.step
         if step == "-running":
-            self._cancel_run()
+            self.cancel_operation()
         elif step == "-review":
-            self._step("-form")
+            self._go("form")
         elif step == "-form":
-            self._step("-browse")
+            self._go("browse")
             self.query_one("#flow-components", OptionList).focus()
         else:
             self.dismiss(self.changed)
