@@ -21,9 +21,10 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 import xmlrpc.client
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence, TypeVar, Union, cast
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Mapping, Sequence, TypeVar, Union, cast
 
 from lxml import etree
 
@@ -36,10 +37,12 @@ from tui.adapters.cloud_transport import (
     decode_response,
     parse_document,
 )
+from tui.adapters.retry import DEFAULT_POLICY, RetryPolicy, deadline_after, reconciled_write, retry_read
 from tui.adapters.vm_pool_cache import VmSummaryCache
 from tui.domain.attributes import Attributes
+from tui.domain.error_codes import NO_EXISTS
 from tui.domain.permissions import Permissions
-from tui.domain.template_text import render_template
+from tui.domain.template_text import parse_template, render_template, scalar
 from tui.errors import SiteError
 
 if TYPE_CHECKING:  # pragma: no cover - models the first screen does not need load with their parsers
@@ -88,6 +91,14 @@ def json_document_template(body: Mapping[str, Any], name: str | None = None) -> 
     text = json.dumps(body, separators=(",", ":")).replace("]]>", "]]\\u003e")
     name_part = f"<NAME><![CDATA[{name.replace(']]>', '')}]]></NAME>" if name is not None else ""
     return f"<TEMPLATE>{name_part}<BODY><![CDATA[{text}]]></BODY></TEMPLATE>"
+
+
+def template_name(text: str) -> str:
+    """The NAME of a template text ("" when it has none or cannot be read)."""
+    try:
+        return scalar(parse_template(text), "NAME")
+    except ValueError:
+        return ""
 
 
 def _flag(value: bool | int) -> int:
@@ -139,6 +150,8 @@ class CloudClient:
         self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="cloud-rpc")
         #: the VM list's VMs of the previous call (`list_vms`); `clear()` forgets them
         self.vm_summary_cache = VmSummaryCache()
+        #: how reads are retried and writes reconciled (`tui.adapters.retry`)
+        self.retry_policy: RetryPolicy = DEFAULT_POLICY
 
     def __repr__(self) -> str:
         return f"CloudClient({self.endpoint!r}, user={self.user!r}, timeout={self.timeout:g})"
@@ -154,17 +167,72 @@ class CloudClient:
         await self.close()
 
     # plumbing ----------------------------------------------------------------------------------
-    async def _run(self, method: str, work: Callable[[], T]) -> T:
+    async def _run(self, method: str, work: Callable[[], T], deadline: float | None = None) -> T:
+        """One attempt of `work` in a worker thread, bounded by `deadline` (default: the timeout)."""
         loop = asyncio.get_running_loop()
+        if deadline is None:
+            deadline = deadline_after(self.timeout)
+        transport = self._transport
+
+        def bounded() -> T:
+            transport.set_deadline(deadline)
+            try:
+                return work()
+            finally:
+                transport.set_deadline(None)
+
         try:
-            future = loop.run_in_executor(self._executor, work)
+            future = loop.run_in_executor(self._executor, bounded)
         except RuntimeError as exc:  # executor shut down
             raise SiteError("Cloud client closed", f"{method} was called after close().") from exc
         try:
-            return await asyncio.wait_for(future, self.timeout + _GRACE_S)
+            return await asyncio.wait_for(future, max(0.0, deadline - time.monotonic()) + _GRACE_S)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a SiteError (cancellation passes)
             raise to_site_error(exc, method=method, endpoint=self.endpoint, timeout=self.timeout,
                                 secrets=self._secrets) from None
+
+    async def _read(self, method: str, work: Callable[[], T]) -> T:
+        """`work` as a read: retried while it can succeed, within one deadline (`tui.adapters.retry`)."""
+        return await retry_read(lambda deadline: self._run(method, work, deadline), timeout=self.timeout,
+                                policy=self.retry_policy)
+
+    async def _allocate(self, method: str, text: str, *params: Any,
+                        named: Callable[[], Awaitable[Iterable[tuple[int, str]]]]) -> int:
+        """`one.<method>` creating an object named by `text`'s NAME, reconciled: after a failure
+        whose outcome is unknown, an object of that name that was not there before is the one
+        this call made; none means the call did not happen and may be sent again."""
+        name = template_name(text)
+        if not name:
+            return await self._scalar(method, int, text, *params)
+        before = {oid for oid, oname in await named() if oname == name}
+
+        async def read_back() -> int | None:
+            new = sorted(oid for oid, oname in await named() if oname == name and oid not in before)
+            if len(new) > 1:
+                raise SiteError(f"Several new objects named {name!r}", f"one.{method} may have run twice (or "
+                                f"another operator made one at the same time): ids {', '.join(map(str, new))}.")
+            return new[0] if new else None
+
+        return await reconciled_write(lambda deadline: self._scalar(method, int, text, *params, deadline=deadline),
+                                      read_back, timeout=self.timeout, what=f"an object named {name!r}",
+                                      policy=self.retry_policy)
+
+    async def _delete(self, method: str, object_id: int, info: Callable[[int], Awaitable[Any]]) -> int:
+        """`one.<method>` of one object, reconciled: after a failure whose outcome is unknown the
+        object is read back, and a NO_EXISTS answer means the delete happened."""
+
+        async def read_back() -> int | None:
+            try:
+                await info(object_id)
+            except SiteError as error:
+                if error.code == NO_EXISTS:
+                    return object_id
+                raise
+            return None
+
+        return await reconciled_write(lambda deadline: self._scalar(method, int, int(object_id), deadline=deadline),
+                                      read_back, timeout=self.timeout, what=f"object {object_id}",
+                                      policy=self.retry_policy)
 
     def _pyone_proxy(self) -> Any:
         """pyone's server proxy, made on first use (calls run in several worker threads)."""
@@ -186,13 +254,18 @@ class CloudClient:
             # raised by pyone's generated parser reading the answer
             raise MalformedResponse(f"pyone could not read the answer: {exc}") from exc
 
-    async def _scalar(self, method: str, kind: type[T], *params: Any) -> T:
+    async def _scalar(self, method: str, kind: type[T], *params: Any, deadline: float | None = None,
+                      idempotent: bool = False) -> T:
+        """`one.<method>` answering a scalar: sent once (a write), or retried when `idempotent`
+        (a second send leaves the same state: an update with the same text, chmod, chown)."""
         def work() -> T:
             value = self._pyone(method, params)
             if not isinstance(value, kind) or isinstance(value, bool) != (kind is bool):
                 raise MalformedResponse(f"one.{method} answered {type(value).__name__}, expected {kind.__name__}")
             return value
-        return await self._run(f"one.{method}", work)
+        if idempotent:
+            return await self._read(f"one.{method}", work)
+        return await self._run(f"one.{method}", work, deadline)
 
     def _xml(self, method: str, params: tuple[Any, ...]) -> etree._Element:
         """The document pyone parsed (its element tree keeps what the bindings drop)."""
@@ -202,11 +275,11 @@ class CloudClient:
         return cast(etree._Element, node)
 
     async def _object(self, method: str, root_tag: str, build: Callable[[etree._Element], T], *params: Any) -> T:
-        return await self._run(f"one.{method}", lambda: build(parse.expect_root(self._xml(method, params), root_tag)))
+        return await self._read(f"one.{method}", lambda: build(parse.expect_root(self._xml(method, params), root_tag)))
 
     async def _pyone_pool(self, method: str, pool_tag: str, item_tag: str, build: Callable[[etree._Element], T],
                           *params: Any) -> tuple[T, ...]:
-        return await self._run(f"one.{method}", lambda: parse.pool(self._xml(method, params), pool_tag, item_tag, build))
+        return await self._read(f"one.{method}", lambda: parse.pool(self._xml(method, params), pool_tag, item_tag, build))
 
     def _raw_call(self, method: str, *params: Any) -> Any:
         """POST `method` (full name) with `params` after the session, through the transport, and
@@ -218,7 +291,7 @@ class CloudClient:
                          *params: Any) -> tuple[T, ...]:
         def work() -> tuple[T, ...]:
             return parse.pool(parse_document(self._raw_call(method, *params), method), pool_tag, item_tag, build)
-        return await self._run(method, work)
+        return await self._read(method, work)
 
     async def _fast_scalar(self, method: str, kind: type[T], *params: Any) -> T:
         """`_scalar` without pyone (the same checks): for the start-up check."""
@@ -229,20 +302,24 @@ class CloudClient:
             if not isinstance(value, kind) or isinstance(value, bool) != (kind is bool):
                 raise MalformedResponse(f"one.{method} answered {type(value).__name__}, expected {kind.__name__}")
             return value
-        return await self._run(f"one.{method}", work)
+        return await self._read(f"one.{method}", work)
 
     async def _fast_object(self, method: str, root_tag: str, build: Callable[[etree._Element], T], *params: Any) -> T:
         """`_object` without pyone, the answer parsed with lxml: for the start-up check."""
         def work() -> T:
             document = parse_document(self._raw_call(f"one.{method}", *params), f"one.{method}")
             return build(parse.expect_root(document, root_tag))
-        return await self._run(f"one.{method}", work)
+        return await self._read(f"one.{method}", work)
 
     async def raw(self, method: str, *params: Any) -> Any:
         """Call `method` (full name, e.g. `one.vm.update`) with `params` exactly as given, bypassing
         pyone's casting; the platform's success value (a string or an int, never a parsed object).
         For probing the server's strict typing and for methods this client does not wrap."""
         return await self._run(method, lambda: self._raw_call(method, *params))
+
+    @staticmethod
+    async def _names(pool: Awaitable[Iterable[Any]]) -> list[tuple[int, str]]:
+        return [(int(item.id), str(item.name)) for item in await pool]
 
     # system ------------------------------------------------------------------------------------
     async def version(self) -> str:
@@ -265,7 +342,7 @@ class CloudClient:
         def work() -> tuple[VmSummary, ...]:
             value = self._raw_call(method, int(filter), int(start), int(end), int(state))
             return self.vm_summary_cache.summaries(value, method)
-        return await self._run(method, work)
+        return await self._read(method, work)
 
     async def list_vms_detail(self, filter: int = ALL_RESOURCES, state: int = ANY_BUT_DONE,
                               start: int = -1, end: int = -1, query: str = "") -> tuple[VmDetail, ...]:
@@ -319,19 +396,22 @@ class CloudClient:
 
     async def image_update(self, image_id: int, template: TemplateInput, append: bool | int) -> int:
         """Update the image TEMPLATE (append 1 merges: how marketplace attributes are attached)."""
-        return await self._scalar("image.update", int, int(image_id), template_text(template), _flag(append))
+        return await self._scalar("image.update", int, int(image_id), template_text(template), _flag(append),
+                                  idempotent=True)
 
     async def image_allocate(self, template: TemplateInput, ds_id: int) -> int:
-        return await self._scalar("image.allocate", int, template_text(template), int(ds_id))
+        """Create an image (reconciled by NAME after a failure whose outcome is unknown)."""
+        return await self._allocate("image.allocate", template_text(template), int(ds_id),
+                                    named=lambda: self._names(self.list_images(MINE)))
 
     async def image_delete(self, image_id: int) -> int:
-        return await self._scalar("image.delete", int, int(image_id))
+        return await self._delete("image.delete", image_id, self.image_info)
 
     async def image_chmod(self, image_id: int, perms: Permissions | Sequence[int]) -> int:
-        return await self._scalar("image.chmod", int, int(image_id), *_perm_args(perms))
+        return await self._scalar("image.chmod", int, int(image_id), *_perm_args(perms), idempotent=True)
 
     async def image_chown(self, image_id: int, uid: int = -1, gid: int = -1) -> int:
-        return await self._scalar("image.chown", int, int(image_id), int(uid), int(gid))
+        return await self._scalar("image.chown", int, int(image_id), int(uid), int(gid), idempotent=True)
 
     # VM templates ------------------------------------------------------------------------------
     async def list_templates(self, filter: int = ALL_RESOURCES, start: int = -1, end: int = -1) -> tuple[VmTemplate, ...]:
@@ -342,16 +422,18 @@ class CloudClient:
         return await self._object("template.info", "VMTEMPLATE", parse.vm_template, int(template_id))
 
     async def template_allocate(self, template: TemplateInput) -> int:
-        return await self._scalar("template.allocate", int, template_text(template))
+        """Create a VM template (reconciled by NAME after a failure whose outcome is unknown)."""
+        return await self._allocate("template.allocate", template_text(template),
+                                    named=lambda: self._names(self.list_templates(MINE)))
 
     async def template_delete(self, template_id: int) -> int:
-        return await self._scalar("template.delete", int, int(template_id))
+        return await self._delete("template.delete", template_id, self.template_info)
 
     async def template_chmod(self, template_id: int, perms: Permissions | Sequence[int]) -> int:
-        return await self._scalar("template.chmod", int, int(template_id), *_perm_args(perms))
+        return await self._scalar("template.chmod", int, int(template_id), *_perm_args(perms), idempotent=True)
 
     async def template_chown(self, template_id: int, uid: int = -1, gid: int = -1) -> int:
-        return await self._scalar("template.chown", int, int(template_id), int(uid), int(gid))
+        return await self._scalar("template.chown", int, int(template_id), int(uid), int(gid), idempotent=True)
 
     async def template_instantiate(self, template_id: int, name: str = "", hold: bool = False,
                                    extra: TemplateInput = "", persistent: bool = False) -> int:
@@ -425,13 +507,15 @@ class CloudClient:
 
     async def document_allocate(self, template: TemplateInput, doc_type: int) -> int:
         """Create a document; for a JSON body pass `json_document_template(body, name)`."""
-        return await self._scalar("document.allocate", int, template_text(template), int(doc_type))
+        return await self._allocate("document.allocate", template_text(template), int(doc_type),
+                                    named=lambda: self._names(self.list_documents(int(doc_type), MINE)))
 
     async def document_update(self, doc_id: int, template: TemplateInput, append: bool | int = 0) -> int:
-        return await self._scalar("document.update", int, int(doc_id), template_text(template), _flag(append))
+        return await self._scalar("document.update", int, int(doc_id), template_text(template), _flag(append),
+                                  idempotent=True)
 
     async def document_delete(self, doc_id: int) -> int:
-        return await self._scalar("document.delete", int, int(doc_id))
+        return await self._delete("document.delete", doc_id, self.document_info)
 
     # ACLs --------------------------------------------------------------------------------------
     async def acl_list(self) -> tuple[AclRule, ...]:

@@ -26,6 +26,8 @@ from lxml import etree
 
 USER_AGENT = "sitetk (pyone XML-RPC)"
 _CHUNK = 1 << 20
+#: the largest answer read (the pool documents of a large cloud are tens of megabytes)
+MAX_RPC_RESPONSE_BYTES = 512 * 1024 * 1024
 
 
 class CallTimeout(TimeoutError):
@@ -102,10 +104,18 @@ class CloudTransport(xmlrpc.client.Transport):
             conn.close()
 
     # the call ---------------------------------------------------------------------------
+    def set_deadline(self, deadline: float | None) -> None:
+        """Bound this thread's next calls by a `time.monotonic()` deadline too (None: only the
+        timeout): a retried read keeps one deadline over all its attempts."""
+        self._local.deadline = deadline
+
     def post(self, body: bytes, timeout: float | None = None) -> bytes:
         """POST one XML-RPC request and return the raw response body, within the deadline."""
         limit = self.timeout if timeout is None else timeout
         deadline = time.monotonic() + limit
+        outer: float | None = getattr(self._local, "deadline", None)
+        if outer is not None:
+            deadline = min(deadline, outer)
 
         def remaining() -> float:
             left = deadline - time.monotonic()
@@ -164,11 +174,15 @@ class CloudTransport(xmlrpc.client.Transport):
     @staticmethod
     def _read(sock: socket.socket, response: http.client.HTTPResponse, remaining: Callable[[], float]) -> list[bytes]:
         chunks: list[bytes] = []
+        size = 0
         while True:
             sock.settimeout(remaining())
             chunk = response.read1(_CHUNK)  # at most one recv: each read is bounded by the deadline
             if not chunk:
                 break
+            size += len(chunk)
+            if size > MAX_RPC_RESPONSE_BYTES:
+                raise MalformedResponse(f"the answer is larger than {MAX_RPC_RESPONSE_BYTES // 2**20} MiB")
             chunks.append(chunk)
         response.close()  # done with this answer: the kept-alive connection may carry the next
         return chunks

@@ -12,17 +12,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import Any, Mapping
 
 import httpx
 
 from tui.adapters.flow_errors import flow_http_error
-from tui.adapters.http_errors import malformed, transport_error
+from tui.adapters.http_errors import MAX_RESPONSE_BYTES, ResponseTooLarge, bounded_request, malformed, transport_error
+from tui.adapters.retry import DEFAULT_POLICY, RetryPolicy, deadline_after, reconciled_write, retry_read
 from tui.domain.bounded import BoundedInputError, load_json
 from tui.domain.documents import Document
 from tui.domain.permissions import Permissions
 from tui.domain.services import Service, ServiceTemplate, service_from_document, service_template_from_document
-from tui.errors import redact
+from tui.errors import SiteError, redact
 
 _HINT = "ONEFLOW_URL (or ~/.one/oneflow_endpoint)"
 _SERVICE = "OneFlow"
@@ -73,6 +75,8 @@ class FlowClient:
             verify=verify_ssl, follow_redirects=False,
             headers={"Accept": "application/json", "User-Agent": "sitetk"},
         )
+        #: how GETs are retried and writes reconciled (`tui.adapters.retry`)
+        self.retry_policy: RetryPolicy = DEFAULT_POLICY
 
     def __repr__(self) -> str:
         return f"FlowClient({self.url!r}, user={self.user!r}, timeout={self.timeout:g})"
@@ -88,13 +92,23 @@ class FlowClient:
 
     # plumbing ----------------------------------------------------------------------------------
     async def _request(self, method: str, path: str, body: Any = None, *, secrets: tuple[str, ...] = ()) -> httpx.Response:
+        """One request; a GET is a read, retried while it can succeed (`tui.adapters.retry`)."""
+        if method == "GET":
+            return await retry_read(lambda deadline: self._attempt(method, path, body, deadline, secrets),
+                                    timeout=self.timeout, policy=self.retry_policy)
+        return await self._attempt(method, path, body, deadline_after(self.timeout), secrets)
+
+    async def _attempt(self, method: str, path: str, body: Any, deadline: float,
+                       secrets: tuple[str, ...]) -> httpx.Response:
         hidden = self._secrets + tuple(s for s in secrets if s)
         try:
             response = await asyncio.wait_for(
-                self._client.request(method, path, json=body) if body is not None else self._client.request(method, path),
-                self.timeout)
+                bounded_request(self._client, method, path, MAX_RESPONSE_BYTES, json=body),
+                max(0.0, deadline - time.monotonic()))
         except asyncio.CancelledError:
             raise
+        except ResponseTooLarge as exc:
+            raise malformed(self.url, _SERVICE, f"{method} {path}: {exc}") from None
         except Exception as exc:  # noqa: BLE001 - every failure becomes a SiteError
             raise transport_error(exc, service=_SERVICE, url=self.url, timeout=self.timeout, hint=_HINT,
                                   secrets=hidden) from None
@@ -151,13 +165,51 @@ class FlowClient:
         return self._template(self._document(self._json(await self._request("GET", path), path), path), path)
 
     async def create_service_template(self, body: Mapping[str, Any]) -> ServiceTemplate:
-        """Register a service template from its body (`name`, `roles`, ...)."""
+        """Register a service template from its body (`name`, `roles`, ...). Never sent twice
+        blindly: after a failure whose outcome is unknown, a template of that name that was not
+        there before is the one this call made (`tui.adapters.retry.reconciled_write`)."""
         path = "/service_template"
-        response = await self._request("POST", path, dict(body))
-        return self._template(self._document(self._json(response, path), path), path)
+        name = str(body.get("name", ""))
+
+        async def write(deadline: float) -> ServiceTemplate:
+            response = await self._attempt("POST", path, dict(body), deadline, ())
+            return self._template(self._document(self._json(response, path), path), path)
+
+        if not name:
+            return await write(deadline_after(self.timeout))
+        before = {t.id for t in await self.list_service_templates() if t.name == name}
+
+        async def read_back() -> ServiceTemplate | None:
+            new = [t for t in await self.list_service_templates() if t.name == name and t.id not in before]
+            if len(new) > 1:
+                raise SiteError(f"Several new service templates named {name!r}",
+                                "The request may have run twice (or another operator made one at the same time): "
+                                f"ids {', '.join(str(t.id) for t in new)}.")
+            return new[0] if new else None
+
+        return await reconciled_write(write, read_back, timeout=self.timeout,
+                                      what=f"a service template named {name!r}", policy=self.retry_policy)
 
     async def delete_service_template(self, template_id: int) -> None:
-        await self._request("DELETE", f"/service_template/{int(template_id)}")
+        """Delete a service template; after a failure whose outcome is unknown it is read back
+        (404: the delete happened)."""
+        path = f"/service_template/{int(template_id)}"
+
+        async def write(deadline: float) -> bool:
+            await self._attempt("DELETE", path, None, deadline, ())
+            return True
+
+        async def read_back() -> bool | None:
+            try:
+                await self.get_service_template(template_id)
+            except SiteError as error:
+                if error.code == 404:
+                    return True
+                raise
+            return None
+
+        await reconciled_write(write, read_back, timeout=self.timeout, what=f"service template {template_id}",
+                               policy=self.retry_policy)
 
     async def instantiate(self, template_id: int, merge_template: Mapping[str, Any],
                           secrets: tuple[str, ...] = ()) -> Service:

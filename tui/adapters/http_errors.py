@@ -1,17 +1,52 @@
-"""HTTP failures of the REST clients (OneFlow, marketplaces) as `SiteError`s.
+"""HTTP failures of the REST clients (OneFlow, marketplaces) as `SiteError`s, and their bounded read.
 
 Shared by `flow` and `marketplace`: timeouts, refused or dropped connections, TLS problems and
 unreadable bodies read the same whichever service answered; `service` names it in the message
-and `hint` says which setting points at it.
+and `hint` says which setting points at it. `bounded_request` reads an answer's body streamed,
+at most `MAX_RESPONSE_BYTES` of it (`ResponseTooLarge` beyond): a server that sends gigabytes
+never fills the console's memory.
 """
 
 from __future__ import annotations
 
 import ssl
+from typing import Any
 
 import httpx
 
+from tui.domain.bounded import MAX_RESPONSE_BYTES, size_text
 from tui.errors import SiteError, redact
+
+__all__ = ["MAX_RESPONSE_BYTES", "ResponseTooLarge", "bounded_request", "malformed", "transport_error"]
+
+
+class ResponseTooLarge(ValueError):
+    """An answer whose body is larger than the limit."""
+
+
+async def bounded_request(client: httpx.AsyncClient, method: str, url: str, limit: int = MAX_RESPONSE_BYTES,
+                          **kwargs: Any) -> httpx.Response:
+    """`client.request(...)` with the body read streamed and at most `limit` bytes long."""
+    request = client.build_request(method, url, **kwargs)
+    response = await client.send(request, stream=True)
+    try:
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise ResponseTooLarge(f"the answer is {size_text(int(declared))}, more than the {size_text(limit)} "
+                                   "accepted")
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():  # decoded: a compressed bomb counts at its real size
+            size += len(chunk)
+            if size > limit:
+                raise ResponseTooLarge(f"the answer is larger than the {size_text(limit)} accepted")
+            chunks.append(chunk)
+    finally:
+        await response.aclose()
+    headers = [(key, value) for key, value in response.headers.multi_items()
+               if key.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
+    return httpx.Response(response.status_code, headers=headers, content=b"".join(chunks), request=request,
+                          extensions=response.extensions)
 
 
 def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:

@@ -10,17 +10,20 @@ timeouts and connection failures become `SiteError`s.
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
-from tui.adapters.http_errors import malformed, transport_error
+from tui.adapters.http_errors import MAX_RESPONSE_BYTES, ResponseTooLarge, bounded_request, malformed, transport_error
+from tui.adapters.retry import DEFAULT_POLICY, RetryPolicy, retry_read
 from tui.domain.appliances import ApplianceRecord, Listing, RecordError, parse_listing, parse_record, platform_series
 from tui.domain.bounded import BoundedInputError, load_json
 from tui.errors import SiteError
 
 SIZE_HEADER = "OpenNebula-AppMarket-Size"
+_ERROR_BODY_BYTES = 64 * 1024
 _SERVICE = "the marketplace"
 _HINT = "the marketplace URLs in the config file ([marketplace] urls)"
 
@@ -48,6 +51,8 @@ class MarketplaceClient:
             timeout=httpx.Timeout(self.timeout), verify=verify_ssl, follow_redirects=False,
             headers={"User-Agent": self.user_agent, "Accept": "application/json"},
         )
+        #: how GETs are retried (`tui.adapters.retry`)
+        self.retry_policy: RetryPolicy = DEFAULT_POLICY
 
     def __repr__(self) -> str:
         return f"MarketplaceClient(user_agent={self.user_agent!r}, timeout={self.timeout:g})"
@@ -63,10 +68,18 @@ class MarketplaceClient:
 
     # plumbing ----------------------------------------------------------------------------------
     async def _get(self, url: str, what: str) -> httpx.Response:
+        """A GET: a read, retried while it can succeed (`tui.adapters.retry`), the body bounded."""
+        return await retry_read(lambda deadline: self._get_once(url, what, deadline), timeout=self.timeout,
+                                policy=self.retry_policy)
+
+    async def _get_once(self, url: str, what: str, deadline: float) -> httpx.Response:
         try:
-            response = await asyncio.wait_for(self._client.get(url), self.timeout)
+            response = await asyncio.wait_for(bounded_request(self._client, "GET", url, MAX_RESPONSE_BYTES),
+                                              max(0.0, deadline - time.monotonic()))
         except asyncio.CancelledError:
             raise
+        except ResponseTooLarge as exc:
+            raise malformed(url, _SERVICE, str(exc)) from None
         except Exception as exc:  # noqa: BLE001 - every failure becomes a SiteError
             raise transport_error(exc, service=_SERVICE, url=url, timeout=self.timeout, hint=_HINT) from None
         self._check_status(response, url, what)
@@ -113,11 +126,16 @@ class MarketplaceClient:
             raise SiteError(f"Unusable record for appliance {appliance_id}", f"{url}: {exc}") from None
 
     async def download_info(self, record: ApplianceRecord, file_index: int | None = None) -> DownloadInfo:
-        """Follow nothing: ask the record's download address and read the redirect and size."""
+        """Follow nothing: ask the record's download address and read the redirect and size
+        (retried as a read)."""
         url = record.download_url.rstrip("/") + (f"/{int(file_index)}" if file_index is not None else "")
+        return await retry_read(lambda deadline: self._download_info_once(record, url, deadline),
+                                timeout=self.timeout, policy=self.retry_policy)
+
+    async def _download_info_once(self, record: ApplianceRecord, url: str, deadline: float) -> DownloadInfo:
         what = f"Download of {record.name}"
         try:
-            async with asyncio.timeout(self.timeout):
+            async with asyncio.timeout_at(asyncio.get_running_loop().time() + max(0.0, deadline - time.monotonic())):
                 async with self._client.stream("GET", url) as response:
                     self._check_status(response if response.status_code < 400 else await _read(response), url, what)
                     location = response.headers.get("location", "")
@@ -139,5 +157,12 @@ class MarketplaceClient:
 
 
 async def _read(response: httpx.Response) -> httpx.Response:
-    await response.aread()
-    return response
+    """An error answer's body, at most 64 KiB of it (its first lines go into the message)."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > _ERROR_BODY_BYTES:
+            break
+    return httpx.Response(response.status_code, content=b"".join(chunks)[:_ERROR_BODY_BYTES], request=response.request)

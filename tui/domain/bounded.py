@@ -34,6 +34,8 @@ MAX_FILE_BYTES = 4 * 1024 * 1024
 MAX_DEPTH = 64
 #: longest number (digits); Python itself refuses integers over 4,300 digits
 MAX_NUMBER_DIGITS = 1000
+#: the largest HTTP answer read (a marketplace's listing or a OneFlow pool is a few MiB)
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 
 _UTF8_BOM = b"\xef\xbb\xbf"
 
@@ -177,5 +179,9 @@ def check_tree(value: Any, what: str, max_depth: int = MAX_DEPTH) -> None:
         stack.extend((child, depth + 1) for child in children)
 
 
-def _size(count: int) -> str:
+def size_text(count: int) -> str:
+    """A byte count for a message: `4 MiB`, `512 KiB`."""
     return f"{count // (1024 * 1024)} MiB" if count >= 1024 * 1024 else f"{count // 1024} KiB"
+
+
+_size = size_text

@@ -3,8 +3,9 @@
 POST /RPC2 is the cloud's XML-RPC API; paths under /service_template and /service are OneFlow's
 REST API (tui.sim.flow_api); any other path containing /appliance is the marketplace
 (tui.sim.market_api). Before each request the site's clock advances and the fault switches apply:
-latency, per-method delay, random failures (an internal error / HTTP 500, or a dropped connection)
-and expired credentials (checked by the site's authentication).
+latency, per-method delay, random failures (an internal error / HTTP 500, or a dropped connection),
+answers lost after the call ran (`lost_answers`) and expired credentials (checked by the site's
+authentication).
 
 `SimServer.stop()` closes the listening socket and every open connection; `start()` again listens
 on the same port, so clients can be tested across an outage.
@@ -123,13 +124,28 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if is_rpc:
             answer = internal_error(rpc_method) if failing else handle_xmlrpc(site, body)
+            if self._answer_lost(rpc_method):
+                return
             self._send(200, {"Content-Type": "text/xml"}, answer, method)
             return
         if failing:
             self._send(500, {"Content-Type": "text/plain"}, b"Internal Server Error", method)
             return
         status, headers, payload = self._dispatch_http(method, path, body)
+        if self._answer_lost(f"{method} {path}"):
+            return
         self._send(status, headers, payload, method)
+
+    def _answer_lost(self, key: str) -> bool:
+        """Whether `faults.lost_answers` drops this answer (the call ran; the client never learns)."""
+        site = self.server.site
+        with site.lock:
+            left = site.faults.lost_answers.get(key, 0)
+            if left <= 0:
+                return False
+            site.faults.lost_answers[key] = left - 1
+        self._drop()
+        return True
 
     def _dispatch_http(self, method: str, path: str, body: bytes) -> Response:
         site = self.server.site
