@@ -7,7 +7,7 @@ import pytest
 from tests.market.conftest import SiteFactory
 from tui.domain.upgrades import InstallState
 from tui.errors import SiteError
-from tui.procedures.marketplace import appliance_record, load_catalog, sources_from
+from tui.procedures.marketplace import AmbiguousAppliance, appliance_record, load_catalog, sources_from
 from tui.sim.server import SimServer
 
 
@@ -208,11 +208,16 @@ async def test_a_marketplace_timeout_is_reported_and_changes_nothing(sim: SimSer
     assert await site.cloud.list_images() == images_before
 
 
-async def test_find_by_name_prefers_the_newest_build_and_reports_unknown_names(sim: SimServer,
-                                                                               connect: SiteFactory) -> None:
+async def test_find_needs_the_key_when_several_marketplaces_hold_it_and_newest_is_for_definitions(
+        sim: SimServer, connect: SiteFactory) -> None:
     site = await connect(sim)
     catalog = await load_catalog(site)
-    assert catalog.find("site toolkit").record.version == "v0.5.0-20250403-1109"
-    assert catalog.find("service_dns").record.version == "v1.1.0-20250520-0931"
+    with pytest.raises(AmbiguousAppliance) as info:
+        catalog.find("site toolkit")
+    assert info.value.keys == (f"{sim.market_url}#service_toolkit", f"{sim.market_url}/community#service_toolkit")
+    assert catalog.find(f"{sim.market_url}#service_toolkit").record.version == "v0.5.0-20250403-1109"
+    assert catalog.find("Community Marketplace#service_dns").record.version == "v1.0.0-20250110-1005"
+    assert catalog.newest("site toolkit").record.version == "v0.5.0-20250403-1109"
+    assert catalog.newest("service_dns").record.version == "v1.1.0-20250520-0931"
     with pytest.raises(SiteError, match="No appliance"):
         catalog.find("nothing like this")

@@ -70,15 +70,15 @@ def test_show_prints_the_split_version(sim: SimServer, env, capsys) -> None:  # 
 def test_download_dry_run_changes_nothing_then_download_then_rerun(sim: SimServer, env, capsys) -> None:  # type: ignore[no-untyped-def]
     env(sim)
     before = len(sim.site.images)
-    code, data = run(capsys, "download", "service_dns", "--datastore", "1", "--dry-run", "--json")
+    code, data = run(capsys, "download", f"{sim.market_url}#service_dns", "--datastore", "1", "--dry-run", "--json")
     assert code == EXIT_OK and data["dry_run"] and len(sim.site.images) == before
     assert any("onemarketapp export" in c["cli"] for c in data["preview"]["changes"])
-    code, data = run(capsys, "download", "service_dns", "--datastore", "1", "--name", "dns", "--yes", "--json",
+    code, data = run(capsys, "download", f"{sim.market_url}#service_dns", "--datastore", "1", "--name", "dns", "--yes", "--json",
                      "--poll", "0.02")
     assert code == EXIT_OK and data["ok"]
     result = data["events"][-1]["data"]["download"]
     assert len(result["image_ids"]) == 1 and len(sim.site.images) == before + 1
-    code, data = run(capsys, "download", "service_dns", "--datastore", "1", "--name", "dns", "--yes", "--json",
+    code, data = run(capsys, "download", f"{sim.market_url}#service_dns", "--datastore", "1", "--name", "dns", "--yes", "--json",
                      "--poll", "0.02")
     assert code == EXIT_OK and data["events"][-1]["data"]["download"]["reused"]
     assert len(sim.site.images) == before + 1
@@ -91,14 +91,14 @@ def test_download_by_app_id_and_usage_errors(sim: SimServer, env, capsys) -> Non
     assert code == EXIT_OK and data["plan"]["app_id"] == app_id and data["plan"]["name"] == "Bastion v1.3.0"
     code, data = run(capsys, "download", "--datastore", "1", "--dry-run", "--json")
     assert code == EXIT_USAGE and "APPLIANCE or --app-id" in data["error"]["detail"]
-    code, data = run(capsys, "download", "service_dns", "--datastore", "0", "--dry-run", "--json")
+    code, data = run(capsys, "download", f"{sim.market_url}#service_dns", "--datastore", "0", "--dry-run", "--json")
     assert code == EXIT_FAILED and "SYSTEM datastore" in data["error"]["title"]
 
 
 def test_download_without_yes_on_a_pipe_refuses(sim: SimServer, env, capsys) -> None:  # type: ignore[no-untyped-def]
     env(sim)
     before = len(sim.site.images)
-    assert main(["market", "download", "service_dns", "--datastore", "1"]) == EXIT_USAGE
+    assert main(["market", "download", f"{sim.market_url}#service_dns", "--datastore", "1"]) == EXIT_USAGE
     assert len(sim.site.images) == before
 
 
@@ -115,21 +115,21 @@ def test_download_failure_is_json_with_the_rollback(sim: SimServer, env, capsys)
 def test_attrs_writes_the_file_and_tags_the_images(sim: SimServer, env, capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     env(sim)
     target = tmp_path / "toolkit"
-    code, data = run(capsys, "attrs", "service_toolkit", "--file-only", "--write-file", str(target), "--json")
+    code, data = run(capsys, "attrs", f"{sim.market_url}#service_toolkit", "--file-only", "--write-file", str(target), "--json")
     assert code == EXIT_OK and target.read_text() == TOOLKIT_FILE_TEXT and data["file"] == TOOLKIT_FILE_TEXT
-    code, data = run(capsys, "attrs", "service_toolkit", "--image", "0", "--dry-run", "--json")
+    code, data = run(capsys, "attrs", f"{sim.market_url}#service_toolkit", "--image", "0", "--dry-run", "--json")
     assert code == EXIT_OK and data["preview"]["changes"][0]["cli"] == "oneimage update 0 <attribute file> --append"
-    code, data = run(capsys, "attrs", "service_toolkit", "--image", "0", "--yes", "--json")
+    code, data = run(capsys, "attrs", f"{sim.market_url}#service_toolkit", "--image", "0", "--yes", "--json")
     assert code == EXIT_OK and [e["data"].get("result") for e in data["events"] if "result" in e["data"]] == ["updated"]
-    code, data = run(capsys, "attrs", "service_toolkit", "--image", "0", "--yes", "--json")
+    code, data = run(capsys, "attrs", f"{sim.market_url}#service_toolkit", "--image", "0", "--yes", "--json")
     assert [e["data"].get("result") for e in data["events"] if "result" in e["data"]] == ["unchanged"]
-    code, data = run(capsys, "attrs", "service_dns", "--json")
+    code, data = run(capsys, "attrs", f"{sim.market_url}#service_dns", "--json")
     assert code == EXIT_USAGE and "no image of DNS Server" in data["error"]["detail"]
 
 
 def test_read_only_refuses_mutations(sim: SimServer, env, capsys) -> None:  # type: ignore[no-untyped-def]
     env(sim)
-    code = main(["--read-only", "market", "download", "service_dns", "--datastore", "1", "--yes", "--json"])
+    code = main(["--read-only", "market", "download", f"{sim.market_url}#service_dns", "--datastore", "1", "--yes", "--json"])
     assert code == EXIT_USAGE and "read-only" in json.loads(capsys.readouterr().out)["error"]["detail"]
 
 

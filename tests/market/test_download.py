@@ -37,7 +37,7 @@ async def _snapshot(site: SiteConnection) -> tuple[tuple[int, ...], tuple[int, .
 
 
 async def _plan(site: SiteConnection, ref: str, name: str, datastore: int = IMAGE_DS) -> DownloadPlan:
-    entry = (await load_catalog(site)).find(ref)
+    entry = (await load_catalog(site)).newest(ref)
     app = await find_market_app(site, entry.record)
     return await plan_download(site, app.id, datastore, name, tag=tag_for_record(entry.record))
 
@@ -247,7 +247,7 @@ async def test_a_record_of_an_unregistered_marketplace_cannot_be_exported(sim: S
     from dataclasses import replace
 
     site = await connect(sim)
-    record = (await load_catalog(site)).find("service_dns").record
+    record = (await load_catalog(site)).newest("service_dns").record
     with pytest.raises(SiteError, match="is not registered in the cloud"):
         await find_market_app(site, replace(record, marketplace_url="http://elsewhere.invalid"))
     with pytest.raises(SiteError, match="another version"):

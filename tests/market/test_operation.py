@@ -106,10 +106,10 @@ def test_cli_dry_run_is_allowed_in_read_only_mode_and_the_run_is_refused(sim: Si
                                                                         isolated: Path) -> None:
     env(sim)
     images = set(sim.site.images)
-    code = main(["--read-only", "market", "download", "service_dns", "--datastore", "1", "--dry-run", "--json"])
+    code = main(["--read-only", "market", "download", f"{sim.market_url}#service_dns", "--datastore", "1", "--dry-run", "--json"])
     answer = json.loads(capsys.readouterr().out)
     assert code == EXIT_OK and answer["dry_run"] and answer["preview"]["changes"]
-    code = main(["--read-only", "market", "download", "service_dns", "--datastore", "1", "--yes", "--json"])
+    code = main(["--read-only", "market", "download", f"{sim.market_url}#service_dns", "--datastore", "1", "--yes", "--json"])
     assert code == EXIT_USAGE and "read-only" in json.loads(capsys.readouterr().out)["error"]["detail"]
     assert set(sim.site.images) == images
     assert audit_entries(isolated)[-1]["outcome"] == "refused"
@@ -117,7 +117,7 @@ def test_cli_dry_run_is_allowed_in_read_only_mode_and_the_run_is_refused(sim: Si
 
 def test_cli_json_answer_carries_the_typed_result(sim: SimServer, env, capsys) -> None:  # noqa: F811
     env(sim)
-    code = main(["market", "download", "service_dns", "--datastore", "1", "--name", "dns-cli", "--yes", "--json",
+    code = main(["market", "download", f"{sim.market_url}#service_dns", "--datastore", "1", "--name", "dns-cli", "--yes", "--json",
                  "--poll", str(POLL)])
     answer = json.loads(capsys.readouterr().out)
     assert code == EXIT_OK and answer["ok"]

@@ -118,7 +118,7 @@ def test_site_repository_flow(capsys: pytest.CaptureFixture[str], seeded: tuple[
     code, result = run(capsys, "create", "lab-cli", *repo, *pw, "--set", "site_domain=lab.internal", "--json")
     assert code == EXIT_OK and result["site"]["site_dir"] == "lab-cli"
     libopts = ("--library", str(library), "--library-workdir", str(tmp_path / "lib"))
-    code, result = run(capsys, "enable", "vm_kvm", *repo, *libopts, *pw, "--set", "template_id=3", "--set", "image_id=4", "--json")
+    code, result = run(capsys, "enable", "vm_kvm", *repo, *libopts, *pw, "--set", "template_id=3", "--set", "image_id=4", "--no-cloud", "--json")
     assert code == EXIT_OK and result["events"][-1]["state"] == "done"
     code, result = run(capsys, "enable", "nonexistent", *repo, *libopts, *pw, "--json")
     assert code == EXIT_USAGE and "not in the component library" in result["error"]["detail"]
@@ -176,7 +176,7 @@ def test_dry_runs_change_nothing(capsys: pytest.CaptureFixture[str], core: Path,
     libopts = ("--library", str(library), "--library-workdir", str(tmp_path / "lib"))
     config = tmp_path / "work" / "lab-dry" / "core.yaml"
     encrypted = config.read_bytes()
-    code, result = run(capsys, "enable", "tn_bastion", *repo, *libopts, *pw, "--set", "template_id=9", "--dry-run", "--json")
+    code, result = run(capsys, "enable", "tn_bastion", *repo, *libopts, *pw, "--set", "template_id=9", "--dry-run", "--no-cloud", "--json")
     descriptions = [c["description"] for c in result["preview"]["changes"]]
     assert "site_variables.tn_bastion.template_id: 0 -> 9" in descriptions
     assert any("appliance service_bastion" in d for d in descriptions)

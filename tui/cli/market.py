@@ -10,7 +10,8 @@
     sitetk market upgrades [--only NAME ...] [--apply --datastore DS_ID] [--yes] [--dry-run] [--json]
 
 APPLIANCE is a record id (`service_toolkit`), a name (`"Site Toolkit"`) or a key as `list` shows
-it (`<marketplace url>#<id>`); a name found in several marketplaces means the newest build.
+it (`<marketplace url>#<id>`, or `<marketplace name>#<id>`). An id or name several marketplaces
+hold, or one a marketplace that did not answer may hold, is an error naming them: give the key.
 Marketplaces are the ones the cloud has registered plus `[marketplace] urls` of the config file.
 
 Mutating verbs print their preview (with the equivalent platform CLI commands), ask for

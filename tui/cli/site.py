@@ -105,7 +105,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--dry-run", action="store_true", help="show what would change, write nothing")
     p.add_argument("--cloud-user", metavar="NAME", help="the automation cloud user (default: from the toolkit deployment)")
     p.add_argument("--datastore", type=int, metavar="ID", help="IMAGE datastore for downloads (default: the first)")
-    p.add_argument("--no-cloud", action="store_true", help="do not download or grant; only list the component")
+    p.add_argument("--no-cloud", action="store_true", help="offline: do not download or grant; write the IDs given with "
+                   "--set (without it, an unreachable cloud is an error)")
     p.add_argument("--poll", type=float, default=2.0, metavar="SECONDS", help="seconds between checks of a downloading image")
     p.add_argument("--submit", action="store_true", help="then show the diff and commit and push the site branch")
     p.add_argument("--override-reason", metavar="TEXT", help="with --submit: submit even though the check has errors, for this reason")

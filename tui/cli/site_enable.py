@@ -21,7 +21,7 @@ from tui.cli.common import EXIT_OK, UsageError, emit_json
 from tui.cli.runner import run_cli
 from tui.cli.site_branches import submit
 from tui.cli.site_options import (
-    connect_if_reachable,
+    connect_for_enable,
     load_component_library,
     local_site,
     parse_set,
@@ -109,11 +109,11 @@ async def enable_command(args: argparse.Namespace) -> int:
 async def _enable(args: argparse.Namespace, path: Path, password: VaultPassword, definition: ComponentDefinition,
                   values: dict[str, Any], warnings: list[str]) -> tuple[int, dict[str, Any] | None]:
     """The `EnableComponent` operation through the runner: with the cloud when the component has
-    appliances and the cloud is reachable, else only listed. Returns the exit code and the JSON
+    appliances (an unreachable cloud is an error), else only listed (`--no-cloud`: offline). Returns the exit code and the JSON
     answer (held back so that a submit after it adds to the same answer)."""
     site = None
     if definition.appliances and not args.no_cloud:
-        site = await connect_if_reachable(args, "appliances are not downloaded and nothing is granted; give their IDs with --set")
+        site = await connect_for_enable(args)
     operation = EnableComponent(path, password, definition, values, cloud=site is not None,
                                 allow_incomplete=args.allow_incomplete, cloud_user=args.cloud_user,
                                 datastore_id=args.datastore, poll_interval=args.poll)

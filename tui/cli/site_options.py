@@ -55,6 +55,18 @@ async def connect_if_reachable(args: argparse.Namespace, why: str) -> SiteConnec
         return None
 
 
+async def connect_for_enable(args: argparse.Namespace) -> SiteConnection:
+    """The cloud `site enable` downloads and grants on; when it cannot be reached the command fails
+    (it never falls back to writing core.yaml without the appliances: offline is `--no-cloud`)."""
+    try:
+        return await connect_site(site_settings(), read_only=bool(getattr(args, "read_only", False)))
+    except SiteError as error:
+        raise SiteError(f"The cloud is not reachable: {error.title}",
+                        (f"{error.detail}\n" if error.detail else "") + "Nothing was written: site enable downloads the "
+                        "component's appliances and grants them. To write core.yaml without the cloud, give the "
+                        "appliance IDs with --set and add --no-cloud.", retryable=error.retryable) from None
+
+
 # --- argument helpers --------------------------------------------------------------------------
 
 

@@ -191,28 +191,96 @@ class MarketCatalog:
         return bool(self.sources) and len(self.failures) == len(self.sources)
 
     def find(self, ref: str) -> CatalogEntry:
-        """An entry by key (`url#id`), record id or record name (case-insensitive).
+        """The entry `ref` names: a key (`<marketplace url>#<id>`), `<marketplace name or url>#<id
+        or name>`, or a record id or name (case-insensitive) that exactly one marketplace holds.
 
-        Raises `SiteError` when nothing matches, or when a name or id is ambiguous across
-        marketplaces (the message lists the keys to choose from).
+        Ambiguity is an error, never a guess: an id or name several marketplaces hold, or any
+        marketplace that did not answer (it may hold it too, perhaps a newer build), raises
+        `AmbiguousAppliance` naming them and the keys to choose from. Nothing matching raises
+        `SiteError`.
         """
         wanted = ref.strip()
         for entry in self.entries:
             if entry.key == wanted:
                 return entry
-        matches = [e for e in self.entries if e.record.id == wanted]
-        if not matches:
-            matches = [e for e in self.entries if e.record.name.casefold() == wanted.casefold()]
+        market, sep, rest = wanted.rpartition("#")
+        if sep and market:
+            found = self._find_in(market.strip(), rest.strip(), wanted)
+            if found is not None:
+                return found
+        matches = _matching(self.entries, wanted)
+        if len(matches) == 1 and not self.failures:
+            return matches[0]
+        if not matches and not self.failures:
+            raise SiteError(f"No appliance {wanted!r} in the marketplaces",
+                            "Give a record id, a name or a key as `sitetk market list` shows them.")
+        raise AmbiguousAppliance(wanted, tuple(matches), self.failures)
+
+    def _find_in(self, market: str, ref: str, wanted: str) -> CatalogEntry | None:
+        """`ref` in the one marketplace named (by name or URL) `market`; None when no marketplace
+        has that name (the `#` is then part of a record's name)."""
+        url = normalize_url(market)
+        sources = [s for s in self.sources if s.url == url or s.name.casefold() == market.casefold()]
+        if not sources:
+            return None
+        failed = [f for f in self.failures if f.source in sources]
+        if failed:
+            raise SiteError(f"Marketplace {failed[0].source.name} did not answer",
+                            f"{failed[0].title}. {failed[0].detail}".strip() + " Retry when it answers.",
+                            retryable=failed[0].retryable)
+        matches = _matching([e for e in self.entries if e.source in sources], ref)
         if len(matches) == 1:
             return matches[0]
         if not matches:
-            raise SiteError(f"No appliance {wanted!r} in the marketplaces",
+            raise SiteError(f"No appliance {ref!r} in {sources[0].name}",
                             "Give a record id, a name or a key as `sitetk market list` shows them.")
-        newest = _newest_entries(matches)
-        if len(newest) == 1:
-            return newest[0]
-        raise SiteError(f"Appliance {wanted!r} is in several marketplaces",
-                        "Give one of these keys: " + ", ".join(e.key for e in matches))
+        raise AmbiguousAppliance(wanted, tuple(matches), ())
+
+    def newest(self, record_id: str) -> CatalogEntry:
+        """The newest build of a record id (or name) across marketplaces, for ids a definition
+        names (a component's public.yaml). A marketplace that did not answer may hold a newer
+        build: then `AmbiguousAppliance`, never an older build in silence."""
+        matches = _matching(self.entries, record_id.strip())
+        if self.failures:
+            raise AmbiguousAppliance(record_id.strip(), tuple(matches), self.failures)
+        if not matches:
+            raise SiteError(f"No appliance {record_id!r} in the marketplaces",
+                            "Give a record id, a name or a key as `sitetk market list` shows them.")
+        return _newest_entries(matches)[0]
+
+
+class AmbiguousAppliance(SiteError):
+    """An appliance reference several marketplaces hold, or that an unanswered one may hold."""
+
+    def __init__(self, ref: str, matches: tuple[CatalogEntry, ...], failures: tuple[SourceFailure, ...]) -> None:
+        self.ref = ref
+        self.matches = matches
+        self.failures = failures
+        holders = "; ".join(f"{e.source.name}: {e.record.name} {e.record.version or '(no version)'}, key {e.key}"
+                            for e in matches)
+        silent = "; ".join(f"{f.source.name} ({f.source.url}): {f.title}" for f in failures)
+        if failures:
+            title = (f"Marketplace {failures[0].source.name} did not answer" if len(failures) == 1
+                     else f"{len(failures)} marketplaces did not answer")
+            detail = (f"It may hold {ref!r} too (perhaps a newer build): {silent}. "
+                      + (f"Answered: {holders}. Give the key of the one you mean (`<marketplace url>#<id>`), "
+                         "or retry when every marketplace answers." if matches
+                         else "Retry when every marketplace answers."))
+        else:
+            title = f"Appliance {ref!r} is in several marketplaces"
+            detail = (f"{holders}. Give the key of the one you mean (`<marketplace url>#<id>`, or "
+                      "`<marketplace name>#<id>`).")
+        super().__init__(title, detail, retryable=bool(failures))
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return tuple(e.key for e in self.matches)
+
+
+def _matching(entries: Sequence[CatalogEntry], wanted: str) -> list[CatalogEntry]:
+    """Entries whose record id is `wanted`, else whose name is (case-insensitive)."""
+    matches = [e for e in entries if e.record.id == wanted]
+    return matches or [e for e in entries if e.record.name.casefold() == wanted.casefold()]
 
 
 def _newest_entries(entries: Sequence[CatalogEntry]) -> list[CatalogEntry]:

@@ -48,7 +48,7 @@ from tui.procedures.download_appliance import (
     list_image_datastores,
     plan_download,
 )
-from tui.procedures.marketplace import load_catalog
+from tui.procedures.marketplace import AmbiguousAppliance, load_catalog
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress
 from tui.procedures.site_config import enable_component, load_site_config
@@ -211,7 +211,10 @@ async def plan_provision(
     datastore: int | None = datastore_id
     for record_id in record_ids:
         try:
-            entry = catalog.find(record_id)
+            entry = catalog.newest(record_id)
+        except AmbiguousAppliance as error:
+            raise SiteError(f"{definition.name}: appliance {record_id}: {error.title}", error.detail,
+                            retryable=error.retryable) from None
         except SiteError as error:
             failures = "; ".join(f"{f.source.name}: {f.title}" for f in catalog.failures)
             raise SiteError(

@@ -135,7 +135,7 @@ def installed_from_catalog(record_id: str, catalog: MarketCatalog, templates: Se
     """The newest downloaded build of a record: its newest tagged image, the VM template whose disk
     it is (same name first) and a service template using that VM template; None when not downloaded."""
     try:
-        entry = catalog.find(record_id)
+        entry = catalog.newest(record_id)
     except SiteError:
         return None
     tagged = entry.status.images
@@ -205,7 +205,7 @@ def appliance_facts(
         names: list[str] = []
         for record_id in definition.appliance_record_ids():
             try:
-                names.append(catalog.find(record_id).record.name)
+                names.append(catalog.newest(record_id).record.name)
             except SiteError as error:
                 unknown[name] = f"its appliance {record_id} is not in the marketplaces ({error.title})"
                 break

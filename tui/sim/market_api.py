@@ -18,7 +18,8 @@ URLs in records are made absolute from the server's own configured address (`sit
 appmarket-simple builds `links.download.href` from APPMARKET_URL in `src/lib/appliance.rb`), never
 from the request's Host header.
 `site.faults.market_faults` makes a record (or the listing, key "") answer 500, invalid JSON, or
-slowly. Generic faults (latency, failure rate) are the HTTP server's business, not this module's.
+slowly; a key naming a marketplace's prefix ("/" for the site's own, "/community") makes every
+request of that one marketplace do so. Generic faults (latency, failure rate) are the HTTP server's business, not this module's.
 """
 
 from __future__ import annotations
@@ -50,7 +51,9 @@ def handle_market(site: SimSite, method: str, path: str, headers: Mapping[str, s
     base = site.base_url.rstrip("/")
     parts = [p for p in rest.split("/") if p]
     fault_key = "" if parts == ["appliance"] else (parts[1] if len(parts) > 1 else None)
-    fault = site.faults.market_faults.get(fault_key, "") if fault_key is not None else ""
+    fault = site.faults.market_faults.get(prefix or "/", "")  # the whole marketplace
+    if not fault and fault_key is not None:
+        fault = site.faults.market_faults.get(fault_key, "")
     if fault.startswith("slow:"):
         # outside the site lock: other requests go on while this one waits
         delay = fault.split(":", 1)[1]

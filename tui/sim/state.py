@@ -268,8 +268,13 @@ class Faults:
     #: extra delay per XML-RPC method name, in milliseconds
     method_delay_ms: dict[str, int] = field(default_factory=dict)
     #: marketplace HTTP faults by record id ("" for the listing): "error" (HTTP 500),
-    #: "invalid_json" (a truncated body) or "slow:<ms>" (the answer comes after that delay)
+    #: "invalid_json" (a truncated body) or "slow:<ms>" (the answer comes after that delay); a marketplace's
+    #: prefix as key ("/" for the site's own, "/community") applies to every request of that one
     market_faults: dict[str, str] = field(default_factory=dict)
+    #: answers lost after the call ran (the connection drops before the answer is sent), by XML-RPC
+    #: method name or `"<HTTP method> <path>"`, counted down per call: a write whose outcome the
+    #: client cannot know
+    lost_answers: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
