@@ -26,7 +26,7 @@ from tui.sim.server import SimServer
 
 
 async def _download_of(site, record_id: str) -> DownloadAppliance:  # type: ignore[no-untyped-def]
-    entry = (await load_catalog(site, all_versions=True)).find(record_id)
+    entry = (await load_catalog(site, all_versions=True)).newest(record_id)
     app = await find_market_app(site, entry.record)
     return DownloadAppliance(app.id, 1, f"{app.name} op", poll_interval=POLL)
 
