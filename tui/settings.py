@@ -57,6 +57,7 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 from tui.domain.bounded import BoundedInputError, check_tree, guard, read_text_file
+from tui.domain.endpoints import has_credentials, redact_endpoint
 from tui.domain.naming import DEFAULT_NAMING, NamingProfile
 from tui.errors import SiteError
 
@@ -154,6 +155,18 @@ class Settings:
         """Values that must never be printed (for redacting messages)."""
         return tuple(s for s in (self.one_password, self.flow_password, self.session) if s)
 
+    def endpoint_credential_warnings(self) -> list[str]:
+        """One warning per endpoint setting that carries credentials (`user:password@host`)."""
+        named = (("ONE_XMLRPC", self.sources.get("xmlrpc_url", ""), self.xmlrpc_url, "ONE_AUTH (~/.one/one_auth)"),
+                 ("ONEFLOW_URL", self.sources.get("flow_url", ""), self.flow_url,
+                  "ONEFLOW_USER/ONEFLOW_PASSWORD or ONE_AUTH (~/.one/one_auth)"))
+        out = [f"{name} ({source or 'settings'}) carries credentials in the URL (shown as ***): move them to "
+               f"the credential file, {where}, and remove them from the URL"
+               for name, source, url, where in named if has_credentials(url)]
+        out += [f"marketplace URL {redact_endpoint(url)} carries credentials: remove them from the URL"
+                for url in self.marketplace_urls if has_credentials(url)]
+        return out
+
     def redacted(self) -> dict[str, Any]:
         """Every setting with its source, passwords replaced by `***` (for `sitetk info`)."""
         out: dict[str, Any] = {}
@@ -169,6 +182,10 @@ class Settings:
         out["one_password"] = REDACTED if self.one_password else ""
         out["flow_password"] = REDACTED if self.flow_password else ""
         out["session"] = f"{self.one_user}:{REDACTED}" if self.one_user else ""
+        out["xmlrpc_url"] = redact_endpoint(self.xmlrpc_url)
+        out["flow_url"] = redact_endpoint(self.flow_url)
+        out["marketplace_urls"] = [redact_endpoint(url) for url in self.marketplace_urls]
+        out["warnings"] = list(self.warnings) + self.endpoint_credential_warnings()
         out["known_good_cpu_models"] = list(self.known_good_cpu_models)
         out["naming"] = {f.name: (list(v) if isinstance(v := getattr(self.naming, f.name), tuple) else v)
                          for f in fields(self.naming)}

@@ -40,10 +40,11 @@ from tui.adapters.cloud_transport import (
 from tui.adapters.retry import DEFAULT_POLICY, RetryPolicy, deadline_after, reconciled_write, retry_read
 from tui.adapters.vm_pool_cache import VmSummaryCache
 from tui.domain.attributes import Attributes
+from tui.domain.endpoints import endpoint_secrets, redact_endpoint
 from tui.domain.error_codes import NO_EXISTS
 from tui.domain.permissions import Permissions
 from tui.domain.template_text import parse_template, render_template, scalar
-from tui.errors import SiteError
+from tui.errors import SiteError, redact
 
 if TYPE_CHECKING:  # pragma: no cover - models the first screen does not need load with their parsers
     from tui.domain.acls import AclRule
@@ -138,13 +139,16 @@ class CloudClient:
         try:
             self._transport = CloudTransport(endpoint, timeout, verify_ssl=verify_ssl, cert_dir=cert_dir)
         except ValueError as exc:
-            raise SiteError(f"Bad XML-RPC endpoint {endpoint!r}",
-                            f"{exc}. ONE_XMLRPC must look like http://<host>:2633/RPC2.") from None
-        self.endpoint = endpoint
+            shown = redact_endpoint(endpoint)
+            raise SiteError(f"Bad XML-RPC endpoint {shown!r}",
+                            redact(f"{exc}", endpoint_secrets(endpoint)) + ". ONE_XMLRPC must look like "
+                            "http://<host>:2633/RPC2.") from None
+        #: the endpoint as messages show it (credentials written into the URL as `***@`)
+        self.endpoint = redact_endpoint(endpoint)
         self.timeout = float(timeout)
         self.user = session.split(":", 1)[0]
         self._session = session
-        self._secrets = (session, session.split(":", 1)[1])
+        self._secrets = (session, session.split(":", 1)[1], *endpoint_secrets(endpoint))
         self._server: Any = None  # pyone's proxy, made by the first call through it (`_pyone`)
         self._server_lock = threading.Lock()
         self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="cloud-rpc")

@@ -22,6 +22,7 @@ from tui.adapters.http_errors import MAX_RESPONSE_BYTES, ResponseTooLarge, bound
 from tui.adapters.retry import DEFAULT_POLICY, RetryPolicy, deadline_after, reconciled_write, retry_read
 from tui.domain.bounded import BoundedInputError, load_json
 from tui.domain.documents import Document
+from tui.domain.endpoints import endpoint_secrets, redact_endpoint, without_credentials
 from tui.domain.permissions import Permissions
 from tui.domain.services import Service, ServiceTemplate, service_from_document, service_template_from_document
 from tui.errors import SiteError, redact
@@ -66,12 +67,13 @@ class FlowClient:
     """Async client of one OneFlow server (`http://host:2474`)."""
 
     def __init__(self, url: str, user: str, password: str, timeout: float = 30.0, *, verify_ssl: bool = True) -> None:
-        self.url = url.rstrip("/")
+        #: the URL as messages show it (credentials written into it as `***@`)
+        self.url = redact_endpoint(url.rstrip("/"))
         self.user = user
         self.timeout = float(timeout)
-        self._secrets = (password,) if password else ()
+        self._secrets = ((password,) if password else ()) + endpoint_secrets(url)
         self._client = httpx.AsyncClient(
-            base_url=self.url, auth=httpx.BasicAuth(user, password), timeout=httpx.Timeout(self.timeout),
+            base_url=without_credentials(url.rstrip("/")), auth=httpx.BasicAuth(user, password), timeout=httpx.Timeout(self.timeout),
             verify=verify_ssl, follow_redirects=False,
             headers={"Accept": "application/json", "User-Agent": "sitetk"},
         )

@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 
 from tui.domain.bounded import MAX_RESPONSE_BYTES, size_text
+from tui.domain.endpoints import endpoint_secrets, redact_endpoint
 from tui.errors import SiteError, redact
 
 __all__ = ["MAX_RESPONSE_BYTES", "ResponseTooLarge", "bounded_request", "malformed", "transport_error"]
@@ -62,8 +63,10 @@ def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
 
 def transport_error(exc: BaseException, *, service: str, url: str, timeout: float, hint: str,
                     secrets: tuple[str, ...] = ()) -> SiteError:
-    """A `SiteError` for an exception raised while talking to `url` (no HTTP answer to read)."""
-    text = redact(str(exc), secrets) or type(exc).__name__
+    """A `SiteError` for an exception raised while talking to `url` (no HTTP answer to read);
+    credentials written into `url` never appear (`tui.domain.endpoints`)."""
+    text = redact(str(exc), secrets + endpoint_secrets(url)) or type(exc).__name__
+    url = redact_endpoint(url)
     if isinstance(exc, (httpx.TimeoutException, TimeoutError)):
         return SiteError(f"No answer from {url} within {timeout:g} s",
                          f"{service} did not answer in time: it may be overloaded or unreachable.", retryable=True)
@@ -86,4 +89,5 @@ def transport_error(exc: BaseException, *, service: str, url: str, timeout: floa
 
 
 def malformed(url: str, service: str, problem: str) -> SiteError:
-    return SiteError(f"Malformed answer from {url}", f"{problem}. Is it really {service}?")
+    return SiteError(f"Malformed answer from {redact_endpoint(url)}",
+                     f"{redact(problem, endpoint_secrets(url))}. Is it really {service}?")

@@ -1,6 +1,7 @@
 """`sitetk info [--json]`: every path and endpoint the console would use, and where each came from.
 
-Passwords and tokens are never printed (the session shows as `user:***`). Exit code 0 when the
+Passwords and tokens are never printed (the session shows as `user:***`; credentials written into
+an endpoint URL show as `***@` and a warning says to move them to the credential file). Exit code 0 when the
 settings resolve (even without credentials: that is reported), 2 when the config file or an
 environment value is malformed.
 """

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Awaitable, Callable
 
+from tui.domain.endpoints import redact_endpoint
 from tui.domain.naming import NamingProfile
 from tui.errors import SiteError
 from tui.settings import Settings
@@ -76,7 +77,8 @@ class SiteConnection:
 
     @property
     def endpoint(self) -> str:
-        return self.settings.xmlrpc_url
+        """The XML-RPC endpoint for display: credentials in the URL shown as `***@`."""
+        return redact_endpoint(self.settings.xmlrpc_url)
 
     @property
     def naming(self) -> NamingProfile:
@@ -161,22 +163,22 @@ class SiteConnection:
 
         session = f"{s.one_user}:***" if s.one_user else "(none)"
         rows = [
-            ("XML-RPC endpoint", sourced(s.xmlrpc_url, "xmlrpc_url")),
+            ("XML-RPC endpoint", sourced(redact_endpoint(s.xmlrpc_url), "xmlrpc_url")),
             ("session", sourced(session, "session")),
             ("timeout", sourced(f"{s.xmlrpc_timeout:g} s", "xmlrpc_timeout")),
-            ("OneFlow endpoint", sourced(s.flow_url, "flow_url")),
+            ("OneFlow endpoint", sourced(redact_endpoint(s.flow_url), "flow_url")),
             ("config file", _home_relative(s.config_path) + ("" if s.config_found else "  (not found: defaults)")),
         ]
         if s.credentials_problem:
             rows.append(("credentials", s.credentials_problem))
-        for warning in s.warnings:
+        for warning in (*s.warnings, *s.endpoint_credential_warnings()):
             rows.append(("warning", warning))
         return rows
 
     def _tried(self) -> str:
         s = self.settings
         user = s.one_user or "(no user)"
-        return (f"Tried: {s.xmlrpc_url} ({s.sources.get('xmlrpc_url', 'default')}) as {user} "
+        return (f"Tried: {redact_endpoint(s.xmlrpc_url)} ({s.sources.get('xmlrpc_url', 'default')}) as {user} "
                 f"({s.sources.get('session', 'no credentials')}), timeout {s.xmlrpc_timeout:g} s.")
 
     def _no_credentials(self) -> SiteError:

@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 
 from tui.domain.attribute_file import installed_version_from_image_template
 from tui.domain.bounded import BoundedInputError, read_text_file
+from tui.domain.endpoints import without_credentials
 from tui.domain.input_file import (
     InputFile,
     InputFileError,
@@ -269,7 +270,8 @@ async def load_form(site: "SiteConnection", template: ServiceTemplate) -> Toolki
     naming = site.naming
     fields = form_fields(naming, template.inputs)
     user = site.info.user if site.info is not None else site.settings.one_user
-    values = prefill(fields, naming, rpc_endpoint=site.settings.xmlrpc_url, flow_endpoint=site.settings.flow_url,
+    values = prefill(fields, naming, rpc_endpoint=without_credentials(site.settings.xmlrpc_url),
+                     flow_endpoint=without_credentials(site.settings.flow_url),
                      cloud_username=user)
     secrets = secret_names(naming, template.inputs)
     return ToolkitForm(
@@ -371,7 +373,7 @@ def record_for_service(site: "SiteConnection", service: Service, template_id: in
             if isinstance(target, Mapping) and "id" in target:
                 networks.append((str(name), str(target["id"])))
     return SiteRecord(
-        endpoint=site.settings.xmlrpc_url,
+        endpoint=without_credentials(site.settings.xmlrpc_url),
         service_id=service.id,
         service_name=service.name,
         template_id=template_id,
