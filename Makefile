@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo lint test screenshots bench sim clean
+.PHONY: demo lint test screenshots bench soak sim clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,13 @@ screenshots: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# randomised sitetk commands under faults, signals and concurrency (README: Under faults, signals
+# and concurrency); SOAK_ARGS="--ops 40 --seed 7" for a short one
+SOAK_ARGS ?= --ops 500 --seed 1 --json bench/results/soak.json
+soak: $(STAMP)
+	mkdir -p bench/results
+	$(BIN)/python -m bench.soak $(SOAK_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,216 @@
+"""The soak's loop: draw a step (one or two commands, faults, a signal, an outage), run it, check.
+
+`soak(ops, seed)` returns the figures (`report.Figures`). A step's draws all come from one
+`random.Random(seed)`, before anything runs, so a seed names the same sequence of steps.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from bench.soak.checks import cloud_findings, config_findings, remote_findings
+from bench.soak.operations import Operation, draw, twin
+from bench.soak.report import Figures
+from bench.soak.world import Outcome, World, finish, pick
+from tui.cli import exit_codes
+
+SITE_BRANCH = SITE_DIR = "demo-site"
+SIGNALS = (("SIGINT", signal.SIGINT), ("SIGTERM", signal.SIGTERM), ("SIGHUP", signal.SIGHUP))
+MARKET_FAULTS = ("error", "invalid_json", "slow:3000")
+#: seconds a command may take to reach sitetk's entry point (Python starting on a busy machine)
+STARTUP_TIMEOUT_S = 60.0
+TRACEBACK = "Traceback (most recent call last)"
+#: the toolkit inputs that are secrets (the skeleton leaves them empty; the deploy would ask)
+SECRETS = ("app_objectstore_root_password", "app_automation_password", "app_automation_sites_token",
+           "app_automation_cloud_password", "app_manager_admin_password", "app_timeseries_password", "app_timeseries_token")
+
+
+def documented_exit_codes() -> frozenset[int]:
+    """Every exit code tui.cli.exit_codes documents (read at run time: new ones count too)."""
+    return frozenset(v for k, v in vars(exit_codes).items() if k.startswith("EXIT_") and isinstance(v, int))
+
+
+@dataclass
+class Step:
+    index: int
+    operations: list[Operation]
+    latency_ms: int = 0
+    fail_rate: float = 0.0
+    market: dict[str, str] = field(default_factory=dict)
+    signal: str = ""
+    signal_after: float = 0.0
+    outage_after: float = -1.0
+    outage_for: float = 0.0
+
+    def describe(self) -> str:
+        parts = [" & ".join("sitetk " + " ".join(_short(a) for a in op.argv) for op in self.operations)]
+        if self.latency_ms:
+            parts.append(f"latency {self.latency_ms} ms")
+        if self.fail_rate:
+            parts.append(f"fail rate {self.fail_rate:.2f}")
+        if self.market:
+            parts.append(f"market faults {self.market}")
+        if self.signal:
+            parts.append(f"{self.signal} {self.signal_after:.1f} s after sitetk started")
+        if self.outage_after >= 0:
+            parts.append(f"site down after {self.outage_after:.1f} s for {self.outage_for:.1f} s")
+        return "; ".join(parts)
+
+
+def _short(arg: str) -> str:
+    """A path of the soak's own directory by its file name (core.yaml, inputs.json)."""
+    return Path(arg).name if arg.startswith("/") else arg
+
+
+def draw_step(rng: random.Random, world: World, index: int) -> Step:
+    first = draw(rng, world, f"{index}a")
+    operations = [first]
+    if rng.random() < 0.18:
+        operations.append(twin(rng, world, first, f"{index}b"))
+    step = Step(index, operations)
+    if rng.random() < 0.25:
+        step.latency_ms = rng.randrange(20, 250)
+    if rng.random() < 0.25:
+        step.fail_rate = round(rng.uniform(0.05, 0.15), 2)
+    if rng.random() < 0.10:
+        step.market = {pick(rng, ("", "service_bastion", "service_dns", "service_vm_kvm")): pick(rng, MARKET_FAULTS)}
+    if rng.random() < 0.12:
+        step.signal, _ = pick(rng, SIGNALS)
+        step.signal_after = round(rng.uniform(0.0, 5.0), 2)
+    if rng.random() < 0.06:
+        step.outage_after = round(rng.uniform(0.3, 4.0), 2)
+        step.outage_for = round(rng.uniform(0.3, 2.5), 2)
+    return step
+
+
+def prepare(world: World) -> None:
+    """Open the demo site in the working clone and write a toolkit input file (secrets in it,
+    mode 0600, as an operator who saved them would)."""
+    opened = world.run("site", "open", SITE_BRANCH, "--json")
+    if opened.code != 0:
+        raise RuntimeError(f"site open failed: {opened.stderr or opened.stdout}")
+    world.core = Path(json.loads(opened.stdout)["site"]["path"])
+    skeleton = world.run("toolkit", "inputs", "--json")
+    if skeleton.code != 0:
+        raise RuntimeError(f"toolkit inputs failed: {skeleton.stderr or skeleton.stdout}")
+    file = json.loads(skeleton.stdout)["file"]
+    values = file.get("user_inputs_values") or file.get("custom_attrs_values")
+    for name in SECRETS:
+        values[name] = f"Soak-{name.removeprefix('app_')[:12]}-7x"
+    password_file = world.server.site.vault_password_file
+    if password_file is not None and "app_automation_sites_token" in values:
+        values["app_automation_sites_token"] = Path(password_file).read_text().strip()
+    values.update({"app_objectstore_hostname": "s3.site.org", "app_manager_sites_branch": SITE_BRANCH,
+                   "app_manager_deployment_site": SITE_DIR, "app_automation_cloud_username": "tkauto"})
+    world.inputs = world.root / "inputs.json"
+    world.inputs.write_text(json.dumps(file, indent=2))
+    world.inputs.chmod(0o600)
+    with world.server.site.lock:
+        world.baseline = world.ids()
+
+
+def _count_injected(world: World, figures: Figures) -> None:
+    site = world.server.site
+    original = site.should_fail
+
+    def counting() -> bool:
+        failed = original()
+        if failed:
+            figures.faults["request failures injected"] += 1
+        return failed
+
+    site.should_fail = counting  # type: ignore[method-assign]
+
+
+def run_step(world: World, step: Step) -> list[Outcome]:
+    world.set_faults(step.latency_ms, step.fail_rate, step.market)
+    commands = [world.spawn(op.argv) for op in step.operations]
+    processes = [c.process for c in commands]
+    outage: threading.Thread | None = None
+    if step.outage_after >= 0:
+        def down() -> None:
+            time.sleep(step.outage_after)
+            world.outage(step.outage_for)
+        outage = threading.Thread(target=down, name="soak-outage")
+        outage.start()
+    delivered = ""
+    if step.signal:
+        for command in commands:
+            command.wait_started(STARTUP_TIMEOUT_S)
+        deadline = time.monotonic() + step.signal_after
+        while time.monotonic() < deadline and any(p.poll() is None for p in processes):
+            time.sleep(0.05)
+        number = dict(SIGNALS)[step.signal]
+        for process in processes:
+            if process.poll() is None:
+                try:
+                    os.killpg(process.pid, number)
+                    delivered = step.signal
+                except OSError:
+                    pass
+    outcomes = [finish(c, op.argv, delivered) for c, op in zip(commands, step.operations)]
+    if outage is not None:
+        outage.join()
+    world.clear_faults()
+    return outcomes
+
+
+def soak(ops: int, seed: int, *, progress: Callable[[str], None] | None = None, root: Path | None = None,
+         keep: bool = False) -> Figures:
+    rng = random.Random(seed)
+    world = World.start(root=root)
+    figures = Figures(seed=seed)
+    documented = documented_exit_codes()
+    promised: dict[str, Any] = {}
+    seen: set[str] = set()
+    try:
+        prepare(world)
+        _count_injected(world, figures)
+        for index in range(ops):
+            step = draw_step(rng, world, index)
+            figures.count_step(step)
+            before = dict(promised)
+            outcomes = run_step(world, step)
+            touched: set[str] = set()
+            for op, outcome in zip(step.operations, outcomes):
+                figures.count_outcome(step, op, outcome, documented, TRACEBACK)
+                touched |= set(op.writes)
+            written = [op for op, out in zip(step.operations, outcomes) if out.code == 0 and op.writes]
+            together = len(step.operations) > 1 and len({k for op in step.operations for k in op.writes}) < sum(len(op.writes) for op in step.operations)
+            for op, outcome in zip(step.operations, outcomes):
+                if op.writes and (outcome.code != 0 or together):
+                    for key in op.writes:  # written or not, in an order nobody knows: no promise
+                        promised.pop(key, None)
+            for op in written:
+                if not together:
+                    promised.update(op.writes)
+            findings = cloud_findings(world) + config_findings(world, promised)
+            if any(op.submits and out.code == 0 for op, out in zip(step.operations, outcomes)):
+                settled = {k: v for k, v in before.items() if k not in touched}
+                findings += remote_findings(world, settled, SITE_BRANCH, SITE_DIR)
+            new = [f for f in findings if f.key not in seen]
+            for finding in new:
+                seen.add(finding.key)
+                figures.add_finding(finding, step, seed)
+                if finding.kind == "lost change" and finding.key.startswith("core "):
+                    promised.pop(finding.key.removeprefix("core "), None)
+            if progress is not None:
+                codes = ",".join(f"{o.code}{'/' + o.signal if o.signal else ''}" for o in outcomes)
+                progress(f"[{index + 1}/{ops}] exit {codes}  {step.describe()}"
+                         + "".join(f"\n    ! {f.kind}: {f.text}" for f in new))
+    finally:
+        world.stop(remove=not keep)
+    return figures
+
+
+def main_progress(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)

@@ -1,0 +1,185 @@
+"""The soak's world: the embedded site in this process, a private HOME, and the fault switches.
+
+The site runs the `deployed` scenario (the toolkit is there: moves, key grants and re-deploys have
+something to act on) with a small time scale so downloads and boots take seconds. Stopping the
+site (`outage`) closes its socket and every open connection, as a restarted frontend would; its
+state stays (as the platform's database does), and it listens again on the same port.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tui.sim.runner import start_sim
+from tui.sim.server import SimServer
+from tui.sim.state import SimConfig
+
+#: records of the Site Toolkit marketplace small enough for many downloads (IMAGE appliances)
+DOWNLOADABLE = ("service_bastion", "service_dns", "service_route_manager", "service_vm_kvm", "service_traffic_generator")
+#: seconds a command may run before the soak kills it and counts a hang
+COMMAND_TIMEOUT_S = 240.0
+
+
+@dataclass
+class Outcome:
+    """One finished `sitetk` process."""
+
+    argv: tuple[str, ...]
+    code: int
+    stdout: str
+    stderr: str
+    signal: str = ""
+    hung: bool = False
+
+
+@dataclass
+class World:
+    """The running site and what a child process needs to reach it."""
+
+    root: Path
+    server: SimServer
+    env: dict[str, str]
+    #: the working clone's core.yaml (after `site open`)
+    core: Path | None = None
+    #: the toolkit input file for `toolkit deploy`
+    inputs: Path | None = None
+    #: ids of the objects seeded before the first operation, by kind
+    baseline: dict[str, set[int]] = field(default_factory=dict)
+
+    @classmethod
+    def start(cls, time_scale: float = 0.02, root: Path | None = None) -> "World":
+        root = Path(root) if root is not None else Path(tempfile.mkdtemp(prefix="sitetk-soak-"))
+        server = start_sim(SimConfig(scenario="deployed", time_scale=time_scale), root / "site")
+        home = root / "home"
+        home.mkdir(parents=True, exist_ok=True)
+        state = server.site.state_dir
+        env = {**os.environ, "HOME": str(home), "XDG_STATE_HOME": str(home / ".local" / "state"),
+               "XDG_CONFIG_HOME": str(home / ".config"), "ONE_AUTH": str(state / "one_auth"),
+               "ONE_XMLRPC": server.xmlrpc_url, "ONEFLOW_URL": server.flow_url,
+               "SITETK_CONFIG": str(state / "config.toml"), "SITETK_AUDIT_LOG": str(root / "audit.log"),
+               "ANSIBLE_LOCAL_TEMP": str(root / "ansible-tmp"), "ANSIBLE_HOME": str(root / "ansible-home"),
+               "SITETK_LOCK_TIMEOUT": "180", "GIT_CONFIG_NOSYSTEM": "1", "PYTHONUNBUFFERED": "1"}
+        for name in ("SITETK_VAULT_PASSWORD_FILE", "SITETK_SITES_REPO", "SITETK_LIBRARY_REPO"):
+            env.pop(name, None)
+        world = cls(root, server, env)
+        with server.site.lock:
+            world.baseline = world.ids()
+        return world
+
+    def stop(self, remove: bool = True) -> None:
+        self.server.stop()
+        if remove:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def ids(self) -> dict[str, set[int]]:
+        """Ids of the site's objects by kind (call under the site's lock)."""
+        site = self.server.site
+        return {"image": set(site.images), "template": set(site.templates), "document": set(site.documents),
+                "vm": set(site.vms)}
+
+    # the fault switches ----------------------------------------------------------------------
+    def set_faults(self, latency_ms: int = 0, fail_rate: float = 0.0, market: dict[str, str] | None = None) -> None:
+        faults = self.server.site.faults
+        faults.latency_ms = latency_ms
+        faults.fail_rate = fail_rate
+        faults.market_faults = dict(market or {})
+
+    def clear_faults(self) -> None:
+        self.set_faults()
+
+    def outage(self, seconds: float) -> None:
+        """The site goes away (every connection dropped) and comes back on the same port."""
+        self.server.stop()
+        time.sleep(seconds)
+        self.server.start()
+
+    # running the CLI -------------------------------------------------------------------------
+    def spawn(self, argv: tuple[str, ...]) -> "Command":
+        """`sitetk ARGV` in its own session (a signal to its group reaches git and ansible too,
+        as a hang-up of the operator's terminal does)."""
+        ready, tell = os.pipe()
+        try:
+            process = subprocess.Popen([sys.executable, "-c", LAUNCHER, *argv], stdin=subprocess.DEVNULL,
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                       env={**self.env, READY_FD_ENV: str(tell)}, cwd=self.root,
+                                       start_new_session=True, pass_fds=(tell,))
+        except BaseException:
+            os.close(ready)
+            raise
+        finally:
+            os.close(tell)
+        return Command(process, ready)
+
+    def run(self, *argv: str) -> Outcome:
+        """`sitetk ARGV` to completion, without faults (setup and reads)."""
+        return finish(self.spawn(tuple(argv)), tuple(argv))
+
+
+READY_FD_ENV = "SITETK_SOAK_READY_FD"
+#: `python -m tui` with one difference: once the interpreter has started and sitetk's entry is
+#: imported, it writes a byte to the pipe named by $SITETK_SOAK_READY_FD. Signals are timed from
+#: that moment: a Ctrl-C while Python itself starts (site-packages, .pth files) is no sitetk code's to handle.
+LAUNCHER = (
+    "import os, sys\n"
+    "from tui.__main__ import main\n"
+    f"fd = int(os.environ.pop({READY_FD_ENV!r}))\n"
+    "try:\n"
+    "    os.write(fd, b'.')\n"
+    "except OSError:\n"
+    "    pass\n"
+    "os.close(fd)\n"
+    "sys.argv[0] = 'sitetk'\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
+
+
+@dataclass
+class Command:
+    """A running `sitetk` process and the pipe that says its entry point has started."""
+
+    process: subprocess.Popen[str]
+    ready: int
+
+    def wait_started(self, timeout: float) -> bool:
+        """Wait until sitetk's entry runs (True), or the process ended or `timeout` passed (False)."""
+        readable, _, _ = select.select([self.ready], [], [], timeout)
+        if not readable:
+            return False
+        return os.read(self.ready, 1) == b"."
+
+    def close(self) -> None:
+        try:
+            os.close(self.ready)
+        except OSError:
+            pass
+
+
+def finish(command: Command, argv: tuple[str, ...], signal_name: str = "") -> Outcome:
+    """Wait for a spawned command (killing its group after COMMAND_TIMEOUT_S: a hang)."""
+    process = command.process
+    command.close()
+    try:
+        out, err = process.communicate(timeout=COMMAND_TIMEOUT_S)
+        hung = False
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(process.pid, 9)
+        except OSError:
+            pass
+        out, err = process.communicate()
+        hung = True
+    return Outcome(argv, process.returncode, out, err, signal_name, hung)
+
+
+def pick(rng: random.Random, options: Any) -> Any:
+    return options[rng.randrange(len(options))]
