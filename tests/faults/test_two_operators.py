@@ -29,7 +29,7 @@ VAULT_PASSWORD = "two operators, one file"
 
 
 @pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
+def cli_env(tmp_path: Path) -> dict[str, str]:
     home = tmp_path / "home"
     home.mkdir()
     return {**os.environ, "HOME": str(home), "XDG_STATE_HOME": str(home / "state"), "XDG_CONFIG_HOME": str(home / "config"),
@@ -64,11 +64,11 @@ def core(tmp_path: Path, password: VaultPassword) -> Path:
     return path
 
 
-def _edit(core: Path, password_file: Path, env: dict[str, str], *sets: str) -> subprocess.Popen[str]:
+def _edit(core: Path, password_file: Path, cli_env: dict[str, str], *sets: str) -> subprocess.Popen[str]:
     argv = [sys.executable, "-m", "tui", "site", "edit", str(core), "--vault-password-file", str(password_file), "--json"]
     for item in sets:
         argv += ["--set", item]
-    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env)
 
 
 def _finish(process: subprocess.Popen[str]) -> tuple[int, dict[str, object], str]:
@@ -76,9 +76,9 @@ def _finish(process: subprocess.Popen[str]) -> tuple[int, dict[str, object], str
     return process.returncode, json.loads(out) if out.strip() else {}, err
 
 
-def test_simultaneous_edits_all_land(core: Path, password_file: Path, password: VaultPassword, env: dict[str, str]) -> None:
+def test_simultaneous_edits_all_land(core: Path, password_file: Path, password: VaultPassword, cli_env: dict[str, str]) -> None:
     """Five `site edit` processes started together, each setting its own key: every key is there."""
-    processes = [_edit(core, password_file, env, f"operator_{n}={n}") for n in range(5)]
+    processes = [_edit(core, password_file, cli_env, f"operator_{n}={n}") for n in range(5)]
     results = [_finish(p) for p in processes]
     assert [code for code, _, _ in results] == [EXIT_OK] * 5, [err for _, _, err in results]
     assert all("Traceback" not in err for _, _, err in results)
@@ -95,7 +95,7 @@ def _holds_open(pid: int, path: Path) -> bool:
 
 
 def test_second_operator_waits_and_applies_its_change_to_the_first_ones(
-        core: Path, password_file: Path, password: VaultPassword, env: dict[str, str]) -> None:
+        core: Path, password_file: Path, password: VaultPassword, cli_env: dict[str, str]) -> None:
     """While one operator holds core.yaml, another's edit waits for it, then re-reads the file:
     both changes are in the file, and neither command pretends the other did not happen."""
     lock_file = config_lock_file(core)
@@ -104,7 +104,7 @@ def test_second_operator_waits_and_applies_its_change_to_the_first_ones(
     async def first_operator() -> None:
         nonlocal second
         async with hold(lock_file, timeout=5):
-            second = _edit(core, password_file, env, "site_dns=9.9.9.9")
+            second = _edit(core, password_file, cli_env, "site_dns=9.9.9.9")
             await asyncio.to_thread(wait_until, lambda: _holds_open(second.pid, lock_file) or second.poll() is not None,
                                     60, "the second sitetk to wait on the lock")
             assert second.poll() is None, "the second edit finished while the first operator held core.yaml"
@@ -119,7 +119,7 @@ def test_second_operator_waits_and_applies_its_change_to_the_first_ones(
     assert "site_vxlan_guest_mtu: 1400\n" in text and 'site_dns: "9.9.9.9"\n' in text
 
 
-def test_loser_of_a_race_is_told_who_holds_the_file(core: Path, password_file: Path, env: dict[str, str]) -> None:
+def test_loser_of_a_race_is_told_who_holds_the_file(core: Path, password_file: Path, cli_env: dict[str, str]) -> None:
     """When the holder does not finish within the wait, the other edit fails (exit 1), names the
     holder (pid, command) and changes nothing: never a silent success."""
     before = core.read_bytes()
@@ -131,10 +131,10 @@ def test_loser_of_a_race_is_told_who_holds_the_file(core: Path, password_file: P
         f"    async with hold(Path({str(config_lock_file(core))!r}), 5):\n"
         "        print('held', flush=True)\n"
         "        await asyncio.to_thread(sys.stdin.read)\n"
-        "asyncio.run(main())\n")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+        "asyncio.run(main())\n")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=cli_env)
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        code, result, err = _finish(_edit(core, password_file, {**env, LOCK_TIMEOUT_ENV: "0.5"}, "site_dns=9.9.9.9"))
+        code, result, err = _finish(_edit(core, password_file, {**cli_env, LOCK_TIMEOUT_ENV: "0.5"}, "site_dns=9.9.9.9"))
     finally:
         assert holder.stdin is not None
         holder.stdin.close()
