@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
-from typing import Sequence
+from typing import Any, Sequence
 
 #: modules under tui.cli that register a noun (each: `register(subparsers) -> None`)
 NOUNS: tuple[str, ...] = (
@@ -59,16 +60,58 @@ def build_parser(nouns: Sequence[str] = NOUNS) -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(nouns_for(argv))
-    args = parser.parse_args(argv)
-    func = getattr(args, "func", None)
-    if func is not None:
-        from tui.cli.common import guarded_output
+class _StopBeforeStart(Exception):
+    """SIGTERM or SIGHUP arrived while the command was still starting (nothing done yet)."""
 
-        with guarded_output():  # control characters escaped, a closed pipe ends quietly
-            return int(func(args) or 0)
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stop_before_start(signum: int, _frame: object) -> None:
+    raise _StopBeforeStart(signum)
+
+
+def _early_stop_handlers() -> dict[int, Any]:
+    """Until a command installs its own (tui.cli.common.run_async), TERM and HUP end it as ctrl+c
+    does: with a line on stderr and the shell's exit status (128 + the signal), never by the
+    default action (no status, no message) or a traceback. Returns the handlers replaced."""
+    previous: dict[int, Any] = {}
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            previous[signum] = signal.signal(signum, _stop_before_start)
+        except (ValueError, OSError):  # not the main thread, or no such signal here
+            pass
+    return previous
+
+
+def _interrupted(signum: int, started: bool) -> int:
+    name = signal.Signals(signum).name
+    print(f"interrupted ({name})" if started else f"interrupted ({name}) while starting: nothing was done", file=sys.stderr)
+    return 128 + signum
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    previous = _early_stop_handlers()
+    started = False
+    try:
+        argv = sys.argv[1:] if argv is None else list(argv)
+        parser = build_parser(nouns_for(argv))
+        args = parser.parse_args(argv)
+        func = getattr(args, "func", None)
+        if func is not None:
+            from tui.cli.common import guarded_output
+
+            with guarded_output():  # control characters escaped, a closed pipe ends quietly
+                started = True
+                return int(func(args) or 0)
+    except KeyboardInterrupt:
+        return _interrupted(signal.SIGINT, started)
+    except _StopBeforeStart as stop:
+        return _interrupted(stop.signum, started)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
     from tui.console import run_console  # imported late: Textual is not needed headless
 
     return run_console(args)

@@ -2,7 +2,9 @@
 which the demo starts as a child process, does not import asyncio and the procedures for them).
 
 0 success, 1 the operation failed (SiteError), 2 bad usage or input, 3 a check found problems
-(e.g. `hosts check` with a database VM at risk), 130 interrupted.
+(e.g. `hosts check` with a database VM at risk); stopped by a signal, the shell's status 128 + its
+number: 130 interrupted (SIGINT, ctrl+c), 143 terminated (SIGTERM), 129 hung up (SIGHUP, a dropped
+SSH session).
 """
 
 from __future__ import annotations
@@ -12,3 +14,5 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_FINDINGS = 3
 EXIT_INTERRUPTED = 130
+EXIT_HANGUP = 129
+EXIT_TERMINATED = 143

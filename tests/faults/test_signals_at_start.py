@@ -1,0 +1,41 @@
+"""A stop signal while `sitetk` is still starting (building its parser, importing the command's
+module): the shell's exit status and one line, never a traceback or a death without a status.
+
+The soak (bench.soak) found both: ctrl+c in the first second printed a KeyboardInterrupt
+traceback, SIGTERM and SIGHUP (a dropped SSH session) ended the process by the default action.
+Here the signal is sent by the process to itself while the command's module is being imported,
+so it lands there every time.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from tui.cli.exit_codes import EXIT_HANGUP, EXIT_INTERRUPTED, EXIT_TERMINATED
+
+#: `sitetk market list --json`, signalling itself in the middle of importing tui.cli.market
+_SELF_SIGNALLING = """
+import importlib, os, sys
+import tui.__main__ as entry
+real = importlib.import_module
+def import_module(name, *args):
+    if name == "tui.cli.market":
+        os.kill(os.getpid(), {signum})
+    return real(name, *args)
+entry.importlib.import_module = import_module
+sys.exit(entry.main(["market", "list", "--json"]))
+"""
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, EXIT_INTERRUPTED), (signal.SIGTERM, EXIT_TERMINATED),
+                                              (signal.SIGHUP, EXIT_HANGUP)], ids=["INT", "TERM", "HUP"])
+def test_stop_signal_while_starting_exits_with_the_shells_status(signum: int, code: int) -> None:
+    done = subprocess.run([sys.executable, "-c", _SELF_SIGNALLING.format(signum=int(signum))], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert (done.returncode, "Traceback" in done.stderr) == (code, False), done.stderr
+    assert f"interrupted ({signal.Signals(signum).name}) while starting: nothing was done" in done.stderr
+    assert done.stdout == ""
