@@ -21,7 +21,8 @@ from tests.waiting import wait_until
 from tui.adapters.file_lock import hold
 from tui.adapters.vault import VaultPassword, read_password_file, read_vault_file
 from tui.cli.exit_codes import EXIT_FAILED, EXIT_OK
-from tui.procedures.site_config import edit_file, encrypt_file
+from tui.errors import SiteError
+from tui.procedures.site_config import edit_file, encrypt_file, load_site_config, save_text
 from tui.procedures.site_lock import LOCK_TIMEOUT_ENV, config_lock_file
 from tui.sim.repos import template_core_yaml
 
@@ -144,3 +145,24 @@ def test_loser_of_a_race_is_told_who_holds_the_file(core: Path, password_file: P
     assert isinstance(error, dict) and "in use" in error["title"]
     assert f"process {holder.pid}" in error["detail"] and "Nothing was changed" in error["detail"]
     assert core.read_bytes() == before
+
+
+def test_console_editor_does_not_save_over_another_operators_change(core: Path, password: VaultPassword) -> None:
+    """The console's editor loaded core.yaml; another process changed it; saving the editor's text
+    is refused (nothing written) instead of silently replacing the other change."""
+    async def scenario() -> None:
+        loaded = (await load_site_config(core, password)).config.text
+        async for _ in edit_file(core, password, [("site_dns", "9.9.9.9")]):  # the other operator
+            pass
+        theirs = core.read_bytes()
+        mine = loaded.replace("site_vxlan_guest_mtu:", "site_vxlan_guest_mtu: 1400 #", 1)
+        with pytest.raises(SiteError, match="changed since it was opened"):
+            async for _ in save_text(core, password, mine, expected=loaded):
+                pass
+        assert core.read_bytes() == theirs
+        async for _ in save_text(core, password, read_vault_file(core, password) + "operator_note: 1\n",
+                                 expected=read_vault_file(core, password)):
+            pass
+        assert "operator_note: 1\n" in read_vault_file(core, password)
+
+    asyncio.run(scenario())
