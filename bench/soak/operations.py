@@ -35,11 +35,16 @@ class Operation:
 
 
 def _download(rng: random.Random, world: World, n: str) -> Operation:
-    return Operation("market download", ("market", "download", pick(rng, DOWNLOADABLE), "--datastore", "1", "--yes", "--json"))
+    return Operation("market download", ("market", "download", _appliance(rng, world), "--datastore", "1", "--yes", "--json"))
 
 
 def _attrs(rng: random.Random, world: World, n: str) -> Operation:
-    return Operation("market attrs", ("market", "attrs", pick(rng, DOWNLOADABLE), "--yes", "--json"))
+    return Operation("market attrs", ("market", "attrs", _appliance(rng, world), "--yes", "--json"))
+
+
+def _appliance(rng: random.Random, world: World) -> str:
+    record = pick(rng, DOWNLOADABLE)
+    return str(world.appliance_keys.get(record, record))
 
 
 def _list(rng: random.Random, world: World, n: str) -> Operation:

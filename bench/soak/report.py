@@ -7,6 +7,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tui.cli.exit_codes import EXIT_FINDINGS
+
 if TYPE_CHECKING:  # pragma: no cover
     from bench.soak.checks import Finding
     from bench.soak.operations import Operation
@@ -47,6 +49,8 @@ class Figures:
             self.faults["failure rate"] += 1
         if step.market:
             self.faults["marketplace faults"] += 1
+        if step.lost:
+            self.faults["answers lost after the call ran"] += 1
         if step.outage_after >= 0:
             self.faults["site stopped and restarted"] += 1
 
@@ -66,8 +70,8 @@ class Figures:
         if crash:
             self.crashes += 1
             self._example("crash", step, f"{op.name}: {crash}; stderr: {_tail(outcome.stderr)}")
-        elif outcome.code == 0:
-            self.succeeded += 1
+        elif outcome.code == 0 or (outcome.code == EXIT_FINDINGS and op.name == "site check"):
+            self.succeeded += 1  # a check that found problems did its job
         else:
             self.failures += 1
             self.failure_reasons[f"{op.name}: {_reason(outcome)}"] += 1

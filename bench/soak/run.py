@@ -20,11 +20,16 @@ from typing import Any, Callable
 from bench.soak.checks import cloud_findings, config_findings, remote_findings
 from bench.soak.operations import Operation, draw, twin
 from bench.soak.report import Figures
-from bench.soak.world import Outcome, World, finish, pick
+from bench.soak.world import DOWNLOADABLE, Outcome, World, finish, pick
 from tui.cli import exit_codes
 
 SITE_BRANCH = SITE_DIR = "demo-site"
+TOOLKIT_MARKETPLACE = "Site Toolkit Marketplace"
 SIGNALS = (("SIGINT", signal.SIGINT), ("SIGTERM", signal.SIGTERM), ("SIGHUP", signal.SIGHUP))
+#: calls whose answer the site may lose after running them (the client cannot know their outcome)
+LOST_ANSWERS = ("one.image.allocate", "one.template.allocate", "one.image.delete", "one.template.delete",
+                "one.vm.action", "one.vm.deploy", "one.vm.updateconf", "one.user.update", "one.acl.addrule", "POST /service_template",
+                "one.imagepool.info")
 MARKET_FAULTS = ("error", "invalid_json", "slow:3000")
 #: seconds a command may take to reach sitetk's entry point (Python starting on a busy machine)
 STARTUP_TIMEOUT_S = 60.0
@@ -46,6 +51,8 @@ class Step:
     latency_ms: int = 0
     fail_rate: float = 0.0
     market: dict[str, str] = field(default_factory=dict)
+    #: writes whose answer is lost after they ran (tui.sim.state.Faults.lost_answers)
+    lost: dict[str, int] = field(default_factory=dict)
     signal: str = ""
     signal_after: float = 0.0
     outage_after: float = -1.0
@@ -59,6 +66,8 @@ class Step:
             parts.append(f"fail rate {self.fail_rate:.2f}")
         if self.market:
             parts.append(f"market faults {self.market}")
+        if self.lost:
+            parts.append(f"answers lost {self.lost}")
         if self.signal:
             parts.append(f"{self.signal} {self.signal_after:.1f} s after sitetk started")
         if self.outage_after >= 0:
@@ -83,6 +92,8 @@ def draw_step(rng: random.Random, world: World, index: int) -> Step:
         step.fail_rate = round(rng.uniform(0.05, 0.15), 2)
     if rng.random() < 0.10:
         step.market = {pick(rng, ("", "service_bastion", "service_dns", "service_vm_kvm")): pick(rng, MARKET_FAULTS)}
+    if rng.random() < 0.08:
+        step.lost = {pick(rng, LOST_ANSWERS): 1}
     if rng.random() < 0.12:
         step.signal, _ = pick(rng, SIGNALS)
         step.signal_after = round(rng.uniform(0.0, 5.0), 2)
@@ -99,6 +110,13 @@ def prepare(world: World) -> None:
     if opened.code != 0:
         raise RuntimeError(f"site open failed: {opened.stderr or opened.stdout}")
     world.core = Path(json.loads(opened.stdout)["site"]["path"])
+    listed = world.run("market", "list", "--json")
+    if listed.code != 0:
+        raise RuntimeError(f"market list failed: {listed.stderr or listed.stdout}")
+    for appliance in json.loads(listed.stdout)["appliances"]:
+        # the Site Toolkit marketplace's build, by key: an id both marketplaces hold is ambiguous
+        if appliance["id"] in DOWNLOADABLE and appliance["marketplace"] == TOOLKIT_MARKETPLACE:
+            world.appliance_keys[appliance["id"]] = appliance["key"]
     skeleton = world.run("toolkit", "inputs", "--json")
     if skeleton.code != 0:
         raise RuntimeError(f"toolkit inputs failed: {skeleton.stderr or skeleton.stdout}")
@@ -132,7 +150,7 @@ def _count_injected(world: World, figures: Figures) -> None:
 
 
 def run_step(world: World, step: Step) -> list[Outcome]:
-    world.set_faults(step.latency_ms, step.fail_rate, step.market)
+    world.set_faults(step.latency_ms, step.fail_rate, step.market, step.lost)
     commands = [world.spawn(op.argv) for op in step.operations]
     processes = [c.process for c in commands]
     outage: threading.Thread | None = None

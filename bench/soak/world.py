@@ -53,6 +53,8 @@ class World:
     core: Path | None = None
     #: the toolkit input file for `toolkit deploy`
     inputs: Path | None = None
+    #: record id -> the appliance's key (`<marketplace url>#<id>`) in the Site Toolkit marketplace
+    appliance_keys: dict[str, str] = field(default_factory=dict)
     #: ids of the objects seeded before the first operation, by kind
     baseline: dict[str, set[int]] = field(default_factory=dict)
 
@@ -88,11 +90,15 @@ class World:
                 "vm": set(site.vms)}
 
     # the fault switches ----------------------------------------------------------------------
-    def set_faults(self, latency_ms: int = 0, fail_rate: float = 0.0, market: dict[str, str] | None = None) -> None:
+    def set_faults(self, latency_ms: int = 0, fail_rate: float = 0.0, market: dict[str, str] | None = None,
+                   lost: dict[str, int] | None = None) -> None:
         faults = self.server.site.faults
-        faults.latency_ms = latency_ms
-        faults.fail_rate = fail_rate
-        faults.market_faults = dict(market or {})
+        with self.server.site.lock:
+            faults.latency_ms = latency_ms
+            faults.fail_rate = fail_rate
+            faults.market_faults = dict(market or {})
+            if hasattr(faults, "lost_answers"):
+                faults.lost_answers = dict(lost or {})
 
     def clear_faults(self) -> None:
         self.set_faults()
