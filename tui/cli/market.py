@@ -6,7 +6,7 @@
                            [--yes] [--dry-run] [--json]
     sitetk market download --app-id APP_ID --datastore DS_ID [...]
     sitetk market attrs APPLIANCE [--image ID ...] [--template ID] [--service-template ID]
-                        [--write-file PATH] [--yes] [--dry-run] [--json]
+                        [--write-file PATH [--force]] [--yes] [--dry-run] [--json]
     sitetk market upgrades [--only NAME ...] [--apply --datastore DS_ID] [--yes] [--dry-run] [--json]
 
 APPLIANCE is a record id (`service_toolkit`), a name (`"Site Toolkit"`) or a key as `list` shows
@@ -18,7 +18,8 @@ Mutating verbs print their preview (with the equivalent platform CLI commands), 
 confirmation unless `--yes`, then print one line per step on stderr. `--dry-run` prints the
 preview only. `attrs` without an image option tags the images that look like the appliance and
 carry no attributes (and reports those already tagged with this version as unchanged); with
-`--write-file` it also writes the attribute file (no extension). `upgrades` prints the
+`--write-file` it also writes the attribute file (no extension); an existing file or a symlink
+there is refused unless `--force` (which replaces it atomically, never writing through the link). `upgrades` prints the
 `Software | Previous | New` table and the plan; `--apply` runs it and asks before removing each
 old version (with `--yes`: removes without asking). Exit codes: see `tui.cli.common`.
 """
@@ -186,7 +187,7 @@ async def _attrs(args: argparse.Namespace, site: SiteConnection) -> int:
     text = attribute_text(tag, site.naming)
     written: Path | None = None
     if args.write_file and not args.dry_run:
-        written = write_attribute_file(text, args.write_file)
+        written = write_attribute_file(text, args.write_file, force=args.force)
         if not args.json:
             print(f"wrote {written}", file=sys.stderr)
     if args.file_only:
@@ -284,6 +285,8 @@ def register(subparsers: Any) -> None:
                    help="every image of a service template")
     p.add_argument("--write-file", default="", metavar="PATH", help="also write the attribute file (no extension)")
     p.add_argument("--file-only", action="store_true", help="only print (or write) the attribute file")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing file (or symlink) at --write-file, atomically")
     _mutating(p)
     p.set_defaults(func=site_command(_attrs))
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, AsyncIterator, ClassVar, Iterable, Mapping, Sequence
 
+from tui.adapters.output_file import OutputFileExists, write_output_file
 from tui.domain.appliances import ApplianceRecord
 from tui.domain.attribute_file import (
     ApplianceTag,
@@ -66,11 +67,15 @@ def default_file_name(tag: ApplianceTag) -> str:
     return f"{slug}_attributes"
 
 
-def write_attribute_file(text: str, path: Path | str) -> Path:
+__all__ = ["OutputFileExists"]  # raised by write_attribute_file; screens catch it from here
+
+
+def write_attribute_file(text: str, path: Path | str, *, force: bool = False) -> Path:
     """Write the attribute file at `path` (the file itself, not a directory).
 
     The spec's file has no extension, so a path with one is refused. Written with Unix newlines,
-    byte for byte as `attribute_text` renders it.
+    byte for byte as `attribute_text` renders it, by the safe writer: an existing file or a
+    symlink at `path` is refused (`OutputFileExists`) unless `force`, which replaces it atomically.
     """
     target = Path(path).expanduser()
     if target.is_dir():
@@ -78,13 +83,7 @@ def write_attribute_file(text: str, path: Path | str) -> Path:
     if target.suffix:
         raise SiteError(f"Attribute file {target.name!r} has an extension",
                         f"The spec's attribute file has no file extension: use {target.with_suffix('').name!r}.")
-    if not target.parent.is_dir():
-        raise SiteError(f"No directory {target.parent}", "Create the directory first or choose another path.")
-    try:
-        target.write_text(text, encoding="utf-8", newline="")
-    except OSError as exc:
-        raise SiteError(f"Cannot write {target}", str(exc.strerror or exc)) from None
-    return target
+    return write_output_file(target, text, force=force)
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from urllib.parse import urlsplit
 
+from tui.adapters.output_file import write_output_file
 from tui.domain.attribute_file import installed_version_from_image_template
 from tui.domain.bounded import BoundedInputError, read_text_file
 from tui.domain.endpoints import without_credentials
@@ -63,7 +64,6 @@ from tui.domain.toolkit_inputs import (
 )
 from tui.domain.vms import VmDetail
 from tui.errors import SiteError
-from tui.procedures.site_record import write_private_atomically
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection
@@ -468,16 +468,9 @@ def read_input_file(path: Path | str, secret_inputs: frozenset[str] = frozenset(
 
 def save_input_file(path: Path | str, file: InputFile, *, omit: frozenset[str] = frozenset(),
                     overwrite: bool = True) -> Path:
-    """Write the file in the spec's shape, mode 0600 (atomically); values named in `omit` left out."""
+    """Write the file in the spec's shape, mode 0600, by the safe writer (an existing file or a
+    symlink only with `overwrite`, replaced atomically); values named in `omit` left out."""
     target = Path(path).expanduser()
     if target.is_dir():
         raise SiteError(f"{target} is a directory", "Give the path of the file to write.")
-    if target.exists() and not overwrite:
-        raise SiteError(f"{target} exists", "Choose another path, or allow overwriting it.")
-    if not target.parent.is_dir():
-        raise SiteError(f"No directory {target.parent}", "Create it first or choose another path.")
-    try:
-        write_private_atomically(target, render_input_file(file, omit=omit))
-    except OSError as exc:
-        raise SiteError(f"Cannot write {target}", str(exc.strerror or exc)) from None
-    return target
+    return write_output_file(target, render_input_file(file, omit=omit), force=overwrite, secret=True)

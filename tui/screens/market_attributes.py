@@ -33,6 +33,7 @@ from tui.procedures.attach_attributes import (
     Attached,
     AttachPlan,
     ImageResult,
+    OutputFileExists,
     attribute_text,
     default_file_name,
     default_targets,
@@ -43,6 +44,7 @@ from tui.procedures.marketplace import CatalogEntry
 from tui.procedures.preview import Preview
 from tui.screens.error_text import error_text
 from tui.screens.operation_modal import OperationModal
+from widgets.confirm_modal import ConfirmModal
 
 _IDS = re.compile(r"^\s*\d+(\s*[, ]\s*\d+)*\s*$")
 RESULT_LOOKS = {UPDATED: ("✔ updated", "green"), UNCHANGED: ("↷ unchanged", "cyan"), FAILED: ("✘ failed", "bold red")}
@@ -192,10 +194,25 @@ class AttributesModal(OperationModal[AttachPlan, Attached]):
     @on(Button.Pressed, "#at-write-file")
     @on(Input.Submitted, "#at-path")
     def write_file(self) -> None:
+        self._write_file(force=False)
+
+    def _write_file(self, force: bool) -> None:
+        """Write the attribute file; an existing file or a symlink is replaced only once confirmed."""
         path = self.query_one("#at-path", Input).value.strip()
         text = attribute_text(self.tag, self.shell.site.naming)
         try:
-            written = write_attribute_file(text, path)
+            written = write_attribute_file(text, path, force=force)
+        except OutputFileExists as exists:
+            what = "the symbolic link" if exists.symlink else "the file"
+
+            def answered(replace: bool | None) -> None:
+                if replace:
+                    self._write_file(force=True)
+
+            self.app.push_screen(ConfirmModal("Replace", str(exists.path),
+                                              detail=f"{exists.path} exists: replace {what} with the attribute file "
+                                              "(atomically; a link is replaced, not followed)?"), answered)
+            return
         except SiteError as error:
             self.app.notify(error.detail, title=error.title, severity="error", markup=False)
             return

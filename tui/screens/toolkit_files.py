@@ -2,8 +2,9 @@
 
 `InputFileModal("load" | "save", path)` asks for a path (and, when saving, whether to leave the
 secrets out: they are then asked for at deploy time, by the form or by `sitetk toolkit deploy`);
-its result is a `FileChoice`, or None when cancelled. Saving over an existing file is confirmed
-by name first, Cancel being the default.
+its result is a `FileChoice`, or None when cancelled. Saving over an existing file or a symlink is
+confirmed by name first, Cancel being the default (the safe writer then replaces it atomically,
+never writing through the link).
 """
 
 from __future__ import annotations
@@ -83,13 +84,16 @@ class InputFileModal(SiteModal["FileChoice | None"]):
         if choice is None:
             return
         target = Path(choice.path).expanduser()
-        if self.mode == "save" and target.exists() and not target.is_dir():
+        if self.mode == "save" and (target.is_symlink() or target.exists()) and not target.is_dir():
+            link = target.is_symlink()
+
             def answered(confirmed: bool | None) -> None:
                 if confirmed:
                     self.dismiss(choice)
 
-            self.app.push_screen(ConfirmModal("Overwrite", str(target),
-                                              detail="The file exists; saving replaces its content."), answered)
+            detail = ("It is a symbolic link; saving replaces the link with the file (the file it points at is "
+                      "left as it is)." if link else "The file exists; saving replaces its content.")
+            self.app.push_screen(ConfirmModal("Overwrite", str(target), detail=detail), answered)
             return
         self.dismiss(choice)
 
