@@ -29,6 +29,7 @@ from typing import Sequence
 from urllib.parse import urlsplit
 
 from tui.adapters.vault import is_vault_text
+from tui.domain.bounded import MAX_FILE_BYTES, read_regular_file
 from tui.errors import SiteError
 from tui.errors import redact as redact_secrets
 
@@ -335,7 +336,8 @@ class GitRepo:
             target = self.workdir / path
             files = target.rglob(SITE_CONFIG_FILE) if target.is_dir() else [target]
             for file in files:
-                if file.name == SITE_CONFIG_FILE and file.is_file() and not is_vault_text(file.read_bytes()):
+                if file.name == SITE_CONFIG_FILE and file.is_file() and not is_vault_text(
+                        read_regular_file(file, str(file), MAX_FILE_BYTES)):
                     raise _plain_refusal(str(file.relative_to(self.workdir)))
         await self._run("add", "--all", "--", *paths, what="staging")
         _, staged, _ = await self._run("diff", "--cached", "--name-only", "--diff-filter=ACMR", "-z")

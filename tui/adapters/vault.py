@@ -22,12 +22,15 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from tui.domain.bounded import BoundedInputError, check_size, decode_text, read_text_file
+from tui.domain.bounded import BoundedInputError, check_size, decode_text, read_regular_file, read_text_file
 from tui.errors import SiteError
 
 VAULT_HEADER = "$ANSIBLE_VAULT;"
 _VAULT_ID = "default"
 _SCRIPT_TIMEOUT = 30.0
+
+#: a vault password file holds one line
+_MAX_PASSWORD_BYTES = 64 * 1024
 
 
 @functools.cache
@@ -99,9 +102,15 @@ def read_password_file(path: str | os.PathLike[str]) -> VaultPassword:
         secret = _run_password_script(file)
     else:
         try:
-            secret = file.read_bytes().strip()
+            secret = read_regular_file(file, str(file), _MAX_PASSWORD_BYTES)
+        except BoundedInputError as exc:
+            raise SiteError("Vault password file unreadable", f"{exc.message}.") from None
         except OSError as exc:
             raise SiteError("Vault password file unreadable", f"{file}: {exc.strerror}") from None
+        if len(secret) > _MAX_PASSWORD_BYTES:
+            raise SiteError("Vault password file too large", f"{file} holds more than {_MAX_PASSWORD_BYTES // 1024} KiB: "
+                            "it cannot be a vault password file.")
+        secret = secret.strip()
     return VaultPassword(secret, str(file), tuple(warnings))
 
 

@@ -8,6 +8,7 @@ UnicodeDecodeError, and a huge file is read whole into memory. Every reader goes
 
 - `read_text_file(path, what)`: the file's text, at most `max_bytes`, strict UTF-8 (a UTF-8 byte
   order mark is dropped); `BoundedInputError` names the file and the byte where decoding failed;
+  only a regular file is read (`read_regular_file`: `/dev/zero` or a FIFO is refused at once);
 - `decode_text(data, what)`: the same for bytes read elsewhere (a decrypted vault, a response);
 - `load_json(text, what)`: `json.loads` after a scan of the nesting depth (strings skipped), with
   integers and decimals of at most `MAX_NUMBER_DIGITS` digits;
@@ -25,6 +26,7 @@ import contextlib
 import json
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
@@ -34,6 +36,8 @@ MAX_FILE_BYTES = 4 * 1024 * 1024
 MAX_DEPTH = 64
 #: longest number (digits); Python itself refuses integers over 4,300 digits
 MAX_NUMBER_DIGITS = 1000
+#: most values (mappings, sequences, scalars, aliases counted as expanded) in one parsed document
+MAX_TREE_VALUES = 200_000
 #: the largest HTTP answer read (a marketplace's listing or a OneFlow pool is a few MiB)
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 
@@ -69,11 +73,43 @@ def read_text_file(path: str | os.PathLike[str], what: str = "", max_bytes: int 
     left to the caller, which knows what to suggest; `BoundedInputError` for the bounds."""
     file = Path(path)
     label = what or str(file)
-    with file.open("rb") as handle:
-        data = handle.read(max_bytes + 1)
+    data = read_regular_file(file, label, max_bytes)
     if len(data) > max_bytes:
         raise BoundedInputError(f"{label} is larger than {_size(max_bytes)}; this cannot be the right file")
     return decode_text(data, label)
+
+
+def read_regular_file(path: str | os.PathLike[str], what: str, max_bytes: int = MAX_FILE_BYTES) -> bytes:
+    """At most `max_bytes + 1` bytes of a regular file. A FIFO, a device (`/dev/zero`), a socket or
+    a directory is refused before anything is read (checked with stat first, then opened with
+    O_NONBLOCK so a FIFO swapped in meanwhile cannot block, and checked again on the open file)."""
+    label = what or str(path)
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise BoundedInputError(f"{label} is not a regular file (a directory, device, FIFO or socket); give the "
+                                "path of a file")
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise BoundedInputError(f"{label} is not a regular file; give the path of a file")
+        return handle.read(max_bytes + 1)
+
+
+def read_tail(path: str | os.PathLike[str], what: str, max_bytes: int) -> bytes:
+    """The last `max_bytes` of a regular file (a log that grows: its newest part), whole lines
+    only when it was cut; the same refusals as `read_regular_file`."""
+    label = what or str(path)
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise BoundedInputError(f"{label} is not a regular file; give the path of a file")
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise BoundedInputError(f"{label} is not a regular file; give the path of a file")
+        if info.st_size <= max_bytes:
+            return handle.read(max_bytes)
+        handle.seek(info.st_size - max_bytes)
+        data = handle.read(max_bytes)
+    return data[data.find(b"\n") + 1:]
 
 
 def check_size(text: str | bytes, what: str, max_bytes: int = MAX_FILE_BYTES) -> None:
@@ -158,10 +194,18 @@ def guard(what: str, max_depth: int = MAX_DEPTH) -> Iterator[None]:
 
 
 def check_tree(value: Any, what: str, max_depth: int = MAX_DEPTH) -> None:
-    """Depth and number lengths of a parsed document (mappings, sequences, scalars), iteratively."""
+    """Depth, number lengths and size of a parsed document (mappings, sequences, scalars),
+    iteratively. The size counts every value as reached from the top: YAML aliases share one
+    object, so an alias bomb (a few lines whose aliases expand to billions of values) stops here
+    at `MAX_TREE_VALUES` instead of in whoever walks it next."""
     stack: list[tuple[Any, int]] = [(value, 1)]
+    seen = 0
     while stack:
         item, depth = stack.pop()
+        seen += 1
+        if seen > MAX_TREE_VALUES:
+            raise BoundedInputError(f"{what} expands to more than {MAX_TREE_VALUES:,} values (YAML aliases that "
+                                    "repeat other parts?); a real file is far smaller")
         if isinstance(item, bool):
             continue
         if isinstance(item, int):

@@ -18,8 +18,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from tui.domain.bounded import load_json
+from tui.domain.bounded import BoundedInputError, load_json, read_tail
 from tui.domain.secret_names import MASK, is_secret_key
+
+#: how much of the audit log `entries` reads (its newest part)
+MAX_AUDIT_READ = 64 * 1024 * 1024
 
 AUDIT_ENV = "SITETK_AUDIT_LOG"
 
@@ -123,9 +126,11 @@ class AuditLog:
     def entries(self) -> list[dict[str, Any]]:
         """Every entry, oldest first (unreadable lines are skipped)."""
         try:
-            with self.path.open("rb") as handle:
-                lines = handle.read().decode("utf-8", errors="replace").splitlines()
+            # the newest MAX_AUDIT_READ bytes: a log grows for ever, the console shows its recent part
+            lines = read_tail(self.path, "the audit log", MAX_AUDIT_READ).decode("utf-8", errors="replace").splitlines()
         except FileNotFoundError:
+            return []
+        except BoundedInputError:  # not a regular file: nothing the console wrote
             return []
         result = []
         for line in lines:

@@ -27,6 +27,7 @@ from tui.domain.appliance_identity import (
     appliance_id_leaves,
     check_appliance_ids,
 )
+from tui.domain.bounded import BoundedInputError, load_json, read_text_file
 from tui.domain.components import ComponentDefinition
 from tui.domain.site_config import SiteConfig
 from tui.errors import SiteError
@@ -51,13 +52,13 @@ def load_confirmations(settings: Settings) -> tuple[Confirmation, ...]:
     """Every confirmation recorded for the settings' endpoint; () when none. Raises SiteError when unreadable."""
     path = confirmations_path(settings)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_file(path, str(path))
     except FileNotFoundError:
         return ()
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, BoundedInputError) as exc:
         raise SiteError("The confirmations cannot be read", f"{path}: {exc}. Move the file away; the checks then count none.") from None
     try:
-        data = json.loads(text)
+        data = load_json(text, str(path))
         if not isinstance(data, dict) or data.get("format") != FORMAT_VERSION or not isinstance(data.get("confirmations"), list):
             raise ValueError(f"expected {{'format': {FORMAT_VERSION}, 'confirmations': [...]}}")
         return tuple(Confirmation.from_json(item) for item in data["confirmations"] if isinstance(item, dict))
