@@ -7,8 +7,8 @@ from typing import Any
 
 import httpx
 
-from tui.domain.template_text import scalar
-from tui.sim.flow_engine import TEMPLATE_TYPE
+from tui.domain.template_text import render_template, scalar
+from tui.sim.flow_engine import TEMPLATE_TYPE, input_keys, is_7x
 from tui.sim.server import SimServer
 from tui.sim.state import SimDocument, SimHost, SimSite
 
@@ -40,12 +40,15 @@ def add_service_template(
     site: SimSite,
     roles: list[dict[str, Any]],
     *,
-    seven: bool = True,
+    seven: bool | None = None,
     gate: bool = True,
     inputs: dict[str, str] | None = None,
     name: str = "two-tier",
 ) -> int:
-    """A service template (DOCUMENT 101) whose roles run the scenario's base VM template."""
+    """A service template (DOCUMENT 101) whose roles run the scenario's base VM template, in the
+    format of the site's OneFlow unless `seven` says which (7.x roles with `template_id`, 6.x roles
+    with `vm_template`: the 6.10 role schema requires it, service_template.rb release-6.10.0)."""
+    seven = is_7x(site) if seven is None else seven
     inputs = {"app_greeting": "M|text|Greeting||", "app_secret": "M|password|Secret||"} if inputs is None else inputs
     body: dict[str, Any] = {"name": name, "deployment": "straight", "ready_status_gate": gate,
                             "networks": {"Public": "M|network|Public||id:"}, "roles": []}
@@ -57,14 +60,20 @@ def add_service_template(
         if seven:
             entry.update(type="vm", template_id=0, template_contents=contents)
         else:
-            lines = [f'{k} = "{v}"' for k, v in contents.items() if isinstance(v, str)]
-            lines.append('NIC = [ NAME = "NIC0", NETWORK_ID = "$Public" ]')
-            entry.update(vm_template=0, vm_template_contents="\n".join(lines))
+            scalars = [(k, v) for k, v in contents.items() if isinstance(v, str)]
+            nic = [("NAME", "NIC0"), ("NETWORK_ID", "$Public")]
+            entry.update(vm_template=0, vm_template_contents=render_template([*scalars, ("NIC", nic)]))
         body["roles"].append(entry)
     with site.lock:
         doc = SimDocument(id=site.next_id("document"), name=name, uid=0, gid=0, type=TEMPLATE_TYPE, body=body)
         site.documents[doc.id] = doc
     return doc.id
+
+
+def values_key(sim: SimServer) -> str:
+    """The merge_template key of the input values on this site's OneFlow (7.x `user_inputs_values`,
+    6.x `custom_attrs_values`: oneflow-server.rb release-6.10.0 and release-7.0.0, instantiate)."""
+    return input_keys(sim.site)[1]
 
 
 def instantiate_body(values: dict[str, str] | None = None, *, key: str = "user_inputs_values",

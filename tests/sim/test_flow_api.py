@@ -8,7 +8,9 @@ from typing import Callable
 import httpx
 import pytest
 
-from tests.sim.flow_support import add_service_template, flow_client, instantiate_body
+from tests.conftest import suite_version
+from tests.sim.flow_support import add_service_template, flow_client, instantiate_body, values_key
+from tui.sim.flow_templates import is_7x
 from tui.sim.server import SimServer
 
 VALUES = {"app_greeting": "hello", "app_secret": "s3cr3t"}
@@ -20,6 +22,13 @@ MSG_NETWORKS = "Every network key must have its value defined at networks_value"
 @pytest.fixture
 def sim6(sim_factory: Callable[..., SimServer]) -> SimServer:
     return sim_factory(one_version="6.10.0")
+
+
+@pytest.fixture
+def sim7(sim_factory: Callable[..., SimServer], request: pytest.FixtureRequest) -> SimServer:
+    """A 7.x site for the tests of 7.x-only behaviour: the suite's version when it is a 7.x, else 7.0.0."""
+    version = suite_version(request.config)
+    return sim_factory(one_version=version if is_7x(version) else "7.0.0")
 
 
 # authentication --------------------------------------------------------------------------------
@@ -117,28 +126,30 @@ def test_rename_and_clone_a_template(sim: SimServer) -> None:
 
 
 # instantiate validation ------------------------------------------------------------------------
-def test_7x_requires_every_input(sim: SimServer) -> None:
-    template_id = add_service_template(sim.site, [{"name": "front"}])
-    with flow_client(sim) as client:
+def test_7x_requires_every_input(sim7: SimServer) -> None:
+    template_id = add_service_template(sim7.site, [{"name": "front"}])
+    with flow_client(sim7) as client:
         path = f"/service_template/{template_id}/action"
         none = client.post(path, json=instantiate_body(None))
         partial = client.post(path, json=instantiate_body({"app_greeting": "hi"}))
     assert (none.status_code, none.text) == (400, "The Service template specifies User Inputs but no values have been found")
     assert (partial.status_code, partial.text) == (400, MSG_INPUTS_7)
-    assert not [d for d in sim.site.documents.values() if d.type == 100]  # nothing half-created
+    assert not [d for d in sim7.site.documents.values() if d.type == 100]  # nothing half-created
 
 
 def test_networks_need_values(sim: SimServer) -> None:
     """oneflow-server.rb release-7.4.0 794-842: without networks_values the template's defaults
-    are taken; a list missing a network, or items that are not objects, answer 400."""
+    are taken; a list missing a network, or items that are not objects, answer 400. The same in
+    6.10 (oneflow-server.rb release-6.10.0 707-755)."""
     template_id = add_service_template(sim.site, [{"name": "front"}])
-    missing = instantiate_body(VALUES)
+    key = values_key(sim)
+    missing = instantiate_body(VALUES, key=key)
     del missing["action"]["params"]["merge_template"]["networks_values"]
-    other_key = instantiate_body(VALUES)
+    other_key = instantiate_body(VALUES, key=key)
     other_key["action"]["params"]["merge_template"]["networks_values"] = [{"Private": {"id": "0"}}]
-    empty = instantiate_body(VALUES)
+    empty = instantiate_body(VALUES, key=key)
     empty["action"]["params"]["merge_template"]["networks_values"] = []
-    wrong_shape = instantiate_body(VALUES)
+    wrong_shape = instantiate_body(VALUES, key=key)
     wrong_shape["action"]["params"]["merge_template"]["networks_values"] = {"Public": {"id": "0"}}
     with flow_client(sim) as client:
         path = f"/service_template/{template_id}/action"
@@ -152,9 +163,9 @@ def test_networks_need_values(sim: SimServer) -> None:
     assert json.loads(defaults.text)["DOCUMENT"]["TEMPLATE"]["BODY"]["networks_values"] == [{"Public": {"id": None}}]
 
 
-def test_7x_renames_custom_attrs_values_on_the_way_in(sim: SimServer) -> None:
-    template_id = add_service_template(sim.site, [{"name": "front"}])
-    with flow_client(sim) as client:
+def test_7x_renames_custom_attrs_values_on_the_way_in(sim7: SimServer) -> None:
+    template_id = add_service_template(sim7.site, [{"name": "front"}])
+    with flow_client(sim7) as client:
         response = client.post(f"/service_template/{template_id}/action",
                                json=instantiate_body(VALUES, key="custom_attrs_values"))
     assert response.status_code == 201, response.text
@@ -182,14 +193,14 @@ def test_6x_expects_custom_attrs_values(sim6: SimServer) -> None:
     assert body["custom_attrs_values"] == VALUES and "user_inputs_values" not in body
 
 
-def test_unknown_role_in_merge_template_is_ignored(sim: SimServer) -> None:
+def test_unknown_role_in_merge_template_is_ignored(sim7: SimServer) -> None:
     """7.x `handle_nested_values` (service_template.rb release-7.4.0 759-797) merges roles by
     name and drops the others."""
-    template_id = add_service_template(sim.site, [{"name": "front"}])
+    template_id = add_service_template(sim7.site, [{"name": "front"}])
     body = instantiate_body(VALUES)
     body["action"]["params"]["merge_template"]["roles"] = [{"name": "ghost", "cardinality": 2},
                                                            {"name": "front", "cardinality": 2}]
-    with flow_client(sim) as client:
+    with flow_client(sim7) as client:
         response = client.post(f"/service_template/{template_id}/action", json=body)
     assert response.status_code == 201, response.text
     roles = json.loads(response.text)["DOCUMENT"]["TEMPLATE"]["BODY"]["roles"]

@@ -14,6 +14,7 @@ from tests.sim.flow_support import (
     instantiate_body,
     roles_by_name,
     service_body,
+    values_key,
 )
 from tests.waiting import wait_until
 from tui.domain.template_text import first, scalar
@@ -24,6 +25,7 @@ VALUES = {"app_greeting": "hello", "app_secret": "s3cr3t"}
 
 
 def _instantiate(sim: SimServer, template_id: int, values: dict[str, str] | None = None, **kw: Any) -> int:
+    kw.setdefault("key", values_key(sim))
     with flow_client(sim) as client:
         response = client.post(f"/service_template/{template_id}/action",
                                json=instantiate_body(VALUES if values is None else values, **kw))
