@@ -11,7 +11,9 @@ release-7.0.0, release-7.4.0; 6.0.x only for `updateconf`'s missing append flag)
 - The cloud's market driver (`src/market_mad/remotes/one/monitor`) adds `SCHED_REQUIREMENTS`
   and `HYPERVISOR` to the VM template of an app from 7.0 on (`generate_vm_template64`), and
   `ARCHITECTURE` and `HYPERVISOR` to the app; 6.10.0 converts the JSON template as it is.
-- `one.system.config` serves every user from 7.0 (a reduced view); 6.x only the oneadmin group.
+- `one.system.config` serves every user from 6.10 (`src/rm/RequestManagerSystem.cc`
+  `SystemConfig::request_execute`, release-6.10.0 38-46); up to 6.8 only the oneadmin group
+  (release-6.8.0 38-52).
 - OneFlow's input keys and states differ too (`tui.sim.flow_engine`).
 """
 
@@ -37,6 +39,11 @@ def series(version: str) -> str:
 def updateconf_has_append(version: str) -> bool:
     """Whether `one.vm.updateconf` reads its fourth (append) argument: from 6.2 on."""
     return version_key(version) >= (6, 2)
+
+
+def system_config_for_everyone(version: str) -> bool:
+    """Whether `one.system.config` answers users outside the oneadmin group: from 6.10 on."""
+    return version_key(version) >= (6, 10)
 
 
 def driver_adds_requirements(version: str) -> bool:

@@ -6,6 +6,7 @@ from typing import Any, Iterator
 
 from tui.domain.error_codes import AUTHORIZATION, XML_RPC_API
 from tui.domain.template_text import scalar
+from tui.sim.platform import system_config_for_everyone
 from tui.sim.rpc_context import Call, WireEscaped, filter_pool, method
 from tui.sim.rpc_errors import OneError, no_exists
 from tui.sim.state import SimVm
@@ -47,9 +48,9 @@ def system_version(call: Call) -> str:
 
 @method("one.system.config")
 def system_config(call: Call) -> str:
-    # 7.x serves everyone (a reduced view for others); 6.x only the oneadmin group
-    major = int(call.site.config.one_version.split(".")[0] or 0)
-    if major < 7 and call.user.gid != 0:
+    # from 6.10 every user is served (RequestManagerSystem.cc release-6.10.0 38-46:
+    # get_configuration_xml(is_admin)); up to 6.8 only the oneadmin group (release-6.8.0 38-52)
+    if not system_config_for_everyone(call.site.config.one_version) and call.user.gid != 0:
         raise OneError(AUTHORIZATION, "The oned configuration can only be retrieved by users in the oneadmin group")
     return render_system_config(call.site)
 
