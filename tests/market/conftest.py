@@ -38,6 +38,25 @@ def settings_for(server: SimServer, tmp_path: Path, *, marketplace_urls: tuple[s
     return replace(settings, xmlrpc_timeout=timeout) if timeout is not None else settings
 
 
+#: the series whose list the marketplace answers each emulated platform's User-Agent with: its own
+#: when some record lists it; no record lists 7.4, so appmarket-simple answers its latest series
+#: (`src/controllers/appmarket-server.rb`, `get '/appliance/?'`)
+SERVED_SERIES = {"6.10.0": "6.10", "7.0.0": "7.0", "7.4.0": "7.0"}
+#: appliances a fresh site lists per served series: Ubuntu 24.04 lists 7.0 only; the VPN gateway,
+#: the Container Cluster v1.29 and Alpine list 6.10 and not 7.0 (`tui.sim.catalog`)
+FRESH_APPLIANCES = {"6.10": 31, "7.0": 29}
+
+
+def served_series(server: SimServer) -> str:
+    """The platform series of the appliances the marketplaces answer this site's console."""
+    return SERVED_SERIES[server.site.config.one_version]
+
+
+def fresh_appliances(server: SimServer) -> int:
+    """How many appliances the console lists on this fresh site."""
+    return FRESH_APPLIANCES[served_series(server)]
+
+
 SiteFactory = Callable[..., Awaitable[SiteConnection]]
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.market.conftest import TOOLKIT_FILE_TEXT
+from tests.market.conftest import TOOLKIT_FILE_TEXT, served_series
 from tui.__main__ import main
 from tui.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from tui.sim.server import SimServer
@@ -35,9 +35,13 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict]:  # 
 def test_list_json_has_every_appliance_with_status(sim: SimServer, env, capsys) -> None:  # type: ignore[no-untyped-def]
     env(sim)
     code, data = run(capsys, "list", "--json")
-    assert code == EXIT_OK and data["ok"] and data["platform_version"] == "7.0.0"
+    assert code == EXIT_OK and data["ok"] and data["platform_version"] == sim.site.config.one_version
     names = {a["name"] for a in data["appliances"]}
-    assert {"Site Toolkit", "DNS Server", "Ubuntu 24.04"} <= names
+    # Ubuntu 24.04 lists only 7.0, Alpine only 6.10 (the marketplace answers the site's series)
+    by_series = {"7.0": "Ubuntu 24.04", "6.10": "Alpine Linux 3.21"}
+    shown = by_series[served_series(sim)]
+    assert {"Site Toolkit", "DNS Server", shown} <= names
+    assert not (set(by_series.values()) - {shown}) & names
     odd = next(a for a in data["appliances"] if a["id"] == "service_container_cluster")
     assert odd["version_conforming"] is False and odd["software_version"] == "1.31.3"
     assert all(a["status"] == "not downloaded" for a in data["appliances"])

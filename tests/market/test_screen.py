@@ -6,7 +6,7 @@ from typing import Any
 
 from textual.widgets import Button, DataTable, Markdown
 
-from tests.market.conftest import free_old_images
+from tests.market.conftest import fresh_appliances, free_old_images
 from tests.ui.conftest import SIZE, console_app, rendered_text, wait_for
 from tui.app import SiteToolkitApp
 from tui.screens.market_attributes import AttributesModal
@@ -43,13 +43,15 @@ async def test_list_shows_every_appliance_with_status_and_the_detail(sim: SimSer
     app = console_app(sim)
     async with app.run_test(size=SIZE) as pilot:
         screen = await _market(pilot, app)
-        assert screen.table.row_count == 29
+        count = fresh_appliances(sim)
+        assert screen.table.row_count == count
         header = screen.table.render_line(0).text
         for label in ("NAME", "VERSION", "TYPE", "STATUS", "MARKETPLACE"):
             assert label in header
         assert "- not downloaded" in screen.table.render_line(1).text  # glyph and word
         status = rendered_text(screen.query_one("#mk-status"))
-        assert "29 appliances" in status and "2 of 2 marketplaces" in status and "platform 7.0.0" in status
+        assert f"{count} appliances" in status and "2 of 2 marketplaces" in status
+        assert f"platform {sim.site.config.one_version}" in status
         # the detail head is filled for the highlighted row, then laid out at its full height
         head = await wait_for(pilot, lambda: (text := rendered_text(screen.query_one("#mk-detail-head")))
                               and "platform versions" in text and text, what="the detail head")
@@ -76,15 +78,16 @@ async def test_filter_narrows_keeps_the_cursor_and_escape_clears(sim: SimServer)
     app = console_app(sim)
     async with app.run_test(size=SIZE) as pilot:
         screen = await _market(pilot, app)
+        count = fresh_appliances(sim)
         key = await _cursor_to(pilot, screen, "service_dns", "v1.1.0-20250520-0931")
         await pilot.press("slash", *"dns")
         await wait_for(pilot, lambda: screen.table.filter_text == "dns", what="the filter")
         assert screen.table.visible_count == 2
         assert screen.table.cursor_key == key
-        assert "2 of 29 appliances" in rendered_text(screen.query_one("#mk-status"))
+        assert f"2 of {count} appliances" in rendered_text(screen.query_one("#mk-status"))
         await pilot.press("escape")
-        await wait_for(pilot, lambda: screen.table.visible_count == 29, what="the cleared filter")
-        assert screen.table.visible_count == 29
+        await wait_for(pilot, lambda: screen.table.visible_count == count, what="the cleared filter")
+        assert screen.table.visible_count == count
         await pilot.press("V")
         await wait_for(pilot, lambda: screen.table.sort_column == "version", what="the sort")
         assert screen.table.sort_column == "version"
@@ -237,4 +240,5 @@ async def test_an_unreadable_marketplace_is_named_in_the_status_line(sim: SimSer
         assert screen.table.row_count == 0
         sim.site.faults.market_faults.clear()
         await pilot.press("r")
-        await wait_for(pilot, lambda: not screen.reloading and screen.table.row_count == 29, what="the reload")
+        await wait_for(pilot, lambda: not screen.reloading and screen.table.row_count == fresh_appliances(sim),
+                       what="the reload")
