@@ -36,7 +36,7 @@ async def test_list_shows_every_vm_with_state_word_and_glyph(sim_factory) -> Non
         first = screen.table.render_line(1).text
         assert "● runn" in first  # word and glyph, not colour alone
         assert app.context_value("user") == "oneadmin"
-        assert app.context_value("version") == "7.0.0"
+        assert app.context_value("version") == server.site.config.one_version
         assert app.context_value("refresh") == "09:26:53"  # the frozen clock
         assert "connected" in app.context_value("health")
 
