@@ -6,7 +6,7 @@ from typing import Any
 
 from textual.widgets import Button, DataTable, Markdown
 
-from tests.market.conftest import fresh_appliances, free_old_images
+from tests.market.conftest import free_old_images, fresh_appliances
 from tests.ui.conftest import SIZE, console_app, rendered_text, wait_for
 from tui.app import SiteToolkitApp
 from tui.screens.market_attributes import AttributesModal
