@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.sim.flow_support import values_key
 from tests.toolkit.conftest import compatible_hosts_only, download_toolkit, settings_for
 from tui.__main__ import main
 from tui.domain.input_file import load_input_file, render_input_file
@@ -59,10 +60,10 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:
     return code, data, err
 
 
-def write_inputs(path: Path, capsys: pytest.CaptureFixture[str], *, secrets: bool) -> Path:
+def write_inputs(frontend: SimServer, path: Path, capsys: pytest.CaptureFixture[str], *, secrets: bool) -> Path:
     code, data, _ = run(capsys, "toolkit", "inputs", "--json")
     assert code == 0
-    values = data["file"]["user_inputs_values"]  # a 7.x cloud: the 7.x key
+    values = data["file"][values_key(frontend)]  # the key of the site's OneFlow
     values.update({"app_objectstore_hostname": "s3.site.org", "app_manager_sites_branch": "demo-site",
                    "app_manager_deployment_site": "demo-site", "app_automation_cloud_username": "tkauto"})
     for name in SECRETS:
@@ -92,7 +93,7 @@ def test_inputs_prints_a_skeleton_and_writes_it_private(frontend: SimServer, cap
 
 def test_validate_reports_errors_line_and_column_and_secrets_left_out(
         frontend: SimServer, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    good = write_inputs(tmp_path / "good.json", capsys, secrets=False)
+    good = write_inputs(frontend, tmp_path / "good.json", capsys, secrets=False)
     code, data, _ = run(capsys, "toolkit", "validate", str(good), "--json")
     assert code == 0 and data["ok"] and sorted(data["asked_at_deploy"]) == sorted(SECRETS)
 
@@ -116,7 +117,7 @@ def test_validate_reports_errors_line_and_column_and_secrets_left_out(
 def test_deploy_asks_missing_secrets_then_vms_and_key_grant(
         frontend: SimServer, capsys: pytest.CaptureFixture[str], tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    inputs = write_inputs(tmp_path / "inputs.json", capsys, secrets=False)
+    inputs = write_inputs(frontend, tmp_path / "inputs.json", capsys, secrets=False)
     asked: list[str] = []
 
     def fake_terminal_getpass(prompt: str) -> str:
@@ -134,8 +135,9 @@ def test_deploy_asks_missing_secrets_then_vms_and_key_grant(
                         "--poll", "0.05")
     assert code == 0, data
     assert sorted(asked) == sorted(SECRETS)
-    assert data["plan"]["values_key"] == "user_inputs_values"
-    assert data["plan"]["merge_template"]["user_inputs_values"]["app_automation_password"] == "***"
+    key = values_key(frontend)
+    assert data["plan"]["values_key"] == key
+    assert data["plan"]["merge_template"][key]["app_automation_password"] == "***"
     record = data["result"]["record"]
     assert record["state"] == "RUNNING" and record["automation_public_key"].startswith("ssh-")
     assert not any(secret in json.dumps(data) for secret in SECRETS.values())
@@ -158,7 +160,7 @@ def test_deploy_asks_missing_secrets_then_vms_and_key_grant(
 def test_deploy_refuses_without_a_terminal_for_missing_secrets_and_in_read_only(
         frontend: SimServer, capsys: pytest.CaptureFixture[str], tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    inputs = write_inputs(tmp_path / "inputs.json", capsys, secrets=False)
+    inputs = write_inputs(frontend, tmp_path / "inputs.json", capsys, secrets=False)
     monkeypatch.setattr("sys.stdin.isatty", lambda: False)
     code, _, err = run(capsys, "toolkit", "deploy", "--input", str(inputs), "--yes")
     assert code == 2 and "no terminal to ask on" in err

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.sim.flow_support import values_key
 from tests.toolkit.conftest import FAST
 from tests.ui.conftest import console_app
 from tui.__main__ import main
@@ -85,7 +86,7 @@ def test_the_cli_prints_why_and_the_move_command(deployed: SimServer, monkeypatc
     assert main(["toolkit", "inputs", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     file = data["file"]
-    values = file["user_inputs_values"]
+    values = file[values_key(deployed)]  # the key of the site's OneFlow
     for name in list(values):
         if name.endswith(("password", "_token")):
             values[name] = "S3cret-value-long-enough-1"

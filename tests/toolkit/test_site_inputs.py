@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.sim.flow_support import values_key
 from tests.toolkit.conftest import compatible_hosts_only, download_toolkit, settings_for
 from tui.__main__ import main
 from tui.console import demo_settings
@@ -65,11 +66,12 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]
     return code, (json.loads(out) if "--json" in argv else out), err
 
 
-def _inputs(path: Path, capsys: pytest.CaptureFixture[str], network: str = "0", **values: str) -> Path:
+def _inputs(frontend: SimServer, path: Path, capsys: pytest.CaptureFixture[str], network: str = "0",
+            **values: str) -> Path:
     code, data, _ = _run(capsys, "toolkit", "inputs", "--json")
     assert code == 0
     file = data["file"]
-    filled = file[KEY_VALUES_7]
+    filled = file[values_key(frontend)]  # the key of the site's OneFlow
     for name in list(filled):
         if name.endswith(("password", "_token")) and name != TOKEN:
             filled.pop(name)  # asked at deploy time
@@ -88,7 +90,7 @@ def _errors(data: dict[str, Any]) -> dict[str, str]:
 
 def test_the_templates_own_host_pattern_passes_and_every_site_check_runs(
         frontend: SimServer, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    good = _inputs(tmp_path / "good.json", capsys)
+    good = _inputs(frontend, tmp_path / "good.json", capsys)
     code, data, _ = _run(capsys, "toolkit", "validate", str(good), "--json")
     assert code == 0 and data["ok"], data["problems"]
     outcomes = {c["name"]: c["outcome"] for c in data["site_checks"]}
@@ -102,7 +104,7 @@ def test_the_templates_own_host_pattern_passes_and_every_site_check_runs(
 
 def test_a_missing_cloud_user_and_the_vxlan_network_are_errors(
         frontend: SimServer, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    bad = _inputs(tmp_path / "bad.json", capsys, network=VXLAN_NETWORK, app_automation_cloud_username="nobody")
+    bad = _inputs(frontend, tmp_path / "bad.json", capsys, network=VXLAN_NETWORK, app_automation_cloud_username="nobody")
     code, data, _ = _run(capsys, "toolkit", "validate", str(bad), "--json")
     assert code == 3 and not data["ok"]
     errors = _errors(data)
@@ -122,7 +124,7 @@ def test_a_missing_cloud_user_and_the_vxlan_network_are_errors(
 def test_a_sites_token_that_is_not_the_vault_password_names_both_and_neither_value(
         frontend: SimServer, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     wrong = "Not-the-vault-secret-41"
-    bad = _inputs(tmp_path / "token.json", capsys, **{TOKEN: wrong})
+    bad = _inputs(frontend, tmp_path / "token.json", capsys, **{TOKEN: wrong})
     code, data, _ = _run(capsys, "toolkit", "validate", str(bad), "--json")
     assert code == 3
     message = _errors(data)[TOKEN]
@@ -136,14 +138,14 @@ def test_without_a_vault_password_file_the_token_is_tried_on_the_branch(
         frontend: SimServer, capsys: pytest.CaptureFixture[str], tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SITETK_VAULT_PASSWORD_FILE")
-    bad = _inputs(tmp_path / "token.json", capsys, **{TOKEN: "Not-the-vault-secret-41"})
+    bad = _inputs(frontend, tmp_path / "token.json", capsys, **{TOKEN: "Not-the-vault-secret-41"})
     code, data, _ = _run(capsys, "toolkit", "validate", str(bad), "--json")
     assert code == 3 and "does not decrypt demo-site:demo-site/core.yaml" in _errors(data)[TOKEN]
 
 
 def test_a_new_branch_is_a_warning_and_offline_never_says_valid(
         frontend: SimServer, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    new = _inputs(tmp_path / "new.json", capsys, app_manager_sites_branch="new-site",
+    new = _inputs(frontend, tmp_path / "new.json", capsys, app_manager_sites_branch="new-site",
                   app_manager_deployment_site="new-site")
     code, data, _ = _run(capsys, "toolkit", "validate", str(new), "--json")
     assert code == 0
