@@ -28,6 +28,12 @@ lint: $(STAMP)
 test: lint
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
+# the whole suite as 6.10.0, then as 7.4.0 (`make test` runs it as 7.0.0, the version-dependent
+# tests on all three); each pass takes as long as `make test`, so CI does not run them
+test-versions: $(STAMP)
+	SITETK_ONE_VERSIONS=6.10.0 $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+	SITETK_ONE_VERSIONS=7.4.0 $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
 screenshots: $(STAMP)
 	$(BIN)/python -m tui.screenshots
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from textual.widgets import Button, DataTable, Markdown
 
-from tests.market.conftest import free_old_images, fresh_appliances
+from tests.market.conftest import free_old_images, fresh_appliances, served_series
 from tests.ui.conftest import SIZE, console_app, rendered_text, wait_for
 from tui.app import SiteToolkitApp
 from tui.screens.market_attributes import AttributesModal
@@ -52,6 +52,9 @@ async def test_list_shows_every_appliance_with_status_and_the_detail(sim: SimSer
         status = rendered_text(screen.query_one("#mk-status"))
         assert f"{count} appliances" in status and "2 of 2 marketplaces" in status
         assert f"platform {sim.site.config.one_version}" in status
+        # on a series no record lists (7.4) every record is kept and the status says which series they list
+        other_series = not sim.site.config.one_version.startswith(served_series(sim) + ".")
+        assert ("Site Toolkit Marketplace lists only 6.10, 7.0" in status) is other_series
         # the detail head is filled for the highlighted row, then laid out at its full height
         head = await wait_for(pilot, lambda: (text := rendered_text(screen.query_one("#mk-detail-head")))
                               and "platform versions" in text and text, what="the detail head")
