@@ -102,3 +102,19 @@ def test_the_input_skeleton_gets_the_endpoints_without_credentials(
     values = load_input_file(captured.out).value_map()
     assert values["app_automation_cloud_endpoint"] == server.xmlrpc_url
     assert values["app_automation_cloud_flow_endpoint"] == server.flow_url
+
+
+def test_the_site_record_never_holds_endpoint_credentials(tmp_path: Any) -> None:
+    from dataclasses import replace
+
+    from tui.domain.site_record import SiteRecord
+    from tui.procedures.site_record import save_site_record, site_record_path
+    from tui.settings import Settings
+
+    plain = replace(Settings(state_dir=tmp_path / "state"), xmlrpc_url="http://front.example:2633/RPC2")
+    with_password = replace(plain, xmlrpc_url=f"http://oneadmin:{PASSWORD}@front.example:2633/RPC2")
+    assert site_record_path(with_password) == site_record_path(plain)  # the same cloud, the same file
+    record = SiteRecord(without_credentials(with_password.xmlrpc_url), 5, "toolkit", 3, "Site Toolkit", "7.0.0",
+                        "2026-01-01T00:00:00Z")
+    path = save_site_record(with_password, record)
+    assert PASSWORD not in path.read_text() and "http://front.example:2633/RPC2" in path.read_text()

@@ -29,6 +29,7 @@ from tui.domain.appliance_identity import (
 )
 from tui.domain.bounded import BoundedInputError, load_json, read_text_file
 from tui.domain.components import ComponentDefinition
+from tui.domain.endpoints import without_credentials
 from tui.domain.site_config import SiteConfig
 from tui.errors import SiteError
 from tui.procedures.preview import Change, Preview
@@ -133,7 +134,7 @@ def confirm_appliance_id(site: "SiteConnection", plan: ConfirmPlan) -> str:
     """Record the confirmation (0600 file beside the site record) and audit it; returns the path."""
     path = confirmations_path(site.settings)
     existing = tuple(c for c in load_confirmations(site.settings) if c.path != plan.confirmation.path)
-    data = {"format": FORMAT_VERSION, "endpoint": site.settings.xmlrpc_url,
+    data = {"format": FORMAT_VERSION, "endpoint": without_credentials(site.settings.xmlrpc_url),
             "confirmations": [c.as_json() for c in (*existing, plan.confirmation)]}
     try:
         write_private_atomically(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")

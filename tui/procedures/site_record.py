@@ -25,6 +25,7 @@ from typing import Iterator
 from urllib.parse import urlsplit
 
 from tui.domain.bounded import BoundedInputError, load_json, read_text_file
+from tui.domain.endpoints import without_credentials
 from tui.domain.site_record import (
     RecordedRole,
     RecordedVm,
@@ -45,8 +46,9 @@ __all__ = [
 
 
 def site_record_path(settings: Settings) -> Path:
-    """Where the records of the settings' cloud endpoint live."""
-    endpoint = settings.xmlrpc_url
+    """Where the records of the settings' cloud endpoint live (credentials written into the
+    endpoint URL play no part: the same cloud, the same file)."""
+    endpoint = without_credentials(settings.xmlrpc_url)
     try:
         parts = urlsplit(endpoint)
         label = f"{parts.hostname or 'cloud'}_{parts.port or ''}".strip("_")
@@ -132,7 +134,7 @@ def save_site_record(settings: Settings, record: SiteRecord) -> Path:
     try:
         with _locked(path):
             records = upsert(_read(path), record)
-            text = json.dumps(records_to_json(settings.xmlrpc_url, records), indent=2, ensure_ascii=False) + "\n"
+            text = json.dumps(records_to_json(without_credentials(settings.xmlrpc_url), records), indent=2, ensure_ascii=False) + "\n"
             write_private_atomically(path, text)
     except OSError as exc:
         raise SiteError("The site record cannot be written",
