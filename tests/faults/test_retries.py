@@ -113,6 +113,19 @@ async def test_an_allocate_whose_answer_was_lost_is_found_not_repeated(sim: SimS
     assert new == {image_id} and sim.site.images[image_id].name == "lost-answer"
 
 
+async def test_users_groups_and_marketplaces_whose_answers_were_lost_are_found(sim: SimServer,
+                                                                               cloud: CloudClient) -> None:
+    users, groups = set(sim.site.users), set(sim.site.groups)
+    sim.site.faults.lost_answers.update({"one.user.allocate": 1, "one.group.allocate": 1})
+    user_id = await cloud.user_allocate("lost-answer-user", "Lost-pw-1x")
+    group_id = await cloud.group_allocate("lost-answer-group")
+    assert set(sim.site.users) - users == {user_id} and set(sim.site.groups) - groups == {group_id}
+    markets = {m.id for m in await cloud.list_marketplaces()}
+    sim.site.faults.lost_answers["one.market.allocate"] = 1
+    market_id = await cloud.market_allocate('NAME = "lost-answer-market"\nMARKET_MAD = "one"\n')
+    assert {m.id for m in await cloud.list_marketplaces()} - markets == {market_id}
+
+
 async def test_a_delete_whose_answer_was_lost_is_done(sim: SimServer, cloud: CloudClient) -> None:
     image_id = await cloud.image_allocate('NAME = "to-delete"\nTYPE = "DATABLOCK"\nSIZE = "1"\n', 1)
     sim.site.faults.lost_answers["one.image.delete"] = 1

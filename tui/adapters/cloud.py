@@ -202,12 +202,17 @@ class CloudClient:
 
     async def _allocate(self, method: str, text: str, *params: Any,
                         named: Callable[[], Awaitable[Iterable[tuple[int, str]]]]) -> int:
-        """`one.<method>` creating an object named by `text`'s NAME, reconciled: after a failure
+        """`one.<method>` creating an object named by `text`'s NAME (`_create`)."""
+        return await self._create(method, template_name(text), (text, *params), named)
+
+    async def _create(self, method: str, name: str, params: tuple[Any, ...],
+                      named: Callable[[], Awaitable[Iterable[tuple[int, str]]]]) -> int:
+        """`one.<method>(*params)` creating an object called `name`, reconciled: after a failure
         whose outcome is unknown, an object of that name that was not there before is the one
-        this call made; none means the call did not happen and may be sent again."""
-        name = template_name(text)
+        this call made; none means the call did not happen and may be sent again. Without a
+        name the call is sent once."""
         if not name:
-            return await self._scalar(method, int, text, *params)
+            return await self._scalar(method, int, *params)
         before = {oid for oid, oname in await named() if oname == name}
 
         async def read_back() -> int | None:
@@ -217,7 +222,7 @@ class CloudClient:
                                 f"another operator made one at the same time): ids {', '.join(map(str, new))}.")
             return new[0] if new else None
 
-        return await reconciled_write(lambda deadline: self._scalar(method, int, text, *params, deadline=deadline),
+        return await reconciled_write(lambda deadline: self._scalar(method, int, *params, deadline=deadline),
                                       read_back, timeout=self.timeout, what=f"an object named {name!r}",
                                       policy=self.retry_policy)
 
@@ -456,22 +461,24 @@ class CloudClient:
         return await self._scalar("user.update", int, int(user_id), template_text(template), _flag(append))
 
     async def user_allocate(self, name: str, password: str, driver: str = "", group_ids: Sequence[int] = ()) -> int:
-        """Create a user (`oneuser create`); the first of `group_ids` is its main group."""
+        """Create a user (`oneuser create`); the first of `group_ids` is its main group. User names
+        are unique: reconciled by name after a failure whose outcome is unknown."""
         params: list[Any] = [str(name), str(password), str(driver)]
         if group_ids:
             params.append([int(g) for g in group_ids])
-        return await self._scalar("user.allocate", int, *params)
+        return await self._create("user.allocate", str(name), tuple(params), lambda: self._names(self.list_users()))
 
     async def group_allocate(self, name: str) -> int:
         """Create a group (`onegroup create` without the default ACL rules the CLI adds after)."""
-        return await self._scalar("group.allocate", int, str(name))
+        return await self._create("group.allocate", str(name), (str(name),), lambda: self._names(self.list_groups()))
 
     async def group_addadmin(self, group_id: int, user_id: int) -> int:
         return await self._scalar("group.addadmin", int, int(group_id), int(user_id))
 
     async def market_allocate(self, template: TemplateInput) -> int:
         """Register a marketplace (`onemarket create <file>`)."""
-        return await self._scalar("market.allocate", int, template_text(template))
+        return await self._allocate("market.allocate", template_text(template),
+                                    named=lambda: self._names(self.list_marketplaces()))
 
     async def list_groups(self) -> tuple[Group, ...]:
         return await self._pyone_pool("grouppool.info", "GROUP_POOL", "GROUP", parse.group)
