@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Sequence
 
+from tui.domain.bounded import BoundedInputError, read_tail
 from tui.errors import SiteError
 
 #: seconds for the child to announce its endpoints (importing and seeding takes ~0.2 s)
@@ -268,7 +269,10 @@ class SimChild:
         log = self.log_path
         tail = ""
         if log is not None and log.exists():
-            lines = log.read_text("utf-8", "replace").strip().splitlines()[-12:]
+            try:  # its newest part only: a log can be large
+                lines = read_tail(log, "the demo site's log", 64 * 1024).decode("utf-8", "replace").strip().splitlines()[-12:]
+            except (OSError, BoundedInputError):
+                lines = []
             tail = "\n".join(lines)
         parts = [what, f"Tried: {self.command_text} (a child process, log {log})."]
         if tail:
