@@ -11,7 +11,7 @@ import pytest
 from tests.hosts.conftest import FAST, Connect, collect
 from tests.hosts.test_move import BROADWELL, WESTMERE, _actions, _manager, _sections
 from tui.procedures.audit import AuditLog
-from tui.procedures.move_plan import STEP_UNDEPLOY, STEP_WAIT_RUNNING, plan_move, plan_redeploy
+from tui.procedures.move_plan import STEP_UNDEPLOY, STEP_WAIT_RUNNING, plan_move, plan_redeploy, preview_move
 from tui.procedures.move_vm import MoveFailed, move_vm
 from tui.sim.server import SimServer
 
@@ -55,6 +55,9 @@ async def test_a_platform_before_6_2_refuses_the_move_and_changes_nothing(
     manager = await _manager(site)
     before = _sections(manager)
     plan = await plan_move(site, manager.id, BROADWELL, audit=audit)
+    # the preview says so before anything is confirmed, not only the run
+    warnings = preview_move(plan).warnings
+    assert any("6.0.0" in w and "no append flag" in w and "will stop before changing anything" in w for w in warnings)
     with pytest.raises(MoveFailed) as caught:
         await collect(move_vm(site, plan, timeouts=FAST, audit=audit))
     assert caught.value.step == STEP_UNDEPLOY
@@ -72,6 +75,7 @@ async def test_the_move_works_on_every_platform_version(
     manager = await _manager(site)
     before = _sections(manager)
     plan = await plan_move(site, manager.id, BROADWELL, audit=audit)
+    assert not any("no append flag" in w for w in preview_move(plan).warnings)
     events = await collect(move_vm(site, plan, timeouts=FAST, audit=audit))
     assert events[-1].state == "done"
     vm = await site.cloud.vm_info(manager.id)

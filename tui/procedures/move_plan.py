@@ -305,12 +305,42 @@ async def plan_move(site: "SiteConnection", vm_id: int, host_id: int | None = No
                             f"{target.id}, Attributes) or choose another host.")
     if hard:
         warnings.append("A hard undeploy cuts the VM off like a power cord: its database may need recovery.")
+    warnings += await _version_warnings(site, vm, model)
     return MovePlan(
         vm_id=vm.id, vm_name=vm.name, facts=VmFacts.of(vm),
         origin_host_id=origin_id, origin_host_name=origin_name, origin_cpu_model=origin_model,
         target_host_id=target.id, target_host_name=target.name, cpu_model=model,
         hard=hard, passthrough=passthrough, warnings=tuple(warnings),
     )
+
+
+async def platform_version(site: "SiteConnection") -> str:
+    """The platform's version: the one read at connect, else asked now."""
+    info = getattr(site, "info", None)
+    return info.version if info is not None and info.version else await site.cloud.version()
+
+
+def updateconf_merges(version: str) -> bool:
+    """Whether `one.vm.updateconf` takes the append flag: from 6.2 on. 6.0 registers it as
+    `A:sis` and replaces every section the text leaves out (6.0/6.2 src/rm/RequestManagerVirtualMachine.cc)."""
+    parts = [int(p) if p.isdigit() else 0 for p in version.split(".")[:2]]
+    return tuple(parts + [0] * (2 - len(parts))) >= (6, 2)
+
+
+def no_append_text(version: str) -> str:
+    return (f"The platform is {version}: its onevm updateconf has no append flag (it came in 6.2), so setting the "
+            "CPU model would erase the VM's OS, CONTEXT and other configuration sections.")
+
+
+async def _version_warnings(site: "SiteConnection", vm: VmDetail, cpu_model: str) -> list[str]:
+    """The preview's warning when the run will refuse to set the CPU model (a platform before 6.2)."""
+    if not cpu_model or vm.cpu_model == cpu_model:
+        return []
+    version = await platform_version(site)
+    if updateconf_merges(version):
+        return []
+    return [no_append_text(version) + " The move will stop before changing anything: set CPU_MODEL by hand "
+            "(onevm updateconf with the whole configuration) or upgrade the platform."]
 
 
 def _no_target(title: str, reason: str, eligible: Sequence[Host]) -> SiteError:
@@ -348,6 +378,7 @@ async def plan_redeploy(site: "SiteConnection", vm_id: int, host_id: int, cpu_mo
     if not suits:
         warnings.append(f"Host {target.id} {target.name} is {verdict.text}: the document database is not expected to "
                         "start there, so the procedure stops once the VM runs.")
+    warnings += await _version_warnings(site, vm, cpu_model.strip())
     return MovePlan(
         vm_id=vm.id, vm_name=vm.name, facts=VmFacts.of(vm),
         origin_host_id=vm.summary.host_id, origin_host_name=vm.summary.host, origin_cpu_model=vm.cpu_model,

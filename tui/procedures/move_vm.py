@@ -68,11 +68,14 @@ from tui.procedures.move_plan import (
     VmFacts,
     audit_log,
     move_command,
+    no_append_text,
+    platform_version,
     ready_flag,
     redeploy_command,
     resume_hint,
     step_skips,
     updateconf_cli,
+    updateconf_merges,
 )
 from tui.procedures.progress import Progress
 
@@ -230,18 +233,6 @@ async def move_vm(site: "SiteConnection", plan: MovePlan, *, timeouts: MoveTimeo
     audit.record(action, plan.label, "done", {**details, "vm_state": final})
 
 
-async def _platform_version(site: "SiteConnection") -> str:
-    info = getattr(site, "info", None)
-    return info.version if info is not None and info.version else await site.cloud.version()
-
-
-def updateconf_merges(version: str) -> bool:
-    """Whether `one.vm.updateconf` takes the append flag: from 6.2 on. 6.0 registers it as
-    `A:sis` and replaces every section the text leaves out (6.0/6.2 src/rm/RequestManagerVirtualMachine.cc)."""
-    parts = [int(p) if p.isdigit() else 0 for p in version.split(".")[:2]]
-    return tuple(parts + [0] * (2 - len(parts))) >= (6, 2)
-
-
 def boot_refused(vm: VmDetail, plan: MovePlan) -> str:
     """What to say when the VM failed to boot with the plan's CPU model (a BOOT_*_FAILURE)."""
     what = vm.summary.status
@@ -258,12 +249,10 @@ async def _steps(run: _Run) -> AsyncIterator[Progress]:
     if vm.summary.state == VM_DONE:
         raise run.fail("The VM was terminated.")
     if plan.cpu_model and vm.cpu_model != plan.cpu_model:
-        version = await _platform_version(run.site)
+        version = await platform_version(run.site)
         if not updateconf_merges(version):
-            raise run.fail(f"The platform is {version}: its onevm updateconf has no append flag (it came in 6.2), so "
-                           "setting the CPU model would erase the VM's OS, CONTEXT and other configuration sections. "
-                           "Nothing was changed. Set CPU_MODEL by hand with onevm updateconf, giving the whole "
-                           "configuration, or upgrade the platform.")
+            raise run.fail(no_append_text(version) + " Nothing was changed. Set CPU_MODEL by hand with onevm "
+                           "updateconf, giving the whole configuration, or upgrade the platform.")
     skips = step_skips(VmFacts.of(vm), plan)
 
     # 1. undeploy
