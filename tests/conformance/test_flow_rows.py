@@ -34,6 +34,7 @@ from tui.procedures.audit import AUDIT_ENV
 from tui.procedures.connection import SiteConnection
 from tui.procedures.download_appliance import download_appliance, plan_download
 from tui.settings import Settings
+from tui.sim.flow_engine import role_nodes
 from tui.sim.server import SimServer
 
 IMAGE_DS = 1
@@ -413,28 +414,77 @@ def test_service_and_role_states() -> None:
     assert [n for n in SERVICE_STATES if can_delete(n)] == [0, 2, 3, 4, 15]
 
 
-@pytest.mark.xfail(strict=True, reason="not emulated: role VM actions are applied at once, not scheduled")
-@pytest.mark.parametrize("one_version", ["7.4.0"])
+def _sched_actions(sim: SimServer, service_id: int) -> list[dict[str, str]]:
+    """Each VM's scheduled action (VM/TEMPLATE/SCHED_ACTION over XML-RPC), in the role's node order."""
+    proxy = xmlrpc.client.ServerProxy(sim.xmlrpc_url)
+    with sim.site.lock:
+        ids = [int(n["deploy_id"]) for n in sim.site.documents[service_id].body["roles"][0]["nodes"]]
+    found = []
+    for vm_id in ids:
+        vm = ElementTree.fromstring(proxy.one.vm.info(sim.session, vm_id)[1])
+        action = vm.find("TEMPLATE/SCHED_ACTION")
+        assert action is not None, f"VM {vm_id} has no SCHED_ACTION"
+        assert [e.text for e in vm.findall("SCHED_ACTIONS/ID")] == [action.findtext("ID")]
+        found.append({child.tag: child.text or "" for child in action} | {"VM": str(vm_id)})
+    return found
+
+
+def _role_of_three(client: httpx.Client, sim: SimServer, version: str) -> int:
+    body = _simple_body(0, old=not _seven(version))
+    body["roles"][0]["cardinality"] = 3
+    template_id = int(client.post("/service_template", json=body).json()["DOCUMENT"]["ID"])
+    service_id = int(_instantiate(client, template_id, {"name": "s", "networks_values": [
+        {"Public": {"id": str(_vnet(sim))}}]}).json()["DOCUMENT"]["ID"])
+    wait_until(lambda: client.get(f"/service/{service_id}").json()["DOCUMENT"]["TEMPLATE"]["BODY"]["state"] == 2,
+               timeout=60, what="the service to run")
+    return service_id
+
+
 def test_role_vm_actions_are_staggered(sim_factory: SimFactory, one_version: str) -> None:
-    """src/flow/oneflow-server.rb (lines 417-427, period 60 and number 1 by default) and
-    src/flow/lib/models/vmrole.rb `batch_action` (lines 128-171): a role VM action becomes a
-    SCHED_ACTION on each VM, `number` VMs per `period` seconds."""
+    """src/flow/oneflow-server.rb (release-7.4.0 lines 117-118 and 512-514: period 60 and number 1
+    when not given) and `batch_action` (release-7.4.0/7.0.2 src/flow/lib/models/vmrole.rb lines
+    128-183, 6.10.5 src/flow/lib/models/role.rb lines 646-701): a role VM action becomes a
+    SCHED_ACTION on each VM at now + (index / number) * period; the scheduler runs each when due."""
     sim = sim_factory(one_version=one_version)
     with _client(sim) as client:
-        body = _simple_body(0, old=False)
-        body["roles"][0]["cardinality"] = 2
-        template_id = int(client.post("/service_template", json=body).json()["DOCUMENT"]["ID"])
-        service_id = int(_instantiate(client, template_id, {"name": "s", "networks_values": [
-            {"Public": {"id": str(_vnet(sim))}}]}).json()["DOCUMENT"]["ID"])
-        wait_until(lambda: len(client.get(f"/service/{service_id}").json()["DOCUMENT"]["TEMPLATE"]["BODY"]["roles"][0]
-                               ["nodes"]) == 2, timeout=30, what="the VMs")
-        client.post(f"/service/{service_id}/role/front/action", json={"action": {"perform": "poweroff", "params": {}}})
-    proxy = xmlrpc.client.ServerProxy(sim.xmlrpc_url)
-    times = []
-    for vm_id in sorted(int(n["deploy_id"]) for n in sim.site.documents[service_id].body["roles"][0]["nodes"]):
-        vm = ElementTree.fromstring(proxy.one.vm.info(sim.session, vm_id)[1])
-        times.append(int(vm.findtext("TEMPLATE/SCHED_ACTION/TIME", "-1")))
-    assert times[0] > 0 and times[1] - times[0] == 60
+        service_id = _role_of_three(client, sim, one_version)
+        assert client.post(f"/service/{service_id}/role/front/action",
+                           json={"action": {"perform": "poweroff", "params": {}}}).status_code == 204
+        defaults = _sched_actions(sim, service_id)
+        times = [int(a["TIME"]) for a in defaults]
+        assert [t - times[0] for t in times] == [0, 60, 120]
+        assert {a["ACTION"] for a in defaults} == {"poweroff"} and all(a["PARENT_ID"] == a["VM"] for a in defaults)
+        # the scheduler runs each when its time comes: every VM powered off, DONE written
+        wait_until(lambda: all(a["DONE"] != "-1" for a in _sched_actions(sim, service_id)), timeout=60,
+                   what="the scheduled poweroffs to run")
+        proxy = xmlrpc.client.ServerProxy(sim.xmlrpc_url)
+
+        def powered_off() -> bool:
+            states = [ElementTree.fromstring(proxy.one.vm.info(sim.session, int(a["VM"]))[1]).findtext("STATE")
+                      for a in defaults]
+            return states == ["8"] * len(defaults)  # POWEROFF
+
+        wait_until(powered_off, timeout=60, what="the role's VMs in POWEROFF")
+        done = [int(a["DONE"]) for a in _sched_actions(sim, service_id)]
+        assert done == sorted(done)
+
+
+def test_role_vm_actions_take_period_and_number(sim_factory: SimFactory, one_version: str) -> None:
+    """`batch_action` again: `number` VMs per `period`; a period or number of 0 puts every VM at now."""
+    sim = sim_factory(one_version=one_version)
+    with _client(sim) as client:
+        service_id = _role_of_three(client, sim, one_version)
+        url = f"/service/{service_id}/role/front/action"
+        assert client.post(url, json={"action": {"perform": "hold", "params": {"period": 3000, "number": 2,
+                                                                                "args": "x"}}}).status_code == 204
+        first = _sched_actions(sim, service_id)
+        times = [int(a["TIME"]) for a in first]
+        assert [t - times[0] for t in times] == [0, 0, 3000] and {a["ARGS"] for a in first} == {"x"}
+        with sim.site.lock:
+            for vm in role_nodes(sim.site, sim.site.documents[service_id]):
+                vm.template = [(k, v) for k, v in vm.template if k != "SCHED_ACTION"]
+        assert client.post(url, json={"action": {"perform": "hold", "params": {"period": 0}}}).status_code == 204
+        assert len({a["TIME"] for a in _sched_actions(sim, service_id)}) == 1
 
 
 def test_the_console_offers_recover_delete_where_it_offers_deletion() -> None:

@@ -27,7 +27,7 @@ import time
 from typing import Any, Mapping
 
 from tui.domain.error_codes import AUTHENTICATION, AUTHORIZATION, NO_EXISTS
-from tui.sim import acl, flow_templates, lifecycle
+from tui.sim import acl, flow_templates, sched_actions
 from tui.sim.flow_engine import (
     SERVICE_TYPE,
     TEMPLATE_TYPE,
@@ -360,7 +360,7 @@ def _service_action(site: SimSite, user: SimUser, doc: SimDocument, action: str,
     if action == "release":
         return 204, dict(_HEADERS), b""
     if action in VM_ACTIONS:
-        _vm_action(site, doc, None, action)
+        _vm_action(site, doc, action, params)
         return 204, dict(_HEADERS), b""
     if _ownership(site, user, doc, action, params):
         return 204, dict(_HEADERS), b""
@@ -368,22 +368,34 @@ def _service_action(site: SimSite, user: SimUser, doc: SimDocument, action: str,
 
 
 def _role_action(site: SimSite, doc: SimDocument, role_name: str, action: str, params: dict[str, Any]) -> Response:
-    """`POST /service/:id/role/:name/action` (lines 508-529, `ServiceLCM#sched_action`)."""
-    roles = [r.get("name") for r in doc.body.get("roles", []) if isinstance(r, dict)]
-    if role_name not in roles:
+    """`POST /service/:id/role/:name/action` (release-7.4.0 lines 508-529, `ServiceLCM#sched_action`):
+    the action is scheduled on the role's VMs, `number` per `period` seconds (`sched_actions`)."""
+    role = next((r for r in doc.body.get("roles", []) if isinstance(r, dict) and r.get("name") == role_name), None)
+    if role is None:
         raise FlowError(500, f"Role '{role_name}' not found")
     if action not in VM_ACTIONS:
         raise FlowError(500, f"Action {action} not supported")
-    _vm_action(site, doc, role_name, action)
+    period, number = sched_actions.period_and_number(params)
+    try:
+        sched_actions.batch_action(site, role, role_nodes(site, doc, role_name), action, period, number,
+                                   params.get("args"))
+    except sched_actions.RoleActionRefused as refused:
+        raise FlowError(500, str(refused)) from None
     return 204, dict(_HEADERS), b""
 
 
-def _vm_action(site: SimSite, doc: SimDocument, role_name: str | None, action: str) -> None:
-    for vm in role_nodes(site, doc, role_name):
-        if action.startswith("terminate"):
-            lifecycle.terminate_vm(site, vm.id, hard=action.endswith("-hard"))
-        else:
-            lifecycle.vm_action(site, action, vm.id)
+def _vm_action(site: SimSite, doc: SimDocument, action: str, params: dict[str, Any]) -> None:
+    """A service action on every role (`service_sched_action`, LifeCycleManager.rb release-7.4.0
+    lines 166-177): each role's batch, a role's refusal ignored as the platform does."""
+    period, number = sched_actions.period_and_number(params)
+    for role in doc.body.get("roles", []):
+        if not isinstance(role, dict):
+            continue
+        try:
+            sched_actions.batch_action(site, role, role_nodes(site, doc, str(role.get("name"))), action, period,
+                                       number, params.get("args"))
+        except sched_actions.RoleActionRefused:
+            continue
 
 
 # responses ------------------------------------------------------------------------------------

@@ -259,6 +259,14 @@ def render_vm_short(site: SimSite, vm: SimVm) -> str:
     )
 
 
+def _sched_action_ids_xml(vm: SimVm) -> str:
+    """VM/SCHED_ACTIONS: the IDs of the VM's scheduled actions (src/vm/VirtualMachine.cc release-7.4.0
+    line 2606); the actions themselves sit in VM/TEMPLATE (tui.sim.sched_actions)."""
+    ids = "".join(f"<ID>{i}</ID>" for k, v in vm.template if k == "SCHED_ACTION" and isinstance(v, list)
+                  for i in [dict(v).get("ID", "")])
+    return f"<SCHED_ACTIONS>{ids}</SCHED_ACTIONS>" if ids else "<SCHED_ACTIONS/>"
+
+
 def render_vm_full(site: SimSite, vm: SimVm) -> str:
     uname, gname = _head(site, vm)
     return (
@@ -269,7 +277,7 @@ def render_vm_full(site: SimSite, vm: SimVm) -> str:
         f"<RESCHED>{vm.resched}</RESCHED><STIME>{vm.stime}</STIME><ETIME>{vm.etime}</ETIME>"
         f"<DEPLOY_ID>{esc(vm.deploy_id)}</DEPLOY_ID>"
         + _monitoring(vm, full=True)
-        + "<SCHED_ACTIONS/>"
+        + _sched_action_ids_xml(vm)
         + _vm_template_xml(vm)
         + template_xml("USER_TEMPLATE", vm.user_template)
         + _history_full(site, vm)
