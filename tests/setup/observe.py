@@ -28,6 +28,9 @@ class Observed:
     db_vms: tuple[tuple[int, str, bool], ...]
     branch_commits: int
     core_yaml: str
+    #: every image and ACL rule of the cloud (component appliances and their grants included)
+    images: int = 0
+    acl_rules: int = 0
 
     @property
     def live_services(self) -> tuple[tuple[int, str], ...]:
@@ -44,9 +47,9 @@ def observe(server: SimServer, branch: str, password: str) -> Observed:
         try:
             await site.connect()
             naming = site.naming
-            templates, images, services, users = await asyncio.gather(
+            templates, images, services, users, rules = await asyncio.gather(
                 list_toolkit_templates(site), site.cloud.list_images(), site.flow.list_services(),
-                site.cloud.list_users())
+                site.cloud.list_users(), site.cloud.acl_list())
             toolkit = [i for i in images if i.name.startswith(naming.toolkit_appliance_name)]
             tagged = [i for i in toolkit if i.attributes.get(naming.appliance_name_attribute)]
             live = [s for s in services if s.state != SERVICE_DONE]
@@ -65,5 +68,5 @@ def observe(server: SimServer, branch: str, password: str) -> Observed:
                         tuple((s.id, s.state_name) for s in services), len(user.ssh_public_keys),
                         tuple((r.id, r.host_name, r.flagged) for r in inventory.db_vms if r.id in ids),
                         int(count.stdout.strip() or 0) if count.returncode == 0 else 0,
-                        plain if text.returncode == 0 else "")
+                        plain if text.returncode == 0 else "", len(images), len(rules))
     return asyncio.run(read())

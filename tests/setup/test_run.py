@@ -15,6 +15,8 @@ import pytest
 from tests.setup.conftest import point_at, run, steps
 from tests.setup.inputs import BRANCH, write_inputs
 from tests.setup.observe import Observed, observe
+from tui.domain.naming import DEFAULT_NAMING
+from tui.domain.site_config import SiteConfig
 from tui.procedures.connection import SiteConnection
 from tui.settings import Settings
 from tui.sim.repos import EXISTING_SITE, SIM_VAULT_PASSWORD
@@ -41,6 +43,18 @@ def assert_set_up(server: SimServer, seen: Observed, *, branch: str = BRANCH) ->
     assert seen.user_keys >= 1
     assert seen.db_vms and all(host and not flagged for _, host, flagged in seen.db_vms)
     assert f"https://{_objectstore_ip(server)}:9000" in seen.core_yaml
+    assert_components_enabled(seen)
+
+
+def assert_components_enabled(seen: Observed) -> None:
+    """The minimal component set and the recommended ones the library offers listed, the appliance
+    ones with the IDs of downloaded appliance images (not the template's 0)."""
+    config = SiteConfig.parse(seen.core_yaml, DEFAULT_NAMING)
+    assert set(config.components()) == {"tn_bastion", "tn_vxlan", "tn_init", "vnet", "vm_kvm", "cluster",
+                                        "core_net_cluster", "core_net_vm", "ran_sim"}
+    for name in ("tn_bastion", "vm_kvm", "core_net_vm", "ran_sim"):
+        ids = config.component_variables(name)
+        assert int(ids["image_id"]) > 0 and int(ids["template_id"]) > 0, (name, ids)
 
 
 def _objectstore_ip(server: SimServer) -> str:
@@ -74,7 +88,7 @@ def test_fresh_site_to_set_up_then_nothing_to_do(fresh, capsys) -> None:
     assert_set_up(server, seen)
     ip = _objectstore_ip(server)
     assert f"https://{ip}:9000" in seen.core_yaml
-    assert seen.branch_commits == _main_commits(server) + 1
+    assert seen.branch_commits == _main_commits(server) + 2  # core.yaml, then the components enabled
     code, data, _ = run(capsys, "setup", "status", "--input", str(inputs), "--json")
     assert code == 0, [s for s in data["steps"] if s["state"] != "done" and s["mandatory"]]
     # again: nothing doubled, nothing committed
@@ -102,8 +116,9 @@ def test_deployed_site_moves_the_manager_grants_and_fills(sim_factory, monkeypat
     assert seen.db_vms and not seen.db_vms[0][2]
     assert seen.user_keys == 1
     assert f"https://{_objectstore_ip(server)}:9000" in seen.core_yaml
-    assert seen.branch_commits == before.branch_commits + 1
+    assert seen.branch_commits == before.branch_commits + 2  # core.yaml filled, then the components enabled
     assert seen.toolkit_templates == before.toolkit_templates  # no second download
+    assert_components_enabled(seen)  # the demo branch listed them with the template's placeholder IDs
 
 
 def _killed_at(server: SimServer, inputs: Path, marker: str) -> str:
@@ -140,7 +155,7 @@ def test_killed_and_run_again_finishes_with_nothing_doubled(fresh, capsys, marke
     seen = observe(server, BRANCH, values[TOKEN])
     assert_set_up(server, seen)
     assert seen.user_keys == 1
-    assert seen.branch_commits == _main_commits(server) + 1
+    assert seen.branch_commits == _main_commits(server) + 2  # core.yaml, then the components enabled
     assert f"https://{_objectstore_ip(server)}:9000" in seen.core_yaml
 
 

@@ -62,8 +62,12 @@ def test_deployed_site_is_further(sim_factory, monkeypatch: pytest.MonkeyPatch, 
     code, data, _ = run(capsys, "setup", "status", "--json")
     assert code == 3
     by_id = steps(data)
-    for done in ("cloud-user", "tagged", "record", "site-branch", "components"):
+    for done in ("cloud-user", "tagged", "record", "site-branch"):
         assert by_id[done]["state"] == "done", (done, by_id[done])
+    # listed with the template's placeholder IDs is not enabled
+    components = by_id["components"]
+    assert components["state"] == "to do" and components["data"]["missing"] == ["tn_bastion", "vm_kvm"]
+    assert any("tn_bastion: template_id is 0 (the template's placeholder)" in e for e in components["evidence"])
     assert by_id["grant"]["state"] == "to do"
     assert "oneuser update tkauto" in by_id["grant"]["action"]
     # the deployed scenario leaves the manager on a host without AVX

@@ -22,6 +22,7 @@ The steps and what runs them:
 | grant | `grant_ssh_key` (operation 5) |
 | database-host | `move_many` of `plan_flagged` (operation 7), offered as soon as the manager VM has a host |
 | site-branch, core-yaml, submitted | `create_site` (or open), `fill_site_file`, the checks, `submit_site` (operation 6), once the object store VM's address is known |
+| components | `setup_components`: each missing component of the minimal set (and the recommended ones the library offers) through `offer_component` (operation 9: appliances, grants, site variables), then checked and submitted |
 
 Steps only the operator can do (platform configuration, networks, a failed service) stop the run
 with the step's fix.
@@ -42,6 +43,7 @@ from tui.procedures.setup_facts import SetupFacts, SetupTarget
 from tui.procedures.setup_status import MOVABLE_STATES, setup_status, toolkit_app
 
 if TYPE_CHECKING:  # pragma: no cover
+    from tui.adapters.vault import VaultPassword
     from tui.domain.services import Service
     from tui.domain.site_record import SiteRecord
     from tui.procedures.connection import SiteConnection
@@ -93,6 +95,8 @@ def choose(checklist: SetupChecklist, only: StepId | None) -> SetupStep | None:
     toolkit deploys, as soon as the manager VM has a host and is flagged)."""
     if only is not None:
         chosen = checklist.step(only)
+        if only is StepId.COMPONENTS and chosen.state is StepState.DONE and chosen.data.get("recommended_missing"):
+            return chosen  # asked for: the recommended components the mandatory ones left unlisted
         return None if chosen.state is StepState.DONE else chosen
     step = checklist.next_step
     if step is not None and step.id is StepId.INSTANTIATE:
@@ -376,15 +380,7 @@ async def _plan_site(site: "SiteConnection", facts: SetupFacts, step: SetupStep,
         raise SetupStopped(step.id, "core.yaml is submitted last",
                            "site_s3_server is the object store VM's address: deploy the toolkit first "
                            "(`sitetk setup run --input FILE`).")
-    password = target.vault_password
-    token_name = site.naming.input_name(f"{site.naming.role_automation}_sites_token")
-    if password is None:
-        from tui.procedures.site_workspace import prompted_password
-
-        answer = (await ask([token_name])).get(token_name, "")
-        if not answer:
-            raise SetupStopped(step.id, "No vault password", f"{token_name} (the vault password) was not given.")
-        password = prompted_password(answer)
+    password = await _vault_password(site, facts, step, ask)
     site_dir = target.site_dir or target.branch
     repo = sites_repo(site.settings)
     changes = (
@@ -396,6 +392,53 @@ async def _plan_site(site: "SiteConnection", facts: SetupFacts, step: SetupStep,
     )
     preview = Preview(f"Site configuration on {target.branch} (submitted last)", changes)
     return StepPlan(step, preview, lambda: _site_config(site, repo, target.branch, site_dir, password))
+
+
+async def _vault_password(site: "SiteConnection", facts: SetupFacts, step: SetupStep, ask: AskSecrets) -> "VaultPassword":
+    """The site's secret: from the input file, else asked (never from argv)."""
+    password = facts.target.vault_password
+    if password is not None:
+        return password
+    from tui.procedures.site_workspace import prompted_password
+
+    token_name = site.naming.input_name(f"{site.naming.role_automation}_sites_token")
+    answer = (await ask([token_name])).get(token_name, "")
+    if not answer:
+        raise SetupStopped(step.id, "No vault password", f"{token_name} (the vault password) was not given.")
+    return prompted_password(answer)
+
+
+async def _plan_components(site: "SiteConnection", facts: SetupFacts, step: SetupStep, options: RunOptions,
+                           ask: AskSecrets) -> StepPlan:
+    """The minimal component set through the day-2 flow (`setup_components`), then submitted."""
+    from tui.procedures.setup_components import enable_components, plan_components
+    from tui.procedures.site_workspace import sites_repo
+
+    target = facts.target
+    if not target.branch:
+        raise _stop(step)
+    password = await _vault_password(site, facts, step, ask)
+    repo = sites_repo(site.settings)
+    try:
+        plan = await plan_components(site, repo, target.branch, target.site_dir or target.branch, password,
+                                     step.data.get("missing", ()), step.data.get("recommended_missing", ()),
+                                     target.cloud_username)
+    except SiteError as error:
+        repo.close()
+        raise SetupStopped(step.id, f"{step.title!r} cannot be planned: {error.title}", error.detail) from None
+
+    async def run() -> AsyncIterator[Progress]:
+        try:
+            async for event in enable_components(site, repo, plan, password, poll_interval=options.poll_interval,
+                                                 step_timeout=options.step_timeout):
+                yield event
+        finally:
+            repo.close()
+
+    if not plan.steps:
+        repo.close()
+        raise SetupStopped(step.id, "No component to enable", "\n".join(plan.skipped) or "see the evidence")
+    return StepPlan(step, plan.preview(), run)
 
 
 async def _site_config(site: "SiteConnection", repo: object, branch: str, site_dir: str,
@@ -460,5 +503,6 @@ _PLANNERS: Mapping[StepId, Callable[..., Awaitable[StepPlan]]] = {
     StepId.DATABASE_HOST: _plan_database,
     StepId.SITE_BRANCH: _plan_site,
     StepId.CORE_YAML: _plan_site,
+    StepId.COMPONENTS: _plan_components,
     StepId.SUBMITTED: _plan_site,
 }

@@ -557,27 +557,62 @@ def parse_core_yaml(facts: SetupFacts):  # type: ignore[no-untyped-def]
         return None
 
 
+def component_gaps(config: Any, name: str, facts: SetupFacts) -> list[str]:
+    """Why the listed-or-not component `name` is not enabled ([] when it is): listed, and each ID
+    among its site variables names the appliance's object, not the template's placeholder 0 (an
+    image must carry the marketplace appliance attribute the download attaches)."""
+    from tui.domain.appliance_identity import as_object_id, id_kind
+
+    if name not in config.components():
+        return ["not listed"]
+    tagged = {i.id for i in facts.images or () if i.attributes.get(facts.naming.appliance_name_attribute)}
+    gaps = []
+
+    def walk(value: Any, path: str) -> None:
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                walk(inner, f"{path}.{key}" if path else str(key))
+            return
+        kind = id_kind(path.rsplit(".", 1)[-1])
+        if kind is None:
+            return
+        object_id = as_object_id(value)
+        if object_id is None or object_id <= 0:
+            gaps.append(f"{path} is {value!r} (the template's placeholder)")
+        elif kind == "image" and facts.images is not None and object_id not in tagged:
+            gaps.append(f"{path} = {object_id} is no downloaded appliance image")
+
+    walk(config.component_variables(name), "")
+    return gaps
+
+
 def components_step(facts: SetupFacts) -> SetupStep:
     from tui.domain.site_checks import Requirement, minimal_component_set
 
-    title = "Minimal component set listed"
+    title = "Minimal component set enabled"
     config = parse_core_yaml(facts)
     if config is None:
         return _blocked(StepId.COMPONENTS, title, StepId.CORE_YAML, "core.yaml must open first.")
     listed = set(config.components())
-    wanted = [c for c in minimal_component_set(facts.naming) if c.component in MANDATORY_COMPONENTS]
-    recommended = [c for c in minimal_component_set(facts.naming)
+    wanted = [c.component for c in minimal_component_set(facts.naming) if c.component in MANDATORY_COMPONENTS]
+    recommended = [c.component for c in minimal_component_set(facts.naming)
                    if c.requirement is Requirement.RECOMMENDED and c.component not in MANDATORY_COMPONENTS]
-    missing = [c.component for c in wanted if c.component not in listed]
-    evidence = [f"listed: {', '.join(sorted(listed)) or '(none)'}"]
-    rec_missing = [c.component for c in recommended if c.component not in listed]
+    gaps = {name: component_gaps(config, name, facts) for name in wanted}
+    missing = [name for name in wanted if gaps[name]]
+    rec_missing = [name for name in recommended if name not in listed]
+    evidence = [f"enabled (read from origin/{facts.target.branch}): "
+                f"{', '.join(n for n in wanted if not gaps[n]) or '(none)'}"]
+    evidence += [f"{name}: {'; '.join(gaps[name])}" for name in missing]
     if rec_missing:
-        evidence.append(f"recommended, not listed: {', '.join(rec_missing)} (enable them with `sitetk site enable`)")
+        evidence.append(f"recommended, not listed: {', '.join(rec_missing)} (`{_run(StepId.COMPONENTS)}` enables "
+                        "those the component library offers)")
+    data = {"missing": missing, "recommended_missing": rec_missing}
     if missing:
-        return _step(StepId.COMPONENTS, title, StepState.TODO, evidence + [f"missing: {', '.join(missing)}"],
-                     f"Enable them (`sitetk site enable {missing[0]}`: appliance, grants, site variables).",
-                     command=_run(StepId.COMPONENTS))
-    return _step(StepId.COMPONENTS, title, StepState.DONE, evidence)
+        return _step(StepId.COMPONENTS, title, StepState.TODO, evidence,
+                     f"Enable {', '.join(missing)} through the day-2 flow (appliances downloaded, the automation "
+                     "user granted, site variables written), then submit.",
+                     command=_run(StepId.COMPONENTS), data=data)
+    return _step(StepId.COMPONENTS, title, StepState.DONE, evidence, data=data)
 
 
 def submitted_step(facts: SetupFacts) -> SetupStep:

@@ -1,0 +1,144 @@
+"""The setup's component step: the minimal component set enabled through the day-2 flow, then submitted.
+
+`plan_components(site, repo, branch, site_dir, password, missing, recommended)` opens the site
+branch in the working clone (local only), reads the component library and plans, per component,
+what `sitetk site enable` would do: `plan_provision` (appliances downloaded or reused, the
+automation user granted) and the site-variable changes (`preview_enable_component`). The
+mandatory ones (spec "What the service does" 7) must be enabled; a recommended one the library
+does not define, or that needs site variables only the operator can give, is skipped with the
+reason. `enable_components(site, repo, plan, password)` runs `offer_component` for each (already
+enabled: nothing changes; an interrupted run left a download: it is reused), checks the result and
+submits it (commit and push, as `sitetk site enable --submit`), so the next reading of the site
+branch sees the components enabled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, AsyncIterator, Sequence
+
+from tui.adapters.vault import VaultPassword
+from tui.domain.components import ComponentDefinition
+from tui.errors import SiteError
+from tui.procedures.preview import Change, Preview
+from tui.procedures.progress import Progress
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tui.adapters.git_repo import GitRepo
+    from tui.procedures.connection import SiteConnection
+    from tui.procedures.provision_component import ProvisionPlan
+    from tui.procedures.site_repo import SiteRef
+
+
+@dataclass(frozen=True)
+class ComponentStep:
+    definition: ComponentDefinition
+    provision: "ProvisionPlan | None"
+    preview: Preview
+
+
+@dataclass(frozen=True)
+class ComponentsPlan:
+    site: "SiteRef"
+    steps: tuple[ComponentStep, ...]
+    #: recommended components left out, each with why
+    skipped: tuple[str, ...] = ()
+    cloud_user: str = ""
+
+    def preview(self) -> Preview:
+        changes: list[Change] = []
+        warnings: list[str] = []
+        for step in self.steps:
+            changes += [Change(f"{step.definition.name}: {c.description}", c.cli, c.kind) for c in step.preview.changes]
+            warnings += [w for w in step.preview.warnings if w not in warnings]
+        names = ", ".join(s.definition.name for s in self.steps)
+        changes.append(Change(f"commit and push {self.site.site_dir}/core.yaml to {self.site.branch} (checked first)",
+                              f"git commit -m ... && git push origin {self.site.branch}", "update"))
+        warnings += [f"not enabled: {why}" for why in self.skipped]
+        return Preview(f"Enable {names} (the minimal component set) and submit", tuple(changes),
+                       warnings=tuple(warnings))
+
+
+async def _definitions(site: "SiteConnection") -> dict[str, ComponentDefinition]:
+    from tui.procedures.component_library import load_library
+    from tui.procedures.site_workspace import library_repo
+
+    repo = library_repo(site.settings)
+    try:
+        return dict((await load_library(repo, site.naming)).as_mapping())
+    finally:
+        repo.close()
+
+
+async def plan_components(site: "SiteConnection", repo: "GitRepo", branch: str, site_dir: str,
+                          password: VaultPassword, missing: Sequence[str], recommended: Sequence[str],
+                          cloud_user: str) -> ComponentsPlan:
+    """What enabling the missing components means (module docstring); changes nothing on the site."""
+    from tui.procedures.provision_component import plan_provision
+    from tui.procedures.site_config import check_enable_inputs, preview_enable_component
+    from tui.procedures.site_repo import locate_site, open_site
+
+    async for _ in open_site(repo, branch, site_dir):
+        pass
+    ref = locate_site(repo, branch, site_dir)
+    definitions = await _definitions(site)
+    steps: list[ComponentStep] = []
+    skipped: list[str] = []
+    for name in list(missing) + [n for n in recommended if n not in missing]:
+        mandatory = name in missing
+        definition = definitions.get(name)
+        if definition is None:
+            if mandatory:
+                raise SiteError(f"The component library has no {name}",
+                                f"{name} is in the minimal component set: add it to the library "
+                                "(SITETK_LIBRARY_REPO) or check the library's address.")
+            skipped.append(f"{name}: the component library does not define it")
+            continue
+        provision = None
+        fills: frozenset[str] = frozenset()
+        if definition.appliances:
+            provision = await plan_provision(site, definition, cloud_user=cloud_user or None)
+            fills = provision.fills()
+        try:
+            await check_enable_inputs(ref.path, password, definition, None, fills, site.naming)
+        except SiteError as error:
+            if mandatory:
+                raise
+            skipped.append(f"{name}: {error.title} (`sitetk site enable {name} --set ...`)")
+            continue
+        variables = await preview_enable_component(ref.path, password, definition, None, site.naming,
+                                                   from_appliance=fills)
+        own = provision.preview() if provision is not None else Preview(definition.name, ())
+        preview = Preview(definition.name, own.changes + tuple(c for c in variables.changes
+                                                               if not c.description.startswith("appliance ")),
+                          warnings=own.warnings + variables.warnings)
+        steps.append(ComponentStep(definition, provision, preview))
+    return ComponentsPlan(ref, tuple(steps), tuple(skipped), cloud_user)
+
+
+async def enable_components(site: "SiteConnection", repo: "GitRepo", plan: ComponentsPlan,
+                            password: VaultPassword, *, poll_interval: float = 2.0,
+                            step_timeout: float = 1800.0) -> AsyncIterator[Progress]:
+    """Enable each planned component (`offer_component`), then check and submit core.yaml."""
+    from tui.procedures.provision_component import offer_component
+    from tui.procedures.site_config import load_site_config
+    from tui.procedures.site_repo import submit_site
+    from tui.procedures.site_verdict import site_verdict, submit_gate
+
+    for why in plan.skipped:
+        yield Progress("recommended components", 1, 1, f"not enabled: {why}", "skipped")
+    for step in plan.steps:
+        async for event in offer_component(site, plan.site.path, password, step.definition, None,
+                                           plan=step.provision, cloud_user=plan.cloud_user or None,
+                                           poll_interval=poll_interval, step_timeout=step_timeout):
+            yield Progress(f"{step.definition.name}: {event.step}", event.done, event.total, event.message,
+                           event.state, event.data)
+    config = (await load_site_config(plan.site.path, password, site.naming)).config
+    verdict = await site_verdict(config, site=site)
+    if verdict.errors:
+        raise SiteError(f"core.yaml has {len(verdict.errors)} error(s) after enabling the components",
+                        "\n".join(f"{f.path}: {f.message}" for f in verdict.errors)
+                        + f"\nFix them in {plan.site.path} (`sitetk site edit`), then run again.")
+    async for event in submit_site(repo, plan.site, password, gate=submit_gate(verdict), naming=site.naming,
+                                   audit=site.audit):
+        yield event
