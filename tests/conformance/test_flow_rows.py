@@ -470,7 +470,8 @@ def test_role_vm_actions_are_staggered(sim_factory: SimFactory, one_version: str
 
 
 def test_role_vm_actions_take_period_and_number(sim_factory: SimFactory, one_version: str) -> None:
-    """`batch_action` again: `number` VMs per `period`; a period or number of 0 puts every VM at now."""
+    """src/flow/lib/models/vmrole.rb `batch_action` (lines 140-156): `number` VMs per `period`, ARGS
+    passed on; a period or number of 0 puts every VM at now."""
     sim = sim_factory(one_version=one_version)
     with _client(sim) as client:
         service_id = _role_of_three(client, sim, one_version)

@@ -143,3 +143,59 @@ def test_a_configured_marketplace_is_registered_once(sim_factory, monkeypatch, c
     count = len(server.site.marketplaces)
     assert run(capsys, "setup", "run", "--input", str(inputs), "--only", "marketplaces", "--yes")[0] == 0
     assert len(server.site.marketplaces) == count
+
+
+def test_the_identity_steps_are_operations(sim_factory, monkeypatch, tmp_path: Path) -> None:
+    """CreateCloudUser / RegisterMarketplace go through the operation pipeline: the preview names the
+    platform commands, read-only mode refuses (and the refusal is audit-logged) before anything is
+    read or changed, a run reports each part, the password is in no preview, plan or audit entry."""
+    from tui.procedures.audit import AUDIT_ENV, AuditLog
+    from tui.procedures.operation import ReadOnlyRefused, RunContext, run_operation
+    from tui.procedures.setup_identity import CreateCloudUser, RegisterMarketplace
+
+    server: SimServer = sim_factory()
+    audit_path = tmp_path / "audit.jsonl"
+    monkeypatch.setenv(AUDIT_ENV, str(audit_path))
+    password = "s3cret-Cloud-pw"
+    url = "http://market.example.org:8080/site"
+
+    async def scenario() -> tuple[list[str], list[str], str, str]:
+        settings = Settings.for_site(server.xmlrpc_url, server.session, server.flow_url)
+        read_only = SiteConnection(settings, read_only=True)
+        site = SiteConnection(settings)
+        try:
+            await read_only.connect()
+            await site.connect()
+            user, market = CreateCloudUser(USER, password), RegisterMarketplace(url)
+            user_plan, market_plan = await user.plan(site), await market.plan(site)
+            commands = [c.cli for c in user.preview(user_plan).changes + market.preview(market_plan).changes]
+            text = repr(user) + json.dumps(user.plan_json(user_plan)) + repr(user.preview(user_plan))
+            confirm = user.confirmation(user_plan)
+            assert confirm is not None and "onegroup addadmin" in confirm.command
+            for operation, plan in ((user, user_plan), (market, market_plan)):
+                with pytest.raises(ReadOnlyRefused):
+                    await run_operation(read_only, operation, plan, RunContext(lambda e: None))
+            events: list[str] = []
+            await run_operation(site, user, user_plan, RunContext(lambda e: events.append(e.message)))
+            again = await user.plan(site)
+            assert again.complete and user.confirmation(again) is None
+            done = await run_operation(site, market, market_plan, RunContext(lambda e: events.append(e.message)))
+            assert done.changed and market.confirmation(await market.plan(site)) is None
+            return commands, events, text, audit_path.read_text()
+        finally:
+            await read_only.close()
+            await site.close()
+
+    commands, events, text, audit_text = asyncio.run(scenario())
+    assert any(c.startswith(f"onegroup create {USER}") for c in commands)
+    assert any(c.startswith(f"oneuser create {USER} --read-file") for c in commands)
+    assert any(c.startswith(f"onegroup addadmin {USER} {USER}") for c in commands)
+    assert any(c.startswith("oneacl create '@<new group id> VM+IMAGE") for c in commands)
+    assert any(c.startswith("onemarket create") for c in commands)
+    assert any(f"user {USER} created" in e for e in events) and any("registered as marketplace" in e for e in events)
+    entries = [json.loads(line) for line in audit_text.splitlines()]
+    refused = [(e["action"], e["outcome"]) for e in entries if e["outcome"] == "refused"]
+    assert refused == [("setup.cloud_user", "refused"), ("market.create", "refused")]
+    assert ("user.create", "ok") in [(e["action"], e["outcome"]) for e in entries]
+    assert password not in text and password not in audit_text
+    assert len(AuditLog(audit_path).entries()) == len(entries)

@@ -16,16 +16,22 @@
 Each part is skipped when the site already has it (a group or user of that name, the admin, the
 rule), so a re-run after a kill finishes the rest and never creates a second one. Every change is
 audit-logged.
+
+`CreateCloudUser` and `RegisterMarketplace` are the two as operations (`tui.procedures.operation`):
+the read-only refusal, the preview with the equivalent `onegroup`/`oneuser`/`oneacl`/`onemarket`
+commands, the confirmation and the audit of a refusal come from the one pipeline, in the setup
+run, the console's checklist and anywhere else they are offered.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, AsyncIterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, AsyncIterator, ClassVar
 from urllib.parse import urlsplit
 
 from tui.domain.acls import ACL_ALL, ACL_GID, ACL_RESOURCES, ACL_RIGHTS
 from tui.errors import SiteError
+from tui.procedures.operation import Confirmation, Operation, RunContext
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress
 
@@ -197,3 +203,92 @@ async def register_marketplace(site: "SiteConnection", plan: MarketplacePlan) ->
     site.audit.record("market.create", plan.url, "ok", {"market_id": market_id, "name": plan.name})
     yield Progress(step, 1, 1, f"registered as marketplace {market_id} {plan.name!r}; the platform lists its apps "
                    "once it has monitored it", "done")
+
+
+# -- as operations --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IdentityDone:
+    """What a setup identity operation did: the events' messages, and whether anything changed."""
+
+    what: str
+    changed: bool
+    messages: tuple[str, ...] = ()
+
+    def as_json(self) -> dict[str, Any]:
+        return {"what": self.what, "changed": self.changed, "messages": list(self.messages)}
+
+
+async def _report(events: AsyncIterator[Progress], context: RunContext, what: str) -> IdentityDone:
+    messages: list[str] = []
+    changed = False
+    async for event in events:
+        context.report(event)
+        messages.append(event.message)
+        changed = changed or event.state != "skipped"
+    return IdentityDone(what, changed, tuple(messages))
+
+
+@dataclass(frozen=True)
+class CreateCloudUser(Operation[CloudUserPlan, IdentityDone]):
+    """The automation cloud user as the installer makes it (group, user, group admin, rule)."""
+
+    user_name: str
+    #: app_automation_cloud_password: never in a preview, the audit log or an argument list
+    password: str = field(repr=False, compare=False)
+    group_name: str | None = None
+
+    title: ClassVar[str] = "Create the automation cloud user"
+    refusal: ClassVar[str] = "creating the cloud user changes the cloud's users, groups and ACL rules"
+    action: ClassVar[str] = "setup.cloud_user"
+    resumable: ClassVar[bool] = True
+
+    async def plan(self, site: "SiteConnection") -> CloudUserPlan:
+        return await plan_cloud_user(site, self.user_name, self.group_name)
+
+    def preview(self, plan: CloudUserPlan) -> Preview:
+        return plan.preview()
+
+    def confirmation(self, plan: CloudUserPlan) -> Confirmation | None:
+        if plan.complete:
+            return None
+        commands = [c.cli for c in plan.preview().changes if c.kind != "none"]
+        return Confirmation("Create", f"cloud user {plan.user_name} (group {plan.group_name})",
+                            "\n".join(c.description for c in plan.preview().changes), command=" && ".join(commands))
+
+    def plan_json(self, plan: CloudUserPlan) -> dict[str, Any]:
+        return {"user": plan.user_name, "group": plan.group_name, "group_id": plan.group_id, "user_id": plan.user_id,
+                "is_admin": plan.is_admin, "rule_exists": plan.rule_exists, "complete": plan.complete}
+
+    async def execute(self, site: "SiteConnection", plan: CloudUserPlan, context: RunContext) -> IdentityDone:
+        return await _report(create_cloud_user(site, plan, self.password), context, f"cloud user {plan.user_name}")
+
+
+@dataclass(frozen=True)
+class RegisterMarketplace(Operation[MarketplacePlan, IdentityDone]):
+    """A marketplace the settings name and the cloud lacks (`onemarket create`)."""
+
+    url: str
+
+    title: ClassVar[str] = "Register a marketplace"
+    refusal: ClassVar[str] = "registering a marketplace changes the cloud"
+    action: ClassVar[str] = "market.create"
+
+    async def plan(self, site: "SiteConnection") -> MarketplacePlan:
+        return await plan_marketplace(site, self.url)
+
+    def preview(self, plan: MarketplacePlan) -> Preview:
+        return plan.preview()
+
+    def confirmation(self, plan: MarketplacePlan) -> Confirmation | None:
+        if plan.existing is not None:
+            return None
+        return Confirmation("Register", f"marketplace {plan.url}", plan.template(),
+                            command="onemarket create <file with NAME, MARKET_MAD and ENDPOINT>")
+
+    def plan_json(self, plan: MarketplacePlan) -> dict[str, Any]:
+        return {"url": plan.url, "name": plan.name, "existing": plan.existing}
+
+    async def execute(self, site: "SiteConnection", plan: MarketplacePlan, context: RunContext) -> IdentityDone:
+        return await _report(register_marketplace(site, plan), context, f"marketplace {plan.url}")

@@ -13,8 +13,8 @@ The steps and what runs them:
 
 | step | runs |
 |---|---|
-| marketplaces | `register_marketplace` (a configured marketplace the cloud lacks) |
-| cloud-user | `create_cloud_user`: group, user, group admin, the group's default rule |
+| marketplaces | `RegisterMarketplace` (a configured marketplace the cloud lacks), an `Operation` |
+| cloud-user | `CreateCloudUser`: group, user, group admin, the group's default rule, an `Operation` |
 | download | `download_appliance` (operation 2, attributes attached) or, when a download is already under way, a wait for its images |
 | tagged | `attach_attributes` (operation 1) |
 | instantiate | `deploy_toolkit` without waiting (operation 3); for a service already there: wait until the database VMs have a host, then `follow_deployment` to RUNNING (operation 4) |
@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, AsyncIterator, Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Mapping
 
 from tui.domain.setup_steps import SetupChecklist, SetupStep, StepId, StepState
 from tui.errors import SiteError
@@ -48,6 +48,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from tui.domain.site_record import SiteRecord
     from tui.procedures.connection import SiteConnection
     from tui.procedures.move_plan import MoveTimeouts
+    from tui.procedures.operation import Operation
 
 #: rounds after which the run stops whatever happens (each round does one step)
 MAX_ROUNDS = 40
@@ -470,26 +471,53 @@ async def _site_config(site: "SiteConnection", repo: object, branch: str, site_d
         repo.close()  # type: ignore[attr-defined]
 
 
+def operation_step(site: "SiteConnection", step: SetupStep, operation: "Operation[Any, Any]", plan: object) -> StepPlan:
+    """A step done by an `Operation`: its preview, and its run through `run_operation` (the
+    read-only refusal, the audit of a refusal) with the events streamed as they come."""
+    from tui.procedures.operation import RunContext, run_operation
+
+    async def run() -> AsyncIterator[Progress]:
+        queue: asyncio.Queue[Progress | None] = asyncio.Queue()
+        context = RunContext(queue.put_nowait)
+
+        async def go() -> None:
+            try:
+                await run_operation(site, operation, plan, context)
+            finally:
+                queue.put_nowait(None)
+
+        task = asyncio.ensure_future(go())
+        try:
+            while (event := await queue.get()) is not None:
+                yield event
+            await task  # its error, if any
+        finally:
+            if not task.done():
+                task.cancel()
+
+    return StepPlan(step, operation.preview(plan), run)
+
+
 async def _plan_cloud_user(site: "SiteConnection", facts: SetupFacts, step: SetupStep, options: RunOptions,
                            ask: AskSecrets) -> StepPlan:
-    from tui.procedures.setup_identity import create_cloud_user, plan_cloud_user
+    from tui.procedures.setup_identity import CreateCloudUser
 
     name = facts.target.cloud_username
     password_name = site.naming.input_name(f"{site.naming.role_automation}_cloud_password")
     password = facts.target.values.get(password_name) or (await ask([password_name])).get(password_name, "")
-    plan = await plan_cloud_user(site, name)
-    return StepPlan(step, plan.preview(), lambda: create_cloud_user(site, plan, password))
+    operation = CreateCloudUser(name, password)
+    return operation_step(site, step, operation, await operation.plan(site))
 
 
 async def _plan_marketplaces(site: "SiteConnection", facts: SetupFacts, step: SetupStep, options: RunOptions,
                              ask: AskSecrets) -> StepPlan:
-    from tui.procedures.setup_identity import plan_marketplace, register_marketplace
+    from tui.procedures.setup_identity import RegisterMarketplace
 
     missing = list(step.data.get("missing", ()))
     if not missing:
         raise _stop(step)
-    plan = await plan_marketplace(site, missing[0])
-    return StepPlan(step, plan.preview(), lambda: register_marketplace(site, plan))
+    operation = RegisterMarketplace(missing[0])
+    return operation_step(site, step, operation, await operation.plan(site))
 
 
 _PLANNERS: Mapping[StepId, Callable[..., Awaitable[StepPlan]]] = {
