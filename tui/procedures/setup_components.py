@@ -121,9 +121,6 @@ async def enable_components(site: "SiteConnection", repo: "GitRepo", plan: Compo
                             step_timeout: float = 1800.0) -> AsyncIterator[Progress]:
     """Enable each planned component (`offer_component`), then check and submit core.yaml."""
     from tui.procedures.provision_component import offer_component
-    from tui.procedures.site_config import load_site_config
-    from tui.procedures.site_repo import submit_site
-    from tui.procedures.site_verdict import site_verdict, submit_gate
 
     for why in plan.skipped:
         yield Progress("recommended components", 1, 1, f"not enabled: {why}", "skipped")
@@ -133,12 +130,23 @@ async def enable_components(site: "SiteConnection", repo: "GitRepo", plan: Compo
                                            poll_interval=poll_interval, step_timeout=step_timeout):
             yield Progress(f"{step.definition.name}: {event.step}", event.done, event.total, event.message,
                            event.state, event.data)
-    config = (await load_site_config(plan.site.path, password, site.naming)).config
+    async for event in submit_checked(site, repo, plan.site, password, "enabling the components"):
+        yield event
+
+
+async def submit_checked(site: "SiteConnection", repo: "GitRepo", ref: "SiteRef", password: VaultPassword,
+                         after: str) -> AsyncIterator[Progress]:
+    """Check core.yaml with the cloud's facts; no error: commit and push it (`submit_site`)."""
+    from tui.procedures.site_config import load_site_config
+    from tui.procedures.site_repo import submit_site
+    from tui.procedures.site_verdict import site_verdict, submit_gate
+
+    config = (await load_site_config(ref.path, password, site.naming)).config
     verdict = await site_verdict(config, site=site)
     if verdict.errors:
-        raise SiteError(f"core.yaml has {len(verdict.errors)} error(s) after enabling the components",
+        raise SiteError(f"core.yaml has {len(verdict.errors)} error(s) after {after}",
                         "\n".join(f"{f.path}: {f.message}" for f in verdict.errors)
-                        + f"\nFix them in {plan.site.path} (`sitetk site edit`), then run again.")
-    async for event in submit_site(repo, plan.site, password, gate=submit_gate(verdict), naming=site.naming,
+                        + f"\nFix them in {ref.path} (`sitetk site edit`), then run again.")
+    async for event in submit_site(repo, ref, password, gate=submit_gate(verdict), naming=site.naming,
                                    audit=site.audit):
         yield event

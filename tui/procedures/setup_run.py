@@ -22,6 +22,7 @@ The steps and what runs them:
 | grant | `grant_ssh_key` (operation 5) |
 | database-host | `move_many` of `plan_flagged` (operation 7), offered as soon as the manager VM has a host |
 | site-branch, core-yaml, submitted | `create_site` (or open), `fill_site_file`, the checks, `submit_site` (operation 6), once the object store VM's address is known |
+| dns, route-manager (optional, only with `--only`) | `setup_optional`: the running appliance's address (and the route manager's token) into core.yaml, checked and submitted |
 | components | `setup_components`: each missing component of the minimal set (and the recommended ones the library offers) through `offer_component` (operation 9: appliances, grants, site variables), then checked and submitted |
 
 Steps only the operator can do (platform configuration, networks, a failed service) stop the run
@@ -442,6 +443,35 @@ async def _plan_components(site: "SiteConnection", facts: SetupFacts, step: Setu
     return StepPlan(step, plan.preview(), run)
 
 
+async def _plan_optional(site: "SiteConnection", facts: SetupFacts, step: SetupStep, options: RunOptions,
+                         ask: AskSecrets) -> StepPlan:
+    """DNS / route manager: the running appliance's values into core.yaml (`setup_optional`)."""
+    from tui.procedures.setup_optional import plan_optional, write_optional
+    from tui.procedures.site_workspace import sites_repo
+
+    target = facts.target
+    vm_id = step.data.get("vm_id")
+    if vm_id is None or not target.branch:
+        raise _stop(step, "nothing to write yet")
+    password = await _vault_password(site, facts, step, ask)
+    repo = sites_repo(site.settings)
+    try:
+        plan = await plan_optional(site, repo, target.branch, target.site_dir or target.branch, password,
+                                   "dns" if step.id is StepId.DNS else "route-manager", int(vm_id))
+    except SiteError as error:
+        repo.close()
+        raise SetupStopped(step.id, f"{step.title!r} cannot be planned: {error.title}", error.detail) from None
+
+    async def run() -> AsyncIterator[Progress]:
+        try:
+            async for event in write_optional(site, repo, plan, password):
+                yield event
+        finally:
+            repo.close()
+
+    return StepPlan(step, plan.preview(), run)
+
+
 async def _site_config(site: "SiteConnection", repo: object, branch: str, site_dir: str,
                        password: object) -> AsyncIterator[Progress]:
     from tui.procedures.site_config import load_site_config
@@ -533,4 +563,6 @@ _PLANNERS: Mapping[StepId, Callable[..., Awaitable[StepPlan]]] = {
     StepId.CORE_YAML: _plan_site,
     StepId.COMPONENTS: _plan_components,
     StepId.SUBMITTED: _plan_site,
+    StepId.DNS: _plan_optional,
+    StepId.ROUTE_MANAGER: _plan_optional,
 }

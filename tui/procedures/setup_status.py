@@ -631,28 +631,69 @@ def submitted_step(facts: SetupFacts) -> SetupStep:
 # -- optional ------------------------------------------------------------------------------------
 
 
-def _appliance_step(facts: SetupFacts, step_id: StepId, title: str, name: str, use: str) -> SetupStep:
+def _appliance_vm(facts: SetupFacts, name: str) -> tuple[Any, str]:
+    """The VM running the appliance `name` (None), and what was found when there is none."""
     images = [i for i in facts.images or () if i.attributes.get(facts.naming.appliance_name_attribute) == name]
     vms = [vm for vm in facts.vms or () if any(i.vm_ids and vm.id in i.vm_ids for i in images)]
     if vms:
-        vm = vms[0]
-        return _step(step_id, title, StepState.DONE, (f"VM {vm.id} {vm.name} runs the {name} appliance ({', '.join(vm.ips)})",),
-                     use, mandatory=False)
-    evidence = (f"image {images[0].id} of {name} downloaded, no VM uses it" if images else f"no {name} appliance downloaded",)
-    return _step(step_id, title, StepState.OPTIONAL, evidence, use, mandatory=False)
+        return vms[0], ""
+    return None, (f"image {images[0].id} of {name} downloaded, no VM uses it" if images else f"no {name} appliance downloaded")
+
+
+def _optional_step(facts: SetupFacts, step_id: StepId, title: str, name: str, deploy: str,
+                   written: Any, write: str) -> SetupStep:
+    """An optional appliance: not deployed (how to), deployed and not written (how to write it:
+    only when asked), written (done). `written(vm, config)` -> (done, evidence)."""
+    vm, found = _appliance_vm(facts, name)
+    if vm is None:
+        return _step(step_id, title, StepState.OPTIONAL, (found,), deploy, mandatory=False)
+    evidence = [f"VM {vm.id} {vm.name} runs the {name} appliance ({', '.join(vm.ips) or 'no address yet'})"]
+    config = parse_core_yaml(facts)
+    if config is None or core_yaml_step(facts).state is not StepState.DONE:
+        return _blocked(step_id, title, StepId.CORE_YAML, "Once core.yaml is filled, checked and submitted: " + write,
+                        evidence, mandatory=False)
+    done, said = written(vm, config)
+    if done:
+        return _step(step_id, title, StepState.DONE, evidence + [said], mandatory=False, data={"vm_id": vm.id})
+    return _step(step_id, title, StepState.OPTIONAL, evidence + [said], write, mandatory=False,
+                 command=_run(step_id), data={"vm_id": vm.id})
 
 
 def dns_step(facts: SetupFacts) -> SetupStep:
+    from tui.procedures.setup_optional import OptionalNames, dns_servers
+
     name = facts.naming.extra.get("dns_appliance_name", DNS_APPLIANCE)
-    return _appliance_step(facts, StepId.DNS, "DNS appliance (optional)", name,
-                           "Deploy it from the marketplace and put its address in site_dns of core.yaml.")
+    key = OptionalNames.of(facts.naming).dns_key
+
+    def written(vm: Any, config: Any) -> tuple[bool, str]:
+        servers = dns_servers(config.get(key))
+        ip = vm.ips[0] if vm.ips else ""
+        return bool(ip) and servers[:1] == [ip], f"{key} = {','.join(servers) or '(empty)'}"
+
+    return _optional_step(facts, StepId.DNS, "DNS appliance (optional)", name,
+                          "Deploy it from the marketplace; then its address goes first in site_dns.", written,
+                          f"`{_run(StepId.DNS)}` puts its address first in {key} (previewed, then submitted).")
 
 
 def route_manager_step(facts: SetupFacts) -> SetupStep:
+    from tui.procedures.setup_optional import OptionalNames
+
     name = facts.naming.extra.get("route_manager_appliance_name", ROUTE_MANAGER_APPLIANCE)
-    return _appliance_step(facts, StepId.ROUTE_MANAGER, "Route-manager appliance (optional)", name,
-                           "Deploy it from the marketplace; its endpoint and token (read from the VM) go into the "
-                           "site configuration.")
+    names = OptionalNames.of(facts.naming)
+
+    def written(vm: Any, config: Any) -> tuple[bool, str]:
+        endpoint = config.get(names.endpoint_key)
+        host = urlsplit(endpoint).hostname if isinstance(endpoint, str) else None
+        token = config.get(names.token_key)
+        done = bool(vm.ips) and host == vm.ips[0] and bool(token)
+        return done, (f"{names.endpoint_key} = {endpoint!r}; {names.token_key} "
+                      f"{'set' if token else 'not set'}")
+
+    return _optional_step(facts, StepId.ROUTE_MANAGER, "Route-manager appliance (optional)", name,
+                          "Deploy it from the marketplace; then its endpoint and token (read from the VM) go into "
+                          "the site configuration.", written,
+                          f"`{_run(StepId.ROUTE_MANAGER)}` writes its endpoint and token (read from the VM) into "
+                          "core.yaml (previewed, token masked, then submitted).")
 
 
 STEP_RULES = (platform_step, cli_helper_step, gate_step, marketplaces_step, datastores_step, default_network_step,

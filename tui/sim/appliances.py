@@ -6,7 +6,9 @@ runs the document database (its role is one of `naming.document_db_roles`, or it
 `naming.document_db_attribute`) only becomes READY on an x86_64 host whose KVM_CPU_FEATURES list
 sse4_2 and avx and when its CPU model is absent, host-passthrough or one the host offers;
 otherwise the database never starts and DB_ERROR says why. The automation role's VM publishes a
-freshly generated ed25519 public key under `naming.automation_key_attribute`.
+freshly generated ed25519 public key under `naming.automation_key_attribute`. A VM booted from
+the route-manager appliance's image publishes its API token (`ROUTE_MANAGER_TOKEN_ATTRIBUTE`, an
+assumption of ours: the spec does not show where the appliance keeps it) once, on its first boot.
 Each boot that (re)defines the VM clears READY and DB_ERROR and reports again.
 """
 
@@ -19,6 +21,9 @@ from tui.sim.state import SimHost, SimSite, SimVm
 READY_DELAY = 12.0
 KEY_DELAY = 6.0
 DB_ERROR_ATTRIBUTE = "DB_ERROR"
+#: the route-manager appliance (its marketplace record name) and where its VM publishes its token
+ROUTE_MANAGER_APPLIANCE = "Route Manager API"
+ROUTE_MANAGER_TOKEN_ATTRIBUTE = "ONEAPP_ROUTEMANAGER_TOKEN"
 
 
 def role_of(vm: SimVm) -> str:
@@ -89,8 +94,35 @@ def _drop(vm: SimVm, *names: str) -> None:
         vm.touch()
 
 
+def appliance_names(site: SimSite, vm: SimVm) -> set[str]:
+    """The marketplace appliance names the VM's disk images carry."""
+    names = set()
+    for name, value in vm.template:
+        if name != "DISK" or not isinstance(value, list):
+            continue
+        image = site.images.get(int(dict(value).get("IMAGE_ID", "-1") or -1))
+        if image is not None:
+            names.add(scalar(image.template, site.naming.appliance_name_attribute, ""))
+    return names - {""}
+
+
+def _publish_token(site: SimSite, vm: SimVm) -> None:
+    import secrets
+
+    epoch = vm.epoch
+
+    def publish() -> None:
+        live = site.vms.get(vm.id) is vm and vm.epoch == epoch and vm.state == 3 and vm.lcm_state == 3
+        if live and not scalar(vm.user_template, ROUTE_MANAGER_TOKEN_ATTRIBUTE, ""):
+            _set(vm, ROUTE_MANAGER_TOKEN_ATTRIBUTE, secrets.token_urlsafe(24))
+
+    site.after(KEY_DELAY, publish)
+
+
 def on_boot(site: SimSite, vm: SimVm) -> None:
     """Called when the VM reaches RUNNING: schedule what its appliance will report."""
+    if ROUTE_MANAGER_APPLIANCE in appliance_names(site, vm):
+        _publish_token(site, vm)
     role = role_of(vm)
     service = scalar(vm.user_template, "SERVICE_ID", "")
     if not role and not service and not runs_document_db(site, vm):
