@@ -42,6 +42,7 @@ from tui.adapters.vm_pool_cache import VmSummaryCache
 from tui.domain.attributes import Attributes
 from tui.domain.endpoints import endpoint_secrets, redact_endpoint
 from tui.domain.error_codes import NO_EXISTS
+from tui.domain.images import IMAGE_DELETE
 from tui.domain.permissions import Permissions
 from tui.domain.template_text import parse_template, render_template, scalar
 from tui.errors import SiteError, redact
@@ -226,18 +227,20 @@ class CloudClient:
                                       read_back, timeout=self.timeout, what=f"an object named {name!r}",
                                       policy=self.retry_policy)
 
-    async def _delete(self, method: str, object_id: int, info: Callable[[int], Awaitable[Any]]) -> int:
+    async def _delete(self, method: str, object_id: int, info: Callable[[int], Awaitable[Any]],
+                      going: Callable[[Any], bool] = lambda _: False) -> int:
         """`one.<method>` of one object, reconciled: after a failure whose outcome is unknown the
-        object is read back, and a NO_EXISTS answer means the delete happened."""
+        object is read back; a NO_EXISTS answer, or the object in a state `going` says is on its
+        way out, means the delete happened."""
 
         async def read_back() -> int | None:
             try:
-                await info(object_id)
+                found = await info(object_id)
             except SiteError as error:
                 if error.code == NO_EXISTS:
                     return object_id
                 raise
-            return None
+            return object_id if going(found) else None
 
         return await reconciled_write(lambda deadline: self._scalar(method, int, int(object_id), deadline=deadline),
                                       read_back, timeout=self.timeout, what=f"object {object_id}",
@@ -414,7 +417,11 @@ class CloudClient:
                                     named=lambda: self._names(self.list_images(MINE)))
 
     async def image_delete(self, image_id: int) -> int:
-        return await self._delete("image.delete", image_id, self.image_info)
+        # an image with a SOURCE is not dropped at once: it goes to DELETE while the datastore driver
+        # removes the file (src/image/ImageManagerActions.cc, ImageManager::delete_image, release-7.0.0
+        # ~l.534-622); a DELETE image read back means the delete happened
+        return await self._delete("image.delete", image_id, self.image_info,
+                                  going=lambda image: image.state == IMAGE_DELETE)
 
     async def image_chmod(self, image_id: int, perms: Permissions | Sequence[int]) -> int:
         return await self._scalar("image.chmod", int, int(image_id), *_perm_args(perms), idempotent=True)

@@ -27,6 +27,8 @@ IMAGE_STATES: dict[int, tuple[str, str]] = {
 }
 
 READY, USED, LOCKED, ERROR, USED_PERS = 1, 2, 4, 5, 8
+#: the image is being removed (the datastore driver deletes its file, then the image goes)
+IMAGE_DELETE = 7
 
 #: IMAGE TYPE code -> name
 IMAGE_TYPES: dict[int, str] = {
