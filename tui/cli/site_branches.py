@@ -29,6 +29,7 @@ from tui.cli.site_options import (
     warn,
 )
 from tui.errors import SiteError
+from tui.procedures.progress import Progress
 from tui.procedures.site_config import load_site_config
 from tui.procedures.site_repo import (
     SiteRef,
@@ -91,8 +92,8 @@ async def open_command(args: argparse.Namespace) -> int:
         events = await follow(open_site(repo, args.branch, args.site), args.json)
     finally:
         repo.close()
-    site = events[-1].data
-    finish(args.json, {"site": site, "events": [e.as_json() for e in events]}, site.get("path"))
+    site = _opened(events)
+    finish(args.json, {"site": site.as_json(), "events": [e.as_json() for e in events]}, str(site.path))
     return EXIT_OK
 
 
@@ -109,9 +110,17 @@ async def create_command(args: argparse.Namespace) -> int:
         events = await follow(create_site(repo, args.branch, args.site or args.branch, password, initial=initial), args.json)
     finally:
         repo.close()
-    site = events[-1].data
-    finish(args.json, {"warnings": warnings, "site": site, "events": [e.as_json() for e in events]}, site.get("path"))
+    site = _opened(events)
+    finish(args.json, {"warnings": warnings, "site": site.as_json(), "events": [e.as_json() for e in events]}, str(site.path))
     return EXIT_OK
+
+
+def _opened(events: list[Progress]) -> SiteRef:
+    """The site an open or a create left in the working clone (its last event's outcome)."""
+    site = events[-1].outcome if events else None
+    if not isinstance(site, SiteRef):
+        raise SiteError("The site was not opened", "The working clone is not on a site branch; open it again.")
+    return site
 
 
 

@@ -39,7 +39,7 @@ from tui.cli.site_options import (
     warn,
 )
 from tui.procedures.fill_operation import FillSite
-from tui.procedures.site_config import edit_file, encrypt_file, load_site_config, preview_edit, preview_encrypt
+from tui.procedures.site_config import ConfigWritten, edit_file, encrypt_file, load_site_config, preview_edit, preview_encrypt
 from tui.procedures.site_confirmations import confirm_appliance_id, plan_confirmation
 from tui.procedures.site_fill import gather_cloud_facts
 from tui.procedures.site_verdict import verdict_of
@@ -80,10 +80,10 @@ async def edit_command(args: argparse.Namespace) -> int:
         print_preview(await preview_edit(Path(args.path), password, changes), args.json)
         return EXIT_OK
     events = await follow(edit_file(Path(args.path), password, changes), args.json)
-    findings = events[-1].data.get("findings", []) if events else []
-    if not args.json:
-        for finding in findings:
-            print(f"{finding['severity']}: {finding['path']}: {finding['message']}", file=sys.stderr)
+    written = events[-1].outcome if events else None
+    if not args.json and isinstance(written, ConfigWritten):
+        for finding in written.findings:
+            print(f"{finding.severity.value}: {finding.path}: {finding.message}", file=sys.stderr)
     finish(args.json, {"warnings": warnings, "events": [e.as_json() for e in events]})
     return EXIT_OK
 

@@ -21,6 +21,7 @@ from tui.procedures.instantiate_toolkit import (
     DEFAULT_POLL_INTERVAL,
     DEFAULT_TIMEOUT,
     DeployPlan,
+    DeployStep,
     deploy_toolkit,
     plan_deploy,
 )
@@ -82,8 +83,9 @@ class DeployToolkit(Operation[DeployPlan, Deployed]):
         async for event in deploy_toolkit(site, plan, wait=self.wait, timeout=self.timeout, key_timeout=self.key_timeout,
                                           poll_interval=self.poll_interval, cancel=context.cancel,
                                           heartbeat=self.heartbeat):
-            service_id = event.data.get("service_id", service_id)
-            cancelled = cancelled or bool(event.data.get("cancelled"))
+            if isinstance(event.outcome, DeployStep):
+                service_id = event.outcome.service_id
+                cancelled = cancelled or event.outcome.cancelled
             context.report(event)
         record = load_site_record(site.settings, service_id) if service_id is not None else None
         return Deployed(service_id, record, cancelled)

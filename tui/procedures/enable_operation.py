@@ -21,8 +21,14 @@ from tui.domain.components import ComponentDefinition
 from tui.procedures.download_appliance import DEFAULT_POLL_INTERVAL
 from tui.procedures.operation import Confirmation, Operation, RunContext
 from tui.procedures.preview import Preview
-from tui.procedures.provision_component import GRANT_POLICY, ProvisionPlan, offer_component, plan_provision
-from tui.procedures.site_config import VaultPassword, check_enable_inputs, enable_component, preview_enable_component
+from tui.procedures.provision_component import GRANT_POLICY, Provisioned, ProvisionPlan, offer_component, plan_provision
+from tui.procedures.site_config import (
+    ConfigWritten,
+    VaultPassword,
+    check_enable_inputs,
+    enable_component,
+    preview_enable_component,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection
@@ -124,8 +130,9 @@ class EnableComponent(Operation[EnableReview, ComponentEnabled]):
         changed = False
         learned: dict[str, Any] = {}
         async for event in events:
-            if "values" in event.data:
-                learned = dict(event.data["values"])
-            changed = changed or bool(event.data.get("changed"))
+            if isinstance(event.outcome, Provisioned):
+                learned = dict(event.outcome.values)
+            elif isinstance(event.outcome, ConfigWritten):
+                changed = event.outcome.changed
             context.report(event)
         return ComponentEnabled(self.definition.name, self.path, changed, learned)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 from tui.domain.components import ComponentDefinition
 from tui.procedures.operation import Confirmation, Operation, RunContext
 from tui.procedures.preview import Preview
-from tui.procedures.site_config import VaultPassword
+from tui.procedures.site_config import ConfigWritten, VaultPassword
 from tui.procedures.site_fill import FillPlan, fill_site_file, plan_fill
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -57,6 +57,7 @@ class FillSite(Operation[FillPlan, Filled]):
     async def execute(self, site: "SiteConnection", plan: FillPlan, context: RunContext) -> Filled:
         changed = False
         async for event in fill_site_file(site, plan, self.password, self.definitions):
-            changed = changed or bool(event.data.get("changed"))
+            if isinstance(event.outcome, ConfigWritten):
+                changed = event.outcome.changed
             context.report(event)
         return Filled(plan.path, changed)

@@ -127,7 +127,8 @@ async def grant_ssh_key(site: "SiteConnection", plan: GrantPlan, *,
         _remember(site, record, plan.user_name)
         yield Progress("update user", 2, total, f"{label} already has the key {plan.key.fingerprint}; unchanged",
                        "skipped", {"user_id": plan.user_id, "changed": False})
-        yield Progress("verify", 3, total, "nothing to verify", "skipped", {"user_id": plan.user_id, "changed": False})
+        yield Progress("verify", 3, total, "nothing to verify", "skipped", {"user_id": plan.user_id, "changed": False},
+                       KeyGranted(plan.user_id, plan.user_name, False))
         return
     details = {"fingerprint": plan.key.fingerprint, "type": plan.key.type, "comment": plan.key.comment,
                "append": 1, "keys_before": len(current.existing)}
@@ -152,7 +153,8 @@ async def grant_ssh_key(site: "SiteConnection", plan: GrantPlan, *,
     site.audit.record("user.ssh_key.grant", label, "ok", {**details, "keys_after": len(split_keys(value))})
     _remember(site, record, plan.user_name)
     yield Progress("verify", 3, total, f"{label} now has {len(split_keys(value))} key(s), the automation key among them",
-                   "done", {"user_id": plan.user_id, "changed": True, "keys": len(split_keys(value))})
+                   "done", {"user_id": plan.user_id, "changed": True, "keys": len(split_keys(value))},
+                   KeyGranted(plan.user_id, plan.user_name, True))
 
 
 def _remember(site: "SiteConnection", record: SiteRecord | None, user_name: str) -> None:
@@ -202,8 +204,9 @@ class GrantKey(Operation[GrantPlan, KeyGranted]):
                             command=plan.cli())
 
     async def execute(self, site: "SiteConnection", plan: GrantPlan, context: RunContext) -> KeyGranted:
-        changed = False
+        granted = KeyGranted(plan.user_id, plan.user_name, False)
         async for event in grant_ssh_key(site, plan, record=self.record):
-            changed = changed or bool(event.data.get("changed"))
+            if isinstance(event.outcome, KeyGranted):
+                granted = event.outcome
             context.report(event)
-        return KeyGranted(plan.user_id, plan.user_name, changed)
+        return granted

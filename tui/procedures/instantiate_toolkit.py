@@ -111,6 +111,24 @@ class KeyNotPublished(SiteError):
 
 
 @dataclass(frozen=True)
+class DeployStep:
+    """The typed outcome of every event of a deployment (`Progress.outcome`): the service it is
+    about and, where the event says so, the role, what the role waits for, the service's log,
+    a stopped wait or the record written. Screens and operations read this, never `data`."""
+
+    service_id: int
+    role: str | None = None
+    #: the role is waiting (a heartbeat): what for and which VMs hold it back
+    waiting: RoleWait | None = None
+    #: the service failed: its log
+    log: tuple[str, ...] = ()
+    #: following (or waiting for the key) was cancelled; the service was left as it is
+    cancelled: bool = False
+    #: the site record as saved (after the instantiation, and at the end)
+    record: SiteRecord | None = None
+
+
+@dataclass(frozen=True)
 class DeployPlan:
     """What `deploy_toolkit` will send, checked; the secrets never appear in repr or JSON."""
 
@@ -237,7 +255,8 @@ async def deploy_toolkit(
                    {"values_key": plan.values_key})
     record = await instantiate_service(site, plan)
     yield Progress(STEP_INSTANTIATE, 1, total, f"service {record.service_id} {record.service_name!r} created", "done",
-                   {"service_id": record.service_id, "values_key": plan.values_key, "record": record_to_json(record)})
+                   {"service_id": record.service_id, "values_key": plan.values_key, "record": record_to_json(record)},
+                   DeployStep(record.service_id, record=record))
     if not wait:
         return
     async for event in follow_deployment(site, record, timeout=timeout, key_timeout=key_timeout,
@@ -336,7 +355,8 @@ async def _key_event(follower: _Follower, service: Service | None) -> Progress |
     done = follower.finish(STEP_KEY)
     return Progress(STEP_KEY, done, follower.total,
                     f"VM {found.vm_id} published {found.key.short()}", "done",
-                    {"vm_id": found.vm_id, "public_key": found.key.line, "fingerprint": found.key.fingerprint})
+                    {"vm_id": found.vm_id, "public_key": found.key.line, "fingerprint": found.key.fingerprint},
+                    DeployStep(record.service_id))
 
 
 async def _diagnose(site: "SiteConnection", service: Service) -> list[str]:
@@ -355,13 +375,14 @@ def _waiting_events(waits: tuple[RoleWait, ...], service: Service, since: dict[s
         events.append(Progress(key, done, total, message + (f". {why}" if why else ""), "running",
                                {"service_id": service.id, "role": wait.role, "state": wait.state,
                                 "elapsed_s": round(now - since.get(key, started), 1), "waiting": wait.as_json(),
-                                "moves": [vm.as_json() for vm in wait.moves]}))
+                                "moves": [vm.as_json() for vm in wait.moves]},
+                               DeployStep(service.id, wait.role, wait)))
     names = ", ".join(f"{w.role} ({w.state})" for w in waits) or "the service's state to change"
     events.append(Progress(STEP_SERVICE, done, total,
                            f"service {service.id} {service.state_name} for {format_elapsed(now - started)}: waits for "
                            f"roles {names}", "running",
                            {"service_id": service.id, "state": service.state_name,
-                            "elapsed_s": round(now - started, 1)}))
+                            "elapsed_s": round(now - started, 1)}, DeployStep(service.id)))
     return events
 
 
@@ -400,7 +421,7 @@ async def follow_deployment(
                 await follower.update_roles(service)
             yield Progress(STEP_SERVICE, follower.done, count,
                            f"stopped following; service {service_id} is left as it is and keeps deploying", "skipped",
-                           {"service_id": service_id, "cancelled": True})
+                           {"service_id": service_id, "cancelled": True}, DeployStep(service_id, cancelled=True))
             return
         try:
             service = await site.flow.get_service(service_id)
@@ -412,7 +433,7 @@ async def follow_deployment(
             if not error.retryable or time.monotonic() > deadline:
                 raise
             yield Progress(STEP_SERVICE, follower.done, count, f"the site did not answer ({error.title}); retrying",
-                           "running", {"service_id": service_id})
+                           "running", {"service_id": service_id}, DeployStep(service_id))
             await _pause(poll_interval, cancel)
             continue
         for role in service.roles:
@@ -425,7 +446,7 @@ async def follow_deployment(
                 at = follower.finish(key) if state == "done" else follower.done
                 yield Progress(key, at, count, message, state,
                                {"service_id": service_id, "role": role.name, "state": role.state_name,
-                                "vm_ids": list(role.vm_ids)})
+                                "vm_ids": list(role.vm_ids)}, DeployStep(service_id, role.name))
         if seen.get(STEP_SERVICE) != service.state_name:
             seen[STEP_SERVICE] = service.state_name
             state = _step_state(service.state_name)
@@ -433,7 +454,7 @@ async def follow_deployment(
             note = service_state_note(service.state)
             yield Progress(STEP_SERVICE, at, count,
                            f"service {service_id} {service.state_name}" + (f": {note}" if note else ""), state,
-                           {"service_id": service_id, "state": service.state_name})
+                           {"service_id": service_id, "state": service.state_name}, DeployStep(service_id))
         event = await _key_event(follower, service)
         if event is not None:
             yield event
@@ -444,7 +465,8 @@ async def follow_deployment(
             log = format_log(service)
             roles = "; ".join(f"{r.name} {r.state_name}" for r in service.roles)
             yield Progress(STEP_SERVICE, follower.done, count, f"service {service_id} {service.state_name}", "failed",
-                           {"service_id": service_id, "state": service.state_name, "log": list(log)})
+                           {"service_id": service_id, "state": service.state_name, "log": list(log)},
+                           DeployStep(service_id, log=log))
             raise DeploymentFailed(
                 f"Service {service_id} is {service.state_name}",
                 f"Roles: {roles}.\nService log:\n" + ("\n".join(log) or "(empty)")
@@ -484,7 +506,7 @@ async def _wait_for_key(follower: _Follower, key_timeout: float, poll_interval: 
         vm = record.automation_vm
         yield Progress(STEP_KEY, follower.done, follower.total,
                        f"waiting for VM {vm.vm_id if vm else '?'} to publish {attribute}", "running",
-                       {"service_id": record.service_id})
+                       {"service_id": record.service_id}, DeployStep(record.service_id))
         started = time.monotonic()
         deadline = started + key_timeout
         next_beat = started + heartbeat
@@ -499,7 +521,8 @@ async def _wait_for_key(follower: _Follower, key_timeout: float, poll_interval: 
             if cancel is not None and cancel.is_set():
                 yield Progress(STEP_KEY, follower.done, follower.total,
                                "stopped waiting for the key; capture it later from the key view or `sitetk toolkit key`",
-                               "skipped", {"service_id": record.service_id, "cancelled": True})
+                               "skipped", {"service_id": record.service_id, "cancelled": True},
+                               DeployStep(record.service_id, cancelled=True))
                 return
             now = time.monotonic()
             if next_beat <= now <= deadline:
@@ -509,7 +532,8 @@ async def _wait_for_key(follower: _Follower, key_timeout: float, poll_interval: 
                 yield Progress(STEP_KEY, follower.done, follower.total,
                                f"waiting {format_elapsed(now - started)} (at most {format_elapsed(key_timeout)}) for "
                                f"{who} to publish {attribute}: its appliance does once its automation server runs",
-                               "running", {"service_id": record.service_id, "elapsed_s": round(now - started, 1)})
+                               "running", {"service_id": record.service_id, "elapsed_s": round(now - started, 1)},
+                               DeployStep(record.service_id))
             if time.monotonic() > deadline:
                 vm = follower.record.automation_vm
                 if vm is None:
@@ -521,7 +545,7 @@ async def _wait_for_key(follower: _Follower, key_timeout: float, poll_interval: 
                                f"{key_timeout:g} s")
                     check = f"`onevm show {vm.vm_id}`"
                 yield Progress(STEP_KEY, follower.done, follower.total, message, "failed",
-                               {"service_id": record.service_id})
+                               {"service_id": record.service_id}, DeployStep(record.service_id))
                 raise KeyNotPublished(
                     "The automation VM's public key did not appear",
                     f"{message}. The appliance publishes the key once its automation server has started: check "
@@ -530,7 +554,8 @@ async def _wait_for_key(follower: _Follower, key_timeout: float, poll_interval: 
     final = follower.record
     yield Progress(STEP_DONE, follower.total, follower.total,
                    f"service {final.service_id} {final.state}; VMs and the automation key recorded", "done",
-                   {"service_id": final.service_id, "record": record_to_json(final)})
+                   {"service_id": final.service_id, "record": record_to_json(final)},
+                   DeployStep(final.service_id, record=final))
 
 
 async def capture_automation_key(

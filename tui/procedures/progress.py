@@ -11,9 +11,11 @@ class Progress:
     """One step of a procedure: `done` of `total` units finished, with a human message.
 
     `state` is "running", "done", "failed" or "skipped" (already in the wanted state: re-runs are
-    idempotent and say so). `data` carries step results (ids created, values read) for --json;
-    `outcome` is the typed value a step produced (a frozen dataclass, such as the finished
-    download's `DownloadResult`): operations read results from it, never back out of `data`.
+    idempotent and say so). `data` is the step's detail in the `--json` event log (ids created,
+    values read) and nothing else: no layer reads it back. `outcome` is the typed value a step
+    produced (a frozen dataclass: the finished download's `DownloadResult`, a write's
+    `ConfigWritten`, a deployment's `DeployStep`, ...): operations and screens read results from
+    it (tests/test_progress_outcomes.py keeps it so).
     """
 
     step: str

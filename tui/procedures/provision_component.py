@@ -13,7 +13,8 @@ automation cloud user allowed to use their images, VM templates and service temp
   (progress, rollback on failure, attributes attached); each grant is one ACL rule
   (`domain.object_grants` says why rules and not chgrp/chmod). An object the user can already use
   is left alone, and a rule the platform reports as existing counts as granted, so re-runs are
-  idempotent. The last event carries the component's learned site-variable values.
+  idempotent. Events carry typed outcomes: the download's `DownloadResult`, each grant's
+  `RuleGranted`, and last `Provisioned` with the component's learned site-variable values.
 - `ComponentProvisioner`: the `ApplianceProvisioner` of `site_config.enable_component`.
 - `offer_component(...)`: the whole operation as one stream of events: decrypt core.yaml (a wrong
   password stops before anything changes), provision, list the component with its variables,
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping
 
@@ -42,6 +43,7 @@ from tui.procedures.download_appliance import (
     DEFAULT_POLL_INTERVAL,
     DEFAULT_STEP_TIMEOUT,
     DownloadPlan,
+    DownloadResult,
     default_download_name,
     download_appliance,
     find_market_app,
@@ -144,6 +146,26 @@ class ProvisionPlan:
         }
 
 
+@dataclass(frozen=True)
+class RuleGranted:
+    """The typed outcome of a grant event: the rule added (None: the user could already, or the
+    rule existed)."""
+
+    grant: Grant
+    rule_id: int | None
+
+
+@dataclass(frozen=True)
+class Provisioned:
+    """The typed outcome of provisioning's last event: the component's site-variable values
+    learned from its appliances, with notes, the appliances and the grants."""
+
+    values: Mapping[str, Any]
+    notes: tuple[str, ...] = ()
+    appliances: Mapping[str, InstalledAppliance] = field(default_factory=dict)
+    grants: tuple[Grant, ...] = ()
+
+
 async def resolve_cloud_user(site: "SiteConnection", name: str | None = None) -> User:
     """The automation cloud user: `name`, else the site record's, else the toolkit service's input."""
     wanted = (name or "").strip()
@@ -177,15 +199,15 @@ async def _objects(site: "SiteConnection", found: InstalledAppliance) -> list[Cl
     return objects
 
 
-async def _result_objects(site: "SiteConnection", result: Mapping[str, Any]) -> list[CloudObject]:
+async def _result_objects(site: "SiteConnection", result: DownloadResult) -> list[CloudObject]:
     """Every object a download left: all its images, VM templates and its service template."""
     objects: list[CloudObject] = []
-    images = await asyncio.gather(*(site.cloud.image_info(int(i)) for i in result.get("image_ids", [])))
+    images = await asyncio.gather(*(site.cloud.image_info(i) for i in result.image_ids))
     objects += [CloudObject("image", i.id, i.name, i.uid, i.gid, i.permissions) for i in images]
-    templates = await asyncio.gather(*(site.cloud.template_info(int(t)) for t in result.get("template_ids", []) if int(t) >= 0))
+    templates = await asyncio.gather(*(site.cloud.template_info(t) for t in result.template_ids if t >= 0))
     objects += [CloudObject("template", t.id, t.name, t.uid, t.gid, t.permissions) for t in templates]
-    if result.get("service_template_id") is not None:
-        d = await site.cloud.document_info(int(result["service_template_id"]))
+    if result.service_template_id is not None:
+        d = await site.cloud.document_info(result.service_template_id)
         objects.append(CloudObject("service_template", d.id, d.name, d.uid, d.gid, d.permissions))
     return objects
 
@@ -279,20 +301,19 @@ async def provision_component(
             installed[record.id] = step.installed
             yield Progress(f"{record.name}: download", 1, 1, f"{record.version} downloaded already: reused", "skipped")
             continue
-        result: Mapping[str, Any] | None = None
+        result: DownloadResult | None = None
         async for event in download_appliance(site, step.download, step_timeout=step_timeout, poll_interval=poll_interval, cancel=cancel):
-            if "download" in event.data:
-                result = event.data["download"]
-            yield Progress(f"{record.name}: {event.step}", event.done, event.total, event.message, event.state, event.data)
+            if isinstance(event.outcome, DownloadResult):
+                result = event.outcome
+            yield replace(event, step=f"{record.name}: {event.step}")
         if result is None:
             raise SiteError(f"{record.name}: the download ended without a result", "Nothing was granted; run the step again.")
-        image_ids = list(result.get("image_ids", []))
-        template_ids = [t for t in result.get("template_ids", []) if int(t) >= 0]
+        template_ids = [t for t in result.template_ids if t >= 0]
         installed[record.id] = InstalledAppliance(
             record.id, record.name, record.version,
-            int(image_ids[0]) if image_ids else None,
-            int(template_ids[0]) if template_ids else None,
-            result.get("service_template_id"),
+            result.image_ids[0] if result.image_ids else None,
+            template_ids[0] if template_ids else None,
+            result.service_template_id,
         )
         new_objects = await _result_objects(site, result)
         grants += plan_grants(new_objects, plan.user, await site.cloud.acl_list())
@@ -300,7 +321,7 @@ async def provision_component(
     for n, grant in enumerate(grants, start=1):
         state, message, rule_id = await _grant(site, grant)
         yield Progress(f"grant {grant.object.label}", n, total, message, state,
-                       {**grant.as_json(), **({"rule_id": rule_id} if rule_id is not None else {})})
+                       {**grant.as_json(), **({"rule_id": rule_id} if rule_id is not None else {})}, RuleGranted(grant, rule_id))
     values, notes = appliance_values(plan.definition, installed)
     yield Progress(
         f"provision {name}", 1, 1,
@@ -308,6 +329,7 @@ async def provision_component(
         "done",
         {"values": values, "notes": list(notes), "appliances": {k: vars(v) for k, v in installed.items()},
          "grants": [g.as_json() for g in grants]},
+        Provisioned(values, tuple(notes), dict(installed), tuple(grants)),
     )
 
 
@@ -358,21 +380,21 @@ class ComponentProvisioner:
             self._note(event)
             if self.on_progress is not None:
                 self.on_progress(event)
-            if "values" in event.data:
-                self.learned = dict(event.data["values"])
+            if isinstance(event.outcome, Provisioned):
+                self.learned = dict(event.outcome.values)
         return dict(self.learned)
 
     def _note(self, event: Progress) -> None:
-        if isinstance(event.data.get("rule_id"), int):
-            self.rules.append(int(event.data["rule_id"]))
-        download = event.data.get("download")
-        if isinstance(download, Mapping):
-            reused = set(download.get("reused", []))
-            found = [("service template", download.get("service_template_id"))]
-            found += [("VM template", t) for t in download.get("template_ids", [])]
-            found += [("image", i) for i in download.get("image_ids", [])]
+        if isinstance(event.outcome, RuleGranted) and event.outcome.rule_id is not None:
+            self.rules.append(event.outcome.rule_id)
+        download = event.outcome
+        if isinstance(download, DownloadResult):
+            reused = set(download.reused)
+            found: list[tuple[str, int | None]] = [("service template", download.service_template_id)]
+            found += [("VM template", t) for t in download.template_ids]
+            found += [("image", i) for i in download.image_ids]
             for kind, object_id in found:
-                if isinstance(object_id, int) and object_id >= 0 and f"{kind} {object_id}" not in reused:
+                if object_id is not None and object_id >= 0 and f"{kind} {object_id}" not in reused:
                     self.created.append((kind, object_id))
 
 

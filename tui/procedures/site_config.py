@@ -54,6 +54,22 @@ class LoadedConfig:
     encrypted: bool
 
 
+@dataclass(frozen=True)
+class ConfigWritten:
+    """The typed outcome (`Progress.outcome`) of the last event of a write of core.yaml: whether
+    the file changed, the changes (values as shown, secrets masked) and what the checks found."""
+
+    path: Path
+    changed: bool
+    #: (dotted path, old value shown, new value shown)
+    changes: tuple[tuple[str, str, str], ...] = ()
+    findings: tuple[Finding, ...] = ()
+
+
+def _shown(changed: Sequence[tuple[str, Any, Any]]) -> tuple[tuple[str, str, str], ...]:
+    return tuple((p, show_value(p, old), show_value(p, new)) for p, old, new in changed)
+
+
 def invalid_yaml(error: SiteConfigError, path: Path | str) -> SiteError:
     where = f"line {error.line}, column {error.column}: " if error.line else ""
     return SiteError(f"{Path(path).name} is not valid YAML", f"{where}{error.message}. Nothing was written.")
@@ -115,14 +131,16 @@ async def encrypt_file(path: Path, password: VaultPassword, *, naming: NamingPro
         yield Progress(step, 1, total, f"read {path}")
         if is_vault_text(raw):
             await decrypt_text_async(raw, password, str(path))  # a wrong password still says so
-            yield Progress(step, total, total, f"{path} is already vault-encrypted", state="skipped", data={"path": str(path), "changed": False})
+            yield Progress(step, total, total, f"{path} is already vault-encrypted", state="skipped", data={"path": str(path), "changed": False},
+                           outcome=ConfigWritten(path, False))
             return
         parse_config(raw, path, naming)
         yield Progress(step, 2, total, "valid YAML")
         encrypted = await encrypt_text_async(raw, password)
         write_atomic(path, encrypted)
     (audit or AuditLog()).record("site.encrypt", str(path), details={"cli": vault_cli("encrypt", path, password)})
-    yield Progress(step, total, total, f"encrypted {path} (mode 0600)", state="done", data={"path": str(path), "changed": True})
+    yield Progress(step, total, total, f"encrypted {path} (mode 0600)", state="done", data={"path": str(path), "changed": True},
+                   outcome=ConfigWritten(path, True))
 
 
 def show_value(path: str, value: Any) -> str:
@@ -235,14 +253,16 @@ async def _write_config(
         "findings": [f.as_json() for f in findings],
     }
     if after.text == before.text:
-        yield Progress(step, total, total, "no change: file left as it was", state="skipped", data={**data, "changed": False})
+        yield Progress(step, total, total, "no change: file left as it was", state="skipped", data={**data, "changed": False},
+                       outcome=ConfigWritten(path, False, _shown(changed), tuple(findings)))
         return
     encrypted = await encrypt_text_async(after.text, password)
     yield Progress(step, 2, total, "re-encrypted")
     write_atomic(path, encrypted)
     details = {"changes": {p: new for p, _old, new in changed}, "cli": vault_cli("edit", path, password)}
     (audit or AuditLog()).record(action, str(path), details=details)
-    yield Progress(step, total, total, f"wrote {path} (vault-encrypted, mode 0600)", state="done", data={**data, "changed": True})
+    yield Progress(step, total, total, f"wrote {path} (vault-encrypted, mode 0600)", state="done", data={**data, "changed": True},
+                   outcome=ConfigWritten(path, True, _shown(changed), tuple(findings)))
 
 
 async def check_site_file(
@@ -451,7 +471,8 @@ async def enable_component(
         if plan.missing and not allow_incomplete:
             raise _missing_error(definition, plan.missing)
         if plan.after.text == before.text:
-            yield Progress(step, total, total, f"{definition.name} already enabled as requested", state="skipped", data={"path": str(path), "changed": False})
+            yield Progress(step, total, total, f"{definition.name} already enabled as requested", state="skipped", data={"path": str(path), "changed": False},
+                           outcome=ConfigWritten(path, False, (), tuple(findings)))
             return
         write_atomic(path, await encrypt_text_async(plan.after.text, password))
     (audit or AuditLog()).record(
@@ -466,4 +487,5 @@ async def enable_component(
         f"{definition.name} enabled in {path}",
         state="done",
         data={"path": str(path), "changed": True, "changes": [{"path": p, "old": show_value(p, o), "new": show_value(p, n)} for p, o, n in plan.changed]},
+        outcome=ConfigWritten(path, True, _shown(plan.changed), tuple(findings)),
     )

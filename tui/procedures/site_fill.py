@@ -46,7 +46,7 @@ from tui.procedures.attach_attributes import role_template_ids
 from tui.procedures.marketplace import MarketCatalog, load_catalog
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress
-from tui.procedures.site_config import edit_file, load_site_config, show_value, vault_cli
+from tui.procedures.site_config import ConfigWritten, edit_file, load_site_config, show_value, vault_cli
 from tui.procedures.site_confirmations import load_confirmations
 from tui.procedures.site_record import load_site_record
 
@@ -363,7 +363,8 @@ async def fill_site_file(
 ) -> AsyncIterator[Progress]:
     """Write the planned changes (nothing to do: a skipped event); re-running changes nothing."""
     if not plan.changes:
-        yield Progress("fill", 1, 1, "already in line with the cloud", state="skipped", data={"path": str(plan.path), "changed": False})
+        yield Progress("fill", 1, 1, "already in line with the cloud", state="skipped", data={"path": str(plan.path), "changed": False},
+                       outcome=ConfigWritten(plan.path, False))
         return
     async for event in edit_file(plan.path, password, as_edits(plan.changes), naming=site.naming, definitions=definitions, audit=site.audit):
         yield event

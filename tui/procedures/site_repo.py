@@ -91,6 +91,18 @@ class SubmitPreview:
         )
 
 
+@dataclass(frozen=True)
+class Submitted:
+    """The typed outcome of a submit's last event: the commit pushed (None: the branch was up to date)."""
+
+    site: SiteRef
+    commit: str | None
+    pushed: bool
+
+    def as_json(self) -> dict[str, Any]:
+        return {**self.site.as_json(), "commit": self.commit, "pushed": self.pushed}
+
+
 def default_message(site: SiteRef) -> str:
     return f"{site.site_dir}: update site configuration"
 
@@ -155,7 +167,7 @@ async def _open_site(repo: GitRepo, branch: str, site_dir: str | None = None) ->
     site = locate_site(repo, branch, site_dir)
     if not site.path.is_file():
         raise SiteError("Site configuration missing", f"{branch} has no {site.site_dir}/{SITE_CONFIG_FILE}.")
-    yield Progress(step, total, total, f"site configuration at {site.path}", state="done", data=site.as_json())
+    yield Progress(step, total, total, f"site configuration at {site.path}", state="done", data=site.as_json(), outcome=site)
 
 
 async def preview_create_site(
@@ -225,7 +237,7 @@ async def _create_site(
     if branch in await repo.branches():
         await repo.checkout(branch)
         site = locate_site(repo, branch, site_dir)
-        yield Progress(step, total, total, f"{branch} exists already: opened it", state="skipped", data=site.as_json())
+        yield Progress(step, total, total, f"{branch} exists already: opened it", state="skipped", data=site.as_json(), outcome=site)
         return
     path = await repo.start_site(branch, site_dir, template_dir)
     site = SiteRef(branch, site_dir, path)
@@ -233,7 +245,7 @@ async def _create_site(
     raw = read_text(path)
     if is_vault_text(raw):
         await decrypt_text_async(raw, password, str(path))
-        yield Progress(step, total, total, f"{site_dir}/{SITE_CONFIG_FILE} already encrypted", state="skipped", data=site.as_json())
+        yield Progress(step, total, total, f"{site_dir}/{SITE_CONFIG_FILE} already encrypted", state="skipped", data=site.as_json(), outcome=site)
         return
     config = parse_config(raw, path, naming)
     if initial:
@@ -244,7 +256,7 @@ async def _create_site(
     yield Progress(step, 3, total, f"template read ({len(config.components())} components listed)")
     write_atomic(path, await encrypt_text_async(config.text, password))
     (audit or AuditLog()).record("site.create", branch, details={"site_dir": site_dir, "template_dir": template_dir, "initial": dict(initial or {})})
-    yield Progress(step, total, total, f"{site_dir}/{SITE_CONFIG_FILE} encrypted; submit to push the branch", state="done", data=site.as_json())
+    yield Progress(step, total, total, f"{site_dir}/{SITE_CONFIG_FILE} encrypted; submit to push the branch", state="done", data=site.as_json(), outcome=site)
 
 
 async def _decrypted(text: str | None, password: VaultPassword, source: str) -> str:
@@ -324,11 +336,13 @@ async def _submit_site(
     sha = await repo.commit(gate.commit_message(message or default_message(site)), [site.site_dir])
     yield Progress(step, 2, total, f"committed {sha[:12]}" if sha else "nothing new to commit", state="running" if sha else "skipped")
     if not await repo.unpushed(site.branch):
-        yield Progress(step, total, total, f"{site.branch} is up to date on the remote", state="skipped", data={**site.as_json(), "commit": None, "pushed": False})
+        yield Progress(step, total, total, f"{site.branch} is up to date on the remote", state="skipped", data={**site.as_json(), "commit": None, "pushed": False},
+                       outcome=Submitted(site, None, False))
         return
     await repo.push(site.branch)
     head = await repo.head()
     yield Progress(step, 3, total, f"pushed {site.branch}")
     (audit or AuditLog()).record("site.submit", site.branch, details={"site_dir": site.site_dir, "commit": head, "remote": repo.remote.url,
                                                                       **gate.audit_details()})
-    yield Progress(step, total, total, f"{site.branch} submitted", state="done", data={**site.as_json(), "commit": head, "pushed": True})
+    yield Progress(step, total, total, f"{site.branch} submitted", state="done", data={**site.as_json(), "commit": head, "pushed": True},
+                   outcome=Submitted(site, head, True))

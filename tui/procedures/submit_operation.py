@@ -19,7 +19,7 @@ from tui.errors import SiteError
 from tui.procedures.operation import Confirmation, Operation, RunContext
 from tui.procedures.preview import Preview
 from tui.procedures.site_config import VaultPassword, load_site_config
-from tui.procedures.site_repo import SiteRef, SubmitPreview, default_message, preview_submit, submit_site
+from tui.procedures.site_repo import SiteRef, SubmitPreview, Submitted, default_message, preview_submit, submit_site
 from tui.procedures.site_verdict import SiteVerdict, SubmitGate, site_verdict, submit_gate
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -52,18 +52,6 @@ class SubmitPlan:
 
     def as_json(self) -> dict[str, Any]:
         return {**self.preview.as_json(), "verdict": self.verdict.as_json() if self.verdict else None}
-
-
-@dataclass(frozen=True)
-class Submitted:
-    """The submit's result: the commit pushed (None when the branch was up to date)."""
-
-    site: SiteRef
-    commit: str | None
-    pushed: bool
-
-    def as_json(self) -> dict[str, Any]:
-        return {**self.site.as_json(), "commit": self.commit, "pushed": self.pushed}
 
 
 @dataclass(frozen=True)
@@ -102,11 +90,10 @@ class SubmitSite(Operation[SubmitPlan, Submitted]):
     async def execute(self, site: "SiteConnection", plan: SubmitPlan, context: RunContext) -> Submitted:
         if plan.gate is None:
             raise SiteError("Nothing checked to submit", "The submit was planned without its check; plan it again.")
-        commit: str | None = None
-        pushed = False
+        submitted = Submitted(plan.site, None, False)
         async for event in submit_site(self.repo, plan.site, self.password, gate=plan.gate, message=self.message,
                                        naming=site.naming, audit=site.audit):
-            commit = event.data.get("commit", commit)
-            pushed = pushed or bool(event.data.get("pushed"))
+            if isinstance(event.outcome, Submitted):
+                submitted = event.outcome
             context.report(event)
-        return Submitted(plan.site, commit, pushed)
+        return submitted

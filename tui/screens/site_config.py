@@ -22,6 +22,7 @@ one is asked again with the reason. Repositories come from the settings (`[site]
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar
 
@@ -40,7 +41,7 @@ from tui.domain.site_config import SiteConfig, SiteConfigError
 from tui.domain.site_fill import CloudFacts
 from tui.errors import SiteError
 from tui.procedures.component_library import load_library
-from tui.procedures.site_config import VaultPassword, load_site_config, save_text
+from tui.procedures.site_config import ConfigWritten, VaultPassword, load_site_config, save_text
 from tui.procedures.site_fill import FillPlan, fill_text, gather_cloud_facts, plan_fill
 from tui.procedures.site_repo import (
     SiteListing,
@@ -86,56 +87,47 @@ class SiteConfigScreen(SiteScreen):
 
     # ------------------------------------------------------------------ messages
 
+    @dataclass
     class Listed(Message):
-        def __init__(self, listing: SiteListing, choose: bool) -> None:
-            super().__init__()
-            self.listing = listing
-            self.choose = choose
+        listing: SiteListing
+        choose: bool
 
+    @dataclass
     class LibraryLoaded(Message):
-        def __init__(self, library: ComponentLibrary) -> None:
-            super().__init__()
-            self.library = library
+        library: ComponentLibrary
 
+    @dataclass
     class Loaded(Message):
-        def __init__(self, site_ref: SiteRef, text: str) -> None:
-            super().__init__()
-            self.site_ref = site_ref
-            self.text = text
+        site_ref: SiteRef
+        text: str
 
+    @dataclass
     class PasswordRejected(Message):
-        def __init__(self, error: SiteError, retry: Callable[[], None]) -> None:
-            super().__init__()
-            self.error = error
-            self.retry = retry
+        error: SiteError
+        retry: Callable[[], None]
 
+    @dataclass
     class FactsLoaded(Message):
-        def __init__(self, facts: CloudFacts) -> None:
-            super().__init__()
-            self.facts = facts
+        facts: CloudFacts
 
+    @dataclass
     class Saved(Message):
-        def __init__(self, text: str, changed: bool) -> None:
-            super().__init__()
-            self.text = text
-            self.changed = changed
+        text: str
+        changed: bool
 
+    @dataclass
     class FillPlanned(Message):
-        def __init__(self, plan: FillPlan, config: SiteConfig) -> None:
-            super().__init__()
-            self.plan = plan
-            self.config = config
+        plan: FillPlan
+        config: SiteConfig
 
+    @dataclass
     class SubmitPlanned(Message):
-        def __init__(self, preview: SubmitPreview, verdict: SiteVerdict) -> None:
-            super().__init__()
-            self.preview = preview
-            self.verdict = verdict
+        preview: SubmitPreview
+        verdict: SiteVerdict
 
+    @dataclass
     class Submitted(Message):
-        def __init__(self, message: str) -> None:
-            super().__init__()
-            self.message = message
+        message: str
 
     # ------------------------------------------------------------------ state
 
@@ -315,8 +307,8 @@ class SiteConfigScreen(SiteScreen):
     async def _open_worker(self, branch: str) -> None:
         site_ref: SiteRef | None = None
         async for event in open_site(self._repo(), branch):
-            if event.state == "done":
-                site_ref = SiteRef(event.data["branch"], event.data["site_dir"], Path(event.data["path"]))
+            if isinstance(event.outcome, SiteRef):
+                site_ref = event.outcome
         assert site_ref is not None
         self.site_ref = site_ref
         self.post_message(self.Loaded(site_ref, ""))
@@ -342,8 +334,8 @@ class SiteConfigScreen(SiteScreen):
         assert self.password is not None
         site_ref: SiteRef | None = None
         async for event in create_site(self._repo(), branch, branch, self.password, naming=self.site.naming, audit=self.site.audit):
-            if event.data.get("path"):
-                site_ref = SiteRef(event.data["branch"], event.data["site_dir"], Path(event.data["path"]))
+            if isinstance(event.outcome, SiteRef):
+                site_ref = event.outcome
         assert site_ref is not None
         self.site_ref = site_ref
         self.post_message(self.Loaded(site_ref, ""))
@@ -516,7 +508,8 @@ class SiteConfigScreen(SiteScreen):
         changed = False
         async for event in save_text(self.site_ref.path, self.password, text, naming=self.site.naming, definitions=definitions,
                                      audit=self.site.audit, expected=self.saved_text):
-            changed = changed or bool(event.data.get("changed"))
+            if isinstance(event.outcome, ConfigWritten):
+                changed = event.outcome.changed
         self.post_message(self.Saved(text, changed))
 
     @on(Saved)

@@ -30,6 +30,7 @@ The whole screen changes the cloud, so `--read-only` hides it (registry `mutates
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Any, Callable, ClassVar
 
 from rich.text import Text
@@ -57,6 +58,7 @@ from tui.procedures.instantiate_toolkit import (
     DEFAULT_POLL_INTERVAL,
     DEFAULT_TIMEOUT,
     DeployPlan,
+    DeployStep,
     InvalidInputs,
     deploy_toolkit,
     follow_deployment,
@@ -127,35 +129,30 @@ class ToolkitScreen(SiteScreen):
     deploy_timeout: float = DEFAULT_TIMEOUT
     key_timeout: float = DEFAULT_KEY_TIMEOUT
 
+    @dataclass
     class Loaded(Message):
-        def __init__(self, form: ToolkitForm, templates: tuple[ServiceTemplate, ...], record: SiteRecord | None) -> None:
-            super().__init__()
-            self.form = form
-            self.templates = templates
-            self.record = record
+        form: ToolkitForm
+        templates: tuple[ServiceTemplate, ...]
+        record: SiteRecord | None
 
+    @dataclass
     class LoadFailed(Message):
-        def __init__(self, error: SiteError) -> None:
-            super().__init__()
-            self.error = error
+        error: SiteError
 
+    @dataclass
     class DeployProgress(Message):
-        def __init__(self, event: Progress) -> None:
-            super().__init__()
-            self.event = event
+        event: Progress
 
+    @dataclass
     class SiteChecked(Message):
-        def __init__(self, key: tuple[Any, ...], report: SiteCheckReport) -> None:
-            super().__init__()
-            self.key = key
-            self.report = report
+        key: tuple[Any, ...]
+        report: SiteCheckReport
 
+    @dataclass
     class DeployEnded(Message):
-        def __init__(self, phase: str, error: SiteError | None, record: SiteRecord | None) -> None:
-            super().__init__()
-            self.phase = phase
-            self.error = error
-            self.record = record
+        phase: str
+        error: SiteError | None
+        record: SiteRecord | None
 
     def __init__(self) -> None:
         super().__init__()
@@ -572,8 +569,9 @@ class ToolkitScreen(SiteScreen):
                                        heartbeat=self.heartbeat)
         try:
             async for event in events:
-                service_id = event.data.get("service_id", service_id)
-                cancelled = cancelled or bool(event.data.get("cancelled"))
+                if isinstance(event.outcome, DeployStep):
+                    service_id = event.outcome.service_id
+                    cancelled = cancelled or event.outcome.cancelled
                 self.post_message(self.DeployProgress(event))
         except SiteError as error:
             record = load_site_record(self.site.settings, service_id) if service_id is not None else None

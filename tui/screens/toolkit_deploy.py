@@ -12,7 +12,7 @@ moves (the hosts screen's move flow). Remote text is always shown as plain text.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -23,7 +23,8 @@ from textual.widgets import Static
 
 from tui.domain.site_record import SiteRecord
 from tui.errors import SiteError
-from tui.procedures.instantiate_toolkit import DeploymentFailed, DeployPlan, follow_steps
+from tui.procedures.deploy_waits import RoleWait
+from tui.procedures.instantiate_toolkit import DeploymentFailed, DeployPlan, DeployStep, follow_steps
 from tui.procedures.progress import Progress
 from widgets.progress_panel import ProgressPanel
 
@@ -70,8 +71,8 @@ class DeploymentView(Vertical):
         self.service_id: int | None = None
         self.events: list[Progress] = []
         self.log_lines: tuple[str, ...] = ()
-        #: role -> what it waits for and why (`deploy_waits.RoleWait.as_json`), while it waits
-        self.waits: dict[str, dict[str, Any]] = {}
+        #: role -> what it waits for and why, while it waits
+        self.waits: dict[str, RoleWait] = {}
 
     def compose(self) -> ComposeResult:
         yield Static("", id="dv-title")
@@ -124,28 +125,27 @@ class DeploymentView(Vertical):
 
     def apply(self, event: Progress) -> None:
         self.events.append(event)
-        if "service_id" in event.data:
-            self.service_id = int(event.data["service_id"])
         self.query_one(ProgressPanel).update_step(event.step, event.state, event.message, done=event.done,
                                                   total=event.total)
-        role = event.data.get("role")
-        if isinstance(role, str) and ("waiting" in event.data or event.state != "running"):
-            waiting = event.data.get("waiting")
-            if isinstance(waiting, dict) and event.state == "running":
-                self.waits[role] = waiting
+        step = event.outcome
+        if not isinstance(step, DeployStep):
+            return
+        self.service_id = step.service_id
+        if step.role is not None and (step.waiting is not None or event.state != "running"):
+            if step.waiting is not None and event.state == "running":
+                self.waits[step.role] = step.waiting
             else:
-                self.waits.pop(role, None)
+                self.waits.pop(step.role, None)
             self._paint_why()
-        if event.data.get("log"):
-            self.show_log(tuple(str(line) for line in event.data["log"]))
+        if step.log:
+            self.show_log(step.log)
 
     @property
     def move_vm_id(self) -> int | None:
         """The first waiting database VM that a move to a compatible host would unblock."""
         for wait in self.waits.values():
-            for vm in wait.get("vms", ()):
-                if vm.get("move"):
-                    return int(vm["vm_id"])
+            for vm in wait.moves:
+                return vm.vm_id
         return None
 
     def _paint_why(self) -> None:
@@ -156,10 +156,10 @@ class DeploymentView(Vertical):
             return
         body = Text("Why it waits\n", style="bold")
         for wait in self.waits.values():
-            body.append(f"role {wait.get('role')} {wait.get('state')}: waits for {wait.get('waits_for')}\n")
-            for vm in wait.get("vms", ()):
-                body.append("  ⚠ " if vm.get("move") else "  · ", style="bold yellow" if vm.get("move") else "dim")
-                body.append(f"{vm.get('why')}\n")
+            body.append(f"role {wait.role} {wait.state}: waits for {wait.waits_for}\n")
+            for vm in wait.vms:
+                body.append("  ⚠ " if vm.move_command else "  · ", style="bold yellow" if vm.move_command else "dim")
+                body.append(f"{vm.why}\n")
         if self.move_vm_id is not None:
             body.append(f"m moves VM {self.move_vm_id} to a compatible host (the hosts screen's move)", style="cyan")
         why.update(body)
