@@ -62,6 +62,14 @@ def preview_text(preview: Preview) -> Text:
     return text
 
 
+def confirmation_modal(question: Confirmation, *, command: str | None = None) -> ConfirmModal:
+    """The one confirmation of an operation, wherever it is asked (this modal before a run or
+    mid-run, a screen that shows its plan inline such as the key view): the verb on the button,
+    the object named, the detail and the equivalent command; Cancel has the focus."""
+    return ConfirmModal(question.verb, question.target, detail=question.detail,
+                        command=question.command if command is None else command, destructive=question.destructive)
+
+
 class OperationModal(SiteModal[bool], Generic[PlanT, ResultT]):
     """Plan, preview, confirm, run and show one operation (see the module docstring)."""
 
@@ -256,8 +264,7 @@ class OperationModal(SiteModal[bool], Generic[PlanT, ResultT]):
                 self.confirmation_declined()
 
         assert self.preview is not None
-        self.app.push_screen(ConfirmModal(question.verb, question.target, detail=question.detail,
-                                          command=self.preview.cli_script()), answered)
+        self.app.push_screen(confirmation_modal(question, command=self.preview.cli_script()), answered)
 
     def confirmation_declined(self) -> None:
         """The operator answered Cancel to the confirmation (default: stay where it was)."""
@@ -301,9 +308,7 @@ class OperationModal(SiteModal[bool], Generic[PlanT, ResultT]):
 
     async def ask(self, question: Confirmation) -> bool:
         """A question the running operation asks (a removal): a `ConfirmModal`, Cancel by default."""
-        modal = ConfirmModal(question.verb, question.target, detail=question.detail, command=question.command,
-                             destructive=question.destructive)
-        return bool(await self.app.push_screen_wait(modal))  # type: ignore[arg-type]  # App[object] wants Screen[object]
+        return bool(await self.app.push_screen_wait(confirmation_modal(question)))  # type: ignore[arg-type]  # App[object] wants Screen[object]
 
     @on(Stepped)
     def _stepped(self, message: Stepped) -> None:

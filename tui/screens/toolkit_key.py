@@ -6,16 +6,17 @@ checked as an SSH public key (type, fingerprint, comment), then the cloud user n
 automation's cloud-username input with the keys it already has and whether the automation key
 is among them.
 
-`g` gives the key to that user (operation 5): the preview (merge-mode update of SSH_PUBLIC_KEY
-only, the keys already there kept, and `oneuser update <user> <file> --append`) in a
-confirmation, then the update, read back. A second grant changes nothing and says so. `c`
+`g` gives the key to that user (operation 5, the `GrantKey` operation): the preview shown here
+(merge-mode update of SSH_PUBLIC_KEY only, the keys already there kept, and `oneuser update
+<user> <file> --append`), the operation's confirmation as the operation modal asks it
+(`confirmation_modal`), then `run_operation` (read-only refusal, the update, read back). A second grant changes nothing and says so. `c`
 waits for the key when the VM has not published it yet; `r` refreshes. With `--read-only` the
 view shows everything but offers no grant.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from rich.console import Group, RenderableType
@@ -39,7 +40,7 @@ from tui.procedures.progress import Progress
 from tui.procedures.site_record import load_site_record, save_site_record
 from tui.procedures.toolkit import AutomationKey, read_automation_key, refresh_site_record
 from tui.screens.base import SiteScreen
-from widgets.confirm_modal import ConfirmModal
+from tui.screens.operation_modal import confirmation_modal
 
 
 def _pairs(rows: list[tuple[str, Text | str]]) -> Table:
@@ -79,21 +80,18 @@ class KeyScreen(SiteScreen):
     capture_timeout: float = DEFAULT_KEY_TIMEOUT
     poll_interval: float = DEFAULT_POLL_INTERVAL
 
+    @dataclass
     class Loaded(Message):
-        def __init__(self, record: SiteRecord | None, automation: AutomationKey | None, problem: str,
-                     plan: GrantPlan | None, plan_error: SiteError | None) -> None:
-            super().__init__()
-            self.record = record
-            self.automation = automation
-            self.problem = problem
-            self.plan = plan
-            self.plan_error = plan_error
+        record: SiteRecord | None
+        automation: AutomationKey | None
+        problem: str
+        plan: GrantPlan | None
+        plan_error: SiteError | None
 
+    @dataclass
     class Status(Message):
-        def __init__(self, text: Text, toast: str = "") -> None:
-            super().__init__()
-            self.text = text
-            self.toast = toast
+        text: Text
+        toast: str = ""
 
     def __init__(self) -> None:
         super().__init__()
@@ -296,15 +294,12 @@ class KeyScreen(SiteScreen):
         question = operation.confirmation(plan)
         if question is None:
             return
-        modal = ConfirmModal(question.verb, question.target, detail=question.detail, command=question.command,
-                             destructive=question.destructive)
-
         def answered(confirmed: bool | None) -> None:
             if confirmed:
                 self.busy = True
                 self.grant(operation, plan)
 
-        self.app.push_screen(modal, answered)
+        self.app.push_screen(confirmation_modal(question), answered)
 
     @work(exclusive=True, group="key-grant", exit_on_error=False)
     async def grant(self, operation: GrantKey, plan: GrantPlan) -> None:
