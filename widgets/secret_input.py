@@ -6,6 +6,7 @@ until toggled again. The widget never logs or echoes the value anywhere else.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 from textual.app import ComposeResult
@@ -29,12 +30,10 @@ class SecretInput(Horizontal):
 
     revealed: reactive[bool] = reactive(False)
 
+    @dataclass
     class Changed(Message):
         """The secret changed (the message does not carry the value; read `secret_input.value`)."""
-
-        def __init__(self, secret_input: "SecretInput") -> None:
-            super().__init__()
-            self.secret_input = secret_input
+        secret_input: "SecretInput"
 
         @property
         def control(self) -> "SecretInput":

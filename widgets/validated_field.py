@@ -10,6 +10,7 @@ from it and provides `value`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 from textual.app import ComposeResult
@@ -72,13 +73,11 @@ class ValidatedField(CheckedField):
     ValidatedField.-invalid > Horizontal > Input { border: tall $error; }
     """
 
+    @dataclass
     class Changed(Message):
         """The value changed and was validated."""
-
-        def __init__(self, field: "ValidatedField", valid: bool) -> None:
-            super().__init__()
-            self.field = field
-            self.valid = valid
+        field: "ValidatedField"
+        valid: bool
 
         @property
         def control(self) -> "ValidatedField":

@@ -122,40 +122,34 @@ class VirtualTable(ScrollView, can_focus=True):
     }
     """
 
+    @dataclass
     class RowHighlighted(Message):
         """The cursor moved to another row (`key` is None when the view is empty)."""
-
-        def __init__(self, table: "VirtualTable", key: Hashable | None, row: TableRow | None) -> None:
-            super().__init__()
-            self.table = table
-            self.key = key
-            self.row = row
+        table: "VirtualTable"
+        key: Hashable | None
+        row: TableRow | None
 
         @property
         def control(self) -> "VirtualTable":
             return self.table
 
+    @dataclass
     class RowSelected(Message):
         """Enter (or a click on the cursor row) on a row."""
-
-        def __init__(self, table: "VirtualTable", key: Hashable, row: TableRow) -> None:
-            super().__init__()
-            self.table = table
-            self.key = key
-            self.row = row
+        table: "VirtualTable"
+        key: Hashable
+        row: TableRow
 
         @property
         def control(self) -> "VirtualTable":
             return self.table
 
+    @dataclass
     class SortChanged(Message):
         """The sort column or direction changed (a header was clicked or `sort_by` was called)."""
-
-        def __init__(self, table: "VirtualTable", column: str | None, reverse: bool) -> None:
-            super().__init__()
-            self.table = table
-            self.column = column
-            self.reverse = reverse
+        table: "VirtualTable"
+        column: str | None
+        reverse: bool
 
         @property
         def control(self) -> "VirtualTable":

@@ -19,6 +19,7 @@ progress, resume or put back). `--read-only` hides both move keys. The screen re
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar, Iterable
 
 from rich.text import Text
@@ -216,10 +217,9 @@ class HostsScreen(ReloadingScreen):
         Binding("r", "refresh", "Reload", id="hosts.refresh"),
     ]
 
+    @dataclass
     class Loaded(Message):
-        def __init__(self, inventory: HostInventory) -> None:
-            super().__init__()
-            self.inventory = inventory
+        inventory: HostInventory
 
     def __init__(self) -> None:
         super().__init__(id="screen-hosts")

@@ -20,6 +20,7 @@ line and never hides the others.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import ClassVar, Iterable, Sequence
 
 from rich.console import Group, RenderableType
@@ -38,6 +39,7 @@ from tui.domain.printable import escape_controls as shown
 from tui.errors import SiteError
 from tui.procedures.marketplace import CatalogEntry, MarketCatalog, load_catalog
 from tui.screens.base import ReloadingScreen
+from tui.screens.table_filter import TableFilter
 from widgets.state_cell import StateLook, StatePalette
 from widgets.virtual_table import Column, TableRow, VirtualTable
 
@@ -121,10 +123,11 @@ def detail_renderable(entry: CatalogEntry) -> RenderableType:
     return Group(*parts)
 
 
-class MarketplaceScreen(ReloadingScreen):
+class MarketplaceScreen(TableFilter, ReloadingScreen):
     """Appliances of every marketplace with install status; detail, download, attributes, plan."""
 
     SCREEN_NAME = "market"
+    FILTER_ID = "mk-filter"
     TITLE = "Marketplace"
     HELP_GROUP = "Marketplace"
     AUTO_FOCUS = "#mk-table"
@@ -146,11 +149,10 @@ class MarketplaceScreen(ReloadingScreen):
         Binding("M", "sort('market')", "Sort by marketplace", show=False, id="market.sort-market"),
     ]
 
+    @dataclass
     class Loaded(Message):
-        def __init__(self, catalog: MarketCatalog, rows: list[TableRow]) -> None:
-            super().__init__()
-            self.catalog = catalog
-            self.rows = rows
+        catalog: MarketCatalog
+        rows: list[TableRow]
 
     def __init__(self) -> None:
         super().__init__(id="screen-market")
@@ -324,31 +326,6 @@ class MarketplaceScreen(ReloadingScreen):
         description.update(shown(entry.record.description) or "*No description.*")
 
     # ------------------------------------------------------------------ actions
-
-    def action_filter(self) -> None:
-        self.query_one("#mk-filter-bar").set_class(True, "-active")
-        self.query_one("#mk-filter", Input).focus()
-
-    def action_clear_filter(self) -> None:
-        bar = self.query_one("#mk-filter-bar")
-        if not bar.has_class("-active") and not self.table.filter_text:
-            return
-        self.query_one("#mk-filter", Input).value = ""
-        self.table.set_filter("")
-        bar.set_class(False, "-active")
-        self.table.focus()
-        self._paint_status()
-
-    @on(Input.Changed, "#mk-filter")
-    def _filter_changed(self, event: Input.Changed) -> None:
-        self.table.set_filter(event.value)
-        self._paint_status()
-
-    @on(Input.Submitted, "#mk-filter")
-    def _filter_submitted(self, event: Input.Submitted) -> None:
-        if not event.value.strip():
-            self.query_one("#mk-filter-bar").set_class(False, "-active")
-        self.table.focus()
 
     def action_refresh(self) -> None:
         self.reload()

@@ -13,6 +13,7 @@ accident in a shared terminal or a screenshot.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import ClassVar, Union
 
 from textual.app import ComposeResult
@@ -58,13 +59,11 @@ class MultilineField(CheckedField):
 
     revealed: reactive[bool] = reactive(False)
 
+    @dataclass
     class Changed(Message):
         """The text changed and was validated (the message does not carry the value)."""
-
-        def __init__(self, field: "MultilineField", valid: bool) -> None:
-            super().__init__()
-            self.field = field
-            self.valid = valid
+        field: "MultilineField"
+        valid: bool
 
         @property
         def control(self) -> "MultilineField":

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import dataclass
 from typing import Any, ClassVar, Iterable, Sequence
 
 from rich.console import Group, RenderableType
@@ -25,7 +26,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
 from textual.timer import Timer
-from textual.widgets import Button, Input, Label, Static
+from textual.widgets import Button, Label, Static
 from textual.worker import Worker
 
 from tui.domain.attributes import Attributes
@@ -34,6 +35,7 @@ from tui.domain.vms import VmDetail, VmSummary
 from tui.errors import SiteError
 from tui.procedures.inventory import list_vms, vm_detail
 from tui.screens.base import SiteScreen
+from tui.screens.table_filter import TableFilter
 from widgets.state_cell import StateLook, StatePalette
 from widgets.virtual_table import Column, TableRow, VirtualTable
 
@@ -190,10 +192,12 @@ def detail_renderable(detail: VmDetail) -> RenderableType:
     return Group(*parts)
 
 
-class VmListScreen(SiteScreen):
+class VmListScreen(TableFilter, SiteScreen):
     """Every VM of the site; `/` filter, shift+letter sort, detail panel, auto-refresh."""
 
     SCREEN_NAME = "vms"
+    FILTER_ID = "vm-filter"
+    FILTER_PLACEHOLDER = "filter: name, IP, host or state (esc clears)"
     TITLE = "Virtual machines"
     HELP_GROUP = "Virtual machines"
     AUTO_FOCUS = "#vm-table"
@@ -217,31 +221,26 @@ class VmListScreen(SiteScreen):
         Binding("R", "sort('role')", "Sort by role", show=False, id="vms.sort-role"),
     ]
 
+    @dataclass
     class Loaded(Message):
         """A refresh finished: the VMs and their rows (built off the event loop)."""
+        vms: Sequence[VmSummary]
+        rows: list[TableRow]
+        fetched_at: float
 
-        def __init__(self, vms: Sequence[VmSummary], rows: list[TableRow], fetched_at: float) -> None:
-            super().__init__()
-            self.vms = vms
-            self.rows = rows
-            self.fetched_at = fetched_at
-
+    @dataclass
     class Failed(Message):
-        def __init__(self, error: SiteError) -> None:
-            super().__init__()
-            self.error = error
+        error: SiteError
 
+    @dataclass
     class DetailLoaded(Message):
-        def __init__(self, vm_id: int, detail: VmDetail) -> None:
-            super().__init__()
-            self.vm_id = vm_id
-            self.detail = detail
+        vm_id: int
+        detail: VmDetail
 
+    @dataclass
     class DetailFailed(Message):
-        def __init__(self, vm_id: int, error: SiteError) -> None:
-            super().__init__()
-            self.vm_id = vm_id
-            self.error = error
+        vm_id: int
+        error: SiteError
 
     def __init__(self) -> None:
         super().__init__()
@@ -267,7 +266,7 @@ class VmListScreen(SiteScreen):
 
     def compose_body(self) -> ComposeResult:
         yield Label("", id="vm-banner")
-        # the filter field and the retry button are mounted on first use (`_filter_field`,
+        # the filter field and the retry button are mounted on first use (`filter_field`,
         # `_show_message`): an Input and a Button with their styles are ~10 ms of the first frame
         yield Horizontal(id="vm-filter-bar")
         with Vertical(id="vm-main", classes="-detail"):
@@ -474,40 +473,6 @@ class VmListScreen(SiteScreen):
         self.query_one("#vm-detail-body", Static).update(body)
 
     # ------------------------------------------------------------------ actions
-
-    async def _filter_field(self) -> Input:
-        """The filter field, mounted the first time it is needed."""
-        found = self.query("#vm-filter")
-        if found:
-            return found.first(Input)
-        field = Input(placeholder="filter: name, IP, host or state (esc clears)", id="vm-filter")
-        await self.query_one("#vm-filter-bar").mount(field)
-        return field
-
-    async def action_filter(self) -> None:
-        self.query_one("#vm-filter-bar").set_class(True, "-active")
-        (await self._filter_field()).focus()
-
-    async def action_clear_filter(self) -> None:
-        bar = self.query_one("#vm-filter-bar")
-        if not bar.has_class("-active") and not self.table.filter_text:
-            return
-        (await self._filter_field()).value = ""
-        self.table.set_filter("")
-        bar.set_class(False, "-active")
-        self.table.focus()
-        self._paint_status()
-
-    @on(Input.Changed, "#vm-filter")
-    def _filter_changed(self, event: Input.Changed) -> None:
-        self.table.set_filter(event.value)
-        self._paint_status()
-
-    @on(Input.Submitted, "#vm-filter")
-    def _filter_submitted(self, event: Input.Submitted) -> None:
-        if not event.value.strip():
-            self.query_one("#vm-filter-bar").set_class(False, "-active")
-        self.table.focus()
 
     def action_refresh(self) -> None:
         self.refresh_vms()
