@@ -246,6 +246,27 @@ def test_enable_in_read_only_mode_is_refused(capsys: pytest.CaptureFixture[str],
     assert not [a for a in cloud_env.site.acls.values() if rule_of(a).to_str().startswith("#2 ")]
 
 
+def test_fill_and_submit_in_read_only_mode_are_refused_by_the_operation(capsys: pytest.CaptureFixture[str], cloud_env: SimServer) -> None:
+    """The verbs have no read-only check of their own: the operation type refuses (and audits
+    the refusal) after the preview, which a dry run still shows; nothing is written or pushed."""
+    code, result = run(capsys, "open", "demo-site", "--json")
+    path = Path(result["site"]["path"])
+    run(capsys, "enable", "core_net_cluster", "--json")  # something to submit
+    before, head = path.read_bytes(), _remote_head(cloud_env, "demo-site")
+    code = main(["--read-only", "site", "fill", str(path), "--dry-run", "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert code == EXIT_OK and result["dry_run"] and result["plan"]["changes"]
+    code = main(["--read-only", "site", "fill", str(path), "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert code == EXIT_USAGE and result["error"]["detail"] == "read-only mode: fill writes core.yaml"
+    code = main(["--read-only", "site", "submit", "--yes", "--override-reason", "lab", "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert code == EXIT_USAGE and "read-only mode" in result["error"]["detail"]
+    assert path.read_bytes() == before and _remote_head(cloud_env, "demo-site") == head
+    refused = [e["action"] for e in _audit(cloud_env) if e["outcome"] == "refused"]
+    assert refused[-2:] == ["site.edit", "site.submit"]
+
+
 def test_enable_without_appliance_then_submit(capsys: pytest.CaptureFixture[str], cloud_env: SimServer) -> None:
     run(capsys, "open", "demo-site", "--json")
     code, result = run(capsys, "enable", "core_net_cluster", "--submit", "--yes", "--json")

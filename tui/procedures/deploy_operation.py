@@ -5,13 +5,14 @@ request built; `extra_values` are the secrets left out of the file), previews th
 with `oneflow-template instantiate`, confirms naming the service, then runs `deploy_toolkit`
 (instantiate, record, and unless `wait=False` follow to RUNNING and capture the key). The typed
 result `Deployed` carries the service ID and the site record as it was saved. A cancel stops the
-waiting and leaves the service as it is.
+waiting and leaves the service as it is. `follow_again` follows a recorded deployment again with
+the same events and result (the console's follow after esc).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Mapping
+from typing import TYPE_CHECKING, Any, AsyncIterator, ClassVar, Mapping
 
 from tui.domain.input_file import InputFile
 from tui.domain.site_record import SiteRecord, record_to_json
@@ -23,10 +24,12 @@ from tui.procedures.instantiate_toolkit import (
     DeployPlan,
     DeployStep,
     deploy_toolkit,
+    follow_deployment,
     plan_deploy,
 )
 from tui.procedures.operation import Confirmation, Operation, RunContext
 from tui.procedures.preview import Preview
+from tui.procedures.progress import Progress
 from tui.procedures.site_record import load_site_record
 from tui.procedures.toolkit import ToolkitForm
 
@@ -78,14 +81,28 @@ class DeployToolkit(Operation[DeployPlan, Deployed]):
                             command=plan.cli())
 
     async def execute(self, site: "SiteConnection", plan: DeployPlan, context: RunContext) -> Deployed:
-        service_id: int | None = None
-        cancelled = False
-        async for event in deploy_toolkit(site, plan, wait=self.wait, timeout=self.timeout, key_timeout=self.key_timeout,
-                                          poll_interval=self.poll_interval, cancel=context.cancel,
-                                          heartbeat=self.heartbeat):
-            if isinstance(event.outcome, DeployStep):
-                service_id = event.outcome.service_id
-                cancelled = cancelled or event.outcome.cancelled
-            context.report(event)
-        record = load_site_record(site.settings, service_id) if service_id is not None else None
-        return Deployed(service_id, record, cancelled)
+        return await _followed(site, deploy_toolkit(site, plan, wait=self.wait, timeout=self.timeout,
+                                                    key_timeout=self.key_timeout, poll_interval=self.poll_interval,
+                                                    cancel=context.cancel, heartbeat=self.heartbeat), context)
+
+
+async def follow_again(site: "SiteConnection", record: SiteRecord, context: RunContext, *,
+                       timeout: float = DEFAULT_TIMEOUT, key_timeout: float = DEFAULT_KEY_TIMEOUT,
+                       poll_interval: float = DEFAULT_POLL_INTERVAL, heartbeat: float = DEFAULT_HEARTBEAT) -> Deployed:
+    """Follow a recorded deployment again (it reads and records, it changes no cloud object):
+    events to `context`, `context.cancel` stops the waiting; the same typed result as a deployment."""
+    return await _followed(site, follow_deployment(site, record, timeout=timeout, key_timeout=key_timeout,
+                                                   poll_interval=poll_interval, cancel=context.cancel,
+                                                   heartbeat=heartbeat), context, record.service_id)
+
+
+async def _followed(site: "SiteConnection", events: AsyncIterator[Progress], context: RunContext,
+                    service_id: int | None = None) -> Deployed:
+    cancelled = False
+    async for event in events:
+        if isinstance(event.outcome, DeployStep):
+            service_id = event.outcome.service_id
+            cancelled = cancelled or event.outcome.cancelled
+        context.report(event)
+    record = load_site_record(site.settings, service_id) if service_id is not None else None
+    return Deployed(service_id, record, cancelled)

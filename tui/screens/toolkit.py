@@ -50,6 +50,7 @@ from tui.domain.severity import Severity
 from tui.domain.site_record import SiteRecord
 from tui.domain.toolkit_inputs import FormField, Problem
 from tui.errors import SiteError
+from tui.procedures.deploy_operation import DeployToolkit, follow_again
 from tui.procedures.hosts import load_inventory
 from tui.procedures.input_site_checks import SiteCheckReport, check_inputs_on_site
 from tui.procedures.instantiate_toolkit import (
@@ -60,10 +61,9 @@ from tui.procedures.instantiate_toolkit import (
     DeployPlan,
     DeployStep,
     InvalidInputs,
-    deploy_toolkit,
-    follow_deployment,
     plan_deploy,
 )
+from tui.procedures.operation import RunContext, run_operation
 from tui.procedures.progress import Progress
 from tui.procedures.site_record import load_site_record
 from tui.procedures.toolkit import (
@@ -556,29 +556,31 @@ class ToolkitScreen(SiteScreen):
 
     @work(exclusive=True, group="toolkit-deploy", exit_on_error=False)
     async def run_deploy(self, plan: DeployPlan | None, record: SiteRecord | None = None) -> None:
-        """Deploy `plan`, or (without a plan) follow the recorded deployment `record` again."""
-        service_id: int | None = record.service_id if record is not None else None
-        cancelled = False
-        if plan is not None:
-            events = deploy_toolkit(self.site, plan, timeout=self.deploy_timeout, key_timeout=self.key_timeout,
-                                    poll_interval=self.poll_interval, cancel=self._cancel, heartbeat=self.heartbeat)
-        else:
-            assert record is not None
-            events = follow_deployment(self.site, record, timeout=self.deploy_timeout, key_timeout=self.key_timeout,
-                                       poll_interval=self.poll_interval, cancel=self._cancel,
-                                       heartbeat=self.heartbeat)
+        """Deploy `plan` (the `DeployToolkit` operation: read-only refusal, typed `Deployed` result),
+        or (without a plan) follow the recorded deployment `record` again."""
+        def emit(event: Progress) -> None:
+            self.post_message(self.DeployProgress(event))
+
+        context = RunContext(emit=emit, cancel=self._cancel)
         try:
-            async for event in events:
-                if isinstance(event.outcome, DeployStep):
-                    service_id = event.outcome.service_id
-                    cancelled = cancelled or event.outcome.cancelled
-                self.post_message(self.DeployProgress(event))
+            if plan is not None:
+                assert self.form is not None
+                operation = DeployToolkit(self.form, self.current_file(), timeout=self.deploy_timeout,
+                                          key_timeout=self.key_timeout, poll_interval=self.poll_interval,
+                                          heartbeat=self.heartbeat)
+                deployed = await run_operation(self.site, operation, plan, context)
+            else:
+                assert record is not None
+                deployed = await follow_again(self.site, record, context, timeout=self.deploy_timeout,
+                                              key_timeout=self.key_timeout, poll_interval=self.poll_interval,
+                                              heartbeat=self.heartbeat)
         except SiteError as error:
-            record = load_site_record(self.site.settings, service_id) if service_id is not None else None
-            self.post_message(self.DeployEnded("failed", error, record))
+            steps = [e.outcome for e in context.events if isinstance(e.outcome, DeployStep)]
+            service_id = steps[-1].service_id if steps else (record.service_id if record is not None else None)
+            found = load_site_record(self.site.settings, service_id) if service_id is not None else None
+            self.post_message(self.DeployEnded("failed", error, found))
             return
-        record = load_site_record(self.site.settings, service_id) if service_id is not None else None
-        self.post_message(self.DeployEnded("cancelled" if cancelled else "done", None, record))
+        self.post_message(self.DeployEnded("cancelled" if deployed.cancelled else "done", None, deployed.record))
 
     def on_toolkit_screen_deploy_progress(self, message: DeployProgress) -> None:
         self.deploy_view.apply(message.event)
