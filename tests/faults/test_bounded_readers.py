@@ -14,6 +14,7 @@ import pytest
 from tui.__main__ import main
 from tui.cli.common import EXIT_OK
 from tui.domain.bounded import MAX_TREE_VALUES, BoundedInputError, check_tree, read_text_file
+from tui.sim.server import SimServer
 
 BOMB = "\n".join(["a: &a [x, x, x, x, x, x, x, x, x]"]
                  + [f"{chr(98 + n)}: &{chr(98 + n)} [{', '.join([f'*{chr(97 + n)}'] * 9)}]" for n in range(9)]) + "\n"
@@ -72,3 +73,27 @@ def test_the_audit_log_is_read_from_its_newest_part(tmp_path: Path, monkeypatch:
     monkeypatch.setattr(audit, "MAX_AUDIT_READ", 1024)
     entries = audit.AuditLog(log).entries()
     assert entries[-1]["operation"] == "newest" and 0 < len(entries) < 10
+
+
+async def test_http_answers_are_read_streamed_up_to_a_limit(sim: SimServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tui.adapters import flow as flow_module
+    from tui.adapters import marketplace as market_module
+    from tui.adapters.flow import FlowClient
+    from tui.adapters.marketplace import MarketplaceClient
+    from tui.errors import SiteError
+
+    monkeypatch.setattr(market_module, "MAX_RESPONSE_BYTES", 2048)
+    monkeypatch.setattr(flow_module, "MAX_RESPONSE_BYTES", 8)
+    market = MarketplaceClient(10.0)
+    user, _, password = sim.session.partition(":")
+    flow = FlowClient(sim.flow_url, user, password, 10.0)
+    try:
+        with pytest.raises(SiteError) as info:
+            await market.list_appliances(sim.market_url)
+        assert info.value.title.startswith("Malformed answer") and "more than the 2 KiB accepted" in info.value.detail
+        assert not info.value.retryable  # the same answer again would be as large
+        with pytest.raises(SiteError, match="Malformed answer"):
+            await flow.list_service_templates()
+    finally:
+        await market.close()
+        await flow.close()
