@@ -18,7 +18,7 @@ from tests.sim.flow_support import (
 )
 from tests.waiting import wait_until
 from tui.domain.template_text import first, scalar
-from tui.sim.flow_engine import DEPLOYING, DONE, FAILED_DEPLOYING, RUNNING, UNDEPLOYING, WARNING
+from tui.sim.flow_engine import DEPLOYING, DONE, FAILED_DEPLOYING, RUNNING, UNDEPLOYING, WARNING, is_7x
 from tui.sim.server import SimServer
 
 VALUES = {"app_greeting": "hello", "app_secret": "s3cr3t"}
@@ -234,14 +234,38 @@ def test_delete_of_a_failed_service(sim: SimServer) -> None:
 
 
 def test_a_missing_vm_template_fails_the_role_with_a_log_entry(sim: SimServer) -> None:
+    """The role's VM template: 7.x `template_id` (role.rb release-7.0.0 640), 6.x `vm_template`
+    (role.rb release-6.10.0 414)."""
     template_id = add_service_template(sim.site, [{"name": "front"}])
+    key = "template_id" if is_7x(sim.site) else "vm_template"
     with sim.site.lock:
-        sim.site.documents[template_id].body["roles"][0]["template_id"] = 999
+        sim.site.documents[template_id].body["roles"][0][key] = 999
     service_id = _instantiate(sim, template_id)
     wait_until(lambda: _state(sim, service_id) == FAILED_DEPLOYING, what="the deployment to fail")
     with flow_client(sim) as client:
         body = service_body(client, service_id)
     assert "front" in body["log"][-2]["message"] and "999" in body["log"][-2]["message"]
+
+
+def test_6x_reads_the_vm_template_key_and_a_role_text_oned_cannot_parse_fails_the_role(
+        sim_factory: Callable[..., SimServer]) -> None:
+    """6.10 role.rb 414-475: the role instantiates `vm_template` (a `template_id` beside it is not
+    read) with `vm_template_contents` as the extra template; oned refuses text it cannot parse
+    (RequestManagerVMTemplate.cc release-6.10.0 384-389), and the role fails with a log entry."""
+    sim = sim_factory(one_version="6.10.0")
+    template_id = add_service_template(sim.site, [{"name": "front"}], seven=False)
+    with sim.site.lock:
+        role = sim.site.documents[template_id].body["roles"][0]
+        role["template_id"] = 999
+    service_id = _instantiate(sim, template_id)
+    wait_until(lambda: _state(sim, service_id) == RUNNING, what="the 6.x service to run")
+    with sim.site.lock:
+        role["vm_template_contents"] = 'MEMORY = "1024" ]'
+    broken = _instantiate(sim, template_id)
+    wait_until(lambda: _state(sim, broken) == FAILED_DEPLOYING, what="the deployment to fail")
+    with flow_client(sim) as client:
+        message = service_body(client, broken)["log"][-2]["message"]
+    assert message.startswith("Role front : Instantiate failed for template 0;") and "Parse error" in message
 
 
 def test_chown_of_a_service_moves_its_vms(sim: SimServer) -> None:

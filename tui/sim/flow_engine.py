@@ -25,10 +25,11 @@ import re
 import time
 from typing import Any
 
-from tui.domain.template_text import Template, Vector, first, parse_template
+from tui.domain.template_text import Template, Vector, first
 from tui.domain.vms import state_names
 from tui.sim import flow_templates
 from tui.sim.lifecycle import instantiate_vm_template, recover_vm, terminate_vm, vm_is_ready
+from tui.sim.rpc_context import parse_text
 from tui.sim.rpc_errors import OneError
 from tui.sim.state import Perms, SimDocument, SimSite, SimUser, SimVm
 from tui.sim.xml_render import owner_names
@@ -484,7 +485,8 @@ def _refresh_nodes(site: SimSite, doc: SimDocument) -> None:
 # deploying a role -----------------------------------------------------------------------------
 def _deploy_role(site: SimSite, doc: SimDocument, role: dict[str, Any]) -> str:
     """Create the role's missing VMs; an error message when the cloud refuses one."""
-    template_id: Any = role.get("template_id", role.get("vm_template"))
+    # the VM template: 7.x `template_id` (role.rb release-7.0.0 640), 6.x `vm_template` (release-6.10.0 414)
+    template_id: Any = role.get("template_id" if is_7x(site) else "vm_template")
     try:
         template_id = int(template_id)
     except (TypeError, ValueError):
@@ -545,7 +547,8 @@ def role_extra_template(site: SimSite, doc: SimDocument, role: dict[str, Any], t
     if isinstance(contents, dict):
         extra = _json_template(contents, values)
     elif isinstance(role.get("vm_template_contents"), str):
-        extra = parse_template(_substitute(role["vm_template_contents"], values))
+        # text oned parses at instantiate: a syntax error fails it (RequestManagerVMTemplate.cc)
+        extra = parse_text(_substitute(role["vm_template_contents"], values))
     else:
         extra = []
     base = site.templates.get(template_id)
