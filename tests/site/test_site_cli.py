@@ -267,6 +267,25 @@ def test_fill_and_submit_in_read_only_mode_are_refused_by_the_operation(capsys: 
     assert refused[-2:] == ["site.edit", "site.submit"]
 
 
+def test_confirm_an_appliance_id_through_the_runner(capsys: pytest.CaptureFixture[str], cloud_env: SimServer) -> None:
+    """`site confirm` is an operation: a dry run shows what is recorded, read-only mode refuses
+    it (the operation type), `--yes` records it and the cloud check then warns instead of failing."""
+    code, result = run(capsys, "open", "demo-site", "--json")
+    path = result["site"]["path"]
+    variable = "site_variables.tn_bastion.image_id"
+    confirm = ("confirm", path, variable, "--reason", "our own bastion build")
+    code, result = run(capsys, *confirm, "--dry-run", "--json")
+    assert code == EXIT_OK and result["dry_run"] and result["confirmation"]["object_id"] == 0
+    code = main(["--read-only", "site", *confirm, "--yes", "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert code == EXIT_USAGE and result["error"]["detail"] == "read-only mode: a confirmation is recorded in the state directory"
+    code, result = run(capsys, *confirm, "--yes", "--json")
+    assert code == EXIT_OK and Path(result["result"]["file"]).exists()
+    assert result["result"]["confirmation"]["reason"] == "our own bastion build"
+    code, result = run(capsys, "check", path, "--cloud", "--json")
+    assert {f["path"]: f["severity"] for f in result["findings"]}.get(variable) == "warning"
+
+
 def test_enable_without_appliance_then_submit(capsys: pytest.CaptureFixture[str], cloud_env: SimServer) -> None:
     run(capsys, "open", "demo-site", "--json")
     code, result = run(capsys, "enable", "core_net_cluster", "--submit", "--yes", "--json")

@@ -1,8 +1,8 @@
 """`sitetk site encrypt|decrypt|edit|check|fill|confirm`: one core.yaml file.
 
-`fill` is the `FillSite` operation through the CLI runner (--dry-run, --json, read-only refusal
-in the operation type); the others change the file in place (encrypt, edit), read it (decrypt,
-check) or record a confirmation beside the site record (confirm).
+`fill` (`FillSite`) and `confirm` (`ConfirmApplianceId`) are operations through the CLI runner
+(--dry-run, --yes, --json, read-only refusal in the operation type); the others change the file
+in place (encrypt, edit) or read it (decrypt, check).
 """
 
 from __future__ import annotations
@@ -15,14 +15,11 @@ from pathlib import Path
 from tui.cli.common import (
     EXIT_FINDINGS,
     EXIT_OK,
-    EXIT_USAGE,
     UsageError,
-    confirm,
     connect_site,
     emit_json,
     follow,
     print_preview,
-    show_preview,
     write_data,
 )
 from tui.cli.runner import run_cli
@@ -40,7 +37,7 @@ from tui.cli.site_options import (
 )
 from tui.procedures.fill_operation import FillSite
 from tui.procedures.site_config import ConfigWritten, edit_file, encrypt_file, load_site_config, preview_edit, preview_encrypt
-from tui.procedures.site_confirmations import confirm_appliance_id, plan_confirmation
+from tui.procedures.site_confirmations import ConfirmApplianceId
 from tui.procedures.site_fill import gather_cloud_facts
 from tui.procedures.site_verdict import verdict_of
 
@@ -141,21 +138,13 @@ async def confirm_command(args: argparse.Namespace) -> int:
     warnings: list[str] = []
     password = vault_password(args, warnings) if needs_password(Path(args.path)) else None
     warn(warnings, args.json)
-    if args.read_only and not args.dry_run:
-        raise UsageError("read-only mode: a confirmation is recorded in the state directory")
     definitions = (await load_component_library(args)).as_mapping()
-    site = await connect_site(site_settings())
+    site = await connect_site(site_settings(), read_only=args.read_only)
     try:
         config = (await load_site_config(Path(args.path), password, site.naming)).config
-        plan = await plan_confirmation(site, config, args.variable, args.reason, definitions)
-        if show_preview(plan.preview(), args, {"confirmation": plan.confirmation.as_json()}):
-            return EXIT_OK
-        if not confirm(f"Record that {plan.confirmation.kind} {plan.confirmation.object_id} is right for {args.variable}", args.yes):
-            return EXIT_USAGE
-        written = confirm_appliance_id(site, plan)
+        operation = ConfirmApplianceId(config, args.variable, args.reason, definitions)
+        return await run_cli(args, site, operation, extra=lambda plan: {"confirmation": plan.confirmation.as_json()},
+                             describe=lambda done: f"recorded in {done.file} (audit-logged); sitetk site check --cloud "
+                                                   "shows it as a warning")
     finally:
         await site.close()
-    finish(args.json, {"confirmation": plan.confirmation.as_json(), "file": written},
-            f"recorded in {written} (audit-logged); sitetk site check --cloud shows it as a warning")
-    return EXIT_OK
-

@@ -15,9 +15,9 @@ from __future__ import annotations
 import getpass
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
 from tui.domain.appliance_identity import (
     Confirmation,
@@ -32,7 +32,10 @@ from tui.domain.components import ComponentDefinition
 from tui.domain.endpoints import without_credentials
 from tui.domain.site_config import SiteConfig
 from tui.errors import SiteError
+from tui.procedures.operation import Confirmation as OperationQuestion
+from tui.procedures.operation import Operation, RunContext
 from tui.procedures.preview import Change, Preview
+from tui.procedures.progress import Progress
 from tui.procedures.site_record import site_record_path, write_private_atomically
 from tui.settings import Settings
 
@@ -145,3 +148,46 @@ def confirm_appliance_id(site: "SiteConnection", plan: ConfirmPlan) -> str:
                       {"kind": c.kind, "object_id": c.object_id, "object_name": c.object_name, "reason": c.reason,
                        "finding": plan.finding, "file": str(path)})
     return str(path)
+
+
+@dataclass(frozen=True)
+class ConfirmationRecorded:
+    """The result of recording a confirmation: what was recorded and where."""
+
+    confirmation: Confirmation
+    file: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {"confirmation": self.confirmation.as_json(), "file": self.file}
+
+
+@dataclass(frozen=True)
+class ConfirmApplianceId(Operation[ConfirmPlan, ConfirmationRecorded]):
+    """Record that the object `path` (a dotted appliance ID of `config`) names is right although
+    it is not marked as the component's appliance (`plan_confirmation`, `confirm_appliance_id`)."""
+
+    config: SiteConfig = field(compare=False)
+    path: str
+    reason: str | None
+    definitions: Mapping[str, ComponentDefinition] = field(compare=False)
+
+    title: ClassVar[str] = "Confirm an appliance ID"
+    refusal: ClassVar[str] = "a confirmation is recorded in the state directory"
+    action: ClassVar[str] = "site.confirm_appliance_id"
+    #: it writes a file beside the site record, nothing on the site itself; still refused in read-only mode
+    mutating: ClassVar[bool] = True
+
+    async def plan(self, site: "SiteConnection") -> ConfirmPlan:
+        return await plan_confirmation(site, self.config, self.path, self.reason, self.definitions)
+
+    def preview(self, plan: ConfirmPlan) -> Preview:
+        return plan.preview()
+
+    def confirmation(self, plan: ConfirmPlan) -> OperationQuestion | None:
+        c = plan.confirmation
+        return OperationQuestion("Record", f"that {c.kind} {c.object_id} is right for {c.path}", plan.finding)
+
+    async def execute(self, site: "SiteConnection", plan: ConfirmPlan, context: RunContext) -> ConfirmationRecorded:
+        written = confirm_appliance_id(site, plan)
+        context.report(Progress("confirm", 1, 1, f"recorded in {written} (audit-logged)", "done"))
+        return ConfirmationRecorded(plan.confirmation, written)
