@@ -25,6 +25,7 @@ import io
 import json
 import os
 import shutil
+import signal
 import sys
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Iterator, Mapping, TextIO, TypeVar
 
@@ -33,6 +34,7 @@ from tui.domain.printable import escape_controls
 from tui.errors import SiteError
 from tui.procedures.preview import Preview
 from tui.procedures.progress import Progress
+from tui.procedures.stop_signals import StopRequests, exit_code_for, on_stop_signals, signal_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection
@@ -180,8 +182,25 @@ def usage(message: str, as_json: bool) -> int:
 
 def run_async(factory: Callable[[], Awaitable[int]], as_json: bool = False) -> int:
     """Run a coroutine to completion, turning UsageError, SiteError and ctrl+c into exit codes."""
+    stops = StopRequests()
+
+    async def stoppable() -> int:
+        task = asyncio.current_task()
+
+        def stop(signum: int) -> None:  # TERM and HUP as ctrl+c: the command's task is cancelled
+            stops.note(signum)
+            if task is not None:
+                task.cancel()
+
+        with on_stop_signals(stop):
+            return await factory()
+
     try:
-        return asyncio.run(factory())  # type: ignore[arg-type]
+        return asyncio.run(stoppable())
+    except asyncio.CancelledError:
+        signum = stops.first if stops.first is not None else signal.SIGINT
+        print(f"interrupted ({signal_name(signum)})", file=sys.stderr)
+        return exit_code_for(signum)
     except UsageError as error:
         return usage(str(error), as_json)
     except SiteError as error:

@@ -5,7 +5,8 @@
     on stderr) -> the result (text, or one JSON answer with `--json`)
 
 Exit codes (tui.cli.exit_codes): 0 done (or a dry run), 1 the operation failed, 2 refused (bad
-usage, read-only mode, not confirmed). A verb builds its operation from its arguments and calls
+usage, read-only mode, not confirmed), 128+N stopped by signal N (130 SIGINT, 143 SIGTERM, 129
+SIGHUP: each the same cancel, the operation undoes what it created first). A verb builds its operation from its arguments and calls
 `run_cli(args, site, operation)`; `describe` turns the typed result into the text-mode summary
 and `extra` adds members to the JSON answers (the plan is always there).
 """
@@ -29,6 +30,7 @@ from tui.procedures.operation import (
     run_operation,
 )
 from tui.procedures.progress import Progress
+from tui.procedures.stop_signals import StopRequests, exit_code_for, on_stop_signals, signal_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection
@@ -41,7 +43,15 @@ def print_event(event: Progress) -> None:
     """One progress line on stderr: `[    ok] step (done/total) message`."""
     mark = {"done": "ok", "failed": "FAILED", "skipped": "skip"}.get(event.state, "..")
     tail = f" {event.message}" if event.message else ""
-    print(f"[{mark:>6}] {event.step} ({event.done}/{event.total}){tail}", file=sys.stderr)
+    _say(f"[{mark:>6}] {event.step} ({event.done}/{event.total}){tail}")
+
+
+def _say(text: str) -> None:
+    """A line on stderr that never fails (the terminal may be gone after a hang-up)."""
+    try:
+        print(text, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
 
 
 def result_json(result: Any) -> Any:
@@ -112,19 +122,33 @@ async def run_cli(args: argparse.Namespace, site: "SiteConnection", operation: O
         return await asyncio.to_thread(confirm, f"{question.prompt}{detail}", assume_yes)
 
     context = RunContext(emit=(lambda event: None) if as_json else print_event, ask=ask)
+    stops = StopRequests()
+
+    def stop(signum: int) -> None:  # INT, TERM, HUP: the same cancel (tui.procedures.stop_signals)
+        if stops.note(signum):
+            context.cancel.set()
+            note = f"{signal_name(signum)}: stopping; what this run created is being undone"
+        else:
+            note = f"{signal_name(signum)}: still undoing what this run created (SIGKILL would leave it half-done)"
+        _say(note)
+
     try:
-        result = await run_operation(site, operation, plan, context, timeout=timeout)
+        with on_stop_signals(stop):
+            result = await run_operation(site, operation, plan, context, timeout=timeout)
     except SiteError as error:
         failure = getattr(error, "as_json", None)
+        signalled = {"signal": signal_name(stops.first)} if stops.first is not None else {}
         print_error(error, as_json, **answer, **({"failure": failure()} if callable(failure) else {}),
-                    events=[e.as_json() for e in context.events])
-        return EXIT_FAILED
+                    events=[e.as_json() for e in context.events], **signalled)
+        return exit_code_for(stops.first) if stops.first is not None else EXIT_FAILED
     except asyncio.CancelledError:  # ctrl+c: say where it stopped and how to go on
         if operation.resumable:
             last = context.events[-1] if context.events else None
             where = f" during step “{last.step}”" if last else ""
             print(f"interrupted{where}: run the same command again to resume", file=sys.stderr)
         raise
+    if stops.first is not None:
+        _say(f"{signal_name(stops.first)} came too late to stop it: the operation had finished")
     if as_json:
         answer_to({"ok": True, **answer, "preview": preview.as_json(), "events": [e.as_json() for e in context.events],
                    "result": result_json(result)})

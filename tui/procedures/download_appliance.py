@@ -188,6 +188,8 @@ async def download_appliance(
     steps = plan.steps(attach)
     total = len(steps)
     created = _Created()
+    undo = _Undo()
+    audited = False
     ids = _Ids.of(plan)
     reused: list[str] = []
     done = 0
@@ -215,15 +217,17 @@ async def download_appliance(
                 yield event
             done += len(plan.images)
         except SiteError as error:
-            async for event in _rollback(site, created, done, total):
+            async for event in _rollback(site, created, undo, done, total):
                 yield event
             outcome = "cancelled" if isinstance(error, DownloadCancelled) else "failed"
-            _audit_download(site, target, outcome, plan, created, error)
-            raise _rolled_back(error, created) from None
+            audited = True
+            _audit_download(site, target, outcome, plan, created, error, undo)
+            raise _rolled_back(error, created, undo) from None
     except (asyncio.CancelledError, GeneratorExit):
-        # hard cancel (task cancelled, generator closed): roll back without events
-        await _rollback_quietly(site, created)
-        _audit_download(site, target, "cancelled", plan, created, SiteError("Download cancelled"))
+        # hard cancel (task cancelled, generator closed, maybe mid-rollback): finish the rollback without events
+        await _rollback_quietly(site, created, undo)
+        if not audited:
+            _audit_download(site, target, "cancelled", plan, created, SiteError("Download cancelled"), undo)
         raise
     result = DownloadResult(plan.name, plan.app.id, tuple(zip(ids.images, (i.name for i in plan.images))),
                             tuple(ids.templates), ids.service, tuple(reused))
@@ -349,27 +353,76 @@ async def _pause(seconds: float, cancel: asyncio.Event | None) -> None:
         pass
 
 
-async def _rollback(site: "SiteConnection", created: _Created, done: int, total: int) -> AsyncIterator[Progress]:
+#: the platform CLI command that deletes each kind of object (what is left is named with it)
+REMOVE_COMMANDS = {IMAGE: "oneimage delete", VM_TEMPLATE: "onetemplate delete",
+                   SERVICE_TEMPLATE: "oneflow-template delete"}
+
+
+@dataclass
+class _Undo:
+    """What a rollback actually did: the objects it deleted, and those left with why."""
+
+    deleted: list[tuple[str, int, str]] = field(default_factory=list)
+    left: list[tuple[str, int, str, str]] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"deleted": [{"kind": k, "id": i, "name": n} for k, i, n in self.deleted],
+                "left": [{"kind": k, "id": i, "name": n, "reason": r, "command": f"{REMOVE_COMMANDS[k]} {i}"}
+                         for k, i, n, r in self.left]}
+
+    def summary(self, created: _Created) -> str:
+        """One sentence per outcome, naming each object (never a count of what was only created)."""
+        if not created.objects:
+            return "Nothing had been created."
+        parts = []
+        if self.deleted:
+            parts.append("Rolled back: deleted " + ", ".join(f"{k} {i} {n!r}" for k, i, n in self.deleted) + ".")
+        if self.left:
+            parts.append("Left in the cloud (the rollback could not delete them): " + "; ".join(
+                f"{k} {i} {n!r} ({r}): remove it with `{REMOVE_COMMANDS[k]} {i}`" for k, i, n, r in self.left) + ".")
+        else:
+            parts.append("Nothing is left of this run.")
+        return " ".join(parts)
+
+
+async def _delete_one(site: "SiteConnection", undo: _Undo, kind: str, object_id: int, name: str,
+                      call: Callable[[int], Awaitable[Any]]) -> str | None:
+    """Delete one object this run created; returns why it is left (None: deleted)."""
+    try:
+        await call(object_id)
+    except SiteError as error:
+        reason = f"{error.title}: {error.detail}" if error.detail else error.title
+        undo.left.append((kind, object_id, name, reason))
+        return reason
+    undo.deleted.append((kind, object_id, name))
+    site.audit.record(f"{kind.lower().replace(' ', '_')}.delete", f"{kind} {object_id}", "ok",
+                      {"name": name, "reason": "rollback of a failed download"})
+    return None
+
+
+async def _rollback(site: "SiteConnection", created: _Created, undo: _Undo, done: int,
+                    total: int) -> AsyncIterator[Progress]:
     """Delete what this run created, newest kind first; each deletion is an event."""
     for kind, object_id, name, call in _deletions(site, created):
-        try:
-            await call(object_id)
-        except SiteError as error:
-            yield Progress(f"rollback: delete {kind} {object_id}", done, total,
-                           f"could not delete {name!r}: {error.title}", "failed", {"kind": kind, "id": object_id})
-            continue
-        site.audit.record(f"{kind.lower().replace(' ', '_')}.delete", f"{kind} {object_id}", "ok",
-                          {"name": name, "reason": "rollback of a failed download"})
-        yield Progress(f"rollback: delete {kind} {object_id}", done, total, f"deleted {name!r}", "done",
-                       {"kind": kind, "id": object_id})
+        reason = await _delete_one(site, undo, kind, object_id, name, call)
+        step = f"rollback: delete {kind} {object_id}"
+        if reason is not None:
+            yield Progress(step, done, total, f"could not delete {name!r}: {reason}; "
+                           f"remove it with `{REMOVE_COMMANDS[kind]} {object_id}`", "failed",
+                           {"kind": kind, "id": object_id})
+        else:
+            yield Progress(step, done, total, f"deleted {name!r}", "done", {"kind": kind, "id": object_id})
 
 
-async def _rollback_quietly(site: "SiteConnection", created: _Created) -> None:
-    for kind, object_id, _name, call in _deletions(site, created):
-        try:
-            await call(object_id)
-        except (SiteError, asyncio.CancelledError):
+async def _rollback_quietly(site: "SiteConnection", created: _Created, undo: _Undo) -> None:
+    for kind, object_id, name, call in _deletions(site, created):
+        if (kind, object_id, name) in undo.deleted:
             continue
+        undo.left = [entry for entry in undo.left if entry[:2] != (kind, object_id)]
+        try:
+            await _delete_one(site, undo, kind, object_id, name, call)
+        except asyncio.CancelledError:
+            undo.left.append((kind, object_id, name, "the rollback was cut short"))
 
 
 _DELETE_ORDER = (SERVICE_TEMPLATE, VM_TEMPLATE, IMAGE)
@@ -383,21 +436,19 @@ def _deletions(site: "SiteConnection", created: _Created) -> list[tuple[str, int
             for kind, object_id, name in reversed(created.objects) if kind == order]
 
 
-def _rolled_back(error: SiteError, created: _Created) -> SiteError:
-    counts = [f"{len(created.ids(kind))} {kind}(s)" for kind in (IMAGE, VM_TEMPLATE, SERVICE_TEMPLATE)
-              if created.ids(kind) or kind != SERVICE_TEMPLATE]
-    note = "Nothing had been created." if not created.objects \
-        else f"Rolled back: deleted {', '.join(counts)} this download had created."
-    detail = f"{error.detail} {note}".strip()
+def _rolled_back(error: SiteError, created: _Created, undo: _Undo) -> SiteError:
+    detail = f"{error.detail} {undo.summary(created)}".strip()
     kind = DownloadCancelled if isinstance(error, DownloadCancelled) else SiteError
     return kind(error.title, detail, retryable=error.retryable, code=error.code)
 
 
 def _audit_download(site: "SiteConnection", target: str, outcome: str, plan: DownloadPlan, created: _Created,
-                    error: SiteError | None) -> None:
+                    error: SiteError | None, undo: _Undo | None = None) -> None:
     details: dict[str, Any] = {"app": plan.app.name, "version": plan.app.version, "datastore_id": plan.datastore.id,
                                "created": created.as_json(), "cli": plan.export_cli}
     if error is not None:
         details["error"] = error.title
-        details["rolled_back"] = outcome != "ok"
+        details["rolled_back"] = undo is not None and not undo.left
+    if undo is not None:
+        details.update(undo.as_json())
     site.audit.record("marketapp.export", target, outcome, details)

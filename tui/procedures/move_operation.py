@@ -7,8 +7,9 @@
   are skipped).
 
 All three plan a `MoveSet`, preview it with every step's platform CLI command, confirm naming the
-VMs (destructive: the VMs stop), run `move_many` and return `Moved`. A cancel stops between two
-platform calls (the runner cancels the task; `move_vm` audit-logs where it stopped).
+VMs (destructive: the VMs stop), run `move_many` and return `Moved`. A cancel (the console's
+Cancel, or INT/TERM/HUP in the CLI) stops between two platform calls: `MoveCancelled` and the audit
+log name the step, the VM's state and the commands that finish the move or put the VM back.
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ class MoveOperation(Operation[MoveSet, Moved]):
     title: ClassVar[str] = "Move a VM"
     refusal: ClassVar[str] = "moving a VM changes the cloud"
     action: ClassVar[str] = "vm.move"
-    cancels_itself: ClassVar[bool] = False
+    cancels_itself: ClassVar[bool] = True
     resumable: ClassVar[bool] = True
 
     def preview(self, plan: MoveSet) -> Preview:
@@ -99,7 +100,7 @@ class MoveOperation(Operation[MoveSet, Moved]):
         return Confirmation(verb, preview.target, detail, destructive=True)
 
     async def execute(self, site: "SiteConnection", plan: MoveSet, context: RunContext) -> Moved:
-        async for event in move_many(site, plan.plans, timeouts=self.timeouts):
+        async for event in move_many(site, plan.plans, timeouts=self.timeouts, cancel=context.cancel):
             context.report(event)
         return Moved(plan.plans)
 

@@ -19,8 +19,12 @@ The plan and its preview come from `tui.procedures.move_plan` (`plan_move`, `pla
 several moves one after the other. Each step looks at the VM first and is skipped when already
 done (`step_skips`), so running the same move again resumes where it stopped. A step that fails
 or times out raises `MoveFailed`, naming the step and the state the VM is in, with the commands
-that resume it or put it back where it was. Cancelling (`asyncio.CancelledError`) stops between
-two platform calls and is audit-logged with the step and the VM's last known state. Every
+that resume it or put it back where it was. A cancel (the `cancel` event: ctrl+c, SIGTERM, a dropped
+session's SIGHUP, the console's Cancel) stops between two platform calls, never in the middle of
+one: `MoveCancelled` names the step, the VM's state read at that moment and the two commands
+(finish the move, or put the VM back); the audit log records the same, so a VM is never left
+undeployed without a record. A hard task cancellation (`asyncio.CancelledError`) is audit-logged
+with the step and the VM's last known state. Every
 change (undeploy, CPU model, READY reset, deploy) is audit-logged, as are the move's start and end.
 
 What the platform does that shapes it: a boot with a CPU model the host cannot give fails, since
@@ -108,6 +112,14 @@ class MoveFailed(SiteError):
                 "resume": move_command(self.plan), "redeploy": redeploy_command(self.plan)}
 
 
+class MoveCancelled(MoveFailed):
+    """The move was asked to stop; it stopped between two platform calls at `step`."""
+
+    def __init__(self, plan: MovePlan, step: str, vm_state: str) -> None:
+        super().__init__(plan, step, f"Stopped on request before “{step}” finished.", vm_state)
+        self.title = f"Move of {plan.label} cancelled at step “{step}”"
+
+
 # running ----------------------------------------------------------------------------------------
 
 def describe_state(vm: VmDetail) -> str:
@@ -130,8 +142,9 @@ class _Run:
     """The state of one running move, shared by its steps."""
 
     def __init__(self, site: "SiteConnection", plan: MovePlan, timeouts: MoveTimeouts, audit: AuditLog,
-                 offset: int, total: int) -> None:
+                 offset: int, total: int, cancel: asyncio.Event | None = None) -> None:
         self.site = site
+        self.cancel = cancel
         self.plan = plan
         self.timeouts = timeouts
         self.audit = audit
@@ -148,6 +161,21 @@ class _Run:
     async def read(self) -> VmDetail:
         self.vm = await self.site.cloud.vm_info(self.plan.vm_id)
         return self.vm
+
+    def checkpoint(self) -> None:
+        """Stop here when a cancel was asked (called before each platform change and each poll)."""
+        if self.cancel is not None and self.cancel.is_set():
+            raise MoveCancelled(self.plan, self.step, "")
+
+    async def pause(self, seconds: float) -> None:
+        """Sleep between two polls, waking at once on a cancel."""
+        if self.cancel is None:
+            await asyncio.sleep(seconds)
+            return
+        try:
+            await asyncio.wait_for(self.cancel.wait(), seconds)
+        except TimeoutError:
+            pass
 
     def fail(self, reason: str) -> MoveFailed:
         state = describe_state(self.vm) if self.vm is not None else "in an unknown state"
@@ -170,6 +198,7 @@ class _Run:
         last = ""
         pause = min(0.1, self.timeouts.poll_interval)
         while True:
+            self.checkpoint()
             try:
                 vm = await self.read()
             except SiteError as error:
@@ -190,7 +219,7 @@ class _Run:
             if time.monotonic() >= deadline:
                 extra = on_timeout() if callable(on_timeout) else on_timeout
                 raise self.fail(f"Waited {timeout:g} s for {what}." + (f" {extra}" if extra else ""))
-            await asyncio.sleep(pause)
+            await self.pause(pause)
             pause = min(pause * 1.5, self.timeouts.poll_interval)
 
 
@@ -203,11 +232,13 @@ def _failed_lcm(vm: VmDetail) -> bool:
 
 
 async def move_vm(site: "SiteConnection", plan: MovePlan, *, timeouts: MoveTimeouts = DEFAULT_TIMEOUTS,
-                  audit: AuditLog | None = None, _offset: int = 0, _total: int | None = None) -> AsyncIterator[Progress]:
-    """Run a move (or a redeploy) step by step, skipping steps already done. Raises `MoveFailed`."""
+                  audit: AuditLog | None = None, cancel: asyncio.Event | None = None, _offset: int = 0,
+                  _total: int | None = None) -> AsyncIterator[Progress]:
+    """Run a move (or a redeploy) step by step, skipping steps already done. Raises `MoveFailed`
+    (`MoveCancelled` when `cancel` is set: it stops before the next platform call)."""
     audit = audit if audit is not None else audit_log(site)
     steps = plan.steps
-    run = _Run(site, plan, timeouts, audit, _offset, _total if _total is not None else len(steps))
+    run = _Run(site, plan, timeouts, audit, _offset, _total if _total is not None else len(steps), cancel)
     action = AUDIT_REDEPLOY if plan.redeploy else AUDIT_MOVE
     details = {"vm_id": plan.vm_id, "vm_name": plan.vm_name, "origin_host_id": plan.origin_host_id,
                "origin_host_name": plan.origin_host_name, "origin_cpu_model": plan.origin_cpu_model,
@@ -221,6 +252,16 @@ async def move_vm(site: "SiteConnection", plan: MovePlan, *, timeouts: MoveTimeo
         state = describe_state(run.vm) if run.vm is not None else "not read yet"
         audit.record(action, plan.label, "cancelled", {**details, "step": run.step, "vm_state": state})
         raise
+    except MoveCancelled:
+        stopped = await run.state_after_error(SiteError("cancelled"))
+        cancelled = MoveCancelled(plan, run.step, stopped.vm_state)
+        audit.record(action, plan.label, "cancelled", {
+            **details, "step": run.step, "vm_state": cancelled.vm_state, "resume": move_command(plan),
+            "redeploy": redeploy_command(plan)})
+        yield Progress(run.step, run.offset + steps.index(run.step), run.total,
+                       f"cancelled: {plan.label} is {cancelled.vm_state}", "failed",
+                       {"vm_id": plan.vm_id, "vm_state": cancelled.vm_state})
+        raise cancelled from None
     except SiteError as error:
         failure = error if isinstance(error, MoveFailed) else await run.state_after_error(error)
         audit.record(action, plan.label, "failed", {**details, "step": failure.step, "reason": failure.reason,
@@ -263,6 +304,7 @@ async def _steps(run: _Run) -> AsyncIterator[Progress]:
         # out of BOOT_UNDEPLOY_FAILURE but recover; --success closes the failed boot, then an undeploy
         # --hard frees the host (the KVM driver's cancel is a no-op for a domain that is not there)
         yield run.event(index, "running", f"closing the failed boot on host {vm.summary.host_id} {vm.summary.host}")
+        run.checkpoint()
         await cloud.vm_recover(plan.vm_id, RECOVER_SUCCESS)
         run.audit.record("hosts.recover", plan.label, "ok", {
             "vm_id": plan.vm_id, "operation": "success", "cli": f"onevm recover --success {plan.vm_id}"})
@@ -274,6 +316,7 @@ async def _steps(run: _Run) -> AsyncIterator[Progress]:
         yield run.event(index, "skipped", skips[STEP_UNDEPLOY])
     elif (state == ACTIVE and lcm in UNDEPLOYABLE_LCM) or state == VM_POWEROFF:
         yield run.event(index, "running", f"undeploying from {plan.origin_label}")
+        run.checkpoint()
         await cloud.vm_action("undeploy-hard" if plan.hard else "undeploy", plan.vm_id)
         run.audit.record("hosts.undeploy", plan.label, "ok", {
             "vm_id": plan.vm_id, "hard": plan.hard, "cli": f"onevm undeploy{' --hard' if plan.hard else ''} {plan.vm_id}"})
@@ -310,6 +353,7 @@ async def _steps(run: _Run) -> AsyncIterator[Progress]:
         yield run.event(index, "skipped", f"CPU model already {plan.cpu_model or '(none)'}")
     else:
         yield run.event(index, "running", f"setting CPU model {plan.cpu_model or '(none)'}")
+        run.checkpoint()
         before = _sections(vm)
         if plan.cpu_model:
             await cloud.vm_updateconf(plan.vm_id, cpu_model_update_text(plan.cpu_model), append=1)
@@ -337,6 +381,7 @@ async def _steps(run: _Run) -> AsyncIterator[Progress]:
         yield run.event(index, "skipped", f"already deployed on {plan.target_label}")
     elif vm.summary.state in DEPLOYABLE:
         yield run.event(index, "running", f"deploying on {plan.target_label}")
+        run.checkpoint()
         if plan.wait_ready and ready_flag(vm):
             # a READY=YES left from the last boot would end the last wait at once
             await cloud.vm_update(plan.vm_id, 'READY = "NO"', append=1)
@@ -395,11 +440,12 @@ def _appliance_errors(vm: VmDetail | None) -> str:
 
 
 async def move_many(site: "SiteConnection", plans: Sequence[MovePlan], *, timeouts: MoveTimeouts = DEFAULT_TIMEOUTS,
-                    audit: AuditLog | None = None) -> AsyncIterator[Progress]:
+                    audit: AuditLog | None = None, cancel: asyncio.Event | None = None) -> AsyncIterator[Progress]:
     """Run several moves one after the other; the first failure stops the rest."""
     total = sum(len(plan.steps) for plan in plans)
     offset = 0
     for plan in plans:
-        async for event in move_vm(site, plan, timeouts=timeouts, audit=audit, _offset=offset, _total=total):
+        async for event in move_vm(site, plan, timeouts=timeouts, audit=audit, cancel=cancel, _offset=offset,
+                                   _total=total):
             yield replace(event, step=f"VM {plan.vm_id}: {event.step}") if len(plans) > 1 else event
         offset += len(plan.steps)

@@ -34,7 +34,7 @@ from tui.procedures.hosts import HostInventory
 from tui.procedures.inventory import vm_detail
 from tui.procedures.move_operation import Moved, MoveSet, MoveVms, RedeployVm, ResumeMoves
 from tui.procedures.move_plan import DEFAULT_TIMEOUTS, PASSTHROUGH_WARNING, MovePlan, MoveTimeouts, passthrough_candidates
-from tui.procedures.move_vm import MoveFailed, describe_state
+from tui.procedures.move_vm import MoveCancelled, MoveFailed, describe_state
 from tui.procedures.operation import OperationCancelled
 from tui.procedures.preview import Preview
 from tui.screens.error_text import error_text
@@ -263,8 +263,10 @@ class MoveModal(OperationModal[MoveSet, Moved]):
             return
         if isinstance(error, MoveFailed):
             self.failure = error
+            head = (("✘ Cancelled ", "bold red"), f"during step “{error.step}”.\n") if isinstance(error, MoveCancelled) \
+                else (("✘ Stopped at step ", "bold red"), (f"“{error.step}”", "bold red"), f": {error.reason}\n")
             self.show_result_text(Text.assemble(
-                ("✘ Stopped at step ", "bold red"), (f"“{error.step}”", "bold red"), f": {error.reason}\n",
+                *head,
                 (f"{error.plan.label} is now {error.vm_state}.", "bold"),
                 "\nResume runs the same move again from where it stopped; Put back deploys the VM on "
                 f"{error.plan.origin_label} with CPU model {error.plan.origin_cpu_model or '(none)'}."))

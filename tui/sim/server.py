@@ -119,6 +119,9 @@ class _Handler(BaseHTTPRequestHandler):
         with site.lock:
             failing = site.should_fail()
             drop = failing and site.rng.random() < 0.5
+            if rpc_method and faults.fail_methods.get(rpc_method, 0) > 0:
+                faults.fail_methods[rpc_method] -= 1
+                failing, drop = True, False
         if drop:
             self._drop()
             return
