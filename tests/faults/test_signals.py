@@ -30,7 +30,7 @@ def test_a_stop_signal_during_a_download_deletes_what_it_created_and_audits_it(
     server = sim_factory(time_scale=50.0)  # the image stays LOCKED for minutes: a known point to signal
     runner = sitetk(server)
     before = _objects(server)
-    run = runner.start("market", "download", "service_dns", "--datastore", "1", "--yes", "--poll", POLL)
+    run = runner.start("market", "download", f"{server.market_url}#service_dns", "--datastore", "1", "--yes", "--poll", POLL)
     run.wait_for_line("LOCKED")
     assert _objects(server) != before  # the image and the VM template exist now
     run.process.send_signal(stop)

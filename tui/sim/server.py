@@ -23,7 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
 from tui.sim.state import SimSite
-from tui.sim.xmlrpc_api import handle_xmlrpc, internal_error, method_name
+from tui.sim.xmlrpc_api import handle_xmlrpc, internal_error, method_name, refused_call
 
 _MAX_BODY = 64 * 1024 * 1024
 _log = logging.getLogger(__name__)
@@ -119,9 +119,12 @@ class _Handler(BaseHTTPRequestHandler):
         with site.lock:
             failing = site.should_fail()
             drop = failing and site.rng.random() < 0.5
-            if rpc_method and faults.fail_methods.get(rpc_method, 0) > 0:
+            refused = bool(rpc_method) and faults.fail_methods.get(rpc_method, 0) > 0
+            if refused:
                 faults.fail_methods[rpc_method] -= 1
-                failing, drop = True, False
+        if refused:  # a definite refusal (ACTION), as for an object the platform will not change now
+            self._send(200, {"Content-Type": "text/xml"}, refused_call(rpc_method), method)
+            return
         if drop:
             self._drop()
             return

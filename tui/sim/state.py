@@ -267,7 +267,7 @@ class Faults:
     fail_next_deploys: int = 0
     #: extra delay per XML-RPC method name, in milliseconds
     method_delay_ms: dict[str, int] = field(default_factory=dict)
-    #: the next N calls of each named XML-RPC method fail with an internal error (decremented per call)
+    #: the next N calls of each named XML-RPC method are refused with an ACTION error (decremented per call)
     fail_methods: dict[str, int] = field(default_factory=dict)
     #: marketplace HTTP faults by record id ("" for the listing): "error" (HTTP 500),
     #: "invalid_json" (a truncated body) or "slow:<ms>" (the answer comes after that delay); a marketplace's

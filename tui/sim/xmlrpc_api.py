@@ -21,7 +21,7 @@ from xml.parsers.expat import ExpatError
 from xml.sax.saxutils import escape
 
 # importing the method modules registers their methods
-from tui.domain.error_codes import AUTHENTICATION, INTERNAL, NO_EXISTS
+from tui.domain.error_codes import ACTION, AUTHENTICATION, INTERNAL, NO_EXISTS
 from tui.sim import rpc_identity, rpc_read, rpc_vm, rpc_write  # noqa: F401
 from tui.sim.rpc_context import METHODS, Call, Method, WireEscaped
 from tui.sim.rpc_errors import OneError
@@ -81,6 +81,12 @@ def failure(method: str, code: int, message: str, oid: int = -1) -> bytes:
 def internal_error(method: str) -> bytes:
     """What an injected server failure answers: the platform's internal error."""
     return failure(method or "one.system.version", INTERNAL, "Internal error: the request could not be processed.")
+
+
+def refused_call(method: str) -> bytes:
+    """What an injected refusal answers (`Faults.fail_methods`): the platform's ACTION error, a
+    definite answer (the call did nothing), so a client neither retries nor reconciles it."""
+    return failure(method, ACTION, "Error performing action: refused by an injected fault.")
 
 
 def _type_ok(value: Any, letter: str) -> bool:
