@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 import pytest
 
+from tests.faults.processes import sitetk  # noqa: F401 (fixture: a real sitetk process)
 from tui.__main__ import main
 from tui.procedures.audit import AUDIT_ENV
 from tui.sim.server import SimServer

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Callable
 
-from tests.faults.processes import POLL, Runner, sitetk  # noqa: F401 (fixture)
+from tests.faults.processes import POLL, Runner
 from tui.sim.server import SimServer
 
 

@@ -13,7 +13,7 @@ from typing import Callable
 
 import pytest
 
-from tests.faults.processes import POLL, Runner, sitetk  # noqa: F401 (fixture)
+from tests.faults.processes import POLL, Runner
 from tui.sim.server import SimServer
 
 STOPS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
