@@ -164,8 +164,10 @@ async def _download(args: argparse.Namespace, site: SiteConnection) -> int:
                                   poll_interval=args.poll)
 
     def describe(result: DownloadResult) -> str:
+        waited = f"; waited for {result.waited_for}" if result.waited_for else ""
+        reused = f"; reused {', '.join(result.reused)} (nothing created twice)" if result.reused else ""
         return (f"{result.name}: downloaded into datastore {args.datastore}"
-                + ("" if args.no_attributes else ", attributes attached"))
+                + ("" if args.no_attributes else ", attributes attached") + waited + reused)
 
     return await run_cli(args, site, operation, describe=describe)
 

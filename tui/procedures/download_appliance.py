@@ -34,12 +34,13 @@ import asyncio
 import re
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, ClassVar, Sequence
+from typing import TYPE_CHECKING, Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, ClassVar, Sequence
 
 from tui.domain.attribute_file import ApplianceTag
 from tui.domain.images import ERROR, READY, USED, ImageInfo, image_state_names
 from tui.errors import SiteError
 from tui.procedures.attach_attributes import attach_attributes, plan_attach
+from tui.procedures.download_lock import DownloadLock
 from tui.procedures.download_plan import (
     DownloadPlan,
     PlannedImage,
@@ -87,6 +88,8 @@ class DownloadResult:
     service_template_id: int | None
     #: objects that existed before and were reused ("image 12", ...)
     reused: tuple[str, ...] = ()
+    #: the other download of the same app this one waited for ("process 4711 (sitetk market download) ...")
+    waited_for: str = ""
 
     @property
     def image_ids(self) -> tuple[int, ...]:
@@ -95,7 +98,8 @@ class DownloadResult:
     def as_json(self) -> dict[str, Any]:
         return {"name": self.name, "app_id": self.app_id, "image_ids": list(self.image_ids),
                 "images": [{"id": i, "name": n} for i, n in self.images], "template_ids": list(self.template_ids),
-                "service_template_id": self.service_template_id, "reused": list(self.reused)}
+                "service_template_id": self.service_template_id, "reused": list(self.reused),
+                "waited_for": self.waited_for}
 
 
 # -- running it ----------------------------------------------------------------------------------
@@ -184,7 +188,41 @@ async def download_appliance(
     or `cancel` being set, everything created by this run is deleted (the events say what) and
     `SiteError` (`DownloadCancelled` for a cancel) is raised. A hard task cancellation rolls back
     too, without events.
+
+    Another download of the same app running meanwhile (this process or another) is waited for,
+    then the plan is made again, so that what it created is reused (tui.procedures.download_lock).
     """
+    lock = DownloadLock(site, plan.app.id, f"{plan.app.name} {plan.app.version}")
+    holder = await lock.try_acquire()
+    try:
+        waited_for = ""
+        if holder is not None:
+            total = len(plan.steps(attach))
+            step = plan.steps(attach)[0]
+            yield Progress(step, 0, total, f"waiting for {holder.describe()}, which is downloading the same appliance",
+                           "running", {"waiting_for": holder.describe()})
+            await lock.acquire(step_timeout, cancel)
+            waited_for = f"{lock.describe_holder()}, {lock.waited:.0f} s"
+            plan = await plan_download(site, plan.app.id, plan.datastore.id, plan.name, tag=plan.tag)
+            found = sum(1 for o in (*plan.images, *plan.templates, *((plan.service,) if plan.service else ()))
+                        if o.existing_id is not None)
+            yield Progress(step, 0, total, f"{lock.describe_holder()} finished after {lock.waited:.0f} s; planned "
+                           f"again: {found} object(s) it left are reused, none is created twice", "running",
+                           {"waited_for": waited_for, "reused": found})
+        export = _export(site, plan, step_timeout=step_timeout, poll_interval=poll_interval, cancel=cancel,
+                         attach=attach, waited_for=waited_for)
+        try:
+            async for event in export:
+                yield event
+        finally:
+            await export.aclose()  # a closed or cancelled caller: the export rolls back before the lock goes
+    finally:
+        await lock.release()
+
+
+async def _export(site: "SiteConnection", plan: DownloadPlan, *, step_timeout: float, poll_interval: float,
+                  cancel: asyncio.Event | None, attach: bool, waited_for: str) -> AsyncGenerator[Progress, None]:
+    """The export under the lock (see `download_appliance`)."""
     steps = plan.steps(attach)
     total = len(steps)
     created = _Created()
@@ -230,7 +268,7 @@ async def download_appliance(
             _audit_download(site, target, "cancelled", plan, created, SiteError("Download cancelled"), undo)
         raise
     result = DownloadResult(plan.name, plan.app.id, tuple(zip(ids.images, (i.name for i in plan.images))),
-                            tuple(ids.templates), ids.service, tuple(reused))
+                            tuple(ids.templates), ids.service, tuple(reused), waited_for)
     _audit_download(site, target, "ok", plan, created, None)
     if attach and plan.images:
         attach_plan = await plan_attach(site, plan.tag, result.image_ids)

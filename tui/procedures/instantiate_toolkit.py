@@ -21,9 +21,12 @@
      published (often before RUNNING), checked as an SSH public key, and recorded;
      `KeyNotPublished` when it does not appear within the key timeout.
 
-The service is never changed after the instantiation: no recover, no delete. Re-running a
-deployment creates another service (instantiation is not idempotent on the platform); the
-form screen shows the recorded deployment first so that this is a choice.
+The service is never changed after the instantiation: no recover, no delete. Instantiation is not
+idempotent on the platform, so before instantiating, `deploy_toolkit` looks for a live service an
+earlier run made from the same name and inputs (`tui.procedures.own_service`) and follows it
+instead of creating another: a re-run after a failure, a cancel or a dropped session continues
+with the service it made (a failed one is reported as failed, with its log). A different name or
+any other input value makes a new service.
 """
 
 from __future__ import annotations
@@ -44,9 +47,10 @@ from tui.domain.toolkit_inputs import Problem
 from tui.errors import SiteError
 from tui.procedures.audit import REDACTOR
 from tui.procedures.deploy_waits import RoleWait, explain_roles, format_elapsed
+from tui.procedures.own_service import find_own_services
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress
-from tui.procedures.site_record import save_site_record
+from tui.procedures.site_record import load_site_record, save_site_record
 from tui.procedures.toolkit import (
     AutomationKey,
     ToolkitForm,
@@ -237,6 +241,22 @@ async def instantiate_service(site: "SiteConnection", plan: DeployPlan) -> SiteR
     return record
 
 
+def adopt_service(site: "SiteConnection", plan: DeployPlan, service: Service) -> SiteRecord:
+    """Follow a service an earlier run made from the same inputs: its record (kept when there is
+    one), audit-logged as reused."""
+    for secret in plan.secrets:
+        REDACTOR.register(secret)
+    site.audit.record("toolkit.instantiate", f"service template {plan.template_id}", "reused", {
+        "name": plan.service_name, "service_id": service.id, "state": service.state_name,
+        "reason": "a service made earlier from the same inputs is followed instead of creating another"})
+    record = load_site_record(site.settings, service.id)
+    if record is None:
+        record = record_for_service(site, service, plan.template_id, plan.template_name, plan.platform_version,
+                                    plan.cloud_username)
+        save_site_record(site.settings, record)
+    return record
+
+
 async def deploy_toolkit(
     site: "SiteConnection",
     plan: DeployPlan,
@@ -253,10 +273,24 @@ async def deploy_toolkit(
     total = len(steps)
     yield Progress(STEP_INSTANTIATE, 0, total, f"{plan.cli()} ({plan.values_key})", "running",
                    {"values_key": plan.values_key})
-    record = await instantiate_service(site, plan)
-    yield Progress(STEP_INSTANTIATE, 1, total, f"service {record.service_id} {record.service_name!r} created", "done",
-                   {"service_id": record.service_id, "values_key": plan.values_key, "record": record_to_json(record)},
-                   DeployStep(record.service_id, record=record))
+    own = await find_own_services(site, plan)
+    if own:
+        record = adopt_service(site, plan, own[0])
+        others = ", ".join(str(s.id) for s in own[1:])
+        yield Progress(STEP_INSTANTIATE, 1, total,
+                       f"service {own[0].id} {own[0].name!r} ({own[0].state_name}) was made earlier from the same inputs: "
+                       "following it instead of creating another"
+                       + (f" (services {others} were made from them too: `oneflow delete <id>` removes one)"
+                          if others else ""), "skipped",
+                       {"service_id": record.service_id, "values_key": plan.values_key, "reused": True,
+                        "same_inputs": [s.id for s in own], "record": record_to_json(record)},
+                       DeployStep(record.service_id, record=record))
+    else:
+        record = await instantiate_service(site, plan)
+        yield Progress(STEP_INSTANTIATE, 1, total, f"service {record.service_id} {record.service_name!r} created",
+                       "done", {"service_id": record.service_id, "values_key": plan.values_key,
+                                "record": record_to_json(record)},
+                       DeployStep(record.service_id, record=record))
     if not wait:
         return
     async for event in follow_deployment(site, record, timeout=timeout, key_timeout=key_timeout,

@@ -1,0 +1,41 @@
+"""Two downloads of the same appliance at once: the second waits for the first, says so, then
+reuses what the first created; nothing is created twice, neither exits with a silent success."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from tests.faults.processes import POLL, Runner
+from tui.sim.server import SimServer
+
+
+def _named(server: SimServer, name: str) -> tuple[list[int], list[int], list[int]]:
+    with server.site.lock:
+        site = server.site
+        return ([i.id for i in site.images.values() if i.name == name],
+                [t.id for t in site.templates.values() if t.name == name],
+                [d.id for d in site.documents.values() if d.name == name])
+
+
+def test_the_second_of_two_identical_downloads_waits_for_the_first_and_reuses_its_objects(
+        sim_factory: Callable[..., SimServer], sitetk: Callable[[SimServer], Runner]) -> None:
+    server = sim_factory(time_scale=0.1)
+    runner = sitetk(server)
+    with server.site.lock:  # both plan before either has created anything: the first allocation is slow
+        server.site.faults.method_delay_ms["one.image.allocate"] = 4000
+    argv = ("market", "download", f"{server.market_url}#service_dns", "--datastore", "1", "--name", "dns-race",
+            "--yes", "--poll", POLL)
+    first = runner.start(*argv)
+    first.wait_for_line("creating the image")
+    second = runner.start(*argv)
+    waiting = second.wait_for_line("waiting for process")
+    assert f"process {first.process.pid} (" in waiting and "downloading the same appliance" in waiting
+    assert first.finish() == 0, first.stderr
+    assert second.finish() == 0, second.stderr
+    images, templates, _ = _named(server, "dns-race")
+    assert len(images) == 1 and len(templates) == 1  # nothing created twice
+    assert "planned again: 2 object(s) it left are reused" in second.stderr
+    assert f"waited for process {first.process.pid} (" in second.stdout
+    assert f"reused image {images[0]}, VM template {templates[0]} (nothing created twice)" in second.stdout
+    exports = [e for e in runner.audit_entries() if e["action"] == "marketapp.export" and e["outcome"] == "ok"]
+    assert [e["details"]["created"]["images"] for e in exports] == [images, []]  # the second created nothing
