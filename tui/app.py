@@ -25,6 +25,7 @@ Public API for screens and other engineers:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import os
 import time
@@ -46,6 +47,7 @@ from textual.widgets import Label
 
 from tui.errors import SiteError
 from tui.procedures.connection import ConnectionInfo, SiteConnection
+from tui.procedures.stop_signals import exit_code_for, on_stop_signals
 from tui.screens import registry
 from tui.screens.base import CONTEXT_SLOTS, SiteScreen
 from tui.screens.connect_error import ConnectErrorScreen
@@ -74,6 +76,8 @@ CONNECT_TICK_S = 0.5
 
 #: seconds after connecting when `SiteConnection.warm_up` runs at the latest (see `rows_shown`)
 WARM_UP_DELAY_S = 2.0
+#: how often the app looks whether the operations a stop signal cancelled have finished (seconds)
+STOP_POLL_S = 0.05
 
 #: a SiteError detail longer than this (or on several lines) opens the modal, not only a toast
 _TOAST_DETAIL_LIMIT = 160
@@ -168,6 +172,9 @@ class SiteToolkitApp(App[int]):
         #: CPU seconds of the process (all threads) by then (time.process_time())
         self.first_rows_cpu: float | None = None
         self._exit_on_first_rows = os.environ.get(BENCH_EXIT_ENV) == "1"
+        #: INT/TERM/HUP while the app runs (tui.procedures.stop_signals): the first one received
+        self.stop_signal: int | None = None
+        self._stop_signals: contextlib.AbstractContextManager[bool] | None = None
         self._context_values: dict[str, tuple[str, Variant]] = {}
         self._connect_started = time.monotonic()
         self._connect_ticker: Timer | None = None
@@ -221,7 +228,29 @@ class SiteToolkitApp(App[int]):
             self.set_context("mode", "READ-ONLY", "badge")
         if self._theme_warning:
             self.toast(f"Unknown theme {self._theme_warning!r}; using {self.theme!r}", severity="warning")
+        self._stop_signals = on_stop_signals(self._stop_requested)
+        self._stop_signals.__enter__()
         self.connect()
+
+    def _stop_requested(self, signum: int) -> None:
+        """SIGTERM, SIGHUP (a dropped SSH session) or SIGINT: every running operation is cancelled
+        as its Cancel button would (it stops between two platform calls, undoes what it created,
+        writes its audit entry), then the app exits with 128+N; further signals change nothing."""
+        from tui.screens.operation_modal import OperationModal  # imported late: not needed to start
+
+        if self.stop_signal is not None:
+            return
+        self.stop_signal = signum
+        running = [s for s in self.screen_stack if isinstance(s, OperationModal) and s.running]
+        for modal in running:
+            modal.cancel_operation()
+        self._exit_when_stopped(running, signum)
+
+    @work(exclusive=True, group="stop-signal", exit_on_error=False)
+    async def _exit_when_stopped(self, running: list[Any], signum: int) -> None:
+        while any(modal.running for modal in running):
+            await asyncio.sleep(STOP_POLL_S)
+        self.exit(exit_code_for(signum), return_code=exit_code_for(signum))
 
     @work(exclusive=True, group="connect", exit_on_error=False)
     async def connect(self) -> None:
@@ -490,5 +519,8 @@ class SiteToolkitApp(App[int]):
             self.site.warm_up()
 
     async def on_unmount(self) -> None:
+        if self._stop_signals is not None:
+            self._stop_signals.__exit__(None, None, None)
+            self._stop_signals = None
         await self.site.close()
 

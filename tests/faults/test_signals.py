@@ -8,12 +8,21 @@ VM's state, stderr says how to finish, and the same command run again completes 
 
 from __future__ import annotations
 
+import json
+import os
 import signal
+from pathlib import Path
 from typing import Callable
 
 import pytest
 
 from tests.faults.processes import POLL, Runner
+from tests.ui.conftest import SIZE, console_app
+from tui.procedures.audit import AUDIT_ENV
+from tui.screens.market_download import DownloadModal
+from tui.screens.marketplace import MarketplaceScreen
+from tui.screenshots import wait_for_screen
+from tui.screenshots.pilot_waits import wait_for
 from tui.sim.server import SimServer
 
 STOPS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
@@ -88,3 +97,45 @@ def test_a_stop_signal_during_a_move_records_the_vm_state_and_the_next_run_finis
     code, again = runner.run(*argv)
     assert code == 0, again.stderr
     assert _manager(server)[1:] == (BROADWELL, ACTIVE)
+
+
+async def test_a_stop_signal_to_the_console_cancels_the_running_download_then_exits(
+        sim_factory: Callable[..., SimServer], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The console (a dropped session's SIGHUP, or SIGTERM; SIGTERM here, as SIGHUP would also
+    silence a test run's terminal): the running download is cancelled and rolled back, then the
+    app exits with 143."""
+    audit = tmp_path / "audit.log"
+    monkeypatch.setenv(AUDIT_ENV, str(audit))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    server = sim_factory(time_scale=50.0)
+    before = _objects(server)
+    # the process's own handler, never the default (which would end the test run): without the
+    # console's handling the signal is swallowed here and the checks below fail
+    previous = signal.signal(signal.SIGTERM, lambda *_: None)
+    app = console_app(server)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.info is not None, what="the connection")
+            app.open_screen("market")
+            screen = await wait_for(pilot, lambda: isinstance(s := app.screen, MarketplaceScreen)
+                                    and s.catalog is not None and not s.reloading and s, what="the catalog")
+            key = screen.catalog.newest("service_dns").key
+            screen.table.move_cursor_to_key(key)
+            await wait_for(pilot, lambda: screen.shown_key == key, what="the detail")
+            await pilot.press("d")
+            modal = await wait_for_screen(pilot, DownloadModal, what="the download form")
+            await wait_for(pilot, lambda: modal.market_app, what="the download form's appliance")
+            modal.review()
+            await wait_for(pilot, lambda: modal.plan is not None, what="the preview")
+            modal.start()
+            await wait_for(pilot, lambda: any(e.data.get("state") == "LOCKED" for e in modal.events),
+                           what="a LOCKED image")
+            os.kill(os.getpid(), signal.SIGTERM)
+            await wait_for(pilot, lambda: app.return_code is not None, timeout=60, what="the app's exit")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert app.return_code == 128 + signal.SIGTERM and app.return_value == 128 + signal.SIGTERM
+    assert _objects(server) == before
+    entries = [json.loads(line) for line in audit.read_text().splitlines()]
+    export = [e for e in entries if e["action"] == "marketapp.export"]
+    assert export and export[-1]["outcome"] == "cancelled" and export[-1]["details"]["left"] == []
