@@ -24,7 +24,7 @@ def _services(server: SimServer) -> list[int]:
 def test_a_deploy_run_again_after_a_failure_follows_the_failed_service_instead_of_creating_another(
         frontend: SimServer, env: PointAt, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:  # noqa: F811
     env(frontend)
-    inputs = write_inputs(tmp_path / "inputs.json", capsys, secrets=True)
+    inputs = write_inputs(frontend, tmp_path / "inputs.json", capsys, secrets=True)
     frontend.site.faults.fail_role = "automation"
     argv = ("toolkit", "deploy", "--input", str(inputs), "--wait", "--yes", "--json", "--poll", "0.05",
             "--timeout", "60")
@@ -44,7 +44,7 @@ def test_a_deploy_run_again_after_a_failure_follows_the_failed_service_instead_o
 def test_a_deploy_run_again_after_an_unfollowed_start_follows_it_to_running(
         frontend: SimServer, env: PointAt, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:  # noqa: F811
     env(frontend)
-    inputs = write_inputs(tmp_path / "inputs.json", capsys, secrets=True)
+    inputs = write_inputs(frontend, tmp_path / "inputs.json", capsys, secrets=True)
     code, first, _ = run(capsys, "toolkit", "deploy", "--input", str(inputs), "--yes", "--json")
     assert code == 0, first
     made = _services(frontend)
