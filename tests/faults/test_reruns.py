@@ -5,11 +5,14 @@ re-runs, before); another name is another deployment."""
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
 from tests.faults.conftest import PointAt
+from tests.faults.processes import Runner
 from tests.toolkit.test_cli import frontend, run, write_inputs  # noqa: F401 (fixture)
 from tui.sim.server import SimServer
 
@@ -62,3 +65,29 @@ def test_a_deploy_run_again_after_an_unfollowed_start_follows_it_to_running(
     code, third, _ = run(capsys, "toolkit", "deploy", "--input", str(other), "--yes", "--json")
     assert code == 0 and third["result"]["service_id"] not in made
     assert len(_services(frontend)) == 2
+
+
+def test_a_deploy_stopped_by_a_hang_up_is_followed_by_the_next_run(
+        frontend: SimServer, env: PointAt, capsys: pytest.CaptureFixture[str], tmp_path: Path,  # noqa: F811
+        sitetk: Callable[[SimServer], Runner]) -> None:
+    env(frontend)
+    inputs = write_inputs(frontend, tmp_path / "inputs.json", capsys, secrets=True)
+    runner = sitetk(frontend)
+    with frontend.site.lock:  # the VMs take minutes to boot: the session drops while it is followed
+        frontend.site.config.time_scale = 50.0
+    argv = ("toolkit", "deploy", "--input", str(inputs), "--wait", "--yes", "--poll", "0.05", "--timeout", "120")
+    run = runner.start(*argv)
+    run.wait_for_line("created")
+    run.process.send_signal(signal.SIGHUP)
+    assert run.finish() == 128 + signal.SIGHUP, run.stderr
+    assert "stopped following" in run.stderr and "run the same command again" in run.stderr
+    made = _services(frontend)
+    assert len(made) == 1
+    with frontend.site.lock:  # back to a fast site: what was scheduled slowly happens now
+        frontend.site.config.time_scale = 0.02
+        for _ in range(frontend.site.pending_events()):
+            frontend.site.run_next_event()
+    code, again = runner.run(*argv)
+    assert code == 0, again.stderr
+    assert "made earlier from the same inputs: following it instead of creating another" in again.stderr
+    assert _services(frontend) == made

@@ -147,11 +147,15 @@ async def run_cli(args: argparse.Namespace, site: "SiteConnection", operation: O
             where = f" during step “{last.step}”" if last else ""
             print(f"interrupted{where}: run the same command again to resume", file=sys.stderr)
         raise
+    # an operation that stops by returning (a deploy stops following its service) says so in its result
+    stopped = stops.first is not None and bool(getattr(result, "cancelled", False))
     if stops.first is not None:
-        _say(f"{signal_name(stops.first)} came too late to stop it: the operation had finished")
+        _say(f"{signal_name(stops.first)}: stopped; what was made is left as the result says; run the same command "
+             "again to continue with it" if stopped else
+             f"{signal_name(stops.first)} came too late to stop it: the operation had finished")
     if as_json:
         answer_to({"ok": True, **answer, "preview": preview.as_json(), "events": [e.as_json() for e in context.events],
                    "result": result_json(result)})
     elif describe is not None:
         print(describe(result))
-    return EXIT_OK
+    return exit_code_for(stops.first) if stopped and stops.first is not None else EXIT_OK
