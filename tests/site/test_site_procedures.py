@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import stat
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -18,17 +19,21 @@ from tui.domain.site_config import SiteConfig
 from tui.errors import SiteError
 from tui.procedures.audit import AuditLog
 from tui.procedures.component_library import load_library
+from tui.procedures.connection import SiteConnection
+from tui.procedures.operation import RunContext, run_operation
+from tui.procedures.progress import Progress
 from tui.procedures.site_config import (
     check_site_file,
     edit_file,
     enable_component,
-    encrypt_file,
     load_site_config,
     preview_edit,
     save_text,
 )
+from tui.procedures.site_file_operations import EncryptSite
 from tui.procedures.site_repo import create_site, current_site, list_sites, open_site, preview_submit, submit_site
 from tui.procedures.site_verdict import SubmitGate, submit_gate, verdict_of
+from tui.settings import Settings
 from tui.sim.repos import SIM_VAULT_PASSWORD, template_core_yaml
 
 SIM_PASSWORD = VaultPassword.from_text(SIM_VAULT_PASSWORD, "test")
@@ -48,18 +53,26 @@ def vault_file(plain_file: Path, password: VaultPassword) -> Path:
     return plain_file
 
 
+async def _encrypt(path: Path, password: VaultPassword, audit: AuditLog) -> list[Progress]:
+    """Encrypt through the `EncryptSite` operation (which writes the audit record)."""
+    site, operation = SiteConnection(replace(Settings(), audit_log=audit.path)), EncryptSite(path, password)
+    context = RunContext(emit=lambda event: None)
+    await run_operation(site, operation, await operation.plan(site), context)
+    return context.events
+
+
 async def test_encrypt_then_rerun(plain_file: Path, password: VaultPassword, password_file: Path, audit: AuditLog) -> None:
-    events = await collect(encrypt_file(plain_file, password, audit=audit))
+    events = await _encrypt(plain_file, password, audit)
     assert events[-1].state == "done" and events[-1].data["changed"]
     assert is_vault_text(plain_file.read_text())
     assert stat.S_IMODE(plain_file.stat().st_mode) == 0o600
     viewed = ansible_vault("view", "--vault-password-file", str(password_file), str(plain_file))
     assert viewed.stdout == template_core_yaml()
     before = plain_file.read_bytes()
-    again = await collect(encrypt_file(plain_file, password, audit=audit))
+    again = await _encrypt(plain_file, password, audit)
     assert again[-1].state == "skipped" and plain_file.read_bytes() == before
     with pytest.raises(SiteError, match="Wrong vault password"):
-        await collect(encrypt_file(plain_file, VaultPassword.from_text("nope-nope"), audit=audit))
+        await _encrypt(plain_file, VaultPassword.from_text("nope-nope"), audit)
     entries = audit.entries()
     assert [e["action"] for e in entries] == ["site.encrypt"]
     assert "ansible-vault encrypt --vault-password-file" in entries[0]["details"]["cli"]
@@ -71,7 +84,7 @@ async def test_encrypt_refuses_invalid_yaml_and_leaves_the_file(tmp_path: Path, 
     path.write_text("site_domain: x\nsite_variables:\n  tn_vxlan: [\n")
     before = path.read_bytes()
     with pytest.raises(SiteError) as caught:
-        await collect(encrypt_file(path, password, audit=audit))
+        await _encrypt(path, password, audit)
     assert caught.value.title == "core.yaml is not valid YAML"
     assert caught.value.detail.startswith("line 4, column 1:") and "Nothing was written" in caught.value.detail
     assert path.read_bytes() == before and audit.entries() == []
@@ -121,10 +134,10 @@ async def test_preview_masks_secret_values(vault_file: Path, password: VaultPass
 async def test_save_text_from_the_editor(vault_file: Path, password: VaultPassword, audit: AuditLog) -> None:
     before = vault_file.read_bytes()
     with pytest.raises(SiteError) as caught:
-        await collect(save_text(vault_file, password, "a: 1\n b: 2\n", audit=audit))
+        await collect(save_text(vault_file, password, "a: 1\n b: 2\n"))
     assert "line 2, column 3" in caught.value.detail
     assert vault_file.read_bytes() == before
-    events = await collect(save_text(vault_file, password, template_core_yaml().replace("1450", "1400"), audit=audit))
+    events = await collect(save_text(vault_file, password, template_core_yaml().replace("1450", "1400")))
     assert events[-1].state == "done"
     assert (await load_site_config(vault_file, password)).config.get("site_vxlan_guest_mtu") == 1400
 

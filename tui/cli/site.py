@@ -26,8 +26,9 @@ from --repo/--library, else the settings (sites_repo, library_repo). Repository 
 environment variables, never from the command line. Commands that read the cloud use the
 platform's usual credentials (ONE_AUTH, ONE_XMLRPC).
 
-`fill`, `enable` and `submit` are operations (tui.procedures.operation) run by the CLI runner
-(tui.cli.runner: --dry-run, --yes, --json, exit codes; read-only mode refused there). The verbs
+`encrypt`, `edit`, `fill`, `confirm`, `enable`, `create` and `submit` are operations
+(tui.procedures.operation) run by the CLI runner (tui.cli.runner: --dry-run, --yes, --json,
+exit codes; read-only mode refused by the operation type, the refusal audit-logged). The verbs
 live beside this registration: `site_file` (encrypt, decrypt, edit, check, fill, confirm),
 `site_enable` (components, enable), `site_branches` (branches, open, create, submit), and what
 they share in `site_options`.
@@ -51,6 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = verbs.add_parser("encrypt", help="vault-encrypt a plain core.yaml in place")
     p.add_argument("path")
     p.add_argument("--dry-run", action="store_true", help="show what would change, write nothing")
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     common_options(p)
     p.set_defaults(func=local_command(encrypt_command))
 
@@ -63,6 +65,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("path")
     p.add_argument("--set", action="append", metavar="PATH=VALUE", help="dotted path and YAML value; repeatable")
     p.add_argument("--dry-run", action="store_true", help="show the changes, write nothing")
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     common_options(p)
     p.set_defaults(func=local_command(edit_command))
 
@@ -134,6 +137,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--set", action="append", metavar="PATH=VALUE", help="initial value; repeatable")
     p.add_argument("--dry-run", action="store_true", help="show what would change, change nothing")
     repo_options(p)
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     common_options(p)
     p.set_defaults(func=local_command(create_command))
 

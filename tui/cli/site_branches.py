@@ -1,5 +1,7 @@
 """`sitetk site branches|open|create|submit`: the sites repository's site branches.
 
+`create` is the `CreateSite` operation (tui.procedures.site_file_operations) through the CLI
+runner (preview with the git and ansible-vault commands, --dry-run, --json, read-only refusal).
 `submit` is the `SubmitSite` operation (tui.procedures.submit_operation) through the CLI runner:
 the decrypted diff, the check and its gate first (check errors refuse with exit 3 unless
 `--override-reason`), then the preview, the question (`--yes`) and the commit and push.
@@ -15,7 +17,7 @@ from typing import Any, Callable, Mapping
 
 from tui.adapters.git_repo import GitRepo
 from tui.adapters.vault import VaultPassword
-from tui.cli.common import EXIT_FINDINGS, EXIT_OK, emit_json, follow, print_error, print_preview
+from tui.cli.common import EXIT_FINDINGS, EXIT_OK, emit_json, follow, print_error
 from tui.cli.runner import run_cli
 from tui.cli.site_options import (
     configured_definitions,
@@ -31,14 +33,13 @@ from tui.cli.site_options import (
 from tui.errors import SiteError
 from tui.procedures.progress import Progress
 from tui.procedures.site_config import load_site_config
+from tui.procedures.site_file_operations import CreateSite
 from tui.procedures.site_repo import (
     SiteRef,
-    create_site,
     current_site,
     list_sites,
     locate_site,
     open_site,
-    preview_create_site,
     preview_submit,
 )
 from tui.procedures.site_verdict import SiteVerdict, SubmitGate, site_verdict, submit_gate
@@ -104,15 +105,11 @@ async def create_command(args: argparse.Namespace) -> int:
     warn(warnings, args.json)
     repo = sites_repository(args)
     try:
-        if args.dry_run:
-            print_preview(await preview_create_site(repo, args.branch, args.site or args.branch, password), args.json)
-            return EXIT_OK
-        events = await follow(create_site(repo, args.branch, args.site or args.branch, password, initial=initial), args.json)
+        operation = CreateSite(repo, args.branch, args.site or args.branch, password, initial)
+        return await run_cli(args, local_site(args), operation, extra=lambda plan: {"warnings": warnings, "site": plan.site.as_json()},
+                             describe=lambda site: str(site.path))
     finally:
         repo.close()
-    site = _opened(events)
-    finish(args.json, {"warnings": warnings, "site": site.as_json(), "events": [e.as_json() for e in events]}, str(site.path))
-    return EXIT_OK
 
 
 def _opened(events: list[Progress]) -> SiteRef:

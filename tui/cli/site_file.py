@@ -1,8 +1,8 @@
 """`sitetk site encrypt|decrypt|edit|check|fill|confirm`: one core.yaml file.
 
-`fill` (`FillSite`) and `confirm` (`ConfirmApplianceId`) are operations through the CLI runner
-(--dry-run, --yes, --json, read-only refusal in the operation type); the others change the file
-in place (encrypt, edit) or read it (decrypt, check).
+`encrypt` (`EncryptSite`), `edit` (`EditSite`), `fill` (`FillSite`) and `confirm`
+(`ConfirmApplianceId`) are operations through the CLI runner (--dry-run, --yes, --json, read-only
+refusal in the operation type); `decrypt` and `check` only read the file.
 """
 
 from __future__ import annotations
@@ -18,8 +18,6 @@ from tui.cli.common import (
     UsageError,
     connect_site,
     emit_json,
-    follow,
-    print_preview,
     write_data,
 )
 from tui.cli.runner import run_cli
@@ -27,8 +25,8 @@ from tui.cli.site_options import (
     LIBRARY_REPO_ENV,
     configured_definitions,
     findings_text,
-    finish,
     load_component_library,
+    local_site,
     needs_password,
     parse_set,
     site_settings,
@@ -36,8 +34,9 @@ from tui.cli.site_options import (
     warn,
 )
 from tui.procedures.fill_operation import FillSite
-from tui.procedures.site_config import ConfigWritten, edit_file, encrypt_file, load_site_config, preview_edit, preview_encrypt
+from tui.procedures.site_config import ConfigWritten, load_site_config
 from tui.procedures.site_confirmations import ConfirmApplianceId
+from tui.procedures.site_file_operations import EditSite, EncryptSite
 from tui.procedures.site_fill import gather_cloud_facts
 from tui.procedures.site_verdict import verdict_of
 
@@ -46,12 +45,9 @@ async def encrypt_command(args: argparse.Namespace) -> int:
     warnings: list[str] = []
     password = vault_password(args, warnings)
     warn(warnings, args.json)
-    if args.dry_run:
-        print_preview(await preview_encrypt(Path(args.path), password), args.json)
-        return EXIT_OK
-    events = await follow(encrypt_file(Path(args.path), password), args.json)
-    finish(args.json, {"warnings": warnings, "events": [e.as_json() for e in events]})
-    return EXIT_OK
+    operation = EncryptSite(Path(args.path), password)
+    return await run_cli(args, local_site(args), operation, extra={"warnings": warnings},
+                         describe=lambda done: f"encrypted {done.path} (mode 0600)" if done.changed else f"{done.path}: already encrypted")
 
 
 async def decrypt_command(args: argparse.Namespace) -> int:
@@ -73,16 +69,15 @@ async def edit_command(args: argparse.Namespace) -> int:
     warnings: list[str] = []
     password = vault_password(args, warnings)
     warn(warnings, args.json)
-    if args.dry_run:
-        print_preview(await preview_edit(Path(args.path), password, changes), args.json)
-        return EXIT_OK
-    events = await follow(edit_file(Path(args.path), password, changes), args.json)
-    written = events[-1].outcome if events else None
-    if not args.json and isinstance(written, ConfigWritten):
-        for finding in written.findings:
-            print(f"{finding.severity.value}: {finding.path}: {finding.message}", file=sys.stderr)
-    finish(args.json, {"warnings": warnings, "events": [e.as_json() for e in events]})
-    return EXIT_OK
+    return await run_cli(args, local_site(args), EditSite(Path(args.path), password, changes), extra={"warnings": warnings},
+                         describe=_written_text)
+
+
+def _written_text(written: ConfigWritten) -> str:
+    """An edit's text-mode summary: what happened, then what the checks found."""
+    lines = [f"wrote {written.path} (vault-encrypted, mode 0600)" if written.changed else f"{written.path}: no change"]
+    lines += [f"{f.severity.value}: {f.path}: {f.message}" for f in written.findings]
+    return "\n".join(lines)
 
 
 async def check_command(args: argparse.Namespace) -> int:

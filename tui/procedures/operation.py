@@ -12,8 +12,11 @@ An `Operation` is the unit the console's operation modal and the headless CLI ru
 
 `run_operation()` is the one place that refuses a mutating operation in read-only mode (and
 audit-logs the refusal), applies the overall time limit and turns a cancel into `OperationCancelled`.
-Procedures audit-log each change they make themselves (they know the ids); the refusal and an
-operation cut by its time limit are recorded here.
+It also writes the audit record of a run that changed something: the operation contributes the
+record's target and details (`audit_target`, `audit_details`), so an operation's procedures do not
+record it again. Procedures that are still called outside an operation (the guided setup) record
+their changes themselves only when given an audit log; operations return None from
+`audit_details` while their procedure still records (see README "Audit log").
 
 Adding an operation costs a plan and a run function, for instance:
 
@@ -39,7 +42,7 @@ from __future__ import annotations
 import asyncio
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, ClassVar, Generic, Mapping, TypeVar
 
 from tui.errors import SiteError
 from tui.procedures.preview import Preview
@@ -142,6 +145,15 @@ class Operation(ABC, Generic[PlanT, ResultT]):
     async def execute(self, site: "SiteConnection", plan: PlanT, context: RunContext) -> ResultT:
         """Do it: emit progress, stop at `context.cancel`, return the typed result."""
 
+    def audit_details(self, plan: PlanT, result: ResultT) -> Mapping[str, Any] | None:
+        """The details of the run's one audit record (`run_operation` writes it under `action`);
+        None when the run changed nothing, or while the procedure still records it itself."""
+        return None
+
+    def audit_target(self, plan: PlanT, result: ResultT) -> str:
+        """What the audit record names (a file, a branch, an id); default: the preview's target."""
+        return self.preview(plan).target
+
 
 def refuse_if_read_only(site: "SiteConnection", operation: Operation[Any, Any]) -> None:
     """Raise `ReadOnlyRefused` (and audit-log it) when the site is read-only and the operation
@@ -169,9 +181,10 @@ async def run_operation(site: "SiteConnection", operation: Operation[PlanT, Resu
         watcher = asyncio.ensure_future(cancel_on_request())
     try:
         if timeout is None:
-            return await operation.execute(site, plan, context)
-        async with asyncio.timeout(timeout):
-            return await operation.execute(site, plan, context)
+            result = await operation.execute(site, plan, context)
+        else:
+            async with asyncio.timeout(timeout):
+                result = await operation.execute(site, plan, context)
     except TimeoutError:
         site.audit.record(operation.action or "operation", operation.title, "timeout", {"seconds": timeout})
         raise SiteError(f"{operation.title}: no result within {timeout:g} s",
@@ -187,3 +200,7 @@ async def run_operation(site: "SiteConnection", operation: Operation[PlanT, Resu
     finally:
         if watcher is not None:
             watcher.cancel()
+    details = operation.audit_details(plan, result)
+    if details is not None:
+        site.audit.record(operation.action or "operation", operation.audit_target(plan, result), "ok", details)
+    return result

@@ -65,6 +65,11 @@ class ConfigWritten:
     changes: tuple[tuple[str, str, str], ...] = ()
     findings: tuple[Finding, ...] = ()
 
+    def as_json(self) -> dict[str, Any]:
+        return {"path": str(self.path), "changed": self.changed,
+                "changes": [{"path": p, "old": old, "new": new} for p, old, new in self.changes],
+                "findings": [f.as_json() for f in self.findings]}
+
 
 def _shown(changed: Sequence[tuple[str, Any, Any]]) -> tuple[tuple[str, str, str], ...]:
     return tuple((p, show_value(p, old), show_value(p, new)) for p, old, new in changed)
@@ -121,8 +126,10 @@ async def preview_encrypt(path: Path, password: VaultPassword) -> Preview:
     return Preview(f"Encrypt {path}", (Change(f"encrypt {path} in place (mode 0600)", vault_cli("encrypt", path, password), "update"),))
 
 
-async def encrypt_file(path: Path, password: VaultPassword, *, naming: NamingProfile = DEFAULT_NAMING, audit: AuditLog | None = None) -> AsyncIterator[Progress]:
-    """Encrypt a plain core.yaml in place (checked to be valid YAML first); already encrypted: skipped."""
+async def encrypt_file(path: Path, password: VaultPassword, *, naming: NamingProfile = DEFAULT_NAMING) -> AsyncIterator[Progress]:
+    """Encrypt a plain core.yaml in place (checked to be valid YAML first); already encrypted: skipped.
+
+    Run as the `EncryptSite` operation, which writes the audit record."""
     path = Path(path)
     step, total = "encrypt", 3
     _register(password)
@@ -138,7 +145,6 @@ async def encrypt_file(path: Path, password: VaultPassword, *, naming: NamingPro
         yield Progress(step, 2, total, "valid YAML")
         encrypted = await encrypt_text_async(raw, password)
         write_atomic(path, encrypted)
-    (audit or AuditLog()).record("site.encrypt", str(path), details={"cli": vault_cli("encrypt", path, password)})
     yield Progress(step, total, total, f"encrypted {path} (mode 0600)", state="done", data={"path": str(path), "changed": True},
                    outcome=ConfigWritten(path, True))
 
@@ -205,10 +211,10 @@ async def save_text(
     *,
     naming: NamingProfile = DEFAULT_NAMING,
     definitions: Mapping[str, ComponentDefinition] | None = None,
-    audit: AuditLog | None = None,
     expected: str | None = None,
 ) -> AsyncIterator[Progress]:
     """Replace the configuration with `text` (from the editor): valid YAML only, encrypted, atomic.
+    Run as the `SaveSite` operation, which writes the audit record.
 
     `expected` is the decrypted text the editor started from: when the file now holds something
     else (another operator or process changed it meanwhile), nothing is written and the SiteError
@@ -229,8 +235,14 @@ async def save_text(
                 "reload the file to see theirs, then apply yours again.",
             )
         yield Progress(step, 1, total, "valid YAML")
-        async for event in _write_config(path, password, before, after, step, total, naming, definitions, audit, "site.save", []):
+        async for event in _write_config(path, password, before, after, step, total, naming, definitions, None, "site.save", []):
             yield event
+
+
+def write_details(path: Path, password: VaultPassword, changed: Sequence[tuple[str, Any, Any]]) -> dict[str, Any]:
+    """The audit details of a write of core.yaml: the new values (the audit log redacts secrets)
+    and the hand-run equivalent."""
+    return {"changes": {p: new for p, _old, new in changed}, "cli": vault_cli("edit", path, password)}
 
 
 async def _write_config(
@@ -259,8 +271,8 @@ async def _write_config(
     encrypted = await encrypt_text_async(after.text, password)
     yield Progress(step, 2, total, "re-encrypted")
     write_atomic(path, encrypted)
-    details = {"changes": {p: new for p, _old, new in changed}, "cli": vault_cli("edit", path, password)}
-    (audit or AuditLog()).record(action, str(path), details=details)
+    if audit is not None:  # a direct caller; an operation records the run itself (`write_details`)
+        audit.record(action, str(path), details=write_details(path, password, changed))
     yield Progress(step, total, total, f"wrote {path} (vault-encrypted, mode 0600)", state="done", data={**data, "changed": True},
                    outcome=ConfigWritten(path, True, _shown(changed), tuple(findings)))
 

@@ -255,8 +255,14 @@ async def _create_site(
             raise invalid_yaml(error, path) from None
     yield Progress(step, 3, total, f"template read ({len(config.components())} components listed)")
     write_atomic(path, await encrypt_text_async(config.text, password))
-    (audit or AuditLog()).record("site.create", branch, details={"site_dir": site_dir, "template_dir": template_dir, "initial": dict(initial or {})})
+    if audit is not None:  # a direct caller (the guided setup); the `CreateSite` operation records the run itself
+        audit.record("site.create", branch, details=create_details(site_dir, template_dir, initial))
     yield Progress(step, total, total, f"{site_dir}/{SITE_CONFIG_FILE} encrypted; submit to push the branch", state="done", data=site.as_json(), outcome=site)
+
+
+def create_details(site_dir: str, template_dir: str, initial: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The audit details of a created site (the audit log redacts secret initial values)."""
+    return {"site_dir": site_dir, "template_dir": template_dir, "initial": dict(initial or {})}
 
 
 async def _decrypted(text: str | None, password: VaultPassword, source: str) -> str:

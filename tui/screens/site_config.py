@@ -41,21 +41,21 @@ from tui.domain.site_config import SiteConfig, SiteConfigError
 from tui.domain.site_fill import CloudFacts
 from tui.errors import SiteError
 from tui.procedures.component_library import load_library
-from tui.procedures.site_config import ConfigWritten, VaultPassword, load_site_config, save_text
+from tui.procedures.operation import RunContext, run_operation
+from tui.procedures.site_config import VaultPassword, load_site_config
+from tui.procedures.site_file_operations import CreatePlan, CreateSite, SaveSite
 from tui.procedures.site_fill import FillPlan, fill_text, gather_cloud_facts, plan_fill
 from tui.procedures.site_repo import (
     SiteListing,
     SiteRef,
     SubmitPreview,
-    create_site,
     list_sites,
     open_site,
-    preview_create_site,
     preview_submit,
-    submit_site,
 )
-from tui.procedures.site_verdict import SiteVerdict, SubmitGate, site_verdict, submit_gate, verdict_of
+from tui.procedures.site_verdict import SiteVerdict, site_verdict, submit_gate, verdict_of
 from tui.procedures.site_workspace import library_repo, prompted_password, sites_repo, vault_password
+from tui.procedures.submit_operation import SubmitPlan, SubmitSite
 from tui.screens.base import SiteScreen
 from tui.screens.site_components import ComponentFlowModal
 from tui.screens.site_dialogs import OpenSiteModal, PasswordModal, PreviewModal, SubmitModal, localize
@@ -319,24 +319,22 @@ class SiteConfigScreen(SiteScreen):
     @work(exclusive=True, group="site-io", exit_on_error=False)
     async def _create_preview(self, branch: str) -> None:
         assert self.password is not None
-        preview = await preview_create_site(self._repo(), branch, branch, self.password)
+        operation = CreateSite(self._repo(), branch, branch, self.password)
+        plan = await operation.plan(self.site)
 
         def confirmed(ok: bool | None) -> None:
             if ok:
                 self.busy = f"creating {branch}"
                 self._show_site_status()
-                self._create_worker(branch)
+                self._create_worker(operation, plan)
 
-        self.app.push_screen(PreviewModal(localize(preview, self._repo().workdir, self.password), f"Create {branch}"), confirmed)
+        preview = localize(operation.preview(plan), self._repo().workdir, self.password)
+        self.app.push_screen(PreviewModal(preview, f"Create {branch}"), confirmed)
 
     @work(exclusive=True, group="site-io", exit_on_error=False)
-    async def _create_worker(self, branch: str) -> None:
-        assert self.password is not None
-        site_ref: SiteRef | None = None
-        async for event in create_site(self._repo(), branch, branch, self.password, naming=self.site.naming, audit=self.site.audit):
-            if isinstance(event.outcome, SiteRef):
-                site_ref = event.outcome
-        assert site_ref is not None
+    async def _create_worker(self, operation: CreateSite, plan: CreatePlan) -> None:
+        """The `CreateSite` operation: read-only refusal and the audit record are the operation type's."""
+        site_ref = await run_operation(self.site, operation, plan, RunContext(emit=lambda event: None))
         self.site_ref = site_ref
         self.post_message(self.Loaded(site_ref, ""))
 
@@ -505,12 +503,10 @@ class SiteConfigScreen(SiteScreen):
     async def _save_worker(self, text: str) -> None:
         assert self.site_ref is not None and self.password is not None
         definitions = self.library.as_mapping() if self.library is not None else None
-        changed = False
-        async for event in save_text(self.site_ref.path, self.password, text, naming=self.site.naming, definitions=definitions,
-                                     audit=self.site.audit, expected=self.saved_text):
-            if isinstance(event.outcome, ConfigWritten):
-                changed = event.outcome.changed
-        self.post_message(self.Saved(text, changed))
+        operation = SaveSite(self.site_ref.path, self.password, text, self.saved_text, definitions)
+        plan = await operation.plan(self.site)
+        written = await run_operation(self.site, operation, plan, RunContext(emit=lambda event: None))
+        self.post_message(self.Saved(text, written.changed))
 
     @on(Saved)
     def _saved(self, message: Saved) -> None:
@@ -636,7 +632,7 @@ class SiteConfigScreen(SiteScreen):
                 return
             self.busy = "submitting"
             self._show_site_status()
-            self._submit_worker(gate)
+            self._submit_worker(SubmitPlan(preview, message.verdict, gate))
 
         self.app.push_screen(SubmitModal(
             message.verdict, preview.as_preview(), f"Commit and push to {preview.site.branch}", diff=preview.diff,
@@ -644,13 +640,13 @@ class SiteConfigScreen(SiteScreen):
         ), confirmed)
 
     @work(exclusive=True, group="site-io", exit_on_error=False)
-    async def _submit_worker(self, gate: SubmitGate) -> None:
+    async def _submit_worker(self, plan: SubmitPlan) -> None:
+        """The `SubmitSite` operation on the plan the operator confirmed (diff, check, gate)."""
         assert self.site_ref is not None and self.password is not None
-        final = ""
-        async for event in submit_site(self._repo(), self.site_ref, self.password, gate=gate, naming=self.site.naming,
-                                       audit=self.site.audit):
-            final = event.message
-        self.post_message(self.Submitted(final))
+        operation = SubmitSite(self._repo(), self.site_ref, self.password)
+        context = RunContext(emit=lambda event: None)
+        await run_operation(self.site, operation, plan, context)
+        self.post_message(self.Submitted(context.events[-1].message if context.events else ""))
 
     @on(Submitted)
     def _submitted(self, message: Submitted) -> None:
