@@ -126,6 +126,14 @@ async def test_users_groups_and_marketplaces_whose_answers_were_lost_are_found(s
     assert {m.id for m in await cloud.list_marketplaces()} - markets == {market_id}
 
 
+async def test_an_acl_rule_whose_answer_was_lost_is_found_not_added_twice(sim: SimServer,
+                                                                        cloud: CloudClient) -> None:
+    rules = set(sim.site.acls)
+    sim.site.faults.lost_answers["one.acl.addrule"] = 1
+    rule_id = await cloud.acl_add("#7 IMAGE/#99 USE")
+    assert set(sim.site.acls) - rules == {rule_id}
+
+
 async def test_a_delete_whose_answer_was_lost_is_done(sim: SimServer, cloud: CloudClient) -> None:
     image_id = await cloud.image_allocate('NAME = "to-delete"\nTYPE = "DATABLOCK"\nSIZE = "1"\n', 1)
     sim.site.faults.lost_answers["one.image.delete"] = 1

@@ -207,25 +207,25 @@ class CloudClient:
         return await self._create(method, template_name(text), (text, *params), named)
 
     async def _create(self, method: str, name: str, params: tuple[Any, ...],
-                      named: Callable[[], Awaitable[Iterable[tuple[int, str]]]]) -> int:
+                      named: Callable[[], Awaitable[Iterable[tuple[int, str]]]], what: str = "") -> int:
         """`one.<method>(*params)` creating an object called `name`, reconciled: after a failure
         whose outcome is unknown, an object of that name that was not there before is the one
         this call made; none means the call did not happen and may be sent again. Without a
         name the call is sent once."""
         if not name:
             return await self._scalar(method, int, *params)
+        what = what or f"an object named {name!r}"
         before = {oid for oid, oname in await named() if oname == name}
 
         async def read_back() -> int | None:
             new = sorted(oid for oid, oname in await named() if oname == name and oid not in before)
             if len(new) > 1:
-                raise SiteError(f"Several new objects named {name!r}", f"one.{method} may have run twice (or "
-                                f"another operator made one at the same time): ids {', '.join(map(str, new))}.")
+                raise SiteError(f"Several new objects: {what}", f"one.{method} may have run twice (or another "
+                                f"operator made one at the same time): ids {', '.join(map(str, new))}.")
             return new[0] if new else None
 
         return await reconciled_write(lambda deadline: self._scalar(method, int, *params, deadline=deadline),
-                                      read_back, timeout=self.timeout, what=f"an object named {name!r}",
-                                      policy=self.retry_policy)
+                                      read_back, timeout=self.timeout, what=what, policy=self.retry_policy)
 
     async def _delete(self, method: str, object_id: int, info: Callable[[int], Awaitable[Any]],
                       going: Callable[[Any], bool] = lambda _: False) -> int:
@@ -541,11 +541,21 @@ class CloudClient:
 
     async def acl_addrule(self, user_hex: str, resource_hex: str, rights_hex: str,
                           zone_hex: str | None = None) -> int:
-        """Add a rule from its hex fields (as `acl_list` shows them, with or without 0x)."""
+        """Add a rule from its hex fields (as `acl_list` shows them, with or without 0x). Reconciled:
+        after a failure whose outcome is unknown, a rule with these fields that was not there
+        before is the one this call added; none means it may be sent again."""
         params = [_hex(user_hex), _hex(resource_hex), _hex(rights_hex)]
         if zone_hex is not None:
             params.append(_hex(zone_hex))
-        return await self._scalar("acl.addrule", int, *params)
+        wanted = tuple(int(value, 16) for value in params)
+
+        async def matching() -> list[tuple[int, str]]:
+            # the zone is compared only when given (the frontend fills in its own otherwise)
+            return [(rule.id, "rule") for rule in await self.acl_list()
+                    if (rule.user, rule.resource, rule.rights, rule.zone)[:len(wanted)] == wanted]
+
+        return await self._create("acl.addrule", "rule", tuple(params), matching,
+                                  what=f"an ACL rule {' '.join(params)} (oneacl list)")
 
     async def acl_add(self, rule: str) -> int:
         """Add a rule from its text form, e.g. `#5 IMAGE+TEMPLATE+DOCUMENT/* USE`."""
