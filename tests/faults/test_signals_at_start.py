@@ -19,7 +19,10 @@ from tui.cli.exit_codes import EXIT_HANGUP, EXIT_INTERRUPTED, EXIT_TERMINATED
 
 #: `sitetk market list --json`, signalling itself in the middle of importing tui.cli.market
 _SELF_SIGNALLING = """
-import importlib, os, sys
+import importlib, os, signal, sys
+# as an interactive shell starts it: a job started in the background (`make test &`, CI runners)
+# inherits SIGINT ignored, and Python then installs no KeyboardInterrupt handler
+signal.signal(signal.SIGINT, signal.default_int_handler)
 import tui.__main__ as entry
 real = importlib.import_module
 def import_module(name, *args):
