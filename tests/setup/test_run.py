@@ -146,6 +146,7 @@ def _killed_at(server: SimServer, inputs: Path, marker: str) -> str:
     "instantiate: database VMs",   # the service deploying
     "[    ..] grant (",            # the key captured, not granted yet
     "committed",                   # the commit made, not pushed
+    "components: vm_kvm",          # tn_bastion enabled in the working clone, vm_kvm's download under way
 ])
 def test_killed_and_run_again_finishes_with_nothing_doubled(fresh, capsys, marker: str) -> None:
     server, inputs, values = fresh
@@ -157,6 +158,20 @@ def test_killed_and_run_again_finishes_with_nothing_doubled(fresh, capsys, marke
     assert seen.user_keys == 1
     assert seen.branch_commits == _main_commits(server) + 2  # core.yaml, then the components enabled
     assert f"https://{_objectstore_ip(server)}:9000" in seen.core_yaml
+    assert_components_enabled(seen)
+    assert _component_downloads(server) == {"Bastion": 1, "Ubuntu Base VM": 1, "Container Cluster": 1,
+                                            "Core Network VM": 1, "UE and RAN Simulator": 1}
+
+
+def _component_downloads(server: SimServer) -> dict[str, int]:
+    """How many VM templates each component appliance has (a doubled download shows as 2)."""
+    naming = server.site.naming
+    with server.site.lock:
+        names = [t.name for t in server.site.templates.values()]
+    counts: dict[str, int] = {}
+    for appliance in ("Bastion", "Ubuntu Base VM", "Container Cluster", "Core Network VM", "UE and RAN Simulator"):
+        counts[appliance] = sum(1 for n in names if n.startswith(appliance) and not n.startswith(naming.toolkit_appliance_name))
+    return counts
 
 
 def test_a_download_done_by_hand_is_recognised(fresh, capsys) -> None:

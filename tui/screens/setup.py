@@ -83,8 +83,8 @@ def step_detail(step: SetupStep, read_only: bool) -> Text:
         text.append(f"\n{label}: {step.action}", style="cyan")
     if step.command and step.state is not StepState.DONE:
         text.append(f"\n$ {step.command}", style="dim")
-    if step.state is StepState.TODO and not read_only:
-        text.append("\nd does this step now.", style="cyan")
+    if (step.state is StepState.TODO or (step.state is StepState.OPTIONAL and step.command)) and not read_only:
+        text.append("\nd does this step now.", style="cyan")  # an optional step only when asked
     return text
 
 
