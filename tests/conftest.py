@@ -28,6 +28,27 @@ from tui.sim.state import SimConfig
 
 SimFactory = Callable[..., SimServer]
 ENV_VERSIONS = "SITETK_ONE_VERSIONS"
+#: what the environment of the machine running the tests must not decide for a test
+SITE_ENVIRONMENT = ("SITETK_AUDIT_LOG", "SITETK_CONFIG", "ONE_AUTH", "ONE_XMLRPC", "ONEFLOW_URL", "ONEFLOW_USER",
+                    "ONEFLOW_PASSWORD", "ONE_XMLRPC_TIMEOUT", "SITETK_VAULT_PASSWORD_FILE", "SITETK_SITES_REPO",
+                    "SITETK_SITES_TOKEN", "SITETK_SITES_TOKEN_FILE", "SITETK_LIBRARY_REPO", "SITETK_LIBRARY_TOKEN")
+
+
+def isolate_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh HOME and XDG directories (state dir, site records, audit log), no system git config,
+    ansible's temporary files under tmp_path, and none of the site's environment: the body of the
+    autouse `isolated_home` fixture of the test directories that need it."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("ANSIBLE_LOCAL_TEMP", str(tmp_path / "ansible-tmp"))
+    monkeypatch.setenv("ANSIBLE_HOME", str(tmp_path / "ansible-home"))
+    for name in SITE_ENVIRONMENT:
+        monkeypatch.delenv(name, raising=False)
+    return home
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
+from tests.conftest import isolate_home
 from tui.procedures.audit import AuditLog
 from tui.procedures.connection import SiteConnection
 from tui.procedures.move_plan import MoveTimeouts
@@ -28,14 +29,7 @@ Connect = Callable[..., SiteConnection]
 
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    for name in ("SITETK_AUDIT_LOG", "SITETK_CONFIG", "ONE_AUTH", "ONE_XMLRPC", "ONEFLOW_URL", "ONE_XMLRPC_TIMEOUT"):
-        monkeypatch.delenv(name, raising=False)
-    return home
+    return isolate_home(tmp_path, monkeypatch)
 
 
 @pytest.fixture

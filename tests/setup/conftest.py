@@ -10,25 +10,14 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import isolate_home
 from tui.__main__ import main
 from tui.sim.server import SimServer
 
 
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("ANSIBLE_LOCAL_TEMP", str(tmp_path / "ansible-tmp"))
-    monkeypatch.setenv("ANSIBLE_HOME", str(tmp_path / "ansible-home"))
-    for name in ("SITETK_AUDIT_LOG", "SITETK_CONFIG", "ONE_AUTH", "ONE_XMLRPC", "ONEFLOW_URL", "ONEFLOW_USER",
-                 "ONEFLOW_PASSWORD", "ONE_XMLRPC_TIMEOUT", "SITETK_VAULT_PASSWORD_FILE", "SITETK_SITES_REPO",
-                 "SITETK_SITES_TOKEN", "SITETK_SITES_TOKEN_FILE", "SITETK_LIBRARY_REPO", "SITETK_LIBRARY_TOKEN"):
-        monkeypatch.delenv(name, raising=False)
-    return home
+    return isolate_home(tmp_path, monkeypatch)
 
 
 def point_at(server: SimServer, monkeypatch: pytest.MonkeyPatch, *, vault_file: bool = True) -> None:

@@ -10,7 +10,7 @@ from typing import AsyncIterator
 
 import pytest
 
-from tests.conftest import SimFactory
+from tests.conftest import SimFactory, isolate_home
 from tui.adapters.vault import VaultPassword, read_password_file
 from tui.console import demo_settings
 from tui.procedures.audit import AuditLog
@@ -30,18 +30,7 @@ ANSIBLE_VAULT = str(Path(sys.executable).with_name("ansible-vault"))
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh HOME (no git identity, no credential helpers), state dir and audit log per test."""
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("ANSIBLE_LOCAL_TEMP", str(tmp_path / "ansible-tmp"))
-    monkeypatch.setenv("ANSIBLE_HOME", str(tmp_path / "ansible-home"))
-    monkeypatch.delenv("SITETK_AUDIT_LOG", raising=False)
-    for name in ("SITETK_VAULT_PASSWORD_FILE", "SITETK_SITES_REPO", "SITETK_SITES_TOKEN", "SITETK_SITES_TOKEN_FILE", "SITETK_LIBRARY_REPO", "SITETK_LIBRARY_TOKEN"):
-        monkeypatch.delenv(name, raising=False)
-    return home
+    return isolate_home(tmp_path, monkeypatch)
 
 
 @pytest.fixture

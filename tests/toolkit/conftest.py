@@ -22,6 +22,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable
 
 import pytest
 
+from tests.conftest import isolate_home
 from tui.domain.input_file import InputFile
 from tui.domain.services import ServiceTemplate
 from tui.procedures.connection import SiteConnection
@@ -38,15 +39,7 @@ ToolkitSite = Callable[..., Awaitable[tuple[SimServer, SiteConnection, ServiceTe
 
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    for name in ("SITETK_AUDIT_LOG", "SITETK_CONFIG", "ONE_AUTH", "ONE_XMLRPC", "ONEFLOW_URL", "ONEFLOW_USER",
-                 "ONEFLOW_PASSWORD", "ONE_XMLRPC_TIMEOUT"):
-        monkeypatch.delenv(name, raising=False)
-    return home
+    return isolate_home(tmp_path, monkeypatch)
 
 
 def settings_for(server: SimServer) -> Settings:
