@@ -11,7 +11,7 @@
   successful submit, missing from the remote site branch).
 
 Each finding has a stable key (kind and object), so one leftover is counted once however many
-steps see it.
+steps see it; duplicates count once per extra object.
 """
 
 from __future__ import annotations
@@ -119,8 +119,9 @@ def _duplicates(images: Mapping[int, Any], templates: Mapping[int, Any], documen
             version = _attr(image.template, "PLATFORM_MARKETPLACE_APPLIANCE_VERSION")
             where = ",".join(sorted(set(used.get(image.id, [])))) or "-"
             groups.setdefault(("image", f"app {app} version {version} in {where}"), []).append(image.id)
-    return [Finding("duplicate", f"{kind} {name}", f"{len(ids)} {kind}s {name[:120]!r}: ids {sorted(ids)}")
-            for (kind, name), ids in groups.items() if len(ids) > 1]
+    # one finding per extra object: a group that grows from 2 to 3 counts again
+    return [Finding("duplicate", f"{kind} {name} #{extra}", f"{len(ids)} {kind}s {name[:120]!r}: ids {sorted(ids)}")
+            for (kind, name), ids in groups.items() for extra in range(1, len(ids))]
 
 
 def _lookup(data: Any, dotted: str) -> Any:
