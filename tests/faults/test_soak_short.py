@@ -18,9 +18,6 @@ SHORT_OPS = 30
 SHORT_SEED = 15
 
 
-# until the signal handling and re-run detection of issue 15 land (the soak finds them), its
-# figures are reported rather than enforced
-@pytest.mark.xfail(strict=False, reason="issue 15: signals and re-runs not handled yet")
 @pytest.mark.timeout(1200)
 def test_short_soak_leaves_nothing_behind(tmp_path: Path) -> None:
     figures = soak(SHORT_OPS, SHORT_SEED, root=tmp_path / "soak")
