@@ -8,9 +8,11 @@ VM's state, stderr says how to finish, and the same command run again completes 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -19,6 +21,7 @@ import pytest
 from tests.faults.processes import POLL, Runner
 from tests.ui.conftest import SIZE, console_app
 from tui.procedures.audit import AUDIT_ENV
+from tui.procedures.stop_signals import on_stop_signals
 from tui.screens.market_download import DownloadModal
 from tui.screens.marketplace import MarketplaceScreen
 from tui.screenshots import wait_for_screen
@@ -139,3 +142,33 @@ async def test_a_stop_signal_to_the_console_cancels_the_running_download_then_ex
     entries = [json.loads(line) for line in audit.read_text().splitlines()]
     export = [e for e in entries if e["action"] == "marketapp.export"]
     assert export and export[-1]["outcome"] == "cancelled" and export[-1]["details"]["left"] == []
+
+
+def test_a_stop_block_left_open_by_an_ended_event_loop_does_not_disable_the_next() -> None:
+    """A console or a command whose loop ended without leaving its block (a crash) must not leave
+    the next one without its handling: the next loop installs its own and gets the signal."""
+
+    kept: list[object] = []  # held, so that nothing closes the block
+
+    async def leave_open() -> None:
+        block = on_stop_signals(lambda _signum: None)
+        block.__enter__()
+        kept.append(block)
+
+    asyncio.run(leave_open())
+    received: list[int] = []
+
+    async def handled() -> bool:
+        with on_stop_signals(received.append) as active:
+            os.kill(os.getpid(), signal.SIGTERM)
+            deadline = time.monotonic() + 10
+            while not received and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)  # paces the look at `received`; the signal is what is waited for
+            return active
+
+    previous = signal.signal(signal.SIGTERM, lambda *_: None)  # never the default: it would end the test run
+    try:
+        assert asyncio.run(handled()) is True
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert received == [signal.SIGTERM]

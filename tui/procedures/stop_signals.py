@@ -31,6 +31,8 @@ from typing import Any, Callable, Iterator
 STOP_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 _handlers: list[Callable[[int], None]] = []
+#: the event loop the process's handlers were installed on (a handler left by a loop that is gone never blocks a new one)
+_installed_on: list[asyncio.AbstractEventLoop] = []
 
 
 def signal_name(signum: int) -> str:
@@ -92,6 +94,9 @@ def on_stop_signals(handler: Callable[[int], None]) -> Iterator[bool]:
         loop = asyncio.get_running_loop()
     except RuntimeError:
         loop = None
+    if loop is not None and _installed_on and _installed_on[0] is not loop:
+        _handlers.clear()  # left by a loop that ended without leaving its block
+        _installed_on.clear()
     outermost = not _handlers
     previous: dict[int, Any] = {}
     if outermost:
@@ -104,16 +109,20 @@ def on_stop_signals(handler: Callable[[int], None]) -> Iterator[bool]:
                 loop.add_signal_handler(sig, _dispatch, int(sig))
         except (ValueError, RuntimeError):  # not the main thread: the process keeps its handlers
             for number, old in previous.items():
-                loop.remove_signal_handler(number)
-                signal.signal(number, old)
+                with contextlib.suppress(ValueError, RuntimeError):
+                    loop.remove_signal_handler(number)
+                    signal.signal(number, old)
             yield False
             return
+        _installed_on[:] = [loop]
     _handlers.append(handler)
     try:
         yield True
     finally:
-        _handlers.remove(handler)
-        if outermost and loop is not None:
+        if handler in _handlers:
+            _handlers.remove(handler)
+        if outermost and loop is not None and _installed_on == [loop]:  # still ours to restore
+            _installed_on.clear()
             for number, old in previous.items():
                 with contextlib.suppress(ValueError, RuntimeError):
                     loop.remove_signal_handler(number)
