@@ -37,7 +37,7 @@ from tui.cli.toolkit import ask_secrets
 from tui.domain.setup_steps import SetupChecklist, StepId, StepState
 from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
-from tui.procedures.preview import Change, Preview
+from tui.procedures.preview import Preview
 from tui.procedures.progress import Progress
 from tui.procedures.setup_facts import SetupTarget, target_from_file
 
@@ -149,18 +149,19 @@ async def _run(args: argparse.Namespace, site: SiteConnection) -> int:
                     events=[e.as_json() for e in events], checklist=checklist.as_json())
         return EXIT_FAILED
     if args.dry_run:
-        preview = next((e.data["preview"] for e in reversed(events) if "preview" in e.data), None)
+        preview = next((e.outcome for e in reversed(events) if isinstance(e.outcome, Preview)), None)
         if args.json:
-            emit_json({"ok": True, "dry_run": True, "preview": preview, "events": [e.as_json() for e in events]})
+            emit_json({"ok": True, "dry_run": True, "preview": preview.as_json() if preview else None,
+                       "events": [e.as_json() for e in events]})
         elif preview is not None:
-            print(Preview(preview["title"], tuple(Change(c["description"], c["cli"], c["kind"])
-                                                  for c in preview["changes"])).as_text())
+            print(preview.as_text())
         else:
             print("nothing to do: every mandatory step is done")
         return EXIT_OK
-    final = events[-1].data.get("checklist") if events else None
+    final = events[-1].outcome if events and isinstance(events[-1].outcome, SetupChecklist) else None
     if args.json:
-        emit_json({"ok": True, "checklist": final, "events": [e.as_json() for e in events]})
+        emit_json({"ok": True, "checklist": final.as_json() if final else None,
+                   "events": [e.as_json() for e in events]})
     else:
         print(events[-1].message if events else "nothing to do")
     return EXIT_OK

@@ -14,7 +14,7 @@ branch sees the components enabled.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, AsyncIterator, Sequence
 
 from tui.adapters.vault import VaultPassword
@@ -128,8 +128,7 @@ async def enable_components(site: "SiteConnection", repo: "GitRepo", plan: Compo
         async for event in offer_component(site, plan.site.path, password, step.definition, None,
                                            plan=step.provision, cloud_user=plan.cloud_user or None,
                                            poll_interval=poll_interval, step_timeout=step_timeout):
-            yield Progress(f"{step.definition.name}: {event.step}", event.done, event.total, event.message,
-                           event.state, event.data)
+            yield replace(event, step=f"{step.definition.name}: {event.step}")
     async for event in submit_checked(site, repo, plan.site, password, "enabling the components"):
         yield event
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Mapping
 
 from tui.domain.setup_steps import SetupChecklist, SetupStep, StepId, StepState
@@ -129,13 +129,13 @@ async def run_setup(site: "SiteConnection", target: SetupTarget, options: RunOpt
         step = choose(checklist, options.only)
         if step is not None and options.max_steps is not None and ran >= options.max_steps:
             yield Progress("setup", 1, 1, f"next: {step.title} ({step.state.value})", "done",
-                           {"checklist": checklist.as_json(), "next": step.id.value})
+                           {"checklist": checklist.as_json(), "next": step.id.value}, outcome=checklist)
             return
         outstanding = sum(1 for s in checklist.steps if s.outstanding)
         if step is None:
             message = (f"{options.only.value} is done" if options.only else "every mandatory step is done")
             yield Progress("setup", 1, 1, f"{message} ({time.monotonic() - started:.0f} s)", "done",
-                           {"checklist": checklist.as_json()})
+                           {"checklist": checklist.as_json()}, outcome=checklist)
             return
         seen = (step.id, step.state, step.evidence)
         if seen == last:
@@ -144,7 +144,7 @@ async def run_setup(site: "SiteConnection", target: SetupTarget, options: RunOpt
         last = seen
         plan = await plan_step(site, facts, checklist, step, options, ask_secrets)
         yield Progress(step.id.value, round_number, round_number + outstanding - 1, plan.preview.title, "running",
-                       {"preview": plan.preview.as_json(), "step": step.as_json()})
+                       {"preview": plan.preview.as_json(), "step": step.as_json()}, outcome=plan.preview)
         if dry_run:
             return
         if not plan.wait_only and not plan.preview.is_noop and not await confirm(plan):
@@ -153,8 +153,7 @@ async def run_setup(site: "SiteConnection", target: SetupTarget, options: RunOpt
         step_started = time.monotonic()
         try:
             async for event in plan.run():
-                yield Progress(f"{step.id.value}: {event.step}", event.done, event.total, event.message, event.state,
-                               event.data)
+                yield replace(event, step=f"{step.id.value}: {event.step}")
         except SiteError as error:
             site.audit.record("setup.step", step.id.value, "failed", {"error": error.title})
             if isinstance(error, SetupStopped):

@@ -20,7 +20,7 @@ Every deletion is audit-logged (downloads and attributes log themselves).
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, ClassVar, Collection, Mapping
 
 from tui.domain.appliances import ApplianceRecord
@@ -319,9 +319,9 @@ async def apply_upgrade_plan(
             async for event in _download(site, step.record, datastore_id, names, step_timeout, poll_interval, cancel):
                 if isinstance(event.outcome, DownloadResult):
                     result = event.outcome
-                yield Progress(label, index - 1 if event.state != "failed" else index, total,
-                               f"{event.step}: {event.message}", "failed" if event.state == "failed" else "running",
-                               event.data)
+                yield replace(event, step=label, done=index - 1 if event.state != "failed" else index, total=total,
+                              message=f"{event.step}: {event.message}",
+                              state="failed" if event.state == "failed" else "running")
             assert result is not None
             outcome.downloads[step.appliance] = result
             yield Progress(label, index, total, f"{result.name}: image(s) {', '.join(map(str, result.image_ids))}",
@@ -345,8 +345,8 @@ async def apply_upgrade_plan(
                                {"removal": removal.as_json()})
                 continue
             async for event in remove_old(site, removal):
-                yield Progress(label, index - 1, total, event.message, event.state if event.state == "failed"
-                               else "running", event.data)
+                yield replace(event, step=label, done=index - 1, total=total,
+                              state=event.state if event.state == "failed" else "running")
             yield Progress(label, index, total, f"removed {removal.describe()}", "done", {"removal": removal.as_json()})
         elif step.kind is StepKind.UPDATE_SITE_CONFIG:
             changes: list[IdChange] = []
