@@ -91,9 +91,24 @@ def _interrupted(signum: int, started: bool) -> int:
     return 128 + signum
 
 
+def _finished() -> bool:
+    """The command is done and the process only exits now (its threads joined, its files
+    flushed): a stop signal in that moment is ignored, rather than ending the process by the default
+    action (no status) or a KeyboardInterrupt traceback after the work succeeded."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        try:
+            signal.signal(signum, signal.SIG_IGN)
+        except (ValueError, OSError):
+            pass
+    return True
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line `argv` (default: the process's own, which also makes this call the
+    process's entry: see `_finished`)."""
+    entry = argv is None
     previous = _early_stop_handlers()
-    started = False
+    started = finished = False
     try:
         argv = sys.argv[1:] if argv is None else list(argv)
         parser = build_parser(nouns_for(argv))
@@ -104,14 +119,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             with guarded_output():  # control characters escaped, a closed pipe ends quietly
                 started = True
-                return int(func(args) or 0)
+                code = int(func(args) or 0)
+            finished = entry and _finished()
+            return code
     except KeyboardInterrupt:
         return _interrupted(signal.SIGINT, started)
     except _StopBeforeStart as stop:
         return _interrupted(stop.signum, started)
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        if not finished:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
     from tui.console import run_console  # imported late: Textual is not needed headless
 
     return run_console(args)

@@ -145,7 +145,7 @@ LAUNCHER = (
     "    pass\n"
     "os.close(fd)\n"
     "sys.argv[0] = 'sitetk'\n"
-    "sys.exit(main(sys.argv[1:]))\n"
+    "sys.exit(main())\n"
 )
 
 

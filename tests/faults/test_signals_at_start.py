@@ -4,14 +4,17 @@ module): the shell's exit status and one line, never a traceback or a death with
 The soak (bench.soak) found both: ctrl+c in the first second printed a KeyboardInterrupt
 traceback, SIGTERM and SIGHUP (a dropped SSH session) ended the process by the default action.
 Here the signal is sent by the process to itself while the command's module is being imported,
-so it lands there every time.
+so it lands there every time. The soak also found the other end: a stop arriving once the command
+was done, while the interpreter exits, ended a successful command by the signal's default action.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -42,3 +45,27 @@ def test_stop_signal_while_starting_exits_with_the_shells_status(signum: int, co
     assert (done.returncode, "Traceback" in done.stderr) == (code, False), done.stderr
     assert f"interrupted ({signal.Signals(signum).name}) while starting: nothing was done" in done.stderr
     assert done.stdout == ""
+
+
+#: `sitetk info --json`, as the process's entry, signalling itself once the command is
+#: done and the interpreter exits (atexit runs in that moment)
+_SIGNAL_AT_EXIT = """
+import atexit, os, sys
+import tui.__main__ as entry
+atexit.register(lambda: os.kill(os.getpid(), {signum}))
+sys.argv = ["sitetk", "info", "--json"]
+sys.exit(entry.main())
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=["INT", "TERM", "HUP"])
+def test_stop_signal_once_the_command_is_done_keeps_its_status(signum: int, tmp_path: Path) -> None:
+    """A stop arriving while the process exits (threads joined, atexit) does not turn a finished
+    command into a death by signal or a traceback."""
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config"),
+           "XDG_STATE_HOME": str(tmp_path / "state"), "SITETK_AUDIT_LOG": str(tmp_path / "audit.log")}
+    for name in ("SITETK_CONFIG", "ONE_XMLRPC", "ONE_AUTH", "ONEFLOW_URL"):
+        env.pop(name, None)
+    done = subprocess.run([sys.executable, "-c", _SIGNAL_AT_EXIT.format(signum=int(signum))], capture_output=True,
+                          text=True, timeout=120, check=False, env=env)
+    assert (done.returncode, "Traceback" in done.stderr) == (0, False), done.stderr
