@@ -27,6 +27,10 @@ from tui.sim.server import SimServer
 from tui.sim.state import SimConfig
 
 SimFactory = Callable[..., SimServer]
+
+# every wait on a state (tests/waiting.py, tui/screenshots/pilot_waits.py) gets 4x its deadline: a
+# loaded machine must not turn a slow state into a failure; pytest-timeout (300 s) still bounds a test
+os.environ.setdefault("SITETK_WAIT_SCALE", "4")
 ENV_VERSIONS = "SITETK_ONE_VERSIONS"
 #: what the environment of the machine running the tests must not decide for a test
 SITE_ENVIRONMENT = ("SITETK_AUDIT_LOG", "SITETK_CONFIG", "ONE_AUTH", "ONE_XMLRPC", "ONEFLOW_URL", "ONEFLOW_USER",

@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from typing import Callable, TypeVar
 
+from tui.screenshots.pilot_waits import scaled
+
 T = TypeVar("T")
 
 
@@ -15,6 +17,7 @@ def wait_until(predicate: Callable[[], T], timeout: float = 10.0, what: str = "t
     passed. The predicate must observe the system (e.g. ask the site for a VM's state); the
     interval only paces the polling.
     """
+    timeout = scaled(timeout)
     deadline = time.monotonic() + timeout
     last: T | None = None
     while True:

@@ -3,6 +3,7 @@ and clicking a widget only once the layout shows it. Shared by the scenes and th
 
 from __future__ import annotations
 
+import os
 import time
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
@@ -11,10 +12,25 @@ if TYPE_CHECKING:  # pragma: no cover
 
 S = TypeVar("S")
 
+#: multiplies every deadline here: the test suite sets 4 (tests/conftest.py), because on a loaded
+#: machine (CI, two cores shared with other work) a state can take longer than usual to arrive; a
+#: wait still ends as soon as the state is there, so only a failing wait gets slower
+WAIT_SCALE_ENV = "SITETK_WAIT_SCALE"
+
+
+def scaled(timeout: float) -> float:
+    """`timeout` times $SITETK_WAIT_SCALE (1 when unset or not a positive number)."""
+    try:
+        scale = float(os.environ.get(WAIT_SCALE_ENV, "1"))
+    except ValueError:
+        scale = 1.0
+    return timeout * scale if scale > 0 else timeout
+
 
 async def wait_for(pilot: "Pilot[Any]", predicate: Callable[[], Any], timeout: float = 15.0,
                    what: str = "the condition") -> Any:
     """Let the app run until `predicate()` is truthy (polling a real state, with a deadline)."""
+    timeout = scaled(timeout)
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
