@@ -39,3 +39,26 @@ def test_the_second_of_two_identical_downloads_waits_for_the_first_and_reuses_it
     assert f"reused image {images[0]}, VM template {templates[0]} (nothing created twice)" in second.stdout
     exports = [e for e in runner.audit_entries() if e["action"] == "marketapp.export" and e["outcome"] == "ok"]
     assert [e["details"]["created"]["images"] for e in exports] == [images, []]  # the second created nothing
+
+
+def test_a_second_download_that_waits_too_long_fails_naming_the_first_and_changes_nothing(
+        sim_factory: Callable[..., SimServer], sitetk: Callable[[SimServer], Runner]) -> None:
+    server = sim_factory(time_scale=0.1)
+    runner = sitetk(server)
+    with server.site.lock:
+        server.site.faults.method_delay_ms["one.image.allocate"] = 6000
+    argv = ("market", "download", f"{server.market_url}#service_dns", "--datastore", "1", "--name", "dns-slow",
+            "--yes", "--poll", POLL)
+    first = runner.start(*argv)
+    first.wait_for_line("creating the image")
+    code, second = runner.run(*argv, "--timeout", "1")
+    assert code == 1, second.stderr
+    assert "Another download of DNS Server" in second.stderr and "is still running" in second.stderr
+    assert f"process {first.process.pid} (" in second.stderr and "Nothing was changed" in second.stderr
+    assert first.finish() == 0, first.stderr
+    images, templates, _ = _named(server, "dns-slow")
+    assert len(images) == 1 and len(templates) == 1
+    exports = [e for e in runner.audit_entries() if e["action"] == "marketapp.export"]
+    assert [e["outcome"] for e in exports] == ["failed", "ok"]  # the loser's entry: it created nothing
+    assert exports[0]["details"]["created"] == {"images": [], "templates": [], "service_templates": []}
+    assert "still running" in exports[0]["details"]["error"]

@@ -201,7 +201,13 @@ async def download_appliance(
             step = plan.steps(attach)[0]
             yield Progress(step, 0, total, f"waiting for {holder.describe()}, which is downloading the same appliance",
                            "running", {"waiting_for": holder.describe()})
-            await lock.acquire(step_timeout, cancel)
+            try:
+                await lock.acquire(step_timeout, cancel)
+            except SiteError as error:  # nothing was created: the entry says why the download did not run
+                _audit_download(site, f"app {plan.app.id} -> {plan.name!r}",
+                                "cancelled" if cancel is not None and cancel.is_set() else "failed",
+                                plan, _Created(), error, _Undo())
+                raise
             waited_for = f"{lock.describe_holder()}, {lock.waited:.0f} s"
             plan = await plan_download(site, plan.app.id, plan.datastore.id, plan.name, tag=plan.tag)
             found = sum(1 for o in (*plan.images, *plan.templates, *((plan.service,) if plan.service else ()))
