@@ -76,8 +76,8 @@ def test_read_only_refuses_encrypt_edit_and_create(capsys: pytest.CaptureFixture
 def test_each_run_that_changes_something_has_one_audit_record(capsys: pytest.CaptureFixture[str], tmp_path: Path,
                                                                password_file: Path, password: VaultPassword,
                                                                seeded: tuple[Path, Path]) -> None:
-    """Written once: by the operation type (encrypt) or by the procedure the operation runs (edit,
-    create, still called directly by the guided setup), never by both; a re-run changes nothing."""
+    """Written once, by the operation type (the procedures record only when a direct caller hands
+    them the audit log); a re-run changes nothing and records nothing."""
     pw = ("--vault-password-file", str(password_file))
     core = tmp_path / "core.yaml"
     core.write_text(template_core_yaml())

@@ -14,9 +14,10 @@ from tui.domain.site_checks import check_placeholders, check_site_config
 from tui.domain.site_config import SiteConfig
 from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
+from tui.procedures.operation import RunContext, run_operation
 from tui.procedures.provision_component import offer_component
 from tui.procedures.site_config import load_site_config
-from tui.procedures.site_confirmations import confirm_appliance_id, confirmations_path, plan_confirmation
+from tui.procedures.site_confirmations import ConfirmApplianceId, confirmations_path, plan_confirmation
 from tui.procedures.site_fill import gather_cloud_facts
 from tui.sim.repos import template_core_yaml
 from tui.sim.server import SimServer
@@ -104,7 +105,10 @@ async def test_a_confirmation_is_recorded_and_audited(cloud: SiteConnection, dep
         await plan_confirmation(cloud, config, "site_public_ip", "why", definitions)
     plan = await plan_confirmation(cloud, config, "site_variables.tn_bastion.image_id", "our own bastion build", definitions)
     assert plan.confirmation.object_name == "Ubuntu 22.04"
-    written = confirm_appliance_id(cloud, plan)
+    # the ConfirmApplianceId operation writes the file (confirm_appliance_id) and the audit record (run_operation)
+    operation = ConfirmApplianceId(config, "site_variables.tn_bastion.image_id", "our own bastion build", definitions)
+    recorded = await run_operation(cloud, operation, plan, RunContext(emit=lambda event: None))
+    written = recorded.file
     assert oct(confirmations_path(cloud.settings).stat().st_mode & 0o777) == "0o600"
     assert json.loads(open(written).read())["confirmations"][0]["reason"] == "our own bastion build"
     entry = [e for e in cloud.audit.entries() if e["action"] == "site.confirm_appliance_id"]

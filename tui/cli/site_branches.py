@@ -107,7 +107,7 @@ async def create_command(args: argparse.Namespace) -> int:
     try:
         operation = CreateSite(repo, args.branch, args.site or args.branch, password, initial)
         return await run_cli(args, local_site(args), operation, extra=lambda plan: {"warnings": warnings, "site": plan.site.as_json()},
-                             describe=lambda site: str(site.path))
+                             describe=lambda done: str(done.site.path))
     finally:
         repo.close()
 

@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
 from tui.domain.components import ComponentDefinition
+from tui.domain.site_fill import as_edits
 from tui.procedures.operation import Confirmation, Operation, RunContext
 from tui.procedures.preview import Preview
-from tui.procedures.site_config import ConfigWritten, VaultPassword
+from tui.procedures.site_config import ConfigWritten, VaultPassword, write_details
 from tui.procedures.site_fill import FillPlan, fill_site_file, plan_fill
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -28,6 +29,8 @@ class Filled:
 
     path: Path
     changed: bool
+    #: the dotted paths written
+    written: tuple[str, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         return {"path": str(self.path), "changed": self.changed}
@@ -55,9 +58,17 @@ class FillSite(Operation[FillPlan, Filled]):
         return None  # the file's earlier values are in the preview and in the repository
 
     async def execute(self, site: "SiteConnection", plan: FillPlan, context: RunContext) -> Filled:
-        changed = False
-        async for event in fill_site_file(site, plan, self.password, self.definitions):
+        written = ConfigWritten(plan.path, False)
+        async for event in fill_site_file(site, plan, self.password, self.definitions, record=False):
             if isinstance(event.outcome, ConfigWritten):
-                changed = event.outcome.changed
+                written = event.outcome
             context.report(event)
-        return Filled(plan.path, changed)
+        return Filled(plan.path, written.changed, tuple(p for p, _old, _new in written.changes))
+
+    def audit_details(self, plan: FillPlan, result: Filled) -> Mapping[str, Any] | None:
+        if not result.changed:
+            return None
+        return write_details(plan.path, self.password, [(p, None, v) for p, v in as_edits(plan.changes) if p in result.written])
+
+    def audit_target(self, plan: FillPlan, result: Filled) -> str:
+        return str(plan.path)

@@ -134,7 +134,8 @@ def _local_user() -> str:
 
 
 def confirm_appliance_id(site: "SiteConnection", plan: ConfirmPlan) -> str:
-    """Record the confirmation (0600 file beside the site record) and audit it; returns the path."""
+    """Record the confirmation (0600 file beside the site record); returns the path. The
+    `ConfirmApplianceId` operation that runs it writes the audit record (`confirmation_details`)."""
     path = confirmations_path(site.settings)
     existing = tuple(c for c in load_confirmations(site.settings) if c.path != plan.confirmation.path)
     data = {"format": FORMAT_VERSION, "endpoint": without_credentials(site.settings.xmlrpc_url),
@@ -143,10 +144,6 @@ def confirm_appliance_id(site: "SiteConnection", plan: ConfirmPlan) -> str:
         write_private_atomically(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     except OSError as exc:
         raise SiteError("The confirmation cannot be written", f"{path}: {exc.strerror or exc}") from None
-    c = plan.confirmation
-    site.audit.record("site.confirm_appliance_id", c.path, "ok",
-                      {"kind": c.kind, "object_id": c.object_id, "object_name": c.object_name, "reason": c.reason,
-                       "finding": plan.finding, "file": str(path)})
     return str(path)
 
 
@@ -191,3 +188,11 @@ class ConfirmApplianceId(Operation[ConfirmPlan, ConfirmationRecorded]):
         written = confirm_appliance_id(site, plan)
         context.report(Progress("confirm", 1, 1, f"recorded in {written} (audit-logged)", "done"))
         return ConfirmationRecorded(plan.confirmation, written)
+
+    def audit_details(self, plan: ConfirmPlan, result: ConfirmationRecorded) -> Mapping[str, Any] | None:
+        c = result.confirmation
+        return {"kind": c.kind, "object_id": c.object_id, "object_name": c.object_name, "reason": c.reason,
+                "finding": plan.finding, "file": result.file}
+
+    def audit_target(self, plan: ConfirmPlan, result: ConfirmationRecorded) -> str:
+        return result.confirmation.path

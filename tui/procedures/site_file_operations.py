@@ -10,10 +10,10 @@
   template directory renamed, core.yaml encrypted (`create_site`); preview `git checkout -b`,
   `git mv` and `ansible-vault encrypt`; an existing branch is opened instead.
 
-All four are refused in read-only mode by the operation type. Encrypt and save are called only
-through these operations, so the operation writes their one audit record (`audit_details`); edit
-and create are also called directly by the guided setup, so `edit_file` and `create_site` record
-when given the audit log and these operations pass it (see README "Audit log").
+All four are refused in read-only mode by the operation type, and each writes its one audit
+record through the operation type (`audit_details`). `encrypt_file` and `save_text` record
+nothing themselves; `edit_file` and `create_site` record only when handed the audit log, as the
+guided setup still does outside an operation (see README "Audit log").
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
 
-from tui.adapters.git_repo import GitRepo
+from tui.adapters.git_repo import DEFAULT_TEMPLATE_DIR, GitRepo
 from tui.domain.components import ComponentDefinition
 from tui.errors import SiteError
 from tui.procedures.operation import Confirmation, Operation, RunContext
@@ -38,7 +38,7 @@ from tui.procedures.site_config import (
     vault_cli,
     write_details,
 )
-from tui.procedures.site_repo import SiteRef, create_site, locate_site, preview_create_site
+from tui.procedures.site_repo import SiteRef, create_details, create_site, locate_site, preview_create_site
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection
@@ -118,10 +118,17 @@ class EditSite(Operation[FilePlan, ConfigWritten]):
         return None  # the earlier values are in the preview and in the repository
 
     async def execute(self, site: "SiteConnection", plan: FilePlan, context: RunContext) -> ConfigWritten:
-        # edit_file records the change itself: the guided setup and fill call it outside an operation
-        events = edit_file(plan.path, self.password, self.changes, naming=site.naming, definitions=self.definitions,
-                           audit=site.audit)
+        events = edit_file(plan.path, self.password, self.changes, naming=site.naming, definitions=self.definitions)
         return await _written(events, context, plan.path)
+
+    def audit_details(self, plan: FilePlan, result: ConfigWritten) -> Mapping[str, Any] | None:
+        if not result.changed:
+            return None
+        written = {p for p, _old, _new in result.changes}
+        return write_details(plan.path, self.password, [(p, None, v) for p, v in self.changes if p in written])
+
+    def audit_target(self, plan: FilePlan, result: ConfigWritten) -> str:
+        return str(plan.path)
 
 
 @dataclass(frozen=True)
@@ -174,7 +181,19 @@ class CreatePlan:
 
 
 @dataclass(frozen=True)
-class CreateSite(Operation[CreatePlan, SiteRef]):
+class Created:
+    """A create's result: the site in the working clone and whether this run started it (False:
+    its branch existed and was opened, or its core.yaml was already encrypted)."""
+
+    site: SiteRef
+    created: bool
+
+    def as_json(self) -> dict[str, Any]:
+        return {**self.site.as_json(), "created": self.created}
+
+
+@dataclass(frozen=True)
+class CreateSite(Operation[CreatePlan, Created]):
     """Start a site branch from the template (see the module docstring)."""
 
     repo: GitRepo = field(compare=False)
@@ -197,14 +216,19 @@ class CreateSite(Operation[CreatePlan, SiteRef]):
     def confirmation(self, plan: CreatePlan) -> Confirmation | None:
         return None  # nothing reaches the remote until the site is submitted
 
-    async def execute(self, site: "SiteConnection", plan: CreatePlan, context: RunContext) -> SiteRef:
-        created: SiteRef | None = None
-        # create_site records the change itself: the guided setup calls it outside an operation
+    async def execute(self, site: "SiteConnection", plan: CreatePlan, context: RunContext) -> Created:
+        created: Created | None = None
         async for event in create_site(self.repo, self.branch, self.site_dir, self.password, initial=self.initial,
-                                       naming=site.naming, audit=site.audit):
+                                       naming=site.naming):
             if isinstance(event.outcome, SiteRef):
-                created = event.outcome
+                created = Created(event.outcome, event.state == "done")
             context.report(event)
         if created is None:
             raise SiteError("The site was not created", "The working clone is not on the site branch; create it again.")
         return created
+
+    def audit_details(self, plan: CreatePlan, result: Created) -> Mapping[str, Any] | None:
+        return create_details(self.site_dir, DEFAULT_TEMPLATE_DIR, self.initial) if result.created else None
+
+    def audit_target(self, plan: CreatePlan, result: Created) -> str:
+        return self.branch

@@ -360,13 +360,19 @@ async def fill_site_file(
     plan: FillPlan,
     password: VaultPassword,
     definitions: Mapping[str, ComponentDefinition] | None = None,
+    *,
+    record: bool = True,
 ) -> AsyncIterator[Progress]:
-    """Write the planned changes (nothing to do: a skipped event); re-running changes nothing."""
+    """Write the planned changes (nothing to do: a skipped event); re-running changes nothing.
+
+    `record=False`: the caller (the `FillSite` operation) writes the audit record; the guided
+    setup still calls this outside an operation, so by default the write records itself."""
     if not plan.changes:
         yield Progress("fill", 1, 1, "already in line with the cloud", state="skipped", data={"path": str(plan.path), "changed": False},
                        outcome=ConfigWritten(plan.path, False))
         return
-    async for event in edit_file(plan.path, password, as_edits(plan.changes), naming=site.naming, definitions=definitions, audit=site.audit):
+    async for event in edit_file(plan.path, password, as_edits(plan.changes), naming=site.naming, definitions=definitions,
+                                 audit=site.audit if record else None):
         yield event
 
 

@@ -260,6 +260,11 @@ async def _create_site(
     yield Progress(step, total, total, f"{site_dir}/{SITE_CONFIG_FILE} encrypted; submit to push the branch", state="done", data=site.as_json(), outcome=site)
 
 
+def submit_details(repo: GitRepo, site: SiteRef, commit: str | None, gate: SubmitGate) -> dict[str, Any]:
+    """The audit details of a pushed submit: the commit, the remote and the gate's overrides."""
+    return {"site_dir": site.site_dir, "commit": commit, "remote": repo.remote.url, **gate.audit_details()}
+
+
 def create_details(site_dir: str, template_dir: str, initial: Mapping[str, Any] | None) -> dict[str, Any]:
     """The audit details of a created site (the audit log redacts secret initial values)."""
     return {"site_dir": site_dir, "template_dir": template_dir, "initial": dict(initial or {})}
@@ -348,7 +353,7 @@ async def _submit_site(
     await repo.push(site.branch)
     head = await repo.head()
     yield Progress(step, 3, total, f"pushed {site.branch}")
-    (audit or AuditLog()).record("site.submit", site.branch, details={"site_dir": site.site_dir, "commit": head, "remote": repo.remote.url,
-                                                                      **gate.audit_details()})
+    if audit is not None:  # a direct caller (the guided setup); the `SubmitSite` operation records the run itself
+        audit.record("site.submit", site.branch, details=submit_details(repo, site, head, gate))
     yield Progress(step, total, total, f"{site.branch} submitted", state="done", data={**site.as_json(), "commit": head, "pushed": True},
                    outcome=Submitted(site, head, True))

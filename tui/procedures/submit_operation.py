@@ -19,7 +19,15 @@ from tui.errors import SiteError
 from tui.procedures.operation import Confirmation, Operation, RunContext
 from tui.procedures.preview import Preview
 from tui.procedures.site_config import VaultPassword, load_site_config
-from tui.procedures.site_repo import SiteRef, SubmitPreview, Submitted, default_message, preview_submit, submit_site
+from tui.procedures.site_repo import (
+    SiteRef,
+    SubmitPreview,
+    Submitted,
+    default_message,
+    preview_submit,
+    submit_details,
+    submit_site,
+)
 from tui.procedures.site_verdict import SiteVerdict, SubmitGate, site_verdict, submit_gate
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -92,8 +100,16 @@ class SubmitSite(Operation[SubmitPlan, Submitted]):
             raise SiteError("Nothing checked to submit", "The submit was planned without its check; plan it again.")
         submitted = Submitted(plan.site, None, False)
         async for event in submit_site(self.repo, plan.site, self.password, gate=plan.gate, message=self.message,
-                                       naming=site.naming, audit=site.audit):
+                                       naming=site.naming):
             if isinstance(event.outcome, Submitted):
                 submitted = event.outcome
             context.report(event)
         return submitted
+
+    def audit_details(self, plan: SubmitPlan, result: Submitted) -> Mapping[str, Any] | None:
+        if not result.pushed or plan.gate is None:
+            return None
+        return submit_details(self.repo, result.site, result.commit, plan.gate)
+
+    def audit_target(self, plan: SubmitPlan, result: Submitted) -> str:
+        return result.site.branch

@@ -334,7 +334,7 @@ class SiteConfigScreen(SiteScreen):
     @work(exclusive=True, group="site-io", exit_on_error=False)
     async def _create_worker(self, operation: CreateSite, plan: CreatePlan) -> None:
         """The `CreateSite` operation: read-only refusal and the audit record are the operation type's."""
-        site_ref = await run_operation(self.site, operation, plan, RunContext(emit=lambda event: None))
+        site_ref = (await run_operation(self.site, operation, plan, RunContext(emit=lambda event: None))).site
         self.site_ref = site_ref
         self.post_message(self.Loaded(site_ref, ""))
 
