@@ -87,11 +87,18 @@ def test_each_run_that_changes_something_has_one_audit_record(capsys: pytest.Cap
         assert code == EXIT_OK
     assert result["result"]["changed"] is False and read_vault_file(core, password).count("9.9.9.9") == 1
     repo = ("--repo", str(seeded[0]), "--workdir", str(tmp_path / "work"))
+    library = ("--library", str(seeded[1]), "--library-workdir", str(tmp_path / "lib"))
     for _ in range(2):
         code, result = _cli(capsys, "site", "create", "lab-once", *repo, *pw, "--yes", "--json")
         assert code == EXIT_OK and result["site"]["site_dir"] == "lab-once"
-    assert [(e["action"], e["target"]) for e in _audit()] == [
-        ("site.encrypt", str(core)), ("site.edit", str(core)), ("site.create", "lab-once")]
+        code, result = _cli(capsys, "site", "enable", "vm_kvm", *repo, *library, *pw, "--set", "template_id=3",
+                            "--set", "image_id=4", "--no-cloud", "--yes", "--json")
+        assert code == EXIT_OK
+    entries = _audit()
+    assert [(e["action"], e["target"]) for e in entries] == [
+        ("site.encrypt", str(core)), ("site.edit", str(core)), ("site.create", "lab-once"), ("site.enable_component", "vm_kvm")]
+    assert entries[1]["details"]["changes"] == {"site_dns": "9.9.9.9"}
+    assert {"site_variables.vm_kvm.template_id": 3, "site_variables.vm_kvm.image_id": 4}.items() <= entries[3]["details"]["changes"].items()
 
 
 async def test_save_is_refused_in_read_only_mode_and_recorded_once(tmp_path: Path, password: VaultPassword) -> None:

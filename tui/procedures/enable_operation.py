@@ -27,6 +27,7 @@ from tui.procedures.site_config import (
     VaultPassword,
     check_enable_inputs,
     enable_component,
+    enable_details,
     preview_enable_component,
 )
 
@@ -64,6 +65,8 @@ class ComponentEnabled:
     path: Path
     changed: bool
     learned: Mapping[str, Any] = field(default_factory=dict)
+    #: the values written to core.yaml (for the audit record; not in `as_json`)
+    written: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def as_json(self) -> dict[str, Any]:
         return {"component": self.component, "path": str(self.path), "changed": self.changed, "values": dict(self.learned)}
@@ -123,16 +126,23 @@ class EnableComponent(Operation[EnableReview, ComponentEnabled]):
         if plan.provision is not None:
             events = offer_component(site, self.path, self.password, self.definition, self.values, plan=plan.provision,
                                      allow_incomplete=self.allow_incomplete, poll_interval=max(0.01, self.poll_interval),
-                                     cancel=context.cancel)
+                                     cancel=context.cancel, record=False)
         else:
             events = enable_component(self.path, self.password, self.definition, self.values, naming=site.naming,
-                                      allow_incomplete=self.allow_incomplete, audit=site.audit)
+                                      allow_incomplete=self.allow_incomplete)
+        written: Mapping[str, Any] = {}
         changed = False
         learned: dict[str, Any] = {}
         async for event in events:
             if isinstance(event.outcome, Provisioned):
                 learned = dict(event.outcome.values)
             elif isinstance(event.outcome, ConfigWritten):
-                changed = event.outcome.changed
+                changed, written = event.outcome.changed, event.outcome.values
             context.report(event)
-        return ComponentEnabled(self.definition.name, self.path, changed, learned)
+        return ComponentEnabled(self.definition.name, self.path, changed, learned, written)
+
+    def audit_details(self, plan: EnableReview, result: ComponentEnabled) -> Mapping[str, Any] | None:
+        return enable_details(self.definition, result.path, result.written) if result.changed else None
+
+    def audit_target(self, plan: EnableReview, result: ComponentEnabled) -> str:
+        return self.definition.name

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
 from tui.domain.components import ComponentDefinition
-from tui.domain.site_fill import as_edits
 from tui.procedures.operation import Confirmation, Operation, RunContext
 from tui.procedures.preview import Preview
 from tui.procedures.site_config import ConfigWritten, VaultPassword, write_details
@@ -29,8 +28,8 @@ class Filled:
 
     path: Path
     changed: bool
-    #: the dotted paths written
-    written: tuple[str, ...] = ()
+    #: the values written, by dotted path (for the audit record; not in `as_json`)
+    written: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def as_json(self) -> dict[str, Any]:
         return {"path": str(self.path), "changed": self.changed}
@@ -63,12 +62,12 @@ class FillSite(Operation[FillPlan, Filled]):
             if isinstance(event.outcome, ConfigWritten):
                 written = event.outcome
             context.report(event)
-        return Filled(plan.path, written.changed, tuple(p for p, _old, _new in written.changes))
+        return Filled(plan.path, written.changed, written.values)
 
     def audit_details(self, plan: FillPlan, result: Filled) -> Mapping[str, Any] | None:
         if not result.changed:
             return None
-        return write_details(plan.path, self.password, [(p, None, v) for p, v in as_edits(plan.changes) if p in result.written])
+        return write_details(plan.path, self.password, result.written)
 
     def audit_target(self, plan: FillPlan, result: Filled) -> str:
         return str(plan.path)

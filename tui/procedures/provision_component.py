@@ -433,8 +433,12 @@ async def offer_component(
     step_timeout: float = DEFAULT_STEP_TIMEOUT,
     poll_interval: float = DEFAULT_POLL_INTERVAL,
     cancel: asyncio.Event | None = None,
+    record: bool = True,
 ) -> AsyncIterator[Progress]:
     """Provision the component and list it in core.yaml with its site variables (one event stream).
+
+    `record=False`: the caller (the `EnableComponent` operation) writes the `site.enable_component`
+    audit record; the guided setup calls this outside an operation, so by default it records.
 
     Operator-given `values` win over what the appliances say. core.yaml is decrypted first, so a
     wrong password or an unreadable file stops everything before the cloud changes.
@@ -451,7 +455,7 @@ async def offer_component(
                 Path(path), password, definition, values, naming=site.naming,
                 provision_appliances=provisioner if definition.appliances else None,
                 from_appliance=plan.fills() if plan is not None else appliance_leaves(definition),
-                allow_incomplete=allow_incomplete, audit=site.audit,
+                allow_incomplete=allow_incomplete, audit=site.audit if record else None,
             ):
                 queue.put_nowait(event)
         except SiteError as error:

@@ -14,7 +14,7 @@ cloud user permissions) is plugged in through `enable_component(provision_applia
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 
@@ -64,6 +64,9 @@ class ConfigWritten:
     #: (dotted path, old value shown, new value shown)
     changes: tuple[tuple[str, str, str], ...] = ()
     findings: tuple[Finding, ...] = ()
+    #: the new values as written, by dotted path, for the audit record (which redacts secrets);
+    #: never in `as_json`
+    values: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def as_json(self) -> dict[str, Any]:
         return {"path": str(self.path), "changed": self.changed,
@@ -239,10 +242,10 @@ async def save_text(
             yield event
 
 
-def write_details(path: Path, password: VaultPassword, changed: Sequence[tuple[str, Any, Any]]) -> dict[str, Any]:
-    """The audit details of a write of core.yaml: the new values (the audit log redacts secrets)
-    and the hand-run equivalent."""
-    return {"changes": {p: new for p, _old, new in changed}, "cli": vault_cli("edit", path, password)}
+def write_details(path: Path, password: VaultPassword, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The audit details of a write of core.yaml: the new values by dotted path (the audit log
+    redacts secrets) and the hand-run equivalent."""
+    return {"changes": dict(values), "cli": vault_cli("edit", path, password)}
 
 
 async def _write_config(
@@ -272,9 +275,9 @@ async def _write_config(
     yield Progress(step, 2, total, "re-encrypted")
     write_atomic(path, encrypted)
     if audit is not None:  # a direct caller; an operation records the run itself (`write_details`)
-        audit.record(action, str(path), details=write_details(path, password, changed))
+        audit.record(action, str(path), details=write_details(path, password, {p: new for p, _old, new in changed}))
     yield Progress(step, total, total, f"wrote {path} (vault-encrypted, mode 0600)", state="done", data={**data, "changed": True},
-                   outcome=ConfigWritten(path, True, _shown(changed), tuple(findings)))
+                   outcome=ConfigWritten(path, True, _shown(changed), tuple(findings), {p: new for p, _old, new in changed}))
 
 
 async def check_site_file(
@@ -426,6 +429,11 @@ async def preview_enable_component(
 _FROM_APPLIANCE = "<the appliance's ID>"
 
 
+def enable_details(definition: ComponentDefinition, path: Path, changes: Mapping[str, Any]) -> dict[str, Any]:
+    """The audit details of an enabled component: the file, the values written, its appliances."""
+    return {"path": str(path), "changes": dict(changes), "appliances": list(definition.appliance_record_ids())}
+
+
 async def enable_component(
     path: Path,
     password: VaultPassword,
@@ -487,11 +495,9 @@ async def enable_component(
                            outcome=ConfigWritten(path, False, (), tuple(findings)))
             return
         write_atomic(path, await encrypt_text_async(plan.after.text, password))
-    (audit or AuditLog()).record(
-        "site.enable_component",
-        definition.name,
-        details={"path": str(path), "changes": {p: new for p, _old, new in plan.changed}, "appliances": list(definition.appliance_record_ids())},
-    )
+    if audit is not None:  # a direct caller (the guided setup); the `EnableComponent` operation records the run itself
+        audit.record("site.enable_component", definition.name,
+                     details=enable_details(definition, path, {p: new for p, _old, new in plan.changed}))
     yield Progress(
         step,
         total,
@@ -499,5 +505,5 @@ async def enable_component(
         f"{definition.name} enabled in {path}",
         state="done",
         data={"path": str(path), "changed": True, "changes": [{"path": p, "old": show_value(p, o), "new": show_value(p, n)} for p, o, n in plan.changed]},
-        outcome=ConfigWritten(path, True, _shown(plan.changed), tuple(findings)),
+        outcome=ConfigWritten(path, True, _shown(plan.changed), tuple(findings), {p: new for p, _old, new in plan.changed}),
     )

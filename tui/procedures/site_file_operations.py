@@ -124,8 +124,7 @@ class EditSite(Operation[FilePlan, ConfigWritten]):
     def audit_details(self, plan: FilePlan, result: ConfigWritten) -> Mapping[str, Any] | None:
         if not result.changed:
             return None
-        written = {p for p, _old, _new in result.changes}
-        return write_details(plan.path, self.password, [(p, None, v) for p, v in self.changes if p in written])
+        return write_details(plan.path, self.password, result.values)
 
     def audit_target(self, plan: FilePlan, result: ConfigWritten) -> str:
         return str(plan.path)
@@ -163,7 +162,7 @@ class SaveSite(Operation[FilePlan, ConfigWritten]):
         return await _written(events, context, plan.path)
 
     def audit_details(self, plan: FilePlan, result: ConfigWritten) -> Mapping[str, Any] | None:
-        return write_details(plan.path, self.password, []) if result.changed else None
+        return write_details(plan.path, self.password, {}) if result.changed else None
 
     def audit_target(self, plan: FilePlan, result: ConfigWritten) -> str:
         return str(plan.path)
