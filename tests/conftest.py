@@ -16,6 +16,7 @@ turn (`make test-versions`). The screenshot scenes keep 7.0.0 (their pictures na
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -70,6 +71,17 @@ def selected_versions(config: pytest.Config) -> list[str]:
         raise pytest.UsageError(f"unknown platform version(s) {', '.join(unknown)}: choose from "
                                 f"{', '.join(EMULATED_VERSIONS)}")
     return chosen
+
+
+_PEM_BODY = re.compile(r"(-----BEGIN [A-Z ]+-----\n).*?(-----END)", re.DOTALL)
+
+
+def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str) -> str | None:
+    """Test ids without the bodies of PEM blocks: some tests make their keys and certificates at
+    import, so each pytest-xdist worker would name the same test differently."""
+    if isinstance(val, str) and "-----BEGIN " in val:
+        return _PEM_BODY.sub(r"\1...\2", val).replace("\n", " ")
+    return None
 
 
 def _parametrized_by_the_test(metafunc: pytest.Metafunc) -> bool:
