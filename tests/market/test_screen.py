@@ -123,7 +123,10 @@ async def test_download_flow_reviews_then_follows_every_image_to_ready(sim: SimS
                        what="the reloaded list")
 
 
-async def test_cancelling_a_download_deletes_what_it_created(sim: SimServer) -> None:
+async def test_cancelling_a_download_deletes_what_it_created(sim_factory) -> None:  # type: ignore[no-untyped-def]
+    # images stay LOCKED for seconds, not a fraction of one: under load the download's polls
+    # could otherwise see them only READY, and the cancel below would find nothing to undo
+    sim: SimServer = sim_factory(time_scale=0.5)
     app = console_app(sim)
     async with app.run_test(size=SIZE) as pilot:
         screen = await _market(pilot, app)

@@ -172,7 +172,8 @@ async def test_site_goes_away_and_comes_back(sim_factory) -> None:  # type: igno
         server.stop()
         await pilot.press("r")
         await wait_for(pilot, lambda: screen.last_error is not None and not screen.refreshing, what="the failure")
-        banner = rendered_text(screen.query_one("#vm-banner"))
+        # the banner is laid out (given its size) in the refresh after the failure is handled
+        banner = await wait_for(pilot, lambda: rendered_text(screen.query_one("#vm-banner")), what="the banner")
         assert "Nothing listening" in banner and "r: retry now" in banner
         assert screen.query_one("#vm-banner").display
         assert "Nothing listening" in app.context_value("health")
