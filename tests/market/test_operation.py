@@ -102,6 +102,49 @@ async def test_the_time_limit_stops_an_operation_and_says_so(sim: SimServer, con
     assert audit_entries(isolated)[-1]["outcome"] == "timeout"
 
 
+
+@dataclass(frozen=True)
+class _Fails(Operation[int, int]):
+    """An operation that does one step, then fails (or waits to be cancelled), and records its failure once."""
+
+    cancel_instead: bool = False
+    title: ClassVar[str] = "Fail half-way"
+    action: ClassVar[str] = "test.fail"
+    cancels_itself: ClassVar[bool] = False
+
+    async def plan(self, site) -> int:  # type: ignore[no-untyped-def]
+        return 7
+
+    def preview(self, plan: int) -> Preview:
+        return Preview(self.title, (Change("fail", "false", "action"),), target=f"object {plan}")
+
+    async def execute(self, site, plan: int, context: RunContext) -> int:  # type: ignore[no-untyped-def]
+        context.report(Progress("first", 1, 2, "first step made", "done"))
+        context.report(Progress("second", 2, 2, "second step", "running"))
+        if self.cancel_instead:
+            context.cancel.set()
+            await asyncio.Event().wait()
+        raise SiteError("Second step refused", "the site said no")
+
+    def audit_failure(self, plan: int, error: SiteError, context: RunContext) -> dict[str, object]:
+        return {"left": [f"object {plan}"]}
+
+
+@pytest.mark.parametrize("cancel", [False, True], ids=["fails", "cancelled"])
+async def test_a_run_that_does_not_finish_is_recorded_once_by_the_pipeline(sim: SimServer, connect: SiteFactory,
+                                                                           isolated: Path, cancel: bool) -> None:
+    site = await connect(sim)
+    before = len(audit_entries(isolated))
+    with pytest.raises(SiteError):
+        await run_operation(site, _Fails(cancel), 7, RunContext(emit=lambda e: None))
+    entries = audit_entries(isolated)[before:]
+    assert len(entries) == 1
+    entry = entries[0]
+    assert (entry["action"], entry["target"], entry["outcome"]) == ("test.fail", "object 7", "cancelled" if cancel else "failed")
+    assert entry["details"]["steps_done"] == ["first"] and entry["details"]["left"] == ["object 7"]
+    assert entry["details"]["error"] == ("Cancelled" if cancel else "Second step refused")
+
+
 def test_cli_dry_run_is_allowed_in_read_only_mode_and_the_run_is_refused(sim: SimServer, env, capsys,  # noqa: F811
                                                                         isolated: Path) -> None:
     env(sim)

@@ -247,3 +247,50 @@ async def test_wrong_token_over_http(seeded: tuple[Path, Path], tmp_path: Path) 
     assert "Contents: read and write" in caught.value.detail
     assert wrong not in str(caught.value)
     assert missing.value.title == "Repository authentication failed"
+
+
+def _slow_git(tmp_path: Path, trap_term: bool) -> tuple[str, Path]:
+    """A `git` that writes its pid, then runs for a minute (ignoring SIGTERM when asked)."""
+    pid_file = tmp_path / "git.pid"
+    script = tmp_path / "slow-git"
+    trap = "trap '' TERM\n" if trap_term else ""
+    script.write_text(f"#!/bin/sh\n{trap}echo $$ > \"{pid_file}.tmp\"\nmv \"{pid_file}.tmp\" \"{pid_file}\"\n"
+                      "i=0\nwhile [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done\n")
+    script.chmod(0o700)
+    return str(script), pid_file
+
+
+@pytest.mark.parametrize("trap_term", [False, True], ids=["ends-on-term", "ignores-term"])
+async def test_a_cancelled_run_ends_and_reaps_its_git(tmp_path: Path, trap_term: bool,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A signal cancels the command's task while git runs: git is stopped and waited for before the
+    cancellation goes on (left running, asyncio's child watcher reported it as a traceback once the
+    event loop had closed: found by the soak, `site enable` under SIGTERM)."""
+    import asyncio
+
+    import tui.adapters.git_repo as git_repo
+    from tests.waiting import wait_until
+
+    monkeypatch.setattr(git_repo, "_STOP_GRACE_S", 0.5)
+    slow, pid_file = _slow_git(tmp_path, trap_term)
+    repo = GitRepo(GitRemote(str(tmp_path / "remote.git")), tmp_path / "work", git=slow)
+    (tmp_path / "work").mkdir()
+    task = asyncio.ensure_future(repo._run("status"))
+    while not pid_file.exists():  # the event loop must run for the child to start
+        await asyncio.sleep(0.02)
+    pid = int(pid_file.read_text())
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    # reaped: no longer our child (a running or unreaped one would still answer waitpid)
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+    wait_until(lambda: not _alive(pid), what=f"git (pid {pid}) to be gone")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

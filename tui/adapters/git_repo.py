@@ -16,6 +16,7 @@ vault text is never committed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import shutil
@@ -89,6 +90,33 @@ class TreeEntry:
     kind: str  # "tree" (directory) or "blob" (file)
 
 
+
+#: seconds a cancelled run's git has to end after SIGTERM before it is killed
+_STOP_GRACE_S = 5.0
+
+
+async def _reap(process: asyncio.subprocess.Process) -> None:
+    """End a git whose run was cancelled, and wait for it, before the cancellation goes on.
+
+    SIGTERM first: git removes its lock files on it (SIGKILL would leave `index.lock` behind for
+    the next run to trip on). Waiting matters as much: a child still running when the command's
+    event loop closes is reported from asyncio's child-watcher thread as a traceback
+    ("Event loop is closed"). A second cancellation while waiting does not cut the wait short.
+    """
+    if process.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            process.terminate()
+    waiting = asyncio.ensure_future(process.wait())
+    try:
+        await asyncio.wait_for(asyncio.shield(waiting), _STOP_GRACE_S)
+    except (asyncio.TimeoutError, asyncio.CancelledError):
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+    while not waiting.done():
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(waiting)
+
+
 class GitRepo:
     """One working clone of a remote repository, driven by the git command."""
 
@@ -158,6 +186,9 @@ class GitRepo:
             process.kill()
             await process.wait()
             raise SiteError("git timed out", f"git {args[0]} took longer than {self.timeout:.0f}s ({self._where()}).", retryable=True) from None
+        except asyncio.CancelledError:
+            await _reap(process)
+            raise
         stdout = out.decode("utf-8", errors="replace")
         stderr = redact(err.decode("utf-8", errors="replace"), self._secrets())
         if check and process.returncode != 0:

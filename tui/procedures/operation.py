@@ -150,6 +150,12 @@ class Operation(ABC, Generic[PlanT, ResultT]):
         None when the run changed nothing, or while the procedure still records it itself."""
         return None
 
+    def audit_failure(self, plan: PlanT, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
+        """The details of the one audit record of a run that failed or was cancelled
+        (`run_operation` writes it under `action`, outcome "failed" or "cancelled", with the
+        error's title and the steps reached); None while the procedure still records it itself."""
+        return None
+
     def audit_target(self, plan: PlanT, result: ResultT) -> str:
         """What the audit record names (a file, a branch, an id); default: the preview's target."""
         return self.preview(plan).target
@@ -195,8 +201,13 @@ async def run_operation(site: "SiteConnection", operation: Operation[PlanT, Resu
             raise
         task.uncancel()
         step = context.events[-1].step if context.events else ""
-        raise OperationCancelled("Cancelled", f"during step “{step}”" if step else "before the first step",
-                                 retryable=operation.resumable) from None
+        cancelled = OperationCancelled("Cancelled", f"during step “{step}”" if step else "before the first step",
+                                       retryable=operation.resumable)
+        _record_failure(site, operation, plan, cancelled, context)
+        raise cancelled from None
+    except SiteError as error:
+        _record_failure(site, operation, plan, error, context)
+        raise
     finally:
         if watcher is not None:
             watcher.cancel()
@@ -204,3 +215,15 @@ async def run_operation(site: "SiteConnection", operation: Operation[PlanT, Resu
     if details is not None:
         site.audit.record(operation.action or "operation", operation.audit_target(plan, result), "ok", details)
     return result
+
+
+def _record_failure(site: "SiteConnection", operation: Operation[PlanT, Any], plan: PlanT, error: SiteError,
+                    context: RunContext) -> None:
+    """The audit record of a run that did not finish (`Operation.audit_failure`)."""
+    details = operation.audit_failure(plan, error, context)
+    if details is None:
+        return
+    outcome = "cancelled" if isinstance(error, OperationCancelled) else "failed"
+    steps = [event.step for event in context.events if event.state == "done"]
+    site.audit.record(operation.action or "operation", operation.preview(plan).target, outcome,
+                      {"error": error.title, "steps_done": steps, **details})
