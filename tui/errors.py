@@ -27,6 +27,11 @@ class SiteError(Exception):
         return (_rebuild, (self.title, self.detail, self.retryable, self.code))
 
 
+class OutcomeUnknown(SiteError):
+    """A write failed and reading back failed too: whether it happened is not known (the
+    object may have been made or deleted). Asking again later, once the site answers, can tell."""
+
+
 def _rebuild(title: str, detail: str, retryable: bool, code: int | None) -> SiteError:
     return SiteError(title, detail, retryable=retryable, code=code)
 

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Awaitable, Callable, TypeVar
 
-from tui.errors import SiteError
+from tui.errors import OutcomeUnknown, SiteError
 
 T = TypeVar("T")
 
@@ -110,7 +110,7 @@ async def reconciled_write(write: Callable[[float], Awaitable[T]], read_back: Ca
             try:
                 found = await read_back()
             except SiteError as check:
-                raise SiteError(error.title, f"{error.detail}\nWhether it was done is unknown (reading back failed: "
+                raise OutcomeUnknown(error.title, f"{error.detail}\nWhether it was done is unknown (reading back failed: "
                                 f"{check.title}); look for {what} before trying again.".strip(),
                                 retryable=False, code=error.code) from None
             if found is not None:

@@ -37,12 +37,14 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, ClassVar, Sequence
 
 from tui.domain.attribute_file import ApplianceTag
-from tui.domain.images import ERROR, READY, USED, ImageInfo, image_state_names
-from tui.errors import SiteError
+from tui.domain.error_codes import NO_EXISTS
+from tui.domain.images import ERROR, IMAGE_DELETE, READY, USED, ImageInfo, image_state_names
+from tui.errors import OutcomeUnknown, SiteError
 from tui.procedures.attach_attributes import attach_attributes, plan_attach
 from tui.procedures.download_lock import DownloadLock
 from tui.procedures.download_plan import (
     DownloadPlan,
+    OrphanTemplate,
     PlannedImage,
     PlannedService,
     PlannedTemplate,
@@ -240,6 +242,15 @@ async def _export(site: "SiteConnection", plan: DownloadPlan, *, step_timeout: f
     target = f"app {plan.app.id} -> {plan.name!r}"
     try:
         try:
+            for template in plan.templates:
+                if template.replaces is not None:
+                    step = steps[done]
+                    yield Progress(step, done, total, f"deleting VM template {template.replaces.id}, an orphan "
+                                   "an earlier download left (its disk images are gone)")
+                    await _delete_orphan(site, template.replaces, step)
+                    done += 1
+                    yield Progress(step, done, total, f"VM template {template.replaces.id} deleted", "done",
+                                   {"template_id": template.replaces.id})
             for creation in _creations(site, plan, ids):
                 step = steps[done]
                 key = _DATA_KEYS[creation.kind]
@@ -345,6 +356,19 @@ async def _allocate(call: Awaitable[int], step: str) -> int:
                         code=error.code) from None
 
 
+async def _delete_orphan(site: "SiteConnection", orphan: OrphanTemplate, step: str) -> None:
+    """Delete the orphan a VM template of the plan replaces (gone already counts as done)."""
+    try:
+        await _delete_settled(site.cloud.template_delete, partial(_gone, site, VM_TEMPLATE), orphan.id)
+    except SiteError as error:
+        raise SiteError(f"{step} failed: {error.title}", error.detail, retryable=error.retryable,
+                        code=error.code) from None
+    site.audit.record("vm_template.delete", f"VM template {orphan.id}", "ok",
+                      {"name": orphan.name, "missing_images": list(orphan.missing_images),
+                       "reason": "orphan of an earlier download (its disk images are gone), replaced",
+                       "cli": orphan.delete_cli})
+
+
 async def _follow_images(site: "SiteConnection", plan: DownloadPlan, image_ids: Sequence[int], steps: Sequence[str],
                          done: int, total: int, step_timeout: float, poll_interval: float,
                          cancel: asyncio.Event | None) -> AsyncIterator[Progress]:
@@ -429,11 +453,51 @@ class _Undo:
         return " ".join(parts)
 
 
+#: how long a rollback keeps asking about a delete whose outcome is unknown (the site down, the
+#: answer lost) before it names the object as left
+ROLLBACK_SETTLE_S = 30.0
+_SETTLE_PAUSES = (0.5, 1.0, 2.0)
+
+
+async def _delete_settled(call: Callable[[int], Awaitable[Any]], gone: Callable[[int], Awaitable[bool]],
+                          object_id: int) -> None:
+    """`call(object_id)`, and when its outcome is unknown (the site down, the answer lost) the
+    object read back (`gone`) once the site answers: gone means deleted, still there means the
+    delete is sent again. A refusal that will not change is raised at once; an outcome still
+    unknown after `ROLLBACK_SETTLE_S` is raised as it is (the object is then named as left)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + ROLLBACK_SETTLE_S
+    tries = 0
+    while True:
+        try:
+            await call(object_id)
+            return
+        except SiteError as error:
+            if error.code == NO_EXISTS:
+                return
+            if not (error.retryable or isinstance(error, OutcomeUnknown)):
+                raise
+            last = error
+        while True:
+            pause = _SETTLE_PAUSES[min(tries, len(_SETTLE_PAUSES) - 1)]
+            tries += 1
+            if loop.time() + pause > deadline:
+                raise last
+            await asyncio.sleep(pause)
+            try:
+                if await gone(object_id):
+                    return
+                break  # still there: the delete did not happen, send it again
+            except SiteError as error:
+                if not error.retryable:
+                    raise last from None
+
+
 async def _delete_one(site: "SiteConnection", undo: _Undo, kind: str, object_id: int, name: str,
                       call: Callable[[int], Awaitable[Any]]) -> str | None:
-    """Delete one object this run created; returns why it is left (None: deleted)."""
+    """Delete one object this run created; returns why it is left (None: deleted, or found gone)."""
     try:
-        await call(object_id)
+        await _delete_settled(call, partial(_gone, site, kind), object_id)
     except SiteError as error:
         reason = f"{error.title}: {error.detail}" if error.detail else error.title
         undo.left.append((kind, object_id, name, reason))
@@ -470,6 +534,19 @@ async def _rollback_quietly(site: "SiteConnection", created: _Created, undo: _Un
 
 
 _DELETE_ORDER = (SERVICE_TEMPLATE, VM_TEMPLATE, IMAGE)
+
+
+async def _gone(site: "SiteConnection", kind: str, object_id: int) -> bool:
+    """Whether a deleted object is gone: not found, or (an image) in DELETE while its file is removed."""
+    info = {IMAGE: site.cloud.image_info, VM_TEMPLATE: site.cloud.template_info,
+            SERVICE_TEMPLATE: site.cloud.document_info}[kind]
+    try:
+        found = await info(object_id)
+    except SiteError as error:
+        if error.code == NO_EXISTS:
+            return True
+        raise
+    return kind == IMAGE and getattr(found, "state", None) == IMAGE_DELETE
 
 
 def _deletions(site: "SiteConnection", created: _Created) -> list[tuple[str, int, str, Any]]:

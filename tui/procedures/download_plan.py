@@ -63,10 +63,27 @@ class PlannedTemplate:
     #: the service roles this template serves ("" outside a service)
     roles: tuple[str, ...] = ()
     existing_id: int | None = None
+    #: an orphan of ours under this name (an earlier download's VM template whose disk images are
+    #: gone, used by no VM and no service template): deleted before this one is created
+    replaces: "OrphanTemplate | None" = None
 
     def text(self, image_ids: Sequence[int]) -> str:
         disks = "".join(f"DISK = [ IMAGE_ID = {quote(str(image_ids[i]))} ]\n" for i in self.disks)
         return _with_name(self.base_text, self.name) + disks
+
+
+@dataclass(frozen=True)
+class OrphanTemplate:
+    """A VM template an earlier download (this console's or `onemarketapp export`'s) left whose
+    disk images are all gone: a rollback that could not delete it, or images deleted by hand."""
+
+    id: int
+    name: str
+    missing_images: tuple[int, ...]
+
+    @property
+    def delete_cli(self) -> str:
+        return f"onetemplate delete {self.id}"
 
 
 @dataclass(frozen=True)
@@ -119,7 +136,8 @@ class DownloadPlan:
 
     def steps(self, attach: bool = True) -> tuple[str, ...]:
         """The steps the progress view lists, in order (without the attributes when not attached)."""
-        steps = [f"create image {i.name}" for i in self.images]
+        steps = [f"delete VM template {t.replaces.id}" for t in self.templates if t.replaces is not None]
+        steps += [f"create image {i.name}" for i in self.images]
         steps += [f"create VM template {t.name}" for t in self.templates]
         if self.service is not None:
             steps.append(f"create service template {self.service.name}")
@@ -136,6 +154,11 @@ class DownloadPlan:
         changes: list[Change] = []
         cli = self.export_cli
         ds = f"datastore {self.datastore.id} ({self.datastore.name})"
+        for orphan in (t.replaces for t in self.templates if t.replaces is not None):
+            missing = ", ".join(map(str, orphan.missing_images))
+            changes.append(Change(f"delete VM template {orphan.id} {orphan.name!r}, left by an earlier download of "
+                                  f"this app: its disk image(s) {missing} are gone and no VM or service template "
+                                  "uses it; it is created again with the new images", orphan.delete_cli, "delete"))
         for image in self.images:
             if image.existing_id is not None:
                 changes.append(Change(f"image {image.name!r} exists (ID {image.existing_id}): reused", "", "none"))
@@ -174,7 +197,8 @@ class DownloadPlan:
             "app_id": self.app.id, "app": self.app.name, "type": self.app.type_name, "version": self.app.version,
             "name": self.name, "datastore_id": self.datastore.id, "size_mb": self.size_mb,
             "images": [{"name": i.name, "app_id": i.app.id, "existing_id": i.existing_id} for i in self.images],
-            "templates": [{"name": t.name, "app_id": t.app.id, "roles": list(t.roles), "existing_id": t.existing_id}
+            "templates": [{"name": t.name, "app_id": t.app.id, "roles": list(t.roles), "existing_id": t.existing_id,
+                           "replaces": None if t.replaces is None else t.replaces.id}
                           for t in self.templates],
             "service_template": None if self.service is None else
             {"name": self.service.name, "existing_id": self.service.existing_id},
@@ -271,7 +295,8 @@ async def plan_download(site: "SiteConnection", app_id: int, datastore_id: int, 
     if app.type == SERVICE_TEMPLATE_APP:
         await _check_oneflow(site)
     plan = _PlanBuilder(app, apps, final, datastore, images, site.cloud.user).build()
-    plan = _reuse_existing(plan, templates, documents, site.cloud.user)
+    plan = _reuse_existing(plan, templates, documents, site.cloud.user, {i.id for i in images})
+    plan = await _check_orphans_unused(site, plan)
     if tag is not None:
         plan = replace(plan, tag=tag)
     if datastore.state_name != "READY":
@@ -405,9 +430,10 @@ class _PlanBuilder:
 
 
 def _reuse_existing(plan: DownloadPlan, templates: Sequence[VmTemplate], documents: Sequence[Document],
-                    user: str) -> DownloadPlan:
-    """Mark VM templates and the service template a previous export created as reused; refuse
-    names taken by other objects (the platform refuses a second VM template of one name)."""
+                    user: str, image_ids_present: set[int]) -> DownloadPlan:
+    """Mark VM templates and the service template a previous export created as reused, and an
+    orphan of ours (`_orphan`) as replaced; refuse names taken by other objects (the platform
+    refuses a second VM template of one name)."""
     image_ids = [i.existing_id for i in plan.images]
     mine_templates = {t.name: t for t in templates if t.uname == user}
     planned_templates: list[PlannedTemplate] = []
@@ -417,11 +443,19 @@ def _reuse_existing(plan: DownloadPlan, templates: Sequence[VmTemplate], documen
             planned_templates.append(template)
             continue
         wanted = tuple(image_ids[i] for i in template.disks)
-        if None in wanted or tuple(found_template.image_ids) != wanted:
+        if None not in wanted and tuple(found_template.image_ids) == wanted:
+            planned_templates.append(replace(template, existing_id=found_template.id))
+            continue
+        orphan = _orphan(found_template, template, image_ids_present, documents)
+        if orphan is None:
+            missing = [i for i in found_template.image_ids if i not in image_ids_present]
+            why = (f"its disk image(s) {', '.join(map(str, missing))} are gone but it does not look like this app's "
+                   "export (other attributes, other disks, or a service template uses it)") if missing else \
+                "other disks"
             raise SiteError(f"VM template name {template.name!r} is taken",
-                            f"VM template {found_template.id} has that name and other disks. Choose another final "
+                            f"VM template {found_template.id} has that name and {why}. Choose another final "
                             "name, or delete that template first.")
-        planned_templates.append(replace(template, existing_id=found_template.id))
+        planned_templates.append(replace(template, replaces=orphan))
     service = plan.service
     if service is not None:
         found_doc = next((d for d in documents if d.name == service.name and d.uname == user), None)
@@ -435,3 +469,46 @@ def _reuse_existing(plan: DownloadPlan, templates: Sequence[VmTemplate], documen
                                 "final name, or delete it first.")
             service = replace(service, existing_id=found_doc.id)
     return replace(plan, templates=tuple(planned_templates), service=service)
+
+
+def _orphan(found: VmTemplate, template: PlannedTemplate, image_ids_present: set[int],
+            documents: Sequence[Document]) -> OrphanTemplate | None:
+    """`found` (ours, of the planned name) as an orphan an earlier export of this app left, or None.
+
+    Ours means what the export gives (marketplaceapp_ext.rb `export_vm_template`: the app's
+    template, NAME, one DISK per image): every scalar attribute of the app's template there with
+    its value, as many DISKs as planned. An orphan: every DISK's image is gone (so no live VM
+    holds them either: the platform refuses to delete an image in use) and no service template
+    names it as a role's template. VMs instantiated from it are checked by `_check_orphans_unused`.
+    """
+    disks = found.image_ids
+    if not disks or len(disks) != len(template.disks) or any(i in image_ids_present for i in disks):
+        return None
+    if len(found.template.vectors("DISK")) != len(disks):
+        return None  # a DISK without IMAGE_ID (a volatile disk, an image by name): not the export's
+    try:
+        wanted = [(k, v) for k, v in parse_template(template.base_text) if isinstance(v, str) and k != "NAME"]
+    except TemplateSyntaxError:
+        return None
+    have = found.template.scalars()
+    if any(have.get(key) != value for key, value in wanted):
+        return None
+    if any(found.id in role_template_ids(d.body or {}) for d in documents):
+        return None
+    return OrphanTemplate(found.id, found.name, tuple(disks))
+
+
+async def _check_orphans_unused(site: "SiteConnection", plan: DownloadPlan) -> DownloadPlan:
+    """Refuse to replace an orphan a live VM was instantiated from (its TEMPLATE_ID)."""
+    orphans = {t.replaces.id: t.replaces for t in plan.templates if t.replaces is not None}
+    if not orphans:
+        return plan
+    for vm in await site.cloud.list_vms_detail():
+        source = vm.template.get("TEMPLATE_ID")
+        if source.isdigit() and int(source) in orphans:
+            orphan = orphans[int(source)]
+            raise SiteError(f"VM template name {orphan.name!r} is taken",
+                            f"VM template {orphan.id} has that name; its disk images are gone but VM "
+                            f"{vm.summary.id} was instantiated from it, so it is left alone. Choose another final "
+                            "name, or delete that template yourself once the VM no longer needs it.")
+    return plan
