@@ -7,11 +7,13 @@ from pathlib import Path
 import pytest
 
 from tests.market.conftest import SiteFactory, audit_entries, collect
+from tests.operating import operate
 from tui.domain.appliances import parse_record
 from tui.domain.attribute_file import ApplianceTag, installed_version_from_image_template
 from tui.domain.naming import NamingProfile
 from tui.errors import SiteError
 from tui.procedures.attach_attributes import (
+    AttachAttributes,
     attach_attributes,
     attribute_text,
     default_file_name,
@@ -22,6 +24,7 @@ from tui.procedures.attach_attributes import (
     write_attribute_file,
 )
 from tui.procedures.marketplace import load_catalog
+from tui.procedures.operation import ReadOnlyRefused
 from tui.sim.server import SimServer
 
 TOOLKIT_FILE = (
@@ -79,7 +82,8 @@ async def test_merge_mode_keeps_the_other_image_attributes_and_a_rerun_changes_n
     assert [t.up_to_date for t in plan.targets] == [False]
     assert plan.preview("/tmp/ubuntu_base_vm_attributes").cli_script() == \
         "oneimage update 0 /tmp/ubuntu_base_vm_attributes --append"
-    events = await collect(attach_attributes(site, plan))
+    events: list = []
+    await operate(site, AttachAttributes(tag, (0,)), plan, events=events)
     assert [e.data.get("result") for e in events if "result" in e.data] == ["updated"]
     after = await site.cloud.image_info(0)
     for name, value in before.attributes.scalars().items():
@@ -88,11 +92,48 @@ async def test_merge_mode_keeps_the_other_image_attributes_and_a_rerun_changes_n
 
     again = await plan_attach(site, tag, [0])
     assert again.to_update == () and again.preview().is_noop
-    rerun = await collect(attach_attributes(site, again))
+    rerun: list = []
+    await operate(site, AttachAttributes(tag, (0,)), again, events=rerun)
     per_image = [e for e in rerun if "result" in e.data]
     assert [(e.state, e.data["result"]) for e in per_image] == [("skipped", "unchanged")]
     assert "already carries" in per_image[0].message
-    assert [e["action"] for e in audit_entries(isolated)].count("image.attributes") == 1
+    records = [e for e in audit_entries(isolated) if e["action"] == "image.attributes"]
+    assert len(records) == 1 and (records[0]["target"], records[0]["outcome"]) == ("image 0", "ok")
+    assert records[0]["details"]["images"] == [{"image_id": 0, "name": before.name, "result": "updated"}]
+    assert records[0]["details"]["version"] == "v1.2.0-20250301-0900" and records[0]["details"]["append"] == 1
+
+    # the procedure called outside the operation records each image only when given the log
+    other = tag_for_record(_record("Ubuntu Base VM", "v1.3.0-20250401-0900"))
+    await collect(attach_attributes(site, await plan_attach(site, other, [0])))
+    assert len([e for e in audit_entries(isolated) if e["action"] == "image.attributes"]) == 1
+    await collect(attach_attributes(site, await plan_attach(site, tag, [0]), audit=site.audit))
+    assert [e["outcome"] for e in audit_entries(isolated) if e["action"] == "image.attributes"] == ["ok", "ok"]
+
+
+async def test_a_failed_image_leaves_one_record_naming_what_is_left(sim: SimServer, connect: SiteFactory,
+                                                                    isolated: Path) -> None:
+    """One image of two is gone when the run reaches it: the other is tagged, and the pipeline's
+    one failed record names both results and the command that tags the one left."""
+    site = await connect(sim)
+    spare = await site.cloud.image_allocate('NAME = "spare"\nTYPE = "DATABLOCK"\nSIZE = "1"\n', 1)
+    kept, gone = await site.cloud.image_info(0), await site.cloud.image_info(spare)
+    tag = tag_for_record(_record("Ubuntu Base VM", "v1.2.0-20250301-0900"))
+    plan = await plan_attach(site, tag, [kept.id, gone.id])
+    await site.cloud.image_delete(gone.id)
+    before = len(audit_entries(isolated))
+    with pytest.raises(SiteError, match="Attributes failed on 1 of 2"):
+        await operate(site, AttachAttributes(tag, (kept.id, gone.id), "/tmp/attrs"), plan)
+    entries = audit_entries(isolated)[before:]
+    assert len(entries) == 1
+    entry = entries[0]
+    assert (entry["action"], entry["target"], entry["outcome"]) == \
+        ("image.attributes", f"images {kept.id}, {gone.id}", "failed")
+    results = {i["image_id"]: i["result"] for i in entry["details"]["images"]}
+    assert results == {kept.id: "updated", gone.id: "failed"}
+    [left] = entry["details"]["left"]
+    assert left["image_id"] == gone.id and left["command"] == f"oneimage update {gone.id} /tmp/attrs --append"
+    assert left["error"] and entry["details"]["error"] == "Attributes failed on 1 of 2 image(s)"
+    assert site.settings.one_password not in isolated.read_text()
 
 
 async def test_every_image_of_the_toolkit_service_gets_the_attributes(sim_factory, connect: SiteFactory) -> None:  # type: ignore[no-untyped-def]
@@ -141,3 +182,16 @@ async def test_a_missing_image_stops_before_anything_changes(sim: SimServer, con
     assert installed_version_from_image_template(image.attributes, site.naming) is None
     with pytest.raises(SiteError, match="No image"):
         await plan_attach(site, tag, [])
+
+
+async def test_a_read_only_refusal_names_the_planned_images(sim: SimServer, connect: SiteFactory,
+                                                           isolated: Path) -> None:
+    site = await connect(sim)
+    tag = tag_for_record(_record("Ubuntu Base VM", "v1.2.0-20250301-0900"))
+    plan = await plan_attach(site, tag, [0])
+    site.read_only = True
+    with pytest.raises(ReadOnlyRefused):
+        await operate(site, AttachAttributes(tag, (0,)), plan)
+    entry = audit_entries(isolated)[-1]
+    assert (entry["action"], entry["target"], entry["outcome"]) == ("image.attributes", "image 0", "refused")
+    assert installed_version_from_image_template((await site.cloud.image_info(0)).attributes, site.naming) is None

@@ -4,16 +4,19 @@ read-back, the audit log (no secrets in it) and the site record."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from tests.operating import operate
 from tests.toolkit.conftest import FAST, ToolkitSite, collect, filled, settings_for
 from tui.domain.ssh_keys import parse_public_key
 from tui.domain.template_text import render_template
 from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
-from tui.procedures.grant_ssh_key import grant_ssh_key, plan_grant
+from tui.procedures.grant_ssh_key import GrantKey, grant_ssh_key, plan_grant
 from tui.procedures.instantiate_toolkit import deploy_toolkit, plan_deploy
 from tui.procedures.site_record import load_site_record
 from tui.procedures.toolkit import load_form
@@ -40,7 +43,8 @@ async def test_grant_keeps_existing_keys_and_a_second_grant_adds_nothing(sim: Si
         change = plan.preview().changes[0]
         assert change.kind == "update" and change.cli == "oneuser update tkauto <key file> --append"
         assert plan.text.startswith("SSH_PUBLIC_KEY = ") and plan.text.count("SSH_PUBLIC_KEY") == 1
-        events = await collect(grant_ssh_key(site, plan))
+        events: list = []
+        await operate(site, GrantKey(key.line, "tkauto"), plan, events=events)
         assert events[-1].state == "done" and events[-1].data["changed"] is True
 
         user = await site.cloud.user_info(tkauto.id)
@@ -50,13 +54,55 @@ async def test_grant_keeps_existing_keys_and_a_second_grant_adds_nothing(sim: Si
         # the same key again (even with another comment): nothing to change, nothing sent
         again = await plan_grant(site, f"{key.body} other-comment", "tkauto")
         assert again.already and again.preview().is_noop
-        events = await collect(grant_ssh_key(site, again))
+        events = []
+        await operate(site, GrantKey(key.line, "tkauto"), again, events=events)
         assert [e.state for e in events[-2:]] == ["skipped", "skipped"]
         assert (await site.cloud.user_info(tkauto.id)).template.get("SSH_PUBLIC_KEY") == f"{existing}\n{key.line}"
 
+        # one record, from the pipeline, for the grant that changed something; none for the second
         grants = [e for e in site.audit.entries() if e["action"] == "user.ssh_key.grant"]
-        assert len(grants) == 1 and grants[0]["outcome"] == "ok"
+        assert len(grants) == 1 and grants[0]["outcome"] == "ok" and grants[0]["target"] == f"user {tkauto.id} 'tkauto'"
         assert grants[0]["details"]["fingerprint"] == key.fingerprint and grants[0]["details"]["keys_after"] == 2
+        assert grants[0]["details"]["keys_before"] == 1 and grants[0]["details"]["append"] == 1
+    finally:
+        await site.close()
+
+
+async def test_the_procedure_records_itself_only_when_given_an_audit_log(sim: SimServer) -> None:
+    """Outside the operation (the guided setup calls the procedure) the grant is recorded only
+    when an audit log is given; then exactly once."""
+    site = SiteConnection(settings_for(sim))
+    try:
+        plan = await plan_grant(site, new_key("automation@one-5"), "tkauto")
+        await collect(grant_ssh_key(site, plan))
+        assert not [e for e in site.audit.entries() if e["action"] == "user.ssh_key.grant"]
+        other = await plan_grant(site, new_key("automation@one-6"), "tkauto")
+        await collect(grant_ssh_key(site, other, audit=site.audit))
+        grants = [e for e in site.audit.entries() if e["action"] == "user.ssh_key.grant"]
+        assert [(g["outcome"], g["details"]["fingerprint"]) for g in grants] == [("ok", other.key.fingerprint)]
+    finally:
+        await site.close()
+
+
+async def test_a_failed_grant_leaves_one_record_saying_what_the_user_has(sim: SimServer) -> None:
+    """The planned user is gone when the run reads it: one failed record from the pipeline says
+    no update was sent, how to check, and holds no secret."""
+    site = SiteConnection(settings_for(sim))
+    try:
+        key = parse_public_key(new_key("automation@one-8"))
+        plan = replace(await plan_grant(site, key, "tkauto"), user_id=9999)
+        before = len(site.audit.entries())
+        with pytest.raises(SiteError):
+            await operate(site, GrantKey(key.line, "tkauto"), plan)
+        entries = site.audit.entries()[before:]
+        assert len(entries) == 1
+        entry = entries[0]
+        assert (entry["action"], entry["target"], entry["outcome"]) == \
+            ("user.ssh_key.grant", f"user {plan.user_id} 'tkauto'", "failed")
+        assert entry["details"]["fingerprint"] == key.fingerprint and entry["details"]["steps_done"] == []
+        assert entry["details"]["user_keys"] == "unchanged (no update was sent)"
+        assert "oneuser show tkauto" in entry["details"]["fix"]
+        assert site.settings.one_password not in site.audit.path.read_text()
     finally:
         await site.close()
 
@@ -87,7 +133,7 @@ async def test_deploy_then_grant_records_it_and_the_audit_log_holds_no_secret(to
     await collect(deploy_toolkit(site, plan_deploy(form, file), **FAST))
     record = load_site_record(site.settings)
     plan = await plan_grant(site, record.automation_public_key, record.cloud_username)
-    await collect(grant_ssh_key(site, plan, record=record))
+    await operate(site, GrantKey(record.automation_public_key, record.cloud_username, record), plan)
     assert load_site_record(site.settings).key_granted_to == ("tkauto",)
 
     log_text = site.audit.path.read_text()

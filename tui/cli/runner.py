@@ -97,7 +97,7 @@ async def run_cli(args: argparse.Namespace, site: "SiteConnection", operation: O
     if show_preview(preview, args, answer, before=before):
         return EXIT_OK
     try:
-        refuse_if_read_only(site, operation)
+        refuse_if_read_only(site, operation, plan)
     except ReadOnlyRefused as error:
         return usage(error.detail, as_json)
     if prepare is not None:

@@ -9,6 +9,11 @@ Idempotent: an image that already carries exactly these attributes is skipped an
 says so. Each image gets its own result (updated, unchanged or failed, read back after the
 update); one failing image does not stop the others, and the procedure raises at the end when
 any failed. The equivalent platform CLI is `oneimage update <id> <file> --append`.
+
+Run as the `AttachAttributes` operation, the pipeline writes one audit record of the run (each
+image's result among its details; a failure names the images left without the attributes and
+the command that tags them); called directly with an `audit` log (the guided setup), the
+procedure records each image itself.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from tui.domain.marketapps import MarketApp
 from tui.domain.naming import NamingProfile
 from tui.domain.upgrades import ApplianceStatus
 from tui.errors import SiteError
+from tui.procedures.audit import AuditLog
 from tui.procedures.operation import Confirmation, Operation, RunContext
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress
@@ -144,6 +150,10 @@ class AttachPlan:
         return Preview(f"Attach marketplace attributes of {self.tag.name} to {len(self.targets)} image(s)",
                        tuple(changes), warnings=tuple(warnings))
 
+    def audit_details(self) -> dict[str, object]:
+        """What an audit record of the attach says about it (the attributes, never a secret)."""
+        return {"appliance": self.tag.name, "version": self.tag.version.raw, "append": 1}
+
     def as_json(self) -> dict[str, object]:
         return {"tag": {"name": self.tag.name, "stamp": self.tag.stamp,
                         "software_version": self.tag.software_version},
@@ -239,12 +249,13 @@ class Attached:
 
 
 async def attach_attributes(site: "SiteConnection", plan: AttachPlan, *, offset: int = 0,
-                            total: int | None = None) -> AsyncIterator[Progress]:
+                            total: int | None = None, audit: AuditLog | None = None) -> AsyncIterator[Progress]:
     """Apply the plan: one `image update --append` per image that needs it, each read back.
 
     `offset` and `total` place these events inside a longer procedure (a download). Each image's
     last event carries its `ImageResult` as `outcome`, the last event the `Attached` result.
     Raises `SiteError` at the end when any image failed; the others are updated regardless.
+    `audit`: record each image here (callers outside an operation, whose pipeline records the run).
     """
     count = total if total is not None else len(plan.targets)
     results: list[ImageResult] = []
@@ -269,14 +280,15 @@ async def attach_attributes(site: "SiteConnection", plan: AttachPlan, *, offset:
         except SiteError as error:
             failed.append(f"image {target.image_id}: {error.title}")
             results.append(ImageResult(target.image_id, target.name, FAILED, error.title, error.detail))
-            site.audit.record("image.attributes", f"image {target.image_id}", "failed",
-                  {"appliance": plan.tag.name, "version": plan.tag.version.raw, "error": error.title})
+            if audit is not None:
+                audit.record(AttachAttributes.action, f"image {target.image_id}", "failed",
+                             {**plan.audit_details(), "error": error.title})
             yield Progress(step, done, count, f"image {target.image_id}: {error.title}", "failed",
                            {"image_id": target.image_id, "result": FAILED, "error": error.title}, results[-1])
             continue
         results.append(ImageResult(target.image_id, target.name, UPDATED))
-        site.audit.record("image.attributes", f"image {target.image_id}", "ok",
-              {"appliance": plan.tag.name, "version": plan.tag.version.raw, "append": 1})
+        if audit is not None:
+            audit.record(AttachAttributes.action, f"image {target.image_id}", "ok", plan.audit_details())
         yield Progress(step, done, count, f"image {target.image_id}: attributes attached", "done",
                        {"image_id": target.image_id, "result": UPDATED}, results[-1])
     if failed:
@@ -322,3 +334,23 @@ class AttachAttributes(Operation[AttachPlan, Attached]):
                 result = event.outcome
             context.report(event)
         return result
+
+    def audit_object(self, plan: AttachPlan) -> str:
+        ids = [str(target.image_id) for target in plan.targets]
+        return f"image {ids[0]}" if len(ids) == 1 else f"images {', '.join(ids)}"
+
+    def audit_details(self, plan: AttachPlan, result: Attached) -> Mapping[str, object] | None:
+        if not any(image.result == UPDATED for image in result.images):
+            return None  # every image already carried the attributes: nothing was sent
+        return {**plan.audit_details(), "images": [image.as_json() for image in result.images]}
+
+    def audit_failure(self, plan: AttachPlan, error: SiteError, context: RunContext) -> Mapping[str, object] | None:
+        done = {event.outcome.image_id: event.outcome for event in context.events
+                if isinstance(event.outcome, ImageResult)}
+        left = [target for target in plan.to_update if done.get(target.image_id) is None
+                or done[target.image_id].result == FAILED]
+        return {**plan.audit_details(), "images": [image.as_json() for image in done.values()],
+                "left": [{"image_id": target.image_id, "name": target.name,
+                          "error": done[target.image_id].error if target.image_id in done else "not reached",
+                          "command": plan.cli(target.image_id, self.file_name)} for target in left],
+                "undone": "nothing: the images updated keep their attributes (merge mode); run it again for the others"}

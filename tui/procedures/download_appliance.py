@@ -289,7 +289,7 @@ async def _export(site: "SiteConnection", plan: DownloadPlan, *, step_timeout: f
     _audit_download(site, target, "ok", plan, created, None)
     if attach and plan.images:
         attach_plan = await plan_attach(site, plan.tag, result.image_ids)
-        async for event in attach_attributes(site, attach_plan, offset=done, total=total):
+        async for event in attach_attributes(site, attach_plan, offset=done, total=total, audit=site.audit):
             if event.step == "attributes":
                 continue
             yield event

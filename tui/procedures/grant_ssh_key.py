@@ -12,21 +12,24 @@ backslashes), so a comment with either survives.
 `plan_grant` reads the user and says what will change (`GrantPlan.preview()`, with the platform
 CLI equivalent `oneuser update <user> <file> --append`); `grant_ssh_key` re-reads the user right
 before the update (keys added meanwhile are kept), updates, reads back to verify that the key is
-there and no earlier key was lost, records the grant in the site record when one is given, and
-audit-logs it (the key's fingerprint, never a secret).
+there and no earlier key was lost, and records the grant in the site record when one is given.
+Run as the `GrantKey` operation, the pipeline writes its one audit record (the key's fingerprint,
+never a secret; a failure says whether the update reached the user and the command that checks
+it); called directly with an `audit` log (the guided setup), the procedure records it itself.
 """
 
 from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, AsyncIterator, ClassVar
+from typing import TYPE_CHECKING, Any, AsyncIterator, ClassVar, Mapping
 
 from tui.domain.site_record import SiteRecord
 from tui.domain.ssh_keys import SshKeyError, SshPublicKey, has_key, line_has_key, parse_public_key, with_key
 from tui.domain.template_text import render_template
 from tui.domain.users import SSH_PUBLIC_KEY, User, split_keys
 from tui.errors import SiteError
+from tui.procedures.audit import AuditLog
 from tui.procedures.operation import Confirmation, Operation, RunContext
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress
@@ -114,9 +117,16 @@ async def plan_grant(site: "SiteConnection", key: SshPublicKey | str, user_name:
     return plan_for_user(await find_user(site, user_name), _key(key))
 
 
-async def grant_ssh_key(site: "SiteConnection", plan: GrantPlan, *,
-                        record: SiteRecord | None = None) -> AsyncIterator[Progress]:
-    """Apply the plan (see the module docstring); raises SiteError when the read-back disagrees."""
+def grant_details(plan: GrantPlan, keys_before: int) -> dict[str, Any]:
+    """What an audit record of the grant says about the key (its fingerprint, never a secret)."""
+    return {"fingerprint": plan.key.fingerprint, "type": plan.key.type, "comment": plan.key.comment,
+            "append": 1, "keys_before": keys_before}
+
+
+async def grant_ssh_key(site: "SiteConnection", plan: GrantPlan, *, record: SiteRecord | None = None,
+                        audit: AuditLog | None = None) -> AsyncIterator[Progress]:
+    """Apply the plan (see the module docstring); raises SiteError when the read-back disagrees.
+    `audit`: record the grant here (callers outside the `GrantKey` operation, whose pipeline records it)."""
     total = 3
     label = f"user {plan.user_id} {plan.user_name}"
     yield Progress("read user", 0, total, f"reading {label}")
@@ -130,14 +140,14 @@ async def grant_ssh_key(site: "SiteConnection", plan: GrantPlan, *,
         yield Progress("verify", 3, total, "nothing to verify", "skipped", {"user_id": plan.user_id, "changed": False},
                        KeyGranted(plan.user_id, plan.user_name, False))
         return
-    details = {"fingerprint": plan.key.fingerprint, "type": plan.key.type, "comment": plan.key.comment,
-               "append": 1, "keys_before": len(current.existing)}
+    details = grant_details(plan, len(current.existing))
     yield Progress("update user", 1, total, current.cli())
     try:
         await site.cloud.user_update(plan.user_id, current.text, 1)
         after = await site.cloud.user_info(plan.user_id)
     except SiteError as error:
-        site.audit.record("user.ssh_key.grant", label, "failed", {**details, "error": error.title})
+        if audit is not None:
+            audit.record(GrantKey.action, label, "failed", {**details, "error": error.title})
         raise
     yield Progress("update user", 2, total, f"SSH_PUBLIC_KEY of {label} updated (merge mode)", "done",
                    {"user_id": plan.user_id, "changed": True})
@@ -145,16 +155,18 @@ async def grant_ssh_key(site: "SiteConnection", plan: GrantPlan, *,
     lost = [line for line in current.existing if line not in split_keys(value)]
     if not has_key(value, plan.key) or lost:
         why = "the key is missing" if not has_key(value, plan.key) else f"{len(lost)} earlier key(s) are missing"
-        site.audit.record("user.ssh_key.grant", label, "failed", {**details, "error": f"read back: {why}"})
+        if audit is not None:
+            audit.record(GrantKey.action, label, "failed", {**details, "error": f"read back: {why}"})
         yield Progress("verify", 2, total, f"read back: {why}", "failed", {"user_id": plan.user_id})
         raise SiteError(f"User {plan.user_name}'s keys are not as written",
                         f"The cloud accepted the update but reading {label} back shows that {why}. Check it with "
                         f"`oneuser show {shlex.quote(plan.user_name)}`; the grant can be run again safely.")
-    site.audit.record("user.ssh_key.grant", label, "ok", {**details, "keys_after": len(split_keys(value))})
+    if audit is not None:
+        audit.record(GrantKey.action, label, "ok", {**details, "keys_after": len(split_keys(value))})
     _remember(site, record, plan.user_name)
     yield Progress("verify", 3, total, f"{label} now has {len(split_keys(value))} key(s), the automation key among them",
                    "done", {"user_id": plan.user_id, "changed": True, "keys": len(split_keys(value))},
-                   KeyGranted(plan.user_id, plan.user_name, True))
+                   KeyGranted(plan.user_id, plan.user_name, True, len(current.existing), len(split_keys(value))))
 
 
 def _remember(site: "SiteConnection", record: SiteRecord | None, user_name: str) -> None:
@@ -172,6 +184,9 @@ class KeyGranted:
     user_id: int
     user_name: str
     changed: bool
+    #: the user's keys before and after the update (when it changed them)
+    keys_before: int = 0
+    keys_after: int = 0
 
     def as_json(self) -> dict[str, Any]:
         return {"user_id": self.user_id, "user_name": self.user_name, "changed": self.changed}
@@ -210,3 +225,20 @@ class GrantKey(Operation[GrantPlan, KeyGranted]):
                 granted = event.outcome
             context.report(event)
         return granted
+
+    def audit_details(self, plan: GrantPlan, result: KeyGranted) -> Mapping[str, Any] | None:
+        if not result.changed:
+            return None  # the user already had the key: nothing was sent
+        return {**grant_details(plan, result.keys_before), "keys_after": result.keys_after}
+
+    def audit_failure(self, plan: GrantPlan, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
+        steps = {(event.step, event.state) for event in context.events}
+        check = f"oneuser show {shlex.quote(plan.user_name)}"
+        if ("update user", "done") in steps:
+            keys = f"updated, but the read-back disagrees: check them with `{check}`"
+        elif ("update user", "running") in steps:
+            keys = f"the update was sent and failed: check them with `{check}`"
+        else:
+            keys = "unchanged (no update was sent)"
+        return {**grant_details(plan, len(plan.existing)), "user_keys": keys,
+                "fix": f"`{check}`, then give the key again (it adds the key once, whatever is there)"}

@@ -11,12 +11,14 @@ An `Operation` is the unit the console's operation modal and the headless CLI ru
   asks it to stop between two platform calls, and it returns a typed result (a frozen dataclass).
 
 `run_operation()` is the one place that refuses a mutating operation in read-only mode (and
-audit-logs the refusal), applies the overall time limit and turns a cancel into `OperationCancelled`.
-It also writes the audit record of a run that changed something: the operation contributes the
-record's target and details (`audit_target`, `audit_details`), so an operation's procedures do not
-record it again. Procedures that are still called outside an operation (the guided setup) record
-their changes themselves only when given an audit log; operations return None from
-`audit_details` while their procedure still records (see README "Audit log").
+audit-logs the refusal, naming the planned object), applies the overall time limit and turns a
+cancel into `OperationCancelled`. It also writes the one audit record of a run: the operation
+contributes the record's target and details (`audit_object`, `audit_target`, `audit_details` for a
+run that changed something, `audit_failure` for one that failed, was cancelled or timed out), so an
+operation's procedures do not record it again. What `execute` learns as it goes and a failure
+record needs (what a rollback deleted, where a move stopped) it keeps in `RunContext.notes`.
+Procedures that are still called outside an operation (the guided setup) record their changes
+themselves only when given an audit log (see README "Audit log").
 
 Adding an operation costs a plan and a run function, for instance:
 
@@ -99,6 +101,8 @@ class RunContext:
     ask: Callable[[Confirmation], Awaitable[bool]] = field(default=_never)
     #: every event emitted so far (a failure still reports what happened before it)
     events: list[Progress] = field(default_factory=list)
+    #: what `execute` keeps for its audit hooks as it goes (a run stopped hard still says what it did)
+    notes: dict[str, Any] = field(default_factory=dict)
 
     def report(self, event: Progress) -> None:
         self.events.append(event)
@@ -151,22 +155,31 @@ class Operation(ABC, Generic[PlanT, ResultT]):
         return None
 
     def audit_failure(self, plan: PlanT, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
-        """The details of the one audit record of a run that failed or was cancelled
-        (`run_operation` writes it under `action`, outcome "failed" or "cancelled", with the
-        error's title and the steps reached); None while the procedure still records it itself."""
+        """The details of the one audit record of a run that failed, was cancelled or timed out
+        (`run_operation` writes it under `action`, outcome "failed", "cancelled" or "timeout",
+        with the error's title and the steps reached): what was undone, what is left and the
+        command that removes it; None while the procedure still records it itself."""
         return None
 
+    def audit_object(self, plan: PlanT) -> str:
+        """What a refusal or a failure record names: the preview's target, else the title."""
+        return self.preview(plan).target or self.title
+
     def audit_target(self, plan: PlanT, result: ResultT) -> str:
-        """What the audit record names (a file, a branch, an id); default: the preview's target."""
-        return self.preview(plan).target
+        """What the audit record names (a file, a branch, an id); default: `audit_object`."""
+        return self.audit_object(plan)
 
 
-def refuse_if_read_only(site: "SiteConnection", operation: Operation[Any, Any]) -> None:
+_UNPLANNED: Any = object()
+
+
+def refuse_if_read_only(site: "SiteConnection", operation: Operation[PlanT, Any], plan: PlanT = _UNPLANNED) -> None:
     """Raise `ReadOnlyRefused` (and audit-log it) when the site is read-only and the operation
-    changes it: the one read-only check of every operation."""
+    changes it: the one read-only check of every operation. Given the plan, the record names the
+    planned object (`audit_object`); without it, the operation's title."""
     if operation.mutating and site.read_only:
-        site.audit.record(operation.action or "operation", operation.title, "refused",
-                          {"reason": "read-only mode"})
+        target = operation.title if plan is _UNPLANNED else operation.audit_object(plan)
+        site.audit.record(operation.action or "operation", target, "refused", {"reason": "read-only mode"})
         raise ReadOnlyRefused(operation.title.lower() or "this operation", operation.refusal)
 
 
@@ -176,7 +189,7 @@ async def run_operation(site: "SiteConnection", operation: Operation[PlanT, Resu
 
     A cancel of an operation that does not watch `context.cancel` itself cancels its task, which
     stops at its next await; either way the caller gets `OperationCancelled`-like `SiteError`s."""
-    refuse_if_read_only(site, operation)
+    refuse_if_read_only(site, operation, plan)
     task = asyncio.current_task()
     watcher: asyncio.Task[None] | None = None
     if not operation.cancels_itself and task is not None:
@@ -192,12 +205,16 @@ async def run_operation(site: "SiteConnection", operation: Operation[PlanT, Resu
             async with asyncio.timeout(timeout):
                 result = await operation.execute(site, plan, context)
     except TimeoutError:
-        site.audit.record(operation.action or "operation", operation.title, "timeout", {"seconds": timeout})
-        raise SiteError(f"{operation.title}: no result within {timeout:g} s",
-                        "The operation was stopped; running it again continues from what was done.",
-                        retryable=True) from None
+        stopped = SiteError(f"{operation.title}: no result within {timeout:g} s",
+                            "The operation was stopped; running it again continues from what was done.",
+                            retryable=True)
+        _record_failure(site, operation, plan, stopped, context, "timeout", {"seconds": timeout})
+        raise stopped from None
     except asyncio.CancelledError:
         if watcher is None or not context.cancel.is_set() or task is None:
+            # cancelled from outside (a closed console, a time limit around us): still one record
+            _record_failure(site, operation, plan, OperationCancelled("Cancelled", "the run was stopped"), context,
+                            quiet=True)
             raise
         task.uncancel()
         step = context.events[-1].step if context.events else ""
@@ -218,12 +235,18 @@ async def run_operation(site: "SiteConnection", operation: Operation[PlanT, Resu
 
 
 def _record_failure(site: "SiteConnection", operation: Operation[PlanT, Any], plan: PlanT, error: SiteError,
-                    context: RunContext) -> None:
-    """The audit record of a run that did not finish (`Operation.audit_failure`)."""
-    details = operation.audit_failure(plan, error, context)
-    if details is None:
-        return
-    outcome = "cancelled" if isinstance(error, OperationCancelled) else "failed"
-    steps = [event.step for event in context.events if event.state == "done"]
-    site.audit.record(operation.action or "operation", operation.preview(plan).target, outcome,
-                      {"error": error.title, "steps_done": steps, **details})
+                    context: RunContext, outcome: str = "", extra: Mapping[str, Any] | None = None, *,
+                    quiet: bool = False) -> None:
+    """The audit record of a run that did not finish (`Operation.audit_failure`); a time-out is
+    recorded even when the operation contributes nothing (its record says how long it ran)."""
+    try:
+        details = operation.audit_failure(plan, error, context)
+        if details is None and not extra:
+            return
+        outcome = outcome or ("cancelled" if isinstance(error, OperationCancelled) else "failed")
+        steps = [event.step for event in context.events if event.state == "done"]
+        site.audit.record(operation.action or "operation", operation.audit_object(plan), outcome,
+                          {**(extra or {}), "error": error.title, "steps_done": steps, **(details or {})})
+    except Exception:  # noqa: BLE001 - a cancelled run's record must not hide the cancellation
+        if not quiet:
+            raise
