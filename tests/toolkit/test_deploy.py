@@ -17,6 +17,7 @@ from tui.domain.documents import SERVICE_TEMPLATE_DOCUMENT
 from tui.domain.severity import Severity
 from tui.domain.ssh_keys import parse_public_key
 from tui.errors import SiteError
+from tui.procedures.deploy_operation import DeployToolkit
 from tui.procedures.instantiate_toolkit import (
     DeploymentFailed,
     InvalidInputs,
@@ -26,6 +27,7 @@ from tui.procedures.instantiate_toolkit import (
     follow_deployment,
     plan_deploy,
 )
+from tui.procedures.operation import RunContext, run_operation
 from tui.procedures.site_record import load_site_record, load_site_records, site_record_path
 from tui.procedures.toolkit import find_toolkit_template, load_form, toolkit_vms
 
@@ -242,6 +244,10 @@ async def test_invalid_inputs_are_refused_before_anything_is_sent(toolkit_site: 
     assert plan.merge[plan.values_key]["app_automation_password"] == secret_values["app_automation_password"]
 
 
+def _deploy_records(site) -> list[dict]:
+    return [e for e in site.audit.entries() if e["action"] == "toolkit.instantiate"]
+
+
 async def test_a_refused_instantiation_is_reported_and_audited(toolkit_site: ToolkitSite) -> None:
     server, site, template = await toolkit_site()
     form = await load_form(site, template)
@@ -251,12 +257,47 @@ async def test_a_refused_instantiation_is_reported_and_audited(toolkit_site: Too
     values.pop("app_timeseries_bucket")
     broken = type(plan)(**{**plan.__dict__, "merge": {**plan.merge, plan.values_key: values}})
     with pytest.raises(SiteError) as caught:
-        await collect(deploy_toolkit(site, broken, **FAST))
+        await run_operation(site, DeployToolkit(form, file, **FAST), broken, RunContext(lambda event: None))
     assert caught.value.title.startswith("Instantiation refused")
     assert "User Input" in caught.value.detail
-    entry = site.audit.entries()[-1]
-    assert entry["action"] == "toolkit.instantiate" and entry["outcome"] == "failed"
+    # the operation's one record (run_operation): failed, what was asked, no service, no secret
+    [entry] = _deploy_records(site)
+    assert site.audit.entries()[-1] == entry
+    assert entry["outcome"] == "failed" and entry["target"] == f"service template {template.id}"
+    assert entry["details"]["error"] == caught.value.title and "User Input" in entry["details"]["detail"]
+    assert entry["details"]["steps_done"] == [] and "service_id" not in entry["details"]
+    assert "app_automation_password" in entry["details"]["inputs"]
+    assert not any(secret in site.audit.path.read_text() for secret in secret_values.values())
     assert load_site_record(site.settings) is None
+
+
+async def test_a_deployment_is_audited_once_and_a_rerun_as_reused(toolkit_site: ToolkitSite) -> None:
+    server, site, template = await toolkit_site()
+    form = await load_form(site, template)
+    file, _ = filled(form)
+    operation = DeployToolkit(form, file, wait=False)
+    first = await run_operation(site, operation, await operation.plan(site), RunContext(lambda event: None))
+    again = await run_operation(site, operation, await operation.plan(site), RunContext(lambda event: None))
+    assert again.reused and not first.reused and again.service_id == first.service_id
+    made, followed = _deploy_records(site)
+    assert made["outcome"] == "ok" and made["details"]["service_id"] == first.service_id
+    assert "reused" not in made["details"] and made["details"]["name"] == file.name
+    assert followed["outcome"] == "ok" and followed["details"]["reused"] is True
+    assert followed["details"]["service_id"] == first.service_id and "same inputs" in followed["details"]["reason"]
+    assert len(await site.flow.list_services()) == 1
+
+
+async def test_a_deployment_failing_after_the_instantiation_leaves_one_failed_record(toolkit_site: ToolkitSite) -> None:
+    server, site, template = await toolkit_site()
+    server.site.faults.fail_role = "automation"
+    form = await load_form(site, template)
+    file, _ = filled(form)
+    operation = DeployToolkit(form, file, **FAST)
+    with pytest.raises(DeploymentFailed) as caught:
+        await run_operation(site, operation, await operation.plan(site), RunContext(lambda event: None))
+    [entry] = _deploy_records(site)
+    assert entry["outcome"] == "failed" and entry["details"]["service_id"] == caught.value.service_id
+    assert "instantiate" in entry["details"]["steps_done"] and entry["details"]["reused"] is False
 
 
 async def test_key_capture_reports_a_key_that_never_appears(toolkit_site: ToolkitSite) -> None:

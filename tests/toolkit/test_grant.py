@@ -16,8 +16,8 @@ from tui.domain.ssh_keys import parse_public_key
 from tui.domain.template_text import render_template
 from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
+from tui.procedures.deploy_operation import DeployToolkit
 from tui.procedures.grant_ssh_key import GrantKey, grant_ssh_key, plan_grant
-from tui.procedures.instantiate_toolkit import deploy_toolkit, plan_deploy
 from tui.procedures.site_record import load_site_record
 from tui.procedures.toolkit import load_form
 from tui.sim.server import SimServer
@@ -130,7 +130,7 @@ async def test_deploy_then_grant_records_it_and_the_audit_log_holds_no_secret(to
     server, site, template = await toolkit_site()
     form = await load_form(site, template)
     file, secret_values = filled(form)
-    await collect(deploy_toolkit(site, plan_deploy(form, file), **FAST))
+    await operate(site, DeployToolkit(form, file, **FAST))
     record = load_site_record(site.settings)
     plan = await plan_grant(site, record.automation_public_key, record.cloud_username)
     await operate(site, GrantKey(record.automation_public_key, record.cloud_username, record), plan)

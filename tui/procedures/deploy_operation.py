@@ -5,7 +5,11 @@ request built; `extra_values` are the secrets left out of the file), previews th
 with `oneflow-template instantiate`, confirms naming the service, then runs `deploy_toolkit`
 (instantiate, record, and unless `wait=False` follow to RUNNING and capture the key). The typed
 result `Deployed` carries the service ID and the site record as it was saved. A cancel stops the
-waiting and leaves the service as it is. `follow_again` follows a recorded deployment again with
+waiting and leaves the service as it is.
+
+The run's one audit record (`toolkit.instantiate` on "service template <id>", written by
+`run_operation`) names the request's inputs (names, never values), the service made or followed
+again (`reused`), and for a run that failed after the instantiation, the service it left. `follow_again` follows a recorded deployment again with
 the same events and result (the console's follow after esc).
 """
 
@@ -16,6 +20,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, ClassVar, Mapping
 
 from tui.domain.input_file import InputFile
 from tui.domain.site_record import SiteRecord, record_to_json
+from tui.errors import SiteError
 from tui.procedures.instantiate_toolkit import (
     DEFAULT_HEARTBEAT,
     DEFAULT_KEY_TIMEOUT,
@@ -25,6 +30,7 @@ from tui.procedures.instantiate_toolkit import (
     DeployStep,
     deploy_toolkit,
     follow_deployment,
+    instantiate_details,
     plan_deploy,
 )
 from tui.procedures.operation import Confirmation, Operation, RunContext
@@ -45,10 +51,12 @@ class Deployed:
     record: SiteRecord | None
     #: the wait was cancelled: the service was left as it is
     cancelled: bool = False
+    #: no service was made: one an earlier run made from the same inputs was followed
+    reused: bool = False
 
     def as_json(self) -> dict[str, Any]:
         return {"service_id": self.service_id, "record": record_to_json(self.record) if self.record else None,
-                "cancelled": self.cancelled}
+                "cancelled": self.cancelled, "reused": self.reused}
 
 
 @dataclass(frozen=True)
@@ -85,6 +93,25 @@ class DeployToolkit(Operation[DeployPlan, Deployed]):
                                                     key_timeout=self.key_timeout, poll_interval=self.poll_interval,
                                                     cancel=context.cancel, heartbeat=self.heartbeat), context)
 
+    def audit_details(self, plan: DeployPlan, result: Deployed) -> Mapping[str, Any] | None:
+        details: dict[str, Any] = {**instantiate_details(plan), "service_id": result.service_id}
+        if result.reused:
+            details.update(reused=True, state=result.record.state if result.record else "",
+                           reason="a service made earlier from the same inputs is followed instead of creating another")
+        if result.cancelled:
+            details["cancelled"] = "the wait was cancelled; the service was left as it is"
+        return details
+
+    def audit_target(self, plan: DeployPlan, result: Deployed) -> str:
+        return self.preview(plan).target
+
+    def audit_failure(self, plan: DeployPlan, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
+        made = [e.outcome for e in context.events if isinstance(e.outcome, DeployStep)]
+        details: dict[str, Any] = {**instantiate_details(plan), "detail": error.detail}
+        if made:  # instantiated (or followed again) before it failed: the service it leaves
+            details.update(service_id=made[-1].service_id, reused=any(step.reused for step in made))
+        return details
+
 
 async def follow_again(site: "SiteConnection", record: SiteRecord, context: RunContext, *,
                        timeout: float = DEFAULT_TIMEOUT, key_timeout: float = DEFAULT_KEY_TIMEOUT,
@@ -98,11 +125,12 @@ async def follow_again(site: "SiteConnection", record: SiteRecord, context: RunC
 
 async def _followed(site: "SiteConnection", events: AsyncIterator[Progress], context: RunContext,
                     service_id: int | None = None) -> Deployed:
-    cancelled = False
+    cancelled = reused = False
     async for event in events:
         if isinstance(event.outcome, DeployStep):
             service_id = event.outcome.service_id
             cancelled = cancelled or event.outcome.cancelled
+            reused = reused or event.outcome.reused
         context.report(event)
     record = load_site_record(site.settings, service_id) if service_id is not None else None
-    return Deployed(service_id, record, cancelled)
+    return Deployed(service_id, record, cancelled, reused)

@@ -130,6 +130,8 @@ class DeployStep:
     cancelled: bool = False
     #: the site record as saved (after the instantiation, and at the end)
     record: SiteRecord | None = None
+    #: the instantiation followed a service an earlier run made from the same inputs
+    reused: bool = False
 
 
 @dataclass(frozen=True)
@@ -169,7 +171,8 @@ class DeployPlan:
             f"roles {', '.join(self.role_names) or '-'}; {len(values)} inputs as {self.values_key} "
             f"(platform {self.platform_version}); networks {networks}",
             self.cli(file_path), "create")
-        return Preview(f"Instantiate the toolkit as {self.service_name!r}", (change,), warnings=self.warnings)
+        return Preview(f"Instantiate the toolkit as {self.service_name!r}", (change,), warnings=self.warnings,
+                       target=f"service template {self.template_id}")
 
     def as_json(self) -> dict[str, Any]:
         return {"template_id": self.template_id, "template_name": self.template_name, "name": self.service_name,
@@ -218,23 +221,23 @@ def plan_deploy(form: ToolkitForm, file: InputFile, extra_values: Mapping[str, s
 # -- instantiate ------------------------------------------------------------------------------
 
 
+def instantiate_details(plan: DeployPlan) -> dict[str, Any]:
+    """What the deployment's audit record says about the request: names of the inputs, never values."""
+    return {"name": plan.service_name, "platform_version": plan.platform_version, "values_key": plan.values_key,
+            "inputs": sorted(plan.merge.get(plan.values_key, {})), "networks": [list(n) for n in plan.networks],
+            "cloud_username": plan.cloud_username}
+
+
 async def instantiate_service(site: "SiteConnection", plan: DeployPlan) -> SiteRecord:
-    """Send the instantiate request, audit it, write the first site record; returns the record."""
+    """Send the instantiate request, write the first site record; returns the record. The audit
+    record is the `DeployToolkit` operation's (tui.procedures.deploy_operation)."""
     for secret in plan.secrets:
         REDACTOR.register(secret)
-    details: dict[str, Any] = {
-        "name": plan.service_name, "platform_version": plan.platform_version, "values_key": plan.values_key,
-        "inputs": sorted(plan.merge.get(plan.values_key, {})), "networks": [list(n) for n in plan.networks],
-        "cloud_username": plan.cloud_username,
-    }
-    target = f"service template {plan.template_id}"
     try:
         service = await site.flow.instantiate(plan.template_id, plan.merge, secrets=plan.secrets)
     except SiteError as error:
-        site.audit.record("toolkit.instantiate", target, "failed", {**details, "error": error.title, "detail": error.detail})
         raise SiteError(f"Instantiation refused: {error.title}", error.detail, retryable=error.retryable,
                         code=error.code) from None
-    site.audit.record("toolkit.instantiate", target, "ok", {**details, "service_id": service.id})
     record = record_for_service(site, service, plan.template_id, plan.template_name, plan.platform_version,
                                 plan.cloud_username)
     save_site_record(site.settings, record)
@@ -243,12 +246,9 @@ async def instantiate_service(site: "SiteConnection", plan: DeployPlan) -> SiteR
 
 def adopt_service(site: "SiteConnection", plan: DeployPlan, service: Service) -> SiteRecord:
     """Follow a service an earlier run made from the same inputs: its record (kept when there is
-    one), audit-logged as reused."""
+    one); the operation's audit record says it was reused."""
     for secret in plan.secrets:
         REDACTOR.register(secret)
-    site.audit.record("toolkit.instantiate", f"service template {plan.template_id}", "reused", {
-        "name": plan.service_name, "service_id": service.id, "state": service.state_name,
-        "reason": "a service made earlier from the same inputs is followed instead of creating another"})
     record = load_site_record(site.settings, service.id)
     if record is None:
         record = record_for_service(site, service, plan.template_id, plan.template_name, plan.platform_version,
@@ -284,7 +284,7 @@ async def deploy_toolkit(
                           if others else ""), "skipped",
                        {"service_id": record.service_id, "values_key": plan.values_key, "reused": True,
                         "same_inputs": [s.id for s in own], "record": record_to_json(record)},
-                       DeployStep(record.service_id, record=record))
+                       DeployStep(record.service_id, record=record, reused=True))
     else:
         record = await instantiate_service(site, plan)
         yield Progress(STEP_INSTANTIATE, 1, total, f"service {record.service_id} {record.service_name!r} created",

@@ -253,7 +253,8 @@ async def _secrets_for(facts: SetupFacts, ask: AskSecrets, names: list[str]) -> 
 async def _plan_instantiate(site: "SiteConnection", facts: SetupFacts, step: SetupStep, options: RunOptions,
                             ask: AskSecrets) -> StepPlan:
     from tui.domain.input_file import InputFile
-    from tui.procedures.instantiate_toolkit import InvalidInputs, deploy_toolkit, plan_deploy
+    from tui.procedures.deploy_operation import DeployToolkit
+    from tui.procedures.instantiate_toolkit import InvalidInputs
 
     if facts.service is not None:
         service = facts.service
@@ -267,17 +268,13 @@ async def _plan_instantiate(site: "SiteConnection", facts: SetupFacts, step: Set
     mandatory = [f.name for f in form.fields if f.secret and f.mandatory]
     extra = await _secrets_for(facts, ask, mandatory)
     file = InputFile(target.instance_name, tuple(target.values.items()), target.networks)
+    operation = DeployToolkit(form, file, extra, file_path=target.input_path, wait=False)
     try:
-        plan = plan_deploy(form, file, extra)
+        plan = await operation.plan(site)
     except InvalidInputs as error:
         raise SetupStopped(StepId.INPUTS, f"The input file has errors: {error.title}",
                            "\n".join(f"{p.name}: {p.message}" for p in error.problems)) from None
-
-    async def run() -> AsyncIterator[Progress]:
-        async for event in deploy_toolkit(site, plan, wait=False):
-            yield event
-
-    return StepPlan(step, plan.preview(target.input_path), run)
+    return operation_step(site, step, operation, plan)
 
 
 async def _follow(site: "SiteConnection", facts: SetupFacts, options: RunOptions) -> AsyncIterator[Progress]:
