@@ -22,6 +22,7 @@ from typing import Callable, Iterator
 
 import pytest
 
+from tui.adapters.vault import VaultPassword, read_password_file
 from tui.sim.platform import DEFAULT_VERSION, EMULATED_VERSIONS, TEST_ONLY_VERSIONS
 from tui.sim.runner import start_sim
 from tui.sim.server import SimServer
@@ -145,3 +146,23 @@ def sim(sim_factory: SimFactory) -> SimServer:
 def versioned_sim(sim_factory: SimFactory, one_version: str) -> SimServer:
     """A fresh site running as each selected platform version in turn."""
     return sim_factory(one_version=one_version)
+
+
+# --- vault password files (one password for every test that encrypts a site file) ---------------
+
+VAULT_PASSWORD = "correct horse battery staple"
+
+
+@pytest.fixture
+def password_file(tmp_path: Path) -> Path:
+    """A vault password file, mode 0600, holding `VAULT_PASSWORD`."""
+    path = tmp_path / "vault-pass"
+    path.write_text(VAULT_PASSWORD + "\n")
+    path.chmod(0o600)
+    return path
+
+
+@pytest.fixture
+def password(password_file: Path) -> VaultPassword:
+    """The password of `password_file`, read as the console reads it."""
+    return read_password_file(password_file)

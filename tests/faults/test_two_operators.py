@@ -19,14 +19,12 @@ import pytest
 
 from tests.waiting import wait_until
 from tui.adapters.file_lock import hold
-from tui.adapters.vault import VaultPassword, read_password_file, read_vault_file
+from tui.adapters.vault import VaultPassword, read_vault_file
 from tui.cli.exit_codes import EXIT_FAILED, EXIT_OK
 from tui.errors import SiteError
 from tui.procedures.site_config import edit_file, encrypt_file, load_site_config, save_text
 from tui.procedures.site_lock import LOCK_TIMEOUT_ENV, config_lock_file
 from tui.sim.repos import template_core_yaml
-
-VAULT_PASSWORD = "two operators, one file"
 
 
 @pytest.fixture
@@ -36,19 +34,6 @@ def cli_env(tmp_path: Path) -> dict[str, str]:
     return {**os.environ, "HOME": str(home), "XDG_STATE_HOME": str(home / "state"), "XDG_CONFIG_HOME": str(home / "config"),
             "SITETK_AUDIT_LOG": str(tmp_path / "audit.log"), "ANSIBLE_LOCAL_TEMP": str(tmp_path / "ansible-tmp"),
             "ANSIBLE_HOME": str(tmp_path / "ansible-home"), LOCK_TIMEOUT_ENV: "120"}
-
-
-@pytest.fixture
-def password_file(tmp_path: Path) -> Path:
-    path = tmp_path / "vault-pass"
-    path.write_text(VAULT_PASSWORD + "\n")
-    path.chmod(0o600)
-    return path
-
-
-@pytest.fixture
-def password(password_file: Path) -> VaultPassword:
-    return read_password_file(password_file)
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from typing import AsyncIterator
 import pytest
 
 from tests.conftest import SimFactory, isolate_home
-from tui.adapters.vault import VaultPassword, read_password_file
+from tui.adapters.vault import VaultPassword
 from tui.console import demo_settings
 from tui.procedures.audit import AuditLog
 from tui.procedures.connection import SiteConnection
@@ -23,7 +23,6 @@ from tui.settings import Settings
 from tui.sim.repos import EXISTING_SITE, SIM_VAULT_PASSWORD, seed_repositories
 from tui.sim.server import SimServer
 
-VAULT_PASSWORD = "correct horse battery staple"
 ANSIBLE_VAULT = str(Path(sys.executable).with_name("ansible-vault"))
 
 
@@ -31,19 +30,6 @@ ANSIBLE_VAULT = str(Path(sys.executable).with_name("ansible-vault"))
 def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh HOME (no git identity, no credential helpers), state dir and audit log per test."""
     return isolate_home(tmp_path, monkeypatch)
-
-
-@pytest.fixture
-def password_file(tmp_path: Path) -> Path:
-    path = tmp_path / "vault-pass"
-    path.write_text(VAULT_PASSWORD + "\n")
-    path.chmod(0o600)
-    return path
-
-
-@pytest.fixture
-def password(password_file: Path) -> VaultPassword:
-    return read_password_file(password_file)
 
 
 @pytest.fixture

@@ -11,7 +11,8 @@ from typing import Any, Mapping
 
 import pytest
 
-from tests.site.conftest import VAULT_PASSWORD, ansible_vault, collect, offline_gate
+from tests.conftest import VAULT_PASSWORD
+from tests.site.conftest import ansible_vault, collect, offline_gate
 from tui.adapters.git_repo import GitRemote, GitRepo
 from tui.adapters.vault import VaultPassword, is_vault_text, read_vault_file, write_vault_file
 from tui.domain.components import ComponentDefinition

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.site.conftest import VAULT_PASSWORD, ansible_vault
+from tests.conftest import VAULT_PASSWORD
+from tests.site.conftest import ansible_vault
 from tui.adapters.vault import (
     VaultPassword,
     decrypt_text,
