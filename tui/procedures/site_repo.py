@@ -195,6 +195,18 @@ async def preview_create_site(
     )
 
 
+@dataclass(frozen=True)
+class SiteCreation:
+    """What a new site is made from: its branch and directory, the template directory it starts
+    from, the values set before encryption and the naming profile that reads the template."""
+
+    branch: str
+    site_dir: str
+    template_dir: str = DEFAULT_TEMPLATE_DIR
+    initial: Mapping[str, Any] | None = None
+    naming: NamingProfile = DEFAULT_NAMING
+
+
 async def create_site(
     repo: GitRepo,
     branch: str,
@@ -211,23 +223,15 @@ async def create_site(
     `initial` sets dotted paths in the template before it is encrypted (values already known from
     the cloud). The branch reaches the remote on submit. An existing remote branch is opened.
     """
+    creation = SiteCreation(branch, site_dir, template_dir, initial, naming)
     async with clone_lock(repo.workdir):
-        async for event in _create_site(repo, branch, site_dir, password, template_dir=template_dir, initial=initial, naming=naming, audit=audit):
+        async for event in _create_site(repo, creation, password, audit):
             yield event
 
 
-async def _create_site(
-    repo: GitRepo,
-    branch: str,
-    site_dir: str,
-    password: VaultPassword,
-    *,
-    template_dir: str = DEFAULT_TEMPLATE_DIR,
-    initial: Mapping[str, Any] | None = None,
-    naming: NamingProfile = DEFAULT_NAMING,
-    audit: AuditLog | None = None,
-) -> AsyncIterator[Progress]:
+async def _create_site(repo: GitRepo, creation: SiteCreation, password: VaultPassword, audit: AuditLog | None) -> AsyncIterator[Progress]:
     """`create_site` without the lock of the working clone."""
+    branch, site_dir, template_dir, initial = creation.branch, creation.site_dir, creation.template_dir, creation.initial
     step, total = f"create {branch}", 4
     _register(repo, password)
     check_name("branch", branch)
@@ -247,7 +251,7 @@ async def _create_site(
         await decrypt_text_async(raw, password, str(path))
         yield Progress(step, total, total, f"{site_dir}/{SITE_CONFIG_FILE} already encrypted", state="skipped", data=site.as_json(), outcome=site)
         return
-    config = parse_config(raw, path, naming)
+    config = parse_config(raw, path, creation.naming)
     if initial:
         try:
             config = config.edit(list(initial.items()))
