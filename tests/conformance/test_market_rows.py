@@ -13,6 +13,8 @@ import pyone
 
 from tui.domain.template_text import parse_template, scalar
 from tui.sim import catalog
+from tui.sim.market_driver import driver_vm_template
+from tui.sim.market_series import lists_version
 from tui.sim.platform import driver_adds_requirements, market_driver_user_agent, series
 from tui.sim.server import SimServer
 
@@ -46,8 +48,8 @@ def test_listing_follows_the_series_in_user_agent(site: SimServer) -> None:
     src/models/appliances.rb: `^OpenNebula (\\d+\\.\\d+)` picks the series' list."""
     six = _listing(site, "OpenNebula 6.10")
     seven = _listing(site, "OpenNebula 7.0")
-    assert all(catalog.lists_version(r, "6.10") for r in six)
-    assert all(catalog.lists_version(r, "7.0") for r in seven)
+    assert all(lists_version(r, "6.10") for r in six)
+    assert all(lists_version(r, "7.0") for r in seven)
     assert "VPN Gateway" in _names(six) and "VPN Gateway" not in _names(seven)
 
 
@@ -157,12 +159,12 @@ def test_arm64_apps_require_the_arch_and_get_the_arm_os_section() -> None:
     aarch64, adds `& ARCH=aarch64` to SCHED_REQUIREMENTS after an existing one and merges the ARM
     OS section; amd64 maps to x86_64 and adds no ARCH term (the check runs on the mapped name)."""
     template = json.dumps({"CPU": "1", "SCHED_REQUIREMENTS": "ID!=3", "OS": {"BOOT": "disk0"}})
-    arm = catalog.driver_vm_template({"opennebula_template": template, "os-arch": "arm64"}, "7.4.0")
+    arm = driver_vm_template({"opennebula_template": template, "os-arch": "arm64"}, "7.4.0")
     assert arm is not None
     assert arm["SCHED_REQUIREMENTS"] == "ID!=3 & HYPERVISOR=kvm & ARCH=aarch64"
     assert arm["OS"]["ARCH"] == "aarch64" and arm["OS"]["BOOT"] == "disk0" and arm["OS"]["MACHINE"] == "virt"
-    amd = catalog.driver_vm_template({"opennebula_template": template, "os-arch": "amd64", "hypervisor": "ALL"},
+    amd = driver_vm_template({"opennebula_template": template, "os-arch": "amd64", "hypervisor": "ALL"},
                                      "7.0.0")
     assert amd is not None and amd["SCHED_REQUIREMENTS"] == "ID!=3 & HYPERVISOR=kvm" and "ARCH" not in amd["OS"]
-    assert catalog.driver_vm_template({"opennebula_template": template, "os-arch": "arm64"}, "6.10.0") == \
+    assert driver_vm_template({"opennebula_template": template, "os-arch": "arm64"}, "6.10.0") == \
         json.loads(template)

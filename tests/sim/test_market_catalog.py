@@ -11,6 +11,7 @@ import pytest
 from tui.domain.naming import NamingProfile
 from tui.domain.template_text import first, parse_template
 from tui.sim import catalog
+from tui.sim.market_series import lists_version
 from tui.sim.state import SimConfig, SimSite
 
 REQUIRED = ("_id", "links", "name", "version", "publisher", "creation_time", "opennebula_version")
@@ -97,7 +98,7 @@ def test_cloud_imports_the_apps_listed_for_its_version(tmp_path: Path, one_versi
     assert len(site.marketplaces) == 2
     for market in site.marketplaces.values():
         prefix = {v: k for k, v in catalog.marketplace_names(site.naming).items()}[market.name]
-        listed = {r["_id"]["$oid"] for r in site.market_records[prefix] if catalog.lists_version(r, label)}
+        listed = {r["_id"]["$oid"] for r in site.market_records[prefix] if lists_version(r, label)}
         imported = {a.record_id for a in site.marketapps.values() if a.marketplace_id == market.id}
         assert imported == listed
     all_ids = {r["_id"]["$oid"] for p in catalog.PREFIXES for r in site.market_records[p]}

@@ -5,7 +5,7 @@ Two HTTP marketplaces are served: the site's own (path prefix "") and a communit
 Every record has the fields of reference/marketplace.md; some leave optional fields out and some
 carry fields the console does not know. The cloud registers both marketplaces and imports, as the
 platform's `one` market driver does (`src/market_mad/remotes/one/monitor`), every record the server
-answers its User-Agent (`served_for`; IMAGE apps with APPTEMPLATE64/VMTEMPLATE64, VMTEMPLATE apps
+answers its User-Agent (`tui.sim.market_series.served_for`; IMAGE apps with APPTEMPLATE64/VMTEMPLATE64, VMTEMPLATE apps
 with `DISK=[NAME, APP]`, SERVICE_TEMPLATE apps with `ROLE=[NAME, APP]` and the record's service
 template string in APPTEMPLATE64 as it is, for every platform version (`render_service_template`);
 app SOURCE `<endpoint>/appliance/<id>/download/0`).
@@ -18,7 +18,6 @@ Product words come from the site's naming profile.
 
 from __future__ import annotations
 
-import base64
 import copy
 import functools
 import hashlib
@@ -30,7 +29,9 @@ from datetime import datetime, timezone
 from typing import Any
 
 from tui.domain.naming import NamingProfile
-from tui.domain.template_text import Template, Vector, parse_template, render_template
+from tui.domain.template_text import Template
+from tui.sim.market_driver import b64, disk_vector_name, driver_arch, driver_hypervisor, driver_vm_template, template_to_str
+from tui.sim.market_series import served_for
 from tui.sim.platform import driver_adds_requirements, market_driver_user_agent
 from tui.sim.state import SimMarketApp, SimMarketplace, SimSite
 
@@ -444,121 +445,6 @@ def marketplace_names(naming: NamingProfile) -> dict[str, str]:
     return {MAIN_PREFIX: f"{naming.toolkit_appliance_name} Marketplace", COMMUNITY_PREFIX: "Community Marketplace"}
 
 
-def cloud_version_label(one_version: str) -> str:
-    """`7.0.0` -> `7.0`: the platform series a User-Agent names."""
-    parts = one_version.split(".")
-    return ".".join(parts[:2])
-
-
-def lists_version(record: dict[str, Any], label: str) -> bool:
-    """Whether a record's `opennebula_version` list contains `label` (e.g. "7.0")."""
-    listed = str(record.get("opennebula_version", ""))
-    return label in {v.strip() for v in listed.split(",")}
-
-
-#: appmarket-simple `src/controllers/appmarket-server.rb` (`get '/appliance/?'`): anchored at the start
-_UA_SERIES = re.compile(r"^OpenNebula (\d+\.\d+)")
-
-
-def listed_series(records: list[dict[str, Any]]) -> set[str]:
-    """Every series some record lists (the server's per-version cache, `models/appliances.rb`)."""
-    return {v.strip() for r in records for v in str(r.get("opennebula_version", "")).split(",") if v.strip()}
-
-
-def served_series(records: list[dict[str, Any]], user_agent: str) -> str | None:
-    """The series whose list the server answers: the User-Agent's `OpenNebula X.Y` when some record
-    lists it, else the latest series any record lists (`latest_one_version`, compared number by
-    number); None when no record lists any (then the server answers every record)."""
-    known = listed_series(records)
-    match = _UA_SERIES.match(user_agent)
-    if match and match.group(1) in known:
-        return match.group(1)
-    if not known:
-        return None
-    return max(known, key=lambda v: [int(p) if p.isdigit() else 0 for p in v.split(".")])
-
-
-def served_for(records: list[dict[str, Any]], user_agent: str) -> list[dict[str, Any]]:
-    """The records `GET /appliance` answers to this User-Agent (appmarket-simple's rule)."""
-    series = served_series(records, user_agent)
-    return list(records) if series is None else [r for r in records if lists_version(r, series)]
-
-
-def _template_to_str(template: dict[str, Any]) -> str:
-    """The market driver's JSON -> template text conversion (empty values dropped)."""
-    attrs: Template = []
-    for key, value in template.items():
-        if isinstance(value, dict):
-            vector: Vector = [(str(k).upper(), str(v)) for k, v in value.items() if v not in (None, "")]
-            if vector:
-                attrs.append((str(key).upper(), vector))
-        elif isinstance(value, list):
-            for item in value:
-                if isinstance(item, dict):
-                    attrs.append((str(key).upper(), [(str(k).upper(), str(v)) for k, v in item.items()]))
-        elif value not in (None, ""):
-            attrs.append((str(key).upper(), str(value)))
-    return render_template(attrs)
-
-
-def template_from_json(template: dict[str, Any]) -> Template:
-    """An appliance VM template (JSON form) as template attributes."""
-    return parse_template(_template_to_str(template))
-
-
-def disk_vector_name(record_id: str, index: int) -> str:
-    """The NAME of a VM-template app's DISK vector: the platform's market driver draws ten hex
-    digits at random (monitor `render_vmtemplate`); the embedded site derives them from the record."""
-    return hashlib.md5(f"{record_id}/{index}".encode()).hexdigest()[:10]
-
-
-def _b64(text: str) -> str:
-    return base64.b64encode(text.encode()).decode()
-
-
-#: what the market driver merges into OS for an arm64 app (`monitor` ARM_OS_SECTION, 7.0+)
-_ARM_OS_SECTION = {"ARCH": "aarch64", "FIRMWARE": "/usr/share/AAVMF/AAVMF_CODE.fd", "FIRMWARE_SECURE": "no",
-                   "MACHINE": "virt"}
-
-
-def driver_hypervisor(record: dict[str, Any]) -> str:
-    """`app_hypervisor` of the market driver: `kvm` for ALL or none, else the name in lower case."""
-    hypervisor = str(record.get("hypervisor") or "")
-    return "kvm" if hypervisor in ("", "ALL") else hypervisor.lower()
-
-
-def driver_arch(record: dict[str, Any]) -> str:
-    """`app_arch` of the market driver: amd64 -> x86_64, arm64 -> aarch64, none -> all."""
-    arch = str(record.get("os-arch") or "")
-    return {"amd64": "x86_64", "arm64": "aarch64", "": "all"}.get(arch, arch)
-
-
-def driver_vm_template(record: dict[str, Any], one_version: str) -> dict[str, Any] | None:
-    """The VM template the cloud's market driver stores for an app (VMTEMPLATE64 of an image app,
-    APPTEMPLATE64 of a VM template app): the record's `opennebula_template`, to which 7.0+ adds
-    SCHED_REQUIREMENTS (`HYPERVISOR=<h>`, `& ARCH=aarch64` for arm64) and HYPERVISOR
-    (`src/market_mad/remotes/one/monitor` `generate_vm_template64`; 6.10.0 keeps it as it is)."""
-    text = record.get("opennebula_template")
-    if not text:
-        return None
-    try:
-        template = json.loads(text)
-    except ValueError:
-        return None
-    if not isinstance(template, dict) or not driver_adds_requirements(one_version):
-        return template if isinstance(template, dict) else None
-    hypervisor, arch = driver_hypervisor(record), driver_arch(record)
-    # the monitor tests the converted name against ['amd64', 'aarch64'], so only arm64 adds ARCH
-    requirements = f"HYPERVISOR={hypervisor}" + (f" & ARCH={arch}" if arch in ("amd64", "aarch64") else "")
-    current = template.get("SCHED_REQUIREMENTS")
-    template["SCHED_REQUIREMENTS"] = f"{current} & {requirements}" if current else requirements
-    if arch == "aarch64":
-        template["OS"] = {**template["OS"], **_ARM_OS_SECTION} if isinstance(template.get("OS"), dict) \
-            else dict(_ARM_OS_SECTION)
-    template["HYPERVISOR"] = hypervisor
-    return template
-
-
 def _app_from_spec(site: SimSite, spec: ApplianceSpec, market: SimMarketplace) -> SimMarketApp:
     record = record_from_spec(spec, "")
     one_version = site.config.one_version
@@ -579,21 +465,21 @@ def _app_from_spec(site: SimSite, spec: ApplianceSpec, market: SimMarketplace) -
             first = spec.files[0]
             size_mb = -(-first.size // 2**20)
             md5 = record["files"][0]["checksum"]["md5"]
-            apptemplate = _b64(f'DEV_PREFIX="{first.dev_prefix}"\nTYPE="{first.type}"\n')
+            apptemplate = b64(f'DEV_PREFIX="{first.dev_prefix}"\nTYPE="{first.type}"\n')
         if vm_template is not None:
-            attrs.append(("VMTEMPLATE64", _b64(_template_to_str(vm_template))))
+            attrs.append(("VMTEMPLATE64", b64(template_to_str(vm_template))))
     elif spec.kind == "VMTEMPLATE":
         for n, disk in enumerate(spec.disks):
             attrs.append(("DISK", [("APP", disk), ("NAME", disk_vector_name(spec.record_id, n))]))
         if vm_template is not None:
-            apptemplate = _b64(_template_to_str(vm_template))
+            apptemplate = b64(template_to_str(vm_template))
     else:
         for role, app_name in spec.roles:
             attrs.append(("ROLE", [("APP", app_name), ("NAME", role)]))
         if spec.template is not None:
             # the market driver encodes the record's string as it is (src/market_mad/remotes/one/monitor
             # release-7.4.0 `render_service_template`, lines 145-165)
-            apptemplate = _b64(record["opennebula_template"])
+            apptemplate = b64(record["opennebula_template"])
     return SimMarketApp(
         id=site.next_id("marketapp"),
         name=spec.name,

@@ -30,6 +30,7 @@ import time
 from typing import Any, Mapping
 
 from tui.sim import catalog
+from tui.sim.market_series import served_for
 from tui.sim.state import SimSite
 
 Response = tuple[int, dict[str, str], bytes]
@@ -104,7 +105,7 @@ def _wants_html(headers: dict[str, str]) -> bool:
 
 
 def _listing(records: list[dict[str, Any]], headers: dict[str, str], base: str) -> Response:
-    records = catalog.served_for(records, headers.get("user-agent", ""))
+    records = served_for(records, headers.get("user-agent", ""))
     appliances = [catalog.absolute(r, base) for r in records]
     if _wants_html(headers):
         items = "".join(

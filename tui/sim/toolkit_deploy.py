@@ -34,6 +34,7 @@ from tui.sim import catalog, flow_engine, flow_templates
 from tui.sim.appliances import DB_ERROR_ATTRIBUTE
 from tui.sim.images import allocate_image
 from tui.sim.lifecycle import deploy_vm
+from tui.sim.market_driver import disk_vector_name, template_from_json
 from tui.sim.state import SimDocument, SimHost, SimImage, SimSite, SimVm, SimVmTemplate
 
 #: events run at most while fast-forwarding (the service keeps re-evaluating while DEPLOYING)
@@ -92,11 +93,11 @@ def export_toolkit(site: SimSite, prefix: str = catalog.COMMUNITY_PREFIX) -> Sim
             raise DeployError(f"role {role_names[0]}: no VM template record named {vm_record_name}")
         template_name = child_name(name, None, role_names[0], idx)
         record_id = str(vm_record["_id"]["$oid"])
-        disks = [(catalog.disk_vector_name(record_id, n), str(app)) for n, app in enumerate(vm_record.get("disks", []))]
+        disks = [(disk_vector_name(record_id, n), str(app)) for n, app in enumerate(vm_record.get("disks", []))]
         images = [_export_image(site, prefix, disk_app, child_name(template_name, disk_app, disk_names[0], disk_idx),
                                 datastore, attributes)
                   for disk_app, disk_names, disk_idx in exported_children(disks)]
-        attrs = catalog.template_from_json(json.loads(vm_record.get("opennebula_template") or "{}"))
+        attrs = template_from_json(json.loads(vm_record.get("opennebula_template") or "{}"))
         attrs += [("DISK", [("IMAGE_ID", str(image.id))]) for image in images]
         vm_template = SimVmTemplate(id=site.next_id("template"), name=template_name, uid=0, gid=0, template=attrs)
         site.templates[vm_template.id] = vm_template
