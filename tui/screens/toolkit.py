@@ -48,7 +48,7 @@ from tui.domain.input_file import InputFile
 from tui.domain.services import ServiceTemplate
 from tui.domain.severity import Severity
 from tui.domain.site_record import SiteRecord
-from tui.domain.toolkit_inputs import FormField, Problem
+from tui.domain.toolkit_inputs import Problem
 from tui.errors import SiteError
 from tui.procedures.deploy_operation import DeployToolkit, follow_again
 from tui.procedures.hosts import load_inventory
@@ -73,37 +73,18 @@ from tui.procedures.toolkit import (
     list_toolkit_templates,
     load_form,
     network_field,
-    read_input_file,
-    save_input_file,
 )
-from tui.screens.base import SiteScreen
 from tui.screens.toolkit_deploy import DeploymentView
-from tui.screens.toolkit_fields import FieldWidget, MultilineField, field_widget, widget_id
-from tui.screens.toolkit_files import FileChoice, InputFileModal
+from tui.screens.toolkit_fields import FieldWidget, MultilineField, field_help, field_widget, widget_id
+from tui.screens.toolkit_file_actions import DEFAULT_FILE, InputFileActions
 from widgets.confirm_modal import ConfirmModal
 from widgets.validated_field import ValidatedField
 
-DEFAULT_FILE = "toolkit-inputs.json"
 NAME_HELP = ("Name of the service instance. It is advisable to include the toolkit version in it; "
              "names do not affect later steps.")
 
 
-def field_help(field: FormField) -> str:
-    """The spec's meaning, then the template's own description when it says something else."""
-    def norm(text: str) -> str:
-        return " ".join(text.lower().rstrip(".").split())
-
-    meaning = field.meaning.meaning if field.meaning else ""
-    described = field.spec.description
-    parts = [meaning] if meaning else []
-    if described and norm(described) not in norm(meaning):
-        parts.append(f"Template: {described.rstrip('.')}." if meaning else described)
-    if field.spec.problem:
-        parts.append(f"(the template's description is unreadable: {field.spec.problem})")
-    return " ".join(parts) or field.name
-
-
-class ToolkitScreen(SiteScreen):
+class ToolkitScreen(InputFileActions):
     """The form and the deployment view (see the module docstring)."""
 
     SCREEN_NAME = "toolkit"
@@ -650,76 +631,3 @@ class ToolkitScreen(SiteScreen):
         if action == "move_stuck" and (not self.showing_deployment or self.deploy_view.move_vm_id is None):
             return False
         return super().check_action(action, parameters)
-
-    # ------------------------------------------------------------------ files
-
-    def action_load_file(self) -> None:
-        if self.form is None:
-            return
-
-        def chosen(choice: FileChoice | None) -> None:
-            if choice is not None:
-                self.load_file(choice.path)
-
-        self.app.push_screen(InputFileModal("load", self.file_path), chosen)
-
-    def load_file(self, path: str) -> None:
-        """Fill the form from an input file; secrets it leaves out stay empty (to type here)."""
-        form = self.form
-        if form is None:
-            return
-        try:
-            loaded = read_input_file(path, form.secrets)
-        except SiteError as error:
-            self.shell.report_error(error)
-            return
-        self.file_path = str(loaded.path)
-        file = loaded.file
-        values = file.value_map()
-        self._building = True
-        self.fields[NAME_FIELD].value = file.name
-        for name, widget in self.fields.items():
-            if name != NAME_FIELD:
-                widget.value = values.get(name, "")
-        for network, ident in file.networks:
-            found = self.query(f"#{widget_id(network_field(network))}")
-            if found:
-                known = {str(choice.id) for choice in form.choices}
-                found.first(Select).value = ident if ident in known else Select.NULL
-        self._building = False
-        self.touched = set(self.fields) | {network_field(n) for n, _ in file.networks}
-        self.call_after_refresh(self._revalidate)
-        missing = [f.name for f in form.fields if f.secret and f.mandatory and not values.get(f.name)]
-        unknown = form.unknown_inputs(values)
-        message = f"Loaded {loaded.path.name}: {len(values)} values"
-        if missing:
-            message += f"; {len(missing)} secret(s) not in the file: type them in the form"
-        if unknown:
-            message += f"; not in this template (ignored): {', '.join(unknown)}"
-        for warning in loaded.warnings:
-            self.shell.toast(warning, severity="warning")
-        self.shell.toast(message)
-
-    def action_save_file(self) -> None:
-        if self.form is None:
-            return
-
-        def chosen(choice: FileChoice | None) -> None:
-            if choice is not None:
-                self.save_file(choice)
-
-        self.app.push_screen(InputFileModal("save", self.file_path), chosen)
-
-    def save_file(self, choice: FileChoice) -> None:
-        form = self.form
-        if form is None:
-            return
-        omit = form.secrets if choice.omit_secrets else frozenset()
-        try:
-            path = save_input_file(choice.path, self.current_file(), omit=omit)
-        except SiteError as error:
-            self.shell.report_error(error)
-            return
-        self.file_path = str(path)
-        held = "secrets left out (asked at deploy time)" if choice.omit_secrets else "secrets included"
-        self.shell.toast(f"Saved {path} (mode 0600, {held})")

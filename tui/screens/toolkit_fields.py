@@ -7,7 +7,8 @@ the operator reveals it (the Show button or ctrl+r inside the field), so a key n
 accident in a shared terminal or a screenshot.
 
 `field_widget(...)` picks the widget for a form field; `FieldWidget` is what both have in common
-(value, validate, reason, focus), which is all the form screen uses.
+(value, validate, reason, focus), which is all the form screen uses; `field_help(field)` is the
+help line under a field (the spec's meaning, then the template's own description).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Button, Label, Static, TextArea
 
+from tui.domain.toolkit_inputs import FormField
 from widgets.secret_input import SecretInput
 from widgets.validated_field import Check, CheckedField, ValidatedField
 
@@ -163,3 +165,18 @@ def secret_revealed(widget: FieldWidget) -> bool:
         return widget.revealed
     found = widget.query(SecretInput)
     return bool(found) and found.first().revealed
+
+
+def field_help(field: FormField) -> str:
+    """The spec's meaning, then the template's own description when it says something else."""
+    def norm(text: str) -> str:
+        return " ".join(text.lower().rstrip(".").split())
+
+    meaning = field.meaning.meaning if field.meaning else ""
+    described = field.spec.description
+    parts = [meaning] if meaning else []
+    if described and norm(described) not in norm(meaning):
+        parts.append(f"Template: {described.rstrip('.')}." if meaning else described)
+    if field.spec.problem:
+        parts.append(f"(the template's description is unreadable: {field.spec.problem})")
+    return " ".join(parts) or field.name
