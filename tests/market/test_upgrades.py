@@ -11,7 +11,9 @@ from tui.domain.attribute_file import installed_version_from_image_template
 from tui.domain.upgrades import StepKind
 from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
-from tui.procedures.upgrades import Removal, apply_upgrade_plan, load_upgrade_plan, upgrade_preview
+from tui.procedures.operation import Confirmation, RunContext, run_operation
+from tui.procedures.progress import Progress
+from tui.procedures.upgrades import ApplyUpgrades, Removal, apply_upgrade_plan, load_upgrade_plan, upgrade_preview
 from tui.sim.server import SimServer
 
 OLD, NEW = "v0.4.0-20250219-2235", "v0.5.0-20250403-1109"
@@ -83,28 +85,39 @@ async def test_old_version_is_removed_only_after_confirmation(deployed: SimServe
     site = await connect(deployed)
     old_images = await _toolkit_images(site)
     templates_before = {t.id for t in await site.cloud.list_templates()}
-    asked: list[Removal] = []
+    asked: list[Confirmation] = []
 
-    async def confirm(removal: Removal) -> bool:
-        asked.append(removal)
+    async def confirm(question: Confirmation) -> bool:
+        asked.append(question)
         return True
 
-    plan = await load_upgrade_plan(site)
+    operation = ApplyUpgrades(datastore_id=1, poll_interval=POLL)
+    plan = await operation.plan(site)
+    removal = next(s for s in plan.steps if s.kind is StepKind.REMOVE_OLD)
+    events: list[Progress] = []
+    await run_operation(site, operation, plan, RunContext(events.append, ask=confirm))
     order: list[str] = []
-    async for event in apply_upgrade_plan(site, plan, datastore_id=1, confirm_removal=confirm, poll_interval=POLL):
+    for event in events:
         if event.state == "done" and event.step.split(":")[0] not in order:
             order.append(event.step.split(":")[0])
     assert order == [k.value for k in (StepKind.CHECK_ATTRIBUTES, StepKind.DOWNLOAD, StepKind.ATTACH_ATTRIBUTES,
                                        StepKind.REMOVE_OLD, StepKind.UPDATE_SITE_CONFIG)]
-    assert len(asked) == 1 and set(asked[0].image_ids) == set(old_images)
-    assert len(asked[0].template_ids) == 4 and len(asked[0].service_template_ids) == 1
+    assert len(asked) == 1 and asked[0].destructive and set(removal.image_ids) == set(old_images)
     remaining = await _toolkit_images(site)
     assert not set(old_images) & set(remaining) and set(remaining.values()) == {NEW}
     templates_after = {t.id for t in await site.cloud.list_templates()}
-    assert not set(asked[0].template_ids) & templates_after
-    assert len(templates_after - templates_before) == 4
-    deleted = [e["target"] for e in audit_entries(isolated) if e["action"] == "image.delete"]
-    assert sorted(deleted) == sorted(f"image {i}" for i in old_images)
+    removed_templates = set(templates_before) - templates_after
+    assert len(removed_templates) == 4 and len(templates_after - templates_before) == 4
+    # the run's one record lists every deletion, with the appliance and version it removed
+    [record] = [e for e in audit_entries(isolated) if e["action"] == "upgrade.apply"]
+    assert record["outcome"] == "ok" and not [e for e in audit_entries(isolated) if e["action"].endswith(".delete")]
+    deleted = [d["object"] for d in record["details"]["deleted"]]
+    assert sorted(d for d in deleted if d.startswith("image ")) == sorted(f"image {i}" for i in old_images)
+    assert {d for d in deleted if d.startswith("VM template ")} == {f"VM template {t}" for t in removed_templates}
+    assert sum(d.startswith("service template ") for d in deleted) == 1
+    assert {(d["appliance"], d["version"]) for d in record["details"]["deleted"]} == {("Site Toolkit", OLD)}
+    assert [d["appliance"] for d in record["details"]["downloaded"]] == ["Site Toolkit"]
+    assert record["details"]["core_yaml"] and "not_deleted" not in record["details"]
 
 
 async def test_a_declined_removal_keeps_the_old_version(deployed: SimServer, connect: SiteFactory) -> None:

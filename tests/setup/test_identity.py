@@ -196,6 +196,14 @@ def test_the_identity_steps_are_operations(sim_factory, monkeypatch, tmp_path: P
     entries = [json.loads(line) for line in audit_text.splitlines()]
     refused = [(e["action"], e["outcome"]) for e in entries if e["outcome"] == "refused"]
     assert refused == [("setup.cloud_user", "refused"), ("market.create", "refused")]
-    assert ("user.create", "ok") in [(e["action"], e["outcome"]) for e in entries]
+    # one record per run, listing what it made with the IDs the platform gave
+    ran = [e for e in entries if e["outcome"] != "refused"]
+    assert [(e["action"], e["target"], e["outcome"]) for e in ran] == [("setup.cloud_user", USER, "ok"),
+                                                                       ("market.create", url.rstrip("/"), "ok")]
+    made = {m["what"]: m for m in ran[0]["details"]["made"]}
+    assert set(made) == {"group", "user", "group admin", "ACL rule"}
+    assert made["user"]["name"] == USER and made["user"]["group_id"] == made["group"]["group_id"]
+    assert isinstance(made["user"]["user_id"], int) and isinstance(made["ACL rule"]["rule_id"], int)
+    assert ran[1]["details"]["made"][0]["what"] == "marketplace" and isinstance(ran[1]["details"]["made"][0]["market_id"], int)
     assert password not in text and password not in audit_text
     assert len(AuditLog(audit_path).entries()) == len(entries)

@@ -18,7 +18,9 @@ from tui.errors import SiteError
 from tui.procedures.component_library import load_library
 from tui.procedures.connection import SiteConnection
 from tui.procedures.download_appliance import download_appliance, find_market_app, plan_download
+from tui.procedures.enable_operation import EnableComponent
 from tui.procedures.marketplace import load_catalog
+from tui.procedures.operation import RunContext, run_operation
 from tui.procedures.provision_component import ComponentProvisioner, offer_component, plan_provision, provision_component
 from tui.procedures.site_config import enable_component
 from tui.procedures.site_repo import current_site, preview_submit, submit_site
@@ -69,7 +71,11 @@ async def test_enable_tn_bastion_end_to_end(cloud: SiteConnection, deployed: Sim
     assert "oneacl create '#2 IMAGE/#<new image id> USE'" in commands
     assert "oneacl create '#2 TEMPLATE/#<new VM template id> USE'" in commands
 
-    events = await collect(offer_component(cloud, path, password, bastion, plan=plan, poll_interval=POLL))
+    operation = EnableComponent(path, password, bastion, poll_interval=POLL)
+    review = await operation.plan(cloud)
+    assert review.provision is not None and review.provision.preview() == preview
+    events: list = []
+    await run_operation(cloud, operation, review, RunContext(events.append))
     assert events[-1].state == "done"
     provisioned = next(e for e in events if "values" in e.data)
     values = provisioned.data["values"]
@@ -91,8 +97,13 @@ async def test_enable_tn_bastion_end_to_end(cloud: SiteConnection, deployed: Sim
         assert denied.value.code == AUTHORIZATION
     finally:
         await automation.close()
-    audit = [e for e in cloud.audit.entries() if e["action"] == "acl.create"]
-    assert {e["target"] for e in audit} == {f"#2 IMAGE/#{image_id} USE", f"#2 TEMPLATE/#{template_id} USE"}
+    # the run's one record holds the rules added (no record per rule)
+    assert not [e for e in cloud.audit.entries() if e["action"] == "acl.create"]
+    [record] = [e for e in cloud.audit.entries() if e["action"] == "site.enable_component"]
+    grants = record["details"]["grants"]
+    assert {g["rule"] for g in grants} == {f"#2 IMAGE/#{image_id} USE", f"#2 TEMPLATE/#{template_id} USE"}
+    assert all(g["user"] == "tkauto" and isinstance(g["rule_id"], int) and g["cli"].startswith("oneacl create")
+               for g in grants)
 
     # core.yaml: the IDs, comments kept, still encrypted
     text = read_vault_file(path, password)

@@ -14,8 +14,10 @@ from tui.domain.site_checks import check_placeholders, check_site_config
 from tui.domain.site_config import SiteConfig
 from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
+from tui.procedures.enable_operation import EnableComponent, EnableReview
 from tui.procedures.operation import RunContext, run_operation
-from tui.procedures.provision_component import offer_component
+from tui.procedures.preview import Preview
+from tui.procedures.provision_component import offer_component, plan_provision
 from tui.procedures.site_config import load_site_config
 from tui.procedures.site_confirmations import ConfirmApplianceId, confirmations_path, plan_confirmation
 from tui.procedures.site_fill import gather_cloud_facts
@@ -167,12 +169,21 @@ async def test_a_failed_enable_removes_what_it_created(cloud: SiteConnection, de
     record = str(uuid.uuid5(_UUID_NAMESPACE, "debian-12-arm"))
     imageless = ComponentDefinition("arm_vm", appliances=(f"{{marketplace_url}}/appliance/{record}",),
                                     site_variables=(VariableSpec("template_id", "VM template"), VariableSpec("image_id", "image")))
-    events = []
+    operation = EnableComponent(path, password_of(cloud), imageless, poll_interval=POLL)
+    review = EnableReview("arm_vm", await plan_provision(cloud, imageless), Preview("enable arm_vm"))
+    context = RunContext(lambda event: None)
     with pytest.raises(SiteError) as error:
-        async for event in offer_component(cloud, path, password_of(cloud), imageless, poll_interval=POLL):
-            events.append(event)
+        await run_operation(cloud, operation, review, context)
+    events = context.events
     assert error.value.title == "arm_vm: site variables missing" and "Removed what it had created: image " in error.value.detail
     assert any(e.step.startswith("undo: delete image") and e.state == "done" for e in events)
     assert any(e.step.startswith("undo: delete ACL rule") and e.state == "done" for e in events)
     assert _objects(deployed) == objects and path.read_bytes() == before
-    assert [e for e in cloud.audit.entries() if e["action"] == "image.delete" and "enabling arm_vm failed" in e["details"]["reason"]]
+    # one failed record: the rule it had added, what the rollback removed and why
+    [record] = [e for e in cloud.audit.entries() if e["action"] == "site.enable_component"]
+    assert record["outcome"] == "failed" and record["details"]["error"] == error.value.title
+    assert "enabling arm_vm failed" in record["details"]["undo_reason"] and "not_undone" not in record["details"]
+    undone = record["details"]["undone"]
+    assert any(u.startswith("image ") for u in undone) and any(u.startswith("ACL rule ") for u in undone)
+    assert [f"ACL rule {g['rule_id']}" for g in record["details"]["grants"]] == [u for u in undone if u.startswith("ACL")]
+    assert not [e for e in cloud.audit.entries() if e["action"].endswith(".delete") or e["action"] == "acl.create"]

@@ -9,6 +9,10 @@ the downloads with `onemarketapp export`, the rules with `oneacl create` and the
 with `ansible-vault edit`. It runs `offer_component` (provision, list, re-encrypt; what it created
 is removed again when a later step fails) or `enable_component` without the cloud, and returns
 `ComponentEnabled` with the values learned from the appliances.
+
+The run's one audit record (`site.enable_component`, written by `run_operation`) holds the values
+written, the component's appliances and the ACL rules added; a run that fails holds the rules added
+and what the rollback removed (or could not).
 """
 
 from __future__ import annotations
@@ -18,10 +22,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
 from tui.domain.components import ComponentDefinition
-from tui.procedures.download_appliance import DEFAULT_POLL_INTERVAL
+from tui.errors import SiteError
+from tui.procedures.download_appliance import DEFAULT_POLL_INTERVAL, DEFAULT_STEP_TIMEOUT
 from tui.procedures.operation import Confirmation, Operation, RunContext
 from tui.procedures.preview import Preview
-from tui.procedures.provision_component import GRANT_POLICY, Provisioned, ProvisionPlan, offer_component, plan_provision
+from tui.procedures.provision_component import (
+    GRANT_POLICY,
+    Provisioned,
+    ProvisionPlan,
+    RuleGranted,
+    Undone,
+    offer_component,
+    plan_provision,
+)
 from tui.procedures.site_config import (
     ConfigWritten,
     VaultPassword,
@@ -67,6 +80,8 @@ class ComponentEnabled:
     learned: Mapping[str, Any] = field(default_factory=dict)
     #: the values written to core.yaml (for the audit record; not in `as_json`)
     written: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    #: the ACL rules added for the automation user (for the audit record)
+    granted: tuple[RuleGranted, ...] = field(default=(), compare=False)
 
     def as_json(self) -> dict[str, Any]:
         return {"component": self.component, "path": str(self.path), "changed": self.changed, "values": dict(self.learned)}
@@ -86,6 +101,7 @@ class EnableComponent(Operation[EnableReview, ComponentEnabled]):
     cloud_user: str | None = None
     datastore_id: int | None = None
     poll_interval: float = DEFAULT_POLL_INTERVAL
+    step_timeout: float = DEFAULT_STEP_TIMEOUT
 
     title: ClassVar[str] = "Offer a component"
     refusal: ClassVar[str] = "enabling a component downloads appliances, adds ACL rules and writes core.yaml"
@@ -126,23 +142,42 @@ class EnableComponent(Operation[EnableReview, ComponentEnabled]):
         if plan.provision is not None:
             events = offer_component(site, self.path, self.password, self.definition, self.values, plan=plan.provision,
                                      allow_incomplete=self.allow_incomplete, poll_interval=max(0.01, self.poll_interval),
-                                     cancel=context.cancel, record=False)
+                                     step_timeout=self.step_timeout, cancel=context.cancel)
         else:
             events = enable_component(self.path, self.password, self.definition, self.values, naming=site.naming,
                                       allow_incomplete=self.allow_incomplete)
         written: Mapping[str, Any] = {}
         changed = False
         learned: dict[str, Any] = {}
+        granted: list[RuleGranted] = []
         async for event in events:
-            if isinstance(event.outcome, Provisioned):
+            if isinstance(event.outcome, RuleGranted) and event.outcome.rule_id is not None:
+                granted.append(event.outcome)
+            elif isinstance(event.outcome, Provisioned):
                 learned = dict(event.outcome.values)
             elif isinstance(event.outcome, ConfigWritten):
                 changed, written = event.outcome.changed, event.outcome.values
             context.report(event)
-        return ComponentEnabled(self.definition.name, self.path, changed, learned, written)
+        return ComponentEnabled(self.definition.name, self.path, changed, learned, written, tuple(granted))
 
     def audit_details(self, plan: EnableReview, result: ComponentEnabled) -> Mapping[str, Any] | None:
-        return enable_details(self.definition, result.path, result.written) if result.changed else None
+        if not (result.changed or result.granted):
+            return None
+        details = enable_details(self.definition, result.path, result.written)
+        return {**details, "grants": [g.as_json() for g in result.granted]} if result.granted else details
+
+    def audit_failure(self, plan: EnableReview, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
+        outcomes = [event.outcome for event in context.events]
+        undone = [u for u in outcomes if isinstance(u, Undone)]
+        details: dict[str, Any] = {
+            "component": self.definition.name, "path": str(self.path),
+            "grants": [g.as_json() for g in outcomes if isinstance(g, RuleGranted) and g.rule_id is not None],
+            "undone": [u.target for u in undone if not u.error]}
+        if undone:
+            details["undo_reason"] = undone[0].reason
+        if any(u.error for u in undone):
+            details["not_undone"] = [f"{u.target}: {u.error}" for u in undone if u.error]
+        return details
 
     def audit_target(self, plan: EnableReview, result: ComponentEnabled) -> str:
         return self.definition.name

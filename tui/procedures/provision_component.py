@@ -154,6 +154,25 @@ class RuleGranted:
     grant: Grant
     rule_id: int | None
 
+    def as_json(self) -> dict[str, Any]:
+        """The audit record's view: the rule, its ID, who may use what, the platform command."""
+        return {"rule": self.grant.rule, "rule_id": self.rule_id, "user": self.grant.user_name,
+                "object": self.grant.object.label, "cli": self.grant.cli}
+
+
+@dataclass(frozen=True)
+class Undone:
+    """The typed outcome of an undo event: an object a failed enable had created, deleted (or not: `error`)."""
+
+    kind: str  # "ACL rule", "service template", "VM template", "image"
+    object_id: int
+    reason: str
+    error: str = ""
+
+    @property
+    def target(self) -> str:
+        return f"{self.kind} {self.object_id}"
+
 
 @dataclass(frozen=True)
 class Provisioned:
@@ -277,7 +296,6 @@ async def _grant(site: "SiteConnection", grant: Grant) -> tuple[str, str, int | 
         if _DUPLICATE in error.detail or _DUPLICATE in error.title:
             return "skipped", f"rule {grant.rule} exists already", None
         raise
-    site.audit.record("acl.create", grant.rule, "ok", {"rule_id": rule_id, "user": grant.user_name, "object": grant.object.label, "cli": grant.cli})
     return "done", f"rule {rule_id}: {grant.rule}", rule_id
 
 
@@ -400,7 +418,8 @@ class ComponentProvisioner:
 
 async def undo_provision(site: "SiteConnection", provisioner: ComponentProvisioner, why: str) -> AsyncIterator[Progress]:
     """Remove what a provisioning created (its ACL rules, then service templates, VM templates,
-    images), each deletion audit-logged and reported; a deletion that fails is reported, not raised."""
+    images), each deletion reported with an `Undone` outcome (the operation's failure record lists
+    them); a deletion that fails is reported, not raised."""
     calls = {"service template": site.cloud.document_delete, "VM template": site.cloud.template_delete, "image": site.cloud.image_delete}
     steps: list[tuple[str, int, Callable[[int], Any]]] = [("ACL rule", r, site.cloud.acl_delrule) for r in reversed(provisioner.rules)]
     for kind in ("service template", "VM template", "image"):
@@ -411,10 +430,11 @@ async def undo_provision(site: "SiteConnection", provisioner: ComponentProvision
         try:
             await call(object_id)
         except SiteError as error:
-            yield Progress(step, n, total, f"could not delete {kind} {object_id}: {error.title}", "failed", {"kind": kind, "id": object_id})
+            yield Progress(step, n, total, f"could not delete {kind} {object_id}: {error.title}", "failed",
+                           {"kind": kind, "id": object_id}, Undone(kind, object_id, why, error.title))
             continue
-        site.audit.record(f"{kind.lower().replace(' ', '_')}.delete", f"{kind} {object_id}", "ok", {"reason": why})
-        yield Progress(step, n, total, f"deleted {kind} {object_id}", "done", {"kind": kind, "id": object_id})
+        yield Progress(step, n, total, f"deleted {kind} {object_id}", "done", {"kind": kind, "id": object_id},
+                       Undone(kind, object_id, why))
     provisioner.rules.clear()
     provisioner.created.clear()
 
@@ -433,12 +453,11 @@ async def offer_component(
     step_timeout: float = DEFAULT_STEP_TIMEOUT,
     poll_interval: float = DEFAULT_POLL_INTERVAL,
     cancel: asyncio.Event | None = None,
-    record: bool = True,
 ) -> AsyncIterator[Progress]:
     """Provision the component and list it in core.yaml with its site variables (one event stream).
 
-    `record=False`: the caller (the `EnableComponent` operation) writes the `site.enable_component`
-    audit record; the guided setup calls this outside an operation, so by default it records.
+    It records nothing: the `EnableComponent` operation writes the run's one audit record
+    (`site.enable_component`, with the grants; a failed run's record lists what was undone).
 
     Operator-given `values` win over what the appliances say. core.yaml is decrypted first, so a
     wrong password or an unreadable file stops everything before the cloud changes.
@@ -455,7 +474,7 @@ async def offer_component(
                 Path(path), password, definition, values, naming=site.naming,
                 provision_appliances=provisioner if definition.appliances else None,
                 from_appliance=plan.fills() if plan is not None else appliance_leaves(definition),
-                allow_incomplete=allow_incomplete, audit=site.audit if record else None,
+                allow_incomplete=allow_incomplete,
             ):
                 queue.put_nowait(event)
         except SiteError as error:

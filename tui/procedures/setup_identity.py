@@ -14,19 +14,20 @@
   settings the cloud has not registered (`onemarket create` with MARKET_MAD=one and ENDPOINT).
 
 Each part is skipped when the site already has it (a group or user of that name, the admin, the
-rule), so a re-run after a kill finishes the rest and never creates a second one. Every change is
-audit-logged.
+rule), so a re-run after a kill finishes the rest and never creates a second one. Each event
+that made something carries a `Made` outcome.
 
 `CreateCloudUser` and `RegisterMarketplace` are the two as operations (`tui.procedures.operation`):
 the read-only refusal, the preview with the equivalent `onegroup`/`oneuser`/`oneacl`/`onemarket`
-commands, the confirmation and the audit of a refusal come from the one pipeline, in the setup
-run, the console's checklist and anywhere else they are offered.
+commands, the confirmation and the audit come from the one pipeline, in the setup run, the
+console's checklist and anywhere else they are offered: a run's one record
+(`setup.cloud_user` on the user, `market.create` on the URL) lists what it made, with the IDs.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, AsyncIterator, ClassVar
+from typing import TYPE_CHECKING, Any, AsyncIterator, ClassVar, Mapping
 from urllib.parse import urlsplit
 
 from tui.domain.acls import ACL_ALL, ACL_GID, ACL_RESOURCES, ACL_RIGHTS
@@ -52,6 +53,19 @@ def _rule_bits(gid: int) -> tuple[int, int, int]:
     for name in GROUP_DEFAULT_RESOURCES:
         resource |= ACL_RESOURCES[name]
     return ACL_GID | gid, resource, ACL_RIGHTS["CREATE"]
+
+
+@dataclass(frozen=True)
+class Made:
+    """The typed outcome of an event that created something: what ("group", "user", "group admin",
+    "ACL rule", "marketplace"), its name, and the IDs the platform gave."""
+
+    what: str
+    name: str
+    ids: tuple[tuple[str, int], ...] = ()
+
+    def as_json(self) -> dict[str, Any]:
+        return {"what": self.what, "name": self.name, **dict(self.ids)}
 
 
 @dataclass(frozen=True)
@@ -90,7 +104,8 @@ class CloudUserPlan:
         warnings: tuple[str, ...] = ()
         if self.user_id is not None and self.group_id is not None and self.group_id not in self.user_group_ids:
             warnings = (f"user {self.user_name} exists outside group {self.group_name}: it is left as it is",)
-        return Preview(f"Automation cloud user {self.user_name}", tuple(changes), warnings=warnings)
+        return Preview(f"Automation cloud user {self.user_name}", tuple(changes), target=self.user_name,
+                       warnings=warnings)
 
 
 async def plan_cloud_user(site: "SiteConnection", user_name: str, group_name: str | None = None) -> CloudUserPlan:
@@ -125,15 +140,15 @@ async def create_cloud_user(site: "SiteConnection", plan: CloudUserPlan, passwor
     gid = plan.group_id
     if gid is None:
         gid = await site.cloud.group_allocate(plan.group_name)
-        site.audit.record("group.create", plan.group_name, "ok", {"group_id": gid})
-        yield Progress(step, 1, total, f"group {plan.group_name} created (ID {gid})", "running")
+        yield Progress(step, 1, total, f"group {plan.group_name} created (ID {gid})", "running",
+                       outcome=Made("group", plan.group_name, (("group_id", gid),)))
     else:
         yield Progress(step, 1, total, f"group {plan.group_name} exists (ID {gid})", "skipped")
     uid = plan.user_id
     if uid is None:
         uid = await site.cloud.user_allocate(plan.user_name, password, "core", (gid,))
-        site.audit.record("user.create", plan.user_name, "ok", {"user_id": uid, "group_id": gid})
-        yield Progress(step, 2, total, f"user {plan.user_name} created (ID {uid}) in {plan.group_name}", "running")
+        yield Progress(step, 2, total, f"user {plan.user_name} created (ID {uid}) in {plan.group_name}", "running",
+                       outcome=Made("user", plan.user_name, (("user_id", uid), ("group_id", gid))))
     else:
         yield Progress(step, 2, total, f"user {plan.user_name} exists (ID {uid})", "skipped")
     user_groups = plan.user_group_ids if plan.user_id is not None else (gid,)
@@ -141,8 +156,8 @@ async def create_cloud_user(site: "SiteConnection", plan: CloudUserPlan, passwor
         yield Progress(step, 3, total, f"{plan.user_name} administers {plan.group_name} already", "skipped")
     elif gid in user_groups:
         await site.cloud.group_addadmin(gid, uid)
-        site.audit.record("group.addadmin", plan.group_name, "ok", {"group_id": gid, "user_id": uid})
-        yield Progress(step, 3, total, f"{plan.user_name} administers {plan.group_name}", "running")
+        yield Progress(step, 3, total, f"{plan.user_name} administers {plan.group_name}", "running",
+                       outcome=Made("group admin", plan.group_name, (("group_id", gid), ("user_id", uid))))
     else:
         yield Progress(step, 3, total, f"{plan.user_name} is not in {plan.group_name}: not made its admin", "skipped")
     rule = group_rule(gid)
@@ -156,8 +171,8 @@ async def create_cloud_user(site: "SiteConnection", plan: CloudUserPlan, passwor
             yield Progress(step, total, total, f"rule {rule} exists", "skipped")
             return
         raise
-    site.audit.record("acl.create", rule, "ok", {"rule_id": rule_id, "group_id": gid})
-    yield Progress(step, total, total, f"rule {rule_id}: {rule}", "done")
+    yield Progress(step, total, total, f"rule {rule_id}: {rule}", "done",
+                   outcome=Made("ACL rule", rule, (("rule_id", rule_id), ("group_id", gid))))
 
 
 # -- marketplaces ---------------------------------------------------------------------------------
@@ -175,10 +190,11 @@ class MarketplacePlan:
 
     def preview(self) -> Preview:
         if self.existing is not None:
-            return Preview(f"Marketplace {self.url}", (Change(f"registered as marketplace {self.existing}", "", "none"),))
+            return Preview(f"Marketplace {self.url}", (Change(f"registered as marketplace {self.existing}", "", "none"),),
+                           target=self.url)
         return Preview(f"Register the marketplace {self.url}",
                        (Change(f"marketplace {self.name!r}: MARKET_MAD=one, ENDPOINT={self.url}",
-                               "onemarket create <file with NAME, MARKET_MAD and ENDPOINT>", "create"),))
+                               "onemarket create <file with NAME, MARKET_MAD and ENDPOINT>", "create"),), target=self.url)
 
 
 def _name_for(url: str) -> str:
@@ -200,9 +216,8 @@ async def register_marketplace(site: "SiteConnection", plan: MarketplacePlan) ->
         yield Progress(step, 1, 1, f"registered already as marketplace {plan.existing}", "skipped")
         return
     market_id = await site.cloud.market_allocate(plan.template())
-    site.audit.record("market.create", plan.url, "ok", {"market_id": market_id, "name": plan.name})
     yield Progress(step, 1, 1, f"registered as marketplace {market_id} {plan.name!r}; the platform lists its apps "
-                   "once it has monitored it", "done")
+                   "once it has monitored it", "done", outcome=Made("marketplace", plan.name, (("market_id", market_id),)))
 
 
 # -- as operations --------------------------------------------------------------------------------
@@ -215,6 +230,8 @@ class IdentityDone:
     what: str
     changed: bool
     messages: tuple[str, ...] = ()
+    #: what the run created (the audit record lists it)
+    made: tuple[Made, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         return {"what": self.what, "changed": self.changed, "messages": list(self.messages)}
@@ -227,7 +244,16 @@ async def _report(events: AsyncIterator[Progress], context: RunContext, what: st
         context.report(event)
         messages.append(event.message)
         changed = changed or event.state != "skipped"
-    return IdentityDone(what, changed, tuple(messages))
+    return IdentityDone(what, changed, tuple(messages), _made(context))
+
+
+def _made(context: RunContext) -> tuple[Made, ...]:
+    return tuple(event.outcome for event in context.events if isinstance(event.outcome, Made))
+
+
+def _made_details(made: tuple[Made, ...]) -> Mapping[str, Any] | None:
+    """An identity run's audit details: what it created, with the IDs; None when it created nothing."""
+    return {"made": [m.as_json() for m in made]} if made else None
 
 
 @dataclass(frozen=True)
@@ -264,6 +290,13 @@ class CreateCloudUser(Operation[CloudUserPlan, IdentityDone]):
     async def execute(self, site: "SiteConnection", plan: CloudUserPlan, context: RunContext) -> IdentityDone:
         return await _report(create_cloud_user(site, plan, self.password), context, f"cloud user {plan.user_name}")
 
+    def audit_details(self, plan: CloudUserPlan, result: IdentityDone) -> Mapping[str, Any] | None:
+        details = _made_details(result.made)
+        return {"group": plan.group_name, **details} if details is not None else None
+
+    def audit_failure(self, plan: CloudUserPlan, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
+        return {"group": plan.group_name, "made": [m.as_json() for m in _made(context)]}
+
 
 @dataclass(frozen=True)
 class RegisterMarketplace(Operation[MarketplacePlan, IdentityDone]):
@@ -292,3 +325,9 @@ class RegisterMarketplace(Operation[MarketplacePlan, IdentityDone]):
 
     async def execute(self, site: "SiteConnection", plan: MarketplacePlan, context: RunContext) -> IdentityDone:
         return await _report(register_marketplace(site, plan), context, f"marketplace {plan.url}")
+
+    def audit_details(self, plan: MarketplacePlan, result: IdentityDone) -> Mapping[str, Any] | None:
+        return _made_details(result.made)
+
+    def audit_failure(self, plan: MarketplacePlan, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
+        return {"name": plan.name}

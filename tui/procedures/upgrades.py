@@ -14,7 +14,9 @@ follows the spec's upgrade rules, in order:
 4. list the IDs core.yaml must change (old image / template / service template IDs and the new
    ones that replace them), and remind that new site variables may be needed.
 
-Every deletion is audit-logged (downloads and attributes log themselves).
+The `ApplyUpgrades` operation writes the run's one audit record (`upgrade.apply`, by
+`run_operation`): the downloads, every old object deleted (with its appliance and version) and the
+IDs core.yaml must change; a run that fails says which deletions were done and which failed.
 """
 
 from __future__ import annotations
@@ -107,10 +109,33 @@ class IdChange:
 
 
 @dataclass(frozen=True)
+class Deleted:
+    """One old object the removal deleted, or failed to (`error`): the outcome of its event."""
+
+    kind: str  # "service template", "VM template", "image"
+    object_id: int
+    appliance: str
+    version: str
+    error: str = ""
+
+    @property
+    def target(self) -> str:
+        return f"{self.kind} {self.object_id}"
+
+    def as_json(self) -> dict[str, Any]:
+        found = {"object": self.target, "appliance": self.appliance, "version": self.version}
+        return {**found, "error": self.error} if self.error else found
+
+
+@dataclass(frozen=True)
 class Upgraded:
-    """What an applied upgrade plan leaves for core.yaml: the IDs it must change."""
+    """What an applied upgrade plan leaves for core.yaml: the IDs it must change; and what it did."""
 
     core_yaml: tuple[IdChange, ...]
+    #: the new versions downloaded, per appliance
+    downloads: tuple[tuple[str, DownloadResult], ...] = ()
+    #: the old objects deleted (or that failed to be)
+    deleted: tuple[Deleted, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         return {"core_yaml": [change.as_json() for change in self.core_yaml]}
@@ -187,7 +212,8 @@ def removal_for(step: PlanStep, objects: SiteObjects, naming: NamingProfile) -> 
 
 
 async def remove_old(site: "SiteConnection", removal: Removal) -> AsyncIterator[Progress]:
-    """Delete the old version (service templates, then VM templates, then images); each audited.
+    """Delete the old version (service templates, then VM templates, then images); each event's
+    outcome is a `Deleted` (the operation's audit record lists them).
 
     Refuses (raises `SiteError`, nothing deleted) while a VM still uses an old image.
     """
@@ -202,18 +228,15 @@ async def remove_old(site: "SiteConnection", removal: Removal) -> AsyncIterator[
     failed: list[str] = []
     for n, (kind, object_id, call) in enumerate(deletions, start=1):
         step = f"remove {kind} {object_id}"
-        action = f"{kind.lower().replace(' ', '_')}.delete"
         try:
             await call(object_id)
         except SiteError as error:
             failed.append(f"{kind} {object_id}: {error.title}")
-            site.audit.record(action, f"{kind} {object_id}", "failed",
-                              {"appliance": removal.appliance, "version": removal.version, "error": error.title})
-            yield Progress(step, n, len(deletions), error.title, "failed", {"kind": kind, "id": object_id})
+            yield Progress(step, n, len(deletions), error.title, "failed", {"kind": kind, "id": object_id},
+                           Deleted(kind, object_id, removal.appliance, removal.version, error.title))
             continue
-        site.audit.record(action, f"{kind} {object_id}", "ok",
-                          {"appliance": removal.appliance, "version": removal.version, "reason": "upgrade"})
-        yield Progress(step, n, len(deletions), f"deleted {kind} {object_id}", "done", {"kind": kind, "id": object_id})
+        yield Progress(step, n, len(deletions), f"deleted {kind} {object_id}", "done", {"kind": kind, "id": object_id},
+                       Deleted(kind, object_id, removal.appliance, removal.version))
     if failed:
         raise SiteError(f"Removing the old {removal.target} failed for {len(failed)} object(s)", "; ".join(failed))
 
@@ -276,6 +299,7 @@ async def id_changes(site: "SiteConnection", appliance: str, removal: Removal, r
 class _Outcome:
     downloads: dict[str, DownloadResult] = field(default_factory=dict)
     removals: dict[str, Removal] = field(default_factory=dict)
+    deleted: list[Deleted] = field(default_factory=list)
 
 
 async def apply_upgrade_plan(
@@ -345,6 +369,8 @@ async def apply_upgrade_plan(
                                {"removal": removal.as_json()})
                 continue
             async for event in remove_old(site, removal):
+                if isinstance(event.outcome, Deleted):
+                    outcome.deleted.append(event.outcome)
                 yield replace(event, step=label, done=index - 1, total=total,
                               state=event.state if event.state == "failed" else "running")
             yield Progress(label, index, total, f"removed {removal.describe()}", "done", {"removal": removal.as_json()})
@@ -359,7 +385,7 @@ async def apply_upgrade_plan(
                                                  for c in changes if c.old >= 0) or "no ID to change")
             message += ". Add any new site variables of the upgraded components."
             yield Progress(label, index, total, message, "done", {"core_yaml": [c.as_json() for c in changes]},
-                           Upgraded(tuple(changes)))
+                           Upgraded(tuple(changes), tuple(outcome.downloads.items()), tuple(outcome.deleted)))
 
 
 async def _download(site: "SiteConnection", record: ApplianceRecord, datastore_id: int,
@@ -419,6 +445,33 @@ class ApplyUpgrades(Operation[UpgradePlan, Upgraded]):
                 result = event.outcome
             context.report(event)
         return result
+
+    def audit_details(self, plan: UpgradePlan, result: Upgraded) -> Mapping[str, Any] | None:
+        if plan.empty:
+            return None
+        return {**_done_details(result.downloads, result.deleted),
+                "core_yaml": [change.as_json() for change in result.core_yaml]}
+
+    def audit_failure(self, plan: UpgradePlan, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
+        downloads = [(_appliance_of(e.step), e.outcome) for e in context.events if isinstance(e.outcome, DownloadResult)]
+        deleted = [e.outcome for e in context.events if isinstance(e.outcome, Deleted)]
+        return _done_details(tuple(downloads), tuple(deleted))
+
+
+def _appliance_of(step: str) -> str:
+    """The appliance named in a step label ("download: Site Toolkit")."""
+    return step.split(": ", 1)[1] if ": " in step else step
+
+
+def _done_details(downloads: tuple[tuple[str, DownloadResult], ...], deleted: tuple[Deleted, ...]) -> dict[str, Any]:
+    """What an upgrade run did, for its audit record: downloads and deletions (failed ones apart)."""
+    details: dict[str, Any] = {
+        "downloaded": [{"appliance": appliance, **result.as_json()} for appliance, result in downloads],
+        "deleted": [d.as_json() for d in deleted if not d.error], "reason": "upgrade"}
+    failed = [d.as_json() for d in deleted if d.error]
+    if failed:
+        details["not_deleted"] = failed
+    return details
 
 
 def upgrade_plan_json(plan: UpgradePlan) -> dict[str, Any]:

@@ -1,0 +1,50 @@
+"""An operation run as a stream of progress events, for callers that compose several.
+
+`stream_operation(site, operation, plan)` (planned first when no plan is given) runs it through `run_operation` (the read-only refusal,
+the time limit, the cancel, the one audit record) and yields each event as it comes; the run's
+error is raised after the events before it, and its typed result goes to `on_result`. The guided setup's steps and the setup's component step use it, so an operation
+run there is the same run as in the console or the CLI.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, TypeVar
+
+from tui.procedures.operation import Operation, RunContext, run_operation
+from tui.procedures.progress import Progress
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tui.procedures.connection import SiteConnection
+
+ResultT = TypeVar("ResultT")
+
+_UNPLANNED: Any = object()
+
+
+async def stream_operation(site: "SiteConnection", operation: Operation[Any, ResultT], plan: Any = _UNPLANNED, *,
+                           cancel: asyncio.Event | None = None,
+                           timeout: float | None = None,
+                           on_result: Callable[[ResultT], None] | None = None) -> AsyncIterator[Progress]:
+    """Run `operation` with `plan` through `run_operation`, yielding its events (module docstring)."""
+    if plan is _UNPLANNED:
+        plan = await operation.plan(site)
+    queue: asyncio.Queue[Progress | None] = asyncio.Queue()
+    context = RunContext(queue.put_nowait, cancel if cancel is not None else asyncio.Event())
+
+    async def go() -> None:
+        try:
+            result = await run_operation(site, operation, plan, context, timeout=timeout)
+            if on_result is not None:
+                on_result(result)
+        finally:
+            queue.put_nowait(None)
+
+    task = asyncio.ensure_future(go())
+    try:
+        while (event := await queue.get()) is not None:
+            yield event
+        await task  # its error, if any
+    finally:
+        if not task.done():
+            task.cancel()
