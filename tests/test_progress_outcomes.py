@@ -15,9 +15,8 @@ ROOT = Path(__file__).resolve().parents[1] / "tui"
 #: `= events[-1].data` (passing an event's detail on to a wrapping event is no read)
 _EVENT = r"(?:event|e|step|events\[-1\]|message\.event)"
 READ = re.compile(rf"\b{_EVENT}\.data(?:\[|\.get\b)|\bin {_EVENT}\.data\b|=\s*{_EVENT}\.data\s*$")
-#: `step.data` there is a checklist step's evidence (`SetupStep.data`, tui/domain/setup_steps.py),
-#: not a progress event's; still an untyped dict, to be typed like the outcomes
-NOT_YET = {"procedures/setup_run.py"}
+#: none left: the guided setup reads a checklist step's typed `SetupStep.found`, not its `data`
+NOT_YET: set[str] = set()
 
 
 def test_no_layer_reads_results_back_out_of_progress_data() -> None:

@@ -84,6 +84,42 @@ STEP_ORDER: tuple[StepId, ...] = tuple(StepId)
 
 
 @dataclass(frozen=True)
+class MarketplacesMissing:
+    """What the marketplaces step found missing: the configured URLs the cloud has not registered."""
+
+    urls: tuple[str, ...]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"missing": list(self.urls)}
+
+
+@dataclass(frozen=True)
+class ComponentsMissing:
+    """What the components step found: the mandatory components not (fully) enabled, and the
+    recommended ones not listed."""
+
+    mandatory: tuple[str, ...]
+    recommended: tuple[str, ...]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"missing": list(self.mandatory), "recommended_missing": list(self.recommended)}
+
+
+@dataclass(frozen=True)
+class ApplianceVm:
+    """An optional step's appliance: the VM that runs it."""
+
+    vm_id: int
+
+    def as_json(self) -> dict[str, Any]:
+        return {"vm_id": self.vm_id}
+
+
+#: the typed facts a step carries for the run that does it (`SetupStep.found`)
+StepFound = MarketplacesMissing | ComponentsMissing | ApplianceVm
+
+
+@dataclass(frozen=True)
 class SetupStep:
     """One step with its state, what was read to decide it, and what to do next."""
 
@@ -101,6 +137,8 @@ class SetupStep:
     command: str = ""
     #: structured facts for --json (e.g. the forwarded-address table)
     data: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    #: the typed facts the setup run reads to do the step (the same in `data` for --json)
+    found: StepFound | None = field(default=None, compare=False)
 
     @property
     def group(self) -> str:

@@ -6,10 +6,11 @@ what `sitetk site enable` would do: `plan_provision` (appliances downloaded or r
 automation user granted) and the site-variable changes (`preview_enable_component`). The
 mandatory ones (spec "What the service does" 7) must be enabled; a recommended one the library
 does not define, or that needs site variables only the operator can give, is skipped with the
-reason. `enable_components(site, repo, plan, password)` runs `offer_component` for each (already
-enabled: nothing changes; an interrupted run left a download: it is reused), checks the result and
-submits it (commit and push, as `sitetk site enable --submit`), so the next reading of the site
-branch sees the components enabled.
+reason. `enable_components(site, repo, plan, password)` runs the `EnableComponent` operation for
+each through `run_operation` (the read-only refusal and the one audit record per component, as
+`sitetk site enable`; already enabled: nothing changes; an interrupted run left a download: it is
+reused), checks the result and submits it (commit and push, as `sitetk site enable --submit`), so
+the next reading of the site branch sees the components enabled.
 """
 
 from __future__ import annotations
@@ -119,15 +120,17 @@ async def plan_components(site: "SiteConnection", repo: "GitRepo", branch: str, 
 async def enable_components(site: "SiteConnection", repo: "GitRepo", plan: ComponentsPlan,
                             password: VaultPassword, *, poll_interval: float = 2.0,
                             step_timeout: float = 1800.0) -> AsyncIterator[Progress]:
-    """Enable each planned component (`offer_component`), then check and submit core.yaml."""
-    from tui.procedures.provision_component import offer_component
+    """Enable each planned component (the `EnableComponent` operation), then check and submit core.yaml."""
+    from tui.procedures.enable_operation import EnableComponent, EnableReview
+    from tui.procedures.operation_stream import stream_operation
 
     for why in plan.skipped:
         yield Progress("recommended components", 1, 1, f"not enabled: {why}", "skipped")
     for step in plan.steps:
-        async for event in offer_component(site, plan.site.path, password, step.definition, None,
-                                           plan=step.provision, cloud_user=plan.cloud_user or None,
-                                           poll_interval=poll_interval, step_timeout=step_timeout):
+        operation = EnableComponent(plan.site.path, password, step.definition, cloud_user=plan.cloud_user or None,
+                                    poll_interval=poll_interval, step_timeout=step_timeout)
+        review = EnableReview(step.definition.name, step.provision, step.preview)
+        async for event in stream_operation(site, operation, review):
             yield replace(event, step=f"{step.definition.name}: {event.step}")
     async for event in submit_checked(site, repo, plan.site, password, "enabling the components"):
         yield event
@@ -135,17 +138,26 @@ async def enable_components(site: "SiteConnection", repo: "GitRepo", plan: Compo
 
 async def submit_checked(site: "SiteConnection", repo: "GitRepo", ref: "SiteRef", password: VaultPassword,
                          after: str) -> AsyncIterator[Progress]:
-    """Check core.yaml with the cloud's facts; no error: commit and push it (`submit_site`)."""
-    from tui.procedures.site_config import load_site_config
-    from tui.procedures.site_repo import submit_site
-    from tui.procedures.site_verdict import site_verdict, submit_gate
+    """Check core.yaml with the cloud's facts; no error: commit and push it (the `SubmitSite`
+    operation through `run_operation`: the read-only refusal and its one audit record)."""
+    from tui.procedures.operation_stream import stream_operation
+    from tui.procedures.submit_operation import SubmitSite
 
-    config = (await load_site_config(ref.path, password, site.naming)).config
-    verdict = await site_verdict(config, site=site)
+    operation = SubmitSite(repo, ref, password)
+    plan = await operation.plan(site)
+    verdict = plan.verdict
+    if verdict is None:  # nothing pending: nothing was checked; check what is there all the same
+        from tui.procedures.site_config import load_site_config
+        from tui.procedures.site_verdict import site_verdict
+
+        verdict = await site_verdict((await load_site_config(ref.path, password, site.naming)).config, site=site)
     if verdict.errors:
         raise SiteError(f"core.yaml has {len(verdict.errors)} error(s) after {after}",
                         "\n".join(f"{f.path}: {f.message}" for f in verdict.errors)
                         + f"\nFix them in {ref.path} (`sitetk site edit`), then run again.")
-    async for event in submit_site(repo, ref, password, gate=submit_gate(verdict), naming=site.naming,
-                                   audit=site.audit):
+    yield Progress("check", 1, 1, "core.yaml checked: no error", "done")
+    if not plan.pending:
+        yield Progress("submit", 1, 1, f"nothing to commit or push on {ref.branch}", "skipped")
+        return
+    async for event in stream_operation(site, operation, plan):
         yield event

@@ -154,13 +154,14 @@ async def plan_optional(site: "SiteConnection", repo: "GitRepo", branch: str, si
 async def write_optional(site: "SiteConnection", repo: "GitRepo", plan: OptionalPlan,
                          password: VaultPassword) -> AsyncIterator[Progress]:
     """Write the plan's values into core.yaml, check it and submit it."""
+    from tui.procedures.operation_stream import stream_operation
     from tui.procedures.setup_components import submit_checked
-    from tui.procedures.site_config import edit_file
+    from tui.procedures.site_file_operations import EditSite
 
     if plan.is_noop:
         yield Progress(plan.title, 1, 1, f"already in {plan.site.site_dir}/core.yaml", "skipped")
         return
-    async for event in edit_file(plan.site.path, password, list(plan.changes), naming=site.naming, audit=site.audit):
+    async for event in stream_operation(site, EditSite(plan.site.path, password, list(plan.changes))):
         yield event
     async for event in submit_checked(site, repo, plan.site, password, f"writing {plan.vm_label}"):
         yield event

@@ -36,14 +36,24 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Mapping
 
-from tui.domain.setup_steps import SetupChecklist, SetupStep, StepId, StepState
+from tui.domain.setup_steps import (
+    ApplianceVm,
+    ComponentsMissing,
+    MarketplacesMissing,
+    SetupChecklist,
+    SetupStep,
+    StepId,
+    StepState,
+)
 from tui.errors import SiteError
+from tui.procedures.operation import ReadOnlyRefused
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress
 from tui.procedures.setup_facts import SetupFacts, SetupTarget
 from tui.procedures.setup_status import MOVABLE_STATES, setup_status, toolkit_app
 
 if TYPE_CHECKING:  # pragma: no cover
+    from tui.adapters.git_repo import GitRepo
     from tui.adapters.vault import VaultPassword
     from tui.domain.services import Service
     from tui.domain.site_record import SiteRecord
@@ -97,7 +107,8 @@ def choose(checklist: SetupChecklist, only: StepId | None) -> SetupStep | None:
     toolkit deploys, as soon as the manager VM has a host and is flagged)."""
     if only is not None:
         chosen = checklist.step(only)
-        if only is StepId.COMPONENTS and chosen.state is StepState.DONE and chosen.data.get("recommended_missing"):
+        if (only is StepId.COMPONENTS and chosen.state is StepState.DONE and isinstance(chosen.found, ComponentsMissing)
+                and chosen.found.recommended):
             return chosen  # asked for: the recommended components the mandatory ones left unlisted
         return None if chosen.state is StepState.DONE else chosen
     step = checklist.next_step
@@ -149,19 +160,18 @@ async def run_setup(site: "SiteConnection", target: SetupTarget, options: RunOpt
             return
         if not plan.wait_only and not plan.preview.is_noop and not await confirm(plan):
             raise SetupStopped(step.id, f"{step.title!r} not confirmed", "Nothing was changed; run again to continue.")
-        site.audit.record("setup.step", step.id.value, "started", {"title": step.title})
         step_started = time.monotonic()
         try:
             async for event in plan.run():
                 yield replace(event, step=f"{step.id.value}: {event.step}")
+        except SetupStopped:
+            raise
+        except ReadOnlyRefused as error:
+            raise SetupStopped(step.id, f"{step.title!r} refused: {error.title}", error.detail) from None
         except SiteError as error:
-            site.audit.record("setup.step", step.id.value, "failed", {"error": error.title})
-            if isinstance(error, SetupStopped):
-                raise
             raise SetupStopped(step.id, f"{step.title!r} failed: {error.title}",
                                f"{error.detail}\nThe site is left as it is: run again to continue from there.") from None
         ran += 1
-        site.audit.record("setup.step", step.id.value, "ok", {"seconds": round(time.monotonic() - step_started, 1)})
         yield Progress(step.id.value, round_number, round_number + outstanding - 1,
                        f"{step.title}: finished in {time.monotonic() - step_started:.0f} s", "done")
     raise SetupStopped(None, "Setup did not finish", f"{MAX_ROUNDS} steps ran without completing: run again.")
@@ -184,8 +194,8 @@ async def plan_step(site: "SiteConnection", facts: SetupFacts, checklist: SetupC
 
 async def _plan_download(site: "SiteConnection", facts: SetupFacts, step: SetupStep, options: RunOptions,
                          ask: AskSecrets) -> StepPlan:
-    from tui.procedures.download_appliance import download_appliance
-    from tui.procedures.download_plan import default_download_name, image_datastores, plan_download
+    from tui.procedures.download_appliance import DownloadAppliance
+    from tui.procedures.download_plan import default_download_name, image_datastores
 
     if facts.toolkit_templates:  # a download under way (here or by hand): wait for its images, never a second one
         ids = tuple(facts.toolkit_image_ids or ())
@@ -202,9 +212,9 @@ async def _plan_download(site: "SiteConnection", facts: SetupFacts, step: SetupS
         datastore_id = max(datastores, key=lambda d: (d.free_mb, -d.id)).id
     else:
         raise _stop(checklist_step(facts, StepId.DATASTORES), "no IMAGE datastore")
-    plan = await plan_download(site, app.id, datastore_id, default_download_name(app.name, app.version))
-    return StepPlan(step, plan.preview(), lambda: download_appliance(site, plan, poll_interval=options.poll_interval,
-                                                                      step_timeout=options.step_timeout))
+    operation = DownloadAppliance(app.id, datastore_id, default_download_name(app.name, app.version),
+                                  step_timeout=options.step_timeout, poll_interval=options.poll_interval)
+    return operation_step(site, step, operation, await operation.plan(site))
 
 
 def checklist_step(facts: SetupFacts, step_id: StepId) -> SetupStep:
@@ -236,13 +246,13 @@ async def _wait_images(site: "SiteConnection", ids: tuple[int, ...], options: Ru
 
 async def _plan_tagged(site: "SiteConnection", facts: SetupFacts, step: SetupStep, options: RunOptions,
                        ask: AskSecrets) -> StepPlan:
-    from tui.procedures.attach_attributes import attach_attributes, plan_attach, tag_for_app
+    from tui.procedures.attach_attributes import AttachAttributes, tag_for_app
 
     app = toolkit_app(facts)
     if app is None:
         raise _stop(step, "no marketplace app to take the attributes from")
-    plan = await plan_attach(site, tag_for_app(app), facts.toolkit_image_ids or ())
-    return StepPlan(step, plan.preview(), lambda: attach_attributes(site, plan))
+    operation = AttachAttributes(tag_for_app(app), tuple(facts.toolkit_image_ids or ()))
+    return operation_step(site, step, operation, await operation.plan(site))
 
 
 async def _secrets_for(facts: SetupFacts, ask: AskSecrets, names: list[str]) -> dict[str, str]:
@@ -343,18 +353,18 @@ async def _plan_record(site: "SiteConnection", facts: SetupFacts, step: SetupSte
 
 async def _plan_grant(site: "SiteConnection", facts: SetupFacts, step: SetupStep, options: RunOptions,
                       ask: AskSecrets) -> StepPlan:
-    from tui.procedures.grant_ssh_key import grant_ssh_key, plan_grant
+    from tui.procedures.grant_ssh_key import GrantKey
 
     if not facts.automation_key or not facts.target.cloud_username:
         raise _stop(step)
-    plan = await plan_grant(site, facts.automation_key, facts.target.cloud_username)
-    return StepPlan(step, plan.preview(), lambda: grant_ssh_key(site, plan))
+    operation = GrantKey(facts.automation_key, facts.target.cloud_username)
+    return operation_step(site, step, operation, await operation.plan(site))
 
 
 async def _plan_database(site: "SiteConnection", facts: SetupFacts, step: SetupStep, options: RunOptions,
                          ask: AskSecrets) -> StepPlan:
-    from tui.procedures.move_plan import DEFAULT_TIMEOUTS, plan_flagged, preview_many
-    from tui.procedures.move_vm import move_many
+    from tui.procedures.move_operation import MoveSet, MoveVms
+    from tui.procedures.move_plan import DEFAULT_TIMEOUTS, plan_flagged
 
     service = facts.service
     ids = tuple(vm for r in service.roles if r.name in site.naming.document_db_roles for vm in r.vm_ids) if service else ()
@@ -362,8 +372,8 @@ async def _plan_database(site: "SiteConnection", facts: SetupFacts, step: SetupS
     if problems:
         row, error = problems[0]
         raise SetupStopped(step.id, f"VM {row.id} has no compatible host to move to: {error.title}", error.detail)
-    timeouts = options.move_timeouts or DEFAULT_TIMEOUTS
-    return StepPlan(step, preview_many(plans, timeouts), lambda: move_many(site, plans, timeouts=timeouts))
+    operation = MoveVms(None, timeouts=options.move_timeouts or DEFAULT_TIMEOUTS)
+    return operation_step(site, step, operation, MoveSet(tuple(plans)))
 
 
 async def _plan_site(site: "SiteConnection", facts: SetupFacts, step: SetupStep, options: RunOptions,
@@ -412,15 +422,14 @@ async def _plan_components(site: "SiteConnection", facts: SetupFacts, step: Setu
     from tui.procedures.setup_components import enable_components, plan_components
     from tui.procedures.site_workspace import sites_repo
 
-    target = facts.target
-    if not target.branch:
+    target, found = facts.target, step.found
+    if not target.branch or not isinstance(found, ComponentsMissing):
         raise _stop(step)
     password = await _vault_password(site, facts, step, ask)
     repo = sites_repo(site.settings)
     try:
         plan = await plan_components(site, repo, target.branch, target.site_dir or target.branch, password,
-                                     step.data.get("missing", ()), step.data.get("recommended_missing", ()),
-                                     target.cloud_username)
+                                     found.mandatory, found.recommended, target.cloud_username)
     except SiteError as error:
         repo.close()
         raise SetupStopped(step.id, f"{step.title!r} cannot be planned: {error.title}", error.detail) from None
@@ -445,15 +454,14 @@ async def _plan_optional(site: "SiteConnection", facts: SetupFacts, step: SetupS
     from tui.procedures.setup_optional import plan_optional, write_optional
     from tui.procedures.site_workspace import sites_repo
 
-    target = facts.target
-    vm_id = step.data.get("vm_id")
-    if vm_id is None or not target.branch:
+    target, found = facts.target, step.found
+    if not isinstance(found, ApplianceVm) or not target.branch:
         raise _stop(step, "nothing to write yet")
     password = await _vault_password(site, facts, step, ask)
     repo = sites_repo(site.settings)
     try:
         plan = await plan_optional(site, repo, target.branch, target.site_dir or target.branch, password,
-                                   "dns" if step.id is StepId.DNS else "route-manager", int(vm_id))
+                                   "dns" if step.id is StepId.DNS else "route-manager", found.vm_id)
     except SiteError as error:
         repo.close()
         raise SetupStopped(step.id, f"{step.title!r} cannot be planned: {error.title}", error.detail) from None
@@ -468,60 +476,34 @@ async def _plan_optional(site: "SiteConnection", facts: SetupFacts, step: SetupS
     return StepPlan(step, plan.preview(), run)
 
 
-async def _site_config(site: "SiteConnection", repo: object, branch: str, site_dir: str,
-                       password: object) -> AsyncIterator[Progress]:
-    from tui.procedures.site_config import load_site_config
-    from tui.procedures.site_fill import fill_site_file, plan_fill
-    from tui.procedures.site_repo import create_site, locate_site, submit_site
-    from tui.procedures.site_verdict import site_verdict, submit_gate
+async def _site_config(site: "SiteConnection", repo: "GitRepo", branch: str, site_dir: str,
+                       password: "VaultPassword") -> AsyncIterator[Progress]:
+    """Create (or open) the site, fill core.yaml from the cloud, check and submit it: each an
+    operation run through `run_operation`, planned when the one before it is done."""
+    from tui.procedures.fill_operation import FillSite
+    from tui.procedures.operation_stream import stream_operation
+    from tui.procedures.setup_components import submit_checked
+    from tui.procedures.site_file_operations import CreateSite
+    from tui.procedures.site_repo import locate_site
 
     try:
-        async for event in create_site(repo, branch, site_dir, password, naming=site.naming, audit=site.audit):  # type: ignore[arg-type]
+        async for event in stream_operation(site, CreateSite(repo, branch, site_dir, password)):
             yield event
-        ref = locate_site(repo, branch, site_dir)  # type: ignore[arg-type]
-        plan = await plan_fill(site, ref.path, password)  # type: ignore[arg-type]
-        async for event in fill_site_file(site, plan, password):  # type: ignore[arg-type]
+        ref = locate_site(repo, branch, site_dir)
+        async for event in stream_operation(site, FillSite(ref.path, password)):
             yield event
-        config = (await load_site_config(ref.path, password, site.naming)).config  # type: ignore[arg-type]
-        verdict = await site_verdict(config, site=site)
-        errors = verdict.errors
-        if errors:
-            raise SiteError(f"core.yaml has {len(errors)} error(s) after filling",
-                            "\n".join(f"{f.path}: {f.message}" for f in errors) +
-                            f"\nFix them in {ref.path} (`sitetk site edit`), then run again.")
-        yield Progress("check", 1, 1, "core.yaml checked: no error", "done")
-        async for event in submit_site(repo, ref, password, gate=submit_gate(verdict), naming=site.naming,  # type: ignore[arg-type]
-                                       audit=site.audit):
+        async for event in submit_checked(site, repo, ref, password, "filling"):
             yield event
     finally:
-        repo.close()  # type: ignore[attr-defined]
+        repo.close()
 
 
 def operation_step(site: "SiteConnection", step: SetupStep, operation: "Operation[Any, Any]", plan: object) -> StepPlan:
     """A step done by an `Operation`: its preview, and its run through `run_operation` (the
-    read-only refusal, the audit of a refusal) with the events streamed as they come."""
-    from tui.procedures.operation import RunContext, run_operation
+    read-only refusal, the time limit, the cancel, the one audit record) with the events streamed."""
+    from tui.procedures.operation_stream import stream_operation
 
-    async def run() -> AsyncIterator[Progress]:
-        queue: asyncio.Queue[Progress | None] = asyncio.Queue()
-        context = RunContext(queue.put_nowait)
-
-        async def go() -> None:
-            try:
-                await run_operation(site, operation, plan, context)
-            finally:
-                queue.put_nowait(None)
-
-        task = asyncio.ensure_future(go())
-        try:
-            while (event := await queue.get()) is not None:
-                yield event
-            await task  # its error, if any
-        finally:
-            if not task.done():
-                task.cancel()
-
-    return StepPlan(step, operation.preview(plan), run)
+    return StepPlan(step, operation.preview(plan), lambda: stream_operation(site, operation, plan))
 
 
 async def _plan_cloud_user(site: "SiteConnection", facts: SetupFacts, step: SetupStep, options: RunOptions,
@@ -539,10 +521,10 @@ async def _plan_marketplaces(site: "SiteConnection", facts: SetupFacts, step: Se
                              ask: AskSecrets) -> StepPlan:
     from tui.procedures.setup_identity import RegisterMarketplace
 
-    missing = list(step.data.get("missing", ()))
-    if not missing:
+    found = step.found
+    if not isinstance(found, MarketplacesMissing) or not found.urls:
         raise _stop(step)
-    operation = RegisterMarketplace(missing[0])
+    operation = RegisterMarketplace(found.urls[0])
     return operation_step(site, step, operation, await operation.plan(site))
 
 

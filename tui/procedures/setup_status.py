@@ -28,7 +28,16 @@ from tui.domain.setup_networks import (
     trial_network_problems,
     vxlan_unverified,
 )
-from tui.domain.setup_steps import SetupChecklist, SetupStep, StepId, StepState
+from tui.domain.setup_steps import (
+    ApplianceVm,
+    ComponentsMissing,
+    MarketplacesMissing,
+    SetupChecklist,
+    SetupStep,
+    StepFound,
+    StepId,
+    StepState,
+)
 from tui.domain.severity import Severity
 from tui.procedures.setup_facts import SITE_CONFIG_FILE, SetupFacts, SetupTarget, read_setup_facts
 
@@ -51,9 +60,10 @@ def _run(step: StepId) -> str:
 
 
 def _step(step_id: StepId, title: str, state: StepState, evidence: Sequence[str] = (), action: str = "", *,
-          blocked_by: str = "", mandatory: bool = True, command: str = "", data: dict[str, Any] | None = None) -> SetupStep:
+          blocked_by: str = "", mandatory: bool = True, command: str = "", data: dict[str, Any] | None = None,
+          found: StepFound | None = None) -> SetupStep:
     return SetupStep(step_id, title, state, tuple(e for e in evidence if e), action, blocked_by, mandatory, command,
-                     data or {})
+                     data or (found.as_json() if found is not None else {}), found)
 
 
 def _blocked(step_id: StepId, title: str, by: StepId | str, why: str, evidence: Sequence[str] = (), *,
@@ -147,7 +157,7 @@ def marketplaces_step(facts: SetupFacts) -> SetupStep:
                      evidence + [f"configured but not registered in the cloud: {', '.join(missing)}"],
                      "Register it so the cloud can export its appliances (onemarket create with MARKET_MAD=one "
                      "and ENDPOINT=<url>).", command=_run(StepId.MARKETPLACES),
-                     data={"missing": missing})
+                     found=MarketplacesMissing(tuple(missing)))
     if app is None:
         return _step(StepId.MARKETPLACES, title, StepState.TODO,
                      evidence + [f"no registered marketplace lists the {facts.naming.toolkit_appliance_name} appliance"],
@@ -606,13 +616,13 @@ def components_step(facts: SetupFacts) -> SetupStep:
     if rec_missing:
         evidence.append(f"recommended, not listed: {', '.join(rec_missing)} (`{_run(StepId.COMPONENTS)}` enables "
                         "those the component library offers)")
-    data = {"missing": missing, "recommended_missing": rec_missing}
+    found = ComponentsMissing(tuple(missing), tuple(rec_missing))
     if missing:
         return _step(StepId.COMPONENTS, title, StepState.TODO, evidence,
                      f"Enable {', '.join(missing)} through the day-2 flow (appliances downloaded, the automation "
                      "user granted, site variables written), then submit.",
-                     command=_run(StepId.COMPONENTS), data=data)
-    return _step(StepId.COMPONENTS, title, StepState.DONE, evidence, data=data)
+                     command=_run(StepId.COMPONENTS), found=found)
+    return _step(StepId.COMPONENTS, title, StepState.DONE, evidence, found=found)
 
 
 def submitted_step(facts: SetupFacts) -> SetupStep:
@@ -654,9 +664,9 @@ def _optional_step(facts: SetupFacts, step_id: StepId, title: str, name: str, de
                         evidence, mandatory=False)
     done, said = written(vm, config)
     if done:
-        return _step(step_id, title, StepState.DONE, evidence + [said], mandatory=False, data={"vm_id": vm.id})
+        return _step(step_id, title, StepState.DONE, evidence + [said], mandatory=False, found=ApplianceVm(vm.id))
     return _step(step_id, title, StepState.OPTIONAL, evidence + [said], write, mandatory=False,
-                 command=_run(step_id), data={"vm_id": vm.id})
+                 command=_run(step_id), found=ApplianceVm(vm.id))
 
 
 def dns_step(facts: SetupFacts) -> SetupStep:
