@@ -9,7 +9,7 @@ import pytest
 
 from tests.conformance.conftest import failure, ok, rpc, wait_vm
 from tests.conftest import SimFactory
-from tui.domain.error_codes import ACTION, AUTHENTICATION, INTERNAL, NO_EXISTS, XML_RPC_API
+from tui.domain.error_codes import ACTION, ALLOCATE, AUTHENTICATION, INTERNAL, NO_EXISTS, XML_RPC_API
 from tui.domain.template_text import parse_template
 from tui.sim.server import SimServer
 from tui.sim.state import SimVm
@@ -305,3 +305,65 @@ def test_marketplace_app_vm_template_is_base64_template_text(site: SimServer) ->
         app = next(a for a in site.site.marketapps.values() if any(k == "VMTEMPLATE64" for k, _ in a.template))
         encoded = next(v for k, v in app.template if k == "VMTEMPLATE64")
     assert isinstance(encoded, str) and parse_template(base64.b64decode(encoded).decode())
+
+
+# object names ------------------------------------------------------------------------------------
+
+
+def _refuses_whitespace(version: str) -> bool:
+    return tuple(int(p) for p in version.split(".")) >= (6, 10, 4)
+
+
+@pytest.mark.parametrize("bad", ["a&b", "a|b", "a:b", "a\\b", 'a"b', "a;b", "a/b", "a'b", "a#b", "a{b", "a}b",
+                                 "a$b", "a<b", "a>b"])
+def test_a_template_name_with_a_refused_character_answers_internal(site: SimServer, bad: str) -> None:
+    """src/pool/PoolObjectSQL.cc `name_is_valid` (INVALID_NAME_CHARS, line 27) through
+    src/rm/api/TemplateAPI.cc `pool_allocate` (INTERNAL, the bare text; 7.0
+    src/rm/RequestManagerAllocate.cc `TemplateAllocate::pool_allocate`)."""
+    quoted = bad.replace("\\", "\\\\").replace('"', '\\"')
+    refused = failure(rpc(site, "one.template.allocate", f'NAME = "{quoted}"\nCPU = 1'))
+    char = next(c for c in bad if c not in "ab")
+    assert (refused.message, refused.code) == (f"[one.template.allocate] Invalid NAME, char '{char}' is not allowed",
+                                                INTERNAL)
+    assert all(t.name != bad for t in site.site.templates.values())
+
+
+def test_whitespace_controls_in_a_name_are_refused_from_6_10_4(site: SimServer, one_version: str) -> None:
+    """src/pool/PoolObjectSQL.cc line 27: release-6.10.4 and 7.x add tab, newline, vertical tab,
+    form feed and carriage return to INVALID_NAME_CHARS; release-6.10.0 to 6.10.3 store them."""
+    answer = rpc(site, "one.template.allocate", 'NAME = "tab\there"\nCPU = 1')
+    if _refuses_whitespace(one_version):
+        assert failure(answer).message == "[one.template.allocate] Invalid NAME, char '\t' is not allowed"
+    else:
+        assert site.site.templates[int(ok(answer))].name == "tab\there"
+
+
+def test_a_name_longer_than_128_bytes_is_refused(site: SimServer) -> None:
+    """src/pool/PoolObjectSQL.cc `name_is_valid` (`obj_name.length() > 128`, bytes of the string):
+    128 ASCII characters pass, 65 two-byte characters do not."""
+    assert ok(rpc(site, "one.template.allocate", f'NAME = "{"n" * 128}"\nCPU = 1')) >= 0
+    for name in ("n" * 129, "é" * 65):
+        refused = failure(rpc(site, "one.template.allocate", f'NAME = "{name}"\nCPU = 1'))
+        assert refused.message == "[one.template.allocate] Invalid NAME, max length is 128 chars"
+
+
+def test_image_allocate_and_instantiate_refuse_a_name_with_allocate(site: SimServer) -> None:
+    """src/rm/api/ImageAPI.cc (ALLOCATE after `ipool->allocate`, whose src/image/ImagePool.cc checks
+    `name_is_valid` first) and src/rm/RequestManagerVMTemplate.cc (ALLOCATE after `vmpool->allocate`,
+    src/vm/VirtualMachine.cc `insert` checks the name); src/rm/Request.cc `failure_message` puts
+    "Error allocating a new <object>." before the text (the auth object of instantiate is TEMPLATE)."""
+    image = failure(rpc(site, "one.image.allocate", 'NAME = "disk#1"\nTYPE = "DATABLOCK"\nSIZE = 10', 1))
+    assert (image.message, image.code) == (
+        "[one.image.allocate] Error allocating a new image. Invalid NAME, char '#' is not allowed", ALLOCATE)
+    vm = failure(rpc(site, "one.template.instantiate", 0, "web{1}", False, "", False))
+    assert (vm.message, vm.code) == ("[one.template.instantiate] Error allocating a new virtual machine template. "
+                                     "Invalid NAME, char '{' is not allowed", ALLOCATE)
+    assert all(v.name != "web{1}" for v in site.site.vms.values())
+
+
+def test_user_names_refuse_space_and_colon_besides(site: SimServer) -> None:
+    """src/um/User.cc `User::INVALID_NAME_CHARS` (" :" and the whitespace controls) added to
+    PoolObjectSQL's set by src/um/UserPool.cc `allocate`; INTERNAL (UserAllocate::pool_allocate)."""
+    refused = failure(rpc(site, "one.user.allocate", "two words", "secret", "core", []))
+    assert (refused.message, refused.code) == ("[one.user.allocate] Invalid NAME, char ' ' is not allowed", INTERNAL)
+

@@ -88,3 +88,26 @@ async def test_the_dialogs_of_a_hostile_record_show_its_name_as_text(sim: SimSer
             assert "Evil \\x1b]0;pwned" in painted
             await pilot.press("escape")
             await wait_for(pilot, lambda: app.screen is screen, what="the list again")
+
+
+async def test_a_vm_name_xml_cannot_carry_is_reported_not_shown(sim_factory: Any) -> None:
+    """The platform stores ESC in a name (src/pool/PoolObjectSQL.cc INVALID_NAME_CHARS leaves it
+    out) and then answers XML no parser reads: the VM list says which answer, which character
+    and where (escaped), and what to do; no traceback, no raw escape, no markup applied."""
+    from tui.screens.vms import VmListScreen
+
+    sim = sim_factory(vms=2)
+    vm = next(iter(sim.site.vms.values()))
+    with sim.site.lock:
+        vm.name = "vm \x1b[2J[bold red]x[/]"
+    app = console_app(sim)
+    async with app.run_test(size=SIZE) as pilot:
+        screen: Any = await wait_for(pilot, lambda: isinstance(s := app.screen, VmListScreen) and s.last_error and s,
+                                     timeout=60, what="the VM list's error")
+        await pilot.pause()
+        assert screen.last_error.title.startswith("Unreadable answer from")
+        painted = "\n".join(rendered_text(screen.query_one(part)) for part in ("#vm-message-title", "#vm-message-detail"))
+        assert not has_controls(painted), repr(painted)
+        flat = " ".join(painted.split())
+        assert "control character U+001B" in flat and "vm \\x1b[2J[bold red]x[/]" in flat
+        assert "Rename the object" in flat

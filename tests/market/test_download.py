@@ -237,11 +237,28 @@ async def test_only_an_image_datastore_is_accepted(sim: SimServer, connect: Site
         await _plan(site, "service_dns", "dns", datastore=datastore)
 
 
-@pytest.mark.parametrize("name", ["", "   ", "bad\nname", "x" * 200])
+@pytest.mark.parametrize("name", ["", "   ", "bad\nname", "x" * 200, "dns: primary", "a/b", "esc\x1bname",
+                                  "é" * 65])
 async def test_a_bad_final_name_is_refused(sim: SimServer, connect: SiteFactory, name: str) -> None:
+    """The platform's `PoolObjectSQL::name_is_valid` (src/pool/PoolObjectSQL.cc): refused characters,
+    128 bytes at most; control characters it would store are refused too (its XML cannot carry them)."""
     site = await connect(sim)
-    with pytest.raises(SiteError, match="final name"):
+    before = await _snapshot(site)
+    with pytest.raises(SiteError, match="final name") as refused:
         await _plan(site, "service_dns", name)
+    assert "\x1b" not in refused.value.title + refused.value.detail
+    assert await _snapshot(site) == before
+
+
+async def test_a_child_name_the_platform_would_refuse_stops_the_plan(sim: SimServer, connect: SiteFactory) -> None:
+    """`<name>-<role>-<idx>` grows past the platform's 128 bytes (src/pool/PoolObjectSQL.cc
+    `name_is_valid`): refused before anything is created, naming the object and the fix."""
+    site = await connect(sim)
+    before = await _snapshot(site)
+    with pytest.raises(SiteError, match="would refuse the (image|VM template) name") as refused:
+        await _plan(site, "service_toolkit", "T" * 120)
+    assert "max length is 128" in refused.value.detail and "shorter final name" in refused.value.detail
+    assert await _snapshot(site) == before
 
 
 async def test_a_record_of_an_unregistered_marketplace_cannot_be_exported(sim: SimServer,
@@ -262,3 +279,12 @@ def test_the_platform_time_is_left_out_of_an_image_error() -> None:
     raw = "Sun Nov 22 01:20:01 2026 : Error copying image in the datastore: MD5 mismatch"
     assert error_reason(raw) == "Error copying image in the datastore: MD5 mismatch"
     assert error_reason("plain reason") == "plain reason"
+
+
+def test_the_suggested_final_name_is_one_the_platform_takes() -> None:
+    """A record's name may hold characters src/pool/PoolObjectSQL.cc `name_is_valid` refuses: the
+    suggestion replaces them, and a plain name is kept as it is."""
+    from tui.procedures.download_appliance import default_download_name
+
+    assert default_download_name("Site Toolkit", "v0.5.0-20250403-1109") == "Site Toolkit v0.5.0"
+    assert default_download_name("DNS: primary/secondary", "v1.0") == "DNS- primary-secondary v1.0"

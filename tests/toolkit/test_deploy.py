@@ -51,6 +51,9 @@ async def test_form_is_generated_from_the_template_and_prefilled(toolkit_site: T
     problems = form.problems(form.suggested_name, values, {"Public": "0"})
     warnings = {p.name for p in problems if p.severity is Severity.WARNING}
     assert "app_automation_cloud_endpoint" in warnings
+    # a control character in the service name: refused (the platform's XML answers could not carry it)
+    escaped = [p for p in form.problems("tk\x1b[2J", values, {"Public": "0"}) if p.name == "name"]
+    assert [p.severity for p in escaped] == [Severity.ERROR] and "U+001B" in escaped[0].message
     skeleton = form.skeleton()
     assert skeleton.name == "Site Toolkit v0.5.0" and skeleton.networks == (("Public", "0"),)
 

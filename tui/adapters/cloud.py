@@ -297,7 +297,7 @@ class CloudClient:
         """POST `method` (full name) with `params` after the session, through the transport, and
         return the platform's success value (blocking: runs in a worker thread)."""
         body = xmlrpc.client.dumps((self._session, *params), method, allow_none=False).encode("utf-8")
-        return check_result(decode_response(self._transport.post(body)))
+        return check_result(decode_response(self._transport.post(body), method))
 
     async def _fast_pool(self, method: str, pool_tag: str, item_tag: str, build: Callable[[etree._Element], T],
                          *params: Any) -> tuple[T, ...]:

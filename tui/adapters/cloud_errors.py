@@ -12,7 +12,7 @@ import socket
 import ssl
 import xmlrpc.client
 
-from tui.adapters.cloud_transport import CallTimeout, MalformedResponse, PlatformFailure
+from tui.adapters.cloud_transport import CallTimeout, ControlCharacterAnswer, MalformedResponse, PlatformFailure
 from tui.domain.error_codes import (
     ACTION,
     ALLOCATE,
@@ -131,6 +131,13 @@ def to_site_error(exc: BaseException, *, method: str, endpoint: str, timeout: fl
             f"{redact(str(exc.errmsg), secrets)} during {method}. Check that ONE_XMLRPC points at the "
             "frontend's XML-RPC endpoint (http://<host>:2633/RPC2).",
             retryable=exc.errcode >= 500, code=exc.errcode)
+    if isinstance(exc, ControlCharacterAnswer):
+        return SiteError(
+            f"Unreadable answer from {endpoint}",
+            f"{exc.method} answered control character U+{ord(exc.char):04X}, which XML cannot carry, near: "
+            f"{exc.context}\nAn object's name or attribute holds it (the platform stores such characters; this "
+            "console refuses to send them). Rename the object or fix the attribute with the platform's CLI, "
+            "then retry.", retryable=False)
     if isinstance(exc, (MalformedResponse, http.client.HTTPException)):
         return SiteError(
             f"Malformed answer from {endpoint}",

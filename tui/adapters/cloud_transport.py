@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import http.client
+import re
 import socket
 import ssl
 import threading
@@ -23,6 +24,8 @@ from typing import Any, Callable, cast
 from urllib.parse import urlsplit
 
 from lxml import etree
+
+from tui.domain.printable import escape_controls
 
 USER_AGENT = "sitetk (pyone XML-RPC)"
 _CHUNK = 1 << 20
@@ -36,6 +39,35 @@ class CallTimeout(TimeoutError):
 
 class MalformedResponse(ValueError):
     """The answer is not the XML-RPC document the platform sends."""
+
+
+class ControlCharacterAnswer(MalformedResponse):
+    """The answer carries a control character XML cannot hold: the platform stores any but a few
+    in names and attributes (`tui.domain.object_names`) and then answers unreadable XML."""
+
+    def __init__(self, method: str, char: str, context: str) -> None:
+        self.method = method
+        self.char = char
+        #: the text around the character, unescaped from the XML-RPC string, controls shown as escapes
+        self.context = context
+        super().__init__(f"{method} answered control character U+{ord(char):04X}, which XML cannot carry, "
+                         f"near: {context}")
+
+
+#: characters XML 1.0 cannot carry (C0 controls but tab, newline, carriage return)
+_XML_UNSAFE_BYTES = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+_METHOD_NAME = re.compile(rb"<methodName>([\w.]{1,100})</methodName>")
+
+
+def control_character_answer(raw: bytes, method: str) -> ControlCharacterAnswer | None:
+    """A `ControlCharacterAnswer` when `raw` holds a character XML cannot carry, else None."""
+    found = _XML_UNSAFE_BYTES.search(raw)
+    if found is None:
+        return None
+    start = max(0, found.start() - 80)
+    text = raw[start:found.end() + 40].decode("utf-8", errors="replace")
+    text = text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+    return ControlCharacterAnswer(method, chr(found.group(0)[0]), escape_controls(" ".join(text.split())))
 
 
 class PlatformFailure(Exception):
@@ -199,7 +231,9 @@ class CloudTransport(xmlrpc.client.Transport):
         except xmlrpc.client.Fault:
             raise
         except Exception as exc:  # expat errors, ResponseError
-            raise MalformedResponse(f"not an XML-RPC answer: {exc}") from exc
+            method = _METHOD_NAME.search(request_body)
+            raise (control_character_answer(raw, method.group(1).decode() if method else "the answer")
+                   or MalformedResponse(f"not an XML-RPC answer: {exc}")) from exc
         return unmarshaller.close()
 
 
@@ -230,7 +264,7 @@ def _value(node: etree._Element) -> Any:
     raise MalformedResponse(f"unexpected XML-RPC value type <{tag}>")
 
 
-def decode_response(raw: bytes) -> list[Any]:
+def decode_response(raw: bytes, method: str = "the answer") -> list[Any]:
     """The platform's result array from a raw `methodResponse` (huge string values welcome).
 
     Raises `xmlrpc.client.Fault` for a fault and `MalformedResponse` for anything else unexpected.
@@ -238,7 +272,7 @@ def decode_response(raw: bytes) -> list[Any]:
     try:
         root = etree.fromstring(raw, parser=huge_parser())
     except etree.XMLSyntaxError as exc:
-        raise MalformedResponse(f"not XML: {exc}") from exc
+        raise control_character_answer(raw, method) or MalformedResponse(f"not XML: {exc}") from exc
     if root.tag != "methodResponse":
         raise MalformedResponse(f"expected <methodResponse>, got <{root.tag!s}>")
     if root.find("fault") is not None:
@@ -257,7 +291,8 @@ def parse_document(value: Any, method: str) -> etree._Element:
     try:
         return etree.fromstring(value.encode("utf-8"), parser=huge_parser())
     except etree.XMLSyntaxError as exc:
-        raise MalformedResponse(f"{method} answered malformed XML: {exc}") from exc
+        raise (control_character_answer(value.encode("utf-8"), method)
+               or MalformedResponse(f"{method} answered malformed XML: {exc}")) from exc
 
 
 def check_result(result: Any) -> Any:

@@ -27,6 +27,8 @@ from tui.domain.documents import SERVICE_TEMPLATE_DOCUMENT, Document
 from tui.domain.images import ERROR, ImageInfo
 from tui.domain.market_export import exported_children, name_candidates, service_body
 from tui.domain.marketapps import IMAGE_APP, SERVICE_TEMPLATE_APP, VMTEMPLATE_APP, MarketApp, decode_apptemplate64
+from tui.domain.object_names import MAX_NAME_BYTES, console_name_problem, fit_name
+from tui.domain.printable import escape_controls
 from tui.domain.template_text import TemplateSyntaxError, parse_template, quote, render_template
 from tui.domain.vmtemplates import VmTemplate
 from tui.errors import SiteError
@@ -37,7 +39,6 @@ from tui.procedures.preview import Change, Preview
 if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection
 
-_MAX_NAME = 128
 
 
 # -- the plan -------------------------------------------------------------------------------------
@@ -208,9 +209,10 @@ class DownloadPlan:
 
 
 def default_download_name(app_name: str, version: str) -> str:
-    """`Site Toolkit v0.5.0`: the appliance name and its software version."""
+    """`Site Toolkit v0.5.0`: the appliance name and its software version, made a name the
+    platform takes (a remote record's name may hold `:` or `/`: they become `-`)."""
     software = version.strip().split("-", 1)[0]
-    return f"{app_name} {software}".strip() if software else app_name
+    return fit_name(f"{app_name} {software}".strip() if software else app_name.strip())
 
 
 def check_name(name: str) -> str:
@@ -218,11 +220,30 @@ def check_name(name: str) -> str:
     value = name.strip()
     if not value:
         raise SiteError("The final name is empty", "Give the name the downloaded objects will carry.")
-    if len(value) > _MAX_NAME:
-        raise SiteError("The final name is too long", f"Keep it under {_MAX_NAME} characters.")
-    if any(ord(ch) < 32 for ch in value) or "]]>" in value:
+    if len(value.encode()) > MAX_NAME_BYTES:
+        raise SiteError("The final name is too long", f"Keep it under {MAX_NAME_BYTES} bytes (the platform's limit).")
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value) or "]]>" in value:
         raise SiteError("The final name has control characters", "Use letters, digits, spaces and punctuation.")
+    problem = console_name_problem(value)
+    if problem is not None:
+        raise SiteError("The platform refuses the final name", f"{escape_controls(problem)}. The platform refuses "
+                        "names holding any of & | : \\ \" ; / ' # { } $ < > (OpenNebula's name_is_valid).")
     return value
+
+
+def check_child_names(plan: "DownloadPlan") -> None:
+    """Refuse a plan whose objects the platform would refuse to name (a child's name adds the
+    app's name and grows past 128 bytes, or an app's name holds a refused character): checked
+    before anything is created, so nothing is left half-done."""
+    named = [("image", i.name) for i in plan.images if i.existing_id is None]
+    named += [("VM template", t.name) for t in plan.templates if t.existing_id is None]
+    for kind, child in named:
+        problem = console_name_problem(child)
+        if problem is not None:
+            raise SiteError(f"The platform would refuse the {kind} name {escape_controls(child)!r}",
+                            f"{escape_controls(problem)}. Exported objects are named "
+                            "<name>-<role>-<idx> and <template>-<APP>-<disk>-<idx> as `onemarketapp export` names "
+                            "them; choose a shorter final name. Nothing was created.")
 
 
 def _with_name(text: str, name: str) -> str:
@@ -296,6 +317,7 @@ async def plan_download(site: "SiteConnection", app_id: int, datastore_id: int, 
         await _check_oneflow(site)
     plan = _PlanBuilder(app, apps, final, datastore, images, site.cloud.user).build()
     plan = _reuse_existing(plan, templates, documents, site.cloud.user, {i.id for i in images})
+    check_child_names(plan)
     plan = await _check_orphans_unused(site, plan)
     if tag is not None:
         plan = replace(plan, tag=tag)

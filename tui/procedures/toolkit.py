@@ -46,6 +46,7 @@ from tui.domain.input_file import (
 from tui.domain.input_specs import NetworkSpec
 from tui.domain.naming import NamingProfile
 from tui.domain.networks import Vnet
+from tui.domain.object_names import control_problem
 from tui.domain.services import Service, ServiceTemplate
 from tui.domain.severity import Severity
 from tui.domain.site_record import RecordedRole, RecordedVm, SiteRecord
@@ -220,6 +221,8 @@ class ToolkitForm:
             out.append(Problem(NAME_FIELD, Severity.ERROR, "required: the name of the service instance"))
         elif "\n" in name or "\r" in name:
             out.append(Problem(NAME_FIELD, Severity.ERROR, "must be one line"))
+        elif (control := control_problem(name)) is not None:
+            out.append(Problem(NAME_FIELD, Severity.ERROR, control))
         known = {str(c.id) for c in self.choices}
         for spec in self.networks:
             chosen = networks.get(spec.name, "")

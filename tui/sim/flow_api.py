@@ -27,6 +27,7 @@ import time
 from typing import Any, Mapping
 
 from tui.domain.error_codes import AUTHENTICATION, AUTHORIZATION, NO_EXISTS
+from tui.domain.object_names import name_problem
 from tui.sim import acl, flow_templates, sched_actions
 from tui.sim.flow_engine import (
     SERVICE_TYPE,
@@ -41,6 +42,7 @@ from tui.sim.flow_engine import (
     role_nodes,
     undeploy,
 )
+from tui.sim.platform import invalid_name_chars
 from tui.sim.rpc_errors import OneError, no_exists, not_authorized
 from tui.sim.state import Perms, SimDocument, SimSite, SimUser
 from tui.sim.toolkit_deploy import deploy_toolkit_now
@@ -335,6 +337,10 @@ def _ownership(site: SimSite, user: SimUser, doc: SimDocument, action: str, para
     name = params.get("name")
     if not isinstance(name, str) or not name.strip():
         raise FlowError(500, "[one.document.rename] Invalid NAME, it cannot be empty")
+    # one.document.rename answers ACTION (oneflow: 500) with `PoolObjectSQL::name_is_valid`'s text
+    problem = name_problem(name, invalid_name_chars(site.config.one_version))
+    if problem is not None:
+        raise FlowError(500, f"[one.document.rename] {problem}")
     doc.name = name
     if isinstance(doc.body, dict):
         doc.body["name"] = name

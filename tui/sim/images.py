@@ -14,7 +14,8 @@ import time
 
 from tui.domain.error_codes import ACTION, ALLOCATE, INTERNAL, XML_RPC_API
 from tui.domain.template_text import Template, scalar
-from tui.sim.rpc_errors import OneError, no_exists
+from tui.sim.platform import invalid_name_chars
+from tui.sim.rpc_errors import OneError, name_refusal, no_exists
 from tui.sim.state import Perms, SimImage, SimSite
 
 #: simulated seconds: a fixed part plus one second per `_MB_PER_SECOND` of app size
@@ -43,6 +44,9 @@ def allocate_image(site: SimSite, attrs: Template, ds_id: int, uid: int, gid: in
     name = scalar(attrs, "NAME", "").strip()
     if not name:
         raise OneError(ALLOCATE, "Error allocating a new image. No NAME in template.")
+    refusal = name_refusal(name, invalid_name_chars(site.config.one_version), ALLOCATE, "Error allocating a new image. ")
+    if refusal is not None:
+        raise refusal
     taken = next((i for i in site.images.values() if i.name == name and i.uid == uid), None)
     if taken is not None:
         raise OneError(ALLOCATE, f"Error allocating a new image. NAME is already taken by IMAGE {taken.id}.")

@@ -14,10 +14,14 @@ release-7.0.0, release-7.4.0; 6.0.x only for `updateconf`'s missing append flag)
 - `one.system.config` serves every user from 6.10 (`src/rm/RequestManagerSystem.cc`
   `SystemConfig::request_execute`, release-6.10.0 38-46); up to 6.8 only the oneadmin group
   (release-6.8.0 38-52).
+- Object names refuse tab, newline, vertical tab, form feed and carriage return from 6.10.4 on
+  (`invalid_name_chars`, src/pool/PoolObjectSQL.cc line 27).
 - OneFlow's input keys and states differ too (`tui.sim.flow_engine`).
 """
 
 from __future__ import annotations
+
+from tui.domain.object_names import INVALID_NAME_CHARS, INVALID_NAME_CHARS_BEFORE_6_10_4
 
 #: the versions `sitetk sim --one-version` accepts and the test suite runs against
 EMULATED_VERSIONS: tuple[str, ...] = ("6.10.0", "7.0.0", "7.4.0")
@@ -55,3 +59,10 @@ def market_driver_user_agent(version: str, edition: str = "") -> str:
     """`OpenNebula 7.4.0 (Market Driver)`, or with the edition `OpenNebula 7.4.0 EE (Market Driver)`:
     the monitor reads the full version from its VERSION file (`monitor` `initialize`)."""
     return f"OpenNebula {version} {edition} (Market Driver)" if edition else f"OpenNebula {version} (Market Driver)"
+
+
+def invalid_name_chars(version: str) -> str:
+    """The characters `PoolObjectSQL::name_is_valid` refuses in object names: tab, newline,
+    vertical tab, form feed and carriage return join the set in release-6.10.4
+    (src/pool/PoolObjectSQL.cc line 27; release-6.10.3 has only `&|:\\";/'#{}$<>`)."""
+    return INVALID_NAME_CHARS if version_key(version) >= (6, 10, 4) else INVALID_NAME_CHARS_BEFORE_6_10_4

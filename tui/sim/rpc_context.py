@@ -15,7 +15,8 @@ from typing import Any, Callable, Iterable, Protocol, Sequence, TypeVar
 from tui.domain.error_codes import INTERNAL, XML_RPC_API
 from tui.domain.template_text import Template, TemplateSyntaxError, parse_template
 from tui.sim.acl import authorize, is_admin
-from tui.sim.rpc_errors import OneError, no_exists, not_authorized
+from tui.sim.platform import invalid_name_chars
+from tui.sim.rpc_errors import OneError, name_refusal, no_exists, not_authorized
 from tui.sim.state import Perms, SimSite, SimUser
 
 Handler = Callable[..., Any]
@@ -202,3 +203,10 @@ def filter_pool(call: Call, kind: str, objects: Iterable[T], flag: int, start: i
     if start >= 0 or end >= 0:
         return [o for o in picked if (start < 0 or o.id >= start) and (end < 0 or o.id <= end)]
     return picked
+
+
+def refuse_name(call: Call, name: str, code: int, prefix: str = "", extra_chars: str = "") -> None:
+    """Raise the platform's refusal of an object name (`tui.sim.rpc_errors.name_refusal`)."""
+    refusal = name_refusal(name, invalid_name_chars(call.site.config.one_version) + extra_chars, code, prefix)
+    if refusal is not None:
+        raise refusal

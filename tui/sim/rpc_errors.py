@@ -8,6 +8,7 @@ so the same errors serve the XML-RPC API and the in-process callers (OneFlow, sc
 from __future__ import annotations
 
 from tui.domain.error_codes import ACTION, AUTHORIZATION, NO_EXISTS
+from tui.domain.object_names import name_problem
 
 #: object names as the platform spells them in "Error getting <name> [<id>]."
 OBJECT_NAMES: dict[str, str] = {
@@ -50,3 +51,18 @@ def not_authorized(uid: int, operation: str, kind: str, oid: int) -> OneError:
 def action_error(action: str, detail: str, oid: int) -> OneError:
     """`Error performing action "undeploy": This action is not available for state HOLD` and the like."""
     return OneError(ACTION, f'Error performing action "{action}": {detail}', oid)
+
+
+def name_refusal(name: str, invalid_chars: str, code: int, prefix: str = "") -> OneError | None:
+    """The platform's refusal of an object name (`PoolObjectSQL::name_is_valid`), or None.
+
+    How it reaches the caller depends on the method: allocate of most objects answers INTERNAL
+    with the bare text (`TemplateAllocate::pool_allocate` and its siblings, src/rm/RequestManagerAllocate.cc
+    release-7.0.0 740-760; src/rm/api/TemplateAPI.cc release-7.4.0 654-670), an image allocate or a
+    template instantiate ALLOCATE with "Error allocating a new <object>." before it
+    (src/rm/RequestManagerAllocate.cc 712-717, RequestManagerVMTemplate.cc 289-301;
+    `Request::failure_message`), a rename ACTION (src/rm/RequestManagerRename.cc 100-108)."""
+    problem = name_problem(name, invalid_chars)
+    if problem is None:
+        return None
+    return OneError(code, f"{prefix}{problem}")

@@ -12,8 +12,9 @@ onegroup_helper.rb` `create_resource` -> `Group#create_default_acls`).
 
 from __future__ import annotations
 
-from tui.domain.error_codes import ACTION, ALLOCATE, AUTHORIZATION
-from tui.sim.rpc_context import Call, method, parse_text
+from tui.domain.error_codes import ACTION, ALLOCATE, AUTHORIZATION, INTERNAL
+from tui.domain.object_names import USER_EXTRA_CHARS
+from tui.sim.rpc_context import Call, method, parse_text, refuse_name
 from tui.sim.rpc_errors import OneError, no_exists
 from tui.sim.state import SimGroup, SimMarketplace, SimUser
 
@@ -29,6 +30,7 @@ def _admin_only(call: Call, kind: str) -> None:
 def group_allocate(call: Call, name: str) -> int:
     _admin_only(call, "GROUP")
     name = name.strip()
+    refuse_name(call, name, INTERNAL)
     taken = next((g for g in call.site.groups.values() if g.name == name), None)
     if taken is not None:
         raise OneError(ALLOCATE, f"Error allocating a new group. NAME is already taken by GROUP {taken.id}.")
@@ -42,6 +44,7 @@ def group_allocate(call: Call, name: str) -> int:
 def user_allocate(call: Call, name: str, password: str, driver: str, group_ids: list | None = None) -> int:
     _admin_only(call, "USER")
     name = name.strip()
+    refuse_name(call, name, INTERNAL, extra_chars=USER_EXTRA_CHARS)
     taken = call.site.user_by_name(name)
     if taken is not None:
         raise OneError(ALLOCATE, f"Error allocating a new user. NAME is already taken by USER {taken.id}.")
@@ -78,6 +81,7 @@ def market_allocate(call: Call, text: str) -> int:
     name = attrs.get("NAME", "").strip()
     if not name:
         raise OneError(ALLOCATE, "Error allocating a new marketplace. No NAME in template.")
+    refuse_name(call, name, INTERNAL)
     taken = next((m for m in call.site.marketplaces.values() if m.name == name), None)
     if taken is not None:
         raise OneError(ALLOCATE, f"Error allocating a new marketplace. NAME is already taken by MARKETPLACE {taken.id}.")

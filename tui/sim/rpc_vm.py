@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from tui.domain.error_codes import ACTION, INTERNAL, XML_RPC_API
+from tui.domain.error_codes import ACTION, ALLOCATE, INTERNAL, XML_RPC_API
 from tui.domain.template_text import Template
 from tui.sim import lifecycle
 from tui.sim.platform import updateconf_has_append
-from tui.sim.rpc_context import Call, merge_template, method, parse_text
+from tui.sim.rpc_context import Call, merge_template, method, parse_text, refuse_name
 from tui.sim.rpc_errors import OneError, no_exists
 from tui.sim.state import SimVm
 
@@ -83,6 +83,8 @@ def template_instantiate(call: Call, template_id: int, name: str, hold: bool = F
         raise no_exists("TEMPLATE", template_id)
     call.require("TEMPLATE", "USE", tpl)
     call.require("VM", "CREATE")
+    if name:  # an empty name is the platform's to make (`<template>-<id>`)
+        refuse_name(call, name, ALLOCATE, "Error allocating a new virtual machine template. ")
     extra_attrs = parse_text(extra) if extra.strip() else []
     vm = lifecycle.instantiate_vm_template(call.site, template_id, name, extra_attrs, call.user.id, call.user.gid,
                                            hold=hold)

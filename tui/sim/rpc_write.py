@@ -6,7 +6,7 @@ import json
 import time
 from typing import Any, Callable
 
-from tui.domain.error_codes import ALLOCATE, XML_RPC_API
+from tui.domain.error_codes import ALLOCATE, INTERNAL, XML_RPC_API
 from tui.domain.template_text import Template, scalar
 from tui.sim import acl as acl_rules
 from tui.sim.images import allocate_image, delete_image
@@ -19,6 +19,7 @@ from tui.sim.rpc_context import (
     merge_template,
     method,
     parse_text,
+    refuse_name,
     update_text,
 )
 from tui.sim.rpc_errors import OneError, no_exists
@@ -106,6 +107,7 @@ def template_allocate(call: Call, text: str) -> int:
     name = scalar(attrs, "NAME", "").strip()
     if not name:
         raise OneError(ALLOCATE, "Error allocating a new virtual machine template. No NAME in template.")
+    refuse_name(call, name, INTERNAL)
     _template_name_free(call, name, call.user.id)
     template_id = call.site.next_id("template")
     body: Template = [a for a in attrs if a[0] != "NAME"]
