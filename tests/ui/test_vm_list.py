@@ -199,19 +199,21 @@ async def test_empty_site_says_so(sim_factory) -> None:  # type: ignore[no-untyp
 
 
 async def test_vm_named_with_markup_is_shown_as_is(sim_factory) -> None:  # type: ignore[no-untyped-def]
+    # the platform refuses "/" in names (src/pool/PoolObjectSQL.cc INVALID_NAME_CHARS): markup that
+    # can reach it opens tags and never closes them
     server = sim_factory()
     app = console_app(server)
     async with app.run_test(size=SIZE) as pilot:
         screen = await wait_vms_loaded(pilot)
-        vm_id = await _instantiate(app, "a[/]b")
-        await _instantiate(app, "[bold]x[/bold]")
+        vm_id = await _instantiate(app, "a[red]b")
+        await _instantiate(app, "[bold]x")
         await _refresh(pilot, screen)
         assert screen.table.row_count == 2
         lines = [screen.table.render_line(y).text for y in range(1, 3)]
-        assert any("a[/]b" in line for line in lines)
-        assert any("[bold]x[/bold]" in line for line in lines)
+        assert any("a[red]b" in line for line in lines)
+        assert any("[bold]x" in line for line in lines)
         screen.table.move_cursor_to_key(vm_id)
         await wait_for(pilot, lambda: screen.detail_vm_id == vm_id, what="the detail")
-        assert "a[/]b" in rendered_text(screen.query_one("#vm-detail-body"))
-        await pilot.press("slash", *"a[/]")
+        assert "a[red]b" in rendered_text(screen.query_one("#vm-detail-body"))
+        await pilot.press("slash", *"a[red]")
         assert _keys(screen) == [vm_id]
