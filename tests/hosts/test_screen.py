@@ -144,7 +144,9 @@ async def test_put_back_where_it_was(sim_factory) -> None:  # type: ignore[no-un
 
 
 async def test_cancel_mid_move_then_resume(sim_factory) -> None:  # type: ignore[no-untyped-def]
-    server: SimServer = sim_factory(scenario="deployed", time_scale=0.05)
+    # the undeploy lasts seconds (shutdown and epilog at half speed), not a fraction of one: under
+    # load the cancel below could otherwise land after it, in a later step
+    server: SimServer = sim_factory(scenario="deployed", time_scale=0.5)
     async with console_app(server).run_test(size=SIZE) as pilot:
         await open_hosts(pilot)
         modal = await open_move(pilot)

@@ -221,7 +221,8 @@ async def test_upgrade_plan_table_and_apply_with_a_confirmed_removal(sim_factory
         assert [str(c.label) for c in table.columns.values()] == ["Software", "Previous", "New"]
         assert [str(cell) for cell in table.get_row_at(0)] == ["Site Toolkit", "v0.4.0-20250219-2235",
                                                                "v0.5.0-20250403-1109"]
-        steps = rendered_text(modal.query_one("#up-steps"))
+        steps = await wait_for(pilot, lambda: (text := rendered_text(modal.query_one("#up-steps"))) and
+                               "4. remove old" in text and text, what="the plan's steps drawn")
         assert steps.index("1. attributes") < steps.index("2. download") < steps.index("4. remove old")
         await wait_for(pilot, lambda: not modal.query_one("#up-apply", Button).disabled, what="the datastore")
         await click_shown(pilot, "#up-apply")

@@ -169,7 +169,8 @@ class DownloadModal(OperationModal[DownloadPlan, DownloadResult]):
     @on(Select.Changed, "#dl-datastore")
     @on(Input.Changed, "#dl-name")
     def _form_changed(self) -> None:
-        self.invalidate()
+        if self.operation is None or self._operation_of_form() != self.operation:
+            self.invalidate()  # a change event that changes nothing (a Select set to its value) keeps the plan
         problem = self._name_problem()
         self.query_one("#dl-name-error", Label).update(Content(problem))
         ready = self.market_app is not None and self._datastore_id() is not None and not problem
@@ -184,12 +185,19 @@ class DownloadModal(OperationModal[DownloadPlan, DownloadResult]):
 
     @on(Button.Pressed, "#dl-review")
     def review(self) -> None:
-        ds_id = self._datastore_id()
-        if self.market_app is None or ds_id is None or self._name_problem():
+        operation = self._operation_of_form()
+        if operation is None:
             return
         self.show_preview_text(Text("Planning…", style="dim"))
-        self.plan_operation(DownloadAppliance(self.market_app.id, ds_id, self.query_one("#dl-name", Input).value,
-                                      tag_for_record(self.entry.record)))
+        self.plan_operation(operation)
+
+    def _operation_of_form(self) -> DownloadAppliance | None:
+        """The download the form describes now (None while it is incomplete or invalid)."""
+        ds_id = self._datastore_id()
+        if self.market_app is None or ds_id is None or self._name_problem():
+            return None
+        return DownloadAppliance(self.market_app.id, ds_id, self.query_one("#dl-name", Input).value,
+                                 tag_for_record(self.entry.record))
 
     def show_plan(self, plan: DownloadPlan, preview: Preview) -> None:
         self.show_preview_text(Text(preview.as_text()))
