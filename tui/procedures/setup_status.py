@@ -10,7 +10,7 @@ the operator can do (the platform configuration, the networks) say the platform 
 from __future__ import annotations
 
 import ipaddress
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from tui.domain.datastores import Datastore
@@ -30,16 +30,26 @@ from tui.domain.setup_networks import (
 )
 from tui.domain.setup_steps import (
     ApplianceVm,
-    ComponentsMissing,
     MarketplacesMissing,
     SetupChecklist,
     SetupStep,
-    StepFound,
     StepId,
     StepState,
 )
 from tui.domain.severity import Severity
-from tui.procedures.setup_facts import SITE_CONFIG_FILE, SetupFacts, SetupTarget, read_setup_facts
+from tui.procedures.setup_facts import SetupFacts, SetupTarget, read_setup_facts
+from tui.procedures.setup_site_steps import (
+    components_step,
+    core_yaml_step,
+    parse_core_yaml,
+    repository_step,
+    site_branch_step,
+    submitted_step,
+)
+from tui.procedures.setup_step_forms import blocked as _blocked
+from tui.procedures.setup_step_forms import run_command as _run
+from tui.procedures.setup_step_forms import step as _step
+from tui.procedures.setup_step_forms import unknown as _unknown
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection
@@ -49,33 +59,8 @@ CLI_HELPER_VERSION = (7, 0)
 #: appliance names of the optional site elements (naming.extra overrides them)
 DNS_APPLIANCE = "DNS Server"
 ROUTE_MANAGER_APPLIANCE = "Route Manager API"
-#: the components every site lists (spec "What the service does" 7); recommended ones are optional
 #: VM states a move (operation 7) can start from (tui.procedures.move_vm)
 MOVABLE_STATES = frozenset({"RUNNING", "POWEROFF", "UNDEPLOYED"})
-MANDATORY_COMPONENTS = ("tn_bastion", "tn_vxlan", "tn_init", "vnet", "vm_kvm")
-
-
-def _run(step: StepId) -> str:
-    return f"sitetk setup run --input FILE --only {step.value}"
-
-
-def _step(step_id: StepId, title: str, state: StepState, evidence: Sequence[str] = (), action: str = "", *,
-          blocked_by: str = "", mandatory: bool = True, command: str = "", data: dict[str, Any] | None = None,
-          found: StepFound | None = None) -> SetupStep:
-    return SetupStep(step_id, title, state, tuple(e for e in evidence if e), action, blocked_by, mandatory, command,
-                     data or (found.as_json() if found is not None else {}), found)
-
-
-def _blocked(step_id: StepId, title: str, by: StepId | str, why: str, evidence: Sequence[str] = (), *,
-             mandatory: bool = True) -> SetupStep:
-    by_text = by.value if isinstance(by, StepId) else by
-    return _step(step_id, title, StepState.BLOCKED, evidence, why, blocked_by=by_text, mandatory=mandatory)
-
-
-def _unknown(step_id: StepId, title: str, what: str, *, mandatory: bool = True) -> SetupStep:
-    """A step whose source could not be read: blocked by that, never assumed done."""
-    return _blocked(step_id, title, "unreadable source", f"{what} could not be read: see the notes, then refresh",
-                    mandatory=mandatory)
 
 
 def version_tuple(version: str) -> tuple[int, ...]:
@@ -467,178 +452,6 @@ def database_host_step(facts: SetupFacts) -> SetupStep:
 
 
 # -- sites repository -----------------------------------------------------------------------------
-
-
-def repository_step(facts: SetupFacts) -> SetupStep:
-    title = "Sites repository reachable and writable"
-    repo = facts.repo
-    if not repo.configured:
-        return _blocked(StepId.REPOSITORY, title, "settings",
-                        "Name the sites repository: sites_repo in [site] of the config file (or SITETK_SITES_REPO), "
-                        "with its token file (sites_token_file, Contents: read and write).")
-    if repo.reachable is None:
-        return _unknown(StepId.REPOSITORY, title, "the sites repository")
-    if not repo.reachable:
-        return _step(StepId.REPOSITORY, title, StepState.FAILED, (f"{repo.configured}: {repo.reach_error}",),
-                     "Check the URL and the token (a fine-grained token with Contents: read and write).")
-    evidence = [f"{repo.configured}: reachable, default branch {repo.default_branch}, {len(repo.branches)} branch(es)"]
-    if not repo.writable:
-        return _step(StepId.REPOSITORY, title, StepState.FAILED, evidence + [f"push refused: {repo.write_error}"],
-                     "The token cannot write: give it Contents: read and write on the sites repository "
-                     "(and membership of the sites contributors group).")
-    return _step(StepId.REPOSITORY, title, StepState.DONE, evidence + ["a dry-run push was accepted (write allowed)"])
-
-
-def site_branch_step(facts: SetupFacts) -> SetupStep:
-    title = "Site branch and directory"
-    target, repo = facts.target, facts.repo
-    branch_field = facts.naming.input_name(f"{facts.naming.role_manager}_sites_branch")
-    if not target.branch:
-        return _blocked(StepId.SITE_BRANCH, title, StepId.INPUTS, f"Name the branch in {branch_field} of the input file.")
-    if not repo.reachable:
-        return _blocked(StepId.SITE_BRANCH, title, StepId.REPOSITORY, "The sites repository is not reachable.")
-    site_dir = target.site_dir or target.branch
-    if target.branch not in repo.branches:
-        return _step(StepId.SITE_BRANCH, title, StepState.TODO, (f"no branch {target.branch} ({target.source})",),
-                     f"Create {target.branch} from {repo.default_branch}'s template as {site_dir}/.",
-                     command=_run(StepId.SITE_BRANCH))
-    if repo.core_yaml is None:
-        return _step(StepId.SITE_BRANCH, title, StepState.FAILED,
-                     (f"branch {target.branch} exists without {site_dir}/{SITE_CONFIG_FILE}",),
-                     f"Add {site_dir}/{SITE_CONFIG_FILE} from the template to the branch (or name the right directory "
-                     "in app_manager_deployment_site).")
-    return _step(StepId.SITE_BRANCH, title, StepState.DONE, (f"branch {target.branch} holds {site_dir}/{SITE_CONFIG_FILE}",))
-
-
-def core_yaml_step(facts: SetupFacts) -> SetupStep:
-    from tui.domain.site_checks import check_site_config
-
-    title = "core.yaml filled, checked, vault-encrypted"
-    target, repo = facts.target, facts.repo
-    path = f"{target.branch}:{target.site_dir or target.branch}/{SITE_CONFIG_FILE}"
-    if repo.core_yaml is None:
-        return _blocked(StepId.CORE_YAML, title, StepId.SITE_BRANCH, "The site branch has no core.yaml yet.")
-    from tui.adapters.vault import is_vault_text
-
-    if not is_vault_text(repo.core_yaml):
-        return _step(StepId.CORE_YAML, title, StepState.FAILED, (f"{path} is plain text on the branch",),
-                     "Encrypt it with the site's secret (ansible-vault encrypt) and submit it again.")
-    if repo.decrypt_error:
-        return _step(StepId.CORE_YAML, title, StepState.FAILED, (f"{path} is vault-encrypted", repo.decrypt_error),
-                     "It does not open with the site's secret (app_automation_sites_token): check the secret.")
-    if repo.core_plain is None:
-        return _blocked(StepId.CORE_YAML, title, "the vault password",
-                        "Give the input file (its app_automation_sites_token is the vault password) or a vault "
-                        "password file (SITETK_VAULT_PASSWORD_FILE) to check the content.",
-                        (f"{path} is vault-encrypted",))
-    config = parse_core_yaml(facts)
-    if config is None:
-        return _step(StepId.CORE_YAML, title, StepState.FAILED, (f"{path} decrypts but is not valid YAML",),
-                     "Fix it with `sitetk site edit` or `ansible-vault edit`.")
-    default = facts.default_network
-    errors = [f for f in check_site_config(config, naming=facts.naming, nic_mtu=default.mtu if default else None)
-              if f.severity is Severity.ERROR]
-    evidence = [f"{path} is vault-encrypted and opens with the site's secret"]
-    endpoint = config.get("site_s3_server.endpoint")
-    ip = facts.objectstore_ip
-    host = urlsplit(endpoint).hostname if isinstance(endpoint, str) else None
-    evidence.append(f"site_s3_server.endpoint = {endpoint!r}; object store VM address {ip or '(not known yet)'}")
-    if not ip:
-        return _blocked(StepId.CORE_YAML, title, StepId.INSTANTIATE,
-                        "site_s3_server is filled last, from the object store VM's address: deploy the toolkit first.",
-                        evidence)
-    problems = [f"{f.path}: {f.message}" for f in errors]
-    if host != ip:
-        problems.insert(0, f"site_s3_server.endpoint does not name the object store VM ({ip})")
-    if problems:
-        return _step(StepId.CORE_YAML, title, StepState.TODO, evidence + problems,
-                     "Fill it from the cloud, check it and submit it.", command=_run(StepId.CORE_YAML))
-    return _step(StepId.CORE_YAML, title, StepState.DONE, evidence + ["the checks found no error"])
-
-
-def parse_core_yaml(facts: SetupFacts):  # type: ignore[no-untyped-def]
-    from tui.domain.site_config import SiteConfig, SiteConfigError
-
-    if facts.repo.core_plain is None:
-        return None
-    try:
-        return SiteConfig.parse(facts.repo.core_plain, facts.naming)
-    except SiteConfigError:
-        return None
-
-
-def component_gaps(config: Any, name: str, facts: SetupFacts) -> list[str]:
-    """Why the listed-or-not component `name` is not enabled ([] when it is): listed, and each ID
-    among its site variables names the appliance's object, not the template's placeholder 0 (an
-    image must carry the marketplace appliance attribute the download attaches)."""
-    from tui.domain.appliance_identity import as_object_id, id_kind
-
-    if name not in config.components():
-        return ["not listed"]
-    tagged = {i.id for i in facts.images or () if i.attributes.get(facts.naming.appliance_name_attribute)}
-    gaps = []
-
-    def walk(value: Any, path: str) -> None:
-        if isinstance(value, dict):
-            for key, inner in value.items():
-                walk(inner, f"{path}.{key}" if path else str(key))
-            return
-        kind = id_kind(path.rsplit(".", 1)[-1])
-        if kind is None:
-            return
-        object_id = as_object_id(value)
-        if object_id is None or object_id <= 0:
-            gaps.append(f"{path} is {value!r} (the template's placeholder)")
-        elif kind == "image" and facts.images is not None and object_id not in tagged:
-            gaps.append(f"{path} = {object_id} is no downloaded appliance image")
-
-    walk(config.component_variables(name), "")
-    return gaps
-
-
-def components_step(facts: SetupFacts) -> SetupStep:
-    from tui.domain.site_checks import Requirement, minimal_component_set
-
-    title = "Minimal component set enabled"
-    config = parse_core_yaml(facts)
-    if config is None:
-        return _blocked(StepId.COMPONENTS, title, StepId.CORE_YAML, "core.yaml must open first.")
-    listed = set(config.components())
-    wanted = [c.component for c in minimal_component_set(facts.naming) if c.component in MANDATORY_COMPONENTS]
-    recommended = [c.component for c in minimal_component_set(facts.naming)
-                   if c.requirement is Requirement.RECOMMENDED and c.component not in MANDATORY_COMPONENTS]
-    gaps = {name: component_gaps(config, name, facts) for name in wanted}
-    missing = [name for name in wanted if gaps[name]]
-    rec_missing = [name for name in recommended if name not in listed]
-    evidence = [f"enabled (read from origin/{facts.target.branch}): "
-                f"{', '.join(n for n in wanted if not gaps[n]) or '(none)'}"]
-    evidence += [f"{name}: {'; '.join(gaps[name])}" for name in missing]
-    if rec_missing:
-        evidence.append(f"recommended, not listed: {', '.join(rec_missing)} (`{_run(StepId.COMPONENTS)}` enables "
-                        "those the component library offers)")
-    found = ComponentsMissing(tuple(missing), tuple(rec_missing))
-    if missing:
-        return _step(StepId.COMPONENTS, title, StepState.TODO, evidence,
-                     f"Enable {', '.join(missing)} through the day-2 flow (appliances downloaded, the automation "
-                     "user granted, site variables written), then submit.",
-                     command=_run(StepId.COMPONENTS), found=found)
-    return _step(StepId.COMPONENTS, title, StepState.DONE, evidence, found=found)
-
-
-def submitted_step(facts: SetupFacts) -> SetupStep:
-    title = "Site configuration submitted"
-    core = core_yaml_step(facts)
-    if core.state is not StepState.DONE:
-        return _blocked(StepId.SUBMITTED, title, StepId.CORE_YAML, "Submit once core.yaml is filled and checked.")
-    if facts.repo.pending:
-        return _step(StepId.SUBMITTED, title, StepState.TODO,
-                     (f"the working clone holds changes not on the remote: {', '.join(facts.repo.pending)}",),
-                     "Submit them (commit and push).", command=_run(StepId.SUBMITTED))
-    return _step(StepId.SUBMITTED, title, StepState.DONE,
-                 (f"origin/{facts.target.branch} holds the checked core.yaml; nothing pending in the working clone",))
-
-
-# -- optional ------------------------------------------------------------------------------------
 
 
 def _appliance_vm(facts: SetupFacts, name: str) -> tuple[Any, str]:
