@@ -153,13 +153,17 @@ def versioned_sim(sim_factory: SimFactory, one_version: str) -> SimServer:
 VAULT_PASSWORD = "correct horse battery staple"
 
 
-@pytest.fixture
-def password_file(tmp_path: Path) -> Path:
-    """A vault password file, mode 0600, holding `VAULT_PASSWORD`."""
-    path = tmp_path / "vault-pass"
-    path.write_text(VAULT_PASSWORD + "\n")
+def write_password_file(path: Path, secret: str) -> Path:
+    """A vault password file at `path`, mode 0600, holding `secret`."""
+    path.write_text(secret + "\n")
     path.chmod(0o600)
     return path
+
+
+@pytest.fixture
+def password_file(tmp_path: Path) -> Path:
+    """A vault password file holding `VAULT_PASSWORD`."""
+    return write_password_file(tmp_path / "vault-pass", VAULT_PASSWORD)
 
 
 @pytest.fixture

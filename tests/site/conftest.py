@@ -10,7 +10,7 @@ from typing import AsyncIterator
 
 import pytest
 
-from tests.conftest import SimFactory, isolate_home
+from tests.conftest import SimFactory, isolate_home, write_password_file
 from tui.adapters.vault import VaultPassword
 from tui.console import demo_settings
 from tui.procedures.audit import AuditLog
@@ -34,10 +34,7 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def sim_password_file(tmp_path: Path) -> Path:
-    path = tmp_path / "sim-vault-pass"
-    path.write_text(SIM_VAULT_PASSWORD + "\n")
-    path.chmod(0o600)
-    return path
+    return write_password_file(tmp_path / "sim-vault-pass", SIM_VAULT_PASSWORD)
 
 
 @pytest.fixture
