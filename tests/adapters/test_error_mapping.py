@@ -89,3 +89,33 @@ def test_result_arrays_and_envelopes() -> None:
 def test_apptemplate64_is_decoded() -> None:
     assert decode_apptemplate64(base64.b64encode(json.dumps({"a": 1}).encode()).decode()) == '{"a": 1}'
     assert decode_apptemplate64("") == "" and decode_apptemplate64("%%%") == ""
+
+
+@pytest.mark.parametrize("message, title", [
+    ("[one.template.allocate] Invalid NAME, char '&' is not allowed", "Name refused"),
+    ("[one.template.allocate] Invalid NAME, max length is 128 chars", "Name refused"),
+    ("[one.group.allocate] NAME is already taken by GROUP 100.", "Name taken"),
+])
+def test_a_refused_name_answered_internal_is_not_retried(message: str, title: str) -> None:
+    """src/rm/api/TemplateAPI.cc `pool_allocate` answers INTERNAL with `name_is_valid`'s text
+    (src/pool/PoolObjectSQL.cc): no retry fixes it, so it is not retryable."""
+    error = platform_error(PlatformFailure(message, 0x2000, -1), "one.template.allocate")
+    assert error.title.startswith(title) and error.retryable is False
+    assert message in error.detail
+
+
+def test_an_answer_with_a_control_character_names_it_escaped() -> None:
+    """XML cannot carry ESC; the platform stores it in names (src/pool/PoolObjectSQL.cc)."""
+    from tui.adapters.cloud_transport import ControlCharacterAnswer
+
+    pool = "<VM_POOL><VM><ID>4</ID><NAME>vm \x1b[2J</NAME></VM></VM_POOL>"
+    body = xmlrpc.client.dumps(((True, pool, 0),), methodresponse=True).encode()
+    with pytest.raises(ControlCharacterAnswer) as raised:
+        decode_response(body, "one.vmpool.info")
+    assert raised.value.method == "one.vmpool.info" and raised.value.char == "\x1b"
+    assert "<NAME>vm \\x1b[2J</NAME>" in raised.value.context and "\x1b" not in raised.value.context
+    with pytest.raises(ControlCharacterAnswer):
+        parse_document(pool, "one.vmpool.info")
+    error = mapped(raised.value)
+    assert error.title.startswith("Unreadable answer from") and error.retryable is False
+    assert "U+001B" in error.detail and "\x1b" not in error.detail

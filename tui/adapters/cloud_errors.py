@@ -61,6 +61,15 @@ INTERNAL_REFUSALS: tuple[tuple[str, str, str], ...] = (
     ("Parse error",
      "Template refused",
      "The frontend could not parse the template text; fix the text (the message names the problem)."),
+    # allocate of templates, groups, users, marketplaces answers INTERNAL with the pool's text
+    # (src/rm/api/TemplateAPI.cc `pool_allocate`; src/pool/PoolObjectSQL.cc `name_is_valid`)
+    ("Invalid NAME",
+     "Name refused",
+     "The platform refuses this name (the message says why: a character of & | : \\ \" ; / ' # { } $ < >, "
+     "a tab or line break, or more than 128 bytes); choose another name."),
+    ("NAME is already taken",
+     "Name taken",
+     "Another object of yours already has this name; choose another name or use the existing object."),
     ("Cannot determine image SIZE.",
      "Marketplace app unknown to the cloud",
      "The cloud has no marketplace app with that ID (FROM_APP): refresh the marketplace and pick the app again."),
