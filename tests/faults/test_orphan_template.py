@@ -82,9 +82,11 @@ def test_the_next_download_deletes_an_orphan_of_ours_and_creates_the_template_ag
         assert template.name == name
         disks = [int(v) for k, vec in template.template if k == "DISK" for sub, v in vec if sub == "IMAGE_ID"]
         assert disks == answer["result"]["image_ids"] and all(i in sim.site.images for i in disks)
-    deleted = [e for e in runner.audit_entries() if e["action"] == "vm_template.delete"
-               and e["target"] == f"VM template {orphan_id}"]
-    assert deleted and deleted[-1]["outcome"] == "ok" and deleted[-1]["details"]["cli"] == f"onetemplate delete {orphan_id}"
+    # the orphan's deletion is a detail of the run's one record (the pipeline's), with its command
+    export = [e for e in runner.audit_entries() if e["action"] == "marketapp.export"][-1]
+    assert export["outcome"] == "ok" and not [e for e in runner.audit_entries() if e["action"] == "vm_template.delete"]
+    assert [(r["id"], r["cli"]) for r in export["details"]["replaced"]] == [(orphan_id, f"onetemplate delete {orphan_id}")]
+    assert export["details"]["created"]["templates"] == [template_id]
 
     # and again: everything is there, nothing is deleted or created
     code, again = _download(runner)

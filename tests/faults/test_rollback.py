@@ -36,6 +36,9 @@ def test_a_rollback_that_fails_half_way_names_what_it_deleted_and_what_is_left(
     assert export["details"]["deleted"] == []
     assert [(e["kind"], e["id"], e["command"]) for e in export["details"]["left"]] \
         == [("image", image_id, f"oneimage delete {image_id}")]
+    # the run's one record (the pipeline's): no per-object records beside it
+    assert [e["action"] for e in runner.audit_entries()] == ["marketapp.export"]
+    assert f"remove it with `oneimage delete {image_id}`" in export["details"]["summary"]
     failed = [e for e in answer["events"] if e["step"] == f"rollback: delete image {image_id}"]
     assert failed and failed[0]["state"] == "failed"
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.market.conftest import POLL, SiteFactory, audit_entries, collect
+from tests.operating import operate
 from tui.domain.attribute_file import installed_version_from_image_template
 from tui.domain.documents import SERVICE_TEMPLATE_DOCUMENT
 from tui.domain.images import READY
@@ -15,6 +16,7 @@ from tui.errors import SiteError
 from tui.procedures.attach_attributes import role_templates, tag_for_record
 from tui.procedures.connection import SiteConnection
 from tui.procedures.download_appliance import (
+    DownloadAppliance,
     DownloadCancelled,
     DownloadPlan,
     download_appliance,
@@ -22,6 +24,7 @@ from tui.procedures.download_appliance import (
     plan_download,
 )
 from tui.procedures.marketplace import load_catalog
+from tui.procedures.operation import RunContext
 from tui.procedures.progress import Progress
 from tui.sim.server import SimServer
 
@@ -52,7 +55,7 @@ async def test_image_app_becomes_a_ready_image_and_template_carrying_its_attribu
     plan = await _plan(site, "service_dns", "dns")
     assert [i.name for i in plan.images] == ["dns"] and [t.name for t in plan.templates] == ["dns"]
     assert "onemarketapp export" in plan.preview().cli_script()
-    events = await _run(site, plan)
+    events = await _run(site, plan, audit=site.audit)  # called directly: records only when handed the log
     result = events[-1].data["download"]
     image_id, template_id = result["image_ids"][0], result["template_ids"][0]
     image = await site.cloud.image_info(image_id)
@@ -129,7 +132,7 @@ async def test_broken_app_ends_in_error_with_the_reason_and_everything_is_rolled
     plan = await _plan(site, "service_traffic_generator", "traffic")
     events: list[Progress] = []
     with pytest.raises(SiteError) as caught:
-        async for event in download_appliance(site, plan, poll_interval=POLL):
+        async for event in download_appliance(site, plan, poll_interval=POLL, audit=site.audit):
             events.append(event)
     assert "ended in ERROR" in caught.value.title
     assert "MD5" in caught.value.detail and "Rolled back" in caught.value.detail
@@ -141,6 +144,60 @@ async def test_broken_app_ends_in_error_with_the_reason_and_everything_is_rolled
     assert await _snapshot(site) == before
     outcomes = [(e["action"], e["outcome"]) for e in audit_entries(isolated)]
     assert ("marketapp.export", "failed") in outcomes and ("image.delete", "ok") in outcomes
+
+
+async def test_a_failed_download_run_as_an_operation_leaves_one_record_naming_what_was_deleted(
+        sim: SimServer, connect: SiteFactory, isolated: Path) -> None:
+    """Through the pipeline the rollback's deletions are details of the run's one record (no
+    per-object records), which says what was deleted, that nothing is left, and holds no secret."""
+    site = await connect(sim)
+    before = await _snapshot(site)
+    plan = await _plan(site, "service_traffic_generator", "traffic")
+    start = len(audit_entries(isolated))
+    with pytest.raises(SiteError, match="ended in ERROR"):
+        await operate(site, DownloadAppliance(plan.app.id, IMAGE_DS, "traffic", tag=plan.tag, poll_interval=POLL), plan)
+    assert await _snapshot(site) == before
+    entries = audit_entries(isolated)[start:]
+    assert len(entries) == 1, entries
+    entry = entries[0]
+    assert (entry["action"], entry["target"], entry["outcome"]) == \
+        ("marketapp.export", f"app {plan.app.id} -> 'traffic'", "failed")
+    details = entry["details"]
+    created = [("image", i) for i in details["created"]["images"]] + \
+        [("VM template", i) for i in details["created"]["templates"]]
+    assert created and sorted((d["kind"], d["id"]) for d in details["deleted"]) == sorted(created)
+    assert details["left"] == [] and details["rolled_back"] is True
+    assert "Nothing is left of this run." in details["summary"] and "ended in ERROR" in details["error"]
+    assert details["steps_done"] and details["cli"] == plan.export_cli
+    assert site.settings.one_password not in isolated.read_text()
+
+
+async def test_a_hard_cancel_of_the_operation_still_leaves_its_one_record(sim: SimServer, connect: SiteFactory,
+                                                                        isolated: Path) -> None:
+    """The run's task cancelled from outside (a closed console): the rollback runs without events
+    and the pipeline still writes the one cancelled record from what the run kept."""
+    site = await connect(sim)
+    before = await _snapshot(site)
+    plan = await _plan(site, "service_toolkit_automation", "auto-op")
+    created = asyncio.Event()
+    start = len(audit_entries(isolated))
+
+    def seen(event: Progress) -> None:
+        if event.step.startswith("create VM template") and event.state == "done":
+            created.set()
+
+    operation = DownloadAppliance(plan.app.id, IMAGE_DS, "auto-op", tag=plan.tag, poll_interval=POLL)
+    task = asyncio.create_task(operate(site, operation, plan, context=RunContext(emit=seen)))
+    await created.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await _snapshot(site) == before
+    entries = audit_entries(isolated)[start:]
+    assert [(e["action"], e["outcome"]) for e in entries] == [("marketapp.export", "cancelled")]
+    details = entries[0]["details"]
+    assert details["created"]["templates"] and details["left"] == []
+    assert {d["id"] for d in details["deleted"] if d["kind"] == "VM template"} == set(details["created"]["templates"])
 
 
 async def test_cancel_rolls_back_what_was_created(sim: SimServer, connect: SiteFactory) -> None:

@@ -31,7 +31,8 @@ async def _download_of(site, record_id: str) -> DownloadAppliance:  # type: igno
     return DownloadAppliance(app.id, 1, f"{app.name} op", poll_interval=POLL)
 
 
-async def test_a_download_runs_as_an_operation_with_a_typed_result(sim: SimServer, connect: SiteFactory) -> None:
+async def test_a_download_runs_as_an_operation_with_a_typed_result(sim: SimServer, connect: SiteFactory,
+                                                                   isolated: Path) -> None:
     site = await connect(sim)
     operation = await _download_of(site, "service_dns")
     plan = await operation.plan(site)
@@ -41,6 +42,14 @@ async def test_a_download_runs_as_an_operation_with_a_typed_result(sim: SimServe
     assert isinstance(result, DownloadResult) and result.name == "DNS Server op"
     assert set(result.image_ids) <= set(sim.site.images)
     assert seen and seen[-1].outcome == result
+    # one record of the run, from the pipeline: what was created and each image's attributes
+    entries = audit_entries(isolated)
+    assert [(e["action"], e["target"], e["outcome"]) for e in entries] == \
+        [("marketapp.export", f"app {plan.app.id} -> 'DNS Server op'", "ok")]
+    details = entries[0]["details"]
+    assert details["created"] == {"images": list(result.image_ids), "templates": list(result.template_ids),
+                                  "service_templates": []}
+    assert [(a["image_id"], a["result"]) for a in details["attributes"]] == [(i, "updated") for i in result.image_ids]
 
 
 async def test_read_only_refuses_the_run_once_and_audits_it(sim: SimServer, connect: SiteFactory,
@@ -56,9 +65,10 @@ async def test_read_only_refuses_the_run_once_and_audits_it(sim: SimServer, conn
     assert set(sim.site.images) == images
     entry = audit_entries(isolated)[-1]
     assert entry["action"] == "marketapp.export" and entry["outcome"] == "refused"
+    assert entry["target"] == f"app {plan.app.id} -> {plan.name!r}"  # the planned object, not the title
 
 
-async def test_cancel_stops_the_run_and_rolls_back(sim: SimServer, connect: SiteFactory) -> None:
+async def test_cancel_stops_the_run_and_rolls_back(sim: SimServer, connect: SiteFactory, isolated: Path) -> None:
     site = await connect(sim)
     operation = await _download_of(site, "service_toolkit")
     plan = await operation.plan(site)
@@ -73,6 +83,11 @@ async def test_cancel_stops_the_run_and_rolls_back(sim: SimServer, connect: Site
     with pytest.raises(DownloadCancelled):
         await run_operation(site, operation, plan, context)
     assert set(sim.site.images) == images
+    entries = audit_entries(isolated)
+    assert [(e["action"], e["outcome"]) for e in entries] == [("marketapp.export", "cancelled")]
+    details = entries[0]["details"]
+    assert details["created"]["images"] and details["left"] == [] and details["error"] == "Download cancelled"
+    assert sorted(d["id"] for d in details["deleted"] if d["kind"] == "image") == sorted(details["created"]["images"])
 
 
 @dataclass(frozen=True)

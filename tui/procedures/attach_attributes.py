@@ -280,15 +280,13 @@ async def attach_attributes(site: "SiteConnection", plan: AttachPlan, *, offset:
         except SiteError as error:
             failed.append(f"image {target.image_id}: {error.title}")
             results.append(ImageResult(target.image_id, target.name, FAILED, error.title, error.detail))
-            if audit is not None:
-                audit.record(AttachAttributes.action, f"image {target.image_id}", "failed",
-                             {**plan.audit_details(), "error": error.title})
+            site.record_change(audit, AttachAttributes.action, f"image {target.image_id}", "failed",
+                               {**plan.audit_details(), "error": error.title})
             yield Progress(step, done, count, f"image {target.image_id}: {error.title}", "failed",
                            {"image_id": target.image_id, "result": FAILED, "error": error.title}, results[-1])
             continue
         results.append(ImageResult(target.image_id, target.name, UPDATED))
-        if audit is not None:
-            audit.record(AttachAttributes.action, f"image {target.image_id}", "ok", plan.audit_details())
+        site.record_change(audit, AttachAttributes.action, f"image {target.image_id}", "ok", plan.audit_details())
         yield Progress(step, done, count, f"image {target.image_id}: attributes attached", "done",
                        {"image_id": target.image_id, "result": UPDATED}, results[-1])
     if failed:

@@ -26,6 +26,13 @@ same app are reused (and never rolled back); a name taken by something else stop
 The planning (`DownloadPlan`, `plan_download`, the naming and datastore helpers) lives in
 `tui.procedures.download_plan`; this module runs a plan and re-exports the planning names, so
 callers import both from here.
+
+Audit: run as the `DownloadAppliance` operation, the pipeline writes the run's one
+`marketapp.export` record from what the run kept in its `DownloadLedger`: what was created,
+reused and replaced and each image's attributes; for a failed, cancelled or timed-out run what the
+rollback deleted and what is left with the command that removes it. Called directly with an
+`audit` log (the guided setup, upgrades, a component's provisioning), the procedure records the
+export, each deletion and each image's attributes itself.
 """
 
 from __future__ import annotations
@@ -34,13 +41,14 @@ import asyncio
 import re
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, ClassVar, Sequence
+from typing import TYPE_CHECKING, Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, ClassVar, Mapping, Sequence
 
 from tui.domain.attribute_file import ApplianceTag
 from tui.domain.error_codes import NO_EXISTS
 from tui.domain.images import ERROR, IMAGE_DELETE, READY, USED, ImageInfo, image_state_names
 from tui.errors import OutcomeUnknown, SiteError
-from tui.procedures.attach_attributes import attach_attributes, plan_attach
+from tui.procedures.attach_attributes import ImageResult, attach_attributes, plan_attach
+from tui.procedures.audit import AuditLog
 from tui.procedures.download_lock import DownloadLock
 from tui.procedures.download_plan import (
     DownloadPlan,
@@ -55,7 +63,7 @@ from tui.procedures.download_plan import (
     list_image_datastores,
     plan_download,
 )
-from tui.procedures.operation import Confirmation, Operation, RunContext
+from tui.procedures.operation import Confirmation, Operation, OperationCancelled, RunContext
 from tui.procedures.preview import Preview
 from tui.procedures.progress import Progress
 
@@ -63,8 +71,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection
 
 __all__ = [
-    "DEFAULT_POLL_INTERVAL", "DEFAULT_STEP_TIMEOUT", "DownloadAppliance", "DownloadCancelled", "DownloadPlan",
-    "DownloadResult",
+    "DEFAULT_POLL_INTERVAL", "DEFAULT_STEP_TIMEOUT", "DownloadAppliance", "DownloadCancelled", "DownloadLedger",
+    "DownloadPlan", "DownloadResult",
     "PlannedImage", "PlannedService", "PlannedTemplate", "check_name", "default_download_name", "download_appliance",
     "error_reason", "find_market_app", "image_datastores", "list_image_datastores", "plan_download",
 ]
@@ -74,7 +82,7 @@ DEFAULT_STEP_TIMEOUT = 3600.0
 DEFAULT_POLL_INTERVAL = 2.0
 
 
-class DownloadCancelled(SiteError):
+class DownloadCancelled(OperationCancelled):
     """The operator cancelled the download; what it had created was deleted."""
 
 
@@ -92,6 +100,10 @@ class DownloadResult:
     reused: tuple[str, ...] = ()
     #: the other download of the same app this one waited for ("process 4711 (sitetk market download) ...")
     waited_for: str = ""
+    #: each image's attributes (empty without them)
+    attributes: tuple[ImageResult, ...] = ()
+    #: orphan VM templates of an earlier download this run deleted and replaced (their ids)
+    replaced: tuple[int, ...] = ()
 
     @property
     def image_ids(self) -> tuple[int, ...]:
@@ -120,6 +132,32 @@ class _Created:
 
 
 IMAGE, VM_TEMPLATE, SERVICE_TEMPLATE = "image", "VM template", "service template"
+
+
+@dataclass
+class DownloadLedger:
+    """What a run did so far, for its one audit record: kept as it goes, so a run stopped hard
+    (its task cancelled, a time limit) still says what it created, deleted and left."""
+
+    created: _Created = field(default_factory=_Created)
+    undo: "_Undo" = field(default_factory=lambda: _Undo())
+    #: orphan VM templates of an earlier download this run deleted and replaced
+    replaced: list[dict[str, Any]] = field(default_factory=list)
+    rolled_back: bool = False
+
+    def details(self, plan: DownloadPlan) -> dict[str, Any]:
+        """The audit record's details (what the export is, what this run made of it)."""
+        out: dict[str, Any] = {"app": plan.app.name, "version": plan.app.version, "datastore_id": plan.datastore.id,
+                               "created": self.created.as_json(), "cli": plan.export_cli}
+        if self.replaced:
+            out["replaced"] = list(self.replaced)
+        return out
+
+    def failure_details(self, plan: DownloadPlan) -> dict[str, Any]:
+        """The details of a run that did not finish: what the rollback deleted, what is left
+        (each with the command that removes it) and a sentence saying so."""
+        return {**self.details(plan), "rolled_back": not self.undo.left, **self.undo.as_json(),
+                "summary": self.undo.summary(self.created)}
 #: the Progress data key naming the object each creation step made
 _DATA_KEYS = {IMAGE: "image_id", VM_TEMPLATE: "template_id", SERVICE_TEMPLATE: "service_template_id"}
 
@@ -182,6 +220,8 @@ async def download_appliance(
     poll_interval: float = DEFAULT_POLL_INTERVAL,
     cancel: asyncio.Event | None = None,
     attach: bool = True,
+    ledger: DownloadLedger | None = None,
+    audit: AuditLog | None = None,
 ) -> AsyncIterator[Progress]:
     """Run the export, follow every image to READY, attach the attributes.
 
@@ -193,7 +233,11 @@ async def download_appliance(
 
     Another download of the same app running meanwhile (this process or another) is waited for,
     then the plan is made again, so that what it created is reused (tui.procedures.download_lock).
+
+    `ledger` keeps what the run did (the `DownloadAppliance` operation's audit record reads it);
+    `audit`: record the export, each deletion and the attributes here (callers outside the operation).
     """
+    ledger = ledger if ledger is not None else DownloadLedger()
     lock = DownloadLock(site, plan.app.id, f"{plan.app.name} {plan.app.version}")
     holder = await lock.try_acquire()
     try:
@@ -206,9 +250,8 @@ async def download_appliance(
             try:
                 await lock.acquire(step_timeout, cancel)
             except SiteError as error:  # nothing was created: the entry says why the download did not run
-                _audit_download(site, f"app {plan.app.id} -> {plan.name!r}",
-                                "cancelled" if cancel is not None and cancel.is_set() else "failed",
-                                plan, _Created(), error, _Undo())
+                _audit_download(site, audit, plan, "cancelled" if cancel is not None and cancel.is_set() else "failed",
+                                ledger, error)
                 raise
             waited_for = f"{lock.describe_holder()}, {lock.waited:.0f} s"
             plan = await plan_download(site, plan.app.id, plan.datastore.id, plan.name, tag=plan.tag)
@@ -218,7 +261,7 @@ async def download_appliance(
                            f"again: {found} object(s) it left are reused, none is created twice", "running",
                            {"waited_for": waited_for, "reused": found})
         export = _export(site, plan, step_timeout=step_timeout, poll_interval=poll_interval, cancel=cancel,
-                         attach=attach, waited_for=waited_for)
+                         attach=attach, waited_for=waited_for, ledger=ledger, audit=audit)
         try:
             async for event in export:
                 yield event
@@ -229,17 +272,16 @@ async def download_appliance(
 
 
 async def _export(site: "SiteConnection", plan: DownloadPlan, *, step_timeout: float, poll_interval: float,
-                  cancel: asyncio.Event | None, attach: bool, waited_for: str) -> AsyncGenerator[Progress, None]:
+                  cancel: asyncio.Event | None, attach: bool, waited_for: str, ledger: DownloadLedger,
+                  audit: AuditLog | None) -> AsyncGenerator[Progress, None]:
     """The export under the lock (see `download_appliance`)."""
     steps = plan.steps(attach)
     total = len(steps)
-    created = _Created()
-    undo = _Undo()
+    created, undo = ledger.created, ledger.undo
     audited = False
     ids = _Ids.of(plan)
     reused: list[str] = []
     done = 0
-    target = f"app {plan.app.id} -> {plan.name!r}"
     try:
         try:
             for template in plan.templates:
@@ -247,7 +289,7 @@ async def _export(site: "SiteConnection", plan: DownloadPlan, *, step_timeout: f
                     step = steps[done]
                     yield Progress(step, done, total, f"deleting VM template {template.replaces.id}, an orphan "
                                    "an earlier download left (its disk images are gone)")
-                    await _delete_orphan(site, template.replaces, step)
+                    await _delete_orphan(site, template.replaces, step, ledger, audit)
                     done += 1
                     yield Progress(step, done, total, f"VM template {template.replaces.id} deleted", "done",
                                    {"template_id": template.replaces.id})
@@ -272,27 +314,31 @@ async def _export(site: "SiteConnection", plan: DownloadPlan, *, step_timeout: f
                 yield event
             done += len(plan.images)
         except SiteError as error:
-            async for event in _rollback(site, created, undo, done, total):
+            async for event in _rollback(site, created, undo, done, total, audit):
                 yield event
             outcome = "cancelled" if isinstance(error, DownloadCancelled) else "failed"
             audited = True
-            _audit_download(site, target, outcome, plan, created, error, undo)
+            _audit_download(site, audit, plan, outcome, ledger, error)
             raise _rolled_back(error, created, undo) from None
     except (asyncio.CancelledError, GeneratorExit):
         # hard cancel (task cancelled, generator closed, maybe mid-rollback): finish the rollback without events
-        await _rollback_quietly(site, created, undo)
+        await _rollback_quietly(site, created, undo, audit)
         if not audited:
-            _audit_download(site, target, "cancelled", plan, created, SiteError("Download cancelled"), undo)
+            _audit_download(site, audit, plan, "cancelled", ledger, SiteError("Download cancelled"))
         raise
-    result = DownloadResult(plan.name, plan.app.id, tuple(zip(ids.images, (i.name for i in plan.images))),
-                            tuple(ids.templates), ids.service, tuple(reused), waited_for)
-    _audit_download(site, target, "ok", plan, created, None)
+    _audit_download(site, audit, plan, "ok", ledger, None)
+    attributes: list[ImageResult] = []
     if attach and plan.images:
-        attach_plan = await plan_attach(site, plan.tag, result.image_ids)
-        async for event in attach_attributes(site, attach_plan, offset=done, total=total, audit=site.audit):
+        attach_plan = await plan_attach(site, plan.tag, ids.images)
+        async for event in attach_attributes(site, attach_plan, offset=done, total=total, audit=audit):
+            if isinstance(event.outcome, ImageResult):
+                attributes.append(event.outcome)
             if event.step == "attributes":
                 continue
             yield event
+    result = DownloadResult(plan.name, plan.app.id, tuple(zip(ids.images, (i.name for i in plan.images))),
+                            tuple(ids.templates), ids.service, tuple(reused), waited_for, tuple(attributes),
+                            tuple(r["id"] for r in ledger.replaced))
     yield Progress("attributes" if attach else "download", total, total,
                    f"{plan.name}: {len(result.image_ids)} image(s) READY" + (", attributes in place" if attach else ""),
                    "done", {"download": result.as_json()}, result)
@@ -325,14 +371,39 @@ class DownloadAppliance(Operation[DownloadPlan, DownloadResult]):
 
     async def execute(self, site: "SiteConnection", plan: DownloadPlan, context: RunContext) -> DownloadResult:
         result: DownloadResult | None = None
+        ledger = context.notes.setdefault("download", DownloadLedger())
         async for event in download_appliance(site, plan, step_timeout=self.step_timeout,
                                               poll_interval=self.poll_interval, cancel=context.cancel,
-                                              attach=self.attach):
+                                              attach=self.attach, ledger=ledger):
             if isinstance(event.outcome, DownloadResult):
                 result = event.outcome
             context.report(event)
         assert result is not None, "a finished download names what it created"
         return result
+
+    def audit_object(self, plan: DownloadPlan) -> str:
+        return f"app {plan.app.id} -> {plan.name!r}"
+
+    def audit_details(self, plan: DownloadPlan, result: DownloadResult) -> Mapping[str, Any] | None:
+        created = {"images": [i for i in result.image_ids if f"{IMAGE} {i}" not in result.reused],
+                   "templates": [t for t in result.template_ids if f"{VM_TEMPLATE} {t}" not in result.reused],
+                   "service_templates": [] if result.service_template_id is None
+                   or f"{SERVICE_TEMPLATE} {result.service_template_id}" in result.reused
+                   else [result.service_template_id]}
+        out: dict[str, Any] = {"app": plan.app.name, "version": plan.app.version, "datastore_id": plan.datastore.id,
+                               "created": created, "cli": plan.export_cli, "reused": list(result.reused)}
+        if result.replaced:
+            out["replaced"] = [{"id": i, "reason": "orphan of an earlier download (its disk images are gone)",
+                                "cli": f"{REMOVE_COMMANDS[VM_TEMPLATE]} {i}"} for i in result.replaced]
+        if result.waited_for:
+            out["waited_for"] = result.waited_for
+        if self.attach:
+            out["attributes"] = [image.as_json() for image in result.attributes]
+        return out
+
+    def audit_failure(self, plan: DownloadPlan, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
+        ledger = context.notes.get("download")
+        return (ledger if isinstance(ledger, DownloadLedger) else DownloadLedger()).failure_details(plan)
 
 
 _ERROR_TIME = re.compile(r"^[A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \d{4} : ")
@@ -356,17 +427,18 @@ async def _allocate(call: Awaitable[int], step: str) -> int:
                         code=error.code) from None
 
 
-async def _delete_orphan(site: "SiteConnection", orphan: OrphanTemplate, step: str) -> None:
+async def _delete_orphan(site: "SiteConnection", orphan: OrphanTemplate, step: str, ledger: DownloadLedger,
+                         audit: AuditLog | None) -> None:
     """Delete the orphan a VM template of the plan replaces (gone already counts as done)."""
     try:
         await _delete_settled(site.cloud.template_delete, partial(_gone, site, VM_TEMPLATE), orphan.id)
     except SiteError as error:
         raise SiteError(f"{step} failed: {error.title}", error.detail, retryable=error.retryable,
                         code=error.code) from None
-    site.audit.record("vm_template.delete", f"VM template {orphan.id}", "ok",
-                      {"name": orphan.name, "missing_images": list(orphan.missing_images),
-                       "reason": "orphan of an earlier download (its disk images are gone), replaced",
-                       "cli": orphan.delete_cli})
+    details = {"id": orphan.id, "name": orphan.name, "missing_images": list(orphan.missing_images),
+               "reason": "orphan of an earlier download (its disk images are gone), replaced", "cli": orphan.delete_cli}
+    ledger.replaced.append(details)
+    site.record_change(audit, "vm_template.delete", f"VM template {orphan.id}", "ok", details)
 
 
 async def _follow_images(site: "SiteConnection", plan: DownloadPlan, image_ids: Sequence[int], steps: Sequence[str],
@@ -494,7 +566,7 @@ async def _delete_settled(call: Callable[[int], Awaitable[Any]], gone: Callable[
 
 
 async def _delete_one(site: "SiteConnection", undo: _Undo, kind: str, object_id: int, name: str,
-                      call: Callable[[int], Awaitable[Any]]) -> str | None:
+                      call: Callable[[int], Awaitable[Any]], audit: AuditLog | None) -> str | None:
     """Delete one object this run created; returns why it is left (None: deleted, or found gone)."""
     try:
         await _delete_settled(call, partial(_gone, site, kind), object_id)
@@ -503,16 +575,16 @@ async def _delete_one(site: "SiteConnection", undo: _Undo, kind: str, object_id:
         undo.left.append((kind, object_id, name, reason))
         return reason
     undo.deleted.append((kind, object_id, name))
-    site.audit.record(f"{kind.lower().replace(' ', '_')}.delete", f"{kind} {object_id}", "ok",
-                      {"name": name, "reason": "rollback of a failed download"})
+    site.record_change(audit, f"{kind.lower().replace(' ', '_')}.delete", f"{kind} {object_id}", "ok",
+                       {"name": name, "reason": "rollback of a failed download"})
     return None
 
 
 async def _rollback(site: "SiteConnection", created: _Created, undo: _Undo, done: int,
-                    total: int) -> AsyncIterator[Progress]:
+                    total: int, audit: AuditLog | None) -> AsyncIterator[Progress]:
     """Delete what this run created, newest kind first; each deletion is an event."""
     for kind, object_id, name, call in _deletions(site, created):
-        reason = await _delete_one(site, undo, kind, object_id, name, call)
+        reason = await _delete_one(site, undo, kind, object_id, name, call, audit)
         step = f"rollback: delete {kind} {object_id}"
         if reason is not None:
             yield Progress(step, done, total, f"could not delete {name!r}: {reason}; "
@@ -522,13 +594,13 @@ async def _rollback(site: "SiteConnection", created: _Created, undo: _Undo, done
             yield Progress(step, done, total, f"deleted {name!r}", "done", {"kind": kind, "id": object_id})
 
 
-async def _rollback_quietly(site: "SiteConnection", created: _Created, undo: _Undo) -> None:
+async def _rollback_quietly(site: "SiteConnection", created: _Created, undo: _Undo, audit: AuditLog | None) -> None:
     for kind, object_id, name, call in _deletions(site, created):
         if (kind, object_id, name) in undo.deleted:
             continue
         undo.left = [entry for entry in undo.left if entry[:2] != (kind, object_id)]
         try:
-            await _delete_one(site, undo, kind, object_id, name, call)
+            await _delete_one(site, undo, kind, object_id, name, call, audit)
         except asyncio.CancelledError:
             undo.left.append((kind, object_id, name, "the rollback was cut short"))
 
@@ -563,13 +635,8 @@ def _rolled_back(error: SiteError, created: _Created, undo: _Undo) -> SiteError:
     return kind(error.title, detail, retryable=error.retryable, code=error.code)
 
 
-def _audit_download(site: "SiteConnection", target: str, outcome: str, plan: DownloadPlan, created: _Created,
-                    error: SiteError | None, undo: _Undo | None = None) -> None:
-    details: dict[str, Any] = {"app": plan.app.name, "version": plan.app.version, "datastore_id": plan.datastore.id,
-                               "created": created.as_json(), "cli": plan.export_cli}
-    if error is not None:
-        details["error"] = error.title
-        details["rolled_back"] = undo is not None and not undo.left
-    if undo is not None:
-        details.update(undo.as_json())
-    site.audit.record("marketapp.export", target, outcome, details)
+def _audit_download(site: "SiteConnection", audit: AuditLog | None, plan: DownloadPlan, outcome: str,
+                    ledger: DownloadLedger, error: SiteError | None) -> None:
+    """The procedure's own record of the export (callers outside the operation; else only counted)."""
+    details = ledger.details(plan) if error is None else {**ledger.failure_details(plan), "error": error.title}
+    site.record_change(audit, DownloadAppliance.action, f"app {plan.app.id} -> {plan.name!r}", outcome, details)

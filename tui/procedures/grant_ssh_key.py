@@ -146,8 +146,7 @@ async def grant_ssh_key(site: "SiteConnection", plan: GrantPlan, *, record: Site
         await site.cloud.user_update(plan.user_id, current.text, 1)
         after = await site.cloud.user_info(plan.user_id)
     except SiteError as error:
-        if audit is not None:
-            audit.record(GrantKey.action, label, "failed", {**details, "error": error.title})
+        site.record_change(audit, GrantKey.action, label, "failed", {**details, "error": error.title})
         raise
     yield Progress("update user", 2, total, f"SSH_PUBLIC_KEY of {label} updated (merge mode)", "done",
                    {"user_id": plan.user_id, "changed": True})
@@ -155,14 +154,12 @@ async def grant_ssh_key(site: "SiteConnection", plan: GrantPlan, *, record: Site
     lost = [line for line in current.existing if line not in split_keys(value)]
     if not has_key(value, plan.key) or lost:
         why = "the key is missing" if not has_key(value, plan.key) else f"{len(lost)} earlier key(s) are missing"
-        if audit is not None:
-            audit.record(GrantKey.action, label, "failed", {**details, "error": f"read back: {why}"})
+        site.record_change(audit, GrantKey.action, label, "failed", {**details, "error": f"read back: {why}"})
         yield Progress("verify", 2, total, f"read back: {why}", "failed", {"user_id": plan.user_id})
         raise SiteError(f"User {plan.user_name}'s keys are not as written",
                         f"The cloud accepted the update but reading {label} back shows that {why}. Check it with "
                         f"`oneuser show {shlex.quote(plan.user_name)}`; the grant can be run again safely.")
-    if audit is not None:
-        audit.record(GrantKey.action, label, "ok", {**details, "keys_after": len(split_keys(value))})
+    site.record_change(audit, GrantKey.action, label, "ok", {**details, "keys_after": len(split_keys(value))})
     _remember(site, record, plan.user_name)
     yield Progress("verify", 3, total, f"{label} now has {len(split_keys(value))} key(s), the automation key among them",
                    "done", {"user_id": plan.user_id, "changed": True, "keys": len(split_keys(value))},
