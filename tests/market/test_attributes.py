@@ -102,12 +102,12 @@ async def test_merge_mode_keeps_the_other_image_attributes_and_a_rerun_changes_n
     assert records[0]["details"]["images"] == [{"image_id": 0, "name": before.name, "result": "updated"}]
     assert records[0]["details"]["version"] == "v1.2.0-20250301-0900" and records[0]["details"]["append"] == 1
 
-    # the procedure called outside the operation records each image only when given the log
+    # the procedure itself writes no record (the pipeline does) and counts the change
+    changes = site.changes
     other = tag_for_record(_record("Ubuntu Base VM", "v1.3.0-20250401-0900"))
     await collect(attach_attributes(site, await plan_attach(site, other, [0])))
     assert len([e for e in audit_entries(isolated) if e["action"] == "image.attributes"]) == 1
-    await collect(attach_attributes(site, await plan_attach(site, tag, [0]), audit=site.audit))
-    assert [e["outcome"] for e in audit_entries(isolated) if e["action"] == "image.attributes"] == ["ok", "ok"]
+    assert site.changes == changes + 1
 
 
 async def test_a_failed_image_leaves_one_record_naming_what_is_left(sim: SimServer, connect: SiteFactory,

@@ -10,10 +10,9 @@ says so. Each image gets its own result (updated, unchanged or failed, read back
 update); one failing image does not stop the others, and the procedure raises at the end when
 any failed. The equivalent platform CLI is `oneimage update <id> <file> --append`.
 
-Run as the `AttachAttributes` operation, the pipeline writes one audit record of the run (each
-image's result among its details; a failure names the images left without the attributes and
-the command that tags them); called directly with an `audit` log (the guided setup), the
-procedure records each image itself.
+The `AttachAttributes` operation's run is audit-logged once, by the pipeline (each image's result
+among its details; a failure names the images left without the attributes and the command that
+tags them).
 """
 
 from __future__ import annotations
@@ -39,7 +38,6 @@ from tui.domain.marketapps import MarketApp
 from tui.domain.naming import NamingProfile
 from tui.domain.upgrades import ApplianceStatus
 from tui.errors import SiteError
-from tui.procedures.audit import AuditLog
 from tui.procedures.operation import Confirmation, Operation, RunContext
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress
@@ -249,13 +247,12 @@ class Attached:
 
 
 async def attach_attributes(site: "SiteConnection", plan: AttachPlan, *, offset: int = 0,
-                            total: int | None = None, audit: AuditLog | None = None) -> AsyncIterator[Progress]:
+                            total: int | None = None) -> AsyncIterator[Progress]:
     """Apply the plan: one `image update --append` per image that needs it, each read back.
 
     `offset` and `total` place these events inside a longer procedure (a download). Each image's
     last event carries its `ImageResult` as `outcome`, the last event the `Attached` result.
     Raises `SiteError` at the end when any image failed; the others are updated regardless.
-    `audit`: record each image here (callers outside an operation, whose pipeline records the run).
     """
     count = total if total is not None else len(plan.targets)
     results: list[ImageResult] = []
@@ -280,13 +277,11 @@ async def attach_attributes(site: "SiteConnection", plan: AttachPlan, *, offset:
         except SiteError as error:
             failed.append(f"image {target.image_id}: {error.title}")
             results.append(ImageResult(target.image_id, target.name, FAILED, error.title, error.detail))
-            site.record_change(audit, AttachAttributes.action, f"image {target.image_id}", "failed",
-                               {**plan.audit_details(), "error": error.title})
             yield Progress(step, done, count, f"image {target.image_id}: {error.title}", "failed",
                            {"image_id": target.image_id, "result": FAILED, "error": error.title}, results[-1])
             continue
         results.append(ImageResult(target.image_id, target.name, UPDATED))
-        site.record_change(audit, AttachAttributes.action, f"image {target.image_id}", "ok", plan.audit_details())
+        site.note_change()
         yield Progress(step, done, count, f"image {target.image_id}: attributes attached", "done",
                        {"image_id": target.image_id, "result": UPDATED}, results[-1])
     if failed:

@@ -13,7 +13,7 @@ import asyncio
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Awaitable, Callable
 
 from tui.domain.endpoints import redact_endpoint
 from tui.domain.naming import NamingProfile
@@ -137,19 +137,14 @@ class SiteConnection:
 
     @property
     def changes(self) -> int:
-        """How many changes this connection has made (audit entries, and changes a procedure made
-        without one, `record_change`): screens that show derived state (install statuses) reload
-        when it moved since their last load."""
+        """How many changes this connection has made (audit entries, and changes procedures made,
+        `note_change`): screens that show derived state (install statuses) reload when it moved
+        since their last load."""
         return (self._audit.changes if self._audit is not None else 0) + self._unrecorded
 
-    def record_change(self, audit: "AuditLog | None", action: str, target: str, outcome: str,
-                      details: Mapping[str, Any]) -> None:
-        """A change a procedure made: recorded in `audit` when its caller handed one (outside an
-        operation), else only counted (`changes`): the operation pipeline writes the run's record."""
-        if audit is not None:
-            audit.record(action, target, outcome, details)
-        else:
-            self._unrecorded += 1
+    def note_change(self) -> None:
+        """A procedure changed the site (its operation's run is recorded once, by the pipeline)."""
+        self._unrecorded += 1
 
     def warm_up(self) -> None:
         """Start, in the background, what later screens need and the first frame did not (the app

@@ -27,12 +27,11 @@ The planning (`DownloadPlan`, `plan_download`, the naming and datastore helpers)
 `tui.procedures.download_plan`; this module runs a plan and re-exports the planning names, so
 callers import both from here.
 
-Audit: run as the `DownloadAppliance` operation, the pipeline writes the run's one
-`marketapp.export` record from what the run kept in its `DownloadLedger`: what was created,
-reused and replaced and each image's attributes; for a failed, cancelled or timed-out run what the
-rollback deleted and what is left with the command that removes it. Called directly with an
-`audit` log (the guided setup, upgrades, a component's provisioning), the procedure records the
-export, each deletion and each image's attributes itself.
+Audit: the `DownloadAppliance` operation's run is recorded once, by the pipeline, as
+`marketapp.export`, from what the run kept in its `DownloadLedger`: what was created, reused and
+replaced and each image's attributes; for a failed, cancelled or timed-out run what the rollback
+deleted and what is left with the command that removes it. Operations that download as a part
+(upgrades, a component's provisioning) record the download in their own one record.
 """
 
 from __future__ import annotations
@@ -48,7 +47,6 @@ from tui.domain.error_codes import NO_EXISTS
 from tui.domain.images import ERROR, IMAGE_DELETE, READY, USED, ImageInfo, image_state_names
 from tui.errors import OutcomeUnknown, SiteError
 from tui.procedures.attach_attributes import ImageResult, attach_attributes, plan_attach
-from tui.procedures.audit import AuditLog
 from tui.procedures.download_lock import DownloadLock
 from tui.procedures.download_plan import (
     DownloadPlan,
@@ -221,7 +219,6 @@ async def download_appliance(
     cancel: asyncio.Event | None = None,
     attach: bool = True,
     ledger: DownloadLedger | None = None,
-    audit: AuditLog | None = None,
 ) -> AsyncIterator[Progress]:
     """Run the export, follow every image to READY, attach the attributes.
 
@@ -234,8 +231,7 @@ async def download_appliance(
     Another download of the same app running meanwhile (this process or another) is waited for,
     then the plan is made again, so that what it created is reused (tui.procedures.download_lock).
 
-    `ledger` keeps what the run did (the `DownloadAppliance` operation's audit record reads it);
-    `audit`: record the export, each deletion and the attributes here (callers outside the operation).
+    `ledger` keeps what the run did (the `DownloadAppliance` operation's audit record reads it).
     """
     ledger = ledger if ledger is not None else DownloadLedger()
     lock = DownloadLock(site, plan.app.id, f"{plan.app.name} {plan.app.version}")
@@ -247,12 +243,7 @@ async def download_appliance(
             step = plan.steps(attach)[0]
             yield Progress(step, 0, total, f"waiting for {holder.describe()}, which is downloading the same appliance",
                            "running", {"waiting_for": holder.describe()})
-            try:
-                await lock.acquire(step_timeout, cancel)
-            except SiteError as error:  # nothing was created: the entry says why the download did not run
-                _audit_download(site, audit, plan, "cancelled" if cancel is not None and cancel.is_set() else "failed",
-                                ledger, error)
-                raise
+            await lock.acquire(step_timeout, cancel)  # failing, it created nothing: the run's record says why
             waited_for = f"{lock.describe_holder()}, {lock.waited:.0f} s"
             plan = await plan_download(site, plan.app.id, plan.datastore.id, plan.name, tag=plan.tag)
             found = sum(1 for o in (*plan.images, *plan.templates, *((plan.service,) if plan.service else ()))
@@ -261,7 +252,7 @@ async def download_appliance(
                            f"again: {found} object(s) it left are reused, none is created twice", "running",
                            {"waited_for": waited_for, "reused": found})
         export = _export(site, plan, step_timeout=step_timeout, poll_interval=poll_interval, cancel=cancel,
-                         attach=attach, waited_for=waited_for, ledger=ledger, audit=audit)
+                         attach=attach, waited_for=waited_for, ledger=ledger)
         try:
             async for event in export:
                 yield event
@@ -272,13 +263,12 @@ async def download_appliance(
 
 
 async def _export(site: "SiteConnection", plan: DownloadPlan, *, step_timeout: float, poll_interval: float,
-                  cancel: asyncio.Event | None, attach: bool, waited_for: str, ledger: DownloadLedger,
-                  audit: AuditLog | None) -> AsyncGenerator[Progress, None]:
+                  cancel: asyncio.Event | None, attach: bool, waited_for: str,
+                  ledger: DownloadLedger) -> AsyncGenerator[Progress, None]:
     """The export under the lock (see `download_appliance`)."""
     steps = plan.steps(attach)
     total = len(steps)
     created, undo = ledger.created, ledger.undo
-    audited = False
     ids = _Ids.of(plan)
     reused: list[str] = []
     done = 0
@@ -289,7 +279,7 @@ async def _export(site: "SiteConnection", plan: DownloadPlan, *, step_timeout: f
                     step = steps[done]
                     yield Progress(step, done, total, f"deleting VM template {template.replaces.id}, an orphan "
                                    "an earlier download left (its disk images are gone)")
-                    await _delete_orphan(site, template.replaces, step, ledger, audit)
+                    await _delete_orphan(site, template.replaces, step, ledger)
                     done += 1
                     yield Progress(step, done, total, f"VM template {template.replaces.id} deleted", "done",
                                    {"template_id": template.replaces.id})
@@ -314,23 +304,20 @@ async def _export(site: "SiteConnection", plan: DownloadPlan, *, step_timeout: f
                 yield event
             done += len(plan.images)
         except SiteError as error:
-            async for event in _rollback(site, created, undo, done, total, audit):
+            async for event in _rollback(site, created, undo, done, total):
                 yield event
-            outcome = "cancelled" if isinstance(error, DownloadCancelled) else "failed"
-            audited = True
-            _audit_download(site, audit, plan, outcome, ledger, error)
             raise _rolled_back(error, created, undo) from None
     except (asyncio.CancelledError, GeneratorExit):
         # hard cancel (task cancelled, generator closed, maybe mid-rollback): finish the rollback without events
-        await _rollback_quietly(site, created, undo, audit)
-        if not audited:
-            _audit_download(site, audit, plan, "cancelled", ledger, SiteError("Download cancelled"))
+        await _rollback_quietly(site, created, undo)
         raise
-    _audit_download(site, audit, plan, "ok", ledger, None)
+    finally:
+        if created.objects or ledger.replaced:
+            site.note_change()
     attributes: list[ImageResult] = []
     if attach and plan.images:
         attach_plan = await plan_attach(site, plan.tag, ids.images)
-        async for event in attach_attributes(site, attach_plan, offset=done, total=total, audit=audit):
+        async for event in attach_attributes(site, attach_plan, offset=done, total=total):
             if isinstance(event.outcome, ImageResult):
                 attributes.append(event.outcome)
             if event.step == "attributes":
@@ -427,8 +414,7 @@ async def _allocate(call: Awaitable[int], step: str) -> int:
                         code=error.code) from None
 
 
-async def _delete_orphan(site: "SiteConnection", orphan: OrphanTemplate, step: str, ledger: DownloadLedger,
-                         audit: AuditLog | None) -> None:
+async def _delete_orphan(site: "SiteConnection", orphan: OrphanTemplate, step: str, ledger: DownloadLedger) -> None:
     """Delete the orphan a VM template of the plan replaces (gone already counts as done)."""
     try:
         await _delete_settled(site.cloud.template_delete, partial(_gone, site, VM_TEMPLATE), orphan.id)
@@ -438,7 +424,6 @@ async def _delete_orphan(site: "SiteConnection", orphan: OrphanTemplate, step: s
     details = {"id": orphan.id, "name": orphan.name, "missing_images": list(orphan.missing_images),
                "reason": "orphan of an earlier download (its disk images are gone), replaced", "cli": orphan.delete_cli}
     ledger.replaced.append(details)
-    site.record_change(audit, "vm_template.delete", f"VM template {orphan.id}", "ok", details)
 
 
 async def _follow_images(site: "SiteConnection", plan: DownloadPlan, image_ids: Sequence[int], steps: Sequence[str],
@@ -566,7 +551,7 @@ async def _delete_settled(call: Callable[[int], Awaitable[Any]], gone: Callable[
 
 
 async def _delete_one(site: "SiteConnection", undo: _Undo, kind: str, object_id: int, name: str,
-                      call: Callable[[int], Awaitable[Any]], audit: AuditLog | None) -> str | None:
+                      call: Callable[[int], Awaitable[Any]]) -> str | None:
     """Delete one object this run created; returns why it is left (None: deleted, or found gone)."""
     try:
         await _delete_settled(call, partial(_gone, site, kind), object_id)
@@ -575,16 +560,14 @@ async def _delete_one(site: "SiteConnection", undo: _Undo, kind: str, object_id:
         undo.left.append((kind, object_id, name, reason))
         return reason
     undo.deleted.append((kind, object_id, name))
-    site.record_change(audit, f"{kind.lower().replace(' ', '_')}.delete", f"{kind} {object_id}", "ok",
-                       {"name": name, "reason": "rollback of a failed download"})
     return None
 
 
 async def _rollback(site: "SiteConnection", created: _Created, undo: _Undo, done: int,
-                    total: int, audit: AuditLog | None) -> AsyncIterator[Progress]:
+                    total: int) -> AsyncIterator[Progress]:
     """Delete what this run created, newest kind first; each deletion is an event."""
     for kind, object_id, name, call in _deletions(site, created):
-        reason = await _delete_one(site, undo, kind, object_id, name, call, audit)
+        reason = await _delete_one(site, undo, kind, object_id, name, call)
         step = f"rollback: delete {kind} {object_id}"
         if reason is not None:
             yield Progress(step, done, total, f"could not delete {name!r}: {reason}; "
@@ -594,13 +577,13 @@ async def _rollback(site: "SiteConnection", created: _Created, undo: _Undo, done
             yield Progress(step, done, total, f"deleted {name!r}", "done", {"kind": kind, "id": object_id})
 
 
-async def _rollback_quietly(site: "SiteConnection", created: _Created, undo: _Undo, audit: AuditLog | None) -> None:
+async def _rollback_quietly(site: "SiteConnection", created: _Created, undo: _Undo) -> None:
     for kind, object_id, name, call in _deletions(site, created):
         if (kind, object_id, name) in undo.deleted:
             continue
         undo.left = [entry for entry in undo.left if entry[:2] != (kind, object_id)]
         try:
-            await _delete_one(site, undo, kind, object_id, name, call, audit)
+            await _delete_one(site, undo, kind, object_id, name, call)
         except asyncio.CancelledError:
             undo.left.append((kind, object_id, name, "the rollback was cut short"))
 
@@ -633,10 +616,3 @@ def _rolled_back(error: SiteError, created: _Created, undo: _Undo) -> SiteError:
     detail = f"{error.detail} {undo.summary(created)}".strip()
     kind = DownloadCancelled if isinstance(error, DownloadCancelled) else SiteError
     return kind(error.title, detail, retryable=error.retryable, code=error.code)
-
-
-def _audit_download(site: "SiteConnection", audit: AuditLog | None, plan: DownloadPlan, outcome: str,
-                    ledger: DownloadLedger, error: SiteError | None) -> None:
-    """The procedure's own record of the export (callers outside the operation; else only counted)."""
-    details = ledger.details(plan) if error is None else {**ledger.failure_details(plan), "error": error.title}
-    site.record_change(audit, DownloadAppliance.action, f"app {plan.app.id} -> {plan.name!r}", outcome, details)

@@ -13,9 +13,8 @@ backslashes), so a comment with either survives.
 CLI equivalent `oneuser update <user> <file> --append`); `grant_ssh_key` re-reads the user right
 before the update (keys added meanwhile are kept), updates, reads back to verify that the key is
 there and no earlier key was lost, and records the grant in the site record when one is given.
-Run as the `GrantKey` operation, the pipeline writes its one audit record (the key's fingerprint,
-never a secret; a failure says whether the update reached the user and the command that checks
-it); called directly with an `audit` log (the guided setup), the procedure records it itself.
+The `GrantKey` operation's run is audit-logged once, by the pipeline (the key's fingerprint, never
+a secret; a failure says whether the update reached the user and the command that checks it).
 """
 
 from __future__ import annotations
@@ -29,7 +28,6 @@ from tui.domain.ssh_keys import SshKeyError, SshPublicKey, has_key, line_has_key
 from tui.domain.template_text import render_template
 from tui.domain.users import SSH_PUBLIC_KEY, User, split_keys
 from tui.errors import SiteError
-from tui.procedures.audit import AuditLog
 from tui.procedures.operation import Confirmation, Operation, RunContext
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress
@@ -123,10 +121,9 @@ def grant_details(plan: GrantPlan, keys_before: int) -> dict[str, Any]:
             "append": 1, "keys_before": keys_before}
 
 
-async def grant_ssh_key(site: "SiteConnection", plan: GrantPlan, *, record: SiteRecord | None = None,
-                        audit: AuditLog | None = None) -> AsyncIterator[Progress]:
-    """Apply the plan (see the module docstring); raises SiteError when the read-back disagrees.
-    `audit`: record the grant here (callers outside the `GrantKey` operation, whose pipeline records it)."""
+async def grant_ssh_key(site: "SiteConnection", plan: GrantPlan, *,
+                        record: SiteRecord | None = None) -> AsyncIterator[Progress]:
+    """Apply the plan (see the module docstring); raises SiteError when the read-back disagrees."""
     total = 3
     label = f"user {plan.user_id} {plan.user_name}"
     yield Progress("read user", 0, total, f"reading {label}")
@@ -140,26 +137,22 @@ async def grant_ssh_key(site: "SiteConnection", plan: GrantPlan, *, record: Site
         yield Progress("verify", 3, total, "nothing to verify", "skipped", {"user_id": plan.user_id, "changed": False},
                        KeyGranted(plan.user_id, plan.user_name, False))
         return
-    details = grant_details(plan, len(current.existing))
     yield Progress("update user", 1, total, current.cli())
     try:
         await site.cloud.user_update(plan.user_id, current.text, 1)
         after = await site.cloud.user_info(plan.user_id)
-    except SiteError as error:
-        site.record_change(audit, GrantKey.action, label, "failed", {**details, "error": error.title})
-        raise
+    finally:
+        site.note_change()  # sent, whatever came back
     yield Progress("update user", 2, total, f"SSH_PUBLIC_KEY of {label} updated (merge mode)", "done",
                    {"user_id": plan.user_id, "changed": True})
     value = after.template.get(SSH_PUBLIC_KEY)
     lost = [line for line in current.existing if line not in split_keys(value)]
     if not has_key(value, plan.key) or lost:
         why = "the key is missing" if not has_key(value, plan.key) else f"{len(lost)} earlier key(s) are missing"
-        site.record_change(audit, GrantKey.action, label, "failed", {**details, "error": f"read back: {why}"})
         yield Progress("verify", 2, total, f"read back: {why}", "failed", {"user_id": plan.user_id})
         raise SiteError(f"User {plan.user_name}'s keys are not as written",
                         f"The cloud accepted the update but reading {label} back shows that {why}. Check it with "
                         f"`oneuser show {shlex.quote(plan.user_name)}`; the grant can be run again safely.")
-    site.record_change(audit, GrantKey.action, label, "ok", {**details, "keys_after": len(split_keys(value))})
     _remember(site, record, plan.user_name)
     yield Progress("verify", 3, total, f"{label} now has {len(split_keys(value))} key(s), the automation key among them",
                    "done", {"user_id": plan.user_id, "changed": True, "keys": len(split_keys(value))},
