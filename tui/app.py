@@ -232,6 +232,19 @@ class SiteToolkitApp(App[int]):
         self._stop_signals.__enter__()
         self.connect()
 
+    def get_driver_class(self) -> Any:
+        """Textual's Linux driver, made to survive a dropped session (widgets.terminal_driver),
+        unless $TEXTUAL_DRIVER names another."""
+        from textual import constants
+
+        if constants.DRIVER is None:
+            from widgets.terminal_driver import driver_class
+
+            chosen = driver_class()
+            if chosen is not None:
+                return chosen
+        return super().get_driver_class()
+
     def _stop_requested(self, signum: int) -> None:
         """SIGTERM, SIGHUP (a dropped SSH session) or SIGINT: every running operation is cancelled
         as its Cancel button would (it stops between two platform calls, undoes what it created,
