@@ -3,7 +3,7 @@
 - leftovers: an image LOCKED or in ERROR once no command runs; an image the soak's commands
   created that no VM template uses (part of no complete download); a VM template whose disk
   image is gone; a service template whose role templates are gone; a VM UNDEPLOYED without an
-  unfinished move in the audit log (nothing tells the operator to resume or put it back);
+  unfinished move in the move journal (nothing tells the operator to resume or put it back);
 - duplicates: two VM templates or two service templates of one name, two images of one
   appliance version used by templates of one name, two live services of one template with the
   same inputs;
@@ -26,8 +26,7 @@ from ruamel.yaml import YAML
 
 from bench.soak.world import World
 from tui.adapters.vault import decrypt_text, read_password_file, read_vault_file
-from tui.procedures.audit import AuditLog
-from tui.procedures.move_plan import last_move_origin
+from tui.procedures.move_journal import MoveJournal
 
 LOCKED, ERROR = 4, 5
 UNDEPLOYED = 9
@@ -94,9 +93,9 @@ def cloud_findings(world: World) -> list[Finding]:
                 if missing:
                     findings.append(Finding("leftover", f"service template {doc.id} orphan",
                                             f"service template {doc.id} {doc.name!r} uses missing VM template(s) {missing}"))
-        audit = AuditLog(Path(world.env["SITETK_AUDIT_LOG"]))
+        journals = [MoveJournal(d) for d in Path(world.env["XDG_STATE_HOME"]).glob("**/moves/*") if d.is_dir()]
         for vm in vms.values():
-            if vm.state == UNDEPLOYED and last_move_origin(audit, vm.id) is None:
+            if vm.state == UNDEPLOYED and not any(j.origin(vm.id) is not None for j in journals):
                 findings.append(Finding("leftover", f"vm {vm.id} undeployed", f"VM {vm.id} {vm.name!r} UNDEPLOYED with no unfinished move recorded"))
         findings += _duplicates(images, templates, documents, used)
     return findings

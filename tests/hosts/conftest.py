@@ -1,8 +1,8 @@
-"""Fixtures of the host-compatibility tests: a connection to the embedded site and an audit log.
+"""Fixtures of the host-compatibility tests: a connection to the embedded site and a move ledger.
 
 `connect(server, **settings)` builds the `SiteConnection` the console would build for that site
 (settings overrides such as `min_free_cpu_percent` apply); connections are closed at teardown.
-Every test gets its own HOME, XDG directories and audit log.
+Every test gets its own HOME, XDG directories (its audit log and move journal with them).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from tests.conftest import isolate_home
-from tui.procedures.audit import AuditLog
 from tui.procedures.connection import SiteConnection
 from tui.procedures.move_plan import MoveTimeouts
+from tui.procedures.move_vm import MoveLedger
 from tui.settings import Settings
 from tui.sim.server import SimServer
 
@@ -33,8 +33,9 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-def audit(tmp_path: Path) -> AuditLog:
-    return AuditLog(tmp_path / "audit" / "audit.log")
+def ledger() -> MoveLedger:
+    """What a test's moves did, VM by VM (what the run's one audit record is written from)."""
+    return MoveLedger()
 
 
 def settings_for(server: SimServer, **overrides: Any) -> Settings:

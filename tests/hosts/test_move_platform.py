@@ -10,18 +10,17 @@ import pytest
 
 from tests.hosts.conftest import FAST, Connect, collect
 from tests.hosts.test_move import BROADWELL, WESTMERE, _actions, _manager, _sections
-from tui.procedures.audit import AuditLog
 from tui.procedures.move_plan import STEP_UNDEPLOY, STEP_WAIT_RUNNING, plan_move, plan_redeploy, preview_move
-from tui.procedures.move_vm import MoveFailed, move_vm
+from tui.procedures.move_vm import MoveFailed, MoveLedger, move_vm
 from tui.sim.server import SimServer
 
 
 async def test_a_model_the_host_cannot_give_fails_the_boot_and_the_vm_goes_back(
-        deployed: SimServer, connect: Connect, audit: AuditLog) -> None:
+        deployed: SimServer, connect: Connect, ledger: MoveLedger) -> None:
     site = connect(deployed)
     manager = await _manager(site)
     before = _sections(manager)
-    plan = await plan_move(site, manager.id, BROADWELL, audit=audit)
+    plan = await plan_move(site, manager.id, BROADWELL)
     # the host's libvirt no longer offers the model it reported when the plan was made
     with deployed.site.lock:
         host = deployed.site.hosts[BROADWELL]
@@ -29,7 +28,7 @@ async def test_a_model_the_host_cannot_give_fails_the_boot_and_the_vm_goes_back(
                          for k, v in host.template]
 
     with pytest.raises(MoveFailed) as caught:
-        await collect(move_vm(site, plan, timeouts=FAST, audit=audit))
+        await collect(move_vm(site, plan, timeouts=FAST, ledger=ledger))
     failure = caught.value
     assert failure.step == STEP_WAIT_RUNNING
     assert failure.vm_state.startswith("BOOT_UNDEPLOY_FAILURE")
@@ -38,45 +37,45 @@ async def test_a_model_the_host_cannot_give_fails_the_boot_and_the_vm_goes_back(
     put_back = f"sitetk hosts redeploy {manager.id} --host {WESTMERE} --cpu-model ''"
     assert put_back in failure.detail and failure.as_json()["redeploy"] == put_back
 
-    back = await plan_redeploy(site, manager.id, WESTMERE, audit=audit)
-    events = await collect(move_vm(site, back, timeouts=FAST, audit=audit))
+    back = await plan_redeploy(site, manager.id, WESTMERE)
+    events = await collect(move_vm(site, back, timeouts=FAST, ledger=ledger))
     assert events[0].step == STEP_UNDEPLOY and "failed boot" in events[0].message
     assert events[-1].state == "done"
     vm = await site.cloud.vm_info(manager.id)
     assert vm.summary.running and vm.summary.host_id == WESTMERE and vm.cpu_model == ""
     assert _sections(vm) == before
-    assert ("hosts.recover", "ok") in _actions(audit) and ("hosts.redeploy", "done") in _actions(audit)
+    assert ("hosts.recover", "ok") in _actions(ledger) and ("hosts.redeploy", "done") in _actions(ledger)
 
 
 async def test_a_platform_before_6_2_refuses_the_move_and_changes_nothing(
-        sim_factory: Callable[..., SimServer], connect: Connect, audit: AuditLog) -> None:
+        sim_factory: Callable[..., SimServer], connect: Connect, ledger: MoveLedger) -> None:
     server = sim_factory(scenario="deployed", one_version="6.0.0")
     site = connect(server)
     manager = await _manager(site)
     before = _sections(manager)
-    plan = await plan_move(site, manager.id, BROADWELL, audit=audit)
+    plan = await plan_move(site, manager.id, BROADWELL)
     # the preview says so before anything is confirmed, not only the run
     warnings = preview_move(plan).warnings
     assert any("6.0.0" in w and "no append flag" in w and "will stop before changing anything" in w for w in warnings)
     with pytest.raises(MoveFailed) as caught:
-        await collect(move_vm(site, plan, timeouts=FAST, audit=audit))
+        await collect(move_vm(site, plan, timeouts=FAST, ledger=ledger))
     assert caught.value.step == STEP_UNDEPLOY
     assert "6.0.0" in caught.value.reason and "no append flag" in caught.value.reason
     assert "Nothing was changed" in caught.value.reason
     vm = await site.cloud.vm_info(manager.id)
     assert vm.summary.running and vm.summary.host_id == WESTMERE and _sections(vm) == before
-    assert not any(action.startswith(("hosts.undeploy", "hosts.set_cpu_model")) for action, _ in _actions(audit))
+    assert not any(action.startswith(("hosts.undeploy", "hosts.set_cpu_model")) for action, _ in _actions(ledger))
 
 
 async def test_the_move_works_on_every_platform_version(
-        sim_factory: Callable[..., SimServer], connect: Connect, audit: AuditLog, one_version: str) -> None:
+        sim_factory: Callable[..., SimServer], connect: Connect, ledger: MoveLedger, one_version: str) -> None:
     server = sim_factory(scenario="deployed", one_version=one_version)
     site = connect(server)
     manager = await _manager(site)
     before = _sections(manager)
-    plan = await plan_move(site, manager.id, BROADWELL, audit=audit)
+    plan = await plan_move(site, manager.id, BROADWELL)
     assert not any("no append flag" in w for w in preview_move(plan).warnings)
-    events = await collect(move_vm(site, plan, timeouts=FAST, audit=audit))
+    events = await collect(move_vm(site, plan, timeouts=FAST, ledger=ledger))
     assert events[-1].state == "done"
     vm = await site.cloud.vm_info(manager.id)
     assert vm.ready and vm.summary.host_id == BROADWELL and vm.cpu_model == plan.cpu_model

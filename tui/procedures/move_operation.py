@@ -9,16 +9,24 @@
 All three plan a `MoveSet`, preview it with every step's platform CLI command, confirm naming the
 VMs (destructive: the VMs stop), run `move_many` and return `Moved`. A cancel (the console's
 Cancel, or INT/TERM/HUP in the CLI) stops between two platform calls: `MoveCancelled` and the audit
-log name the step, the VM's state and the commands that finish the move or put the VM back.
+record name the step, the VM's state and the commands that finish the move or put the VM back.
+
+The run's one audit record (`hosts.move`, `hosts.redeploy` for a put-back) comes from the run's
+`MoveLedger`: for one VM its details at the top, for several each under `vms`; each VM's
+`changes` (undeploy, CPU model, READY reset, deploy, recover, each with its platform CLI) and
+`steps`. A run that stops says where (`step`), the VM's state, what is `left` and the commands
+that finish the move (`resume`) or put the VM back (`put_back`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
 from tui.errors import SiteError
 from tui.procedures.move_plan import (
+    AUDIT_MOVE,
+    AUDIT_REDEPLOY,
     DEFAULT_TIMEOUTS,
     MovePlan,
     MoveTimeouts,
@@ -27,7 +35,7 @@ from tui.procedures.move_plan import (
     plan_redeploy,
     preview_many,
 )
-from tui.procedures.move_vm import move_many
+from tui.procedures.move_vm import MoveLedger, move_many
 from tui.procedures.operation import Confirmation, Operation, RunContext
 from tui.procedures.preview import Preview
 
@@ -65,6 +73,8 @@ class Moved:
     """Where every VM runs now."""
 
     plans: tuple[MovePlan, ...]
+    #: what the run did, VM by VM (the `MoveLedger`'s entries, for the audit record)
+    runs: tuple[Mapping[str, Any], ...] = field(default=(), compare=False)
 
     def lines(self) -> tuple[str, ...]:
         return tuple(f"{p.label} runs on {p.target_label} with CPU model {p.cpu_model or '(none)'}." for p in self.plans)
@@ -80,7 +90,7 @@ class MoveOperation(Operation[MoveSet, Moved]):
     timeouts: MoveTimeouts
     title: ClassVar[str] = "Move a VM"
     refusal: ClassVar[str] = "moving a VM changes the cloud"
-    action: ClassVar[str] = "vm.move"
+    action: ClassVar[str] = AUDIT_MOVE
     cancels_itself: ClassVar[bool] = True
     resumable: ClassVar[bool] = True
 
@@ -100,9 +110,33 @@ class MoveOperation(Operation[MoveSet, Moved]):
         return Confirmation(verb, preview.target, detail, destructive=True)
 
     async def execute(self, site: "SiteConnection", plan: MoveSet, context: RunContext) -> Moved:
-        async for event in move_many(site, plan.plans, timeouts=self.timeouts, cancel=context.cancel):
+        ledger = context.notes.setdefault("move", MoveLedger())
+        async for event in move_many(site, plan.plans, timeouts=self.timeouts, cancel=context.cancel, ledger=ledger):
             context.report(event)
-        return Moved(plan.plans)
+        return Moved(plan.plans, tuple(ledger.vms))
+
+    def audit_details(self, plan: MoveSet, result: Moved) -> Mapping[str, Any] | None:
+        if not result.runs:
+            return None  # no VM to move
+        runs = [dict(entry) for entry in result.runs]
+        return runs[0] if len(runs) == 1 else {"vms": runs}
+
+    def audit_failure(self, plan: MoveSet, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
+        ledger = context.notes.get("move")
+        runs = [dict(entry) for entry in ledger.vms] if isinstance(ledger, MoveLedger) else []
+        started = {entry["vm_id"] for entry in runs}
+        waiting = [p.label for p in plan.plans if p.vm_id not in started]
+        if not runs:
+            return {"left": "nothing was changed: no move had started", "not_started": waiting}
+        stopped = runs[-1]
+        state = stopped.get("vm_state") or "in a state not read"
+        left = f"VM {stopped['vm_id']} {stopped['vm_name']} is {state}; finish the move with `{stopped['resume']}`"
+        if stopped.get("put_back") and not stopped.get("redeploy"):
+            left += f" or put it back with `{stopped['put_back']}`"
+        out: dict[str, Any] = {**stopped, "left": left, "not_started": waiting}
+        if len(runs) > 1:
+            out["vms"] = runs
+        return out
 
 
 @dataclass(frozen=True)
@@ -133,6 +167,7 @@ class RedeployVm(MoveOperation):
     timeouts: MoveTimeouts = DEFAULT_TIMEOUTS
     title: ClassVar[str] = "Redeploy a VM"
     refusal: ClassVar[str] = "redeploying a VM changes the cloud"
+    action: ClassVar[str] = AUDIT_REDEPLOY
 
     async def plan(self, site: "SiteConnection") -> MoveSet:
         return MoveSet((await plan_redeploy(site, self.vm_id, self.host_id, self.cpu_model),))

@@ -5,14 +5,13 @@ thresholds of the settings (a VM already running on a compatible host with that 
 where it is), or the host asked for, checked. host-passthrough is offered only when no compatible
 host exists, with the spec's warning, and never onto a host where the database cannot start
 whatever the model. `plan_redeploy()` plans the way back (the previous host and CPU model, which
-the audit log keeps from the start of an unfinished move). `plan_flagged()` plans every flagged
+the move journal keeps from the start of an unfinished move, `tui.procedures.move_journal`). `plan_flagged()` plans every flagged
 VM. `preview_move()` states every step with the equivalent platform CLI command, marking the steps
 the VM has already done (`step_skips()`, which the run uses as well). Running: `tui.procedures.move_vm`.
 """
 
 from __future__ import annotations
 
-import os
 import shlex
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any, Sequence
@@ -21,8 +20,8 @@ from tui.domain.cpu import HOST_PASSTHROUGH, HostCpu, HostVerdictKind, cpu_model
 from tui.domain.hosts import Host
 from tui.domain.vms import ACTIVE, RUNNING, VmDetail, VmSummary
 from tui.errors import SiteError
-from tui.procedures.audit import AUDIT_ENV, AuditLog
 from tui.procedures.hosts import DbVmRow, load_inventory, rank_targets
+from tui.procedures.move_journal import MoveJournal
 from tui.procedures.preview import Change, Preview
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -192,24 +191,15 @@ def _check_vm(vm: VmDetail) -> None:
         raise SiteError(f"VM {vm.id} is gone", f"VM {vm.id} {vm.name} is DONE (terminated); there is nothing to move.")
 
 
-def last_move_origin(audit: AuditLog, vm_id: int) -> tuple[int | None, str, str] | None:
+def last_move_origin(journal: MoveJournal, vm_id: int) -> tuple[int | None, str, str] | None:
     """(host id, host name, CPU model) the VM had before a move that has not finished, from the
-    audit log; None when its last move (or redeploy) finished or there was none."""
-    for entry in reversed(audit.entries()):
-        details = entry.get("details") or {}
-        if entry.get("action") not in (AUDIT_MOVE, AUDIT_REDEPLOY) or details.get("vm_id") != vm_id:
-            continue
-        if entry.get("outcome") == "done":
-            return None
-        if entry.get("outcome") == "started":
-            host_id = details.get("origin_host_id")
-            return (host_id if isinstance(host_id, int) else None, str(details.get("origin_host_name") or ""),
-                    str(details.get("origin_cpu_model") or ""))
-    return None
+    move journal; None when its last move (or redeploy) finished or there was none."""
+    found = journal.origin(vm_id)
+    return found.as_tuple() if found is not None else None
 
 
-def _origin(vm: VmDetail, audit: AuditLog | None) -> tuple[int | None, str, str]:
-    found = last_move_origin(audit, vm.id) if audit is not None else None
+def _origin(vm: VmDetail, journal: MoveJournal) -> tuple[int | None, str, str]:
+    found = last_move_origin(journal, vm.id)
     if found is not None:
         return found
     return vm.summary.host_id, vm.summary.host, vm.cpu_model
@@ -234,7 +224,7 @@ def passthrough_candidates(hosts: Sequence[Host], known_good: Sequence[str]) -> 
 
 
 async def plan_move(site: "SiteConnection", vm_id: int, host_id: int | None = None, *, passthrough: bool = False,
-                    hard: bool = False, audit: AuditLog | None = None,
+                    hard: bool = False, journal: MoveJournal | None = None,
                     hosts: Sequence[Host] | None = None) -> MovePlan:
     """Choose (or check) the target host of a VM and the CPU model it gets there.
 
@@ -249,8 +239,7 @@ async def plan_move(site: "SiteConnection", vm_id: int, host_id: int | None = No
     _check_vm(vm)
     if hosts is None:
         hosts = await site.cloud.list_hosts()
-    audit = audit if audit is not None else audit_log(site)
-    origin_id, origin_name, origin_model = _origin(vm, audit)
+    origin_id, origin_name, origin_model = _origin(vm, journal or MoveJournal.of(settings))
     ranking = rank_targets(hosts, settings)
     eligible = [ranked.host for ranked in ranking.eligible]
     current = vm.summary.host_id
@@ -353,7 +342,7 @@ def _no_target(title: str, reason: str, eligible: Sequence[Host]) -> SiteError:
 
 
 async def plan_redeploy(site: "SiteConnection", vm_id: int, host_id: int, cpu_model: str | None = None, *,
-                        audit: AuditLog | None = None) -> MovePlan:
+                        journal: MoveJournal | None = None) -> MovePlan:
     """Put a VM back where it was: deploy it on `host_id` with `cpu_model` (its previous model;
     "" removes CPU_MODEL; None: the one recorded when its unfinished move started, else unchanged).
 
@@ -368,9 +357,8 @@ async def plan_redeploy(site: "SiteConnection", vm_id: int, host_id: int, cpu_mo
     if unavailable is not None:
         raise SiteError(f"Host {target.id} {target.name} cannot take the VM",
                         f"{unavailable.reason}; {unavailable.fix}.")
-    audit = audit if audit is not None else audit_log(site)
     if cpu_model is None:
-        origin = last_move_origin(audit, vm_id)
+        origin = last_move_origin(journal or MoveJournal.of(site.settings), vm_id)
         cpu_model = origin[2] if origin is not None else vm.cpu_model
     verdict = host_verdict(HostCpu.from_host(target), site.settings.known_good_cpu_models)
     warnings = []
@@ -387,7 +375,7 @@ async def plan_redeploy(site: "SiteConnection", vm_id: int, host_id: int, cpu_mo
     )
 
 
-async def plan_flagged(site: "SiteConnection", *, hard: bool = False, audit: AuditLog | None = None,
+async def plan_flagged(site: "SiteConnection", *, hard: bool = False, journal: MoveJournal | None = None,
                        record_vm_ids: Sequence[int] | None = None
                        ) -> tuple[tuple[MovePlan, ...], tuple[tuple[DbVmRow, SiteError], ...]]:
     """A plan for every flagged document-database VM, and the ones that cannot be planned (why).
@@ -401,7 +389,7 @@ async def plan_flagged(site: "SiteConnection", *, hard: bool = False, audit: Aud
     problems: list[tuple[DbVmRow, SiteError]] = []
     for row in inventory.flagged:
         try:
-            plan = await plan_move(site, row.id, hard=hard, audit=audit, hosts=hosts)
+            plan = await plan_move(site, row.id, hard=hard, journal=journal, hosts=hosts)
         except SiteError as error:
             problems.append((row, error))
             continue
@@ -525,7 +513,3 @@ def preview_many(plans: Sequence[MovePlan], timeouts: MoveTimeouts = DEFAULT_TIM
     return Preview(title=f"Move {len(plans)} document-database VMs to compatible hosts", changes=tuple(changes),
                    destructive=True, target=", ".join(p.label for p in plans), warnings=tuple(warnings))
 
-
-def audit_log(site: "SiteConnection") -> AuditLog:
-    """The audit log: `SITETK_AUDIT_LOG` when set, else the one the settings name."""
-    return AuditLog() if os.environ.get(AUDIT_ENV) else AuditLog(site.settings.audit_log)

@@ -22,10 +22,14 @@ or times out raises `MoveFailed`, naming the step and the state the VM is in, wi
 that resume it or put it back where it was. A cancel (the `cancel` event: ctrl+c, SIGTERM, a dropped
 session's SIGHUP, the console's Cancel) stops between two platform calls, never in the middle of
 one: `MoveCancelled` names the step, the VM's state read at that moment and the two commands
-(finish the move, or put the VM back); the audit log records the same, so a VM is never left
-undeployed without a record. A hard task cancellation (`asyncio.CancelledError`) is audit-logged
-with the step and the VM's last known state. Every
-change (undeploy, CPU model, READY reset, deploy) is audit-logged, as are the move's start and end.
+(finish the move, or put the VM back). Before its first change a move writes the VM's origin to
+the move journal (`tui.procedures.move_journal`) and clears it once the VM runs where it was sent,
+so a VM is never left undeployed without a record of where it belongs, even after SIGKILL.
+
+Audit: a `MoveLedger` keeps, VM by VM, every change (undeploy, CPU model, READY reset, deploy,
+recover), the steps done or skipped and where a move stopped with the VM's state read then (a hard
+task cancellation keeps the last known state). The move operations (`tui.procedures.
+move_operation`) run it; the pipeline writes the run's one record from the ledger.
 
 What the platform does that shapes it: a boot with a CPU model the host cannot give fails, since
 the KVM driver asks libvirt for `<model fallback='forbid'>` (src/vmm/LibVirtDriverKVM.cc); after
@@ -41,17 +45,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Sequence
 
 from tui.domain.cpu import cpu_model_update_text
 from tui.domain.template_text import render_template
 from tui.domain.vms import ACTIVE, LCM_STATES, VmDetail
 from tui.errors import SiteError
-from tui.procedures.audit import AuditLog
+from tui.procedures.move_journal import MoveJournal, MoveOrigin
 from tui.procedures.move_plan import (
-    AUDIT_MOVE,
-    AUDIT_REDEPLOY,
     DEFAULT_TIMEOUTS,
     DEPLOYABLE,
     STEP_DEPLOY,
@@ -70,7 +72,6 @@ from tui.procedures.move_plan import (
     MovePlan,
     MoveTimeouts,
     VmFacts,
-    audit_log,
     move_command,
     no_append_text,
     platform_version,
@@ -122,6 +123,27 @@ class MoveCancelled(MoveFailed):
 
 # running ----------------------------------------------------------------------------------------
 
+@dataclass
+class MoveLedger:
+    """What a run of moves did so far, one entry per VM started (see the module docstring): the
+    plan's origin and target, `changes` made, `steps` done or skipped, and the `outcome` ("running",
+    "done", "failed", "cancelled") with the `step` it stopped at and the `vm_state` read then."""
+
+    vms: list[dict[str, Any]] = field(default_factory=list)
+
+    def start(self, details: dict[str, Any]) -> dict[str, Any]:
+        entry: dict[str, Any] = {**details, "outcome": "running", "changes": [], "steps": []}
+        self.vms.append(entry)
+        return entry
+
+
+def _details(plan: MovePlan) -> dict[str, Any]:
+    return {"vm_id": plan.vm_id, "vm_name": plan.vm_name, "origin_host_id": plan.origin_host_id,
+            "origin_host_name": plan.origin_host_name, "origin_cpu_model": plan.origin_cpu_model,
+            "target_host_id": plan.target_host_id, "target_host_name": plan.target_host_name,
+            "cpu_model": plan.cpu_model, "hard": plan.hard, "passthrough": plan.passthrough}
+
+
 def describe_state(vm: VmDetail) -> str:
     """"UNDEPLOYED (CPU model Broadwell-noTSX, last on host 1 node-1)" and the like."""
     summary = vm.summary
@@ -141,13 +163,13 @@ def _sections(vm: VmDetail, skip: str = "CPU_MODEL") -> list[tuple[str, Any]]:
 class _Run:
     """The state of one running move, shared by its steps."""
 
-    def __init__(self, site: "SiteConnection", plan: MovePlan, timeouts: MoveTimeouts, audit: AuditLog,
-                 offset: int, total: int, cancel: asyncio.Event | None = None) -> None:
+    def __init__(self, site: "SiteConnection", plan: MovePlan, timeouts: MoveTimeouts, offset: int, total: int,
+                 entry: dict[str, Any], cancel: asyncio.Event | None = None) -> None:
         self.site = site
         self.cancel = cancel
         self.plan = plan
         self.timeouts = timeouts
-        self.audit = audit
+        self.entry = entry
         self.offset = offset
         self.total = total
         self.step = STEPS[0]
@@ -161,6 +183,11 @@ class _Run:
     async def read(self) -> VmDetail:
         self.vm = await self.site.cloud.vm_info(self.plan.vm_id)
         return self.vm
+
+    def change(self, action: str, details: dict[str, Any]) -> None:
+        """A change made to the VM: kept in the ledger (the run's audit record lists it)."""
+        self.entry["changes"].append({"action": action, **details})
+        self.site.note_change()
 
     def checkpoint(self) -> None:
         """Stop here when a cancel was asked (called before each platform change and each poll)."""
@@ -232,46 +259,51 @@ def _failed_lcm(vm: VmDetail) -> bool:
 
 
 async def move_vm(site: "SiteConnection", plan: MovePlan, *, timeouts: MoveTimeouts = DEFAULT_TIMEOUTS,
-                  audit: AuditLog | None = None, cancel: asyncio.Event | None = None, _offset: int = 0,
+                  cancel: asyncio.Event | None = None, journal: MoveJournal | None = None,
+                  ledger: MoveLedger | None = None, _offset: int = 0,
                   _total: int | None = None) -> AsyncIterator[Progress]:
     """Run a move (or a redeploy) step by step, skipping steps already done. Raises `MoveFailed`
-    (`MoveCancelled` when `cancel` is set: it stops before the next platform call)."""
-    audit = audit if audit is not None else audit_log(site)
+    (`MoveCancelled` when `cancel` is set: it stops before the next platform call).
+
+    The VM's origin goes to `journal` (default: the settings' move journal) before the first
+    change and leaves it when the move is done; `ledger` keeps what was done for the run's audit
+    record."""
+    journal = journal if journal is not None else MoveJournal.of(site.settings)
+    ledger = ledger if ledger is not None else MoveLedger()
     steps = plan.steps
-    run = _Run(site, plan, timeouts, audit, _offset, _total if _total is not None else len(steps), cancel)
-    action = AUDIT_REDEPLOY if plan.redeploy else AUDIT_MOVE
-    details = {"vm_id": plan.vm_id, "vm_name": plan.vm_name, "origin_host_id": plan.origin_host_id,
-               "origin_host_name": plan.origin_host_name, "origin_cpu_model": plan.origin_cpu_model,
-               "target_host_id": plan.target_host_id, "target_host_name": plan.target_host_name,
-               "cpu_model": plan.cpu_model, "hard": plan.hard, "passthrough": plan.passthrough}
-    audit.record(action, plan.label, "started", details)
+    details = _details(plan)
+    journal.begin(MoveOrigin(plan.vm_id, plan.origin_host_id, plan.origin_host_name, plan.origin_cpu_model,
+                             plan.target_host_id, plan.redeploy))
+    entry = ledger.start({**details, "redeploy": plan.redeploy, "resume": move_command(plan),
+                          "put_back": redeploy_command(plan)})
+    run = _Run(site, plan, timeouts, _offset, _total if _total is not None else len(steps), entry, cancel)
     try:
         async for event in _steps(run):
+            if event.state in ("done", "skipped"):
+                entry["steps"].append({"step": event.step, "state": event.state})
             yield event
     except asyncio.CancelledError:
         state = describe_state(run.vm) if run.vm is not None else "not read yet"
-        audit.record(action, plan.label, "cancelled", {**details, "step": run.step, "vm_state": state})
+        entry.update(outcome="cancelled", step=run.step, vm_state=state)
         raise
     except MoveCancelled:
         stopped = await run.state_after_error(SiteError("cancelled"))
         cancelled = MoveCancelled(plan, run.step, stopped.vm_state)
-        audit.record(action, plan.label, "cancelled", {
-            **details, "step": run.step, "vm_state": cancelled.vm_state, "resume": move_command(plan),
-            "redeploy": redeploy_command(plan)})
+        entry.update(outcome="cancelled", step=run.step, vm_state=cancelled.vm_state)
         yield Progress(run.step, run.offset + steps.index(run.step), run.total,
                        f"cancelled: {plan.label} is {cancelled.vm_state}", "failed",
                        {"vm_id": plan.vm_id, "vm_state": cancelled.vm_state})
         raise cancelled from None
     except SiteError as error:
         failure = error if isinstance(error, MoveFailed) else await run.state_after_error(error)
-        audit.record(action, plan.label, "failed", {**details, "step": failure.step, "reason": failure.reason,
-                                                    "vm_state": failure.vm_state})
+        entry.update(outcome="failed", step=failure.step, reason=failure.reason, vm_state=failure.vm_state)
         short = failure.reason if len(failure.reason) <= 100 else failure.reason[:99] + "…"
         yield Progress(failure.step, run.offset + steps.index(failure.step), run.total, short, "failed",
                        {"vm_id": plan.vm_id, "vm_state": failure.vm_state, "reason": failure.reason})
         raise failure from None
     final = describe_state(run.vm) if run.vm is not None else ""
-    audit.record(action, plan.label, "done", {**details, "vm_state": final})
+    entry.update(outcome="done", vm_state=final)
+    journal.end(plan.vm_id)
 
 
 def boot_refused(vm: VmDetail, plan: MovePlan) -> str:
@@ -306,10 +338,10 @@ async def _steps(run: _Run) -> AsyncIterator[Progress]:
         yield run.event(index, "running", f"closing the failed boot on host {vm.summary.host_id} {vm.summary.host}")
         run.checkpoint()
         await cloud.vm_recover(plan.vm_id, RECOVER_SUCCESS)
-        run.audit.record("hosts.recover", plan.label, "ok", {
+        run.change("hosts.recover", {
             "vm_id": plan.vm_id, "operation": "success", "cli": f"onevm recover --success {plan.vm_id}"})
         await cloud.vm_action("undeploy-hard", plan.vm_id)
-        run.audit.record("hosts.undeploy", plan.label, "ok", {
+        run.change("hosts.undeploy", {
             "vm_id": plan.vm_id, "hard": True, "cli": f"onevm undeploy --hard {plan.vm_id}"})
         yield run.event(index, "done", "failed boot closed (onevm recover --success), undeploy --hard requested")
     elif STEP_UNDEPLOY in skips:
@@ -318,7 +350,7 @@ async def _steps(run: _Run) -> AsyncIterator[Progress]:
         yield run.event(index, "running", f"undeploying from {plan.origin_label}")
         run.checkpoint()
         await cloud.vm_action("undeploy-hard" if plan.hard else "undeploy", plan.vm_id)
-        run.audit.record("hosts.undeploy", plan.label, "ok", {
+        run.change("hosts.undeploy", {
             "vm_id": plan.vm_id, "hard": plan.hard, "cli": f"onevm undeploy{' --hard' if plan.hard else ''} {plan.vm_id}"})
         yield run.event(index, "done", "undeploy requested")
     elif state == VM_SUSPENDED:
@@ -360,7 +392,7 @@ async def _steps(run: _Run) -> AsyncIterator[Progress]:
         else:
             # removing a section takes replace mode: every other section goes back unchanged
             await cloud.vm_updateconf(plan.vm_id, render_template(before), append=0)
-        run.audit.record("hosts.set_cpu_model", plan.label, "ok", {
+        run.change("hosts.set_cpu_model", {
             "vm_id": plan.vm_id, "cpu_model": plan.cpu_model, "previous": vm.cpu_model, "cli": updateconf_cli(plan)})
         vm = await run.read()
         if vm.cpu_model != plan.cpu_model:
@@ -385,10 +417,10 @@ async def _steps(run: _Run) -> AsyncIterator[Progress]:
         if plan.wait_ready and ready_flag(vm):
             # a READY=YES left from the last boot would end the last wait at once
             await cloud.vm_update(plan.vm_id, 'READY = "NO"', append=1)
-            run.audit.record("hosts.reset_ready", plan.label, "ok", {
+            run.change("hosts.reset_ready", {
                 "vm_id": plan.vm_id, "cli": f"onevm update {plan.vm_id} <READY = \"NO\"> --append"})
         await cloud.vm_deploy(plan.vm_id, plan.target_host_id)
-        run.audit.record("hosts.deploy", plan.label, "ok", {
+        run.change("hosts.deploy", {
             "vm_id": plan.vm_id, "host_id": plan.target_host_id,
             "cli": f"onevm deploy {plan.vm_id} {plan.target_host_id}"})
         yield run.event(index, "done", f"deploy on {plan.target_label} requested")
@@ -440,12 +472,13 @@ def _appliance_errors(vm: VmDetail | None) -> str:
 
 
 async def move_many(site: "SiteConnection", plans: Sequence[MovePlan], *, timeouts: MoveTimeouts = DEFAULT_TIMEOUTS,
-                    audit: AuditLog | None = None, cancel: asyncio.Event | None = None) -> AsyncIterator[Progress]:
-    """Run several moves one after the other; the first failure stops the rest."""
+                    cancel: asyncio.Event | None = None, journal: MoveJournal | None = None,
+                    ledger: MoveLedger | None = None) -> AsyncIterator[Progress]:
+    """Run several moves one after the other; the first failure stops the rest (see `move_vm`)."""
     total = sum(len(plan.steps) for plan in plans)
     offset = 0
     for plan in plans:
-        async for event in move_vm(site, plan, timeouts=timeouts, audit=audit, cancel=cancel, _offset=offset,
-                                   _total=total):
+        async for event in move_vm(site, plan, timeouts=timeouts, cancel=cancel, journal=journal,
+                                   ledger=ledger, _offset=offset, _total=total):
             yield replace(event, step=f"VM {plan.vm_id}: {event.step}") if len(plans) > 1 else event
         offset += len(plan.steps)

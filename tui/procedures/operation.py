@@ -243,7 +243,8 @@ def _record_failure(site: "SiteConnection", operation: Operation[PlanT, Any], pl
         details = operation.audit_failure(plan, error, context)
         if details is None and not extra:
             return
-        outcome = outcome or ("cancelled" if isinstance(error, OperationCancelled) else "failed")
+        cancelled = isinstance(error, OperationCancelled) or context.cancel.is_set()
+        outcome = outcome or ("cancelled" if cancelled else "failed")
         steps = [event.step for event in context.events if event.state == "done"]
         site.audit.record(operation.action or "operation", operation.audit_object(plan), outcome,
                           {**(extra or {}), "error": error.title, "steps_done": steps, **(details or {})})
