@@ -170,7 +170,9 @@ def test_cli_dry_run_is_allowed_in_read_only_mode_and_the_run_is_refused(sim: Si
     code = main(["--read-only", "market", "download", f"{sim.market_url}#service_dns", "--datastore", "1", "--yes", "--json"])
     assert code == EXIT_USAGE and "read-only" in json.loads(capsys.readouterr().out)["error"]["detail"]
     assert set(sim.site.images) == images
-    assert audit_entries(isolated)[-1]["outcome"] == "refused"
+    refused = audit_entries(isolated)[-1]
+    assert refused["outcome"] == "refused"
+    assert refused["target"].startswith("app ") and "->" in refused["target"]  # the CLI refuses the planned object
 
 
 def test_cli_json_answer_carries_the_typed_result(sim: SimServer, env, capsys) -> None:  # noqa: F811
