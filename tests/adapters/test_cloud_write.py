@@ -229,3 +229,31 @@ async def test_broken_app_image_ends_in_error(cloud: CloudClient, sim: Any) -> N
         return image.error if image.state_name == "err" else ""
 
     assert await eventually(failed, WAIT_S, f"image {image_id} to end in ERROR")
+
+
+async def test_a_taken_name_is_name_taken_and_not_retried(cloud: CloudClient) -> None:
+    """Every version's answer to a taken name (INTERNAL for templates, groups, users and, before 7.4,
+    marketplaces; ALLOCATE for images and 7.4's marketplaces; tests/conformance/test_xmlrpc_rows.py)
+    reaches the caller as 'Name taken', not retryable, and nothing is created twice."""
+    template = [("NAME", "taken-tpl"), ("CPU", "1"), ("MEMORY", "128")]
+    image = 'NAME = "taken-disk"\nTYPE = "DATABLOCK"\nSIZE = 10'
+    market = 'NAME = "taken-market"\nMARKET_MAD = "one"\n'
+    first_template = await cloud.template_allocate(template)
+    await cloud.image_allocate(image, 1)
+    await cloud.group_allocate("taken-group")
+    await cloud.user_allocate("taken-user", "secret-one", "core")
+    await cloud.market_allocate(market)
+    attempts = {
+        "template": lambda: cloud.template_allocate(template),
+        "image": lambda: cloud.image_allocate(image, 1),
+        "group": lambda: cloud.group_allocate("taken-group"),
+        "user": lambda: cloud.user_allocate("taken-user", "secret-two", "core"),
+        "marketplace": lambda: cloud.market_allocate(market),
+    }
+    for kind, attempt in attempts.items():
+        with pytest.raises(SiteError) as info:
+            await attempt()
+        assert info.value.title.startswith("Name taken"), (kind, info.value.title, info.value.detail)
+        assert info.value.retryable is False and "NAME is already taken by" in info.value.detail, kind
+        assert "secret-two" not in info.value.detail
+    assert [t.id for t in await cloud.list_templates() if t.name == "taken-tpl"] == [first_template]

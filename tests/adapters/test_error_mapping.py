@@ -91,15 +91,20 @@ def test_apptemplate64_is_decoded() -> None:
     assert decode_apptemplate64("") == "" and decode_apptemplate64("%%%") == ""
 
 
-@pytest.mark.parametrize("message, title", [
-    ("[one.template.allocate] Invalid NAME, char '&' is not allowed", "Name refused"),
-    ("[one.template.allocate] Invalid NAME, max length is 128 chars", "Name refused"),
-    ("[one.group.allocate] NAME is already taken by GROUP 100.", "Name taken"),
+@pytest.mark.parametrize("message, code, title", [
+    ("[one.template.allocate] Invalid NAME, char '&' is not allowed", 0x2000, "Name refused"),
+    ("[one.template.allocate] Invalid NAME, max length is 128 chars", 0x2000, "Name refused"),
+    ("[one.group.allocate] NAME is already taken by GROUP 100.", 0x2000, "Name taken"),
+    ("[one.template.allocate] NAME is already taken by TEMPLATE 4.", 0x2000, "Name taken"),
+    ("[one.image.allocate] Error allocating a new image. NAME is already taken by IMAGE 3.", 0x4000, "Name taken"),
+    ("[one.market.allocate] Error allocating a new marketplace. NAME is already taken by MARKETPLACE 100",
+     0x4000, "Name taken"),
 ])
-def test_a_refused_name_answered_internal_is_not_retried(message: str, title: str) -> None:
+def test_a_refused_name_is_not_retried(message: str, code: int, title: str) -> None:
     """src/rm/api/TemplateAPI.cc `pool_allocate` answers INTERNAL with `name_is_valid`'s text
-    (src/pool/PoolObjectSQL.cc): no retry fixes it, so it is not retryable."""
-    error = platform_error(PlatformFailure(message, 0x2000, -1), "one.template.allocate")
+    (src/pool/PoolObjectSQL.cc), src/rm/api/ImageAPI.cc (and MarketPlaceAPI.cc on 7.4) ALLOCATE
+    with "Error allocating a new <object>." before it: no retry fixes it, so it is not retryable."""
+    error = platform_error(PlatformFailure(message, code, -1), "one.template.allocate")
     assert error.title.startswith(title) and error.retryable is False
     assert message in error.detail
 

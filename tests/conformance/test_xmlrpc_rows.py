@@ -367,3 +367,65 @@ def test_user_names_refuse_space_and_colon_besides(site: SimServer) -> None:
     refused = failure(rpc(site, "one.user.allocate", "two words", "secret", "core", []))
     assert (refused.message, refused.code) == ("[one.user.allocate] Invalid NAME, char ' ' is not allowed", INTERNAL)
 
+
+
+# taken names -------------------------------------------------------------------------------------
+
+
+def test_a_taken_template_name_answers_internal_with_the_pool_text(site: SimServer) -> None:
+    """src/vm_template/VMTemplatePool.cc `allocate` line 61 (release-6.10.0 line 77) "NAME is already
+    taken by TEMPLATE <id>.", relayed by src/rm/api/TemplateAPI.cc `pool_allocate` line 666 as INTERNAL
+    (release-6.10.0 and release-7.0.0 src/rm/RequestManagerAllocate.cc line 756): the bare text."""
+    first = int(ok(rpc(site, "one.template.allocate", 'NAME = "twice"\nCPU = 1')))
+    taken = failure(rpc(site, "one.template.allocate", 'NAME = "twice"\nCPU = 2'))
+    assert (taken.message, taken.code) == (f"[one.template.allocate] NAME is already taken by TEMPLATE {first}.",
+                                           INTERNAL)
+
+
+def test_a_taken_image_name_answers_allocate(site: SimServer) -> None:
+    """src/image/ImagePool.cc `allocate` line 156 (release-7.0.0 159, release-6.10.0 232), relayed by
+    src/rm/api/ImageAPI.cc line 957 as ALLOCATE (release-6.10.0 and release-7.0.0
+    src/rm/RequestManagerAllocate.cc line 716); src/rm/Request.cc `failure_message` adds the prefix."""
+    text = 'NAME = "disk-twice"\nTYPE = "DATABLOCK"\nSIZE = 10'
+    first = int(ok(rpc(site, "one.image.allocate", text, 1)))
+    taken = failure(rpc(site, "one.image.allocate", text, 1))
+    assert (taken.message, taken.code) == (
+        f"[one.image.allocate] Error allocating a new image. NAME is already taken by IMAGE {first}.", ALLOCATE)
+
+
+def test_a_taken_group_or_user_name_answers_internal(site: SimServer) -> None:
+    """src/group/GroupPool.cc line 123 (release-6.10.0 141) and src/um/UserPool.cc line 294
+    (release-7.0.0 372, release-6.10.0 473), relayed as INTERNAL by src/rm/api/GroupAPI.cc line 269 and
+    src/rm/api/UserAPI.cc line 812 (release-6.10.0 and release-7.0.0 src/rm/RequestManagerAllocate.cc
+    lines 1032 and 1007)."""
+    group = int(ok(rpc(site, "one.group.allocate", "team")))
+    taken = failure(rpc(site, "one.group.allocate", "team"))
+    assert (taken.message, taken.code) == (f"[one.group.allocate] NAME is already taken by GROUP {group}.", INTERNAL)
+    user = int(ok(rpc(site, "one.user.allocate", "member", "secret", "core", [])))
+    taken = failure(rpc(site, "one.user.allocate", "member", "other", "core", []))
+    assert (taken.message, taken.code) == (f"[one.user.allocate] NAME is already taken by USER {user}.", INTERNAL)
+
+
+def test_a_taken_marketplace_name_answers_allocate_from_7_4(site: SimServer, one_version: str) -> None:
+    """src/market/MarketPlacePool.cc line 143 (release-6.10.0 207) "NAME is already taken by
+    MARKETPLACE <id>" (no final period); src/rm/api/MarketPlaceAPI.cc line 196 answers ALLOCATE,
+    release-6.10.0 and release-7.0.0 src/rm/RequestManagerAllocate.cc line 1288 INTERNAL."""
+    text = 'NAME = "mirror"\nMARKET_MAD = "http"\nBASE_URL = "http://mirror.example"'
+    first = int(ok(rpc(site, "one.market.allocate", text)))
+    taken = failure(rpc(site, "one.market.allocate", text))
+    if tuple(int(p) for p in one_version.split(".")) >= (7, 4):
+        assert (taken.message, taken.code) == (
+            f"[one.market.allocate] Error allocating a new marketplace. NAME is already taken by MARKETPLACE {first}",
+            ALLOCATE)
+    else:
+        assert (taken.message, taken.code) == (
+            f"[one.market.allocate] NAME is already taken by MARKETPLACE {first}", INTERNAL)
+
+
+def test_documents_and_vms_may_share_a_name(site: SimServer) -> None:
+    """src/document/DocumentPool.cc and src/vm/VirtualMachinePool.cc check no duplicate name (no
+    "already taken" there, unlike the pools above): OneFlow service templates and VMs of one name coexist."""
+    body = 'NAME = "svc"\nBODY = "{\\"name\\": \\"svc\\", \\"roles\\": []}"'
+    first = int(ok(rpc(site, "one.document.allocate", body, 100)))
+    assert int(ok(rpc(site, "one.document.allocate", body, 100))) != first
+    assert _held(site, "same") != _held(site, "same")

@@ -79,7 +79,7 @@ def test_each_error_code_maps_to_its_pyone_exception(sim: SimServer) -> None:
     admin.acl.addrule("200000001", "4400000000", "1")  # @1 NET/* USE
     with pytest.raises(pyone.OneInternalException, match=r"Rule @1 NET/\* USE #0 already exists"):
         admin.acl.addrule("200000001", "4400000000", "1")
-    with pytest.raises(pyone.OneException, match="NAME is already taken by VMTEMPLATE 0"):
+    with pytest.raises(pyone.OneException, match=r"NAME is already taken by TEMPLATE 0\."):
         admin.template.allocate('NAME = "ubuntu-22.04"\nCPU = 1')
 
 

@@ -47,7 +47,7 @@ PLATFORM_ERRORS: dict[int, tuple[str, str, bool]] = {
 }
 
 
-#: INTERNAL answers whose text says the call can never succeed as it is: (text, title, hint).
+#: INTERNAL (or ALLOCATE) answers whose text says the call can never succeed as it is: (text, title, hint).
 #: The platform answers these with INTERNAL, not ACTION or RPC_API (src/rm/api/VirtualMachineAPI.cc
 #: `update_conf`, src/rm/api/SharedAPI.cc `update`, src/rm/api/ImageAPI.cc), so retrying is no fix.
 INTERNAL_REFUSALS: tuple[tuple[str, str, str], ...] = (
@@ -62,14 +62,16 @@ INTERNAL_REFUSALS: tuple[tuple[str, str, str], ...] = (
      "Template refused",
      "The frontend could not parse the template text; fix the text (the message names the problem)."),
     # allocate of templates, groups, users, marketplaces answers INTERNAL with the pool's text
-    # (src/rm/api/TemplateAPI.cc `pool_allocate`; src/pool/PoolObjectSQL.cc `name_is_valid`)
+    # (src/rm/api/TemplateAPI.cc `pool_allocate`; src/pool/PoolObjectSQL.cc `name_is_valid`); images,
+    # and marketplaces on 7.4 (src/rm/api/MarketPlaceAPI.cc line 196), answer the same text ALLOCATE
     ("Invalid NAME",
      "Name refused",
      "The platform refuses this name (the message says why: a character of & | : \\ \" ; / ' # { } $ < >, "
      "a tab or line break, or more than 128 bytes); choose another name."),
     ("NAME is already taken",
      "Name taken",
-     "Another object of yours already has this name; choose another name or use the existing object."),
+     "Another object already has this name (among yours for templates and images, on the whole cloud for "
+     "groups, users and marketplaces); choose another name or use the existing object."),
     ("Cannot determine image SIZE.",
      "Marketplace app unknown to the cloud",
      "The cloud has no marketplace app with that ID (FROM_APP): refresh the marketplace and pick the app again."),
@@ -86,7 +88,7 @@ def _internal_refusal(message: str) -> tuple[str, str] | None:
 def platform_error(failure: PlatformFailure, method: str, secrets: tuple[str, ...] = ()) -> SiteError:
     title, hint, retryable = PLATFORM_ERRORS.get(
         failure.code, (f"Platform error 0x{failure.code:04x}", "The frontend refused the call.", False))
-    refusal = _internal_refusal(failure.message) if failure.code == INTERNAL else None
+    refusal = _internal_refusal(failure.message) if failure.code in (INTERNAL, ALLOCATE) else None
     if refusal is not None:
         (title, hint), retryable = refusal, False
     message = redact(failure.message, secrets)

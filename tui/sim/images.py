@@ -15,7 +15,7 @@ import time
 from tui.domain.error_codes import ACTION, ALLOCATE, INTERNAL, XML_RPC_API
 from tui.domain.template_text import Template, scalar
 from tui.sim.platform import invalid_name_chars
-from tui.sim.rpc_errors import OneError, name_refusal, no_exists
+from tui.sim.rpc_errors import OneError, name_refusal, name_taken, no_exists
 from tui.sim.state import Perms, SimImage, SimSite
 
 #: simulated seconds: a fixed part plus one second per `_MB_PER_SECOND` of app size
@@ -49,7 +49,9 @@ def allocate_image(site: SimSite, attrs: Template, ds_id: int, uid: int, gid: in
         raise refusal
     taken = next((i for i in site.images.values() if i.name == name and i.uid == uid), None)
     if taken is not None:
-        raise OneError(ALLOCATE, f"Error allocating a new image. NAME is already taken by IMAGE {taken.id}.")
+        # src/image/ImagePool.cc `allocate` (line 156; 7.0.0 159, 6.10.0 232) through src/rm/api/ImageAPI.cc
+        # (ALLOCATE, line 957; 6.10.0 and 7.0.0 src/rm/RequestManagerAllocate.cc line 716)
+        raise name_taken("IMAGE", taken.id, ALLOCATE, "Error allocating a new image. ")
     type_word = scalar(attrs, "TYPE", "OS").upper()
     if type_word not in _TYPES:
         raise OneError(ALLOCATE, f"Error allocating a new image. Unknown image type: {type_word}.")

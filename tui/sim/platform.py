@@ -16,6 +16,9 @@ release-7.0.0, release-7.4.0; 6.0.x only for `updateconf`'s missing append flag)
   (release-6.8.0 38-52).
 - Object names refuse tab, newline, vertical tab, form feed and carriage return from 6.10.4 on
   (`invalid_name_chars`, src/pool/PoolObjectSQL.cc line 27).
+- `one.market.allocate` answers a refused or taken name ALLOCATE ("Error allocating a new
+  marketplace. ...") from 7.4 on (src/rm/api/MarketPlaceAPI.cc line 196); INTERNAL with the
+  bare text before (src/rm/RequestManagerAllocate.cc line 1288 of 6.10.0 and 7.0.0).
 - OneFlow's input keys and states differ too (`tui.sim.flow_engine`).
 """
 
@@ -59,6 +62,13 @@ def market_driver_user_agent(version: str, edition: str = "") -> str:
     """`OpenNebula 7.4.0 (Market Driver)`, or with the edition `OpenNebula 7.4.0 EE (Market Driver)`:
     the monitor reads the full version from its VERSION file (`monitor` `initialize`)."""
     return f"OpenNebula {version} {edition} (Market Driver)" if edition else f"OpenNebula {version} (Market Driver)"
+
+
+def market_allocate_refuses_with_allocate(version: str) -> bool:
+    """Whether `one.market.allocate` answers a failure of `MarketPlacePool::allocate` (a refused or
+    taken name) ALLOCATE: from 7.4 on (src/rm/api/MarketPlaceAPI.cc line 196); 6.10 and 7.0 answer
+    INTERNAL (src/rm/RequestManagerAllocate.cc line 1288)."""
+    return version_key(version) >= (7, 4)
 
 
 def invalid_name_chars(version: str) -> str:

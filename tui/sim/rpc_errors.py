@@ -66,3 +66,11 @@ def name_refusal(name: str, invalid_chars: str, code: int, prefix: str = "") -> 
     if problem is None:
         return None
     return OneError(code, f"{prefix}{problem}")
+
+
+def name_taken(kind: str, oid: int, code: int, prefix: str = "", period: bool = True) -> OneError:
+    """The platform's answer to a name another object holds: the pool's text `NAME is already taken
+    by <kind> <id>.` (src/vm_template/VMTemplatePool.cc, src/image/ImagePool.cc, src/group/GroupPool.cc,
+    src/um/UserPool.cc; src/market/MarketPlacePool.cc has no final period), under the code and
+    prefix of the method that relays it (see `name_refusal`)."""
+    return OneError(code, f"{prefix}NAME is already taken by {kind} {oid}{'.' if period else ''}")

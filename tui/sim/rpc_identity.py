@@ -2,8 +2,12 @@
 `one.group.addadmin`, `one.market.allocate` (what the setup's new operations call).
 
 As the platform answers them (OpenNebula/one `src/rm/RequestManagerAllocate.cc`,
-`src/rm/RequestManagerGroup.cc`): only administrators create groups, users and marketplaces; a
-taken name is an ALLOCATE error "NAME is already taken by <KIND> <id>."; user-defined groups get
+`src/rm/RequestManagerGroup.cc`; 7.4 `src/rm/api/`): only administrators create groups, users and
+marketplaces; a taken name answers INTERNAL with the pool's text "NAME is already taken by
+<KIND> <id>." (GroupAllocate/UserAllocate/MarketPlaceAllocate `pool_allocate`, release-6.10.0 and
+7.0.0 RequestManagerAllocate.cc lines 1032, 1007, 1288; 7.4.0 GroupAPI.cc 269, UserAPI.cc 812),
+except a marketplace on 7.4, ALLOCATE (MarketPlaceAPI.cc 196,
+`tui.sim.platform.market_allocate_refuses_with_allocate`); user-defined groups get
 IDs from 100; `user.allocate` takes an optional array of group IDs, the first one the user's
 main group; `group.addadmin` needs the user in the group. Creating a group over XML-RPC adds no
 ACL rule: the CLI's `onegroup create` adds the default ones itself (`src/cli/one_helper/
@@ -14,8 +18,9 @@ from __future__ import annotations
 
 from tui.domain.error_codes import ACTION, ALLOCATE, AUTHORIZATION, INTERNAL
 from tui.domain.object_names import USER_EXTRA_CHARS
+from tui.sim.platform import market_allocate_refuses_with_allocate
 from tui.sim.rpc_context import Call, method, parse_text, refuse_name
-from tui.sim.rpc_errors import OneError, no_exists
+from tui.sim.rpc_errors import OneError, name_taken, no_exists
 from tui.sim.state import SimGroup, SimMarketplace, SimUser
 
 FIRST_USER_GROUP = 100
@@ -33,7 +38,7 @@ def group_allocate(call: Call, name: str) -> int:
     refuse_name(call, name, INTERNAL)
     taken = next((g for g in call.site.groups.values() if g.name == name), None)
     if taken is not None:
-        raise OneError(ALLOCATE, f"Error allocating a new group. NAME is already taken by GROUP {taken.id}.")
+        raise name_taken("GROUP", taken.id, INTERNAL)  # src/group/GroupPool.cc line 123 (6.10.0: 141)
     gid = max(call.site.next_id("group"), FIRST_USER_GROUP)
     call.site.reserve_ids("group", gid)
     call.site.groups[gid] = SimGroup(gid, name)
@@ -47,7 +52,7 @@ def user_allocate(call: Call, name: str, password: str, driver: str, group_ids: 
     refuse_name(call, name, INTERNAL, extra_chars=USER_EXTRA_CHARS)
     taken = call.site.user_by_name(name)
     if taken is not None:
-        raise OneError(ALLOCATE, f"Error allocating a new user. NAME is already taken by USER {taken.id}.")
+        raise name_taken("USER", taken.id, INTERNAL)  # src/um/UserPool.cc line 294 (7.0.0: 372, 6.10.0: 473)
     gids = [int(g) for g in (group_ids or [])] or [1]
     for gid in gids:
         if gid not in call.site.groups:
@@ -81,10 +86,13 @@ def market_allocate(call: Call, text: str) -> int:
     name = attrs.get("NAME", "").strip()
     if not name:
         raise OneError(ALLOCATE, "Error allocating a new marketplace. No NAME in template.")
-    refuse_name(call, name, INTERNAL)
+    code, prefix = ((ALLOCATE, "Error allocating a new marketplace. ")
+                    if market_allocate_refuses_with_allocate(call.site.config.one_version) else (INTERNAL, ""))
+    refuse_name(call, name, code, prefix)
     taken = next((m for m in call.site.marketplaces.values() if m.name == name), None)
     if taken is not None:
-        raise OneError(ALLOCATE, f"Error allocating a new marketplace. NAME is already taken by MARKETPLACE {taken.id}.")
+        # src/market/MarketPlacePool.cc line 143 (6.10.0: 207), without a final period
+        raise name_taken("MARKETPLACE", taken.id, code, prefix, period=False)
     market_id = call.site.next_id("marketplace")
     template = [(k, v) for k, v in parse_text(text) if k != "NAME"]
     call.site.marketplaces[market_id] = SimMarketplace(market_id, name, attrs.get("MARKET_MAD", "one"),

@@ -22,7 +22,7 @@ from tui.sim.rpc_context import (
     refuse_name,
     update_text,
 )
-from tui.sim.rpc_errors import OneError, no_exists
+from tui.sim.rpc_errors import OneError, name_taken, no_exists
 from tui.sim.state import Perms, SimDocument, SimSite, SimVmTemplate
 
 
@@ -94,10 +94,12 @@ def image_delete(call: Call, image_id: int, force: bool = False) -> int:
 
 
 def _template_name_free(call: Call, name: str, uid: int, but: int = -1) -> None:
+    """A name the owner's other template holds answers INTERNAL with the pool's bare text: src/vm_template/
+    VMTemplatePool.cc `allocate` (line 61; 6.10.0 line 77) through src/rm/api/TemplateAPI.cc
+    `pool_allocate` (line 666; 6.10.0 and 7.0.0 src/rm/RequestManagerAllocate.cc line 756)."""
     taken = next((t for t in call.site.templates.values() if t.name == name and t.uid == uid and t.id != but), None)
     if taken is not None:
-        raise OneError(ALLOCATE, f"Error allocating a new virtual machine template. NAME is already taken by "
-                                 f"VMTEMPLATE {taken.id}.")
+        raise name_taken("TEMPLATE", taken.id, INTERNAL)
 
 
 @method("one.template.allocate", "s")
