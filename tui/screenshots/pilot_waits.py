@@ -78,6 +78,17 @@ async def click_shown(pilot: "Pilot[Any]", selector: str, timeout: float = 15.0)
             return None
         return widget if at is widget else None
 
-    widget = await wait_for(pilot, shown, timeout, f"{selector} to be shown")
+    last: list[Any] = [None]
+
+    def settled() -> Any:
+        """Shown where it was shown at the previous poll: a layout still moving (a preview being
+        drawn above the buttons) would send the click to whatever takes the widget's old place."""
+        widget = shown()
+        where = widget.region if widget is not None else None
+        steady = where is not None and where == last[0]
+        last[0] = where
+        return widget if steady else None
+
+    widget = await wait_for(pilot, settled, timeout, f"{selector} to be shown")
     landed = await pilot.click(widget)
     assert landed, f"the click on {selector} did not land on it"
