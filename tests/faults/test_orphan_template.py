@@ -2,7 +2,11 @@
 site went down while a rollback deleted the template, its answer lost) is mended: the rollback
 reads back a delete whose answer was lost once the site answers again, and a later download
 deletes an orphan of ours (previewed with its `onetemplate delete`, audited) and creates the
-template again; a template that is not the export's, or that a VM came from, is never touched."""
+template again; a template that is not the export's, or that a VM came from, is never touched.
+The same for a service template of ours whose roles' VM templates are gone (a rollback that lost
+its delete, VM templates deleted by hand): previewed with `oneflow-template delete`, deleted,
+created again and listed in the run's one record; one that is not the export's, that points at a
+VM template still there, or that a service may come from, stops the plan untouched."""
 
 from __future__ import annotations
 
@@ -10,14 +14,18 @@ import json
 from typing import Callable
 
 from tests.faults.processes import POLL, Runner
+from tui.sim.flow_engine import SERVICE_TYPE
+from tui.sim.flow_templates import role_template_id
 from tui.sim.images import delete_image
 from tui.sim.server import SimServer
+from tui.sim.state import SimDocument
 
 APP = "service_dns"
+SERVICE_APP = "service_toolkit"
 
 
-def _download(runner: Runner, *extra: str) -> tuple[int, dict]:
-    code, run = runner.run("market", "download", f"{runner.server.market_url}#{APP}", "--datastore", "1", "--yes",
+def _download(runner: Runner, *extra: str, app: str = APP) -> tuple[int, dict]:
+    code, run = runner.run("market", "download", f"{runner.server.market_url}#{app}", "--datastore", "1", "--yes",
                            "--json", "--poll", POLL, *extra)
     return code, json.loads(run.stdout)
 
@@ -139,3 +147,141 @@ def test_an_image_deleted_by_hand_under_a_complete_download_is_repaired(
     assert answer["result"]["template_ids"] != [template_id]
     with sim.site.lock:
         assert template_id not in sim.site.templates
+
+
+# -- a service template whose roles' VM templates are gone ------------------------------------------
+def _service_orphan(sim: SimServer, runner: Runner) -> tuple[int, str, list[int]]:
+    """A rollback that deleted the images and VM templates but not the service template (its
+    delete refused): returns the service template's id, name and the (gone) VM template ids its
+    roles point at."""
+    with sim.site.lock:
+        before = set(sim.site.documents)
+        # the export fails following its images (after the service template exists); the
+        # rollback's service template delete is refused
+        sim.site.faults.fail_methods.update({"one.image.info": 1, "one.document.delete": 1})
+    code, answer = _download(runner, app=SERVICE_APP)
+    assert code == 1, answer
+    assert "oneflow-template delete" in answer["error"]["detail"], answer["error"]
+    with sim.site.lock:
+        sim.site.faults.fail_methods.clear()
+        (doc_id,) = set(sim.site.documents) - before
+        doc = sim.site.documents[doc_id]
+        pointed = sorted({role_template_id(r) for r in doc.body["roles"]})
+        assert pointed and not any(i in sim.site.templates for i in pointed)
+        return doc_id, doc.name, pointed  # type: ignore[return-value]
+
+
+def _role_templates(sim: SimServer, doc_id: int) -> list[int]:
+    with sim.site.lock:
+        return [role_template_id(r) for r in sim.site.documents[doc_id].body["roles"]]  # type: ignore[misc]
+
+
+def test_the_next_download_deletes_a_service_template_of_ours_whose_vm_templates_are_gone(
+        sim: SimServer, sitetk: Callable[[SimServer], Runner]) -> None:
+    runner = sitetk(sim)
+    orphan_id, name, gone = _service_orphan(sim, runner)
+
+    code, run = runner.run("market", "download", f"{sim.market_url}#{SERVICE_APP}", "--datastore", "1",
+                           "--dry-run", "--json")
+    preview = json.loads(run.stdout)
+    assert code == 0, run.stdout
+    deletes = [c for c in preview["preview"]["changes"] if c["kind"] == "delete"]
+    assert [c["cli"] for c in deletes] == [f"oneflow-template delete {orphan_id}"], preview
+    assert all(str(i) in deletes[0]["description"] for i in gone)
+    with sim.site.lock:
+        assert orphan_id in sim.site.documents  # a dry run changes nothing
+
+    code, answer = _download(runner, app=SERVICE_APP)
+    assert code == 0, answer
+    service_id = answer["result"]["service_template_id"]
+    with sim.site.lock:
+        assert orphan_id not in sim.site.documents
+        assert sim.site.documents[service_id].name == name
+    pointed = _role_templates(sim, service_id)
+    assert sorted(set(pointed)) == sorted(answer["result"]["template_ids"])
+    with sim.site.lock:
+        assert all(i in sim.site.templates for i in pointed)
+    # the deletion is a detail of the run's one record, with its command
+    export = [e for e in runner.audit_entries() if e["action"] == "marketapp.export"][-1]
+    assert export["outcome"] == "ok"
+    assert [(r["kind"], r["id"], r["cli"]) for r in export["details"]["replaced"]] == \
+        [("service template", orphan_id, f"oneflow-template delete {orphan_id}")]
+    assert export["details"]["created"]["service_templates"] == [service_id]
+
+    # and again: everything is there, nothing is deleted or created
+    code, again = _download(runner, app=SERVICE_APP)
+    assert code == 0, again
+    assert again["result"]["service_template_id"] == service_id
+    export = [e for e in runner.audit_entries() if e["action"] == "marketapp.export"][-1]
+    assert "replaced" not in export["details"] and export["details"]["created"]["service_templates"] == []
+
+
+def test_vm_templates_deleted_by_hand_under_a_complete_service_download_are_repaired(
+        sim: SimServer, sitetk: Callable[[SimServer], Runner]) -> None:
+    runner = sitetk(sim)
+    code, first = _download(runner, app=SERVICE_APP)
+    assert code == 0, first
+    service_id = first["result"]["service_template_id"]
+    with sim.site.lock:  # the operator deleted the VM templates (not the images, not the service template)
+        for template_id in first["result"]["template_ids"]:
+            del sim.site.templates[template_id]
+    code, answer = _download(runner, app=SERVICE_APP)
+    assert code == 0, answer
+    assert answer["result"]["image_ids"] == first["result"]["image_ids"]  # reused
+    new_service = answer["result"]["service_template_id"]
+    assert new_service != service_id
+    with sim.site.lock:
+        assert service_id not in sim.site.documents
+        assert all(i in sim.site.templates for i in _role_templates(sim, new_service))
+    export = [e for e in runner.audit_entries() if e["action"] == "marketapp.export"][-1]
+    assert [r["id"] for r in export["details"]["replaced"]] == [service_id]
+
+
+def _refused(runner: Runner, sim: SimServer, orphan_id: int, name: str) -> dict:
+    code, answer = _download(runner, app=SERVICE_APP)
+    assert code == 1, answer
+    assert answer["error"]["title"] == f"Service template name {name!r} is taken", answer["error"]
+    assert f"Service template {orphan_id}" in answer["error"]["detail"]
+    assert f"oneflow-template show {orphan_id}" in answer["error"]["detail"]
+    with sim.site.lock:
+        assert orphan_id in sim.site.documents
+    return answer["error"]
+
+
+def test_a_service_template_of_that_name_that_is_not_the_exports_is_left_alone(
+        sim: SimServer, sitetk: Callable[[SimServer], Runner]) -> None:
+    runner = sitetk(sim)
+    orphan_id, name, gone = _service_orphan(sim, runner)
+    with sim.site.lock:  # the operator changed it by hand: not what the export made any more
+        sim.site.documents[orphan_id].body["description"] = "mine now"
+    error = _refused(runner, sim, orphan_id, name)
+    assert "does not look like this app's export" in error["detail"], error
+
+
+def test_a_service_template_whose_role_points_at_a_vm_template_still_there_is_left_alone(
+        sim: SimServer, sitetk: Callable[[SimServer], Runner]) -> None:
+    runner = sitetk(sim)
+    orphan_id, name, gone = _service_orphan(sim, runner)
+    with sim.site.lock:  # one role now points at a VM template that exists (someone else's, say)
+        role = sim.site.documents[orphan_id].body["roles"][0]
+        present = min(sim.site.templates)
+        shared = role_template_id(role)
+        for other in sim.site.documents[orphan_id].body["roles"]:
+            if role_template_id(other) == shared:
+                other["template_id"] = present
+    error = _refused(runner, sim, orphan_id, name)
+    assert f"and {present}, which are still there" in error["detail"], error
+
+
+def test_a_service_template_a_service_may_come_from_is_left_alone(
+        sim: SimServer, sitetk: Callable[[SimServer], Runner]) -> None:
+    runner = sitetk(sim)
+    orphan_id, name, gone = _service_orphan(sim, runner)
+    with sim.site.lock:  # a service instantiated from it (OneFlow copies the template's roles into the service)
+        template = sim.site.documents[orphan_id]
+        service = SimDocument(id=sim.site.next_id("document"), name="dns for trial 7", uid=template.uid,
+                              gid=template.gid, type=SERVICE_TYPE, body=json.loads(json.dumps(template.body)))
+        service.body["name"] = service.name
+        sim.site.documents[service.id] = service
+    error = _refused(runner, sim, orphan_id, name)
+    assert f"service {service.id} 'dns for trial 7' may have been instantiated from it" in error["detail"], error

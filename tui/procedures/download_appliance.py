@@ -50,6 +50,7 @@ from tui.procedures.attach_attributes import ImageResult, attach_attributes, pla
 from tui.procedures.download_lock import DownloadLock
 from tui.procedures.download_plan import (
     DownloadPlan,
+    OrphanService,
     OrphanTemplate,
     PlannedImage,
     PlannedService,
@@ -100,8 +101,8 @@ class DownloadResult:
     waited_for: str = ""
     #: each image's attributes (empty without them)
     attributes: tuple[ImageResult, ...] = ()
-    #: orphan VM templates of an earlier download this run deleted and replaced (their ids)
-    replaced: tuple[int, ...] = ()
+    #: orphans of an earlier download this run deleted and replaced: (kind, id)
+    replaced: tuple[tuple[str, int], ...] = ()
 
     @property
     def image_ids(self) -> tuple[int, ...]:
@@ -139,7 +140,7 @@ class DownloadLedger:
 
     created: _Created = field(default_factory=_Created)
     undo: "_Undo" = field(default_factory=lambda: _Undo())
-    #: orphan VM templates of an earlier download this run deleted and replaced
+    #: orphans of an earlier download (VM templates, a service template) this run deleted and replaced
     replaced: list[dict[str, Any]] = field(default_factory=list)
     rolled_back: bool = False
 
@@ -274,6 +275,15 @@ async def _export(site: "SiteConnection", plan: DownloadPlan, *, step_timeout: f
     done = 0
     try:
         try:
+            if plan.service is not None and plan.service.replaces is not None:
+                gone = plan.service.replaces
+                step = steps[done]
+                yield Progress(step, done, total, f"deleting service template {gone.id}, an orphan an earlier "
+                               "download left (the VM templates its roles point at are gone)")
+                await _delete_orphan_service(site, gone, step, ledger)
+                done += 1
+                yield Progress(step, done, total, f"service template {gone.id} deleted", "done",
+                               {"service_template_id": gone.id})
             for template in plan.templates:
                 if template.replaces is not None:
                     step = steps[done]
@@ -325,7 +335,7 @@ async def _export(site: "SiteConnection", plan: DownloadPlan, *, step_timeout: f
             yield event
     result = DownloadResult(plan.name, plan.app.id, tuple(zip(ids.images, (i.name for i in plan.images))),
                             tuple(ids.templates), ids.service, tuple(reused), waited_for, tuple(attributes),
-                            tuple(r["id"] for r in ledger.replaced))
+                            tuple((r["kind"], r["id"]) for r in ledger.replaced))
     yield Progress("attributes" if attach else "download", total, total,
                    f"{plan.name}: {len(result.image_ids)} image(s) READY" + (", attributes in place" if attach else ""),
                    "done", {"download": result.as_json()}, result)
@@ -380,8 +390,8 @@ class DownloadAppliance(Operation[DownloadPlan, DownloadResult]):
         out: dict[str, Any] = {"app": plan.app.name, "version": plan.app.version, "datastore_id": plan.datastore.id,
                                "created": created, "cli": plan.export_cli, "reused": list(result.reused)}
         if result.replaced:
-            out["replaced"] = [{"id": i, "reason": "orphan of an earlier download (its disk images are gone)",
-                                "cli": f"{REMOVE_COMMANDS[VM_TEMPLATE]} {i}"} for i in result.replaced]
+            out["replaced"] = [{"kind": kind, "id": i, "reason": _ORPHAN_REASONS[kind],
+                                "cli": f"{REMOVE_COMMANDS[kind]} {i}"} for kind, i in result.replaced]
         if result.waited_for:
             out["waited_for"] = result.waited_for
         if self.attach:
@@ -421,9 +431,34 @@ async def _delete_orphan(site: "SiteConnection", orphan: OrphanTemplate, step: s
     except SiteError as error:
         raise SiteError(f"{step} failed: {error.title}", error.detail, retryable=error.retryable,
                         code=error.code) from None
-    details = {"id": orphan.id, "name": orphan.name, "missing_images": list(orphan.missing_images),
-               "reason": "orphan of an earlier download (its disk images are gone), replaced", "cli": orphan.delete_cli}
+    details = {"kind": VM_TEMPLATE, "id": orphan.id, "name": orphan.name,
+               "missing_images": list(orphan.missing_images), "reason": _ORPHAN_REASONS[VM_TEMPLATE],
+               "cli": orphan.delete_cli}
     ledger.replaced.append(details)
+
+
+async def _delete_orphan_service(site: "SiteConnection", orphan: OrphanService, step: str,
+                                 ledger: DownloadLedger) -> None:
+    """Delete the orphan the plan's service template replaces, as `oneflow-template delete` does
+    (`DELETE /service_template/<id>` with no `delete_type`: the document only, oneflow-server.rb
+    release-7.4.0 641-659, service_template.rb `delete` 336-364); gone already counts as done."""
+    try:
+        await _delete_settled(partial(_flow_template_delete, site), partial(_gone, site, SERVICE_TEMPLATE), orphan.id)
+    except SiteError as error:
+        raise SiteError(f"{step} failed: {error.title}", error.detail, retryable=error.retryable,
+                        code=error.code) from None
+    ledger.replaced.append({"kind": SERVICE_TEMPLATE, "id": orphan.id, "name": orphan.name,
+                            "missing_templates": list(orphan.missing_templates),
+                            "reason": _ORPHAN_REASONS[SERVICE_TEMPLATE], "cli": orphan.delete_cli})
+
+
+async def _flow_template_delete(site: "SiteConnection", document_id: int) -> None:
+    """OneFlow's delete of a service template; not found (404) is gone."""
+    try:
+        await site.flow.delete_service_template(document_id)
+    except SiteError as error:
+        if error.code != HTTP_NOT_FOUND:
+            raise
 
 
 async def _follow_images(site: "SiteConnection", plan: DownloadPlan, image_ids: Sequence[int], steps: Sequence[str],
@@ -481,6 +516,10 @@ async def _pause(seconds: float, cancel: asyncio.Event | None) -> None:
 #: the platform CLI command that deletes each kind of object (what is left is named with it)
 REMOVE_COMMANDS = {IMAGE: "oneimage delete", VM_TEMPLATE: "onetemplate delete",
                    SERVICE_TEMPLATE: "oneflow-template delete"}
+#: why a run deleted an orphan of an earlier download, by kind
+_ORPHAN_REASONS = {VM_TEMPLATE: "orphan of an earlier download (its disk images are gone), replaced",
+                   SERVICE_TEMPLATE: "orphan of an earlier download (its roles' VM templates are gone), replaced"}
+HTTP_NOT_FOUND = 404
 
 
 @dataclass

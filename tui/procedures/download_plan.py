@@ -9,7 +9,11 @@ templates and service template to create, the datastore and the preview with the
 `<name>_<n>` when an image has the name already. Objects a previous run (this console's or
 `onemarketapp export`'s) created under those names from the same app are marked as reused; a
 name taken by something else moves an image to the next `_n` name, and stops the plan for a VM
-template or the service template. Running the plan is `tui.procedures.download_appliance`.
+template or the service template. An orphan of ours under a planned name (a VM template whose disk
+images are gone, a service template whose roles' VM templates are gone: what a rollback could not
+delete, or what an operator half-deleted by hand), that nothing uses, is planned for deletion
+(previewed with its CLI command) and created again. Running the plan is
+`tui.procedures.download_appliance`.
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ from tui.domain.appliances import ApplianceRecord
 from tui.domain.attribute_file import ApplianceTag
 from tui.domain.bounded import load_json
 from tui.domain.datastores import IMAGE_DS, Datastore
-from tui.domain.documents import SERVICE_TEMPLATE_DOCUMENT, Document
+from tui.domain.documents import SERVICE_DOCUMENT, SERVICE_TEMPLATE_DOCUMENT, Document
+from tui.domain.error_codes import NO_EXISTS
 from tui.domain.images import ERROR, ImageInfo
 from tui.domain.market_export import exported_children, name_candidates, service_body
 from tui.domain.marketapps import IMAGE_APP, SERVICE_TEMPLATE_APP, VMTEMPLATE_APP, MarketApp, decode_apptemplate64
@@ -32,7 +37,7 @@ from tui.domain.printable import escape_controls
 from tui.domain.template_text import TemplateSyntaxError, parse_template, quote, render_template
 from tui.domain.vmtemplates import VmTemplate
 from tui.errors import SiteError
-from tui.procedures.attach_attributes import FILE_PLACEHOLDER, role_template_ids, tag_for_app
+from tui.procedures.attach_attributes import FILE_PLACEHOLDER, role_template_ids, role_templates, tag_for_app
 from tui.procedures.marketplace import normalize_url
 from tui.procedures.preview import Change, Preview
 
@@ -88,6 +93,22 @@ class OrphanTemplate:
 
 
 @dataclass(frozen=True)
+class OrphanService:
+    """A service template an earlier download left whose roles' VM templates are all gone: a
+    rollback that could not delete it (its delete's answer lost), or VM templates deleted by hand.
+    Kept, it would deploy nothing (or VM template 0 on 7.x, whose old-format conversion reads a
+    missing `vm_template` as 0)."""
+
+    id: int
+    name: str
+    missing_templates: tuple[int, ...]
+
+    @property
+    def delete_cli(self) -> str:
+        return f"oneflow-template delete {self.id}"
+
+
+@dataclass(frozen=True)
 class PlannedService:
     """The service template: the app's body as it is, created through OneFlow so that the
     platform's validation (and on 7.x its pre-7.0 conversion) applies, as `onemarketapp export`'s
@@ -99,6 +120,9 @@ class PlannedService:
     #: role name -> index into `DownloadPlan.templates`
     role_templates: tuple[tuple[str, int], ...] = ()
     existing_id: int | None = None
+    #: an orphan of ours under this name (`OrphanService`, used by no service): deleted before
+    #: this one is created
+    replaces: OrphanService | None = None
 
     def document_body(self, template_ids: Sequence[int]) -> dict[str, Any]:
         """The body sent: each role's `vm_template` is the id of the VM template exported for it."""
@@ -137,7 +161,9 @@ class DownloadPlan:
 
     def steps(self, attach: bool = True) -> tuple[str, ...]:
         """The steps the progress view lists, in order (without the attributes when not attached)."""
-        steps = [f"delete VM template {t.replaces.id}" for t in self.templates if t.replaces is not None]
+        steps = [f"delete service template {self.service.replaces.id}"] \
+            if self.service is not None and self.service.replaces is not None else []
+        steps += [f"delete VM template {t.replaces.id}" for t in self.templates if t.replaces is not None]
         steps += [f"create image {i.name}" for i in self.images]
         steps += [f"create VM template {t.name}" for t in self.templates]
         if self.service is not None:
@@ -155,6 +181,13 @@ class DownloadPlan:
         changes: list[Change] = []
         cli = self.export_cli
         ds = f"datastore {self.datastore.id} ({self.datastore.name})"
+        if self.service is not None and self.service.replaces is not None:
+            gone = self.service.replaces
+            missing = ", ".join(map(str, gone.missing_templates))
+            changes.append(Change(f"delete service template {gone.id} {gone.name!r}, left by an earlier download of "
+                                  f"this app: the VM template(s) {missing} its roles point at are gone and no "
+                                  "service uses it; it is created again pointing at the new VM templates",
+                                  gone.delete_cli, "delete"))
         for orphan in (t.replaces for t in self.templates if t.replaces is not None):
             missing = ", ".join(map(str, orphan.missing_images))
             changes.append(Change(f"delete VM template {orphan.id} {orphan.name!r}, left by an earlier download of "
@@ -202,7 +235,8 @@ class DownloadPlan:
                            "replaces": None if t.replaces is None else t.replaces.id}
                           for t in self.templates],
             "service_template": None if self.service is None else
-            {"name": self.service.name, "existing_id": self.service.existing_id},
+            {"name": self.service.name, "existing_id": self.service.existing_id,
+             "replaces": None if self.service.replaces is None else self.service.replaces.id},
             "warnings": list(self.warnings),
         }
 
@@ -316,7 +350,8 @@ async def plan_download(site: "SiteConnection", app_id: int, datastore_id: int, 
     if app.type == SERVICE_TEMPLATE_APP:
         await _check_oneflow(site)
     plan = _PlanBuilder(app, apps, final, datastore, images, site.cloud.user).build()
-    plan = _reuse_existing(plan, templates, documents, site.cloud.user, {i.id for i in images})
+    plan = _reuse_existing(plan, templates, documents, site.cloud.user, {i.id for i in images},
+                           {t.id for t in templates})
     check_child_names(plan)
     plan = await _check_orphans_unused(site, plan)
     if tag is not None:
@@ -452,10 +487,10 @@ class _PlanBuilder:
 
 
 def _reuse_existing(plan: DownloadPlan, templates: Sequence[VmTemplate], documents: Sequence[Document],
-                    user: str, image_ids_present: set[int]) -> DownloadPlan:
+                    user: str, image_ids_present: set[int], template_ids_present: set[int]) -> DownloadPlan:
     """Mark VM templates and the service template a previous export created as reused, and an
-    orphan of ours (`_orphan`) as replaced; refuse names taken by other objects (the platform
-    refuses a second VM template of one name)."""
+    orphan of ours (`_orphan`, `_orphan_service`) as replaced; refuse names taken by other objects
+    (the platform refuses a second VM template of one name)."""
     image_ids = [i.existing_id for i in plan.images]
     mine_templates = {t.name: t for t in templates if t.uname == user}
     planned_templates: list[PlannedTemplate] = []
@@ -485,11 +520,23 @@ def _reuse_existing(plan: DownloadPlan, templates: Sequence[VmTemplate], documen
             template_ids = [t.existing_id for t in planned_templates]
             wanted_ids = sorted({template_ids[i] for _, i in service.role_templates}, key=lambda v: (v is None, v))
             have = sorted(set(role_template_ids(found_doc.body or {})))
-            if None in wanted_ids or have != wanted_ids:
-                raise SiteError(f"Service template name {service.name!r} is taken",
-                                f"Service template {found_doc.id} has that name and other roles. Choose another "
-                                "final name, or delete it first.")
-            service = replace(service, existing_id=found_doc.id)
+            if None not in wanted_ids and have == wanted_ids:
+                service = replace(service, existing_id=found_doc.id)
+            else:
+                orphan_doc = _orphan_service(found_doc, service, template_ids_present)
+                if orphan_doc is None:
+                    gone = ", ".join(str(i) for i in have if i not in template_ids_present)
+                    present = ", ".join(str(i) for i in have if i in template_ids_present)
+                    why = "other roles" if not gone else \
+                        f"roles pointing at VM template(s) {gone}, which are gone, and {present}, which are " \
+                        "still there" if present else \
+                        f"roles pointing at VM template(s) {gone}, which are gone, but it does not look like " \
+                        "this app's export (other roles, or values changed since)"
+                    raise SiteError(f"Service template name {service.name!r} is taken",
+                                    f"Service template {found_doc.id} has that name and {why}; it is left alone. "
+                                    f"Look at it with `oneflow-template show {found_doc.id}`; choose another final "
+                                    "name, or delete it first.")
+                service = replace(service, replaces=orphan_doc)
     return replace(plan, templates=tuple(planned_templates), service=service)
 
 
@@ -520,8 +567,63 @@ def _orphan(found: VmTemplate, template: PlannedTemplate, image_ids_present: set
     return OrphanTemplate(found.id, found.name, tuple(disks))
 
 
+#: role keys the export sets or 7.x's old-format conversion rewrites (service_template.rb
+#: release-7.4.0 `convert_template`: `vm_template` to `template_id`, `type` added,
+#: `vm_template_contents` to `template_contents`, `custom_attrs` to `user_inputs`)
+_ROLE_TEMPLATE_KEYS = frozenset({"vm_template", "template_id", "type", "vm_template_contents", "template_contents",
+                                 "custom_attrs", "custom_attrs_values", "user_inputs", "user_inputs_values"})
+
+
+def _scalars(mapping: Any, skip: frozenset[str]) -> dict[str, Any]:
+    """The plain values (text, numbers, booleans) of a JSON object, without the `skip` keys."""
+    if not isinstance(mapping, dict):
+        return {}
+    return {k: v for k, v in mapping.items() if k not in skip and isinstance(v, (str, int, float, bool))}
+
+
+def _orphan_service(found: Document, service: PlannedService, template_ids_present: set[int]) -> OrphanService | None:
+    """`found` (ours, of the planned name) as an orphan an earlier export of this app left, or None.
+
+    Ours means what the export gives (marketplaceapp_ext.rb `create_service_template`: the app's
+    body, `name`, each role's `vm_template` the id of its exported VM template; on 7.x OneFlow's
+    old-format conversion, service_template.rb `convert_template`, turns it into `template_id` and
+    adds `type`): the app's roles by name in its order, each with a VM template id, roles sharing
+    a planned VM template sharing one id and no other, and every plain value of the body and of
+    each role as the app has it. An orphan: none of those VM templates is in the pool any more
+    (each is asked for again, and services checked, by `_check_orphans_unused`).
+    """
+    body = found.body
+    app_roles = service.body.get("roles")
+    if body is None or not isinstance(app_roles, list) or not isinstance(body.get("roles"), list):
+        return None
+    pointed = role_templates(body)
+    doc_roles = [r for r in body["roles"] if isinstance(r, dict)]
+    if len(pointed) != len(body["roles"]) or len(doc_roles) != len(app_roles):
+        return None  # a role without a VM template id (or not an object): not what the export made
+    planned = dict(service.role_templates)
+    if [name for name, _ in pointed] != [r.get("name") if isinstance(r, dict) else None for r in app_roles] or \
+            set(planned) != {name for name, _ in pointed}:
+        return None
+    ids = dict(pointed)
+    if any((planned[a] == planned[b]) != (ids[a] == ids[b]) for a in planned for b in planned):
+        return None  # the roles share VM templates otherwise than the export shares them
+    skip_top = frozenset({"name", "roles", "registration_time"})
+    if any(body.get(k) != v for k, v in _scalars(service.body, skip_top).items()):
+        return None
+    for app_role, doc_role in zip(app_roles, doc_roles):
+        if any(doc_role.get(k) != v for k, v in _scalars(app_role, _ROLE_TEMPLATE_KEYS).items()):
+            return None
+    missing = tuple(sorted(set(ids.values())))
+    if any(i in template_ids_present for i in missing):
+        return None
+    return OrphanService(found.id, found.name, missing)
+
+
 async def _check_orphans_unused(site: "SiteConnection", plan: DownloadPlan) -> DownloadPlan:
-    """Refuse to replace an orphan a live VM was instantiated from (its TEMPLATE_ID)."""
+    """Refuse to replace an orphan a live VM was instantiated from (its TEMPLATE_ID), or an orphan
+    service template whose VM templates are not surely gone or that a service may come from."""
+    if plan.service is not None and plan.service.replaces is not None:
+        await _check_service_orphan_unused(site, plan.service.replaces)
     orphans = {t.replaces.id: t.replaces for t in plan.templates if t.replaces is not None}
     if not orphans:
         return plan
@@ -534,3 +636,33 @@ async def _check_orphans_unused(site: "SiteConnection", plan: DownloadPlan) -> D
                             f"{vm.summary.id} was instantiated from it, so it is left alone. Choose another final "
                             "name, or delete that template yourself once the VM no longer needs it.")
     return plan
+
+
+async def _check_service_orphan_unused(site: "SiteConnection", orphan: OrphanService) -> None:
+    """Each VM template the orphan's roles point at is asked for by id (the pool listing shows only
+    what the user may see): not found is gone, anything else stops the plan; and no service
+    (`oneflow list`) may point at one of them or carry the orphan's name (OneFlow's instantiate
+    copies the template's body, its name and roles, into the service: oneflow-server.rb
+    release-7.4.0 714-870, service_template.rb `instantiate` 572-599)."""
+    taken = f"Service template name {orphan.name!r} is taken"
+    show = f"Look at it with `oneflow-template show {orphan.id}`"
+    for template_id in orphan.missing_templates:
+        try:
+            await site.cloud.template_info(template_id)
+        except SiteError as error:
+            if error.code == NO_EXISTS:
+                continue
+            raise SiteError(taken, f"Service template {orphan.id} has that name and its roles point at VM template "
+                            f"{template_id}, which could not be read ({error.title}); whether it is gone is not "
+                            f"known, so the service template is left alone. {show}.",
+                            retryable=error.retryable, code=error.code) from None
+        raise SiteError(taken, f"Service template {orphan.id} has that name and its roles point at VM template "
+                        f"{template_id}, which exists; it is left alone. {show}.")
+    for doc in await site.cloud.list_documents(SERVICE_DOCUMENT):
+        used = sorted(set(role_template_ids(doc.body or {})) & set(orphan.missing_templates))
+        if used or doc.name == orphan.name:
+            why = f"its roles point at VM template(s) {', '.join(map(str, used))}" if used else "it has that name"
+            raise SiteError(taken, f"Service template {orphan.id} has that name; the VM templates its roles point at "
+                            f"are gone, but service {doc.id} {doc.name!r} may have been instantiated from it ({why}), "
+                            f"so it is left alone. {show} and `oneflow show {doc.id}`; choose another final name, or "
+                            "delete the service template yourself once the service no longer needs it.")
