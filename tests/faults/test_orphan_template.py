@@ -285,3 +285,32 @@ def test_a_service_template_a_service_may_come_from_is_left_alone(
         sim.site.documents[service.id] = service
     error = _refused(runner, sim, orphan_id, name)
     assert f"service {service.id} 'dns for trial 7' may have been instantiated from it" in error["detail"], error
+
+
+def test_a_service_template_whose_vm_template_cannot_be_read_is_left_alone(
+        sim: SimServer, sitetk: Callable[[SimServer], Runner]) -> None:
+    runner = sitetk(sim)
+    orphan_id, name, gone = _service_orphan(sim, runner)
+    with sim.site.lock:  # whether its VM templates are gone cannot be known: the reads are refused
+        sim.site.faults.fail_methods.update({"one.template.info": 10})
+    error = _refused(runner, sim, orphan_id, name)
+    assert f"VM template {gone[0]}, which could not be read" in error["detail"], error
+
+
+def test_a_run_that_fails_after_deleting_the_orphan_still_lists_it(
+        sim: SimServer, sitetk: Callable[[SimServer], Runner]) -> None:
+    runner = sitetk(sim)
+    orphan_id, name, gone = _service_orphan(sim, runner)
+    with sim.site.lock:  # the next run deletes the orphan, then fails following its images
+        sim.site.faults.fail_methods.update({"one.image.info": 1})
+    code, answer = _download(runner, app=SERVICE_APP)
+    assert code == 1, answer
+    with sim.site.lock:
+        assert orphan_id not in sim.site.documents and not any(d.name == name for d in sim.site.documents.values())
+    export = [e for e in runner.audit_entries() if e["action"] == "marketapp.export"][-1]
+    assert export["outcome"] != "ok" and export["details"]["rolled_back"] is True
+    assert [(r["id"], r["cli"]) for r in export["details"]["replaced"]] == \
+        [(orphan_id, f"oneflow-template delete {orphan_id}")]
+    # nothing of ours is left: the next run creates everything again, deleting nothing
+    code, answer = _download(runner, app=SERVICE_APP)
+    assert code == 0, answer
