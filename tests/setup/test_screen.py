@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.widgets import Static
 
 from tests.setup.inputs import BRANCH, write_inputs
 from tests.setup.observe import observe
@@ -18,7 +19,8 @@ from tui.app import SiteToolkitApp
 from tui.console import demo_settings
 from tui.domain.setup_steps import StepState
 from tui.procedures.connection import SiteConnection
-from tui.screens.setup import InputFileModal, SetupScreen
+from tui.screens.setup import SetupScreen
+from tui.screens.toolkit_files import InputFileModal
 from tui.screenshots import frozen_clock, wait_for, wait_for_screen
 from tui.settings import Settings
 from tui.sim.server import SimServer
@@ -53,7 +55,10 @@ async def test_keys_only_from_a_fresh_site_to_set_up(sim_factory, tmp_path: Path
         screen = await front_door(pilot)
         assert screen.checklist is not None and not screen.checklist.complete
         await pilot.press("i")
-        await wait_for_screen(pilot, InputFileModal, what="the input file prompt")
+        modal = await wait_for_screen(pilot, InputFileModal, what="the input file prompt")
+        # the toolkit form's load dialog, saying where the setup asks for the secrets a file leaves out
+        assert modal.mode == "load" and "asked for when a step needs them" in str(
+            modal.query_one("#file-help", Static).content)
         await pilot.press(*str(inputs), "enter")
         await wait_for(pilot, lambda: screen.input_path == str(inputs) and screen.checklist is not None
                        and not screen.reading, timeout=60, what="the checklist with the input file")

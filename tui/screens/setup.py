@@ -33,6 +33,7 @@ from tui.domain.setup_steps import SetupChecklist, SetupStep, StepId, StepState
 from tui.errors import SiteError
 from tui.screens.base import SiteScreen
 from tui.screens.site_modal import SiteModal
+from tui.screens.toolkit_files import FileChoice, InputFileModal
 from widgets.state_cell import StateLook, StatePalette
 from widgets.virtual_table import Column, TableRow, VirtualTable
 
@@ -55,6 +56,9 @@ COLUMNS: tuple[Column, ...] = (
 )
 
 #: what `?` says beside the keys: the path, not only the keys
+#: the line under the input file dialog's title: secrets the file leaves out are asked for per run
+INPUT_FILE_HELP = ("The spec's JSON (`sitetk toolkit inputs --output FILE` writes one). Secrets it leaves "
+                   "out are asked for when a step needs them, for that run only.")
 HELP_PATH = (
     "First-time setup, in order: the platform and its networks (checked: fix them on the frontend), "
     "the automation cloud user, the toolkit appliance downloaded and tagged, its inputs checked, "
@@ -105,36 +109,6 @@ def summary(checklist: SetupChecklist, input_path: str, read_only: bool) -> str:
     else:
         hint = "" if read_only else (" · n does it" if input_path else " · i names the input file, then n")
     return f"Next: {nxt.title} ({nxt.state.value}){hint} · {head}"
-
-
-class InputFileModal(SiteModal["str | None"]):
-    """Ask the path of the toolkit input file."""
-
-    AUTO_FOCUS = "#setup-input-path"
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="dialog.cancel")]
-    DEFAULT_CSS = """
-    InputFileModal { align: center middle; }
-    InputFileModal > Vertical { width: 80; max-width: 95%; height: auto; border: thick $primary;
-                                background: $surface; padding: 1 2; }
-    InputFileModal Label { width: 1fr; }
-    """
-
-    def __init__(self, value: str = "") -> None:
-        super().__init__()
-        self.value = value
-
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Label(Content("Toolkit input file (the spec's JSON; `sitetk toolkit inputs --output FILE` writes one)"))
-            yield Input(self.value, placeholder="/root/toolkit-inputs.json", id="setup-input-path")
-
-    @on(Input.Submitted)
-    def _submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        self.dismiss(event.value.strip() or None)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
 
 
 class SecretsModal(SiteModal["dict[str, str] | None"]):
@@ -321,13 +295,13 @@ class SetupScreen(SiteScreen):
         self.reload()
 
     def action_input_file(self) -> None:
-        def chosen(path: str | None) -> None:
-            if path:
-                self.input_path = path
-                self.last_message = f"input file {path}"
+        def chosen(choice: FileChoice | None) -> None:
+            if choice is not None:
+                self.input_path = choice.path
+                self.last_message = f"input file {choice.path}"
                 self.reload()
 
-        self.app.push_screen(InputFileModal(self.input_path), chosen)
+        self.app.push_screen(InputFileModal("load", self.input_path, help=INPUT_FILE_HELP), chosen)
 
     def action_next_step(self) -> None:
         self._start(None)

@@ -1,8 +1,9 @@
-"""The load / save dialog of the toolkit form's input file.
+"""The load / save dialog of the toolkit input file (the toolkit form's and the setup screen's).
 
-`InputFileModal("load" | "save", path)` asks for a path (and, when saving, whether to leave the
-secrets out: they are then asked for at deploy time, by the form or by `sitetk toolkit deploy`);
-its result is a `FileChoice`, or None when cancelled. Saving over an existing file or a symlink is
+`InputFileModal("load" | "save", path, help=...)` asks for a path (and, when saving, whether to
+leave the secrets out: they are then asked for at deploy time, by the form or by `sitetk toolkit
+deploy`); `help` replaces the line under the title (the setup screen says where secrets left out
+are asked for there). Its result is a `FileChoice`, or None when cancelled. Saving over an existing file or a symlink is
 confirmed by name first, Cancel being the default (the safe writer then replaces it atomically,
 never writing through the link).
 """
@@ -49,20 +50,21 @@ class InputFileModal(SiteModal["FileChoice | None"]):
     InputFileModal Button { margin: 0 0 0 2; }
     """
 
-    def __init__(self, mode: Mode, path: str = "") -> None:
+    def __init__(self, mode: Mode, path: str = "", help: str = "") -> None:
         super().__init__()
         self.mode = mode
         self._path = path
+        self._help = help
 
     def compose(self) -> ComposeResult:
         saving = self.mode == "save"
         with Vertical():
             yield Label("Save the input file" if saving else "Load an input file", id="file-title")
-            yield Static(Content(
+            default_help = (
                 "The spec's JSON shape (name, custom_attrs_values, networks_values), written mode 0600."
                 if saving else
-                "A file in the spec's JSON shape. Secrets it leaves out stay empty: type them in the form."),
-                id="file-help")
+                "A file in the spec's JSON shape. Secrets it leaves out stay empty: type them in the form.")
+            yield Static(Content(self._help or default_help), id="file-help")
             yield Input(self._path, placeholder="path/to/toolkit-inputs.json", id="file-path")
             if saving:
                 yield Checkbox("Leave the secrets out (they are asked for at deploy time)", True, id="file-omit")
