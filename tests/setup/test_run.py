@@ -237,10 +237,37 @@ def test_dry_run_previews_the_next_step_and_changes_nothing(fresh, capsys) -> No
     assert observe(server, BRANCH, values[TOKEN]) == before
 
 
-def test_read_only_refuses(fresh, capsys) -> None:
-    server, inputs, _ = fresh
-    code, _, err = run(capsys, "--read-only", "setup", "run", "--input", str(inputs), "--yes")
-    assert code == 2 and "read-only" in err
+@pytest.mark.parametrize("as_json", [False, True])
+def test_read_only_previews_then_the_pipeline_refuses(sim_factory, monkeypatch, capsys, tmp_path: Path,
+                                                     as_json: bool) -> None:
+    """`setup run --read-only`: the next step's preview and the checklist, then the first changing
+    step refused by `run_operation` (one audit record, exit 2); no secret asked (none is left in the
+    file and there is no terminal), no confirmation asked (no --yes), nothing changed."""
+    from tui.procedures.audit import AUDIT_ENV, AuditLog
+
+    server: SimServer = sim_factory()
+    point_at(server, monkeypatch, vault_file=False)
+    audit = tmp_path / "audit.jsonl"
+    monkeypatch.setenv(AUDIT_ENV, str(audit))
+    inputs = tmp_path / "inputs.json"
+    values = write_inputs(inputs, leave_out=(TOKEN, "app_automation_password"))
+    before = observe(server, BRANCH, values[TOKEN])
+    code, out, err = run(capsys, "--read-only", "setup", "run", "--input", str(inputs), *(("--json",) if as_json else ()))
+    assert code == 2, err
+    assert "no terminal" not in err
+    entries = AuditLog(audit).entries()
+    assert [e["outcome"] for e in entries] == ["refused"]
+    assert entries[0]["details"]["reason"] == "read-only mode"
+    if as_json:
+        assert out["ok"] is False and "read-only" in (out["error"]["title"] + out["error"]["detail"]).lower()
+        assert out["step"] and any("preview" in (e.get("data") or {}) for e in out["events"])
+        assert out["checklist"]["steps"]
+    else:
+        assert "read-only" in err.lower() and "refused" in err
+        preview, _, checklist = out.partition("\nPreflight\n")
+        assert preview.startswith("Download Site Toolkit") and "$ onemarketapp export 0" in preview
+        assert "Toolkit appliance downloaded" in checklist and "Automation cloud user" in checklist
+    assert observe(server, BRANCH, values[TOKEN]) == before
 
 
 def test_missing_secrets_without_a_terminal_stop_before_any_change(sim_factory, monkeypatch, capsys,

@@ -6,7 +6,10 @@
                                                     do the remaining steps in order, with the same
                                                     procedures as the console; stops at the first step
                                                     it cannot do (exit 1, the reason and the fix) and
-                                                    resumes from where the site is when run again
+                                                    resumes from where the site is when run again;
+                                                    with --read-only: the next step's preview and the
+                                                    checklist, then the refusal of the first step that
+                                                    changes something (exit 2, audit-logged), no secret asked
 
 Every state is read from the live site (the cloud, OneFlow, the sites repository), never from a
 local diary, so the answer is the same after a crash, on another machine or after work done by
@@ -24,6 +27,7 @@ from tui.cli.common import (
     EXIT_FAILED,
     EXIT_FINDINGS,
     EXIT_OK,
+    EXIT_USAGE,
     UsageError,
     collecting,
     confirm,
@@ -125,29 +129,40 @@ def _confirmer(args: argparse.Namespace) -> Any:
     async def confirm_step(plan: Any) -> bool:
         if not args.json:
             print(plan.preview.as_text())
-        return confirm(f"Do {plan.step.title!r}", args.yes)
+        # read-only: nothing to confirm, the pipeline refuses the step (`run_operation`)
+        return True if args.read_only else confirm(f"Do {plan.step.title!r}", args.yes)
     return confirm_step
+
+
+async def _no_secrets(names: list[str]) -> dict[str, str]:
+    """Read-only mode asks for no secret: the first changing step is refused before using any."""
+    return {}
 
 
 async def _run(args: argparse.Namespace, site: SiteConnection) -> int:
     from tui.procedures.setup_run import RunOptions, SetupStopped, run_setup
     from tui.procedures.setup_status import setup_status
 
-    if args.read_only and not args.dry_run:
-        raise UsageError("read-only mode: setup run changes the cloud and the sites repository (use --dry-run)")
-    target = await _with_secrets(load_target(args.input, site), site, args.dry_run)
+    # read-only: the checklist and the next step's preview, then the pipeline refuses the first step
+    # that changes something (`refuse_if_read_only`: one audit record); no secret is asked for
+    target = load_target(args.input, site)
+    if not args.read_only:
+        target = await _with_secrets(target, site, args.dry_run)
     options = RunOptions(datastore_id=args.datastore, only=StepId(args.only) if args.only else None,
                          poll_interval=args.poll, step_timeout=args.timeout, deploy_timeout=args.timeout,
                          key_timeout=args.timeout)
     events: list[Progress] = []
     try:
-        await follow(collecting(run_setup(site, target, options, confirm=_confirmer(args), ask_secrets=_ask_secrets,
+        await follow(collecting(run_setup(site, target, options, confirm=_confirmer(args),
+                                          ask_secrets=_no_secrets if args.read_only else _ask_secrets,
                                           dry_run=args.dry_run), events), args.json)
     except SetupStopped as error:
         checklist, _ = await setup_status(site, target)
+        if error.refused and not args.json:
+            print(checklist_text(checklist))
         print_error(error, args.json, step=error.step.value if error.step else None,
                     events=[e.as_json() for e in events], checklist=checklist.as_json())
-        return EXIT_FAILED
+        return EXIT_USAGE if error.refused else EXIT_FAILED
     if args.dry_run:
         preview = next((e.outcome for e in reversed(events) if isinstance(e.outcome, Preview)), None)
         if args.json:

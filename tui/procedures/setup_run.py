@@ -80,11 +80,13 @@ class RunOptions:
 
 
 class SetupStopped(SiteError):
-    """The run cannot go on by itself: `step` names where, the detail says why and the fix."""
+    """The run cannot go on by itself: `step` names where, the detail says why and the fix;
+    `refused` when read-only mode refused the step (the pipeline's `ReadOnlyRefused`)."""
 
-    def __init__(self, step: StepId | None, title: str, detail: str) -> None:
+    def __init__(self, step: StepId | None, title: str, detail: str, *, refused: bool = False) -> None:
         super().__init__(title, detail, retryable=False)
         self.step = step
+        self.refused = refused
 
 
 @dataclass(frozen=True)
@@ -167,7 +169,7 @@ async def run_setup(site: "SiteConnection", target: SetupTarget, options: RunOpt
         except SetupStopped:
             raise
         except ReadOnlyRefused as error:
-            raise SetupStopped(step.id, f"{step.title!r} refused: {error.title}", error.detail) from None
+            raise SetupStopped(step.id, f"{step.title!r} refused: {error.title}", error.detail, refused=True) from None
         except SiteError as error:
             raise SetupStopped(step.id, f"{step.title!r} failed: {error.title}",
                                f"{error.detail}\nThe site is left as it is: run again to continue from there.") from None
