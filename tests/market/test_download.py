@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -350,3 +351,21 @@ def test_the_suggested_final_name_is_one_the_platform_takes() -> None:
 
     assert default_download_name("Site Toolkit", "v0.5.0-20250403-1109") == "Site Toolkit v0.5.0"
     assert default_download_name("DNS: primary/secondary", "v1.0") == "DNS- primary-secondary v1.0"
+
+
+async def test_a_template_name_taken_after_planning_stops_the_run_as_name_taken(
+        sim_factory: Callable[..., SimServer], one_version: str, connect: SiteFactory) -> None:
+    """Another operator takes the VM template's name between the plan and the run: every version's
+    answer (INTERNAL "NAME is already taken by TEMPLATE <id>." from src/vm_template/VMTemplatePool.cc
+    through src/rm/api/TemplateAPI.cc; 6.10 and 7.0 src/rm/RequestManagerAllocate.cc) stops the run
+    at once as a taken name, not retried, and the image it made is rolled back."""
+    site = await connect(sim_factory(one_version=one_version))
+    plan = await _plan(site, "service_dns", "dns")
+    before = await _snapshot(site)
+    theirs = await site.cloud.template_allocate([("NAME", "dns"), ("CPU", "1"), ("MEMORY", "128")])
+    with pytest.raises(SiteError) as caught:
+        await _run(site, plan)
+    text = caught.value.title + "\n" + caught.value.detail
+    assert "Name taken" in text and f"NAME is already taken by TEMPLATE {theirs}." in text, text
+    images, templates, documents = before
+    assert await _snapshot(site) == (images, tuple(sorted((*templates, theirs))), documents)
