@@ -113,6 +113,7 @@ def test_a_template_of_that_name_that_is_not_the_exports_is_left_alone(
     assert code == 1, answer
     assert f"VM template name {name!r} is taken" in answer["error"]["title"]
     assert f"VM template {orphan_id}" in answer["error"]["detail"]
+    assert f"`onetemplate show {orphan_id}`" in answer["error"]["detail"]
     with sim.site.lock:
         assert orphan_id in sim.site.templates
 
@@ -129,6 +130,7 @@ def test_an_orphan_a_vm_was_instantiated_from_is_left_alone(
     code, answer = _download(runner)
     assert code == 1, answer
     assert f"VM {vm.id} was instantiated from it" in answer["error"]["detail"], answer["error"]
+    assert f"`onetemplate show {orphan_id}` and `onevm show {vm.id}`" in answer["error"]["detail"]
     with sim.site.lock:
         assert orphan_id in sim.site.templates
 

@@ -510,8 +510,9 @@ def _reuse_existing(plan: DownloadPlan, templates: Sequence[VmTemplate], documen
                    "export (other attributes, other disks, or a service template uses it)") if missing else \
                 "other disks"
             raise SiteError(f"VM template name {template.name!r} is taken",
-                            f"VM template {found_template.id} has that name and {why}. Choose another final "
-                            "name, or delete that template first.")
+                            f"VM template {found_template.id} has that name and {why}; it is left alone. Look at "
+                            f"it with `onetemplate show {found_template.id}`; choose another final name, or delete "
+                            "that template first.")
         planned_templates.append(replace(template, replaces=orphan))
     service = plan.service
     if service is not None:
@@ -633,7 +634,8 @@ async def _check_orphans_unused(site: "SiteConnection", plan: DownloadPlan) -> D
             orphan = orphans[int(source)]
             raise SiteError(f"VM template name {orphan.name!r} is taken",
                             f"VM template {orphan.id} has that name; its disk images are gone but VM "
-                            f"{vm.summary.id} was instantiated from it, so it is left alone. Choose another final "
+                            f"{vm.summary.id} was instantiated from it, so it is left alone. Look at them with "
+                            f"`onetemplate show {orphan.id}` and `onevm show {vm.summary.id}`; choose another final "
                             "name, or delete that template yourself once the VM no longer needs it.")
     return plan
 
