@@ -71,8 +71,13 @@ class Runner:
     home: Path
     audit: Path
     started: list[Sitetk] = field(default_factory=list)
+    #: more environment for every process (a PATH with a git wrapper first, a token)
+    extra: dict[str, str] = field(default_factory=dict)
 
     def env(self) -> dict[str, str]:
+        return {**self._base_env(), **self.extra}
+
+    def _base_env(self) -> dict[str, str]:
         return {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(self.home),

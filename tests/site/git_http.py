@@ -3,6 +3,10 @@
 It lets the tests run the real askpass path: git gets a 401, asks the askpass helper for the user
 name and the token, and retries with them. Every request line and Authorization header is recorded
 so tests can check the token never travels in a URL.
+
+`hold` ("before-receive" or "after-receive") holds the next push: its request waits, before or
+after `git http-backend` updated the branch, until `release` is set (`reached` is set when it
+waits): a push the client stops there landed, or did not, without the client knowing which.
 """
 
 from __future__ import annotations
@@ -23,6 +27,9 @@ class GitHttpServer:
         self.expected = "Basic " + base64.b64encode(f"{username}:{token}".encode()).decode()
         self.request_lines: list[str] = []
         self.failed_auth = 0
+        self.hold = ""
+        self.reached = threading.Event()
+        self.release = threading.Event()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -65,7 +72,10 @@ class GitHttpServer:
                     env["HTTP_CONTENT_ENCODING"] = self.headers["Content-Encoding"]
                 if self.headers.get("Git-Protocol"):
                     env["GIT_PROTOCOL"] = self.headers["Git-Protocol"]
+                pushing = self.command == "POST" and path.endswith("/git-receive-pack")
+                server._wait_if(pushing, "before-receive")
                 done = subprocess.run([HTTP_BACKEND], input=body, capture_output=True, env=env, check=False)
+                server._wait_if(pushing, "after-receive")
                 head, _, payload = done.stdout.partition(b"\r\n\r\n")
                 status = 200
                 headers = []
@@ -85,6 +95,12 @@ class GitHttpServer:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
+    def _wait_if(self, pushing: bool, point: str) -> None:
+        if pushing and self.hold == point:
+            self.hold = ""
+            self.reached.set()
+            self.release.wait(120)
+
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.httpd.server_address[1]}"
@@ -94,6 +110,7 @@ class GitHttpServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.release.set()
         self.httpd.shutdown()
         self.httpd.server_close()
         self.thread.join()

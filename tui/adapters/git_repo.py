@@ -20,6 +20,7 @@ import contextlib
 import os
 import re
 import shutil
+import signal
 import socket
 import stat
 import tempfile
@@ -102,19 +103,25 @@ async def _reap(process: asyncio.subprocess.Process) -> None:
     the next run to trip on). Waiting matters as much: a child still running when the command's
     event loop closes is reported from asyncio's child-watcher thread as a traceback
     ("Event loop is closed"). A second cancellation while waiting does not cut the wait short.
+    The signals go to git's whole process group: a push's remote helper (git-remote-http) holds
+    git's pipes open while it waits for the server, and asyncio's wait ends only once they close.
     """
     if process.returncode is None:
-        with contextlib.suppress(ProcessLookupError):
-            process.terminate()
+        _signal_group(process, signal.SIGTERM)
     waiting = asyncio.ensure_future(process.wait())
     try:
         await asyncio.wait_for(asyncio.shield(waiting), _STOP_GRACE_S)
     except (asyncio.TimeoutError, asyncio.CancelledError):
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
+        _signal_group(process, signal.SIGKILL)
     while not waiting.done():
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.shield(waiting)
+
+
+def _signal_group(process: asyncio.subprocess.Process, signum: int) -> None:
+    """`signum` to git and its helpers (git runs in a process group of its own, see `_run`)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signum)
 
 
 class GitRepo:
@@ -177,13 +184,16 @@ class GitRepo:
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 env=self._env(network),
+                # a group of its own: a stop ends git and its remote helper together (`_reap`), and the
+                # terminal's ctrl+c reaches sitetk, which decides what to stop, rather than git directly
+                process_group=0,
             )
         except FileNotFoundError:
             raise SiteError("git is not installed", f"The {self.git!r} command was not found; install git.") from None
         try:
             out, err = await asyncio.wait_for(process.communicate(), self.timeout)
         except asyncio.TimeoutError:
-            process.kill()
+            _signal_group(process, signal.SIGKILL)
             await process.wait()
             raise SiteError("git timed out", f"git {args[0]} took longer than {self.timeout:.0f}s ({self._where()}).", retryable=True) from None
         except asyncio.CancelledError:
@@ -388,6 +398,25 @@ class GitRepo:
     async def push(self, branch: str) -> None:
         check_name("branch", branch)
         await self._run("push", "--quiet", "--set-upstream", "origin", f"refs/heads/{branch}:refs/heads/{branch}", network=True, what=f"pushing {branch}")
+
+    async def remote_head(self, branch: str) -> str | None:
+        """The commit `branch` is at on the remote, asked of the remote now (`git ls-remote`); None
+        when the remote has no such branch. What a push stopped half-way left is read here: the
+        remote updates the branch whole or not at all, but the client may not have heard which."""
+        check_name("branch", branch)
+        _, out, _ = await self._run("ls-remote", "--heads", "origin", f"refs/heads/{branch}", network=True,
+                                    what=f"reading {branch} on {self._where()}")
+        for line in out.splitlines():
+            sha, _, ref = line.partition("\t")
+            if ref.strip() == f"refs/heads/{branch}":
+                return sha.strip()
+        return None
+
+    async def note_pushed(self, branch: str, commit: str) -> None:
+        """Record that the remote's `branch` is at `commit` (what a finished push records itself:
+        the remote-tracking branch), after `remote_head` found a stopped push had landed."""
+        check_name("branch", branch)
+        await self._run("update-ref", f"refs/remotes/origin/{branch}", commit)
 
     async def can_push(self) -> tuple[bool, str]:
         """Whether the remote accepts pushes with these credentials, asked without changing it:

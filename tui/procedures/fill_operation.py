@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
 from tui.domain.components import ComponentDefinition
+from tui.errors import SiteError
 from tui.procedures.operation import Confirmation, Operation, RunContext
 from tui.procedures.preview import Preview
-from tui.procedures.site_config import ConfigWritten, VaultPassword, write_details
+from tui.procedures.site_config import ConfigWritten, VaultPassword, write_details, write_failure_details
 from tui.procedures.site_fill import FillPlan, fill_site_file, plan_fill
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -46,6 +47,8 @@ class FillSite(Operation[FillPlan, Filled]):
     title: ClassVar[str] = "Fill core.yaml from the cloud"
     refusal: ClassVar[str] = "fill writes core.yaml"
     action: ClassVar[str] = "site.edit"
+    #: a stop signal cancels the run at its next await: before the one atomic write, never during it
+    cancels_itself: ClassVar[bool] = False
 
     async def plan(self, site: "SiteConnection") -> FillPlan:
         return await plan_fill(site, self.path, self.password, self.definitions)
@@ -68,6 +71,9 @@ class FillSite(Operation[FillPlan, Filled]):
         if not result.changed:
             return None
         return write_details(plan.path, self.password, result.written)
+
+    def audit_failure(self, plan: FillPlan, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
+        return write_failure_details(plan.path, context.events)
 
     def audit_target(self, plan: FillPlan, result: Filled) -> str:
         return str(plan.path)

@@ -248,6 +248,14 @@ def write_details(path: Path, password: VaultPassword, values: Mapping[str, Any]
     return {"changes": dict(values), "cli": vault_cli("edit", path, password)}
 
 
+def write_failure_details(path: Path, events: Sequence[Progress]) -> dict[str, Any]:
+    """The audit details of a write of core.yaml that failed or was stopped (a stop signal): whether
+    the file was replaced (one atomic rename: it holds the old text or the new, never a part)."""
+    written = any(isinstance(e.outcome, ConfigWritten) and e.outcome.changed for e in events)
+    return {"path": str(path), "written": written,
+            "left": "the new text was written (vault-encrypted, mode 0600)" if written else f"nothing: {path} is as it was"}
+
+
 async def _write_config(
     path: Path,
     password: VaultPassword,

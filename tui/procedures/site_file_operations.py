@@ -37,6 +37,7 @@ from tui.procedures.site_config import (
     save_text,
     vault_cli,
     write_details,
+    write_failure_details,
 )
 from tui.procedures.site_repo import SiteRef, create_details, create_site, locate_site, preview_create_site
 
@@ -75,6 +76,8 @@ class EncryptSite(Operation[FilePlan, ConfigWritten]):
     title: ClassVar[str] = "Encrypt core.yaml"
     refusal: ClassVar[str] = "encrypt rewrites core.yaml"
     action: ClassVar[str] = "site.encrypt"
+    #: a stop signal cancels the run at its next await: before the one atomic write, never during it
+    cancels_itself: ClassVar[bool] = False
 
     async def plan(self, site: "SiteConnection") -> FilePlan:
         return FilePlan(Path(self.path), await preview_encrypt(Path(self.path), self.password))
@@ -90,6 +93,9 @@ class EncryptSite(Operation[FilePlan, ConfigWritten]):
 
     def audit_details(self, plan: FilePlan, result: ConfigWritten) -> Mapping[str, Any] | None:
         return {"cli": vault_cli("encrypt", plan.path, self.password)} if result.changed else None
+
+    def audit_failure(self, plan: FilePlan, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
+        return write_failure_details(plan.path, context.events)
 
     def audit_target(self, plan: FilePlan, result: ConfigWritten) -> str:
         return str(plan.path)
@@ -107,6 +113,8 @@ class EditSite(Operation[FilePlan, ConfigWritten]):
     title: ClassVar[str] = "Edit core.yaml"
     refusal: ClassVar[str] = "edit writes core.yaml"
     action: ClassVar[str] = "site.edit"
+    #: a stop signal cancels the run at its next await: before the one atomic write, never during it
+    cancels_itself: ClassVar[bool] = False
 
     async def plan(self, site: "SiteConnection") -> FilePlan:
         return FilePlan(Path(self.path), await preview_edit(Path(self.path), self.password, self.changes, site.naming))
@@ -126,6 +134,9 @@ class EditSite(Operation[FilePlan, ConfigWritten]):
             return None
         return write_details(plan.path, self.password, result.values)
 
+    def audit_failure(self, plan: FilePlan, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
+        return write_failure_details(plan.path, context.events)
+
     def audit_target(self, plan: FilePlan, result: ConfigWritten) -> str:
         return str(plan.path)
 
@@ -144,6 +155,8 @@ class SaveSite(Operation[FilePlan, ConfigWritten]):
     title: ClassVar[str] = "Save core.yaml"
     refusal: ClassVar[str] = "save writes core.yaml"
     action: ClassVar[str] = "site.save"
+    #: a stop signal cancels the run at its next await: before the one atomic write, never during it
+    cancels_itself: ClassVar[bool] = False
 
     async def plan(self, site: "SiteConnection") -> FilePlan:
         path = Path(self.path)
@@ -163,6 +176,9 @@ class SaveSite(Operation[FilePlan, ConfigWritten]):
 
     def audit_details(self, plan: FilePlan, result: ConfigWritten) -> Mapping[str, Any] | None:
         return write_details(plan.path, self.password, {}) if result.changed else None
+
+    def audit_failure(self, plan: FilePlan, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
+        return write_failure_details(plan.path, context.events)
 
     def audit_target(self, plan: FilePlan, result: ConfigWritten) -> str:
         return str(plan.path)
@@ -204,6 +220,8 @@ class CreateSite(Operation[CreatePlan, Created]):
     title: ClassVar[str] = "Create a site"
     refusal: ClassVar[str] = "create starts a site branch and writes core.yaml"
     action: ClassVar[str] = "site.create"
+    #: a stop signal cancels the fetch; the branch, the renamed template and its encryption are made as one
+    cancels_itself: ClassVar[bool] = False
 
     async def plan(self, site: "SiteConnection") -> CreatePlan:
         preview = await preview_create_site(self.repo, self.branch, self.site_dir, self.password)
@@ -228,6 +246,12 @@ class CreateSite(Operation[CreatePlan, Created]):
 
     def audit_details(self, plan: CreatePlan, result: Created) -> Mapping[str, Any] | None:
         return create_details(self.site_dir, DEFAULT_TEMPLATE_DIR, self.initial) if result.created else None
+
+    def audit_failure(self, plan: CreatePlan, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
+        made = any(isinstance(e.outcome, SiteRef) for e in context.events)
+        return {"site_dir": self.site_dir, "made": made,
+                "left": f"the site is in the working clone on {self.branch} (encrypted); submit pushes it" if made
+                else "nothing: the site is made whole or not at all (run the same command again)"}
 
     def audit_target(self, plan: CreatePlan, result: Created) -> str:
         return self.branch

@@ -12,6 +12,7 @@ not committed again.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import re
@@ -27,11 +28,13 @@ from tui.domain.naming import DEFAULT_NAMING, NamingProfile
 from tui.domain.site_config import SiteConfigError, config_diff
 from tui.errors import SiteError
 from tui.procedures.audit import REDACTOR, AuditLog
+from tui.procedures.operation import OperationCancelled
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress
 from tui.procedures.site_config import invalid_yaml, parse_config, vault_cli
 from tui.procedures.site_lock import clone_lock
 from tui.procedures.site_verdict import SubmitGate
+from tui.procedures.stop_signals import consume_cancel, uninterrupted
 
 
 def default_workdir(url: str, kind: str = "sites", base: Path | None = None) -> Path:
@@ -238,30 +241,41 @@ async def _create_site(repo: GitRepo, creation: SiteCreation, password: VaultPas
     check_name("site directory", site_dir)
     await repo.sync()
     yield Progress(step, 1, total, "repository up to date")
+    # from here the working clone changes: a stop signal waits for the branch, the renamed template
+    # and its encryption (no plain core.yaml stays in the site directory, no git is stopped half-way
+    # through a checkout); the site is then made, which the run reports
+    events, _ = await uninterrupted(_make_site(repo, creation, password, step, total))
+    for event in events:
+        yield event
+    if audit is not None and events[-1].state == "done":  # a direct caller (the guided setup); the `CreateSite` operation records the run itself
+        audit.record("site.create", branch, details=create_details(site_dir, template_dir, initial))
+
+
+async def _make_site(repo: GitRepo, creation: SiteCreation, password: VaultPassword, step: str, total: int) -> list[Progress]:
+    """The changing part of a create, as one: its events."""
+    branch, site_dir, template_dir, initial = creation.branch, creation.site_dir, creation.template_dir, creation.initial
     if branch in await repo.branches():
         await repo.checkout(branch)
         site = locate_site(repo, branch, site_dir)
-        yield Progress(step, total, total, f"{branch} exists already: opened it", state="skipped", data=site.as_json(), outcome=site)
-        return
+        return [Progress(step, total, total, f"{branch} exists already: opened it", state="skipped", data=site.as_json(), outcome=site)]
     path = await repo.start_site(branch, site_dir, template_dir)
     site = SiteRef(branch, site_dir, path)
-    yield Progress(step, 2, total, f"branch {branch}: {template_dir} became {site_dir}")
+    events = [Progress(step, 2, total, f"branch {branch}: {template_dir} became {site_dir}")]
     raw = read_text(path)
     if is_vault_text(raw):
         await decrypt_text_async(raw, password, str(path))
-        yield Progress(step, total, total, f"{site_dir}/{SITE_CONFIG_FILE} already encrypted", state="skipped", data=site.as_json(), outcome=site)
-        return
+        return [*events, Progress(step, total, total, f"{site_dir}/{SITE_CONFIG_FILE} already encrypted", state="skipped",
+                                  data=site.as_json(), outcome=site)]
     config = parse_config(raw, path, creation.naming)
     if initial:
         try:
             config = config.edit(list(initial.items()))
         except SiteConfigError as error:
             raise invalid_yaml(error, path) from None
-    yield Progress(step, 3, total, f"template read ({len(config.components())} components listed)")
+    events.append(Progress(step, 3, total, f"template read ({len(config.components())} components listed)"))
     write_atomic(path, await encrypt_text_async(config.text, password))
-    if audit is not None:  # a direct caller (the guided setup); the `CreateSite` operation records the run itself
-        audit.record("site.create", branch, details=create_details(site_dir, template_dir, initial))
-    yield Progress(step, total, total, f"{site_dir}/{SITE_CONFIG_FILE} encrypted; submit to push the branch", state="done", data=site.as_json(), outcome=site)
+    return [*events, Progress(step, total, total, f"{site_dir}/{SITE_CONFIG_FILE} encrypted; submit to push the branch", state="done",
+                              data=site.as_json(), outcome=site)]
 
 
 def submit_details(repo: GitRepo, site: SiteRef, commit: str | None, gate: SubmitGate) -> dict[str, Any]:
@@ -348,16 +362,62 @@ async def _submit_site(
     current = await repo.current_branch()
     if current != site.branch:
         raise SiteError("Wrong branch checked out", f"The working clone is on {current}, not {site.branch}; open the site again.")
-    sha = await repo.commit(gate.commit_message(message or default_message(site)), [site.site_dir])
-    yield Progress(step, 2, total, f"committed {sha[:12]}" if sha else "nothing new to commit", state="running" if sha else "skipped")
-    if not await repo.unpushed(site.branch):
+    # a commit is local and short: a stop signal waits for it (git is never stopped half-way
+    # through writing the index), then the run stops before the push
+    sha, stopped = await uninterrupted(repo.commit(gate.commit_message(message or default_message(site)), [site.site_dir]))
+    yield Progress(step, 2, total, f"committed {sha[:12]}" if sha else "nothing new to commit", state="running" if sha else "skipped",
+                   data={"commit": sha} if sha else {})
+    unpushed = await repo.unpushed(site.branch)
+    if stopped and unpushed:
+        raise SubmitStopped(site, await repo.head(), "before the push")
+    if not unpushed:
         yield Progress(step, total, total, f"{site.branch} is up to date on the remote", state="skipped", data={**site.as_json(), "commit": None, "pushed": False},
                        outcome=Submitted(site, None, False))
         return
-    await repo.push(site.branch)
     head = await repo.head()
+    await _push(repo, site, head)
     yield Progress(step, 3, total, f"pushed {site.branch}")
     if audit is not None:  # a direct caller (the guided setup); the `SubmitSite` operation records the run itself
         audit.record("site.submit", site.branch, details=submit_details(repo, site, head, gate))
     yield Progress(step, total, total, f"{site.branch} submitted", state="done", data={**site.as_json(), "commit": head, "pushed": True},
                    outcome=Submitted(site, head, True))
+
+
+class SubmitStopped(OperationCancelled):
+    """A submit stopped on request after its commit and before the remote had it (the commit is
+    in the working clone only; running the submit again pushes it)."""
+
+    def __init__(self, site: SiteRef, commit: str, when: str, remote: str = "") -> None:
+        self.site, self.commit = site, commit
+        self.resume = f"sitetk site submit --branch {shlex.quote(site.branch)}"
+        known = remote or f"the remote's {site.branch} does not have it"
+        super().__init__(f"Submit of {site.branch} stopped {when}",
+                         f"Commit {commit[:12]} is in the working clone, not pushed ({known}). "
+                         f"Run `{self.resume}` to push it; nothing else is left to do.", retryable=True)
+
+
+async def _push(repo: GitRepo, site: SiteRef, head: str) -> None:
+    """Push `head`; a push that was stopped (a stop signal ends git, see `adapters.git_repo`) or
+    failed is read back from the remote, which updates a branch whole or not at all: one that
+    landed is a push done, one that did not says what is left."""
+    try:
+        await repo.push(site.branch)
+        return
+    except asyncio.CancelledError:
+        consume_cancel()
+        failure: SiteError | None = None
+    except SiteError as error:
+        failure = error
+    try:
+        remote, _ = await uninterrupted(repo.remote_head(site.branch))
+    except SiteError as unread:
+        remote, state = None, f"the remote could not be read to tell whether the push landed: {unread.detail}"
+    else:
+        if remote == head:
+            await uninterrupted(repo.note_pushed(site.branch, head))
+            return
+        state = f"the remote's {site.branch} is at {remote[:12]}" if remote else f"the remote has no branch {site.branch}"
+    if failure is None:
+        raise SubmitStopped(site, head, "during the push", state) from None
+    raise SiteError(failure.title, f"{failure.detail} Not pushed: commit {head[:12]} stays in the working clone ({state}).",
+                    retryable=failure.retryable) from None

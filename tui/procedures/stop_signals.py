@@ -15,6 +15,10 @@ Handlers nest (`on_stop_signals` is a context manager holding a stack); the sign
 the process are installed by the outermost one and the previous ones restored when it leaves.
 A hang-up also points stdout and stderr at /dev/null when they were the lost terminal, so the
 undo is never stopped by a write failing with EIO.
+
+`uninterrupted(work)` is the other half: a section that must not be left half-made (a commit, a
+site directory made from the template and encrypted) runs to its end when the run is cancelled
+meanwhile, and tells its caller that a cancel came, so the run stops right after it.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import os
 import signal
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Awaitable, Callable, Iterator, TypeVar
 
 #: the signals that ask a run to stop
 STOP_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -127,3 +131,32 @@ def on_stop_signals(handler: Callable[[int], None]) -> Iterator[bool]:
                 with contextlib.suppress(ValueError, RuntimeError):
                     loop.remove_signal_handler(number)
                     signal.signal(number, old if old is not None else signal.SIG_DFL)
+
+
+T = TypeVar("T")
+
+
+async def uninterrupted(work: Awaitable[T]) -> tuple[T, bool]:
+    """Run `work` to its end even when the running task is cancelled meanwhile (a stop signal):
+    for a change that must not be left half-made (a commit, a site directory turned from the
+    template into its encrypted core.yaml). Returns its result and whether a cancel arrived while
+    it ran; that cancel is consumed, and the caller decides where to stop (an error the work
+    raises still goes up)."""
+    task = asyncio.ensure_future(work)
+    stopped = False
+    while True:
+        try:
+            return await asyncio.shield(task), stopped
+        except asyncio.CancelledError:
+            if task.cancelled():  # the work itself was cancelled, not only our wait for it
+                raise
+            stopped = True
+            consume_cancel()
+
+
+def consume_cancel() -> None:
+    """Mark the running task's cancel as handled: it was turned into a result or an error
+    (asyncio counts cancels; one left standing would cut a later time limit in the same task)."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        task.uncancel()

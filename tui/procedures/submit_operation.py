@@ -22,6 +22,7 @@ from tui.procedures.site_config import VaultPassword, load_site_config
 from tui.procedures.site_repo import (
     SiteRef,
     SubmitPreview,
+    SubmitStopped,
     Submitted,
     default_message,
     preview_submit,
@@ -78,6 +79,9 @@ class SubmitSite(Operation[SubmitPlan, Submitted]):
     title: ClassVar[str] = "Submit the site"
     refusal: ClassVar[str] = "a submit pushes to the sites repository"
     action: ClassVar[str] = "site.submit"
+    #: a stop signal cancels the run at its next await; the commit runs to its end first, a stopped
+    #: push is read back from the remote (`site_repo.submit_site`)
+    cancels_itself: ClassVar[bool] = False
 
     async def plan(self, site: "SiteConnection") -> SubmitPlan:
         preview = await preview_submit(self.repo, self.site_ref, self.password, reveal=self.reveal)
@@ -110,6 +114,14 @@ class SubmitSite(Operation[SubmitPlan, Submitted]):
         if not result.pushed or plan.gate is None:
             return None
         return submit_details(self.repo, result.site, result.commit, plan.gate)
+
+    def audit_failure(self, plan: SubmitPlan, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
+        committed = [e.data["commit"] for e in context.events if e.data.get("commit") and not isinstance(e.outcome, Submitted)]
+        details: dict[str, Any] = {"site_dir": plan.site.site_dir, "commit": committed[-1] if committed else None,
+                                   "pushed": False, "remote": self.repo.remote.url}
+        if isinstance(error, SubmitStopped):
+            details.update(commit=error.commit, resume=error.resume)
+        return details
 
     def audit_target(self, plan: SubmitPlan, result: Submitted) -> str:
         return result.site.branch
