@@ -27,7 +27,7 @@ from tests.faults.processes import Runner, Sitetk
 from tests.site.git_http import GitHttpServer
 from tests.waiting import wait_until
 from tui.adapters.vault import VaultPassword, is_vault_text, write_vault_file
-from tui.sim.repos import SIM_VAULT_PASSWORD
+from tui.sim.repos import SIM_VAULT_PASSWORD, template_core_yaml
 from tui.sim.server import SimServer
 
 STOPS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
@@ -252,27 +252,41 @@ def _lock_open_by(pid: int, lock: Path) -> bool:
         return False
 
 
+#: each verb's arguments after the file, and its audit action
+_WRITES = {
+    "edit": (("--set", "site_domain=other.internal"), "site.edit"),
+    "encrypt": ((), "site.encrypt"),
+    "enable": (("--set", "template_id=3", "--set", "image_id=4", "--no-cloud"), "site.enable_component"),
+}
+
+
 @pytest.mark.parametrize("stop", STOPS, ids=IDS)
-@pytest.mark.parametrize("verb", ["edit", "encrypt"])
+@pytest.mark.parametrize("verb", list(_WRITES))
 def test_a_stop_while_core_yaml_waits_to_be_written_leaves_it_as_it_was(
         sim_factory: Callable[..., SimServer], sitetk: Callable[[SimServer], Runner], tmp_path: Path,
         stop: signal.Signals, verb: str) -> None:
-    runner = sitetk(sim_factory())
+    server = sim_factory()
+    runner = sitetk(server)
     runner.extra = {"SITETK_LOCK_TIMEOUT": "120"}
     password_file = tmp_path / "vault-pass"
     password_file.write_text(SIM_VAULT_PASSWORD + "\n")
     password_file.chmod(0o600)
     config = tmp_path / "site" / "core.yaml"
     config.parent.mkdir()
-    text = "site_domain: lab.internal\n"
-    if verb == "edit":
-        write_vault_file(config, text, VaultPassword.from_text(SIM_VAULT_PASSWORD))
-    else:
+    text = template_core_yaml()
+    if verb == "encrypt":
         config.write_text(text)
         config.chmod(0o600)
+    else:
+        write_vault_file(config, text, VaultPassword.from_text(SIM_VAULT_PASSWORD))
     before = config.read_bytes()
-    argv = ("site", verb, str(config), "--vault-password-file", str(password_file), "--yes",
-            *(("--set", "site_domain=other.internal") if verb == "edit" else ()))
+    options, action = _WRITES[verb]
+    if verb == "enable":
+        argv: tuple[str, ...] = ("site", "enable", "vm_kvm", "--path", str(config), "--library", str(server.site.library_repo),
+                                 "--library-workdir", str(tmp_path / "library"))
+    else:
+        argv = ("site", verb, str(config))
+    argv = (*argv, "--vault-password-file", str(password_file), "--yes", *options)
     lock = config.parent / ".core.yaml.lock"
     fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
     try:
@@ -285,7 +299,7 @@ def test_a_stop_while_core_yaml_waits_to_be_written_leaves_it_as_it_was(
         os.close(fd)
     assert config.read_bytes() == before
     assert not list(config.parent.glob(".core.yaml.*.tmp"))
-    record = [e for e in runner.audit_entries() if e["action"] == f"site.{verb}"][-1]
+    record = [e for e in runner.audit_entries() if e["action"] == action][-1]
     assert record["outcome"] == "cancelled" and record["details"]["written"] is False, record
     assert record["details"]["left"] == f"nothing: {config} is as it was"
 

@@ -42,6 +42,7 @@ from tui.procedures.site_config import (
     enable_component,
     enable_details,
     preview_enable_component,
+    write_failure_details,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -111,6 +112,12 @@ class EnableComponent(Operation[EnableReview, ComponentEnabled]):
     def provisions(self) -> bool:
         return self.cloud and bool(self.definition.appliances)
 
+    @property
+    def cancels_itself(self) -> bool:  # type: ignore[override]
+        """With the cloud, `offer_component` watches the cancel (a download is rolled back); without
+        it, a stop signal cancels the run at its next wait, before the one atomic write of core.yaml."""
+        return self.provisions
+
     async def plan(self, site: "SiteConnection") -> EnableReview:
         name = self.definition.name
         if not self.provisions:
@@ -170,7 +177,7 @@ class EnableComponent(Operation[EnableReview, ComponentEnabled]):
         outcomes = [event.outcome for event in context.events]
         undone = [u for u in outcomes if isinstance(u, Undone)]
         details: dict[str, Any] = {
-            "component": self.definition.name, "path": str(self.path),
+            **write_failure_details(self.path, context.events), "component": self.definition.name,
             "grants": [g.as_json() for g in outcomes if isinstance(g, RuleGranted) and g.rule_id is not None],
             "undone": [u.target for u in undone if not u.error]}
         if undone:

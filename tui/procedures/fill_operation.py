@@ -16,7 +16,7 @@ from tui.domain.components import ComponentDefinition
 from tui.errors import SiteError
 from tui.procedures.operation import Confirmation, Operation, RunContext
 from tui.procedures.preview import Preview
-from tui.procedures.site_config import ConfigWritten, VaultPassword, write_details, write_failure_details
+from tui.procedures.site_config import ConfigWritten, VaultPassword, write_details, write_failure_record
 from tui.procedures.site_fill import FillPlan, fill_site_file, plan_fill
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -73,7 +73,7 @@ class FillSite(Operation[FillPlan, Filled]):
         return write_details(plan.path, self.password, result.written)
 
     def audit_failure(self, plan: FillPlan, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
-        return write_failure_details(plan.path, context.events)
+        return write_failure_record(plan.path, error, context.events)
 
     def audit_target(self, plan: FillPlan, result: Filled) -> str:
         return str(plan.path)

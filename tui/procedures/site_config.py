@@ -36,6 +36,7 @@ from tui.domain.site_config import MISSING, SiteConfig, SiteConfigError, lookup
 from tui.domain.site_fill import appliance_leaves
 from tui.errors import SiteError
 from tui.procedures.audit import REDACTOR, AuditLog
+from tui.procedures.operation import OperationCancelled
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress
 from tui.procedures.site_lock import config_lock
@@ -254,6 +255,14 @@ def write_failure_details(path: Path, events: Sequence[Progress]) -> dict[str, A
     written = any(isinstance(e.outcome, ConfigWritten) and e.outcome.changed for e in events)
     return {"path": str(path), "written": written,
             "left": "the new text was written (vault-encrypted, mode 0600)" if written else f"nothing: {path} is as it was"}
+
+
+def write_failure_record(path: Path, error: SiteError, events: Sequence[Progress]) -> dict[str, Any] | None:
+    """The audit details of a stopped write (`write_failure_details`), or of a failed one that
+    wrote; None for a run refused before it wrote anything (bad input, a wrong password: it
+    changed nothing and said so)."""
+    details = write_failure_details(path, events)
+    return details if details["written"] or isinstance(error, OperationCancelled) else None
 
 
 async def _write_config(

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
 from tui.adapters.git_repo import DEFAULT_TEMPLATE_DIR, GitRepo
 from tui.domain.components import ComponentDefinition
 from tui.errors import SiteError
-from tui.procedures.operation import Confirmation, Operation, RunContext
+from tui.procedures.operation import Confirmation, Operation, OperationCancelled, RunContext
 from tui.procedures.preview import Change, Preview
 from tui.procedures.site_config import (
     ConfigWritten,
@@ -37,7 +37,7 @@ from tui.procedures.site_config import (
     save_text,
     vault_cli,
     write_details,
-    write_failure_details,
+    write_failure_record,
 )
 from tui.procedures.site_repo import SiteRef, create_details, create_site, locate_site, preview_create_site
 
@@ -95,7 +95,7 @@ class EncryptSite(Operation[FilePlan, ConfigWritten]):
         return {"cli": vault_cli("encrypt", plan.path, self.password)} if result.changed else None
 
     def audit_failure(self, plan: FilePlan, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
-        return write_failure_details(plan.path, context.events)
+        return write_failure_record(plan.path, error, context.events)
 
     def audit_target(self, plan: FilePlan, result: ConfigWritten) -> str:
         return str(plan.path)
@@ -135,7 +135,7 @@ class EditSite(Operation[FilePlan, ConfigWritten]):
         return write_details(plan.path, self.password, result.values)
 
     def audit_failure(self, plan: FilePlan, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
-        return write_failure_details(plan.path, context.events)
+        return write_failure_record(plan.path, error, context.events)
 
     def audit_target(self, plan: FilePlan, result: ConfigWritten) -> str:
         return str(plan.path)
@@ -178,7 +178,7 @@ class SaveSite(Operation[FilePlan, ConfigWritten]):
         return write_details(plan.path, self.password, {}) if result.changed else None
 
     def audit_failure(self, plan: FilePlan, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
-        return write_failure_details(plan.path, context.events)
+        return write_failure_record(plan.path, error, context.events)
 
     def audit_target(self, plan: FilePlan, result: ConfigWritten) -> str:
         return str(plan.path)
@@ -249,6 +249,8 @@ class CreateSite(Operation[CreatePlan, Created]):
 
     def audit_failure(self, plan: CreatePlan, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
         made = any(isinstance(e.outcome, SiteRef) for e in context.events)
+        if not (made or isinstance(error, OperationCancelled)):
+            return None  # refused before the working clone changed (bad input, a wrong password)
         return {"site_dir": self.site_dir, "made": made,
                 "left": f"the site is in the working clone on {self.branch} (encrypted); submit pushes it" if made
                 else "nothing: the site is made whole or not at all (run the same command again)"}

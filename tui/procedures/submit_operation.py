@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 from tui.adapters.git_repo import SITE_CONFIG_FILE, GitRepo
 from tui.domain.components import ComponentDefinition
 from tui.errors import SiteError
-from tui.procedures.operation import Confirmation, Operation, RunContext
+from tui.procedures.operation import Confirmation, Operation, OperationCancelled, RunContext
 from tui.procedures.preview import Preview
 from tui.procedures.site_config import VaultPassword, load_site_config
 from tui.procedures.site_repo import (
@@ -117,6 +117,8 @@ class SubmitSite(Operation[SubmitPlan, Submitted]):
 
     def audit_failure(self, plan: SubmitPlan, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
         committed = [e.data["commit"] for e in context.events if e.data.get("commit") and not isinstance(e.outcome, Submitted)]
+        if not (committed or isinstance(error, OperationCancelled)):
+            return None  # refused before anything was committed (a plain file, a wrong password)
         details: dict[str, Any] = {"site_dir": plan.site.site_dir, "commit": committed[-1] if committed else None,
                                    "pushed": False, "remote": self.repo.remote.url}
         if isinstance(error, SubmitStopped):
