@@ -35,6 +35,7 @@ IDS = [s.name for s in STOPS]
 TOKEN = "github_pat_sitesig_0123456789abcdef"
 REAL_GIT = shutil.which("git") or "git"
 
+
 def _git(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([REAL_GIT, *args], capture_output=True, text=True, cwd=cwd, check=False)
 
