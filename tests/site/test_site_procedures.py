@@ -297,3 +297,22 @@ async def test_no_site_open(seeded: tuple[Path, Path], tmp_path: Path) -> None:
     await list_sites(repo)
     with pytest.raises(SiteError, match="open or create a site first"):
         await current_site(repo)
+
+
+async def test_a_value_the_template_cannot_take_changes_nothing(seeded: tuple[Path, Path], tmp_path: Path,
+                                                                password: VaultPassword, audit: AuditLog) -> None:
+    """`site create --set` with a path through a single value fails before the clone changes: no
+    new branch, no renamed template, no plain-text core.yaml in a site directory."""
+    sites, _ = seeded
+    repo = GitRepo(GitRemote(str(sites)), tmp_path / "work")
+    await list_sites(repo)
+    branch_before = await repo.current_branch()
+    with pytest.raises(SiteError) as refused:
+        await collect(create_site(repo, "lab-b", "lab-b", password, initial={"site_domain.sub": "x"}, audit=audit))
+    assert "site_domain" in f"{refused.value.title} {refused.value.detail}"
+    assert not (repo.workdir / "lab-b").exists()
+    assert "lab-b" not in await repo.branches() and await repo.current_branch() == branch_before
+    assert not await repo.changed_paths()
+    # a good value afterwards makes the site
+    events = await collect(create_site(repo, "lab-b", "lab-b", password, initial={"site_domain": "lab-b.internal"}, audit=audit))
+    assert events[-1].state == "done" and is_vault_text((repo.workdir / "lab-b" / "core.yaml").read_text())

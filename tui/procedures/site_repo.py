@@ -258,6 +258,7 @@ async def _make_site(repo: GitRepo, creation: SiteCreation, password: VaultPassw
         await repo.checkout(branch)
         site = locate_site(repo, branch, site_dir)
         return [Progress(step, total, total, f"{branch} exists already: opened it", state="skipped", data=site.as_json(), outcome=site)]
+    await _check_template(repo, creation)
     path = await repo.start_site(branch, site_dir, template_dir)
     site = SiteRef(branch, site_dir, path)
     events = [Progress(step, 2, total, f"branch {branch}: {template_dir} became {site_dir}")]
@@ -276,6 +277,22 @@ async def _make_site(repo: GitRepo, creation: SiteCreation, password: VaultPassw
     write_atomic(path, await encrypt_text_async(config.text, password))
     return [*events, Progress(step, total, total, f"{site_dir}/{SITE_CONFIG_FILE} encrypted; submit to push the branch", state="done",
                               data=site.as_json(), outcome=site)]
+
+
+async def _check_template(repo: GitRepo, creation: SiteCreation) -> None:
+    """Read the template as the new branch will hold it and apply the initial values, changing
+    nothing: a template that does not parse or a value it cannot take fails here, before the
+    working clone has a new branch and a plain-text core.yaml in the site directory."""
+    source = f"{creation.template_dir}/{SITE_CONFIG_FILE}"
+    text = await repo.read_file(f"origin/{await repo.default_branch()}", source)
+    if text is None or is_vault_text(text):
+        return  # start_site names a missing template; an encrypted one is opened as it is
+    config = parse_config(text, source, creation.naming)
+    if creation.initial:
+        try:
+            config.edit(list(creation.initial.items()))
+        except SiteConfigError as error:
+            raise invalid_yaml(error, source) from None
 
 
 def submit_details(repo: GitRepo, site: SiteRef, commit: str | None, gate: SubmitGate) -> dict[str, Any]:
