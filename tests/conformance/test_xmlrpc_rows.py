@@ -429,3 +429,21 @@ def test_documents_and_vms_may_share_a_name(site: SimServer) -> None:
     first = int(ok(rpc(site, "one.document.allocate", body, 100)))
     assert int(ok(rpc(site, "one.document.allocate", body, 100))) != first
     assert _held(site, "same") != _held(site, "same")
+
+
+def test_an_allocate_without_a_name_is_refused_by_name_is_valid(site: SimServer, one_version: str) -> None:
+    """src/pool/PoolObjectSQL.cc `name_is_valid` ("Invalid NAME, it cannot be empty"), the first check of
+    src/vm_template/VMTemplatePool.cc, src/image/ImagePool.cc and src/market/MarketPlacePool.cc
+    `allocate`, relayed like a taken name: INTERNAL for a template, ALLOCATE for an image, and for
+    a marketplace INTERNAL before 7.4 (src/rm/api/MarketPlaceAPI.cc line 196 answers ALLOCATE)."""
+    template = failure(rpc(site, "one.template.allocate", "CPU = 1"))
+    assert (template.message, template.code) == ("[one.template.allocate] Invalid NAME, it cannot be empty", INTERNAL)
+    image = failure(rpc(site, "one.image.allocate", 'TYPE = "DATABLOCK"\nSIZE = 10', 1))
+    assert (image.message, image.code) == (
+        "[one.image.allocate] Error allocating a new image. Invalid NAME, it cannot be empty", ALLOCATE)
+    market = failure(rpc(site, "one.market.allocate", 'MARKET_MAD = "http"'))
+    if tuple(int(p) for p in one_version.split(".")) >= (7, 4):
+        assert (market.message, market.code) == (
+            "[one.market.allocate] Error allocating a new marketplace. Invalid NAME, it cannot be empty", ALLOCATE)
+    else:
+        assert (market.message, market.code) == ("[one.market.allocate] Invalid NAME, it cannot be empty", INTERNAL)

@@ -42,8 +42,6 @@ def allocate_image(site: SimSite, attrs: Template, ds_id: int, uid: int, gid: in
         raise OneError(ALLOCATE, "Error allocating a new image. New images cannot be allocated in a "
                                  f"{'system' if ds.type == 1 else 'file'} datastore.", ds_id)
     name = scalar(attrs, "NAME", "").strip()
-    if not name:
-        raise OneError(ALLOCATE, "Error allocating a new image. No NAME in template.")
     refusal = name_refusal(name, invalid_name_chars(site.config.one_version), ALLOCATE, "Error allocating a new image. ")
     if refusal is not None:
         raise refusal

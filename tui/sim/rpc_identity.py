@@ -84,8 +84,6 @@ def market_allocate(call: Call, text: str) -> int:
     _admin_only(call, "MARKETPLACE")
     attrs = dict((k, v) for k, v in parse_text(text) if isinstance(v, str))
     name = attrs.get("NAME", "").strip()
-    if not name:
-        raise OneError(ALLOCATE, "Error allocating a new marketplace. No NAME in template.")
     code, prefix = ((ALLOCATE, "Error allocating a new marketplace. ")
                     if market_allocate_refuses_with_allocate(call.site.config.one_version) else (INTERNAL, ""))
     refuse_name(call, name, code, prefix)

@@ -6,7 +6,7 @@ import json
 import time
 from typing import Any, Callable
 
-from tui.domain.error_codes import ALLOCATE, INTERNAL, XML_RPC_API
+from tui.domain.error_codes import INTERNAL, XML_RPC_API
 from tui.domain.template_text import Template, scalar
 from tui.sim import acl as acl_rules
 from tui.sim.images import allocate_image, delete_image
@@ -107,8 +107,6 @@ def template_allocate(call: Call, text: str) -> int:
     call.require("TEMPLATE", "CREATE")
     attrs = parse_text(text)
     name = scalar(attrs, "NAME", "").strip()
-    if not name:
-        raise OneError(ALLOCATE, "Error allocating a new virtual machine template. No NAME in template.")
     refuse_name(call, name, INTERNAL)
     _template_name_free(call, name, call.user.id)
     template_id = call.site.next_id("template")
