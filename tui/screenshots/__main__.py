@@ -10,7 +10,7 @@ from typing import Sequence
 
 import tui.screenshots as package
 from tui.screenshots import SCENES
-from tui.screenshots.harness import OUTPUT_DIR, write_scene
+from tui.screenshots.harness import OUTPUT_DIR, png_font_problem, write_scene
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -28,6 +28,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     chosen = [s for s in SCENES if not args.names or s.name in args.names or s.screen in args.names]
     if not chosen:
         print(f"no scene matches {' '.join(args.names)}; try --list", file=sys.stderr)
+        return 2
+    if not args.no_png and (problem := png_font_problem()):
+        print(f"cannot render PNGs faithfully: {problem}", file=sys.stderr)
         return 2
     failures = 0
     for scene in chosen:

@@ -127,6 +127,20 @@ def _missing_from_fira(char: str) -> bool:
     return _missing_cache[char]
 
 
+def png_font_problem() -> str:
+    """Why PNGs cannot be rendered faithfully here ("" when they can): the SVGs name Fira Code, and
+    without it cairosvg silently takes a proportional font, so every PNG would change for nothing."""
+    import shutil
+    import subprocess
+
+    if shutil.which("fc-list") is None:
+        return "fontconfig's fc-list is not installed (apt install fontconfig fonts-firacode)"
+    families = subprocess.run(["fc-list", ":", "family"], capture_output=True, text=True, check=False).stdout
+    if "fira code" not in families.lower():
+        return "the Fira Code font is not installed (apt install fonts-firacode), or write SVGs only with --no-png"
+    return ""
+
+
 def with_glyph_fallback(svg: str) -> str:
     """Wrap glyphs Fira Code lacks (✔ ✘ ...) in a tspan of a font that has them, for cairosvg,
     which does not fall back per glyph as terminals do. Only the PNG uses this."""
