@@ -95,6 +95,13 @@ class SubmitPreview:
 
 
 @dataclass(frozen=True)
+class Committed:
+    """The typed outcome of a submit's commit event: the commit made in the working clone, not pushed yet."""
+
+    commit: str
+
+
+@dataclass(frozen=True)
 class Submitted:
     """The typed outcome of a submit's last event: the commit pushed (None: the branch was up to date)."""
 
@@ -383,7 +390,7 @@ async def _submit_site(
     # through writing the index), then the run stops before the push
     sha, stopped = await uninterrupted(repo.commit(gate.commit_message(message or default_message(site)), [site.site_dir]))
     yield Progress(step, 2, total, f"committed {sha[:12]}" if sha else "nothing new to commit", state="running" if sha else "skipped",
-                   data={"commit": sha} if sha else {})
+                   data={"commit": sha} if sha else {}, outcome=Committed(sha) if sha else None)
     unpushed = await repo.unpushed(site.branch)
     if stopped and unpushed:
         raise SubmitStopped(site, await repo.head(), "before the push")

@@ -20,6 +20,7 @@ from tui.procedures.operation import Confirmation, Operation, OperationCancelled
 from tui.procedures.preview import Preview
 from tui.procedures.site_config import VaultPassword, load_site_config
 from tui.procedures.site_repo import (
+    Committed,
     SiteRef,
     SubmitPreview,
     SubmitStopped,
@@ -116,7 +117,7 @@ class SubmitSite(Operation[SubmitPlan, Submitted]):
         return submit_details(self.repo, result.site, result.commit, plan.gate)
 
     def audit_failure(self, plan: SubmitPlan, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
-        committed = [e.data["commit"] for e in context.events if e.data.get("commit") and not isinstance(e.outcome, Submitted)]
+        committed = [e.outcome.commit for e in context.events if isinstance(e.outcome, Committed)]
         if not (committed or isinstance(error, OperationCancelled)):
             return None  # refused before anything was committed (a plain file, a wrong password)
         details: dict[str, Any] = {"site_dir": plan.site.site_dir, "commit": committed[-1] if committed else None,
