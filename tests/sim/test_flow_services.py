@@ -54,8 +54,9 @@ def test_straight_deployment_reaches_running_parents_first(sim: SimServer) -> No
     ])
     service_id = _instantiate(sim, template_id)
     seen_parent_deploying_alone = False
-    # 7.x creates the service's networks first (DEPLOYING_NETS), which a quick first read can see
-    states = (DEPLOYING_NETS, DEPLOYING, RUNNING) if is_7x(sim.site) else (DEPLOYING, RUNNING)
+    # the service's networks come first (DEPLOYING_NETS, on 6.10 and 7.x alike: LifeCycleManager.rb
+    # deploy_nets_action), which a quick first read can see
+    states = (DEPLOYING_NETS, DEPLOYING, RUNNING)
     with flow_client(sim) as client:
         def running() -> bool:
             nonlocal seen_parent_deploying_alone
@@ -284,6 +285,8 @@ def test_chown_of_a_service_moves_its_vms(sim: SimServer) -> None:
     service_id = _instantiate(sim, template_id)
     user = sim.site.users[2]
     with flow_client(sim) as client:
+        # the role's VM exists once the service's networks are ready (DEPLOYING_NETS comes first)
+        wait_until(lambda: roles_by_name(service_body(client, service_id))["front"]["nodes"], what="the role's VM")
         response = client.post(f"/service/{service_id}/action",
                                json={"action": {"perform": "chown", "params": {"owner_id": user.id, "group_id": user.gid}}})
         assert response.status_code == 204
