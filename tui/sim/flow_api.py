@@ -337,7 +337,8 @@ def _ownership(site: SimSite, user: SimUser, doc: SimDocument, action: str, para
     name = params.get("name")
     if not isinstance(name, str) or not name.strip():
         raise FlowError(500, "[one.document.rename] Invalid NAME, it cannot be empty")
-    # one.document.rename answers ACTION (oneflow: 500) with `PoolObjectSQL::name_is_valid`'s text
+    # one.document.rename answers ACTION with `PoolObjectSQL::name_is_valid`'s text (src/rm/RequestManagerRename.cc
+    # release-7.0.0 100-108); OneFlow relays an ACTION failure as 500 (`one_error_to_http`, oneflow-server.rb)
     problem = name_problem(name, invalid_name_chars(site.config.one_version))
     if problem is not None:
         raise FlowError(500, f"[one.document.rename] {problem}")
