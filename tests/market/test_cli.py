@@ -149,3 +149,27 @@ def test_upgrades_table_and_apply(sim_factory, env, capsys) -> None:  # type: ig
     assert code == EXIT_OK and len(server.site.images) == before + 5
     core = data["events"][-1]["data"]["core_yaml"]
     assert sum(1 for c in core if c["kind"] == "image") == 5
+
+
+def test_upgrades_apply_keeps_the_appliance_of_a_rebuild_under_the_same_software_version(  # type: ignore[no-untyped-def]
+        sim: SimServer, env, capsys) -> None:
+    """Issue 22 item 0 headless: DNS Server v1.1.0 installed under its default name, then tagged as
+    an older build of v1.1.0; `market upgrades --apply --yes` downloads the rebuild under its whole
+    version and deletes only the old build, never what it just downloaded."""
+    env(sim)
+    code, data = run(capsys, "download", f"{sim.market_url}#service_dns", "--datastore", "1", "--yes", "--json",
+                     "--poll", "0.02")
+    assert code == EXIT_OK
+    with sim.site.lock:
+        [old] = [i for i in sim.site.images.values() if i.name == "DNS Server v1.1.0"]
+        old.template = [(k, "20240101-0000" if k == "PLATFORM_MARKETPLACE_APPLIANCE_VERSION" else v)
+                        for k, v in old.template]
+    code, data = run(capsys, "upgrades", "--dry-run", "--json")
+    assert code == EXIT_OK and "'DNS Server v1.1.0-20250520-0931'" in json.dumps(data)
+    code, data = run(capsys, "upgrades", "--apply", "--datastore", "1", "--yes", "--json", "--poll", "0.02")
+    assert code == EXIT_OK, data
+    download = [e["data"]["download"] for e in data["events"] if "download" in e.get("data", {})][-1]
+    names = {i.name for i in sim.site.images.values()}
+    assert download["name"] == "DNS Server v1.1.0-20250520-0931" and download["reused"] == []
+    assert "DNS Server v1.1.0" not in names and "DNS Server v1.1.0-20250520-0931" in names
+    assert set(download["template_ids"]) <= set(sim.site.templates)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Sequence
 
 from tui.domain.appliances import ApplianceRecord
-from tui.domain.attribute_file import ApplianceTag
+from tui.domain.attribute_file import ApplianceTag, installed_version_from_image_template
 from tui.domain.bounded import load_json
 from tui.domain.datastores import IMAGE_DS, Datastore
 from tui.domain.documents import SERVICE_DOCUMENT, SERVICE_TEMPLATE_DOCUMENT, Document
@@ -32,6 +32,7 @@ from tui.domain.error_codes import NO_EXISTS
 from tui.domain.images import ERROR, ImageInfo
 from tui.domain.market_export import exported_children, name_candidates, service_body
 from tui.domain.marketapps import IMAGE_APP, SERVICE_TEMPLATE_APP, VMTEMPLATE_APP, MarketApp, decode_apptemplate64
+from tui.domain.naming import NamingProfile
 from tui.domain.object_names import MAX_NAME_BYTES, console_name_problem, fit_name
 from tui.domain.printable import escape_controls
 from tui.domain.template_text import TemplateSyntaxError, parse_template, quote, render_template
@@ -356,6 +357,7 @@ async def plan_download(site: "SiteConnection", app_id: int, datastore_id: int, 
     plan = await _check_orphans_unused(site, plan)
     if tag is not None:
         plan = replace(plan, tag=tag)
+    _check_reused_builds(plan, images, site.naming)
     if datastore.state_name != "READY":
         plan = replace(plan, warnings=plan.warnings + (f"datastore {datastore.name} is {datastore.state_name}",))
     if plan.size_mb and datastore.free_mb and plan.size_mb > datastore.free_mb:
@@ -363,6 +365,23 @@ async def plan_download(site: "SiteConnection", app_id: int, datastore_id: int, 
                         f"The appliance needs {plan.size_mb} MB; datastore {datastore.id} has {datastore.free_mb} MB "
                         "free. Choose another datastore or free some space.")
     return plan
+
+
+def _check_reused_builds(plan: DownloadPlan, images: Sequence[ImageInfo], naming: NamingProfile) -> None:
+    """An image of the planned name from the same app that holds another build of this appliance
+    (its attributes say so) is not this download's: reused, it would be tagged as the new build
+    while holding the old one, and an upgrade would then remove it as the old version. A rebuild
+    published under the same software version has the same default name: refuse, naming it."""
+    by_id = {image.id: image for image in images}
+    for planned in plan.images:
+        found = by_id.get(planned.existing_id) if planned.existing_id is not None else None
+        held = installed_version_from_image_template(found.attributes, naming) if found is not None else None
+        if found is None or held is None or held.name != plan.tag.name or held.version.same_release(plan.tag.version):
+            continue
+        raise SiteError(f"Image {found.id} {found.name!r} holds {held.name} {held.version.label}",
+                        f"It has the name this download of {plan.tag.version.label} would give its image, and comes "
+                        f"from the same marketplace app: the download would take it for its own. Choose another final "
+                        f"name (such as {fit_name(f'{plan.tag.name} {plan.tag.version.raw}')!r}). Nothing was changed.")
 
 
 async def _check_oneflow(site: "SiteConnection") -> None:

@@ -10,7 +10,9 @@ follows the spec's upgrade rules, in order:
    the new version's attributes to every new image;
 3. remove the old version: its images, the VM templates whose disks use them and the service
    templates whose roles use those templates, each appliance only after the operator confirms,
-   and only when no VM still uses the old images;
+   and only when no VM still uses the old images. Never an object the new version uses (one its
+   download reused or created), and never the last copy of an appliance: without the new
+   version's images in the cloud, the old version stays;
 4. list the IDs core.yaml must change (old image / template / service template IDs and the new
    ones that replace them), and remind that new site variables may be needed.
 
@@ -30,7 +32,9 @@ from tui.domain.attribute_file import installed_version_from_image_template
 from tui.domain.documents import SERVICE_TEMPLATE_DOCUMENT, Document
 from tui.domain.images import ImageInfo
 from tui.domain.naming import NamingProfile
+from tui.domain.object_names import fit_name
 from tui.domain.upgrades import PlanStep, StepKind, UpgradePlan, build_upgrade_plan
+from tui.domain.versions import ApplianceVersion
 from tui.domain.vmtemplates import VmTemplate
 from tui.errors import SiteError
 from tui.procedures.attach_attributes import role_template_ids, role_templates, tag_for_record
@@ -63,6 +67,8 @@ class Removal:
     service_template_ids: tuple[int, ...]
     #: old image id -> VM ids still using it (removal is refused while any)
     in_use: tuple[tuple[int, tuple[int, ...]], ...] = ()
+    #: old objects kept because the new version uses them (its download reused them): "image 3", ...
+    kept: tuple[str, ...] = ()
 
     @property
     def image_ids(self) -> tuple[int, ...]:
@@ -78,6 +84,8 @@ class Removal:
             parts.append(f"VM template(s) {', '.join(map(str, self.template_ids))}")
         if self.service_template_ids:
             parts.append(f"service template(s) {', '.join(map(str, self.service_template_ids))}")
+        if self.kept:
+            parts.append(f"kept, the new version uses them: {', '.join(self.kept)}")
         return "; ".join(parts)
 
     def cli(self) -> str:
@@ -91,7 +99,7 @@ class Removal:
     def as_json(self) -> dict[str, Any]:
         return {"appliance": self.appliance, "version": self.version, "image_ids": list(self.image_ids),
                 "template_ids": list(self.template_ids), "service_template_ids": list(self.service_template_ids),
-                "in_use": {str(i): list(vms) for i, vms in self.in_use}}
+                "in_use": {str(i): list(vms) for i, vms in self.in_use}, "kept": list(self.kept)}
 
 
 @dataclass(frozen=True)
@@ -153,16 +161,33 @@ async def load_upgrade_plan(site: "SiteConnection", catalog: MarketCatalog | Non
     return build_upgrade_plan((entry.status for entry in catalog.entries), site.naming, only=only)
 
 
+def upgrade_download_name(record: ApplianceRecord, previous: ApplianceVersion | None) -> str:
+    """The name the new version is downloaded under: the default (`DNS Server v1.1.0`), unless the
+    installed version has the same default name (a rebuild published under the same software
+    version): then the whole version (`DNS Server v1.1.0-20250520-0931`), so that the download
+    makes the new build's own objects instead of finding the installed ones under that name."""
+    name = default_download_name(record.name, record.version)
+    if previous is not None and default_download_name(record.name, previous.raw) == name:
+        return fit_name(f"{record.name} {record.version.strip()}")
+    return name
+
+
+def _previous(plan: UpgradePlan) -> dict[str, ApplianceVersion]:
+    return {row.software: row.previous for row in plan.rows}
+
+
 def upgrade_preview(plan: UpgradePlan, datastore_id: int | None = None,
                     names: Mapping[str, str] | None = None) -> Preview:
     """What applying the plan changes, step by step, with the platform CLI for each."""
     changes: list[Change] = []
+    previous = _previous(plan)
     ds = f"--datastore {datastore_id}" if datastore_id is not None else "--datastore <IMAGE datastore id>"
     for step in plan.steps:
         if step.kind is StepKind.CHECK_ATTRIBUTES:
             changes.append(Change(step.summary, "", "none" if step.done else "update"))
         elif step.kind is StepKind.DOWNLOAD and step.record is not None:
-            name = (names or {}).get(step.appliance) or default_download_name(step.record.name, step.record.version)
+            name = (names or {}).get(step.appliance) or upgrade_download_name(step.record,
+                                                                              previous.get(step.appliance))
             changes.append(Change(f"{step.summary} as {name!r}",
                                   f"onemarketapp export <app id of {step.record.name}> '{name}' {ds}", "create"))
         elif step.kind is StepKind.ATTACH_ATTRIBUTES:
@@ -195,20 +220,49 @@ async def read_objects(site: "SiteConnection") -> SiteObjects:
     return SiteObjects(tuple(images), tuple(templates), tuple(documents))
 
 
-def removal_for(step: PlanStep, objects: SiteObjects, naming: NamingProfile) -> Removal:
+def removal_for(step: PlanStep, objects: SiteObjects, naming: NamingProfile,
+                new: DownloadResult | None = None) -> Removal:
     """The old objects of one REMOVE_OLD step: its images, the VM templates whose disks are all
-    among them, and the service templates whose roles all use those templates."""
+    among them, and the service templates whose roles all use those templates; never an object
+    the new version (`new`, its download) uses: those are listed as `kept`."""
+    uses = _used_by(new)
     by_id = {image.id: image for image in objects.images}
-    old_ids = [i for i in step.image_ids if i in by_id]
-    old = set(old_ids)
-    template_ids = tuple(t.id for t in objects.templates if t.image_ids and set(t.image_ids) <= old)
-    service_ids = tuple(d.id for d in objects.documents
-                        if (ids := role_template_ids(d.body or {})) and set(ids) <= set(template_ids))
+    present = [i for i in step.image_ids if i in by_id]
+    old_ids = [i for i in present if ("image", i) not in uses]
+    old = set(present)
+    templates = [t.id for t in objects.templates if t.image_ids and set(t.image_ids) <= old]
+    template_ids = tuple(t for t in templates if ("VM template", t) not in uses)
+    services = [d.id for d in objects.documents
+                if (ids := role_template_ids(d.body or {})) and set(ids) <= set(templates)]
+    service_ids = tuple(d for d in services if ("service template", d) not in uses)
+    kept = tuple(f"{kind} {i}" for kind, found in (("service template", services), ("VM template", templates),
+                                                   ("image", present)) for i in found if (kind, i) in uses)
     in_use = tuple((i, by_id[i].vm_ids) for i in old_ids if by_id[i].running_vms > 0 or by_id[i].vm_ids)
-    tags = [installed_version_from_image_template(by_id[i].attributes, naming) for i in old_ids]
+    tags = [installed_version_from_image_template(by_id[i].attributes, naming) for i in present]
     versions = sorted({t.version.label for t in tags if t is not None})
     return Removal(step.appliance, ", ".join(versions), tuple((i, by_id[i].name) for i in old_ids), template_ids,
-                   service_ids, in_use)
+                   service_ids, in_use, kept)
+
+
+def _used_by(new: DownloadResult | None) -> set[tuple[str, int]]:
+    """(kind, id) of every object the new version's download left in use: created or reused."""
+    if new is None:
+        return set()
+    used = {("image", i) for i in new.image_ids} | {("VM template", t) for t in new.template_ids}
+    if new.service_template_id is not None:
+        used.add(("service template", new.service_template_id))
+    return used
+
+
+def last_copy(new: DownloadResult | None, objects: SiteObjects) -> str:
+    """Why removing the old version would leave no copy of the appliance ("" when it would not):
+    the new version was not downloaded, or none of its images is in the cloud."""
+    if new is None or not new.image_ids:
+        return "the new version was not downloaded"
+    present = {image.id for image in objects.images}
+    if not present & set(new.image_ids):
+        return f"the new version's image(s) {', '.join(map(str, new.image_ids))} are not in the cloud"
+    return ""
 
 
 async def remove_old(site: "SiteConnection", removal: Removal) -> AsyncIterator[Progress]:
@@ -340,7 +394,9 @@ async def apply_upgrade_plan(
         elif step.kind is StepKind.DOWNLOAD:
             assert step.record is not None
             result: DownloadResult | None = None
-            async for event in _download(site, step.record, datastore_id, names, step_timeout, poll_interval, cancel):
+            name = (names or {}).get(step.appliance) or upgrade_download_name(step.record,
+                                                                              _previous(plan).get(step.appliance))
+            async for event in _download(site, step.record, datastore_id, name, step_timeout, poll_interval, cancel):
                 if isinstance(event.outcome, DownloadResult):
                     result = event.outcome
                 yield replace(event, step=label, done=index - 1 if event.state != "failed" else index, total=total,
@@ -355,10 +411,18 @@ async def apply_upgrade_plan(
             ids = ", ".join(map(str, result.image_ids)) if result else "none"
             yield Progress(label, index, total, f"attached during the download to image(s) {ids}", "done")
         elif step.kind is StepKind.REMOVE_OLD:
-            removal = removal_for(step, before, site.naming)
+            # read again: what the download created or reused is never removed, and the VMs now
+            new = outcome.downloads.get(step.appliance)
+            now = await read_objects(site)
+            removal = removal_for(step, now, site.naming, new)
+            if why := last_copy(new, now):
+                yield Progress(label, index, total, f"kept: {removal.describe()} is the last copy of "
+                               f"{step.appliance} ({why})", "skipped", {"removal": removal.as_json()})
+                continue
             outcome.removals[step.appliance] = removal
             if not removal.image_ids:
-                yield Progress(label, index, total, "nothing left to remove", "skipped", {"removal": removal.as_json()})
+                message = "nothing left to remove" + (f" ({removal.describe()})" if removal.kept else "")
+                yield Progress(label, index, total, message, "skipped", {"removal": removal.as_json()})
                 continue
             if removal.in_use:
                 yield Progress(label, index, total, f"kept: {removal.describe()} still used by VMs; remove it once "
@@ -388,11 +452,9 @@ async def apply_upgrade_plan(
                            Upgraded(tuple(changes), tuple(outcome.downloads.items()), tuple(outcome.deleted)))
 
 
-async def _download(site: "SiteConnection", record: ApplianceRecord, datastore_id: int,
-                    names: Mapping[str, str] | None, step_timeout: float, poll_interval: float,
-                    cancel: asyncio.Event | None) -> AsyncIterator[Progress]:
+async def _download(site: "SiteConnection", record: ApplianceRecord, datastore_id: int, name: str,
+                    step_timeout: float, poll_interval: float, cancel: asyncio.Event | None) -> AsyncIterator[Progress]:
     app = await find_market_app(site, record)
-    name = (names or {}).get(record.name) or default_download_name(record.name, record.version)
     plan = await plan_download(site, app.id, datastore_id, name, tag=tag_for_record(record))
     async for event in download_appliance(site, plan, step_timeout=step_timeout, poll_interval=poll_interval,
                                           cancel=cancel):
