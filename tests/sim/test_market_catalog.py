@@ -140,3 +140,15 @@ def test_seeding_twice_does_not_duplicate_apps(tmp_path: Path) -> None:
     count = len(site.marketapps)
     catalog.seed_catalog(site)
     assert len(site.marketapps) == count and len(site.marketplaces) == 2
+
+
+def test_apps_keep_description_version_and_apptemplate64_in_their_template(tmp_path: Path) -> None:
+    """`MarketPlaceApp::from_template64` (src/market/MarketPlaceApp.cc 481-483 at release-7.0.2)
+    reads DESCRIPTION, VERSION and APPTEMPLATE64 without removing them from TEMPLATE; the
+    platform's export reads TEMPLATE/APPTEMPLATE64 (marketplaceapp_ext.rb 281, 347)."""
+    site = _site(tmp_path)
+    for app in site.marketapps.values():
+        template = dict((k, v) for k, v in app.template if isinstance(v, str))
+        assert template["VERSION"] == app.version and template.get("DESCRIPTION", "") == app.description
+        assert template.get("APPTEMPLATE64", "") == app.apptemplate64
+    assert all(dict(a.template).get("APPTEMPLATE64") for a in site.marketapps.values() if a.type in (2, 3))

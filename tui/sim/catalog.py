@@ -480,6 +480,11 @@ def _app_from_spec(site: SimSite, spec: ApplianceSpec, market: SimMarketplace) -
             # the market driver encodes the record's string as it is (src/market_mad/remotes/one/monitor
             # release-7.4.0 `render_service_template`, lines 145-165)
             apptemplate = b64(record["opennebula_template"])
+    # MarketPlaceApp::from_template64 (src/market/MarketPlaceApp.cc 481-483 at release-7.0.2, the same at
+    # 6.10.0 and 7.4.0) reads DESCRIPTION, VERSION and APPTEMPLATE64 without removing them from TEMPLATE;
+    # the platform's `onemarketapp export` reads TEMPLATE/APPTEMPLATE64 (marketplaceapp_ext.rb 281, 347)
+    attrs += [(name, value) for name, value in (("DESCRIPTION", spec.short_description), ("VERSION", spec.version),
+                                                ("APPTEMPLATE64", apptemplate)) if value]
     return SimMarketApp(
         id=site.next_id("marketapp"),
         name=spec.name,
