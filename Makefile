@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo lint test test-versions screenshots bench soak sim clean
+.PHONY: demo lint test test-versions screenshots bench soak sim record clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,12 @@ test: lint
 test-versions: $(STAMP)
 	SITETK_ONE_VERSIONS=6.10.0 $(PYTEST) --ignore=tests/ui/test_snapshots.py $(PYTEST_ARGS)
 	SITETK_ONE_VERSIONS=7.4.0 $(PYTEST) --ignore=tests/ui/test_snapshots.py $(PYTEST_ARGS)
+
+# Record the scenario of tests/recordings against a frontend (README: Recordings of the real platform):
+# make record REAL_ENV=<state dir>/env writes tests/recordings/<version>.json
+record: $(STAMP)
+	@test -n "$(REAL_ENV)" || { echo "usage: make record REAL_ENV=<state dir>/env (ONE_XMLRPC, ONE_AUTH, ONEFLOW_URL)" >&2; exit 2; }
+	$(BIN)/python -m tests.recordings.record --env $(REAL_ENV) $(RECORD_ARGS)
 
 screenshots: $(STAMP)
 	$(BIN)/python -m tui.screenshots

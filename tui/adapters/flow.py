@@ -66,7 +66,9 @@ def document_from_envelope(doc: Mapping[str, Any]) -> Document:
 class FlowClient:
     """Async client of one OneFlow server (`http://host:2474`)."""
 
-    def __init__(self, url: str, user: str, password: str, timeout: float = 30.0, *, verify_ssl: bool = True) -> None:
+    def __init__(self, url: str, user: str, password: str, timeout: float = 30.0, *, verify_ssl: bool = True,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+        """`transport` replaces httpx's own (the recorder captures the wire with it, tests/recordings)."""
         #: the URL as messages show it (credentials written into it as `***@`)
         self.url = redact_endpoint(url.rstrip("/"))
         self.user = user
@@ -74,7 +76,7 @@ class FlowClient:
         self._secrets = ((password,) if password else ()) + endpoint_secrets(url)
         self._client = httpx.AsyncClient(
             base_url=without_credentials(url.rstrip("/")), auth=httpx.BasicAuth(user, password), timeout=httpx.Timeout(self.timeout),
-            verify=verify_ssl, follow_redirects=False,
+            verify=verify_ssl, follow_redirects=False, transport=transport,
             headers={"Accept": "application/json", "User-Agent": "sitetk"},
         )
         #: how GETs are retried and writes reconciled (`tui.adapters.retry`)

@@ -1,0 +1,495 @@
+"""Raw exchanges -> the stored, comparable form of a recording.
+
+Each exchange becomes one JSON object: its `step`, its `call` (`one.vm.action`, or `POST
+/service/<document:service>/action`), its `request` (parameters after the session, the session
+named by whose it is) and its `answer`:
+
+- XML-RPC success: `{"ok": true, "int": ...}` / `"bool"` / `"text"`, or `"xml": [lines]`;
+- XML-RPC failure: `{"ok": false, "code": 2048, "message": "...", "resp_id": -1}`; a fault:
+  `{"fault": -501, "message": "..."}`;
+- HTTP: `{"status": 200, "json": [lines]}` or `{"status": 404, "text": "..."}`.
+
+An XML or JSON body is a list of lines `/PATH = value` in document order (an element with
+children is a line `/PATH` of its own; JSON keys sorted, as JSON objects have no order): the tag
+tree, the order of elements and the values at once, and a readable diff in git.
+
+What varies between two runs on the same site, or between two sites, is replaced:
+- IDs: an ID of an object the run knows (`tests.recordings.wire.Bindings`) becomes its symbol
+  (`image:os`); an unknown ID of a known kind `<id>`; which tags hold IDs of which kind is
+  `ID_TAGS` (and an object's own `ID`, the `ID`s listed under `VMS`, `IMAGES`, ...). In messages and
+  request parameters, the numbers of the objects the step names.
+- times (`TIME_TAGS`) `<time>` unless 0; secrets (`SECRET_TAGS`, the passwords and sessions the
+  run used) `<secret>`; the run's token `<run>`; a value that is exactly the name of a site object
+  the run uses (a host, a datastore) `<host:a>`.
+- objects the run did not create (the site's hosts, datastores, networks, apps, users): their tag
+  tree only, no values (`/HOST/NAME`); in a pool, those items are merged into one sorted set of
+  paths under `ITEM[*]`, as the number and the kinds of them differ from site to site.
+- in objects the run created, values taken from the site's own objects (`SITE_VALUES`: a NIC's
+  addresses, a disk's datastore paths, the hosts' drivers in the history) `<site>`; monitoring
+  figures `<monitoring>`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+import xmlrpc.client
+from dataclasses import dataclass
+from typing import Any
+
+from lxml import etree
+
+from tests.recordings.wire import MISSING, Bindings, Exchange, Run
+
+#: the root tag of each object -> its kind
+OBJECT_TAGS = {
+    "VM": "vm", "IMAGE": "image", "VMTEMPLATE": "template", "HOST": "host", "DATASTORE": "datastore",
+    "VNET": "vnet", "USER": "user", "GROUP": "group", "MARKETPLACE": "market", "MARKETPLACEAPP": "app",
+    "DOCUMENT": "document", "ACL": "acl", "CLUSTER": "cluster", "ZONE": "zone",
+}
+#: a list element -> the kind of the IDs under it
+LIST_TAGS = {
+    "VMS": "vm", "IMAGES": "image", "USERS": "user", "ADMINS": "user", "GROUPS": "group", "CLUSTERS": "cluster",
+    "DATASTORES": "datastore", "MARKETPLACEAPPS": "app", "HOSTS": "host", "VNETS": "vnet", "UPDATED_VMS": "vm",
+    "OUTDATED_VMS": "vm", "UPDATING_VMS": "vm", "ERROR_VMS": "vm", "BACKUP_IDS": "image", "TEMPLATES": "template",
+}
+#: a tag (XML element or JSON key) holding an ID -> its kind
+ID_TAGS = {
+    "UID": "user", "GID": "group", "OWNER_ID": "user", "IMAGE_ID": "image", "TEMPLATE_ID": "template", "HID": "host",
+    "HOST_ID": "host", "DS_ID": "datastore", "DATASTORE_ID": "datastore", "NETWORK_ID": "vnet", "VNET_ID": "vnet",
+    "PARENT_NETWORK_ID": "vnet", "MARKETPLACE_ID": "market", "CLUSTER_ID": "cluster", "ZONE_ID": "zone",
+    "VMID": "vm", "OID": "vm", "CID": "cluster", "FROM_APP": "app", "ORIGIN_ID": "image", "SERVICE_ID": "document", "SYSTEM_DS_ID": "datastore",
+    # OneFlow's JSON
+    "vm_template": "template", "template_id": "template", "deploy_id": "vm",
+}
+#: tags (or paths) holding a time in seconds
+TIME_TAGS = {
+    "STIME", "ETIME", "REGTIME", "MODTIME", "LAST_MON_TIME", "LAST_POLL", "TIMESTAMP", "PSTIME", "PETIME", "RSTIME",
+    "RETIME", "ESTIME", "EETIME", "TIME", "EXPIRATION_TIME", "start_time", "timestamp", "registration_time",
+}
+SECRET_TAGS = {"PASSWORD", "TOKEN_PASSWORD", "TOKEN", "SESSION", "ONE_KEY"}
+#: in objects the run created: values that come from the site's own objects, by path pattern
+SITE_VALUES = (
+    "*/NIC/*", "*/NIC_DEFAULT/*", "*/CONTEXT/ETH*", "*/TEMPLATE/DISK/*", "*/HISTORY/VM_MAD", "*/HISTORY/TM_MAD",
+    "*/HISTORY/DS_LOCATION", "*/DEPLOY_ID", "*/AR/*", "*/LEASES/*", "/IMAGE/PATH", "/IMAGE/SOURCE",
+    "/IMAGE_POOL/IMAGE/PATH", "/IMAGE_POOL/IMAGE/SOURCE",
+)
+#: ... but these, the same on every site, are compared
+KEEP_VALUES = (
+    "*/NIC/NAME", "*/NIC/NIC_ID", "*/DISK/DISK_ID", "*/DISK/IMAGE", "*/DISK/IMAGE_UNAME", "*/DISK/IMAGE_STATE",
+    "*/DISK/CLONE", "*/DISK/READONLY", "*/DISK/SAVE",
+)
+#: monitoring figures
+MONITORING = ("*/MONITORING/*",)
+
+#: a word naming a kind in the platform's messages -> the kind
+MESSAGE_KINDS = {
+    "vm": "vm", "virtual machine": "vm", "image": "image", "template": "template",
+    "virtual machine template": "template", "user": "user", "group": "group", "marketplace": "market",
+    "marketplaceapp": "app", "document": "document", "host": "host", "rule": "acl", "datastore": "datastore",
+    "virtual network": "vnet", "network": "vnet", "service": "document", "service template": "document",
+}
+_MESSAGE_ID = re.compile(r"\b(" + "|".join(sorted(MESSAGE_KINDS, key=len, reverse=True)) + r")(\s*\[?|_)(\d+)\b",
+                         re.IGNORECASE)
+#: XML-RPC methods whose parameters are not (object ID, ...): the kind of each parameter after the session
+PARAM_KINDS: dict[str, tuple[str | None, ...]] = {
+    "one.vm.action": (None, "vm"),
+    "one.vm.deploy": ("vm", "host", None, "datastore"),
+    "one.template.instantiate": ("template",),
+    "one.image.allocate": (None, "datastore"),
+    "one.image.chown": ("image", "user", "group"),
+    "one.template.chown": ("template", "user", "group"),
+    "one.group.addadmin": ("group", "user"),
+    "one.user.allocate": (None, None, None, "group"),
+}
+#: the kind of the object `one.<x>.*` acts on, and the kind of ID it answers
+METHOD_KINDS = {
+    "vm": "vm", "template": "template", "image": "image", "user": "user", "group": "group", "market": "market",
+    "marketapp": "app", "document": "document", "acl": "acl", "vn": "vnet", "host": "host", "datastore": "datastore",
+}
+_ACL_SUBJECT = re.compile(r"([#@%])(\d+)")
+_ACL_USER_FLAGS = {0x1: "user", 0x2: "group", 0x8: "cluster"}
+_ACL_RESOURCE_TYPES = (
+    (0x1000000000, "vm"), (0x2000000000, "host"), (0x4000000000, "vnet"), (0x8000000000, "image"),
+    (0x10000000000, "user"), (0x20000000000, "template"), (0x40000000000, "group"), (0x100000000000, "datastore"),
+    (0x200000000000, "cluster"), (0x400000000000, "document"), (0x800000000000, "zone"),
+    (0x8000000000000, "market"), (0x10000000000000, "app"),
+)
+
+
+@dataclass
+class Context:
+    """What the normaliser knows of one run."""
+
+    bindings: Bindings
+    token: str
+    sessions: dict[str, str]
+
+    def symbol(self, kind: str, value: int) -> str | None:
+        return self.bindings.ids.get((kind, value))
+
+    def created(self, kind: str, value: int) -> bool:
+        symbol = self.symbol(kind, value)
+        return symbol is not None and symbol in self.bindings.created
+
+    def text(self, value: str) -> str:
+        """A string with the run's token, secrets and sessions replaced, a site object's name named."""
+        if value in self.bindings.names:
+            return self.bindings.names[value]
+        for secret, placeholder in sorted(self.sessions.items(), key=lambda kv: -len(kv[0])):
+            value = value.replace(secret, placeholder)
+        for secret, placeholder in sorted(self.bindings.strings.items(), key=lambda kv: -len(kv[0])):
+            value = value.replace(secret, placeholder)
+        return value.replace(self.token, "<run>")
+
+    def id_value(self, kind: str, text: str) -> str:
+        """An ID's text as its symbol, `<id>` when unknown (-1 and empty stay)."""
+        stripped = text.strip()
+        if not re.fullmatch(r"-?\d+", stripped) or int(stripped) < 0:
+            return self.text(text)
+        if int(stripped) == MISSING:
+            return stripped
+        return self.symbol(kind, int(stripped)) or "<id>"
+
+    def message(self, text: str) -> str:
+        """A message with the IDs it names after a kind word (`image 5`, `USER [3]`) as symbols."""
+        def one(match: re.Match[str]) -> str:
+            kind = MESSAGE_KINDS[match.group(1).lower()]
+            symbol = self.symbol(kind, int(match.group(3)))
+            return match.group(1) + match.group(2) + (symbol or match.group(3))
+        return _MESSAGE_ID.sub(one, self.text(text))
+
+
+def normalise_run(run: Run) -> list[dict[str, Any]]:
+    context = Context(run.bindings, run.token, run.sessions)
+    return [normalise(context, exchange) for exchange in run.exchanges]
+
+
+def normalise(context: Context, exchange: Exchange) -> dict[str, Any]:
+    if exchange.kind == "xmlrpc":
+        return _xmlrpc(context, exchange)
+    return _http(context, exchange)
+
+
+# XML-RPC ---------------------------------------------------------------------------------------
+def _xmlrpc(context: Context, exchange: Exchange) -> dict[str, Any]:
+    params, method = xmlrpc.client.loads(exchange.request)
+    session, rest = params[0], params[1:]
+    request = [context.sessions.get(session, "<session:other>")]
+    request += [_param(context, value, kind) for value, kind in zip(rest, _param_kinds(method, len(rest)))]
+    record: dict[str, Any] = {"step": exchange.step, "call": method, "request": request}
+    try:
+        (result,), _ = xmlrpc.client.loads(exchange.answer)
+    except xmlrpc.client.Fault as fault:
+        record["answer"] = {"fault": fault.faultCode, "message": context.message(fault.faultString)}
+        return record
+    record["answer"] = _result(context, method, list(result))
+    return record
+
+
+def _method_kind(method: str) -> str | None:
+    parts = method.split(".")
+    if len(parts) != 3 or parts[2] in ("info",) and parts[1].endswith("pool"):
+        return None
+    if method == "one.template.instantiate":
+        return "vm"
+    return METHOD_KINDS.get(parts[1])
+
+
+def _param_kinds(method: str, count: int) -> list[str | None]:
+    kinds = list(PARAM_KINDS.get(method, ()))
+    if method not in PARAM_KINDS and not method.endswith(".allocate"):
+        kinds = [METHOD_KINDS.get(method.split(".")[1]) if not method.split(".")[1].endswith("pool") else None]
+    return (kinds + [None] * count)[:count]
+
+
+def _param(context: Context, value: Any, kind: str | None) -> Any:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return context.id_value(kind, str(value)) if kind and value >= 0 else value
+    if isinstance(value, str):
+        return _template_text(context, value)
+    if isinstance(value, list):
+        return [_param(context, v, kind) for v in value]
+    return value
+
+
+_TEMPLATE_ID = re.compile(r'(\b([A-Z_]+)\s*=\s*"?)(-?\d+)')
+
+
+def _template_text(context: Context, text: str) -> str:
+    """A template (or JSON) text sent in a request, its IDs as symbols."""
+    def one(match: re.Match[str]) -> str:
+        kind = ID_TAGS.get(match.group(2))
+        return match.group(1) + (context.id_value(kind, match.group(3)) if kind else match.group(3))
+    text = _TEMPLATE_ID.sub(one, text)
+    if text.startswith("<TEMPLATE>") and "<BODY>" in text:  # a JSON document body
+        text = re.sub(r'"(vm_template|template_id)":(\d+)', lambda m: f'"{m.group(1)}":"{context.id_value("template", m.group(2))}"', text)
+    return context.text(text)
+
+
+def _result(context: Context, method: str, result: list[Any]) -> dict[str, Any]:
+    ok = bool(result[0])
+    kind = _method_kind(method)
+    if not ok:
+        code = result[2] if len(result) > 2 else None
+        resp_id = result[3] if len(result) > 3 else None
+        answer: dict[str, Any] = {"ok": False, "code": code, "message": context.message(str(result[1]))}
+        if isinstance(resp_id, int):
+            answer["resp_id"] = _param(context, resp_id, kind)
+        return answer
+    value = result[1]
+    if isinstance(value, bool):
+        return {"ok": True, "bool": value}
+    if isinstance(value, int):
+        return {"ok": True, "int": _param(context, value, kind)}
+    if isinstance(value, str) and value.lstrip().startswith("<"):
+        root = etree.fromstring(value.encode(), parser=etree.XMLParser(huge_tree=True, resolve_entities=False))
+        return {"ok": True, "xml": xml_lines(context, root)}
+    return {"ok": True, "text": context.text(str(value))}
+
+
+# HTTP (OneFlow) --------------------------------------------------------------------------------
+def _http(context: Context, exchange: Exchange) -> dict[str, Any]:
+    path = "/".join(_path_part(context, part) for part in exchange.path.split("?")[0].split("/"))
+    record: dict[str, Any] = {"step": exchange.step, "call": f"{exchange.verb} {path}"}
+    if exchange.request:
+        try:
+            body = json.loads(exchange.request)
+        except ValueError:
+            record["request"] = context.text(exchange.request.decode(errors="replace"))
+        else:
+            record["request"] = json_lines(context, body)
+    answer: dict[str, Any] = {"status": exchange.status}
+    text = exchange.answer.decode(errors="replace")
+    try:
+        data = json.loads(text) if text.strip() else None
+    except ValueError:
+        data = None
+    if isinstance(data, (dict, list)):
+        answer["json"] = json_lines(context, data)
+    elif text.strip():
+        answer["text"] = context.message(text.strip())
+    record["answer"] = answer
+    return record
+
+
+def _path_part(context: Context, part: str) -> str:
+    """A OneFlow path's part: an ID there is a document's (a service or a service template)."""
+    if part.isdigit():
+        symbol = context.symbol("document", int(part))
+        return f"<{symbol}>" if symbol else part
+    return part
+
+
+def json_lines(context: Context, data: Any) -> list[str]:
+    """A JSON answer as lines, through the XML path: keys become tags (sorted), lists repeat."""
+    root = etree.Element("JSON")
+    _json_into(root, data)
+    lines = xml_lines(context, root[0] if len(root) == 1 and isinstance(data, dict) and len(data) == 1 else root)
+    return lines
+
+
+def _json_into(parent: etree._Element, data: Any, key: str | None = None) -> None:
+    if isinstance(data, dict):
+        node = etree.SubElement(parent, key) if key is not None else parent
+        for name in sorted(data):
+            _json_into(node, data[name], _tag(name))
+        return
+    if isinstance(data, list):
+        for item in data:
+            _json_into(parent, item, f"{key or 'item'}")
+        if not data:
+            node = etree.SubElement(parent, key or "item")
+            node.set("empty-list", "1")
+        return
+    node = etree.SubElement(parent, key or "value")
+    node.text = data if isinstance(data, str) else json.dumps(data)
+    node.set("json", "str" if isinstance(data, str) else "raw")
+
+
+def _tag(name: str) -> str:
+    return name if re.fullmatch(r"[A-Za-z_][\w.-]*", name) else "_" + re.sub(r"\W", "_", name)
+
+
+# XML -------------------------------------------------------------------------------------------
+def xml_lines(context: Context, root: etree._Element) -> list[str]:
+    """An XML answer (an object, a pool, the ACL list) as lines."""
+    tag = str(root.tag)
+    if tag.endswith("_POOL") or tag in ("DOCUMENT_POOL", "JSON"):
+        return _pool(context, root)
+    return _object(context, root, f"/{tag}")
+
+
+def _own_id(context: Context, element: etree._Element) -> tuple[str, int] | None:
+    kind = OBJECT_TAGS.get(str(element.tag))
+    text = (element.findtext("ID") or "").strip().strip('"')
+    if kind is None or not re.fullmatch(r"\d+", text):
+        return None
+    return kind, int(text)
+
+
+def _pool(context: Context, root: etree._Element) -> list[str]:
+    lines = [f"/{root.tag}"]
+    shapes: dict[str, set[str]] = {}
+    for item in root:
+        if not isinstance(item.tag, str):
+            continue
+        own = _own_id(context, item)
+        if own and context.created(*own) or str(item.tag) == "ACL":
+            lines += _object(context, item, f"/{root.tag}/{item.tag}")
+        elif own is None and not len(item):
+            lines += _object(context, item, f"/{root.tag}/{item.tag}")
+        else:
+            shapes.setdefault(str(item.tag), set()).update(_shape(item, f"/{root.tag}/{item.tag}[*]"))
+    for tag in sorted(shapes):
+        lines += sorted(shapes[tag])
+    return lines
+
+
+def _shape(element: etree._Element, path: str) -> set[str]:
+    paths = {path}
+    for child in element:
+        if isinstance(child.tag, str):
+            paths |= _shape(child, f"{path}/{child.tag}")
+    return paths
+
+
+def _object(context: Context, element: etree._Element, path: str) -> list[str]:
+    own = _own_id(context, element)
+    if str(element.tag) == "ACL":
+        return _acl(context, element, path)
+    if own is not None and not context.created(*own):
+        return _tags(element, path)
+    kind = own[0] if own else None
+    return _values(context, element, path, kind)
+
+
+def _tags(element: etree._Element, path: str) -> list[str]:
+    """The tag tree alone, in order (an object of the site's own)."""
+    lines = [path]
+    for child in element:
+        if isinstance(child.tag, str):
+            lines += _tags(child, f"{path}/{child.tag}")
+    return lines
+
+
+def _values(context: Context, element: etree._Element, path: str, kind: str | None) -> list[str]:
+    children = [c for c in element if isinstance(c.tag, str)]
+    if children:
+        lines = [path]
+        list_kind = LIST_TAGS.get(str(element.tag))
+        for child in children:
+            if child.tag == "ID" and (list_kind or kind) and not len(child):
+                value = context.id_value(list_kind or kind or "", child.text or "")
+                lines.append(f"{path}/ID = {json.dumps(value) if child.get('json') == 'str' else value}")
+            else:
+                child_kind = OBJECT_TAGS.get(str(child.tag))
+                own = _own_id(context, child)
+                if own is not None and not context.created(*own):
+                    lines += _tags(child, f"{path}/{child.tag}")
+                else:
+                    lines += _values(context, child, f"{path}/{child.tag}", child_kind)
+        return lines
+    if element.get("empty-list"):
+        return [f"{path} = []"]
+    raw = (element.text or "").strip()
+    if raw.startswith("{") and element.get("json") is None:
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+        if isinstance(body, dict):
+            # a JSON text inside XML (a document's BODY): its keys and values as lines of their own
+            node = etree.Element("BODY")
+            _json_into(node, body)
+            return [f"{path} = {{json}}"] + _values(context, node, f"{path}/{{}}", None)[1:]
+    return [f"{path} = {_leaf(context, element, path)}"]
+
+
+def _leaf(context: Context, element: etree._Element, path: str) -> str:
+    raw = element.text or ""
+    quoted = element.get("json") == "str"
+    tag = str(element.tag)
+    if tag in ID_TAGS:
+        value = context.id_value(ID_TAGS[tag], raw)
+    elif tag in TIME_TAGS:
+        value = "<time>" if raw.strip() not in ("", "0", "-1") else raw
+    elif tag in SECRET_TAGS:
+        value = "<secret>" if raw else raw
+    elif any(fnmatch.fnmatchcase(path, pattern) for pattern in MONITORING):
+        value = "<monitoring>"
+    elif any(fnmatch.fnmatchcase(path, pattern) for pattern in SITE_VALUES) \
+            and not any(fnmatch.fnmatchcase(path, pattern) for pattern in KEEP_VALUES):
+        value = "<site>" if raw else raw
+    else:
+        value = context.message(raw)
+    return json.dumps(value) if quoted else value
+
+
+def _acl(context: Context, element: etree._Element, path: str) -> list[str]:
+    """An ACL rule: its ID and the IDs inside its fields as symbols."""
+    lines = [path]
+    for child in element:
+        if not isinstance(child.tag, str):
+            continue
+        text = (child.text or "").strip()
+        if child.tag == "ID":
+            value = context.symbol("acl", int(text)) if text.isdigit() else None
+            lines.append(f"{path}/ID = {value or text}")
+        elif child.tag == "USER":
+            lines.append(f"{path}/USER = {_acl_field(context, text, _ACL_USER_FLAGS)}")
+        elif child.tag == "RESOURCE":
+            lines.append(f"{path}/RESOURCE = {_acl_resource(context, text)}")
+        elif child.tag == "STRING":
+            lines.append(f"{path}/STRING = {_acl_string(context, text)}")
+        else:
+            lines.append(f"{path}/{child.tag} = {text}")
+    return lines
+
+
+def _acl_field(context: Context, text: str, flags: dict[int, str]) -> str:
+    try:
+        value = int(text, 16)
+    except ValueError:
+        return text
+    oid, high = value & 0xFFFFFFFF, value >> 32
+    kind = flags.get(high & 0xF)
+    symbol = context.symbol(kind, oid) if kind else None
+    return f"{value & ~0xFFFFFFFF:X}+{symbol}" if symbol else text
+
+
+def _acl_resource(context: Context, text: str) -> str:
+    try:
+        value = int(text, 16)
+    except ValueError:
+        return text
+    kind = None
+    if (value >> 32) & 0x1:
+        kind = next((k for bit, k in _ACL_RESOURCE_TYPES if value & bit), None)
+    elif (value >> 32) & 0x2:
+        kind = "group"
+    elif (value >> 32) & 0x8:
+        kind = "cluster"
+    symbol = context.symbol(kind, value & 0xFFFFFFFF) if kind else None
+    return f"{value & ~0xFFFFFFFF:X}+{symbol}" if symbol else text
+
+
+def _acl_string(context: Context, text: str) -> str:
+    words = text.split(" ")
+    if len(words) >= 2:
+        words[0] = _ACL_SUBJECT.sub(lambda m: _acl_id(context, m, "user"), words[0])
+        resources, _, target = words[1].partition("/")
+        first = resources.split("+")[0].lower()
+        kinds = {"vm": "vm", "image": "image", "template": "template", "net": "vnet", "host": "host",
+                 "datastore": "datastore", "document": "document", "marketplace": "market", "marketplaceapp": "app"}
+        words[1] = resources + "/" + _ACL_SUBJECT.sub(lambda m: _acl_id(context, m, kinds.get(first, "")), target)
+    return " ".join(words)
+
+
+def _acl_id(context: Context, match: re.Match[str], user_kind: str) -> str:
+    kind = {"#": user_kind, "@": "group", "%": "cluster"}[match.group(1)]
+    symbol = context.symbol(kind, int(match.group(2))) if kind else None
+    return match.group(1) + (symbol or match.group(2))
