@@ -88,11 +88,11 @@ def test_optional_appliances_are_written_only_when_asked(deployed, capsys, tmp_p
     ip = _vm_user_template(server, dns_vm)["IP"]
     published = _vm_user_template(server, rm_vm)
     token, rm_ip = published[ROUTE_MANAGER_TOKEN_ATTRIBUTE], published["IP"]
-    # before core.yaml is filled and checked, writing them waits for it
+    # before core.yaml is filled, checked whole and submitted, writing them waits for it
     code, data, _ = run(capsys, "setup", "status", "--input", str(inputs), "--json")
-    assert steps(data)["dns"]["state"] == "blocked" and steps(data)["dns"]["blocked_by"] == "core-yaml"
+    assert steps(data)["dns"]["state"] == "blocked" and steps(data)["dns"]["blocked_by"] == "submitted"
     code, _, err = run(capsys, "setup", "run", "--input", str(inputs), "--only", "dns", "--yes")
-    assert code == 1 and "blocked by core-yaml" in err
+    assert code == 1 and "blocked by submitted" in err
     # the mandatory steps, which leave the optional ones alone
     code, _, err = run(capsys, "setup", "run", "--input", str(inputs), "--yes", "--poll", "0.05", "--timeout", "120")
     assert code == 0, err

@@ -88,7 +88,7 @@ def test_fresh_site_to_set_up_then_nothing_to_do(fresh, capsys) -> None:
     assert_set_up(server, seen)
     ip = _objectstore_ip(server)
     assert f"https://{ip}:9000" in seen.core_yaml
-    assert seen.branch_commits == _main_commits(server) + 2  # core.yaml, then the components enabled
+    assert seen.branch_commits == _main_commits(server) + 1  # one commit: core.yaml filled, components enabled, checked whole
     code, data, _ = run(capsys, "setup", "status", "--input", str(inputs), "--json")
     assert code == 0, [s for s in data["steps"] if s["state"] != "done" and s["mandatory"]]
     # again: nothing doubled, nothing committed
@@ -116,7 +116,7 @@ def test_deployed_site_moves_the_manager_grants_and_fills(sim_factory, monkeypat
     assert seen.db_vms and not seen.db_vms[0][2]
     assert seen.user_keys == 1
     assert f"https://{_objectstore_ip(server)}:9000" in seen.core_yaml
-    assert seen.branch_commits == before.branch_commits + 2  # core.yaml filled, then the components enabled
+    assert seen.branch_commits == before.branch_commits + 1  # one commit: filled, components enabled, checked whole
     assert seen.toolkit_templates == before.toolkit_templates  # no second download
     assert_components_enabled(seen)  # the demo branch listed them with the template's placeholder IDs
 
@@ -156,7 +156,7 @@ def test_killed_and_run_again_finishes_with_nothing_doubled(fresh, capsys, marke
     seen = observe(server, BRANCH, values[TOKEN])
     assert_set_up(server, seen)
     assert seen.user_keys == 1
-    assert seen.branch_commits == _main_commits(server) + 2  # core.yaml, then the components enabled
+    assert seen.branch_commits == _main_commits(server) + 1  # one commit: core.yaml filled, components enabled, checked whole
     assert f"https://{_objectstore_ip(server)}:9000" in seen.core_yaml
     assert_components_enabled(seen)
     assert _component_downloads(server) == {"Bastion": 1, "Ubuntu Base VM": 1, "Container Cluster": 1,

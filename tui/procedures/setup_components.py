@@ -9,8 +9,9 @@ does not define, or that needs site variables only the operator can give, is ski
 reason. `enable_components(site, repo, plan, password)` runs the `EnableComponent` operation for
 each through `run_operation` (the read-only refusal and the one audit record per component, as
 `sitetk site enable`; already enabled: nothing changes; an interrupted run left a download: it is
-reused), checks the result and submits it (commit and push, as `sitetk site enable --submit`), so
-the next reading of the site branch sees the components enabled.
+reused) in the working clone. Nothing is pushed here: `submit_checked` submits core.yaml last,
+once the whole file passes the check with the cloud and the component library (the setup's
+submitted step), so no commit on the remote ever fails `sitetk site check --cloud`.
 """
 
 from __future__ import annotations
@@ -53,22 +54,16 @@ class ComponentsPlan:
             changes += [Change(f"{step.definition.name}: {c.description}", c.cli, c.kind) for c in step.preview.changes]
             warnings += [w for w in step.preview.warnings if w not in warnings]
         names = ", ".join(s.definition.name for s in self.steps)
-        changes.append(Change(f"commit and push {self.site.site_dir}/core.yaml to {self.site.branch} (checked first)",
-                              f"git commit -m ... && git push origin {self.site.branch}", "update"))
         warnings += [f"not enabled: {why}" for why in self.skipped]
-        return Preview(f"Enable {names} (the minimal component set) and submit", tuple(changes),
-                       warnings=tuple(warnings))
+        warnings.append("core.yaml is written in the working clone; it is submitted last, once the whole file passes "
+                        "the check (cloud and component library)")
+        return Preview(f"Enable {names} (the minimal component set)", tuple(changes), warnings=tuple(warnings))
 
 
 async def _definitions(site: "SiteConnection") -> dict[str, ComponentDefinition]:
-    from tui.procedures.component_library import load_library
-    from tui.procedures.site_workspace import library_repo
+    from tui.procedures.setup_facts import library_definitions
 
-    repo = library_repo(site.settings)
-    try:
-        return dict((await load_library(repo, site.naming)).as_mapping())
-    finally:
-        repo.close()
+    return await library_definitions(site)
 
 
 async def plan_components(site: "SiteConnection", repo: "GitRepo", branch: str, site_dir: str,
@@ -120,7 +115,8 @@ async def plan_components(site: "SiteConnection", repo: "GitRepo", branch: str, 
 async def enable_components(site: "SiteConnection", repo: "GitRepo", plan: ComponentsPlan,
                             password: VaultPassword, *, poll_interval: float = 2.0,
                             step_timeout: float = 1800.0) -> AsyncIterator[Progress]:
-    """Enable each planned component (the `EnableComponent` operation), then check and submit core.yaml."""
+    """Enable each planned component (the `EnableComponent` operation) in the working clone; the
+    submit is the setup's last step (`submit_checked`)."""
     from tui.procedures.enable_operation import EnableComponent, EnableReview
     from tui.procedures.operation_stream import stream_operation
 
@@ -132,30 +128,33 @@ async def enable_components(site: "SiteConnection", repo: "GitRepo", plan: Compo
         review = EnableReview(step.definition.name, step.provision, step.preview)
         async for event in stream_operation(site, operation, review):
             yield replace(event, step=f"{step.definition.name}: {event.step}")
-    async for event in submit_checked(site, repo, plan.site, password, "enabling the components"):
-        yield event
 
 
 async def submit_checked(site: "SiteConnection", repo: "GitRepo", ref: "SiteRef", password: VaultPassword,
                          after: str) -> AsyncIterator[Progress]:
-    """Check core.yaml with the cloud's facts; no error: commit and push it (the `SubmitSite`
-    operation through `run_operation`: the read-only refusal and its one audit record)."""
+    """Check the whole core.yaml (the cloud's facts and the component library's definitions, as
+    `sitetk site check --cloud`); no error and nothing left unchecked: commit and push it (the
+    `SubmitSite` operation through `run_operation`: the read-only refusal and its one audit record,
+    which then says the check passed with nothing unchecked)."""
     from tui.procedures.operation_stream import stream_operation
+    from tui.procedures.site_config import load_site_config
+    from tui.procedures.site_verdict import site_verdict
     from tui.procedures.submit_operation import SubmitSite
 
-    operation = SubmitSite(repo, ref, password)
-    plan = await operation.plan(site)
-    verdict = plan.verdict
-    if verdict is None:  # nothing pending: nothing was checked; check what is there all the same
-        from tui.procedures.site_config import load_site_config
-        from tui.procedures.site_verdict import site_verdict
-
-        verdict = await site_verdict((await load_site_config(ref.path, password, site.naming)).config, site=site)
+    definitions = await _definitions(site)
+    operation = SubmitSite(repo, ref, password, definitions=definitions)
+    config = (await load_site_config(ref.path, password, site.naming)).config
+    verdict = await site_verdict(config, site=site, definitions=definitions)
     if verdict.errors:
-        raise SiteError(f"core.yaml has {len(verdict.errors)} error(s) after {after}",
+        raise SiteError(f"core.yaml has {len(verdict.errors)} error(s) after {after}: nothing was submitted",
                         "\n".join(f"{f.path}: {f.message}" for f in verdict.errors)
                         + f"\nFix them in {ref.path} (`sitetk site edit`), then run again.")
-    yield Progress("check", 1, 1, "core.yaml checked: no error", "done")
+    if not verdict.complete:
+        raise SiteError(f"core.yaml could not be checked whole after {after}: nothing was submitted",
+                        "Not checked: " + "; ".join(verdict.unchecked()) + ". " + "; ".join(verdict.notes))
+    yield Progress("check", 1, 1, f"core.yaml checked with the cloud and the component library: no error "
+                   f"({len(verdict.warnings)} warning(s))", "done")
+    plan = await operation.plan(site)
     if not plan.pending:
         yield Progress("submit", 1, 1, f"nothing to commit or push on {ref.branch}", "skipped")
         return

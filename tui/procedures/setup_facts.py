@@ -32,8 +32,10 @@ from tui.domain.vms import VmSummary
 from tui.errors import SiteError
 
 if TYPE_CHECKING:  # pragma: no cover
+    from tui.domain.components import ComponentDefinition
     from tui.procedures.connection import SiteConnection
     from tui.procedures.hosts import HostInventory
+    from tui.procedures.site_verdict import SiteVerdict
     from tui.procedures.toolkit import ToolkitForm
 
 T = TypeVar("T")
@@ -70,13 +72,21 @@ class RepoFacts:
     write_error: str = ""
     default_branch: str = ""
     branches: tuple[str, ...] = ()
-    #: the site branch's core.yaml text (vault text) or None when absent
+    #: the site's core.yaml as it stands (vault text), None when absent: the working clone's when it
+    #: holds changes of the site not pushed yet (what the next submit pushes), else origin's
     core_yaml: str | None = None
     #: decrypted text when the password was known and right
     core_plain: str | None = None
     decrypt_error: str = ""
     #: the working clone holds changes of the site not pushed yet
     pending: tuple[str, ...] = ()
+    #: origin's core.yaml of the site branch (vault text), None when the remote has none
+    remote_yaml: str | None = None
+
+    @property
+    def in_clone(self) -> bool:
+        """`core_yaml` is the working clone's (not submitted yet), not origin's."""
+        return bool(self.pending) and self.core_yaml is not None
 
 
 @dataclass(frozen=True)
@@ -108,6 +118,8 @@ class SetupFacts:
     hosts: tuple[Host, ...] | None = None
     form: "ToolkitForm | None" = None
     repo: RepoFacts = RepoFacts()
+    #: the whole check of `repo.core_plain` (the cloud and the component library), None: not run
+    site_verdict: "SiteVerdict | None" = None
     notes: tuple[str, ...] = ()
     naming: NamingProfile = DEFAULT_NAMING
 
@@ -277,29 +289,74 @@ async def read_repo(site: "SiteConnection", target: SetupTarget) -> RepoFacts:
                      branches=tuple(await repo.branches()))
         ok, message = await repo.can_push()
         facts.update(writable=ok, write_error="" if ok else message)
+        site_dir = target.site_dir or target.branch
+        config_path = f"{site_dir}/{SITE_CONFIG_FILE}"
+        remote = None
         if target.branch and target.branch in facts["branches"]:
-            text = await repo.read_file(f"origin/{target.branch}", f"{target.site_dir or target.branch}/{SITE_CONFIG_FILE}")
-            facts["core_yaml"] = text
-            password = target.vault_password
-            if password is None:
-                try:
-                    password = vault_password(settings)
-                except SiteError:
-                    password = None
-            if text is not None and password is not None and is_vault_text(text):
-                try:
-                    facts["core_plain"] = await decrypt_text_async(text, password, f"{target.branch}:{SITE_CONFIG_FILE}")
-                except SiteError as error:
-                    facts["decrypt_error"] = f"{error.title}: {error.detail}"
+            remote = await repo.read_file(f"origin/{target.branch}", config_path)
+        facts["remote_yaml"] = remote
+        text = remote
         if target.branch and await repo.current_branch() == target.branch:
-            site_dir = target.site_dir or target.branch
             changed = [p for p in await repo.changed_paths() if p.startswith(f"{site_dir}/")]
             if await repo.unpushed(target.branch):
                 changed.append(f"commits on {target.branch} not pushed")
             facts["pending"] = tuple(changed)
+            if changed:  # what the next submit pushes is the working clone's file
+                text = _clone_file(repo.workdir / config_path)
+        facts["core_yaml"] = text
+        password = target.vault_password
+        if password is None:
+            try:
+                password = vault_password(settings)
+            except SiteError:
+                password = None
+        if text is not None and password is not None and is_vault_text(text):
+            try:
+                facts["core_plain"] = await decrypt_text_async(text, password, f"{target.branch}:{SITE_CONFIG_FILE}")
+            except SiteError as error:
+                facts["decrypt_error"] = f"{error.title}: {error.detail}"
     finally:
         repo.close()
     return RepoFacts(**facts)
+
+
+def _clone_file(path: Path) -> str | None:
+    """The working clone's core.yaml of the site (None when it has none or it cannot be read)."""
+    from tui.domain.bounded import BoundedInputError, read_text_file
+
+    try:
+        return read_text_file(path, str(path))
+    except (OSError, BoundedInputError):
+        return None
+
+
+async def whole_verdict(site: "SiteConnection", repo: RepoFacts, notes: list[str]) -> "SiteVerdict | None":
+    """The whole check of the site's core.yaml as it stands: the cloud's facts and the component
+    library's definitions (what `sitetk site check --cloud` runs); None when it does not open."""
+    from tui.domain.site_config import SiteConfig, SiteConfigError
+    from tui.procedures.site_verdict import site_verdict
+
+    if repo.core_plain is None:
+        return None
+    try:
+        config = SiteConfig.parse(repo.core_plain, site.naming)
+    except SiteConfigError:
+        return None
+    definitions = await _guard("component library", library_definitions(site), notes)
+    return await site_verdict(config, site=site, definitions=definitions)
+
+
+async def library_definitions(site: "SiteConnection") -> "dict[str, ComponentDefinition]":
+    """The component library's definitions (SiteError when it is not configured or unreadable)."""
+    from tui.procedures.component_library import load_library
+    from tui.procedures.site_workspace import library_repo
+
+    await site.wait_for_repositories()
+    repo = library_repo(site.settings)
+    try:
+        return dict((await load_library(repo, site.naming)).as_mapping())
+    finally:
+        repo.close()
 
 
 async def read_setup_facts(site: "SiteConnection", target: SetupTarget | None = None) -> SetupFacts:
@@ -345,13 +402,15 @@ async def read_setup_facts(site: "SiteConnection", target: SetupTarget | None = 
         _guard("sites repository", read_repo(site, target), notes),
     )
     key_line, key_problem = key
+    repo_facts = repo or RepoFacts(configured=str(site.settings.sites_repo or ""))
+    verdict = await _guard("the whole check of core.yaml", whole_verdict(site, repo_facts, notes), notes)
     return SetupFacts(
         endpoint=info.endpoint, version=info.version, user=info.user, group=info.group, target=target,
         system=system, marketplaces=markets, configured_markets=tuple(site.settings.marketplace_urls),
         marketapps=apps, datastores=datastores, vnets=vnets, leases=leases, vms=vms, users=users, images=images,
         toolkit_templates=templates, toolkit_image_ids=image_ids, service=service, services_known=services is not None,
         automation_key=key_line, automation_key_problem=key_problem, inventory=inventory, form=form,
-        repo=repo or RepoFacts(configured=str(site.settings.sites_repo or "")), notes=tuple(notes),
+        repo=repo_facts, site_verdict=verdict, notes=tuple(notes),
         naming=site.naming,
     )
 

@@ -21,9 +21,10 @@ The steps and what runs them:
 | record | `capture_automation_key` |
 | grant | `grant_ssh_key` (operation 5) |
 | database-host | `move_many` of `plan_flagged` (operation 7), offered as soon as the manager VM has a host |
-| site-branch, core-yaml, submitted | `create_site` (or open), `fill_site_file`, the checks, `submit_site` (operation 6), once the object store VM's address is known |
+| site-branch, core-yaml | `CreateSite` (or open) and `FillSite` in the working clone, once the object store VM's address is known |
 | dns, route-manager (optional, only with `--only`) | `setup_optional`: the running appliance's address (and the route manager's token) into core.yaml, checked and submitted |
-| components | `setup_components`: each missing component of the minimal set (and the recommended ones the library offers) through `offer_component` (operation 9: appliances, grants, site variables), then checked and submitted |
+| components | `setup_components`: each missing component of the minimal set (and the recommended ones the library offers) through `offer_component` (operation 9: appliances, grants, site variables), in the working clone |
+| submitted | `submit_checked`: the whole core.yaml checked with the cloud and the component library (`sitetk site check --cloud`), then `SubmitSite` (operation 6); any error or anything unchecked stops it, nothing committed |
 
 Steps only the operator can do (platform configuration, networks, a failed service) stop the run
 with the step's fix.
@@ -380,7 +381,8 @@ async def _plan_database(site: "SiteConnection", facts: SetupFacts, step: SetupS
 
 async def _plan_site(site: "SiteConnection", facts: SetupFacts, step: SetupStep, options: RunOptions,
                      ask: AskSecrets) -> StepPlan:
-    """The site branch, core.yaml filled from the cloud and checked, then submitted (last)."""
+    """The site branch and core.yaml filled from the cloud, in the working clone: nothing reaches
+    the remote until the whole file passes the check (`_plan_submit`, the last step)."""
     from tui.procedures.site_workspace import sites_repo
 
     target = facts.target
@@ -398,10 +400,45 @@ async def _plan_site(site: "SiteConnection", facts: SetupFacts, step: SetupStep,
                f"git switch -c {target.branch} origin/<default>; git mv .dummy {site_dir}", "create"),
         Change(f"core.yaml filled from the cloud: site_s3_server.endpoint -> https://{facts.objectstore_ip}:9000, "
                "gate endpoint, default network", f"ansible-vault edit {site_dir}/core.yaml", "update"),
-        Change(f"commit and push {target.branch}", f"git commit -m ... && git push origin {target.branch}", "update"),
     )
-    preview = Preview(f"Site configuration on {target.branch} (submitted last)", changes)
+    preview = Preview(f"Site configuration on {target.branch} (in the working clone)", changes,
+                      warnings=("nothing reaches the remote yet: core.yaml is submitted last, once the components "
+                                "are enabled and the whole file passes the check (cloud and component library)",))
     return StepPlan(step, preview, lambda: _site_config(site, repo, target.branch, site_dir, password))
+
+
+async def _plan_submit(site: "SiteConnection", facts: SetupFacts, step: SetupStep, options: RunOptions,
+                       ask: AskSecrets) -> StepPlan:
+    """core.yaml checked whole (the cloud and the component library), then committed and pushed."""
+    from tui.procedures.setup_components import submit_checked
+    from tui.procedures.site_repo import locate_site, open_site
+    from tui.procedures.site_workspace import sites_repo
+
+    target = facts.target
+    if not target.branch:
+        raise _stop(step)
+    password = await _vault_password(site, facts, step, ask)
+    site_dir = target.site_dir or target.branch
+    repo = sites_repo(site.settings)
+    changes = (
+        Change(f"the whole check of {site_dir}/core.yaml: the cloud's facts and the component library (any error "
+               "stops here, nothing committed)", f"sitetk site check {site_dir}/core.yaml --cloud", "none"),
+        Change(f"commit and push {site_dir}/core.yaml to {target.branch}",
+               f"git commit -m ... && git push origin {target.branch}", "update"),
+    )
+    preview = Preview(f"Submit core.yaml to {target.branch} (checked whole first)", changes)
+
+    async def run() -> AsyncIterator[Progress]:
+        try:
+            async for event in open_site(repo, target.branch, site_dir):
+                yield event
+            ref = locate_site(repo, target.branch, site_dir)
+            async for event in submit_checked(site, repo, ref, password, "enabling the components"):
+                yield event
+        finally:
+            repo.close()
+
+    return StepPlan(step, preview, run)
 
 
 async def _vault_password(site: "SiteConnection", facts: SetupFacts, step: SetupStep, ask: AskSecrets) -> "VaultPassword":
@@ -420,7 +457,7 @@ async def _vault_password(site: "SiteConnection", facts: SetupFacts, step: Setup
 
 async def _plan_components(site: "SiteConnection", facts: SetupFacts, step: SetupStep, options: RunOptions,
                            ask: AskSecrets) -> StepPlan:
-    """The minimal component set through the day-2 flow (`setup_components`), then submitted."""
+    """The minimal component set through the day-2 flow (`setup_components`), in the working clone."""
     from tui.procedures.setup_components import enable_components, plan_components
     from tui.procedures.site_workspace import sites_repo
 
@@ -480,11 +517,11 @@ async def _plan_optional(site: "SiteConnection", facts: SetupFacts, step: SetupS
 
 async def _site_config(site: "SiteConnection", repo: "GitRepo", branch: str, site_dir: str,
                        password: "VaultPassword") -> AsyncIterator[Progress]:
-    """Create (or open) the site, fill core.yaml from the cloud, check and submit it: each an
-    operation run through `run_operation`, planned when the one before it is done."""
+    """Create (or open) the site and fill core.yaml from the cloud in the working clone: each an
+    operation run through `run_operation`, planned when the one before it is done. Nothing is
+    pushed (the submit is the last step)."""
     from tui.procedures.fill_operation import FillSite
     from tui.procedures.operation_stream import stream_operation
-    from tui.procedures.setup_components import submit_checked
     from tui.procedures.site_file_operations import CreateSite
     from tui.procedures.site_repo import locate_site
 
@@ -493,8 +530,6 @@ async def _site_config(site: "SiteConnection", repo: "GitRepo", branch: str, sit
             yield event
         ref = locate_site(repo, branch, site_dir)
         async for event in stream_operation(site, FillSite(ref.path, password)):
-            yield event
-        async for event in submit_checked(site, repo, ref, password, "filling"):
             yield event
     finally:
         repo.close()
@@ -542,7 +577,7 @@ _PLANNERS: Mapping[StepId, Callable[..., Awaitable[StepPlan]]] = {
     StepId.SITE_BRANCH: _plan_site,
     StepId.CORE_YAML: _plan_site,
     StepId.COMPONENTS: _plan_components,
-    StepId.SUBMITTED: _plan_site,
+    StepId.SUBMITTED: _plan_submit,
     StepId.DNS: _plan_optional,
     StepId.ROUTE_MANAGER: _plan_optional,
 }

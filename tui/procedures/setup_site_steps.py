@@ -39,6 +39,15 @@ def repository_step(facts: SetupFacts) -> SetupStep:
     return _step(StepId.REPOSITORY, title, StepState.DONE, evidence + ["a dry-run push was accepted (write allowed)"])
 
 
+def _where(facts: SetupFacts) -> str:
+    """Where the site's core.yaml the steps judge was read."""
+    target = facts.target
+    path = f"{target.site_dir or target.branch}/{SITE_CONFIG_FILE}"
+    if facts.repo.in_clone:
+        return f"{path} in the working clone (on {target.branch}, not submitted yet)"
+    return f"{target.branch}:{path}"
+
+
 def site_branch_step(facts: SetupFacts) -> SetupStep:
     title = "Site branch and directory"
     target, repo = facts.target, facts.repo
@@ -48,9 +57,14 @@ def site_branch_step(facts: SetupFacts) -> SetupStep:
     if not repo.reachable:
         return _blocked(StepId.SITE_BRANCH, title, StepId.REPOSITORY, "The sites repository is not reachable.")
     site_dir = target.site_dir or target.branch
+    if repo.in_clone:
+        return _step(StepId.SITE_BRANCH, title, StepState.DONE,
+                     (f"branch {target.branch} holds {site_dir}/{SITE_CONFIG_FILE} in the working clone; it reaches "
+                      "the remote when core.yaml is submitted (last)",))
     if target.branch not in repo.branches:
         return _step(StepId.SITE_BRANCH, title, StepState.TODO, (f"no branch {target.branch} ({target.source})",),
-                     f"Create {target.branch} from {repo.default_branch}'s template as {site_dir}/.",
+                     f"Create {target.branch} from {repo.default_branch}'s template as {site_dir}/ (in the working "
+                     "clone: nothing reaches the remote until core.yaml passes the whole check).",
                      command=_run(StepId.SITE_BRANCH))
     if repo.core_yaml is None:
         return _step(StepId.SITE_BRANCH, title, StepState.FAILED,
@@ -61,17 +75,19 @@ def site_branch_step(facts: SetupFacts) -> SetupStep:
 
 
 def core_yaml_step(facts: SetupFacts) -> SetupStep:
+    """Filled from the cloud and vault-encrypted; the whole check (the cloud and the component
+    library) is the submitted step's, after the components are enabled."""
     from tui.domain.site_checks import check_site_config
 
-    title = "core.yaml filled, checked, vault-encrypted"
-    target, repo = facts.target, facts.repo
-    path = f"{target.branch}:{target.site_dir or target.branch}/{SITE_CONFIG_FILE}"
+    title = "core.yaml filled from the cloud, vault-encrypted"
+    repo = facts.repo
+    path = _where(facts)
     if repo.core_yaml is None:
         return _blocked(StepId.CORE_YAML, title, StepId.SITE_BRANCH, "The site branch has no core.yaml yet.")
     from tui.adapters.vault import is_vault_text
 
     if not is_vault_text(repo.core_yaml):
-        return _step(StepId.CORE_YAML, title, StepState.FAILED, (f"{path} is plain text on the branch",),
+        return _step(StepId.CORE_YAML, title, StepState.FAILED, (f"{path} is plain text",),
                      "Encrypt it with the site's secret (ansible-vault encrypt) and submit it again.")
     if repo.decrypt_error:
         return _step(StepId.CORE_YAML, title, StepState.FAILED, (f"{path} is vault-encrypted", repo.decrypt_error),
@@ -102,8 +118,11 @@ def core_yaml_step(facts: SetupFacts) -> SetupStep:
         problems.insert(0, f"site_s3_server.endpoint does not name the object store VM ({ip})")
     if problems:
         return _step(StepId.CORE_YAML, title, StepState.TODO, evidence + problems,
-                     "Fill it from the cloud, check it and submit it.", command=_run(StepId.CORE_YAML))
-    return _step(StepId.CORE_YAML, title, StepState.DONE, evidence + ["the checks found no error"])
+                     "Fill it from the cloud (the components and the whole check follow, then the submit).",
+                     command=_run(StepId.CORE_YAML))
+    return _step(StepId.CORE_YAML, title, StepState.DONE,
+                 evidence + ["filled: the checks of the file alone found no error (the whole check, with the cloud "
+                             "and the component library, comes before the submit)"])
 
 
 def parse_core_yaml(facts: SetupFacts):  # type: ignore[no-untyped-def]
@@ -175,17 +194,51 @@ def components_step(facts: SetupFacts) -> SetupStep:
     return _step(StepId.COMPONENTS, title, StepState.DONE, evidence, found=found)
 
 
+#: errors of the whole check a step lists (the rest are counted)
+LISTED_ERRORS = 10
+
+
 def submitted_step(facts: SetupFacts) -> SetupStep:
-    title = "Site configuration submitted"
+    """Submitted last: the whole file passes the check with the cloud and the component library
+    (what `sitetk site check --cloud` and `sitetk site submit` run), and the remote holds it."""
+    title = "core.yaml checked whole and submitted"
     core = core_yaml_step(facts)
     if core.state is not StepState.DONE:
-        return _blocked(StepId.SUBMITTED, title, StepId.CORE_YAML, "Submit once core.yaml is filled and checked.")
+        return _blocked(StepId.SUBMITTED, title, StepId.CORE_YAML,
+                        "core.yaml is submitted last: once it is filled, its components enabled and the whole file "
+                        "passes the check.")
+    components = components_step(facts)
+    if components.state is not StepState.DONE:
+        return _blocked(StepId.SUBMITTED, title, StepId.COMPONENTS,
+                        "core.yaml is submitted last: once the minimal component set is enabled and the whole file "
+                        "passes the check.")
+    verdict = facts.site_verdict
+    path = _where(facts)
+    if verdict is None:
+        return _blocked(StepId.SUBMITTED, title, "the whole check",
+                        "The whole check of core.yaml could not run: see the notes, then refresh.",
+                        (f"{path}: not checked",))
+    evidence = [f"{path} checked with the cloud and the component library: {len(verdict.errors)} error(s), "
+                f"{len(verdict.warnings)} warning(s)"]
+    evidence += [f"{f.path}: {f.message}" for f in verdict.errors[:LISTED_ERRORS]]
+    if len(verdict.errors) > LISTED_ERRORS:
+        evidence.append(f"and {len(verdict.errors) - LISTED_ERRORS} more (`sitetk site check --cloud`)")
+    if verdict.errors:
+        return _step(StepId.SUBMITTED, title, StepState.FAILED, evidence,
+                     "Fix them (`sitetk site edit`, `sitetk site check --cloud` shows each with its fix), then run "
+                     "the setup again; nothing that fails the check is submitted.")
+    if not verdict.complete:
+        missing = "the component library" if not verdict.library_loaded else "the cloud"
+        return _blocked(StepId.SUBMITTED, title, missing,
+                        "The whole check needs the cloud and the component library (SITETK_LIBRARY_REPO): nothing is "
+                        "submitted unchecked.",
+                        evidence + [f"not checked: {u}" for u in verdict.unchecked()])
     if facts.repo.pending:
         return _step(StepId.SUBMITTED, title, StepState.TODO,
-                     (f"the working clone holds changes not on the remote: {', '.join(facts.repo.pending)}",),
+                     evidence + [f"the working clone holds changes not on the remote: {', '.join(facts.repo.pending)}"],
                      "Submit them (commit and push).", command=_run(StepId.SUBMITTED))
     return _step(StepId.SUBMITTED, title, StepState.DONE,
-                 (f"origin/{facts.target.branch} holds the checked core.yaml; nothing pending in the working clone",))
+                 evidence + [f"origin/{facts.target.branch} holds this core.yaml; nothing pending in the working clone"])
 
 
 # -- optional ------------------------------------------------------------------------------------

@@ -472,8 +472,8 @@ def _optional_step(facts: SetupFacts, step_id: StepId, title: str, name: str, de
         return _step(step_id, title, StepState.OPTIONAL, (found,), deploy, mandatory=False)
     evidence = [f"VM {vm.id} {vm.name} runs the {name} appliance ({', '.join(vm.ips) or 'no address yet'})"]
     config = parse_core_yaml(facts)
-    if config is None or core_yaml_step(facts).state is not StepState.DONE:
-        return _blocked(step_id, title, StepId.CORE_YAML, "Once core.yaml is filled, checked and submitted: " + write,
+    if config is None or submitted_step(facts).state is not StepState.DONE:
+        return _blocked(step_id, title, StepId.SUBMITTED, "Once core.yaml is filled, checked and submitted: " + write,
                         evidence, mandatory=False)
     done, said = written(vm, config)
     if done:

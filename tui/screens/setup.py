@@ -64,7 +64,8 @@ HELP_PATH = (
     "the automation cloud user, the toolkit appliance downloaded and tagged, its inputs checked, "
     "instantiated and followed to RUNNING (the manager VM is moved to a compatible host as soon as it "
     "runs), the automation key recorded and granted, then the sites repository: the site branch and "
-    "core.yaml filled from the cloud, vault-encrypted and submitted last. Press i to name the input "
+    "core.yaml filled from the cloud, the components enabled, and core.yaml checked whole (cloud and "
+    "component library) and submitted last. Press i to name the input "
     "file, then n for each next step; every state is read from the site, so n also continues after a "
     "crash or work done by hand. `sitetk setup run --input FILE` does the same headless."
 )
