@@ -125,9 +125,9 @@ def sim_factory(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[SimF
     default_version = suite_version(request.config)
 
     def factory(scenario: str = "fresh", one_version: str | None = None, time_scale: float = 0.02,
-                vms: int = 0) -> SimServer:
+                vms: int = 0, db_backend: str = "sqlite") -> SimServer:
         config = SimConfig(one_version=one_version or default_version, time_scale=time_scale, scenario=scenario,
-                           extra_vms=vms)
+                           extra_vms=vms, db_backend=db_backend)
         server = start_sim(config, tmp_path / f"sim-{len(started)}")
         started.append(server)
         return server

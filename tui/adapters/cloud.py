@@ -57,6 +57,7 @@ if TYPE_CHECKING:  # pragma: no cover - models the first screen does not need lo
     from tui.domain.networks import Vnet
     from tui.domain.system import SystemConfig
     from tui.domain.users import Group, User
+    from tui.domain.vm_scan import VmPrefilter, VmScan
     from tui.domain.vms import VmDetail, VmSummary
     from tui.domain.vmtemplates import VmTemplate
 
@@ -68,6 +69,8 @@ TemplateInput = Union[str, Attributes, Sequence[tuple[str, Any]]]
 ALL_RESOURCES, MINE, MINE_AND_GROUPS = -2, -3, -1
 #: VM pool state filter
 ANY_STATE, ANY_BUT_DONE = -2, -1
+#: VMs per page of `scan_vms_detail` (measured: README "Finding the document-database VMs")
+VM_SCAN_PAGE_SIZE = 200
 #: actions `one.vm.action` knows
 VM_ACTIONS = frozenset({
     "terminate", "terminate-hard", "undeploy", "undeploy-hard", "poweroff", "poweroff-hard", "reboot",
@@ -357,13 +360,47 @@ class CloudClient:
         return await self._read(method, work)
 
     async def list_vms_detail(self, filter: int = ALL_RESOURCES, state: int = ANY_BUT_DONE,
-                              start: int = -1, end: int = -1, query: str = "") -> tuple[VmDetail, ...]:
-        """Full VM bodies (`infoextended`): CPU model, context, user template of every VM.
-        `query` (`KEY=VALUE`, pairs joined by `&`) keeps only the VMs whose template says so."""
-        params: tuple[Any, ...] = (int(filter), int(start), int(end), int(state))
-        if query:
-            params += (str(query),)
-        return await self._fast_pool("one.vmpool.infoextended", "VM_POOL", "VM", parse.vm_detail, *params)
+                              start: int = -1, end: int = -1) -> tuple[VmDetail, ...]:
+        """Full VM bodies (`infoextended`): CPU model, context, user template of every VM. The
+        platform's query argument is never sent: sqlite refuses it and MySQL matches substrings
+        of a JSON path (tui.domain.vm_scan); `scan_vms_detail` finds VMs by their template."""
+        return await self._fast_pool("one.vmpool.infoextended", "VM_POOL", "VM", parse.vm_detail,
+                                     int(filter), int(start), int(end), int(state))
+
+    async def scan_vms_detail(self, wanted: "VmPrefilter", *, page_size: int | None = None,
+                              filter: int = ALL_RESOURCES, state: int = ANY_BUT_DONE) -> "VmScan":
+        """The whole VM pool read in pages (`one.vmpool.infoextended(filter, offset, -page_size,
+        state)`; `page_size` defaults to VM_SCAN_PAGE_SIZE), overlapping by one VM so that none is
+        skipped while the pool changes (tui.domain.vm_scan), keeping the full record of each VM
+        whose body passes `wanted` (a superset: the caller decides with exact equality). A page
+        that cannot be read fails the whole scan with its SiteError: never a shorter answer."""
+        from tui.domain.vm_scan import PageStitcher, PoolChanging, PoolOutOfOrder, VmScan
+
+        method = "one.vmpool.infoextended"
+        stitcher = PageStitcher(int(VM_SCAN_PAGE_SIZE if page_size is None else page_size))
+        select = parse.vm_prefilter(wanted)
+        kept: list[VmDetail] = []
+        listed = 0
+
+        def page(offset: int) -> tuple[list[int], dict[int, VmDetail]]:
+            root = parse.expect_root(parse_document(
+                self._raw_call(method, int(filter), offset, -stitcher.size, int(state)), method), "VM_POOL")
+            ids = parse.vm_ids(root)
+            details = {detail.id: detail for detail in map(parse.vm_detail, select(root))}
+            return ids, details
+
+        while not stitcher.done:
+            offset = stitcher.offset
+            ids, details = await self._read(method, lambda: page(offset))
+            try:
+                fresh = stitcher.take(ids)
+            except (PoolChanging, PoolOutOfOrder) as exc:
+                raise SiteError("The VM pool could not be read in pages",
+                                f"{method} (page of {stitcher.size} at offset {offset}): {exc}. Try again; "
+                                "if it persists, the platform is not paging as its source says.") from None
+            listed += len(fresh)
+            kept.extend(details[ids[i]] for i in fresh if ids[i] in details)
+        return VmScan(tuple(kept), listed, stitcher.pages, stitcher.steps_back, stitcher.size)
 
     async def vm_info(self, vm_id: int) -> VmDetail:
         return await self._object("vm.info", "VM", parse.vm_detail, int(vm_id))

@@ -61,6 +61,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--one-version", choices=EMULATED_VERSIONS, default=DEFAULT_VERSION,
                         help="the platform version the site reports and behaves as (README: how faithful "
                              "the embedded site is)")
+    parser.add_argument("--db-backend", choices=("sqlite", "mysql"), default="sqlite",
+                        help="the database the site's oned runs on: sqlite (the platform's default) refuses the "
+                             "VM pool's query argument, mysql answers it as a JSON path matched as a substring")
     parser.add_argument("--time-scale", type=_positive_float, default=1.0,
                         help="simulated durations multiplied by this (1.0 real time)")
     parser.add_argument("--latency-ms", type=_non_negative_int, default=0, help="delay added to every request")
@@ -94,7 +97,7 @@ def _serve(args: argparse.Namespace) -> int:
     from tui.sim.runner import start_sim
 
     config = SimConfig(one_version=args.one_version, time_scale=args.time_scale, scenario=args.scenario,
-                       extra_vms=args.vms)
+                       extra_vms=args.vms, db_backend=args.db_backend)
     try:
         server = start_sim(config, Path(args.state_dir) if args.state_dir else None, args.host, args.port,
                            repositories_in_background=args.repositories_later or args.repositories_on_request,

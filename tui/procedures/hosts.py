@@ -11,8 +11,11 @@ while the VM is not ready. Each verdict carries what was checked, what was found
 Document-database VMs are the VMs whose role (ROLE_NAME, or the `<role>_<n>_(service_<id>)` name)
 is one of `naming.document_db_roles`, the VMs carrying the attribute `naming.document_db_attribute`
 (YES/TRUE/1, in the user template or the template), and the VMs the latest site record of the
-toolkit deployment lists for those roles. They are read with a few filtered pool queries
-(`KEY=VALUE`), never the whole VM pool, so the screen stays cheap on a site of 50,000 VMs.
+toolkit deployment lists for those roles. They are found by reading the whole VM pool in pages
+and judging each VM here (`document_db_candidates`): the platform's pool query is refused on
+sqlite and matches substrings on MySQL. Only the VMs whose body mentions a database role, the
+attribute or a recorded id are built into models, so a site of 50,000 VMs costs the transfer and
+an XML parse, not 50,000 models.
 """
 
 from __future__ import annotations
@@ -33,9 +36,9 @@ from tui.domain.cpu import (
     rank_hosts,
     vm_verdict,
 )
-from tui.domain.error_codes import NO_EXISTS
 from tui.domain.hosts import Host
 from tui.domain.naming import NamingProfile
+from tui.domain.vm_scan import VmPrefilter
 from tui.domain.vms import VmDetail
 from tui.errors import SiteError
 from tui.procedures.site_record import load_site_record
@@ -45,7 +48,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from tui.settings import Settings
 
 _TRUE_WORDS = frozenset({"YES", "TRUE", "1"})
-VM_DONE = 6
 
 
 @dataclass(frozen=True)
@@ -286,38 +288,26 @@ def db_vm_rows(vms: Iterable[VmDetail], hosts: Sequence[HostRow], naming: Naming
     return tuple(rows)
 
 
-#: values of the database attribute that mark a VM (the pool query matches values exactly)
-FLAG_VALUES: tuple[str, ...] = ("YES", "yes", "Yes", "TRUE", "true", "1")
-
-
-def document_db_queries(naming: NamingProfile) -> tuple[str, ...]:
-    """VM pool queries (`KEY=VALUE`) that together return every candidate database VM."""
-    queries = [f"ROLE_NAME={role}" for role in naming.document_db_roles if role]
-    if naming.document_db_attribute:
-        queries += [f"{naming.document_db_attribute}={value}" for value in FLAG_VALUES]
-    return tuple(queries)
+def document_db_prefilter(naming: NamingProfile, record_vm_ids: Iterable[int] = ()) -> VmPrefilter:
+    """What a VM body must show to be worth reading as a database VM: a superset of
+    `document_db_reason` (a role name inside ROLE_NAME or the VM name, the attribute present, a
+    site record's VM id)."""
+    return VmPrefilter(texts=tuple(dict.fromkeys(role for role in naming.document_db_roles if role)),
+                       attributes=(naming.document_db_attribute,) if naming.document_db_attribute else (),
+                       ids=tuple(dict.fromkeys(record_vm_ids)))
 
 
 async def document_db_candidates(site: "SiteConnection", record_vm_ids: Iterable[int] = ()) -> tuple[VmDetail, ...]:
-    """Full records of the VMs that may run the database: a few filtered pool reads (never the
-    whole pool, which on a large site is tens of thousands of VMs) plus the site record's VMs."""
-    cloud = site.cloud
-    found: dict[int, VmDetail] = {}
-    pools = await asyncio.gather(*(cloud.list_vms_detail(query=q) for q in document_db_queries(site.naming)))
-    for pool in pools:
-        for vm in pool:
-            found.setdefault(vm.id, vm)
-    for vm_id in record_vm_ids:
-        if vm_id not in found:
-            try:
-                vm = await cloud.vm_info(vm_id)
-            except SiteError as error:
-                if error.code != NO_EXISTS:
-                    raise
-                continue  # the record names a VM that is gone
-            if vm.summary.state != VM_DONE:
-                found[vm.id] = vm
-    return tuple(found.values())
+    """The VMs that run the document database (`document_db_reason`), from the whole VM pool read
+    in pages and judged here with exact equality. The platform's pool query is not used: sqlite,
+    its default backend, refuses it, and MySQL matches it as a substring of a JSON path
+    (tui.domain.vm_scan). A page that cannot be read is the caller's error, never "none found"."""
+    record_vm_ids = tuple(record_vm_ids)
+    wanted = document_db_prefilter(site.naming, record_vm_ids)
+    if wanted.empty:
+        return ()
+    scan = await site.cloud.scan_vms_detail(wanted)
+    return tuple(vm for vm in scan.vms if document_db_reason(vm, site.naming, record_vm_ids))
 
 
 def record_vm_ids_of(site: "SiteConnection") -> tuple[tuple[int, ...], tuple[str, ...]]:

@@ -19,6 +19,8 @@ release-7.0.0, release-7.4.0; 6.0.x only for `updateconf`'s missing append flag)
 - `one.market.allocate` answers a refused or taken name ALLOCATE ("Error allocating a new
   marketplace. ...") from 7.4 on (src/rm/api/MarketPlaceAPI.cc line 196); INTERNAL with the
   bare text before (src/rm/RequestManagerAllocate.cc line 1288 of 6.10.0 and 7.0.0).
+- `one.vmpool.info[extended]` names a bad state filter "Incorrect state filter <n>" from 7.4
+  (src/rm/api/VirtualMachinePoolAPI.cc line 49), "Incorrect filter_flag, state" before.
 - OneFlow's input keys and states differ too (`tui.sim.flow_engine`).
 """
 
@@ -76,3 +78,13 @@ def invalid_name_chars(version: str) -> str:
     vertical tab, form feed and carriage return join the set in release-6.10.4
     (src/pool/PoolObjectSQL.cc line 27; release-6.10.3 has only `&|:\\";/'#{}$<>`)."""
     return INVALID_NAME_CHARS if version_key(version) >= (6, 10, 4) else INVALID_NAME_CHARS_BEFORE_6_10_4
+
+
+def vm_state_refusal(version: str, state: int) -> str:
+    """What `one.vmpool.info[extended]` answers (XML_RPC_API) to a state filter outside -2..11:
+    "Incorrect state filter <n>" from 7.4 (src/rm/api/VirtualMachinePoolAPI.cc release-7.4.0
+    line 49), "Incorrect filter_flag, state" before (src/rm/RequestManagerPoolInfoFilter.cc
+    release-6.10.0 and release-7.0.0 line 318)."""
+    if version_key(version) >= (7, 4):
+        return f"Incorrect state filter {state}"
+    return "Incorrect filter_flag, state"

@@ -174,14 +174,25 @@ T = TypeVar("T", bound=Owned)
 
 def filter_pool(call: Call, kind: str, objects: Iterable[T], flag: int, start: int = -1, end: int = -1) -> list[T]:
     """Pool filter (-4 primary group, -3 mine, -2 all, -1 mine + my groups, >=0 that user) and
-    range: (-1, -1) all; end < -1 offset `start`, page size |end|; else ids start..end (-1 open).
-    The result is newest first, as the platform's default API_LIST_ORDER (DESC) lists."""
+    range, as the platform builds its SELECT (6.10.0-7.0.2 src/rm/RequestManagerPoolInfoFilter.cc
+    `dump` 223-246, 7.4.0 src/rm/api/PoolSharedAPI.cc 149-171; src/pool/PoolSQL.cc `oid_filter`
+    412-428 and `dump` 168-193; include/SqlDB.h `limit_string` 143-150):
+
+    - `end < -1`: `LIMIT start, -end`: `start` is a row offset into the listing, `-end` the page
+      size, no id range. `start` -1 gives `LIMIT -1,N`: sqlite reads a negative offset as 0;
+      MySQL refuses the statement ("Internal error", `dump` rc != 0).
+    - else `start != -1`: ids `start` and up, and up to `end` unless `end` is -1.
+    - else (`start` -1): every object, whatever `end`.
+
+    Listed by id, descending when the site's API_LIST_ORDER (oned.conf, `one.system.config`) is
+    DESC, else ascending (RequestManagerPoolInfoFilter.cc 228-237: `icasecmp(desc, "DESC")`)."""
     if flag < -4:
         raise OneError(XML_RPC_API, "Incorrect filter_flag.")
     me = call.user
     groups = call.groups
     admin = call.admin
-    ordered = sorted(objects, key=lambda o: o.id, reverse=True)
+    descending = call.site.system_config.get("API_LIST_ORDER", "").strip().upper() == "DESC"
+    ordered = sorted(objects, key=lambda o: o.id, reverse=descending)
     picked: list[T] = []
     for obj in ordered:
         uid, gid = obj.uid, obj.gid
@@ -198,10 +209,12 @@ def filter_pool(call: Call, kind: str, objects: Iterable[T], flag: int, start: i
         if keep and (admin or uid == me.id or call.can_use(kind, obj)):
             picked.append(obj)
     if end < -1:
+        if start < 0 and call.site.config.db_backend == "mysql":
+            raise OneError(INTERNAL, "Internal error")
         offset = max(start, 0)
-        return picked[offset : offset + (-end)]
-    if start >= 0 or end >= 0:
-        return [o for o in picked if (start < 0 or o.id >= start) and (end < 0 or o.id <= end)]
+        return picked[offset: offset + (-end)]
+    if start != -1:
+        return [o for o in picked if o.id >= start and (end == -1 or o.id <= end)]
     return picked
 
 

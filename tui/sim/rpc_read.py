@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from tui.domain.error_codes import AUTHORIZATION, XML_RPC_API
-from tui.domain.template_text import scalar
-from tui.sim.platform import system_config_for_everyone
+from tui.sim.platform import system_config_for_everyone, vm_state_refusal
 from tui.sim.rpc_context import Call, WireEscaped, filter_pool, method
 from tui.sim.rpc_errors import OneError, no_exists
 from tui.sim.state import SimVm
+from tui.sim.vm_query import query_matcher
 from tui.sim.xml_objects import (
     render_acl_pool,
     render_datastore,
@@ -58,25 +58,13 @@ def system_config(call: Call) -> str:
 # VMs ------------------------------------------------------------------------------------------
 
 
-def _query_matches(vm: Any, query: str) -> bool:
-    """The optional key-value filter of vmpool.info: `KEY=VALUE` pairs joined by `&`."""
-    for term in query.split("&"):
-        if not term.strip():
-            continue
-        key, _, wanted = term.partition("=")
-        key, wanted = key.strip().upper(), wanted.strip()
-        if key == "NAME":
-            value = vm.name
-        else:
-            value = scalar(vm.user_template, key, "") or scalar(vm.template, key, "")
-        if value != wanted:
-            return False
-    return True
-
-
 def _vm_pool(call: Call, flag: int, start: int, end: int, state: int, query: str) -> list[Any]:
+    # the query is looked at first: refused where the backend cannot run it, before the state
+    # (6.10.0-7.0.2 src/rm/RequestManagerPoolInfoFilter.cc 298-322; 7.4.0
+    # src/rm/api/VirtualMachinePoolAPI.cc 37-52; tui.sim.vm_query)
+    matcher = query_matcher(call.site.config.db_backend, query, state_filtered=state != -2) if query else None
     if state < -2 or state > 11:
-        raise OneError(XML_RPC_API, "Incorrect filter_flag, state")
+        raise OneError(XML_RPC_API, vm_state_refusal(call.site.config.one_version, state))
     vms = call.site.vms.values()
     selected: Iterator[SimVm]
     if state == -1:
@@ -85,8 +73,9 @@ def _vm_pool(call: Call, flag: int, start: int, end: int, state: int, query: str
         selected = (vm for vm in vms if vm.state == state)
     else:
         selected = iter(vms)
-    if query:
-        selected = (vm for vm in selected if _query_matches(vm, query))
+    if matcher is not None:
+        site = call.site
+        selected = (vm for vm in selected if matcher(site, vm))
     return filter_pool(call, "VM", selected, flag, start, end)
 
 

@@ -286,6 +286,14 @@ class SimConfig:
     scenario: str = "fresh"
     extra_vms: int = 0
     seed: int = 7
+    #: the database backend oned runs on: "sqlite" (the platform's default) or "mysql"; it decides
+    #: how the VM pool's query argument is answered (tui.sim.vm_query) and whether a page at a
+    #: negative offset is refused (tui.sim.rpc_context.filter_pool)
+    db_backend: str = "sqlite"
+
+    def __post_init__(self) -> None:
+        if self.db_backend not in ("sqlite", "mysql"):
+            raise ValueError(f"unknown db_backend {self.db_backend!r}: sqlite or mysql")
 
 
 class SimSite:

@@ -196,7 +196,7 @@ def _monitoring(vm: SimVm, full: bool) -> str:
     return f"<MONITORING><CPU>{cpu}</CPU><MEMORY>{mem}</MEMORY><STATE>a</STATE></MONITORING>"
 
 
-def _history_parts(site: SimSite, h: SimHistory) -> tuple[int, str, str]:
+def history_parts(site: SimSite, h: SimHistory) -> tuple[int, str, str]:
     host = site.hosts.get(h.host_id)
     ds = site.datastores.get(h.ds_id)
     return (host.cluster_id if host else 0, host.vm_mad if host else "kvm", ds.tm_mad if ds else "shared")
@@ -206,7 +206,7 @@ def _history_short(site: SimSite, vm: SimVm) -> str:
     if not vm.history:
         return "<HISTORY_RECORDS/>"
     h = vm.history[-1]
-    cid, vm_mad, tm_mad = _history_parts(site, h)
+    cid, vm_mad, tm_mad = history_parts(site, h)
     return (
         f"<HISTORY_RECORDS><HISTORY><OID>{vm.id}</OID><SEQ>{h.seq}</SEQ><HOSTNAME>{esc(h.hostname)}</HOSTNAME>"
         f"<HID>{h.host_id}</HID><CID>{cid}</CID><DS_ID>{h.ds_id}</DS_ID><VM_MAD>{cdata(vm_mad)}</VM_MAD>"
@@ -219,7 +219,7 @@ def _history_full(site: SimSite, vm: SimVm) -> str:
         return "<HISTORY_RECORDS/>"
     parts: list[str] = []
     for h in vm.history:
-        cid, vm_mad, tm_mad = _history_parts(site, h)
+        cid, vm_mad, tm_mad = history_parts(site, h)
         running_end = h.etime
         parts.append(
             f"<HISTORY><OID>{vm.id}</OID><SEQ>{h.seq}</SEQ><HOSTNAME>{esc(h.hostname)}</HOSTNAME>"
