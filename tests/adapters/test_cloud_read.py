@@ -17,6 +17,7 @@ from tui.domain.marketapps import MarketApp, Marketplace
 from tui.domain.networks import Vnet
 from tui.domain.system import SystemConfig
 from tui.domain.users import Group, User
+from tui.domain.vm_scan import VmPrefilter
 from tui.domain.vms import VmDetail, VmSummary
 from tui.domain.vmtemplates import VmTemplate
 
@@ -54,6 +55,20 @@ async def test_full_vm_bodies_of_the_whole_pool(cloud: CloudClient) -> None:
     full = await cloud.list_vms_detail()
     assert [d.id for d in full] == [vm.id for vm in short]
     assert [(d.name, d.summary.owner, d.summary.host) for d in full] == [(vm.name, vm.owner, vm.host) for vm in short]
+
+
+async def test_vm_pool_pages_are_row_offsets_and_the_paged_scan_reads_them_all(cloud: CloudClient) -> None:
+    """What the database-VM search relies on (tui.domain.vm_scan): `start` with a negative `end`
+    is a row offset into the listing and `-end` the page size (RequestManagerPoolInfoFilter.cc
+    `dump`, PoolSQL.cc), so pages at offsets 0, 2, 4, ... are the listing cut in twos; the
+    scan, asked for every VM by id, gives each VM of the pool once."""
+    full = [d.id for d in await cloud.list_vms_detail()]
+    for offset in range(0, len(full) + 2, 2):
+        page = [d.id for d in await cloud.list_vms_detail(start=offset, end=-2)]
+        assert page == full[offset:offset + 2]
+    if full:
+        scan = await cloud.scan_vms_detail(VmPrefilter(ids=tuple(full)), page_size=2)
+        assert [d.id for d in scan.vms] == full and scan.listed == len(full)
 
 
 async def test_vm_pool_filters_and_pages(cloud: CloudClient, site: SiteUnderTest) -> None:

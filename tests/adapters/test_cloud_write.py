@@ -13,6 +13,7 @@ from tui.adapters.cloud import CloudClient, json_document_template
 from tui.domain.documents import SERVICE_TEMPLATE_DOCUMENT
 from tui.domain.hosts import Host
 from tui.domain.permissions import Permissions
+from tui.domain.vm_scan import VmPrefilter
 from tui.domain.vms import VmDetail
 from tui.errors import SiteError
 
@@ -108,12 +109,20 @@ async def test_vm_update_merges_or_replaces_the_user_template(cloud: CloudClient
     assert detail.user_template.get("ONLY") == "this" and "KEEP" not in detail.user_template
 
 
-async def test_full_pool_query_selects_by_attribute(cloud: CloudClient) -> None:
+async def test_paged_scan_builds_only_the_vms_its_prefilter_passes(cloud: CloudClient) -> None:
+    """scan_vms_detail reads every page and builds only the VMs whose body shows the attribute,
+    the text in ROLE_NAME or NAME, or the id; the platform's query argument is never sent (on
+    the embedded site's default sqlite it would be refused: tests/conformance)."""
     tagged = await _new_vm(cloud, "contract-tagged")
-    await _new_vm(cloud, "contract-plain")
+    named = await _new_vm(cloud, "worker_0_(service_9)")
+    plain = [await _new_vm(cloud, f"contract-plain-{n}") for n in range(5)]
     await cloud.vm_update(tagged, 'CONTRACT_MARK = "yes"', append=1)
-    found = await cloud.list_vms_detail(query="CONTRACT_MARK=yes")
-    assert [d.id for d in found] == [tagged]
+    await cloud.vm_update(plain[0], 'ROLE_NAME = "workers"', append=1)
+    scan = await cloud.scan_vms_detail(VmPrefilter(attributes=("CONTRACT_MARK",)), page_size=2)
+    assert [d.id for d in scan.vms] == [tagged]
+    assert scan.listed == len(await cloud.list_vms()) and scan.pages >= 3
+    scan = await cloud.scan_vms_detail(VmPrefilter(texts=("worker",), ids=(plain[3],)), page_size=3)
+    assert sorted(d.id for d in scan.vms) == sorted([named, plain[0], plain[3]])
 
 
 async def test_image_from_a_marketplace_app(cloud: CloudClient) -> None:

@@ -115,11 +115,13 @@ async def _check(args: argparse.Namespace, site: SiteConnection) -> int:
     if args.json:
         emit_json({"ok": not at_risk, "document_db_vms": [inventory.db_vm_json(row) for row in inventory.db_vms],
                    "at_risk": [row.id for row in at_risk], "notes": list(inventory.notes),
-                   "targets": [ranked.host.id for ranked in inventory.ranking.eligible]})
+                   "targets": [ranked.host.id for ranked in inventory.ranking.eligible],
+                   "vms_searched": inventory.vms_searched})
     else:
         if not inventory.db_vms:
-            print("No document-database VM found (by role "
-                  f"{', '.join(site.naming.document_db_roles)} or attribute {site.naming.document_db_attribute}).")
+            print(f"No document-database VM among the {inventory.vms_searched} VMs listed (all but DONE; by ROLE_NAME "
+                  f"or role in the VM name: {', '.join(site.naming.document_db_roles)}; attribute "
+                  f"{site.naming.document_db_attribute}=YES; VMs of the site record).")
         else:
             _print(db_vms_table(inventory))
             print(f"\nChecked: {VM_CHECKED}, and READY=YES (an unknown verdict on a VM that is not ready counts "

@@ -200,6 +200,8 @@ class HostInventory:
     ranking: HostRanking = field(default_factory=lambda: HostRanking((), ()))
     #: things worth knowing that did not stop the inventory (an unreadable site record, ...)
     notes: tuple[str, ...] = ()
+    #: VMs read to find the database VMs: the whole pool but DONE ones (each once)
+    vms_searched: int = 0
 
     @property
     def at_risk(self) -> tuple[DbVmRow, ...]:
@@ -241,6 +243,7 @@ class HostInventory:
             "targets": [ranked.host.id for ranked in self.ranking.eligible],
             "at_risk": [row.id for row in self.at_risk],
             "notes": list(self.notes),
+            "vms_searched": self.vms_searched,
         }
 
 
@@ -297,17 +300,19 @@ def document_db_prefilter(naming: NamingProfile, record_vm_ids: Iterable[int] = 
                        ids=tuple(dict.fromkeys(record_vm_ids)))
 
 
-async def document_db_candidates(site: "SiteConnection", record_vm_ids: Iterable[int] = ()) -> tuple[VmDetail, ...]:
+async def document_db_candidates(site: "SiteConnection",
+                                  record_vm_ids: Iterable[int] = ()) -> tuple[tuple[VmDetail, ...], int]:
     """The VMs that run the document database (`document_db_reason`), from the whole VM pool read
-    in pages and judged here with exact equality. The platform's pool query is not used: sqlite,
-    its default backend, refuses it, and MySQL matches it as a substring of a JSON path
-    (tui.domain.vm_scan). A page that cannot be read is the caller's error, never "none found"."""
+    in pages and judged here with exact equality, and how many VMs were read. The platform's pool
+    query is not used: sqlite, its default backend, refuses it, and MySQL matches it as a
+    substring of a JSON path (tui.domain.vm_scan). A page that cannot be read raises (SiteError):
+    never "none found"."""
     record_vm_ids = tuple(record_vm_ids)
     wanted = document_db_prefilter(site.naming, record_vm_ids)
     if wanted.empty:
-        return ()
+        return (), 0
     scan = await site.cloud.scan_vms_detail(wanted)
-    return tuple(vm for vm in scan.vms if document_db_reason(vm, site.naming, record_vm_ids))
+    return tuple(vm for vm in scan.vms if document_db_reason(vm, site.naming, record_vm_ids)), scan.listed
 
 
 def record_vm_ids_of(site: "SiteConnection") -> tuple[tuple[int, ...], tuple[str, ...]]:
@@ -339,7 +344,7 @@ async def load_inventory(site: "SiteConnection", *, record_vm_ids: Iterable[int]
     if record_vm_ids is None:
         record_vm_ids, notes = record_vm_ids_of(site)
     record_vm_ids = tuple(record_vm_ids)
-    hosts, vms = await asyncio.gather(site.cloud.list_hosts(), document_db_candidates(site, record_vm_ids))
+    hosts, (vms, searched) = await asyncio.gather(site.cloud.list_hosts(), document_db_candidates(site, record_vm_ids))
     rows = host_rows(hosts, known_good)
     return HostInventory(
         hosts=rows,
@@ -347,4 +352,5 @@ async def load_inventory(site: "SiteConnection", *, record_vm_ids: Iterable[int]
         known_good=known_good,
         ranking=rank_targets(hosts, settings),
         notes=notes,
+        vms_searched=searched,
     )

@@ -120,7 +120,10 @@ class _Handler(BaseHTTPRequestHandler):
             failing = site.should_fail()
             drop = failing and site.rng.random() < 0.5
             refused = bool(rpc_method) and faults.fail_methods.get(rpc_method, 0) > 0
-            if refused:
+            if refused and faults.fail_methods_after.get(rpc_method, 0) > 0:
+                faults.fail_methods_after[rpc_method] -= 1
+                refused = False
+            elif refused:
                 faults.fail_methods[rpc_method] -= 1
         if refused:  # a definite refusal (ACTION), as for an object the platform will not change now
             self._send(200, {"Content-Type": "text/xml"}, refused_call(rpc_method), method)

@@ -269,6 +269,9 @@ class Faults:
     method_delay_ms: dict[str, int] = field(default_factory=dict)
     #: the next N calls of each named XML-RPC method are refused with an ACTION error (decremented per call)
     fail_methods: dict[str, int] = field(default_factory=dict)
+    #: calls of a method named in `fail_methods` answered normally before its refusals start
+    #: (decremented per call): a failure in the middle of a series, such as a paged read
+    fail_methods_after: dict[str, int] = field(default_factory=dict)
     #: marketplace HTTP faults by record id ("" for the listing): "error" (HTTP 500),
     #: "invalid_json" (a truncated body) or "slow:<ms>" (the answer comes after that delay); a marketplace's
     #: prefix as key ("/" for the site's own, "/community") applies to every request of that one
