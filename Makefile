@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo lint test test-versions screenshots bench soak sim record clean
+.PHONY: demo lint test test-versions screenshots bench soak sim record clean real-site real-site-stop real-site-status test-real
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,12 +34,32 @@ PYTEST_WORKERS ?= 4
 PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS)
 
 test: lint
-	$(PYTEST) $(PYTEST_ARGS)
+	$(PYTEST) --ignore=tests/real $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory test-versions
 
 test-versions: $(STAMP)
-	SITETK_ONE_VERSIONS=6.10.0 $(PYTEST) --ignore=tests/ui/test_snapshots.py $(PYTEST_ARGS)
-	SITETK_ONE_VERSIONS=7.4.0 $(PYTEST) --ignore=tests/ui/test_snapshots.py $(PYTEST_ARGS)
+	SITETK_ONE_VERSIONS=6.10.0 $(PYTEST) --ignore=tests/ui/test_snapshots.py --ignore=tests/real $(PYTEST_ARGS)
+	SITETK_ONE_VERSIONS=7.4.0 $(PYTEST) --ignore=tests/ui/test_snapshots.py --ignore=tests/real $(PYTEST_ARGS)
+
+# A real OpenNebula frontend on loopback from an installed prefix (README: The real platform; the
+# build itself is not in this repository): make real-site ONE_PREFIX=/path/to/prefix [REAL_STATE=dir]
+REAL_STATE ?= .realsite/state
+real-site: $(STAMP)
+	@test -n "$(ONE_PREFIX)" || { echo "usage: make real-site ONE_PREFIX=<install prefix> [REAL_STATE=<dir>]"; exit 2; }
+	$(BIN)/python -m realsite start --prefix "$(ONE_PREFIX)" --state "$(REAL_STATE)"
+
+real-site-stop: $(STAMP)
+	$(BIN)/python -m realsite stop --state "$(REAL_STATE)"
+
+real-site-status: $(STAMP)
+	$(BIN)/python -m realsite status --state "$(REAL_STATE)"
+
+# the end-to-end suite against a running real frontend: make test-real REAL_ENV=<state dir>/env
+# (default: the env file of REAL_STATE)
+REAL_TEST_ENV = $(or $(REAL_ENV),$(REAL_STATE)/env)
+test-real: $(STAMP)
+	@test -f "$(REAL_TEST_ENV)" || { echo "no $(REAL_TEST_ENV): start a frontend with make real-site, or give REAL_ENV=<state dir>/env"; exit 2; }
+	SITETK_REAL_ENV="$(abspath $(REAL_TEST_ENV))" $(BIN)/python -m pytest -q -p no:cacheprovider -n 0 tests/real $(PYTEST_ARGS)
 
 # Record the scenario of tests/recordings against a frontend (README: Recordings of the real platform):
 # make record REAL_ENV=<state dir>/env writes tests/recordings/<version>.json
