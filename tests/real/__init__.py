@@ -1,0 +1,1 @@
+"""End-to-end tests against a real OpenNebula frontend (`make test-real`, never `make test`)."""
