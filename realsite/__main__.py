@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 
 from realsite.layout import LayoutError, open_install
+from realsite.populate import PopulateError
+from realsite.rpc import RpcError
 from realsite.site import SiteError, start, status, stock_diff, stop
 
 
@@ -51,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         except LayoutError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-        except SiteError as exc:
+        except (SiteError, RpcError, PopulateError, OSError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
         return 0

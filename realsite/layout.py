@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 #: files an install must hold for the harness to run it
-REQUIRED = ("bin/oned", "bin/onemonitord", "etc/oned.conf", "etc/monitord.conf", "etc/oneflow-server.conf",
+REQUIRED = ("bin/oned", "lib/mads/onemonitord", "etc/oned.conf", "etc/monitord.conf", "etc/oneflow-server.conf",
             "lib/oneflow/oneflow-server.rb", "var/remotes/market/one/monitor",
             "var/remotes/im/dummy-probes.d/host/system/system.rb", "var/remotes/datastore/dummy/monitor")
 
@@ -116,7 +116,7 @@ def build_location(install: Install, location: Path, *, gem_roots: list[Path] | 
         raise LayoutError(f"{location} exists already")
     location.mkdir(parents=True)
     prefix = install.prefix
-    for name in ("bin", "lib", "include"):
+    for name in ("bin", "sbin", "lib", "include"):
         if (prefix / name).exists():
             (location / name).symlink_to(prefix / name)
     share = location / "share"

@@ -12,8 +12,10 @@ with room, the marketplace's apps imported.
 
 from __future__ import annotations
 
+import json
 import secrets
 import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -158,15 +160,24 @@ def create_marketplace(rpc: OneRpc, scenario: Scenario, endpoint: str) -> int:
         ("DESCRIPTION", scenario.market_description)])))
 
 
-def populate(rpc: OneRpc, scenario: Scenario, market_endpoint: str, work_dir: Path) -> Populated:
+def populate_infrastructure(rpc: OneRpc, scenario: Scenario) -> Populated:
+    """The user, datastores, hosts and networks (the marketplace comes once the datastores are
+    monitored: `populate_content`)."""
     disable_bootstrap_markets(rpc)
     user_id = create_user(rpc, scenario.automation_user)
     dummy_datastores(rpc)
     host_ids = create_hosts(rpc, scenario)
     vnet_ids = create_vnets(rpc, scenario)
-    create_base_content(rpc, work_dir / "base-image.qcow2", next(iter(vnet_ids.values())))
+    return Populated(host_ids, vnet_ids, -1, user_id)
+
+
+def populate_content(rpc: OneRpc, scenario: Scenario, made: Populated, market_endpoint: str,
+                     work_dir: Path) -> Populated:
+    """The base image and template (an image needs a monitored datastore: "Not enough space in
+    datastore" before) and the marketplace."""
+    create_base_content(rpc, work_dir / "base-image.qcow2", next(iter(made.vnet_ids.values())))
     market_id = create_marketplace(rpc, scenario, market_endpoint)
-    return Populated(host_ids, vnet_ids, market_id, user_id)
+    return Populated(made.host_ids, made.vnet_ids, market_id, made.user_id)
 
 
 # -- readiness -----------------------------------------------------------------------------------
@@ -210,10 +221,20 @@ def market_apps(rpc: OneRpc, market_id: int) -> list[tuple[str, str]]:
             if text(a, "MARKETPLACE_ID") == str(market_id)]
 
 
-def market_missing(rpc: OneRpc, market_id: int, toolkit_name: str) -> str | None:
+def served_records(market_url: str, one_version: str) -> int:
+    """How many records the marketplace serves the `one` driver of this version (it sends
+    `User-Agent: OpenNebula <version>`: `market/one/monitor` at release-7.0.2, 68-73)."""
+    request = urllib.request.Request(market_url.rstrip("/") + "/appliance",
+                                     headers={"User-Agent": f"OpenNebula {one_version}", "Accept": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        records = json.loads(answer.read()).get("appliances", [])
+    return len(records)
+
+
+def market_missing(rpc: OneRpc, market_id: int, expected: int) -> str | None:
+    """None once the marketplace holds `expected` apps, all READY (MarketPlaceApp state 1)."""
     apps = market_apps(rpc, market_id)
-    if not apps:
-        return "no app imported yet"
-    if not any(name.startswith(toolkit_name) for name, _ in apps):
-        return f"{len(apps)} apps imported, none named {toolkit_name}*"
+    ready = [name for name, state in apps if state == "1"]
+    if len(ready) < expected:
+        return f"{len(ready)} of {expected} apps imported and READY"
     return None

@@ -27,6 +27,9 @@ Binder = Callable[[ExitStack, int], int]
 
 def _bind(stack: ExitStack, kind: int, port: int = 0) -> int:
     sock = stack.enter_context(socket.socket(socket.AF_INET, kind))
+    if kind == socket.SOCK_STREAM:
+        # as the daemons do: a port whose old connections linger in TIME_WAIT is free to listen on
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((LOOPBACK, port))
     return int(sock.getsockname()[1])
 

@@ -70,6 +70,44 @@ def session_members(sid: int) -> list[int]:
     return members
 
 
+def _cmdline(pid: int) -> list[str]:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return []
+    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
+
+
+def processes_under(folder: Path) -> list[int]:
+    """Live processes running a script of `folder` (an argument of their command line inside it):
+    the monitoring clients the dummy IM driver starts in sessions of their own, found by this
+    frontend's own path, which no other frontend shares."""
+    prefix = str(folder).rstrip("/") + "/"
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            argv = _cmdline(int(entry))
+            if any(arg.startswith(prefix) for arg in argv[:3]) and not is_zombie(int(entry)):
+                found.append(int(entry))
+    return found
+
+
+def end_processes(pids: list[int], *, wait: float = 5.0) -> list[int]:
+    """SIGTERM, then SIGKILL what is left after `wait` seconds; returns what survived."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            _signal(pid, sig)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            for pid in pids:
+                _reap(pid)
+            pids = [p for p in pids if start_ticks(p) is not None and not is_zombie(p)]
+            if not pids:
+                return []
+            time.sleep(0.1)
+    return pids
+
+
 def spawn(name: str, argv: list[str], *, env: dict[str, str], log: Path, cwd: Path | None = None) -> Daemon:
     """Start `argv` detached in its own session, stdout and stderr appended to `log`."""
     log.parent.mkdir(parents=True, exist_ok=True)

@@ -36,7 +36,17 @@ from realsite import config, patches, populate
 from realsite.facts import DATASTORE_FREE_MB, DATASTORE_TOTAL_MB, scenario, write_fact_files
 from realsite.layout import Install, build_location, open_install
 from realsite.ports import DEAD_URL, busy_ports, choose_ports
-from realsite.processes import Daemon, alive, load, save, session_members, spawn, stop_all
+from realsite.processes import (
+    Daemon,
+    alive,
+    end_processes,
+    load,
+    processes_under,
+    save,
+    session_members,
+    spawn,
+    stop_all,
+)
 from realsite.rpc import OneRpc, RpcError, text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -97,7 +107,8 @@ def write_state(state: Path, data: dict[str, Any]) -> None:
 
 # -- environment -----------------------------------------------------------------------------------
 def daemon_env(state: Path, location: Path, xmlrpc_url: str) -> dict[str, str]:
-    """The environment of the frontend's daemons: its own ONE_LOCATION and credentials, no proxy
+    """The environment of the frontend's daemons: its own ONE_LOCATION, credentials and Ruby
+    library folder, no proxy
     (the market driver honours http_proxy), C locale, a HOME of its own."""
     home = state / "home"
     home.mkdir(exist_ok=True)
@@ -109,6 +120,9 @@ def daemon_env(state: Path, location: Path, xmlrpc_url: str) -> dict[str, str]:
         "ONE_AUTH": str(state / "one_auth"),
         # the dummy VM probe and other Ruby clients ask oned through OCA's defaults
         "ONE_XMLRPC": xmlrpc_url,
+        # a rubygems=no install's drivers `require 'load_opennebula_paths'` before adding their
+        # library folder to the load path (lib/mads/one_hm.rb at release-7.0.2)
+        "RUBYLIB": str(location / "lib" / "ruby"),
         "no_proxy": "*",
         "NO_PROXY": "*",
     }
@@ -374,21 +388,24 @@ def start(prefix: Path, state: Path, *, fresh: bool = False, say: Say = print) -
         _wait("OneFlow", _flow_answers(ports.oneflow_url, session), FLOW_TIMEOUT, daemons[-1], flow_log)
         timings.mark("oneflow")
         say(f"OneFlow answers on {ports.oneflow_url}; marketplace server on {market_url}")
-        if not previous.get("populated"):
-            made = populate.populate(rpc, site_facts, market_url + "/", state)
-            previous.update(populated=True, market_id=made.market_id, host_ids=made.host_ids)
-            write_state(state, previous)
-            timings.mark("populated")
-            say(f"populated: {len(made.host_ids)} hosts, networks {sorted(made.vnet_ids)}, marketplace {made.market_id}")
-        market_id = int(previous["market_id"])
         monitord_log = location / "var" / "monitor.log"
+        if not previous.get("populated"):
+            made = populate.populate_infrastructure(rpc, site_facts)
+            say(f"populated: {len(made.host_ids)} hosts, networks {sorted(made.vnet_ids)}; waiting for monitoring")
         _wait("the hosts' monitoring", lambda: populate.hosts_missing(rpc, site_facts), HOSTS_TIMEOUT,
               daemons[1], monitord_log)
-        _wait("the datastores' monitoring", lambda: populate.datastores_missing(rpc), HOSTS_TIMEOUT, daemons[1], oned_log)
+        _wait("the datastores' monitoring", lambda: populate.datastores_missing(rpc), HOSTS_TIMEOUT, daemons[1],
+              oned_log)
         timings.mark("monitored")
-        toolkit = _toolkit_name()
-        _wait("the marketplace import", lambda: populate.market_missing(rpc, market_id, toolkit), MARKET_TIMEOUT,
-              daemons[1], location / "var" / "oned.log")
+        say(f"hosts and datastores monitored ({timings.marks['monitored']} s)")
+        if not previous.get("populated"):
+            made = populate.populate_content(rpc, site_facts, made, market_url + "/", state)
+            previous.update(populated=True, market_id=made.market_id, host_ids=made.host_ids)
+            write_state(state, previous)
+        market_id = int(previous["market_id"])
+        expected = populate.served_records(market_url, version)
+        _wait("the marketplace import", lambda: populate.market_missing(rpc, market_id, expected), MARKET_TIMEOUT,
+              daemons[1], oned_log)
         apps = populate.market_apps(rpc, market_id)
         timings.mark("imported")
         say(f"{len(apps)} marketplace apps imported ({timings.marks['imported']} s)")
@@ -413,6 +430,7 @@ def start(prefix: Path, state: Path, *, fresh: bool = False, say: Say = print) -
     except BaseException:
         say(f"start failed: stopping what it started (logs stay in {logs} and {location / 'var'})")
         stop_all(state, say=say)
+        _end_monitoring_clients(location, say)
         raise
 
 
@@ -420,12 +438,6 @@ def _password() -> str:
     import secrets
 
     return secrets.token_urlsafe(24)
-
-
-def _toolkit_name() -> str:
-    from tui.domain.naming import DEFAULT_NAMING
-
-    return DEFAULT_NAMING.toolkit_appliance_name
 
 
 def _toml(value: str) -> str:
@@ -472,7 +484,19 @@ def stop(state: Path, *, say: Say = print) -> int:
         return 0
     count = stop_all(state, say=say)
     say(f"{count} daemon(s) stopped" if count else "nothing was running")
+    _end_monitoring_clients(state / "one", say)
     return count
+
+
+def _end_monitoring_clients(location: Path, say: Say) -> None:
+    """The dummy hosts' monitoring clients run detached from oned (a session each): end the ones
+    started from this frontend's own scripts."""
+    clients = processes_under(location / "var" / "remotes")
+    if clients:
+        survivors = end_processes(clients)
+        say(f"stopped {len(clients) - len(survivors)} monitoring client(s)")
+        if survivors:
+            raise SiteError(f"monitoring clients {survivors} survived SIGKILL")
 
 
 def status(state: Path) -> dict[str, Any]:

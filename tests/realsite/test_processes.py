@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from realsite import processes
@@ -42,3 +43,20 @@ def test_a_daemon_that_ended_counts_as_stopped(tmp_path: Path) -> None:
     wait_until(lambda: not processes.alive(daemon), 10, "the daemon to end")  # a zombie is not alive
     assert processes.stop_all(tmp_path, say=lambda _: None) == 0
     assert "boom" in log.read_text()
+
+
+def test_detached_clients_are_found_by_this_frontends_path_and_ended(tmp_path: Path) -> None:
+    remotes = tmp_path / "one" / "var" / "remotes"
+    remotes.mkdir(parents=True)
+    (remotes / "client.py").write_text("import time\ntime.sleep(300)\n")
+    (tmp_path / "other.py").write_text("import time\ntime.sleep(300)\n")
+    env = {"PATH": os.environ["PATH"]}
+    # Popen returns once the child has exec'ed: its command line already names the script
+    mine = processes.spawn("client", [sys.executable, str(remotes / "client.py")], env=env, log=tmp_path / "c.log")
+    theirs = processes.spawn("other", [sys.executable, str(tmp_path / "other.py")], env=env, log=tmp_path / "o.log")
+    try:
+        assert processes.processes_under(remotes) == [mine.pid]
+        assert processes.end_processes([mine.pid]) == []
+        assert not processes.alive(mine) and processes.alive(theirs)
+    finally:
+        processes.end_processes([mine.pid, theirs.pid])
