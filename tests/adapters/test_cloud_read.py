@@ -69,6 +69,13 @@ async def test_vm_pool_pages_are_row_offsets_and_the_paged_scan_reads_them_all(c
     if full:
         scan = await cloud.scan_vms_detail(VmPrefilter(ids=tuple(full)), page_size=2)
         assert [d.id for d in scan.vms] == full and scan.listed == len(full)
+    # the same `dump` pages every pool: seen on one that holds objects on any site
+    apps = [a.id for a in await cloud.list_marketapps()]
+    assert apps, "a site with marketplace apps"
+    for offset in range(0, len(apps) + 2, 3):
+        assert [a.id for a in await cloud.list_marketapps(start=offset, end=-3)] == apps[offset:offset + 3]
+    # start -1 with an end is no id range at all (PoolSQL.cc oid_filter): the whole pool
+    assert [a.id for a in await cloud.list_marketapps(start=-1, end=min(apps))] == apps
 
 
 async def test_vm_pool_filters_and_pages(cloud: CloudClient, site: SiteUnderTest) -> None:

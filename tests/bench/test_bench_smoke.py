@@ -11,7 +11,7 @@ import math
 
 import pytest
 
-from bench import bench_sim_pool, bench_vm_list
+from bench import bench_db_search, bench_sim_pool, bench_vm_list
 from bench.floor import floor_once, parse_vmpool, post_xmlrpc, vmpool_body
 from bench.rows import Row
 from bench.sim_process import SimProcess, SimProcessError
@@ -79,3 +79,10 @@ def test_start_up_bench_times_both_apps_through_the_first_rows_hook() -> None:
     demo = next(row for row in rows if "sitetk --demo" in row.name)
     minimal = next(row for row in rows if "minimal Textual app" in row.name)
     assert demo.baseline == minimal.value
+
+
+def test_the_database_search_benchmark_measures_every_page_size() -> None:
+    rows = by_name(bench_db_search.run(sizes=(VMS,), runs=1, pages=(50, 150)))
+    assert_sane(list(rows.values()))
+    assert {f"pages of {p}, {VMS} VMs" for p in (50, 150)} <= {name.split(" (")[0] for name in rows}
+    assert any(name.startswith(f"one call, {VMS} VMs") and name.endswith("sqlite SELECT") for name in rows)

@@ -117,16 +117,21 @@ def test_mysql_refuses_a_page_at_offset_minus_one(mysql_site: SimServer) -> None
     assert len(_ids(ok(rpc(mysql_site, "one.vmpool.info", -2, 0, -2, -1)))) == 1
 
 
-@pytest.mark.parametrize("order", ["ASC", "desc", ""])
-def test_the_listing_follows_api_list_order(site: SimServer, order: str) -> None:
+@pytest.mark.parametrize("order", ["ASC", "desc", "", None])
+def test_the_listing_follows_api_list_order(site: SimServer, order: str | None) -> None:
     """6.10.0-7.0.2 src/rm/RequestManagerPoolInfoFilter.cc 228-245 (7.4.0
-    src/rm/api/PoolSharedAPI.cc 154-171): `ORDER BY oid`, DESC when oned.conf's API_LIST_ORDER is
-    DESC in any case (`icasecmp`); share/etc/oned.conf leaves it commented out (ascending)."""
+    src/rm/api/PoolSharedAPI.cc 154-171): `ORDER BY oid`, DESC when API_LIST_ORDER is DESC in any
+    case (`icasecmp`), else ascending; unset it is DESC (src/template/OpenNebulaTemplate.cc
+    `set_conf_single`, 384 at 7.0.2; share/etc/oned.conf leaves it commented out). Seen on the real
+    7.0.2 frontend: its pools list newest first."""
     vms = [_vm(site, f"v{n}") for n in range(3)]
     with site.site.lock:
-        site.site.system_config["API_LIST_ORDER"] = order
+        if order is None:
+            site.site.system_config.pop("API_LIST_ORDER", None)
+        else:
+            site.site.system_config["API_LIST_ORDER"] = order
     listed = _ids(ok(rpc(site, "one.vmpool.infoextended", -2, -1, -1, -1)))
-    assert listed == (sorted(vms, reverse=True) if order.upper() == "DESC" else sorted(vms))
+    assert listed == (sorted(vms, reverse=True) if order is None or order.upper() == "DESC" else sorted(vms))
 
 
 def test_a_bad_state_filter_is_named_per_version(site: SimServer, one_version: str) -> None:

@@ -43,7 +43,7 @@ def _listing(server: SimServer) -> list[int]:
     """The VM ids as the site lists them (not DONE, in its API_LIST_ORDER)."""
     with server.site.lock:
         ids = [vm.id for vm in server.site.vms.values() if vm.state != 6]
-        descending = server.site.system_config.get("API_LIST_ORDER", "").upper() == "DESC"
+        descending = server.site.system_config.get("API_LIST_ORDER", "DESC").upper() == "DESC"
     return sorted(ids, reverse=descending)
 
 

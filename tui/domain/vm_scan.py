@@ -13,9 +13,11 @@ src/pool/PoolSQL.cc `dump` 168-193 and `oid_filter` 412-428, include/SqlDB.h `li
 143-150): `end_id < -1` makes the answer `ORDER BY oid [DESC] LIMIT start_id, -end_id`, so
 `start_id` is a ROW OFFSET into the listing and `-end_id` the page size; the oid range filter is
 then off. `end_id >= -1` is an oid range instead (`oid >= start_id [AND oid <= end_id]`,
-whatever the count). The order is ascending unless oned.conf's API_LIST_ORDER is DESC (the stock
-oned.conf leaves it commented out); `start_id` -1 with a page size is `LIMIT -1,N`, which sqlite
-reads as offset 0 and MySQL refuses, so the first page is asked for at offset 0. The platform's
+whatever the count). The order is descending by default (src/template/OpenNebulaTemplate.cc
+`set_conf_single("API_LIST_ORDER", "DESC")`, line 384 at 7.0.2), ascending when oned.conf's
+API_LIST_ORDER says anything else, so the reader learns it from the pages. `start_id` -1 with a
+page size is `LIMIT -1,N`, which sqlite reads as offset 0 and MySQL refuses, so the first page is
+asked for at offset 0. The platform's
 own client pages the same way (src/oca/ruby/opennebula/pool.rb `info_paginated`, `get_page`:
 `current` from 0, `-size`).
 

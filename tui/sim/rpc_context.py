@@ -185,13 +185,15 @@ def filter_pool(call: Call, kind: str, objects: Iterable[T], flag: int, start: i
     - else (`start` -1): every object, whatever `end`.
 
     Listed by id, descending when the site's API_LIST_ORDER (oned.conf, `one.system.config`) is
-    DESC, else ascending (RequestManagerPoolInfoFilter.cc 228-237: `icasecmp(desc, "DESC")`)."""
+    DESC in any case, else ascending (RequestManagerPoolInfoFilter.cc 228-237: `icasecmp(desc,
+    "DESC")`); DESC when oned.conf does not set it (src/template/OpenNebulaTemplate.cc
+    `set_conf_single("API_LIST_ORDER", "DESC")`, release-7.0.2 line 384)."""
     if flag < -4:
         raise OneError(XML_RPC_API, "Incorrect filter_flag.")
     me = call.user
     groups = call.groups
     admin = call.admin
-    descending = call.site.system_config.get("API_LIST_ORDER", "").strip().upper() == "DESC"
+    descending = call.site.system_config.get("API_LIST_ORDER", "DESC").upper() == "DESC"
     ordered = sorted(objects, key=lambda o: o.id, reverse=descending)
     picked: list[T] = []
     for obj in ordered:
