@@ -180,3 +180,25 @@ def test_a_bad_input_file_is_a_usage_error(sim_factory, monkeypatch: pytest.Monk
     code, _, err = run(capsys, "setup", "status", "--input", str(bad))
     assert code == 2
     assert "line 2" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "mysql"])
+def test_the_database_step_finds_the_manager_on_either_backend(sim_factory, monkeypatch: pytest.MonkeyPatch, capsys,
+                                                               backend: str) -> None:
+    """The database VMs are read from the whole pool in pages (tui.procedures.hosts): sqlite, which
+    refuses the pool query, and MySQL, which matches it as a substring, give the same step; a page
+    the platform refuses leaves the step unknown, never done."""
+    server: SimServer = sim_factory(scenario="deployed", db_backend=backend)
+    point_at(server, monkeypatch)
+    code, data, _ = run(capsys, "setup", "status", "--json")
+    step = steps(data)["database-host"]
+    assert (code, step["state"]) == (3, "to do")
+    assert "manager_0_(service_1)" in " ".join(step["evidence"]) and "sitetk hosts move" in step["action"]
+    with server.site.lock:
+        server.site.faults.fail_methods["one.vmpool.infoextended"] = 100
+    code, data, _ = run(capsys, "setup", "status", "--json")
+    step = steps(data)["database-host"]
+    assert code != 0 and (step["state"], step["blocked_by"]) == ("blocked", "unreadable source"), step
+    assert "the hosts could not be read" in step["action"]
+    assert any("hosts and database VMs" in note and "refused by an injected fault" in note
+               for note in data["notes"]), data["notes"]
