@@ -17,7 +17,6 @@ tags them).
 
 from __future__ import annotations
 
-import asyncio
 import re
 import shlex
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from tui.domain.marketapps import MarketApp
 from tui.domain.naming import NamingProfile
 from tui.domain.upgrades import ApplianceStatus
 from tui.errors import SiteError
+from tui.procedures.concurrent import gather
 from tui.procedures.operation import Confirmation, Operation, RunContext
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress
@@ -179,13 +179,13 @@ async def plan_attach(site: "SiteConnection", tag: ApplianceTag, image_ids: Iter
         raise SiteError(f"No image to tag with {tag.name}",
                         "Name the images (their IDs), or a VM template or service template that uses them.")
     text = attribute_text(tag, site.naming)
-    images = await asyncio.gather(*(site.cloud.image_info(i) for i in ids))
+    images = await gather(*(site.cloud.image_info(i) for i in ids))
     return AttachPlan(tag, text, tuple(_target(image, tag, site.naming) for image in images))
 
 
 async def images_of_templates(site: "SiteConnection", template_ids: Sequence[int]) -> tuple[int, ...]:
     """The images the DISKs of these VM templates use, in order, without repeats."""
-    templates = await asyncio.gather(*(site.cloud.template_info(t) for t in template_ids))
+    templates = await gather(*(site.cloud.template_info(t) for t in template_ids))
     return tuple(dict.fromkeys(i for template in templates for i in template.image_ids))
 
 

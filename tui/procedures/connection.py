@@ -9,7 +9,6 @@ is, and on failure raises one `SiteError` that says what was tried and how to fi
 
 from __future__ import annotations
 
-import asyncio
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, Awaitable, Callable
 from tui.domain.endpoints import redact_endpoint
 from tui.domain.naming import NamingProfile
 from tui.errors import SiteError
+from tui.procedures.concurrent import gather
 from tui.settings import Settings
 
 if TYPE_CHECKING:  # the clients are imported on first use (see `cloud`, `flow`, `marketplace`)
@@ -204,7 +204,7 @@ class SiteConnection:
             self._settings_ready = None
         try:
             cloud = self.cloud
-            version, user = await asyncio.gather(cloud.version(), cloud.whoami())
+            version, user = await gather(cloud.version(), cloud.whoami())
         except SiteError as error:
             raise self._explain(error) from None
         self.info = ConnectionInfo(self.endpoint, version, user.name, user.id, user.gname)

@@ -16,13 +16,13 @@ service's role nodes) and says, for each, what the role waits for and why it has
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tui.domain.services import Service, ServiceRole
 from tui.domain.vms import VmDetail
 from tui.errors import SiteError
+from tui.procedures.concurrent import gather
 from tui.procedures.hosts import db_vm_rows, host_rows
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -107,7 +107,7 @@ async def explain_roles(site: "SiteConnection", service: Service) -> tuple[RoleW
     ids = [node.vm_id for role in waiting for node in role.nodes]
     if not waiting:
         return ()
-    found = dict(zip(ids, await asyncio.gather(*(_vm(site, i) for i in ids))))
+    found = dict(zip(ids, await gather(*(_vm(site, i) for i in ids))))
     vms = [vm for vm in found.values() if isinstance(vm, VmDetail)]
     risky = await _database_risks(site, vms)
     out: list[RoleWait] = []

@@ -47,6 +47,7 @@ from tui.domain.error_codes import NO_EXISTS
 from tui.domain.images import ERROR, IMAGE_DELETE, READY, USED, ImageInfo, image_state_names
 from tui.errors import OutcomeUnknown, SiteError
 from tui.procedures.attach_attributes import ImageResult, attach_attributes, plan_attach
+from tui.procedures.concurrent import gather
 from tui.procedures.download_lock import DownloadLock
 from tui.procedures.download_plan import (
     DownloadPlan,
@@ -474,7 +475,7 @@ async def _follow_images(site: "SiteConnection", plan: DownloadPlan, image_ids: 
     while pending:
         _check_cancel(cancel)
         ids = list(pending)
-        infos: list[ImageInfo] = await asyncio.gather(*(site.cloud.image_info(i) for i in ids))
+        infos: tuple[ImageInfo, ...] = await gather(*(site.cloud.image_info(i) for i in ids))
         elapsed = loop.time() - start
         for info in infos:
             step, name = pending[info.id]

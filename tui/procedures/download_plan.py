@@ -18,7 +18,6 @@ delete, or what an operator half-deleted by hand), that nothing uses, is planned
 
 from __future__ import annotations
 
-import asyncio
 import shlex
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Sequence
@@ -39,6 +38,7 @@ from tui.domain.template_text import TemplateSyntaxError, parse_template, quote,
 from tui.domain.vmtemplates import VmTemplate
 from tui.errors import SiteError
 from tui.procedures.attach_attributes import FILE_PLACEHOLDER, role_template_ids, role_templates, tag_for_app
+from tui.procedures.concurrent import gather
 from tui.procedures.marketplace import normalize_url
 from tui.procedures.preview import Change, Preview
 
@@ -334,7 +334,7 @@ async def plan_download(site: "SiteConnection", app_id: int, datastore_id: int, 
     the marketplace record's).
     """
     final = check_name(name)
-    app, apps, datastores, images, templates, documents = await asyncio.gather(
+    app, apps, datastores, images, templates, documents = await gather(
         site.cloud.marketapp_info(app_id), site.cloud.list_marketapps(), site.cloud.list_datastores(),
         site.cloud.list_images(), site.cloud.list_templates(), site.cloud.list_documents(SERVICE_TEMPLATE_DOCUMENT),
     )

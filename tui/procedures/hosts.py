@@ -20,7 +20,6 @@ an XML parse, not 50,000 models.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
@@ -41,6 +40,7 @@ from tui.domain.naming import NamingProfile
 from tui.domain.vm_scan import VmPrefilter
 from tui.domain.vms import VmDetail
 from tui.errors import SiteError
+from tui.procedures.concurrent import gather
 from tui.procedures.site_record import load_site_record
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -344,7 +344,7 @@ async def load_inventory(site: "SiteConnection", *, record_vm_ids: Iterable[int]
     if record_vm_ids is None:
         record_vm_ids, notes = record_vm_ids_of(site)
     record_vm_ids = tuple(record_vm_ids)
-    hosts, (vms, searched) = await asyncio.gather(site.cloud.list_hosts(), document_db_candidates(site, record_vm_ids))
+    hosts, (vms, searched) = await gather(site.cloud.list_hosts(), document_db_candidates(site, record_vm_ids))
     rows = host_rows(hosts, known_good)
     return HostInventory(
         hosts=rows,

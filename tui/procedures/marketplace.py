@@ -17,7 +17,6 @@ The install status of each record comes from the images' marketplace attributes
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
@@ -26,6 +25,7 @@ from tui.domain.images import ImageInfo
 from tui.domain.marketapps import Marketplace
 from tui.domain.upgrades import ApplianceStatus, InstallState, appliance_statuses
 from tui.errors import SiteError
+from tui.procedures.concurrent import gather
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection
@@ -329,8 +329,8 @@ async def load_catalog(site: "SiteConnection", *, all_versions: bool = False) ->
     the User-Agent never send them anyway).
     """
     platform_version = site.marketplace.platform_version
-    sources, images = await asyncio.gather(marketplace_sources(site), site.cloud.list_images())
-    listings = await asyncio.gather(*(_list_source(site, source) for source in sources))
+    sources, images = await gather(marketplace_sources(site), site.cloud.list_images())
+    listings = await gather(*(_list_source(site, source) for source in sources))
     failures: list[SourceFailure] = []
     record_errors: list[str] = []
     chosen: list[tuple[ApplianceRecord, MarketplaceSource]] = []

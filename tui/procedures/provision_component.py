@@ -39,6 +39,7 @@ from tui.domain.upgrades import InstallState
 from tui.domain.users import User
 from tui.errors import SiteError
 from tui.procedures.attach_attributes import tag_for_record
+from tui.procedures.concurrent import gather
 from tui.procedures.download_appliance import (
     DEFAULT_POLL_INTERVAL,
     DEFAULT_STEP_TIMEOUT,
@@ -221,9 +222,9 @@ async def _objects(site: "SiteConnection", found: InstalledAppliance) -> list[Cl
 async def _result_objects(site: "SiteConnection", result: DownloadResult) -> list[CloudObject]:
     """Every object a download left: all its images, VM templates and its service template."""
     objects: list[CloudObject] = []
-    images = await asyncio.gather(*(site.cloud.image_info(i) for i in result.image_ids))
+    images = await gather(*(site.cloud.image_info(i) for i in result.image_ids))
     objects += [CloudObject("image", i.id, i.name, i.uid, i.gid, i.permissions) for i in images]
-    templates = await asyncio.gather(*(site.cloud.template_info(t) for t in result.template_ids if t >= 0))
+    templates = await gather(*(site.cloud.template_info(t) for t in result.template_ids if t >= 0))
     objects += [CloudObject("template", t.id, t.name, t.uid, t.gid, t.permissions) for t in templates]
     if result.service_template_id is not None:
         d = await site.cloud.document_info(result.service_template_id)
@@ -243,7 +244,7 @@ async def plan_provision(
     record_ids = definition.appliance_record_ids()
     if not record_ids:
         return ProvisionPlan(definition, user, ())
-    catalog, templates, documents, rules = await asyncio.gather(
+    catalog, templates, documents, rules = await gather(
         load_catalog(site), site.cloud.list_templates(), site.cloud.list_documents(SERVICE_TEMPLATE_DOCUMENT), site.cloud.acl_list()
     )
     steps: list[ApplianceStep] = []

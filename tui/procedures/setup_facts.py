@@ -12,7 +12,6 @@ the site secret that is also the vault password), else from the live toolkit ser
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Mapping, TypeVar
@@ -30,6 +29,7 @@ from tui.domain.system import SystemConfig
 from tui.domain.users import User
 from tui.domain.vms import VmSummary
 from tui.errors import SiteError
+from tui.procedures.concurrent import gather
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.domain.components import ComponentDefinition
@@ -371,16 +371,16 @@ async def read_setup_facts(site: "SiteConnection", target: SetupTarget | None = 
     target = target or SetupTarget()
     notes: list[str] = []
     cloud = site.cloud
-    # two groups of five: typeshed types asyncio.gather's results for at most six awaitables
-    (system, markets, apps, datastores, vnets), (vms, users, images, templates, services) = await asyncio.gather(
-        asyncio.gather(
+    # two groups of five: gather's results are typed for at most seven awaitables
+    (system, markets, apps, datastores, vnets), (vms, users, images, templates, services) = await gather(
+        gather(
             _guard("platform configuration", cloud.system_config(), notes),
             _guard("marketplaces", cloud.list_marketplaces(), notes),
             _guard("marketplace apps", cloud.list_marketapps(), notes),
             _guard("datastores", cloud.list_datastores(), notes),
             _guard("virtual networks", cloud.list_vnets(), notes),
         ),
-        asyncio.gather(
+        gather(
             _guard("VMs", cloud.list_vms(), notes),
             _guard("users", cloud.list_users(), notes),
             _guard("images", cloud.list_images(), notes),
@@ -393,7 +393,7 @@ async def read_setup_facts(site: "SiteConnection", target: SetupTarget | None = 
     partial = SetupFacts(info.endpoint, info.version, info.user, info.group, target, vnets=vnets, service=service,
                          naming=site.naming)
     default = partial.default_network
-    (leases, image_ids, key, inventory, form, repo) = await asyncio.gather(
+    (leases, image_ids, key, inventory, form, repo) = await gather(
         _guard("leases of the default network", vnet_leases(cloud, default.id), notes) if default else _none(),
         _toolkit_images(site, templates, notes),
         _automation_key(site, service),

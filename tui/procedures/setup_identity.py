@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 
 from tui.domain.acls import ACL_ALL, ACL_GID, ACL_RESOURCES, ACL_RIGHTS
 from tui.errors import SiteError
+from tui.procedures.concurrent import gather
 from tui.procedures.operation import Confirmation, Operation, RunContext
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress
@@ -123,9 +124,8 @@ async def plan_cloud_user(site: "SiteConnection", user_name: str, group_name: st
 
 
 async def _read(site: "SiteConnection"):  # type: ignore[no-untyped-def]
-    import asyncio
 
-    return await asyncio.gather(site.cloud.list_users(), site.cloud.list_groups(), site.cloud.acl_list())
+    return await gather(site.cloud.list_users(), site.cloud.list_groups(), site.cloud.acl_list())
 
 
 async def create_cloud_user(site: "SiteConnection", plan: CloudUserPlan, password: str) -> AsyncIterator[Progress]:

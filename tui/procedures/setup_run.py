@@ -47,6 +47,7 @@ from tui.domain.setup_steps import (
     StepState,
 )
 from tui.errors import SiteError
+from tui.procedures.concurrent import gather
 from tui.procedures.operation import ReadOnlyRefused
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress
@@ -229,7 +230,7 @@ def checklist_step(facts: SetupFacts, step_id: StepId) -> SetupStep:
 async def _wait_images(site: "SiteConnection", ids: tuple[int, ...], options: RunOptions) -> AsyncIterator[Progress]:
     started = time.monotonic()
     while True:
-        images = await asyncio.gather(*(site.cloud.image_info(i) for i in ids))
+        images = await gather(*(site.cloud.image_info(i) for i in ids))
         failed = [i for i in images if i.status == "ERROR"]
         if failed:
             raise SiteError(f"Image {failed[0].id} of the toolkit is in ERROR",

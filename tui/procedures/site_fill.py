@@ -23,7 +23,6 @@ with `edit_file` (decrypted in memory, comments kept, re-encrypted, atomic, audi
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator, Mapping, Sequence
@@ -43,6 +42,7 @@ from tui.domain.site_record import SiteRecord
 from tui.domain.vmtemplates import VmTemplate
 from tui.errors import SiteError
 from tui.procedures.attach_attributes import role_template_ids
+from tui.procedures.concurrent import gather
 from tui.procedures.marketplace import MarketCatalog, load_catalog
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress
@@ -158,7 +158,7 @@ async def installed_appliances(site: "SiteConnection", record_ids: Sequence[str]
     """record id -> the downloaded appliance's IDs, for every record that is downloaded."""
     if not record_ids:
         return {}, ()
-    catalog, templates, documents = await asyncio.gather(
+    catalog, templates, documents = await gather(
         load_catalog(site), site.cloud.list_templates(), site.cloud.list_documents(SERVICE_TEMPLATE_DOCUMENT)
     )
     return _installed(catalog, record_ids, templates, documents)
@@ -246,7 +246,7 @@ async def gather_cloud_facts(
     notes: list[str] = []
     listed = set(config.components()) if config is not None else set(definitions or {})
     record_ids = [r for name, d in (definitions or {}).items() if name in listed for r in d.appliance_record_ids()]
-    deployment, system, templates, images, documents, vnets, catalog = await asyncio.gather(
+    deployment, system, templates, images, documents, vnets, catalog = await gather(
         _guard("toolkit deployment", find_deployment(site), notes),
         _guard("platform configuration", site.cloud.system_config(), notes),
         _guard("VM templates", site.cloud.list_templates(), notes),

@@ -21,7 +21,6 @@ record file in `site_record`.
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import re
 import stat
@@ -65,6 +64,7 @@ from tui.domain.toolkit_inputs import (
 )
 from tui.domain.vms import VmDetail
 from tui.errors import SiteError
+from tui.procedures.concurrent import gather
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection
@@ -268,7 +268,7 @@ async def toolkit_version(site: "SiteConnection", template: ServiceTemplate) -> 
 
 async def load_form(site: "SiteConnection", template: ServiceTemplate) -> ToolkitForm:
     """The form for `template` (see the module docstring)."""
-    version, vnets, software = await asyncio.gather(
+    version, vnets, software = await gather(
         platform_version(site), site.cloud.list_vnets(), toolkit_version(site, template))
     naming = site.naming
     fields = form_fields(naming, template.inputs)
@@ -326,7 +326,7 @@ async def _vm_or_none(site: "SiteConnection", vm_id: int) -> VmDetail | None:
 async def toolkit_vms(site: "SiteConnection", record: SiteRecord) -> tuple[ToolkitVm, ...]:
     """Every VM of the record with its live state, host and addresses (by VM ID)."""
     pairs = [(role.name, vm) for role in record.roles for vm in role.vms]
-    details = await asyncio.gather(*(_vm_or_none(site, vm.vm_id) for _, vm in pairs))
+    details = await gather(*(_vm_or_none(site, vm.vm_id) for _, vm in pairs))
     out: list[ToolkitVm] = []
     for (role, vm), detail in zip(pairs, details):
         if detail is None:
@@ -341,7 +341,7 @@ async def toolkit_vms(site: "SiteConnection", record: SiteRecord) -> tuple[Toolk
 async def recorded_roles(site: "SiteConnection", service: Service) -> tuple[RecordedRole, ...]:
     """Each role's VMs as the service's role nodes list them, names and addresses read by VM ID."""
     ids = [node.vm_id for role in service.roles for node in role.nodes]
-    details = dict(zip(ids, await asyncio.gather(*(_vm_or_none(site, i) for i in ids))))
+    details = dict(zip(ids, await gather(*(_vm_or_none(site, i) for i in ids))))
     roles: list[RecordedRole] = []
     for role in service.roles:
         vms: list[RecordedVm] = []

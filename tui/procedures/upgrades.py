@@ -38,6 +38,7 @@ from tui.domain.versions import ApplianceVersion
 from tui.domain.vmtemplates import VmTemplate
 from tui.errors import SiteError
 from tui.procedures.attach_attributes import role_template_ids, role_templates, tag_for_record
+from tui.procedures.concurrent import gather
 from tui.procedures.download_appliance import (
     DEFAULT_POLL_INTERVAL,
     DEFAULT_STEP_TIMEOUT,
@@ -215,7 +216,7 @@ class SiteObjects:
 
 
 async def read_objects(site: "SiteConnection") -> SiteObjects:
-    images, templates, documents = await asyncio.gather(
+    images, templates, documents = await gather(
         site.cloud.list_images(), site.cloud.list_templates(), site.cloud.list_documents(SERVICE_TEMPLATE_DOCUMENT))
     return SiteObjects(tuple(images), tuple(templates), tuple(documents))
 
@@ -303,8 +304,8 @@ async def id_changes(site: "SiteConnection", appliance: str, removal: Removal, r
     of an appliance has its own app), VM templates by their paired disks, service templates
     one to one.
     """
-    new_images = await asyncio.gather(*(site.cloud.image_info(i) for i in result.image_ids)) if result else []
-    new_templates = await asyncio.gather(*(site.cloud.template_info(t) for t in result.template_ids)) if result else []
+    new_images = await gather(*(site.cloud.image_info(i) for i in result.image_ids)) if result else []
+    new_templates = await gather(*(site.cloud.template_info(t) for t in result.template_ids)) if result else []
     apps = {app.id: app.name for app in await site.cloud.list_marketapps()}
 
     def origin(image: ImageInfo) -> str:

@@ -5,7 +5,7 @@ REST API (tui.sim.flow_api); any other path containing /appliance is the marketp
 (tui.sim.market_api). Before each request the site's clock advances and the fault switches apply:
 latency, per-method delay, random failures (an internal error / HTTP 500, or a dropped connection),
 answers lost after the call ran (`lost_answers`) and expired credentials (checked by the site's
-authentication).
+authentication; `expire_at` turns them on when a named call arrives).
 
 `SimServer.stop()` closes the listening socket and every open connection; `start()` again listens
 on the same port, so clients can be tested across an outage.
@@ -113,6 +113,8 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(faults.latency_ms / 1000)
         is_rpc = method == "POST" and path.rstrip("/") == "/RPC2"
         rpc_method = method_name(body) if is_rpc else ""
+        if faults.expire_at and (rpc_method or f"{method} {path}") in faults.expire_at:
+            faults.expired_credentials = True
         if rpc_method and faults.method_delay_ms.get(rpc_method, 0) > 0:
             time.sleep(faults.method_delay_ms[rpc_method] / 1000)
         site.advance()

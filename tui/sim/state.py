@@ -280,6 +280,10 @@ class Faults:
     #: method name or `"<HTTP method> <path>"`, counted down per call: a write whose outcome the
     #: client cannot know
     lost_answers: dict[str, int] = field(default_factory=dict)
+    #: the session expires when one of these calls arrives (XML-RPC method name or `"<HTTP method>
+    #: <path>"`): that call and every later one are refused as with `expired_credentials` (a
+    #: session that expires in the middle of a command, at a known call)
+    expire_at: set[str] = field(default_factory=set)
 
 
 @dataclass
