@@ -23,8 +23,16 @@ class SiteError(Exception):
         self.code = code
 
     # keep pickling (e.g. across threads/processes) faithful
-    def __reduce__(self) -> tuple[Callable[[str, str, bool, int | None], SiteError], tuple[str, str, bool, int | None]]:
-        return (_rebuild, (self.title, self.detail, self.retryable, self.code))
+    def __reduce__(self) -> tuple[Callable[[type[SiteError], str, str, bool, int | None], SiteError],
+                                  tuple[type[SiteError], str, str, bool, int | None]]:
+        return (_rebuild, (type(self), self.title, self.detail, self.retryable, self.code))
+
+
+class AuthenticationFailed(SiteError):
+    """The site refused the session's credentials: a session that expired or was revoked, a changed
+    password, a disabled user (the cloud's AUTHENTICATION, OneFlow's refused login). Every later
+    call fails the same way, so no reader turns it into "not found", "not known" or a note: it
+    stops the read and is reported as itself (issue 22 item 2)."""
 
 
 class OutcomeUnknown(SiteError):
@@ -32,8 +40,8 @@ class OutcomeUnknown(SiteError):
     object may have been made or deleted). Asking again later, once the site answers, can tell."""
 
 
-def _rebuild(title: str, detail: str, retryable: bool, code: int | None) -> SiteError:
-    return SiteError(title, detail, retryable=retryable, code=code)
+def _rebuild(kind: type[SiteError], title: str, detail: str, retryable: bool, code: int | None) -> SiteError:
+    return kind(title, detail, retryable=retryable, code=code)
 
 
 def redact(text: str, secrets: tuple[str, ...]) -> str:

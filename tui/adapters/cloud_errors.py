@@ -23,7 +23,7 @@ from tui.domain.error_codes import (
     NO_EXISTS,
     XML_RPC_API,
 )
-from tui.errors import SiteError, redact
+from tui.errors import AuthenticationFailed, SiteError, redact
 
 #: platform error code -> (title, hint, retryable)
 PLATFORM_ERRORS: dict[int, tuple[str, str, bool]] = {
@@ -92,7 +92,8 @@ def platform_error(failure: PlatformFailure, method: str, secrets: tuple[str, ..
     if refusal is not None:
         (title, hint), retryable = refusal, False
     message = redact(failure.message, secrets)
-    return SiteError(f"{title} ({method})", f"{message}\n{hint}", retryable=retryable, code=failure.code)
+    kind = AuthenticationFailed if failure.code == AUTHENTICATION else SiteError
+    return kind(f"{title} ({method})", f"{message}\n{hint}", retryable=retryable, code=failure.code)
 
 
 def to_site_error(exc: BaseException, *, method: str, endpoint: str, timeout: float,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 
-from tui.errors import SiteError
+from tui.errors import AuthenticationFailed, SiteError
 
 #: what the before filter answers when the Basic credentials are missing or wrong
 CREDENTIALS_REFUSED = ("Invalid credentials", "A username and password must be provided")
@@ -58,14 +58,14 @@ def flow_http_error(method: str, path: str, status: int, text: str) -> SiteError
     """The `SiteError` for one error answer; `text` is the (already redacted) body."""
     where = f"{method} {path}: {text}" if text else f"{method} {path}"
     if status == 401 and credentials_refused(status, text):
-        return SiteError("OneFlow rejected the credentials", f"{where}\nCheck ONEFLOW_USER / ONEFLOW_PASSWORD, or the "
+        return AuthenticationFailed("OneFlow rejected the credentials", f"{where}\nCheck ONEFLOW_USER / ONEFLOW_PASSWORD, or the "
                          "user:password in ONE_AUTH (~/.one/one_auth).", code=401)
     if status == 401:
         return SiteError("Not allowed by the cloud", f"{where}\nThe cloud refused this action to the user "
                          "(AUTHORIZATION): ask a cloud administrator for the permission, or act as the owner.",
                          code=401)
     if status == 403:
-        return SiteError("The cloud refused OneFlow's session", f"{where}\nOneFlow accepted the login but the cloud "
+        return AuthenticationFailed("The cloud refused OneFlow's session", f"{where}\nOneFlow accepted the login but the cloud "
                          "did not authenticate the request it made for the user (AUTHENTICATION): check that the "
                          "user is enabled and that OneFlow's own server credentials work (oneflow.log).", code=403)
     if status == 404:

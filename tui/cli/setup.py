@@ -1,7 +1,9 @@
 """`sitetk setup ...`: the first-time setup checklist, headless (spec operation 8, done better).
 
     sitetk setup status [--input FILE] [--json]     every step with its state and evidence;
-                                                    exit 0 only when every mandatory step is done, 3 otherwise
+                                                    exit 0 only when every mandatory step is done, 3 otherwise,
+                                                    1 when a step could not be checked (what it needs could
+                                                    not be read: never assumed done) or the session is refused
     sitetk setup run --input FILE [--yes] [--datastore ID] [--only STEP] [--dry-run] [--json]
                                                     do the remaining steps in order, with the same
                                                     procedures as the console; stops at the first step
@@ -90,11 +92,29 @@ async def _status(args: argparse.Namespace, site: SiteConnection) -> int:
 
     target = load_target(args.input, site)
     checklist, _facts = await setup_status(site, target)
+    unreadable = unreadable_error(checklist)
+    if unreadable is not None:
+        # a step whose evidence could not be read is neither done nor to do: an error (exit 1)
+        if not args.json:
+            print(checklist_text(checklist))
+        print_error(unreadable, args.json, **checklist.as_json())
+        return EXIT_FAILED
     if args.json:
         emit_json({"ok": True, **checklist.as_json()})
     else:
         print(checklist_text(checklist))
     return EXIT_OK if checklist.complete else EXIT_FINDINGS
+
+
+def unreadable_error(checklist: SetupChecklist) -> SiteError | None:
+    """The error of a checklist some of whose steps could not be decided (None: every one was)."""
+    steps = checklist.unreadable
+    if not steps:
+        return None
+    why = "; ".join(checklist.notes) or "see the steps"
+    return SiteError(f"{len(steps)} step(s) could not be checked: {', '.join(s.title for s in steps)}",
+                     f"What could not be read: {why}. Nothing is assumed done; run `sitetk setup status` again once "
+                     "the site answers.")
 
 
 async def _ask_secrets(names: list[str]) -> dict[str, str]:

@@ -81,6 +81,9 @@ _GROUPS: dict[StepId, str] = {
 }
 
 STEP_ORDER: tuple[StepId, ...] = tuple(StepId)
+#: what a step whose evidence could not be read is blocked by: never done, and an error of the
+#: reading (`sitetk setup status` exits 1), not a step to do
+UNREADABLE = "unreadable source"
 
 
 @dataclass(frozen=True)
@@ -153,6 +156,11 @@ class SetupStep:
         """A mandatory step that is not done."""
         return self.mandatory and self.state is not StepState.DONE
 
+    @property
+    def unreadable(self) -> bool:
+        """Its evidence could not be read: neither done nor known to be undone."""
+        return self.state is StepState.BLOCKED and self.blocked_by == UNREADABLE
+
     def as_json(self) -> dict[str, Any]:
         return {"id": self.id.value, "group": self.group, "title": self.title, "state": self.state.value,
                 "mandatory": self.mandatory, "evidence": list(self.evidence), "action": self.action,
@@ -176,6 +184,11 @@ class SetupChecklist:
         return not any(step.outstanding for step in self.steps)
 
     @property
+    def unreadable(self) -> tuple[SetupStep, ...]:
+        """The steps whose evidence could not be read (the notes say why)."""
+        return tuple(step for step in self.steps if step.unreadable)
+
+    @property
     def next_step(self) -> SetupStep | None:
         """The first mandatory step that is not done (None when complete)."""
         return next((step for step in self.steps if step.outstanding), None)
@@ -193,4 +206,4 @@ class SetupChecklist:
     def as_json(self) -> dict[str, Any]:
         nxt = self.next_step
         return {"complete": self.complete, "next": nxt.id.value if nxt else None, "counts": self.counts(),
-                "notes": list(self.notes), "steps": [step.as_json() for step in self.steps]}
+                "unreadable": [step.id.value for step in self.unreadable], "notes": list(self.notes), "steps": [step.as_json() for step in self.steps]}

@@ -225,7 +225,7 @@ class SiteConnection:
         else:
             fix = "How to fix: check ONE_XMLRPC and ONE_AUTH."
         detail = "\n".join(part for part in (error.detail, self._tried(), f"{fix} {_INFO_HINT}") if part)
-        return SiteError(f"Cannot connect: {error.title}", detail, retryable=error.retryable, code=error.code)
+        return type(error)(f"Cannot connect: {error.title}", detail, retryable=error.retryable, code=error.code)
 
     async def use(self, settings: Settings) -> None:
         """Point at other settings (e.g. read again after the operator fixed a file); the clients

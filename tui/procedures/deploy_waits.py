@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from tui.domain.services import Service, ServiceRole
 from tui.domain.vms import VmDetail
-from tui.errors import SiteError
+from tui.errors import AuthenticationFailed, SiteError
 from tui.procedures.concurrent import gather
 from tui.procedures.hosts import db_vm_rows, host_rows
 
@@ -90,6 +90,8 @@ class RoleWait:
 async def _vm(site: "SiteConnection", vm_id: int) -> VmDetail | SiteError:
     try:
         return await site.cloud.vm_info(vm_id)
+    except AuthenticationFailed:
+        raise
     except SiteError as error:
         return error
 
@@ -154,6 +156,8 @@ async def _database_risks(site: "SiteConnection", vms: list[VmDetail]) -> dict[i
         return {}
     try:
         hosts = host_rows(await site.cloud.list_hosts(), known_good)
+    except AuthenticationFailed:
+        raise
     except SiteError:
         return {}
     rows = db_vm_rows(vms, hosts, naming, known_good)

@@ -21,7 +21,6 @@ of it and says so (`OFFLINE_NOTE`).
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -30,8 +29,9 @@ from tui.adapters.vault import VaultPassword, decrypt_text_async, is_vault_text
 from tui.domain.input_site import Outcome, SiteCheck, default_network_finding, failed, passed, same_vault_secret, skipped
 from tui.domain.severity import Severity
 from tui.domain.toolkit_inputs import Component, Problem, input_name
-from tui.errors import SiteError
+from tui.errors import AuthenticationFailed, SiteError
 from tui.procedures.audit import REDACTOR
+from tui.procedures.concurrent import gather
 from tui.procedures.site_repo import list_sites
 from tui.procedures.site_workspace import sites_repo, vault_password
 
@@ -83,6 +83,8 @@ async def check_cloud_user(site: "SiteConnection", name: str, username: str) -> 
         return skipped(name, checked, "no cloud user given")
     try:
         users = await site.cloud.list_users()
+    except AuthenticationFailed:
+        raise
     except SiteError as error:
         return skipped(name, checked, f"the users could not be read: {error.title}")
     found = next((u for u in users if u.name == username.strip()), None)
@@ -102,6 +104,8 @@ async def check_networks(site: "SiteConnection", form: "ToolkitForm", networks: 
         return []
     try:
         vnets = await site.cloud.list_vnets()
+    except AuthenticationFailed:
+        raise
     except SiteError as error:
         return [skipped(f"network:{s.name}", "the site's networks", f"the networks could not be read: {error.title}")
                 for s in specs]
@@ -205,7 +209,7 @@ async def check_inputs_on_site(site: "SiteConnection", form: "ToolkitForm", valu
     branch_name = _name(form, Component.MANAGER, "sites_branch")
     site_dir_name = _name(form, Component.MANAGER, "deployment_site")
     token_name = _name(form, Component.AUTOMATION, "sites_token")
-    user, nets, branch = await asyncio.gather(
+    user, nets, branch = await gather(
         check_cloud_user(site, user_name, values.get(user_name, "")),
         check_networks(site, form, networks),
         check_sites_branch(site, branch_name, values.get(branch_name, ""), values.get(site_dir_name, "")),

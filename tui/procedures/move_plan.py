@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from tui.domain.cpu import HOST_PASSTHROUGH, HostCpu, HostVerdictKind, cpu_model_update_text, host_verdict
 from tui.domain.hosts import Host
 from tui.domain.vms import ACTIVE, RUNNING, VmDetail, VmSummary
-from tui.errors import SiteError
+from tui.errors import AuthenticationFailed, SiteError
 from tui.procedures.hosts import DbVmRow, load_inventory, rank_targets
 from tui.procedures.move_journal import MoveJournal
 from tui.procedures.preview import Change, Preview
@@ -390,6 +390,8 @@ async def plan_flagged(site: "SiteConnection", *, hard: bool = False, journal: M
     for row in inventory.flagged:
         try:
             plan = await plan_move(site, row.id, hard=hard, journal=journal, hosts=hosts)
+        except AuthenticationFailed:
+            raise
         except SiteError as error:
             problems.append((row, error))
             continue

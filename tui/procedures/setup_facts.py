@@ -28,7 +28,7 @@ from tui.domain.setup_networks import Lease
 from tui.domain.system import SystemConfig
 from tui.domain.users import User
 from tui.domain.vms import VmSummary
-from tui.errors import SiteError
+from tui.errors import AuthenticationFailed, SiteError
 from tui.procedures.concurrent import gather
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -160,8 +160,12 @@ class SetupFacts:
 
 
 async def _guard(what: str, call: Awaitable[T], notes: list[str]) -> T | None:
+    """One source: a failure becomes a note and None (its steps say "could not be read"); a
+    refused session stops the whole reading (every other source would fail the same way)."""
     try:
         return await call
+    except AuthenticationFailed:
+        raise
     except SiteError as error:
         notes.append(f"{what}: {error.title}{f' ({error.detail.splitlines()[0]})' if error.detail else ''}")
         return None
@@ -230,7 +234,10 @@ async def _toolkit_images(site: "SiteConnection", templates: tuple[ServiceTempla
     return await _guard("toolkit images", images_of_service_template(site, templates[0].id), notes)
 
 
-async def _automation_key(site: "SiteConnection", service: Service | None) -> tuple[str | None, str]:
+async def _automation_key(site: "SiteConnection", service: Service | None,
+                          notes: list[str]) -> tuple[str | None, str]:
+    """The automation VM's published key ("" none yet, None not known) and what is wrong with what
+    it published; a VM that cannot be read is not known (a note), never a problem of the VM."""
     if service is None:
         return None, ""
     role = service.role(site.naming.role_automation)
@@ -238,10 +245,9 @@ async def _automation_key(site: "SiteConnection", service: Service | None) -> tu
         return "", ""
     from tui.domain.ssh_keys import SshKeyError, parse_public_key
 
-    try:
-        detail = await site.cloud.vm_info(role.vm_ids[0])
-    except SiteError as error:
-        return None, error.title
+    detail = await _guard(f"the automation VM {role.vm_ids[0]}", site.cloud.vm_info(role.vm_ids[0]), notes)
+    if detail is None:
+        return None, ""
     published = detail.user_template.get(site.naming.automation_key_attribute).strip()
     if not published:
         return "", ""
@@ -396,7 +402,7 @@ async def read_setup_facts(site: "SiteConnection", target: SetupTarget | None = 
     (leases, image_ids, key, inventory, form, repo) = await gather(
         _guard("leases of the default network", vnet_leases(cloud, default.id), notes) if default else _none(),
         _toolkit_images(site, templates, notes),
-        _automation_key(site, service),
+        _automation_key(site, service, notes),
         _inventory(site, service, notes),
         _form(site, templates, notes),
         _guard("sites repository", read_repo(site, target), notes),

@@ -239,7 +239,9 @@ def forwarded_step(facts: SetupFacts) -> SetupStep:
     if vnet is None or default_network_problems(vnet):
         return _blocked(StepId.FORWARDED, title, StepId.DEFAULT_NETWORK, "Fix the default network first.",
                         mandatory=False)
-    vm_ips = {vm.id: vm.ips for vm in facts.vms or ()}
+    if facts.vms is None:
+        return _unknown(StepId.FORWARDED, title, "the VMs (whose addresses take these)", mandatory=False)
+    vm_ips = {vm.id: vm.ips for vm in facts.vms}
     rows = forwarded_addresses(vnet, facts.leases or (), vm_ips)
     taken = [r for r in rows if r.taken]
     outside = [r for r in rows if not r.leasable]
@@ -289,10 +291,25 @@ def download_step(facts: SetupFacts) -> SetupStep:
         return _unknown(StepId.DOWNLOAD, title, "the service templates")
     app = toolkit_app(facts)
     if facts.toolkit_templates:
+        # its images are the evidence: a download is never done on images that could not be read
+        if facts.images is None:
+            return _unknown(StepId.DOWNLOAD, title, "the images")
+        if facts.toolkit_image_ids is None:
+            return _unknown(StepId.DOWNLOAD, title, "the toolkit's VM templates (which name its images)")
         template = facts.toolkit_templates[0]
         evidence = [f"service template {template.id} {template.name}"]
-        images = {i.id: i for i in facts.images or ()}
-        ids = facts.toolkit_image_ids or ()
+        images = {i.id: i for i in facts.images}
+        ids = facts.toolkit_image_ids
+        if not ids:
+            return _step(StepId.DOWNLOAD, title, StepState.FAILED, evidence + ["its VM templates name no image"],
+                         "Delete the incomplete download (its VM templates and service template) and download again.",
+                         command=_run(StepId.DOWNLOAD))
+        missing = [i for i in ids if i not in images]
+        if missing:
+            return _step(StepId.DOWNLOAD, title, StepState.FAILED,
+                         evidence + [f"image(s) {', '.join(map(str, missing))} of its VM templates do not exist"],
+                         "Delete the incomplete download (its VM templates and service template) and download again.",
+                         command=_run(StepId.DOWNLOAD))
         not_ready = [images[i] for i in ids if i in images and not images[i].usable]
         if not_ready:
             states = ", ".join(f"image {i.id} {i.status}" for i in not_ready)
@@ -312,9 +329,11 @@ def download_step(facts: SetupFacts) -> SetupStep:
 
 def tagged_step(facts: SetupFacts) -> SetupStep:
     title = "Toolkit images tagged"
-    if not facts.toolkit_image_ids:
+    if facts.toolkit_templates and (facts.toolkit_image_ids is None or facts.images is None):
+        return _unknown(StepId.TAGGED, title, "the toolkit's images")
+    if not facts.toolkit_image_ids or facts.images is None:
         return _blocked(StepId.TAGGED, title, StepId.DOWNLOAD, "Download the toolkit first.")
-    images = {i.id: i for i in facts.images or ()}
+    images = {i.id: i for i in facts.images}
     untagged = [i for i in facts.toolkit_image_ids if i not in images or not _tagged(images[i], facts)]
     attr = facts.naming.appliance_name_attribute
     if untagged:
@@ -347,6 +366,8 @@ def inputs_step(facts: SetupFacts) -> SetupStep:
     if not facts.target.input_path:
         return _step(StepId.INPUTS, title, StepState.TODO, ("no input file given",),
                      "Write the input file (`sitetk toolkit inputs --output FILE`), fill it, and pass it with --input.")
+    if facts.form is None and facts.toolkit_templates is None:
+        return _unknown(StepId.INPUTS, title, "the toolkit's service template (the inputs are checked against it)")
     if facts.form is None:
         return _step(StepId.INPUTS, title, StepState.BLOCKED, (f"input file {facts.target.input_path}",),
                      "The inputs are checked against the toolkit's service template: download the toolkit first.",
@@ -411,7 +432,9 @@ def grant_step(facts: SetupFacts) -> SetupStep:
     if not facts.automation_key:
         return _blocked(StepId.GRANT, title, StepId.RECORD, "The automation VM's key is not published yet.")
     name = facts.target.cloud_username
-    user = next((u for u in facts.users or () if u.name == name), None)
+    if facts.users is None:
+        return _unknown(StepId.GRANT, title, "the users")
+    user = next((u for u in facts.users if u.name == name), None)
     if user is None:
         return _blocked(StepId.GRANT, title, StepId.CLOUD_USER, f"No cloud user {name or '(not named)'}.")
     if user.has_key(facts.automation_key):
@@ -467,6 +490,8 @@ def _optional_step(facts: SetupFacts, step_id: StepId, title: str, name: str, de
                    written: Any, write: str) -> SetupStep:
     """An optional appliance: not deployed (how to), deployed and not written (how to write it:
     only when asked), written (done). `written(vm, config)` -> (done, evidence)."""
+    if facts.images is None or facts.vms is None:
+        return _unknown(step_id, title, "the images and VMs", mandatory=False)
     vm, found = _appliance_vm(facts, name)
     if vm is None:
         return _step(step_id, title, StepState.OPTIONAL, (found,), deploy, mandatory=False)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from tui.domain.setup_steps import SetupStep, StepFound, StepId, StepState
+from tui.domain.setup_steps import UNREADABLE, SetupStep, StepFound, StepId, StepState
 
 
 def run_command(step: StepId) -> str:
@@ -28,5 +28,5 @@ def blocked(step_id: StepId, title: str, by: StepId | str, why: str, evidence: S
 
 def unknown(step_id: StepId, title: str, what: str, *, mandatory: bool = True) -> SetupStep:
     """A step whose source could not be read: blocked by that, never assumed done."""
-    return blocked(step_id, title, "unreadable source", f"{what} could not be read: see the notes, then refresh",
+    return blocked(step_id, title, UNREADABLE, f"{what} could not be read: see the notes, then refresh",
                    mandatory=mandatory)

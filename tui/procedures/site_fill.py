@@ -40,7 +40,7 @@ from tui.domain.site_config import SiteConfig
 from tui.domain.site_fill import CloudFacts, FillChange, InstalledAppliance, as_edits, fill_changes
 from tui.domain.site_record import SiteRecord
 from tui.domain.vmtemplates import VmTemplate
-from tui.errors import SiteError
+from tui.errors import AuthenticationFailed, SiteError
 from tui.procedures.attach_attributes import role_template_ids
 from tui.procedures.concurrent import gather
 from tui.procedures.marketplace import MarketCatalog, load_catalog
@@ -119,7 +119,7 @@ async def _objectstore_address(site: "SiteConnection", deployment: Deployment) -
         try:
             detail = await site.cloud.vm_info(vm_id)
         except SiteError as error:
-            if error.retryable:
+            if error.retryable or isinstance(error, AuthenticationFailed):
                 raise
             continue
         ips = [ip for ip in detail.summary.ips if ip]
@@ -232,6 +232,8 @@ async def _guard(what: str, call: Any, notes: list[str]) -> Any:
     """Run one read; a non-retryable failure becomes a note and None."""
     try:
         return await call
+    except AuthenticationFailed:
+        raise  # the session is refused: every other read would be too
     except SiteError as error:
         notes.append(f"{what}: {error.title}")
         return None

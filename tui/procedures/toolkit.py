@@ -63,7 +63,7 @@ from tui.domain.toolkit_inputs import (
     validate_inputs,
 )
 from tui.domain.vms import VmDetail
-from tui.errors import SiteError
+from tui.errors import AuthenticationFailed, SiteError
 from tui.procedures.concurrent import gather
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -260,6 +260,8 @@ async def toolkit_version(site: "SiteConnection", template: ServiceTemplate) -> 
         if not vm_template.image_ids:
             return ""
         image = await site.cloud.image_info(vm_template.image_ids[0])
+    except AuthenticationFailed:
+        raise
     except SiteError:
         return ""
     tag = installed_version_from_image_template(image.attributes, site.naming)
@@ -318,7 +320,7 @@ async def _vm_or_none(site: "SiteConnection", vm_id: int) -> VmDetail | None:
     try:
         return await site.cloud.vm_info(vm_id)
     except SiteError as error:
-        if error.retryable:
+        if error.retryable or isinstance(error, AuthenticationFailed):
             raise
         return None
 
