@@ -5,7 +5,9 @@ same working clone take the same lock file; the second waits (polling, so the wa
 up to its deadline, then fails with `LockBusy`, which names the holder (pid, command, since when)
 as the holder wrote it into the lock file. The kernel drops the lock when the holder's process
 ends, however it ends (signal, crash), so a lock is never left behind; the lock file itself stays
-(it holds nothing but the last holder's description).
+(it holds nothing but the last holder's description, emptied on a normal release: a description
+found in it by the next holder is what a killed holder left, which `hold(..., left=[])` reports). `probe` tells whether a
+lock is held without taking it.
 
 Nested holds of the same lock file by one task are allowed (a submit that also edits): the held
 lock files travel in a context variable, so another asyncio task of the same process still waits.
@@ -81,6 +83,24 @@ def read_holder(lock_file: Path) -> Holder:
     return Holder(pid if isinstance(pid, int) else None, str(data.get("command", ""))[:200], str(data.get("since", ""))[:40])
 
 
+def probe(lock_file: Path) -> Holder | None:
+    """Whether `lock_file` is held right now, without taking it for more than an instant and
+    without writing: None when free (or missing), else the holder as it described itself."""
+    try:
+        fd = os.open(lock_file, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return read_holder(Path(lock_file))
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
 def _describe_self(fd: int) -> None:
     text = json.dumps({"pid": os.getpid(), "command": own_command(),
                        "since": time.strftime("%H:%M:%S UTC", time.gmtime())}).encode()
@@ -88,10 +108,24 @@ def _describe_self(fd: int) -> None:
     os.pwrite(fd, text, 0)
 
 
+def _left_in(fd: int, lock_file: Path) -> Holder | None:
+    """What the previous holder left in the lock file we now hold: a holder that ended normally
+    emptied it, so a description still there is one that ended without (SIGKILL, an out-of-memory
+    kill, a power cut); the kernel released its lock."""
+    try:
+        if os.fstat(fd).st_size == 0:
+            return None
+    except OSError:
+        return None
+    holder = read_holder(lock_file)
+    return holder if holder.pid is not None and holder.pid != os.getpid() else None
+
+
 @asynccontextmanager
-async def hold(lock_file: Path, timeout: float) -> AsyncIterator[None]:
+async def hold(lock_file: Path, timeout: float, *, left: list[Holder] | None = None) -> AsyncIterator[None]:
     """Hold the exclusive lock on `lock_file` (created 0600 if missing) for the block; wait up to
-    `timeout` seconds for it, then raise `LockBusy`. OSError when the lock file cannot be opened."""
+    `timeout` seconds for it, then raise `LockBusy`. OSError when the lock file cannot be opened.
+    `left` receives the holder a killed process left in the file (read once the lock is ours)."""
     key = str(Path(lock_file).absolute())
     held = _HELD.get()
     if key in held:
@@ -109,6 +143,8 @@ async def hold(lock_file: Path, timeout: float) -> AsyncIterator[None]:
                 if waited >= timeout:
                     raise LockBusy(Path(lock_file), read_holder(Path(lock_file)), waited) from None
                 await asyncio.sleep(_POLL_S)
+        if left is not None and (stale := _left_in(fd, Path(lock_file))) is not None:
+            left.append(stale)
         _describe_self(fd)
         token = _HELD.set(held | {key})
         try:

@@ -22,6 +22,7 @@ from tui.domain.vms import ACTIVE, RUNNING, VmDetail, VmSummary
 from tui.errors import AuthenticationFailed, SiteError
 from tui.procedures.hosts import DbVmRow, load_inventory, rank_targets
 from tui.procedures.move_journal import MoveJournal
+from tui.procedures.move_lock import busy_moving
 from tui.procedures.preview import Change, Preview
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -237,6 +238,7 @@ async def plan_move(site: "SiteConnection", vm_id: int, host_id: int | None = No
     settings = site.settings
     vm = await site.cloud.vm_info(vm_id)
     _check_vm(vm)
+    busy_moving(site, vm.id, f"VM {vm.id} {vm.name}")
     if hosts is None:
         hosts = await site.cloud.list_hosts()
     origin_id, origin_name, origin_model = _origin(vm, journal or MoveJournal.of(settings))
@@ -351,6 +353,7 @@ async def plan_redeploy(site: "SiteConnection", vm_id: int, host_id: int, cpu_mo
     """
     vm = await site.cloud.vm_info(vm_id)
     _check_vm(vm)
+    busy_moving(site, vm.id, f"VM {vm.id} {vm.name}")
     hosts = await site.cloud.list_hosts()
     target = _host_by_id(hosts, host_id)
     unavailable = target.unavailable

@@ -24,7 +24,10 @@ session's SIGHUP, the console's Cancel) stops between two platform calls, never 
 one: `MoveCancelled` names the step, the VM's state read at that moment and the two commands
 (finish the move, or put the VM back). Before its first change a move writes the VM's origin to
 the move journal (`tui.procedures.move_journal`) and clears it once the VM runs where it was sent,
-so a VM is never left undeployed without a record of where it belongs, even after SIGKILL.
+so a VM is never left undeployed without a record of where it belongs, even after SIGKILL. A
+move holds the VM's move lock (`tui.procedures.move_lock`) from before that first change to its
+end: a second move of the same VM is refused at once (`MoveBusy`, naming the holder), and a lock
+a killed move left is reported as stale and taken over.
 
 Audit: a `MoveLedger` keeps, VM by VM, every change (undeploy, CPU model, READY reset, deploy,
 recover), the steps done or skipped and where a move stopped with the VM's state read then (a hard
@@ -53,6 +56,7 @@ from tui.domain.template_text import render_template
 from tui.domain.vms import ACTIVE, LCM_STATES, VmDetail
 from tui.errors import SiteError
 from tui.procedures.move_journal import MoveJournal, MoveOrigin
+from tui.procedures.move_lock import MoveLock
 from tui.procedures.move_plan import (
     DEFAULT_TIMEOUTS,
     DEPLOYABLE,
@@ -270,6 +274,19 @@ async def move_vm(site: "SiteConnection", plan: MovePlan, *, timeouts: MoveTimeo
     record."""
     journal = journal if journal is not None else MoveJournal.of(site.settings)
     ledger = ledger if ledger is not None else MoveLedger()
+    lock = MoveLock(site, plan.vm_id, plan.label)
+    await lock.acquire()  # MoveBusy: another process moves this VM; nothing changed
+    try:
+        async for event in _locked(site, plan, lock, timeouts, cancel, journal, ledger, _offset, _total):
+            yield event
+    finally:
+        await lock.release()
+
+
+async def _locked(site: "SiteConnection", plan: MovePlan, lock: MoveLock, timeouts: MoveTimeouts,
+                  cancel: asyncio.Event | None, journal: MoveJournal, ledger: MoveLedger, _offset: int,
+                  _total: int | None) -> AsyncIterator[Progress]:
+    """`move_vm` once it holds the VM's move lock."""
     steps = plan.steps
     details = _details(plan)
     journal.begin(MoveOrigin(plan.vm_id, plan.origin_host_id, plan.origin_host_name, plan.origin_cpu_model,
@@ -277,6 +294,10 @@ async def move_vm(site: "SiteConnection", plan: MovePlan, *, timeouts: MoveTimeo
     entry = ledger.start({**details, "redeploy": plan.redeploy, "resume": move_command(plan),
                           "put_back": redeploy_command(plan)})
     run = _Run(site, plan, timeouts, _offset, _total if _total is not None else len(steps), entry, cancel)
+    if lock.stale is not None:
+        entry["stale_lock"] = lock.stale_text()
+        yield Progress(steps[0], _offset, run.total, lock.stale_text(), "running",
+                       {"vm_id": plan.vm_id, "stale_lock": lock.stale.describe()})
     try:
         async for event in _steps(run):
             if event.state in ("done", "skipped"):
