@@ -10,6 +10,7 @@ import asyncio
 import json
 import socket
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -100,8 +101,9 @@ def test_the_input_skeleton_gets_the_endpoints_without_credentials(
     captured = capsys.readouterr()
     assert PASSWORD not in captured.out + captured.err and FLOW_PASSWORD not in captured.out + captured.err
     values = load_input_file(captured.out).value_map()
-    assert values["app_automation_cloud_endpoint"] == server.xmlrpc_url
-    assert values["app_automation_cloud_flow_endpoint"] == server.flow_url
+    # as the VMs reach the frontend (the console's loopback host becomes the gate's), no credentials
+    assert values["app_automation_cloud_endpoint"] == f"http://10.11.28.1:{urlsplit(server.xmlrpc_url).port}/RPC2"
+    assert values["app_automation_cloud_flow_endpoint"] == f"http://10.11.28.1:{urlsplit(server.flow_url).port}"
 
 
 def test_the_site_record_never_holds_endpoint_credentials(tmp_path: Any) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from tui.domain.naming import DEFAULT_NAMING
 from tui.domain.toolkit_inputs import form_fields
+from tui.sim.scenarios import AUTOMATION_PASSWORD
 
 BRANCH = "trial-site"
 
@@ -37,6 +38,8 @@ def input_values(branch: str = BRANCH) -> dict[str, str]:
         naming.input_name(f"{t}_user"): "tsadmin",
         naming.input_name(f"{t}_org"): "site",
         naming.input_name(f"{t}_bucket"): "trials",
+        # the embedded site's tkauto: the setup logs in with it (a wrong one stops the cloud-user step)
+        naming.input_name(f"{a}_cloud_password"): AUTOMATION_PASSWORD,
     })
     return values
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from tui.screens.setup import SetupScreen
 from tui.screens.toolkit_files import InputFileModal
 from tui.screenshots import frozen_clock, wait_for, wait_for_screen
 from tui.settings import Settings
+from tui.sim.repos import SIM_VAULT_PASSWORD
 from tui.sim.server import SimServer
 from widgets.confirm_modal import ConfirmModal
 from widgets.help_screen import HelpScreen
@@ -50,6 +52,10 @@ async def test_keys_only_from_a_fresh_site_to_set_up(sim_factory, tmp_path: Path
     server: SimServer = sim_factory()
     inputs = tmp_path / "inputs.json"
     values = write_inputs(inputs)
+    # the console's vault password file (the demo's) is the site's secret: the token must be it
+    data = json.loads(inputs.read_text())
+    data["custom_attrs_values"]["app_automation_sites_token"] = values["app_automation_sites_token"] = SIM_VAULT_PASSWORD
+    inputs.write_text(json.dumps(data))
     app = setup_app(server, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         screen = await front_door(pilot)

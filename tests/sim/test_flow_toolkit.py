@@ -35,8 +35,9 @@ def test_deployed_toolkit_runs_except_the_manager(
     values = body[values_key]
     assert len(values) == 23 and all(isinstance(v, str) for v in values.values())
     assert values[naming.input_name(f"{naming.role_objectstore}_tls_cert")] == ""
-    assert values[naming.input_name(f"{naming.role_automation}_cloud_flow_endpoint")] == sim.flow_url
-    assert values[naming.input_name(f"{naming.role_automation}_cloud_endpoint")] == sim.xmlrpc_url
+    # the frontend as the VMs reach it (the gate's host) on the platform's ports, not the console's loopback
+    assert values[naming.input_name(f"{naming.role_automation}_cloud_flow_endpoint")] == "http://10.11.28.1:2474"
+    assert values[naming.input_name(f"{naming.role_automation}_cloud_endpoint")] == "http://10.11.28.1:2633/RPC2"
 
     site = sim.site
     with site.lock:

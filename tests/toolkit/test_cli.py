@@ -17,13 +17,14 @@ from tests.toolkit.conftest import compatible_hosts_only, download_toolkit, sett
 from tui.__main__ import main
 from tui.domain.input_file import load_input_file, render_input_file
 from tui.procedures.connection import SiteConnection
+from tui.sim.scenarios import AUTOMATION_PASSWORD
 from tui.sim.server import SimServer
 
 SECRETS = {
     "app_objectstore_root_password": "Obj-secret-81x",
     "app_automation_password": "Aut-secret-22y",
     "app_automation_sites_token": "Tok-secret-93z",
-    "app_automation_cloud_password": "Cld-secret-44w",
+    "app_automation_cloud_password": AUTOMATION_PASSWORD,  # the embedded site's tkauto: the login is checked
     "app_manager_admin_password": "Mgr-secret-55v",
     "app_timeseries_password": "Tsd-secret-66u",
     "app_timeseries_token": "Tst-secret-77t",
@@ -82,7 +83,9 @@ def test_inputs_prints_a_skeleton_and_writes_it_private(frontend: SimServer, cap
     file = load_input_file(text)
     assert file.name == "Site Toolkit v0.5.0" and file.networks == (("Public", "0"),)
     values = file.value_map()
-    assert len(values) == 23 and values["app_automation_cloud_endpoint"] == frontend.xmlrpc_url
+    port = frontend.xmlrpc_url.rsplit(":", 1)[1].split("/")[0]
+    assert len(values) == 23 and values["app_automation_cloud_endpoint"] == f"http://10.11.28.1:{port}/RPC2"
+    assert values["app_automation_cloud_username"] == ""  # never the console's own user
     assert all(values[name] == "" for name in SECRETS)
     target = tmp_path / "inputs.json"
     code, _, _ = run(capsys, "toolkit", "inputs", "--output", str(target))

@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import stat
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -39,18 +40,32 @@ async def test_form_is_generated_from_the_template_and_prefilled(toolkit_site: T
     assert [group for group, _ in form.groups()] == ["Object store", "Automation server", "Trial-network manager",
                                                     "Time-series database"]
     values = form.values
-    assert values["app_automation_cloud_endpoint"] == server.xmlrpc_url
-    assert values["app_automation_cloud_flow_endpoint"] == server.flow_url
-    assert values["app_automation_cloud_username"] == "oneadmin"  # the console's own user
+    # the console talks to the embedded site over loopback: the form offers the endpoints as the VMs
+    # reach the frontend (the host of ONEGATE_ENDPOINT, 10.11.28.1), on the platform's ports
+    rpc_port, flow_port = urlsplit(server.xmlrpc_url).port, urlsplit(server.flow_url).port
+    assert urlsplit(server.xmlrpc_url).hostname == "127.0.0.1"
+    assert form.frontend_host == "10.11.28.1"
+    assert values["app_automation_cloud_endpoint"] == f"http://10.11.28.1:{rpc_port}/RPC2"
+    assert values["app_automation_cloud_flow_endpoint"] == f"http://10.11.28.1:{flow_port}"
+    assert values["app_automation_cloud_username"] == ""  # never the console's own user (oneadmin)
     assert values["app_automation_cloud_insecure"] == "YES"
     assert all(values[name] == "" for name in form.secrets)
     assert form.suggested_name == "Site Toolkit v0.5.0"
     assert form.network_defaults == {"Public": "0"}  # the site's only bridged network, the OAM /24
     assert [c.name for c in form.choices] == ["oam", "trial-vxlan"]
-    # the console's loopback endpoints are flagged: the automation VM would reach itself
-    problems = form.problems(form.suggested_name, values, {"Public": "0"})
-    warnings = {p.name for p in problems if p.severity is Severity.WARNING}
-    assert "app_automation_cloud_endpoint" in warnings
+    assert not [p for p in form.problems(form.suggested_name, values, {"Public": "0"})
+                if p.name.startswith("app_automation_cloud_") and p.name.endswith("endpoint")]
+    # loopback endpoints are errors: the automation VM would reach itself; the fix names the address
+    for name, url in (("app_automation_cloud_endpoint", server.xmlrpc_url),
+                      ("app_automation_cloud_flow_endpoint", "http://localhost:2474")):
+        problems = form.problems(form.suggested_name, {**values, name: url}, {"Public": "0"})
+        found = [p for p in problems if p.name == name]
+        assert [p.severity for p in found] == [Severity.ERROR], found
+        suggested = f"http://10.11.28.1:{urlsplit(url).port}" + ("/RPC2" if url.endswith("/RPC2") else "")
+        assert "loopback address of the frontend" in found[0].message and f"use {suggested} " in found[0].message
+    skeleton = form.skeleton().value_map()
+    assert skeleton["app_automation_cloud_endpoint"] == f"http://10.11.28.1:{rpc_port}/RPC2"
+    assert skeleton["app_automation_cloud_username"] == ""
     # a control character in the service name: refused (the platform's XML answers could not carry it)
     escaped = [p for p in form.problems("tk\x1b[2J", values, {"Public": "0"}) if p.name == "name"]
     assert [p.severity for p in escaped] == [Severity.ERROR] and "U+001B" in escaped[0].message

@@ -26,6 +26,7 @@ from tui.procedures.deploy_waits import explain_roles, format_elapsed
 from tui.procedures.instantiate_toolkit import follow_deployment
 from tui.procedures.toolkit import record_for_service
 from tui.settings import Settings
+from tui.sim.scenarios import AUTOMATION_PASSWORD
 from tui.sim.server import SimServer
 
 WESTMERE = 2
@@ -91,7 +92,9 @@ def test_the_cli_prints_why_and_the_move_command(deployed: SimServer, monkeypatc
         if name.endswith(("password", "_token")):
             values[name] = "S3cret-value-long-enough-1"
     values.update({"app_objectstore_hostname": "localhost,minio-*.example.net", "app_manager_sites_branch": "demo-site",
-                   "app_manager_deployment_site": "demo-site", "app_automation_cloud_username": "tkauto"})
+                   "app_manager_deployment_site": "demo-site", "app_automation_cloud_username": "tkauto",
+                   "app_automation_cloud_password": AUTOMATION_PASSWORD})
+    file["name"] = "Site Toolkit second"  # beside the scenario's toolkit: asked for by its name (--another)
     path = tmp_path / "inputs.json"
     path.write_text(json.dumps(file))
     path.chmod(0o600)
@@ -100,7 +103,7 @@ def test_the_cli_prints_why_and_the_move_command(deployed: SimServer, monkeypatc
             if host.id not in (WESTMERE,):
                 host.state = 4
     code = main(["toolkit", "deploy", "--input", str(path), "--wait", "--yes", "--timeout", "20", "--poll", "0.05",
-                 "--heartbeat", "0.5"])
+                 "--heartbeat", "0.5", "--another", "Site Toolkit second"])
     err = capsys.readouterr().err
     assert code == EXIT_FAILED
     assert "role manager" in err and "waits for its VMs to run and report READY=YES" in err

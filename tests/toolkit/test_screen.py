@@ -68,8 +68,9 @@ async def test_the_form_has_every_input_grouped_prefilled_and_an_extra_one(toolk
         assert groups == ["Service instance", "Object store", "Automation server", "Trial-network manager",
                           "Time-series database", "Other"]
         assert screen.fields["name"].value == "Site Toolkit v0.6.0"
-        assert screen.fields["app_automation_cloud_endpoint"].value == server.xmlrpc_url
-        assert screen.fields["app_automation_cloud_username"].value == "oneadmin"
+        port = server.xmlrpc_url.rsplit(":", 1)[1].split("/")[0]  # the platform's port, the VMs' address
+        assert screen.fields["app_automation_cloud_endpoint"].value == f"http://10.11.28.1:{port}/RPC2"
+        assert screen.fields["app_automation_cloud_username"].value == ""  # not the console's oneadmin
         assert screen.query_one("#in-network_3a_Public", Select).value == "0"
         secret = screen.fields["app_automation_password"].query_one(SecretInput)
         assert secret.input.password is True

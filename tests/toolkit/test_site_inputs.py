@@ -30,6 +30,7 @@ from tui.sim.repos import EXISTING_SITE, SIM_VAULT_PASSWORD
 from tui.sim.server import SimServer
 
 TOKEN = "app_automation_sites_token"
+PASSWORD = "app_automation_cloud_password"
 VXLAN_NETWORK = "1"
 
 
@@ -94,7 +95,7 @@ def test_the_templates_own_host_pattern_passes_and_every_site_check_runs(
     code, data, _ = _run(capsys, "toolkit", "validate", str(good), "--json")
     assert code == 0 and data["ok"], data["problems"]
     outcomes = {c["name"]: c["outcome"] for c in data["site_checks"]}
-    assert outcomes == {"app_automation_cloud_username": "passed", "network:Public": "passed",
+    assert outcomes == {"app_automation_cloud_username": "passed", PASSWORD: "skipped", "network:Public": "passed",
                         "app_manager_sites_branch": "passed", TOKEN: "passed"}
     token = next(c for c in data["site_checks"] if c["name"] == TOKEN)
     assert "decrypts demo-site:demo-site/core.yaml" in token["found"] and "equals the vault password" in token["found"]
@@ -119,6 +120,35 @@ def test_a_missing_cloud_user_and_the_vxlan_network_are_errors(
     assert code == 2 and "nothing was created" in err
     with frontend.site.lock:
         assert not [doc for doc in frontend.site.documents.values() if doc.type == 100]  # no service
+
+
+def test_the_cloud_users_password_must_log_in(frontend: SimServer, capsys: pytest.CaptureFixture[str],
+                                               tmp_path: Path) -> None:
+    """A wrong app_automation_cloud_password is an error of validate (and deploy refuses it): the
+    platform refuses the login the automation server would make; the right one logs in. Neither
+    value is ever shown."""
+    from tui.procedures.audit import REDACTOR
+
+    with frontend.site.lock:
+        right = next(u for u in frontend.site.users.values() if u.name == "tkauto").password
+    wrong = "Not-tkautos-password-7"
+    bad = _inputs(frontend, tmp_path / "login.json", capsys, **{PASSWORD: wrong})
+    code, data, err = _run(capsys, "toolkit", "validate", str(bad), "--json")
+    assert code == 3 and not data["ok"]
+    assert "refused the login of tkauto" in _errors(data)[PASSWORD] and "oneuser passwd tkauto" in _errors(data)[PASSWORD]
+    code, text, err2 = _run(capsys, "toolkit", "validate", str(bad))
+    assert code == 3 and PASSWORD in text
+    code, dry, err3 = _run(capsys, "toolkit", "deploy", "--input", str(bad), "--dry-run", "--json")
+    assert code == 2 and "refused the login" in dry["error"]["detail"]
+    for output in (json.dumps(data), err, text, err2, json.dumps(dry), err3):
+        assert wrong not in output and right not in output
+    good = _inputs(frontend, tmp_path / "login-ok.json", capsys, **{PASSWORD: right})
+    code, data, _ = _run(capsys, "toolkit", "validate", str(good), "--json")
+    assert code == 0, data["problems"]
+    login = next(c for c in data["site_checks"] if c["name"] == PASSWORD)
+    assert login["outcome"] == "passed" and "tkauto logged in" in login["found"]
+    assert "one.user.info -1" in login["checked"]
+    assert right not in REDACTOR.redact(f"x {right} y")  # registered: no record or log can hold it
 
 
 def test_a_sites_token_that_is_not_the_vault_password_names_both_and_neither_value(

@@ -3,7 +3,7 @@
     sitetk toolkit inputs [--template ID] [--output FILE]     a skeleton input file from the template
     sitetk toolkit validate FILE [--template ID | --offline]  check an input file against the site (exit 3 on
                                                              errors); --offline: its shape only
-    sitetk toolkit deploy --input FILE [--template ID] [--wait] [--yes] [--dry-run]
+    sitetk toolkit deploy --input FILE [--template ID] [--wait] [--yes] [--dry-run] [--another NAME]
                                                              instantiate (operation 3), follow, record (4)
     sitetk toolkit vms [--service ID]                         the recorded VMs, read back live
     sitetk toolkit key [--service ID] [--wait S] [--grant [--user NAME]] [--yes] [--dry-run]
@@ -65,6 +65,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--heartbeat", type=non_negative_seconds, default=DEFAULT_HEARTBEAT, metavar="SECONDS",
                    help=f"while waiting, say every SECONDS what each role waits for and why (default "
                         f"{DEFAULT_HEARTBEAT:g})")
+    p.add_argument("--another", metavar="NAME",
+                   help="deploy a second toolkit beside a live one made from other inputs; NAME is the input file's "
+                        "service name (refused without it, and for a name a live service has)")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     p.add_argument("--dry-run", action="store_true", help="print the preview and change nothing")
     p.add_argument("--json", action="store_true", help="print JSON")

@@ -13,15 +13,15 @@ import argparse
 import getpass
 import sys
 
-from tui.cli.common import EXIT_USAGE, UsageError, emit_json
+from tui.cli.common import EXIT_USAGE, UsageError, emit_json, print_error
 from tui.cli.runner import run_cli
 from tui.cli.toolkit_inputs import print_problems, problem_json, read_inputs, toolkit_form
 from tui.domain.site_record import SiteRecord
-from tui.domain.toolkit_inputs import Component, input_name
 from tui.procedures.connection import SiteConnection
 from tui.procedures.deploy_operation import Deployed, DeployToolkit
 from tui.procedures.input_site_checks import SiteCheckReport, check_inputs_on_site
 from tui.procedures.instantiate_toolkit import DeployPlan, InvalidInputs, plan_deploy
+from tui.procedures.own_service import SecondToolkitRefused
 from tui.procedures.toolkit import ToolkitForm
 
 #: what stands for a secret that is asked only when the deployment runs (previews, dry runs)
@@ -59,11 +59,14 @@ async def deploy_command(args: argparse.Namespace, site: SiteConnection) -> int:
         return _site_refusal(report, args.json, str(loaded.path))
     operation = DeployToolkit(form, loaded.file, {name: ASKED_LATER for name in missing}, str(loaded.path),
                               wait=args.wait, timeout=args.timeout, key_timeout=args.key_timeout,
-                              poll_interval=args.poll, heartbeat=args.heartbeat)
+                              poll_interval=args.poll, heartbeat=args.heartbeat, another=args.another)
     try:
         plan = await operation.plan(site)
     except InvalidInputs as error:
         return _invalid(error, args.json, str(loaded.path))
+    except SecondToolkitRefused as error:
+        print_error(error, args.json)
+        return EXIT_USAGE
 
     async def with_secrets(plan: DeployPlan) -> DeployPlan:
         """The secrets asked now that the deployment runs; the vault token asked is checked too."""
@@ -72,7 +75,7 @@ async def deploy_command(args: argparse.Namespace, site: SiteConnection) -> int:
             asked = plan_deploy(form, loaded.file, extra)
         except InvalidInputs as error:
             raise UsageError(f"{error.title}: " + "; ".join(f"{p.name}: {p.message}" for p in error.problems)) from None
-        if input_name(form.naming, Component.AUTOMATION, "sites_token") in extra:
+        if extra:  # the asked secrets get the site checks too (the vault token, the cloud user's login)
             checked = await check_inputs_on_site(site, form, {**values, **extra}, networks)
             if checked.errors:
                 raise UsageError(f"the inputs in {loaded.path} do not fit the site; nothing was created: "

@@ -62,3 +62,57 @@ def endpoint_secrets(*urls: str) -> tuple[str, ...]:
         if password:
             secrets.append(password)
     return tuple(s for s in secrets if s)
+
+
+# -- the address the VMs reach the frontend at ------------------------------------------------
+
+
+def is_loopback_host(host: str) -> bool:
+    """`localhost` (and `*.localhost`) or a loopback address (127.0.0.0/8, ::1)."""
+    import ipaddress
+
+    name = host.strip().strip("[]").lower()
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def url_host(url: str) -> str:
+    """The host of `url` ("" when it has none or is not a URL)."""
+    try:
+        return urlsplit(url.strip()).hostname or ""
+    except ValueError:
+        return ""
+
+
+def frontend_host(gate_endpoint: str) -> str:
+    """The address VMs reach the frontend at: the host of the platform's ONEGATE_ENDPOINT (the
+    gate runs on the frontend and VMs report to it), "" when it is unset or loopback itself."""
+    host = url_host(gate_endpoint)
+    return "" if not host or is_loopback_host(host) else host
+
+
+def with_host(url: str, host: str) -> str:
+    """`url` with its host replaced by `host` (port, path and scheme kept; credentials dropped)."""
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return ""
+    if not parts.scheme or not parts.hostname:
+        return ""
+    shown = f"[{host}]" if ":" in host else host
+    return urlunsplit(parts._replace(netloc=f"{shown}:{port}" if port else shown))
+
+
+def vm_facing(url: str, host: str) -> str:
+    """`url` as the VMs would use it: unchanged when its host is not loopback, with `host` (the
+    frontend's address on the default network) instead of a loopback one, "" when it is loopback
+    and `host` is unknown."""
+    bare = without_credentials(url.strip())
+    if not bare or not is_loopback_host(url_host(bare)):
+        return bare
+    return with_host(bare, host) if host else ""

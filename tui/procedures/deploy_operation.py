@@ -34,6 +34,7 @@ from tui.procedures.instantiate_toolkit import (
     plan_deploy,
 )
 from tui.procedures.operation import Confirmation, Operation, RunContext
+from tui.procedures.own_service import SecondToolkitRefused, live_toolkits, same_request, second_toolkit_refusal
 from tui.procedures.preview import Preview
 from tui.procedures.progress import Progress
 from tui.procedures.site_record import load_site_record
@@ -73,13 +74,25 @@ class DeployToolkit(Operation[DeployPlan, Deployed]):
     key_timeout: float = DEFAULT_KEY_TIMEOUT
     poll_interval: float = DEFAULT_POLL_INTERVAL
     heartbeat: float = DEFAULT_HEARTBEAT
+    #: a second toolkit beside a live one is deployed only when asked for by its name (the file's)
+    another: str | None = None
 
     title: ClassVar[str] = "Deploy the toolkit"
     refusal: ClassVar[str] = "deploying is a change to the cloud"
     action: ClassVar[str] = "toolkit.instantiate"
 
     async def plan(self, site: "SiteConnection") -> DeployPlan:
-        return plan_deploy(self.form, self.file, self.extra_values)
+        plan = plan_deploy(self.form, self.file, self.extra_values)
+        services = await site.flow.list_services()
+        own = {s.id for s in services if same_request(s, plan)}
+        if not own:  # a re-run follows the service it made; anything else live is another toolkit
+            others = tuple(s for s in live_toolkits(services, site.naming) if s.id not in own)
+            values = {**self.file.value_map(), **self.extra_values}
+            refusal = second_toolkit_refusal(plan, others, values, site.naming, self.another)
+            if refusal is not None:
+                raise SecondToolkitRefused("A toolkit is already deployed" if self.another != plan.service_name
+                                           else "That name is taken by a live toolkit", refusal)
+        return plan
 
     def preview(self, plan: DeployPlan) -> Preview:
         return plan.preview(self.file_path) if self.file_path else plan.preview()

@@ -5,6 +5,11 @@
 or why it was skipped (a check never passes on what it could not read):
 
 - the cloud user (`app_automation_cloud_username`) exists in the cloud (`one.userpool.info`);
+- its password (`app_automation_cloud_password`) authenticates: a read-only login with that
+  user's own session (`one.user.info -1`, the call `oneuser show` makes) on the console's
+  XML-RPC endpoint, so a password the platform refuses is found here and not inside the
+  automation server at the first trial network. The session goes in the XML-RPC body only (never
+  argv, a log or a URL) and the password is registered with the redactor;
 - each template network (`Public`) is the site's default network, the bridged OAM /24, not the
   VXLAN trial network (`tui.domain.input_site.default_network_finding`);
 - the sites branch (`app_manager_sites_branch`) exists in the sites repository with
@@ -40,8 +45,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.toolkit import ToolkitForm
 
 #: what offline validation says instead of "valid"
-OFFLINE_NOTE = ("site checks skipped (offline): the cloud user, the default network, the sites branch and the vault "
-                "secret were not checked; run without --offline to check them against the site")
+OFFLINE_NOTE = ("site checks skipped (offline): the cloud user and its login, the default network, the sites branch "
+                "and the vault secret were not checked; run without --offline to check them against the site")
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,10 @@ class SiteCheckReport:
     @property
     def skipped(self) -> tuple[SiteCheck, ...]:
         return tuple(c for c in self.checks if c.outcome is Outcome.SKIPPED)
+
+    def check(self, name: str) -> SiteCheck | None:
+        """The check of input `name` (None when none ran for it)."""
+        return next((c for c in self.checks if c.name == name), None)
 
     @property
     def problems(self) -> tuple[Problem, ...]:
@@ -96,6 +105,41 @@ async def check_cloud_user(site: "SiteConnection", name: str, username: str) -> 
         return failed(name, checked, f"user {found.id} {found.name} exists but is disabled",
                       f"`oneuser enable {found.id}`")
     return passed(name, checked, f"user {found.id} {found.name} exists")
+
+
+async def check_cloud_login(site: "SiteConnection", name: str, username: str, password: str) -> SiteCheck:
+    """The automation cloud user's credentials authenticate: `one.user.info -1` with its own session
+    (read-only), on the console's XML-RPC endpoint of the same cloud."""
+    from tui.adapters.cloud import CloudClient
+
+    checked = "a read-only login with the user's own session (one.user.info -1, as `oneuser show`)"
+    user = username.strip()
+    if not password:
+        return skipped(name, checked, "not in the file: it is asked when a step needs it and checked then")
+    if not user:
+        return skipped(name, checked, "no cloud user given")
+    REDACTOR.register(password)
+    settings = site.settings
+    try:
+        client = CloudClient(settings.xmlrpc_url, f"{user}:{password}", settings.xmlrpc_timeout,
+                             verify_ssl=settings.ssl_verify, cert_dir=str(settings.cert_dir) if settings.cert_dir else None,
+                             max_workers=1)
+    except SiteError as error:
+        return skipped(name, checked, f"no client for the login: {error.title}")
+    try:
+        me = await client.whoami()
+    except AuthenticationFailed:  # the finding itself: the platform refused this user's login (not the console's)
+        return failed(name, checked, f"the platform refused the login of {user} with {name} (authentication "
+                      "failed): the automation server would fail the same way at its first trial network",
+                      f"give {user}'s password in {name}, or set it to this one (`oneuser passwd {user}`)")
+    except SiteError as error:
+        return skipped(name, checked, f"the login could not be tried: {error.title}")
+    finally:
+        await client.close()
+    if me.name != user:
+        return failed(name, checked, f"the login as {user} answered as user {me.id} {me.name}",
+                      f"check the cloud's authentication driver for {user}")
+    return passed(name, checked, f"{user} logged in (user {me.id}, group {me.gname})")
 
 
 async def check_networks(site: "SiteConnection", form: "ToolkitForm", networks: Mapping[str, str]) -> list[SiteCheck]:
@@ -206,6 +250,7 @@ async def check_inputs_on_site(site: "SiteConnection", form: "ToolkitForm", valu
     """Every check of the inputs against the site (see the module docstring); never raises for
     what it cannot read: that check is reported as skipped, with why."""
     user_name = _name(form, Component.AUTOMATION, "cloud_username")
+    password_name = _name(form, Component.AUTOMATION, "cloud_password")
     branch_name = _name(form, Component.MANAGER, "sites_branch")
     site_dir_name = _name(form, Component.MANAGER, "deployment_site")
     token_name = _name(form, Component.AUTOMATION, "sites_token")
@@ -214,5 +259,20 @@ async def check_inputs_on_site(site: "SiteConnection", form: "ToolkitForm", valu
         check_networks(site, form, networks),
         check_sites_branch(site, branch_name, values.get(branch_name, ""), values.get(site_dir_name, "")),
     )
+    if user.outcome is Outcome.PASSED:
+        login = await check_cloud_login(site, password_name, values.get(user_name, ""), values.get(password_name, ""))
+    else:
+        login = skipped(password_name, "a read-only login with the user's own session",
+                        "not tried: the cloud user " + ("is not given" if user.outcome is Outcome.SKIPPED
+                                                        else "does not exist or is disabled"))
     token = await check_sites_token(site, token_name, values.get(token_name, ""), branch, password)
-    return SiteCheckReport((user, *nets, branch.check, token))
+    return SiteCheckReport((user, login, *nets, branch.check, token))
+
+
+async def check_vault_secret(site: "SiteConnection", naming: Any, branch: str, site_dir: str, token: str,
+                             password: VaultPassword | None = None) -> SiteCheck:
+    """`app_automation_sites_token` (given in a file or asked) against the site's branch: the same
+    check as `check_inputs_on_site`'s, for a secret asked when a step needs it."""
+    name = naming.input_name(f"{naming.role_automation}_sites_token")
+    facts = await check_sites_branch(site, naming.input_name(f"{naming.role_manager}_sites_branch"), branch, site_dir)
+    return await check_sites_token(site, name, token, facts, password)

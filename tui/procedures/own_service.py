@@ -21,6 +21,7 @@ import json
 from typing import TYPE_CHECKING, Any, Mapping
 
 from tui.domain.services import Service
+from tui.errors import SiteError
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection
@@ -48,6 +49,43 @@ def same_request(service: Service, plan: "DeployPlan") -> bool:
     if networks and _canonical(list(service.networks_values)) != _canonical(list(networks)):
         return False
     return not plan.role_names or {role.name for role in service.roles} == set(plan.role_names)
+
+
+def live_toolkits(services: "tuple[Service, ...] | list[Service]", naming: Any) -> tuple[Service, ...]:
+    """The services not DONE that have the toolkit's roles (object store, automation, manager)."""
+    roles = {naming.role_objectstore, naming.role_automation, naming.role_manager}
+    return tuple(s for s in services if s.state_name not in _GONE and roles <= {r.name for r in s.roles})
+
+
+class SecondToolkitRefused(SiteError):
+    """A deployment refused because the site has a live toolkit made from other inputs."""
+
+
+def second_toolkit_refusal(plan: "DeployPlan", others: "tuple[Service, ...]", wanted: Mapping[str, str], naming: Any,
+                           another: str | None) -> str | None:
+    """Why deploying `plan` beside the live toolkits `others` (not made from its inputs) is refused
+    (None: it is not). A second toolkit is made only when asked for by name (`another` equal to
+    the plan's service name), and never under a name a live service already has."""
+    from tui.domain.deployed_inputs import input_differences
+
+    if not others:
+        return None
+    described = []
+    for service in others:
+        differences = input_differences(service.input_values, wanted, naming)
+        said = "; ".join(d.text() for d in differences) or "other values (secrets or other inputs)"
+        described.append(f"service {service.id} {service.name!r} ({service.state_name}), deployed with {said}")
+    listing = "\n".join(described)
+    same_name = [s for s in others if s.name == plan.service_name]
+    if another is not None and another == plan.service_name:
+        if same_name:
+            return (f"A live toolkit is already named {plan.service_name!r}:\n{listing}\nTwo services of one name "
+                    "cannot be told apart: give the second toolkit another name in the input file.")
+        return None
+    return (f"The site has a toolkit already, not deployed from this input file:\n{listing}\n"
+            "Nothing was created. Remove it first (`oneflow delete <id>`, its VMs go with it) to deploy from this "
+            "file, use the input file it was deployed with, or ask for a second toolkit by its name: "
+            f"--another {plan.service_name!r}.")
 
 
 async def find_own_services(site: "SiteConnection", plan: "DeployPlan") -> tuple[Service, ...]:

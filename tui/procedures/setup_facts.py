@@ -23,7 +23,7 @@ from tui.domain.images import ImageInfo
 from tui.domain.marketapps import MarketApp, Marketplace
 from tui.domain.naming import DEFAULT_NAMING, NamingProfile
 from tui.domain.networks import Vnet
-from tui.domain.services import SERVICE_DONE, Service, ServiceTemplate
+from tui.domain.services import Service, ServiceTemplate
 from tui.domain.setup_networks import Lease
 from tui.domain.system import SystemConfig
 from tui.domain.users import User
@@ -33,8 +33,10 @@ from tui.procedures.concurrent import gather
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.domain.components import ComponentDefinition
+    from tui.domain.input_site import SiteCheck
     from tui.procedures.connection import SiteConnection
     from tui.procedures.hosts import HostInventory
+    from tui.procedures.input_site_checks import SiteCheckReport
     from tui.procedures.site_verdict import SiteVerdict
     from tui.procedures.toolkit import ToolkitForm
 
@@ -120,6 +122,11 @@ class SetupFacts:
     repo: RepoFacts = RepoFacts()
     #: the whole check of `repo.core_plain` (the cloud and the component library), None: not run
     site_verdict: "SiteVerdict | None" = None
+    #: the input file's values checked against the site (`check_inputs_on_site`: the same checks
+    #: as the form and `sitetk toolkit validate`), None when there is no input file or no form
+    input_checks: "SiteCheckReport | None" = None
+    #: the automation cloud user's login with the file's password (None: not tried)
+    cloud_login: "SiteCheck | None" = None
     notes: tuple[str, ...] = ()
     naming: NamingProfile = DEFAULT_NAMING
 
@@ -212,11 +219,19 @@ def with_service_inputs(target: SetupTarget, service: Service | None, naming: An
     return replace(target, cloud_username=user, branch=branch, site_dir=site_dir, source=source)
 
 
-def toolkit_service(services: tuple[Service, ...], naming: Any) -> Service | None:
-    """The live toolkit deployment: the newest service not DONE with the toolkit's roles."""
-    roles = {naming.role_objectstore, naming.role_automation, naming.role_manager}
-    found = [s for s in services if s.state != SERVICE_DONE and roles <= {r.name for r in s.roles}]
-    return max(found, key=lambda s: (s.start_time, s.id)) if found else None
+def toolkit_service(services: tuple[Service, ...], naming: Any, wanted: Mapping[str, str] | None = None
+                    ) -> Service | None:
+    """The live toolkit deployment: the newest service not DONE with the toolkit's roles; with
+    `wanted` (an input file's values), the newest one deployed with them first."""
+    from tui.domain.deployed_inputs import input_differences
+    from tui.procedures.own_service import live_toolkits
+
+    found = sorted(live_toolkits(services, naming), key=lambda s: (s.start_time, s.id), reverse=True)
+    if wanted:
+        same = [s for s in found if not input_differences(s.input_values, wanted, naming)]
+        if same:
+            return same[0]
+    return found[0] if found else None
 
 
 async def toolkit_deployed(site: "SiteConnection") -> bool:
@@ -365,6 +380,25 @@ async def library_definitions(site: "SiteConnection") -> "dict[str, ComponentDef
         repo.close()
 
 
+async def _input_checks(site: "SiteConnection", target: SetupTarget, form: "ToolkitForm | None",
+                        users: tuple[User, ...] | None) -> "tuple[SiteCheckReport | None, SiteCheck | None]":
+    """The input file checked against the site (with the form: every check of
+    `check_inputs_on_site`), and the automation cloud user's login (also without the form, once the
+    user exists)."""
+    from tui.procedures.input_site_checks import check_cloud_login, check_inputs_on_site
+
+    naming = site.naming
+    password_name = naming.input_name(f"{naming.role_automation}_cloud_password")
+    if form is not None and target.input_path:
+        report = await check_inputs_on_site(site, form, target.values, dict(target.networks))
+        return report, report.check(password_name)
+    exists = any(u.name == target.cloud_username for u in users or ())
+    if not (target.input_path and target.cloud_username and exists):
+        return None, None
+    login = await check_cloud_login(site, password_name, target.cloud_username, target.values.get(password_name, ""))
+    return None, login
+
+
 async def read_setup_facts(site: "SiteConnection", target: SetupTarget | None = None) -> SetupFacts:
     """Read the whole site once (see the module docstring)."""
     from tui.adapters.vnet_leases import vnet_leases
@@ -394,7 +428,8 @@ async def read_setup_facts(site: "SiteConnection", target: SetupTarget | None = 
             _guard("services", site.flow.list_services(), notes),
         ),
     )
-    service = toolkit_service(services, site.naming) if services is not None else None
+    service = toolkit_service(services, site.naming, target.values if target.input_path else None) \
+        if services is not None else None
     target = with_service_inputs(target, service, site.naming)
     partial = SetupFacts(info.endpoint, info.version, info.user, info.group, target, vnets=vnets, service=service,
                          naming=site.naming)
@@ -409,14 +444,16 @@ async def read_setup_facts(site: "SiteConnection", target: SetupTarget | None = 
     )
     key_line, key_problem = key
     repo_facts = repo or RepoFacts(configured=str(site.settings.sites_repo or ""))
-    verdict = await _guard("the whole check of core.yaml", whole_verdict(site, repo_facts, notes), notes)
+    verdict, (input_checks, login) = await gather(
+        _guard("the whole check of core.yaml", whole_verdict(site, repo_facts, notes), notes),
+        _input_checks(site, target, form, users))
     return SetupFacts(
         endpoint=info.endpoint, version=info.version, user=info.user, group=info.group, target=target,
         system=system, marketplaces=markets, configured_markets=tuple(site.settings.marketplace_urls),
         marketapps=apps, datastores=datastores, vnets=vnets, leases=leases, vms=vms, users=users, images=images,
         toolkit_templates=templates, toolkit_image_ids=image_ids, service=service, services_known=services is not None,
         automation_key=key_line, automation_key_problem=key_problem, inventory=inventory, form=form,
-        repo=repo_facts, site_verdict=verdict, notes=tuple(notes),
+        repo=repo_facts, site_verdict=verdict, input_checks=input_checks, cloud_login=login, notes=tuple(notes),
         naming=site.naming,
     )
 

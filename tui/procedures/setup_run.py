@@ -83,12 +83,15 @@ class RunOptions:
 
 class SetupStopped(SiteError):
     """The run cannot go on by itself: `step` names where, the detail says why and the fix;
-    `refused` when read-only mode refused the step (the pipeline's `ReadOnlyRefused`)."""
+    `refused` when read-only mode refused the step (the pipeline's `ReadOnlyRefused`); `rejected`
+    names the inputs whose values the site checks refused (a console forgets such asked secrets)."""
 
-    def __init__(self, step: StepId | None, title: str, detail: str, *, refused: bool = False) -> None:
+    def __init__(self, step: StepId | None, title: str, detail: str, *, refused: bool = False,
+                 rejected: tuple[str, ...] = ()) -> None:
         super().__init__(title, detail, retryable=False)
         self.step = step
         self.refused = refused
+        self.rejected = rejected
 
 
 @dataclass(frozen=True)
@@ -123,6 +126,17 @@ def choose(checklist: SetupChecklist, only: StepId | None) -> SetupStep | None:
     return step
 
 
+def with_answers(target: SetupTarget, answers: Mapping[str, str], naming: Any) -> SetupTarget:
+    """`target` with secrets asked during the run (the sites token is core.yaml's vault password)."""
+    if not answers:
+        return target
+    from tui.procedures.site_workspace import prompted_password
+
+    values = {**target.values, **answers}
+    token = values.get(naming.input_name(f"{naming.role_automation}_sites_token"), "")
+    return replace(target, values=values, vault_password=prompted_password(token) if token else target.vault_password)
+
+
 def _stop(step: SetupStep, why: str = "") -> SetupStopped:
     fix = step.action or "see the evidence"
     evidence = "; ".join(step.evidence)
@@ -139,8 +153,16 @@ async def run_setup(site: "SiteConnection", target: SetupTarget, options: RunOpt
     last: tuple[StepId, StepState, tuple[str, ...]] | None = None
     started = time.monotonic()
     ran = 0
+    asked: dict[str, str] = {}
+
+    async def ask_once(names: list[str]) -> dict[str, str]:
+        """Ask, and keep the answers for the rest of this run (the next readings of the site use them)."""
+        answers = await ask_secrets(names)
+        asked.update({k: v for k, v in answers.items() if v})
+        return answers
+
     for round_number in range(1, MAX_ROUNDS + 1):
-        checklist, facts = await setup_status(site, target)
+        checklist, facts = await setup_status(site, with_answers(target, asked, site.naming))
         step = choose(checklist, options.only)
         if step is not None and options.max_steps is not None and ran >= options.max_steps:
             yield Progress("setup", 1, 1, f"next: {step.title} ({step.state.value})", "done",
@@ -157,7 +179,7 @@ async def run_setup(site: "SiteConnection", target: SetupTarget, options: RunOpt
             raise SetupStopped(step.id, f"{step.title!r} is still not done after running it",
                                "; ".join(step.evidence) + f"\nFix: {step.action}")
         last = seen
-        plan = await plan_step(site, facts, checklist, step, options, ask_secrets)
+        plan = await plan_step(site, facts, checklist, step, options, ask_once)
         yield Progress(step.id.value, round_number, round_number + outstanding - 1, plan.preview.title, "running",
                        {"preview": plan.preview.as_json(), "step": step.as_json()}, outcome=plan.preview)
         if dry_run:
@@ -287,8 +309,24 @@ async def _plan_instantiate(site: "SiteConnection", facts: SetupFacts, step: Set
         plan = await operation.plan(site)
     except InvalidInputs as error:
         raise SetupStopped(StepId.INPUTS, f"The input file has errors: {error.title}",
-                           "\n".join(f"{p.name}: {p.message}" for p in error.problems)) from None
+                           "\n".join(f"{p.name}: {p.message}" for p in error.problems),
+                           rejected=tuple(p.name for p in error.problems if p.name in extra)) from None
+    if extra:  # secrets asked now: the same site checks as those of the file (the status ran them)
+        await _check_on_site(site, facts, {**target.values, **extra}, tuple(extra))
     return operation_step(site, step, operation, plan)
+
+
+async def _check_on_site(site: "SiteConnection", facts: SetupFacts, values: Mapping[str, str],
+                         asked: tuple[str, ...]) -> None:
+    """`check_inputs_on_site` of `values` (the form's, `toolkit validate`'s); its errors stop the run."""
+    from tui.procedures.input_site_checks import check_inputs_on_site
+
+    assert facts.form is not None
+    report = await check_inputs_on_site(site, facts.form, values, dict(facts.target.networks))
+    if report.errors:
+        raise SetupStopped(StepId.INPUTS, f"The inputs fail {len(report.errors)} site check(s)",
+                           "\n".join(f"{c.name}: {c.message}" for c in report.errors)
+                           + "\nNothing was changed.", rejected=tuple(c.name for c in report.errors if c.name in asked))
 
 
 async def _follow(site: "SiteConnection", facts: SetupFacts, options: RunOptions) -> AsyncIterator[Progress]:
@@ -447,12 +485,19 @@ async def _vault_password(site: "SiteConnection", facts: SetupFacts, step: Setup
     password = facts.target.vault_password
     if password is not None:
         return password
+    from tui.domain.input_site import Outcome
+    from tui.procedures.input_site_checks import check_vault_secret
     from tui.procedures.site_workspace import prompted_password
 
     token_name = site.naming.input_name(f"{site.naming.role_automation}_sites_token")
     answer = (await ask([token_name])).get(token_name, "")
     if not answer:
         raise SetupStopped(step.id, "No vault password", f"{token_name} (the vault password) was not given.")
+    target = facts.target
+    check = await check_vault_secret(site, site.naming, target.branch, target.site_dir, answer)
+    if check.outcome is Outcome.FAILED:
+        raise SetupStopped(step.id, f"{token_name} refused: {check.found}",
+                           f"Checked: {check.checked}.\nFix: {check.fix}. Nothing was changed.", rejected=(token_name,))
     return prompted_password(answer)
 
 

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from tui.domain.datastores import Datastore
 from tui.domain.images import ImageInfo
+from tui.domain.input_site import Outcome
 from tui.domain.marketapps import MarketApp
 from tui.domain.services import SERVICE_FAILED_STATES, SERVICE_RUNNING
 from tui.domain.setup_networks import (
@@ -274,6 +275,13 @@ def cloud_user_step(facts: SetupFacts) -> SetupStep:
     evidence = [f"user {user.id} {user.name}, group {user.gname}, {'enabled' if user.enabled else 'DISABLED'}"]
     if not user.enabled:
         return _step(StepId.CLOUD_USER, title, StepState.FAILED, evidence, f"Enable it: oneuser enable {user.name}")
+    login = facts.cloud_login
+    if login is not None:
+        said = f"login with {login.name}: {login.found}"
+        if login.outcome is Outcome.FAILED:
+            return _step(StepId.CLOUD_USER, title, StepState.FAILED, evidence + [said],
+                         f"{login.fix[:1].upper()}{login.fix[1:]}, in the input file (or when asked).")
+        evidence.append(said if login.outcome is Outcome.PASSED else f"login not checked: {login.found}")
     return _step(StepId.CLOUD_USER, title, StepState.DONE, evidence)
 
 
@@ -374,6 +382,15 @@ def inputs_step(facts: SetupFacts) -> SetupStep:
                      blocked_by=StepId.DOWNLOAD.value)
     problems = input_problems(facts)
     evidence = [f"input file {facts.target.input_path} checked against service template {facts.form.template.id}"]
+    report = facts.input_checks
+    if report is not None:
+        user_field = facts.naming.input_name(f"{facts.naming.role_automation}_cloud_username")
+        # the cloud user's existence is the cloud-user step's (which creates it); the rest are the inputs'
+        site_errors = [c for c in report.errors if c.name != user_field]
+        problems += tuple(f"{c.name}: {c.message}" for c in site_errors)
+        evidence.append(f"against the site ({report.summary()})")
+        evidence += [f"not checked: {c.name}: {c.found}" for c in report.skipped]
+        evidence += [f"warning: {c.name}: {c.message}" for c in report.failed if c.severity is not Severity.ERROR]
     if problems:
         return _step(StepId.INPUTS, title, StepState.FAILED, evidence + list(problems),
                      f"Fix these in {facts.target.input_path} (`sitetk toolkit validate FILE` shows each).")
@@ -393,6 +410,19 @@ def instantiate_step(facts: SetupFacts) -> SetupStep:
                      "(oneflow-template instantiate <id> <file>).", command=_run(StepId.INSTANTIATE))
     roles = ", ".join(f"{r.name} {r.state_name}" for r in service.roles)
     evidence = [f"service {service.id} {service.name}: {service.state_name}", f"roles: {roles}"]
+    target = facts.target
+    if target.input_path:
+        from tui.domain.deployed_inputs import input_differences
+
+        differences = input_differences(service.input_values, target.values, facts.naming)
+        if differences:
+            return _step(StepId.INSTANTIATE, title, StepState.FAILED,
+                         evidence + [f"deployed with other inputs than {target.input_path}:"]
+                         + [d.text() for d in differences],
+                         f"Service {service.id} is not the toolkit this input file describes. Remove it (`oneflow "
+                         f"delete {service.id}`, its VMs go with it) and run the setup again to deploy from the file, "
+                         "or set up with the input file it was deployed with.")
+        evidence.append(f"deployed with the input file's cloud user, sites branch and endpoints ({target.input_path})")
     if service.state in SERVICE_FAILED_STATES:
         return _step(StepId.INSTANTIATE, title, StepState.FAILED, evidence,
                      f"Read its log (oneflow show {service.id}), fix the cause, then remove it "

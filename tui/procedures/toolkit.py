@@ -28,12 +28,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
-from urllib.parse import urlsplit
 
 from tui.adapters.output_file import write_output_file
 from tui.domain.attribute_file import installed_version_from_image_template
 from tui.domain.bounded import BoundedInputError, read_text_file
-from tui.domain.endpoints import without_credentials
+from tui.domain.endpoints import frontend_host, is_loopback_host, url_host, vm_facing, with_host, without_credentials
 from tui.domain.input_file import (
     InputFile,
     InputFileError,
@@ -159,23 +158,17 @@ def default_network(spec: NetworkSpec, vnets: Sequence[Vnet]) -> str:
     return str(bridged[0].id) if len(bridged) == 1 else ""
 
 
-def loopback_problem(value: str) -> str | None:
-    """A warning when an endpoint names this machine: the automation VM would reach itself."""
-    try:
-        host = urlsplit(value.strip()).hostname or ""
-    except ValueError:
+def loopback_problem(value: str, frontend: str = "") -> str | None:
+    """An error when an endpoint names a loopback address of the frontend: from the automation VM it
+    is the VM itself. The fix names the address the VMs would use (`frontend`: the host of the
+    platform's ONEGATE_ENDPOINT) with the endpoint's port and path."""
+    host = url_host(value)
+    if not host or not is_loopback_host(host):
         return None
-    if host == "localhost" or host.endswith(".localhost"):
-        loopback = True
-    else:
-        try:
-            loopback = ipaddress.ip_address(host).is_loopback
-        except ValueError:
-            loopback = False
-    if loopback:
-        return (f"{host} is the loopback address: seen from the automation VM it is the VM itself; "
-                "use the frontend's address on the default network")
-    return None
+    suggestion = with_host(value, frontend) if frontend else ""
+    use = (f"use {suggestion} (the frontend's address the VMs reach, the host of ONEGATE_ENDPOINT)" if suggestion
+           else "use the frontend's address on the default network (the host of ONEGATE_ENDPOINT)")
+    return f"{host} is a loopback address of the frontend: seen from the automation VM it is the VM itself; {use}"
 
 
 @dataclass(frozen=True)
@@ -196,6 +189,8 @@ class ToolkitForm:
     #: spec inputs the template does not declare (an older or newer toolkit release)
     missing_inputs: tuple[str, ...] = ()
     secrets: frozenset[str] = field(default_factory=frozenset)
+    #: the address VMs reach the frontend at (the host of ONEGATE_ENDPOINT), "" when unknown
+    frontend_host: str = ""
 
     def field(self, name: str) -> FormField | None:
         return next((f for f in self.fields if f.name == name), None)
@@ -234,9 +229,9 @@ class ToolkitForm:
         out.extend(validate_inputs(self.fields, values, self.naming))
         for suffix in ("cloud_endpoint", "cloud_flow_endpoint"):
             key = input_name(self.naming, Component.AUTOMATION, suffix)
-            warning = loopback_problem(values.get(key, "")) if self.field(key) else None
-            if warning:
-                out.append(Problem(key, Severity.WARNING, warning))
+            problem = loopback_problem(values.get(key, ""), self.frontend_host) if self.field(key) else None
+            if problem and not any(p.name == key and p.severity is Severity.ERROR for p in out):
+                out.append(Problem(key, Severity.ERROR, problem))
         return tuple(out)
 
     def unknown_inputs(self, values: Mapping[str, str]) -> tuple[str, ...]:
@@ -270,14 +265,14 @@ async def toolkit_version(site: "SiteConnection", template: ServiceTemplate) -> 
 
 async def load_form(site: "SiteConnection", template: ServiceTemplate) -> ToolkitForm:
     """The form for `template` (see the module docstring)."""
-    version, vnets, software = await gather(
-        platform_version(site), site.cloud.list_vnets(), toolkit_version(site, template))
+    version, vnets, software, frontend = await gather(
+        platform_version(site), site.cloud.list_vnets(), toolkit_version(site, template), _frontend_host(site))
     naming = site.naming
     fields = form_fields(naming, template.inputs)
-    user = site.info.user if site.info is not None else site.settings.one_user
-    values = prefill(fields, naming, rpc_endpoint=without_credentials(site.settings.xmlrpc_url),
-                     flow_endpoint=without_credentials(site.settings.flow_url),
-                     cloud_username=user)
+    # the endpoints as the VMs reach them (the console's own when it is not loopback, else the
+    # frontend's address); never the console's user: the automation has a cloud user of its own
+    values = prefill(fields, naming, rpc_endpoint=vm_facing(site.settings.xmlrpc_url, frontend),
+                     flow_endpoint=vm_facing(site.settings.flow_url, frontend))
     secrets = secret_names(naming, template.inputs)
     return ToolkitForm(
         template=template,
@@ -291,7 +286,16 @@ async def load_form(site: "SiteConnection", template: ServiceTemplate) -> Toolki
         suggested_name=suggested_instance_name(software, naming),
         missing_inputs=missing_from_template(naming, template.inputs),
         secrets=frozenset(f.name for f in fields if f.secret) | secrets,
+        frontend_host=frontend,
     )
+
+
+async def _frontend_host(site: "SiteConnection") -> str:
+    """The address VMs reach the frontend at: the host of ONEGATE_ENDPOINT ("" unknown)."""
+    try:
+        return frontend_host((await site.cloud.system_config()).onegate_endpoint)
+    except SiteError:
+        return ""
 
 
 # -- the VMs a deployment left -----------------------------------------------------------------

@@ -367,6 +367,8 @@ class SetupScreen(SiteScreen):
                 message = event.message
                 self._paint_status()
         except SiteError as error:
+            for name in getattr(error, "rejected", ()):  # an asked secret the site checks refused is not kept
+                self._secrets.pop(name, None)
             self.last_message = f"✖ {error.title}"
             self.step_log.append(f"✖ {error.title}: {error.detail}")
             self.shell.toast(error.title, severity="error")

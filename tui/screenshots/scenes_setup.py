@@ -12,10 +12,15 @@ from tui.screenshots.scene import Scene, SceneContext
 SCENE_SECRET = "scene-Secret-42"
 
 
-def scene_inputs(directory: Path, branch: str = "trial-site", token: str = SCENE_SECRET) -> Path:
-    """A complete toolkit input file for the scene site (mode 0600)."""
+def scene_inputs(directory: Path, branch: str = "trial-site", token: str = "") -> Path:
+    """A complete toolkit input file for the scene site (mode 0600); the sites token is the scene
+    console's vault password (the demo's) unless given: the setup checks that they are the same."""
+    from tui.sim.repos import SIM_VAULT_PASSWORD
+
+    token = token or SIM_VAULT_PASSWORD
     from tui.domain.naming import DEFAULT_NAMING
     from tui.domain.toolkit_inputs import form_fields
+    from tui.sim.scenarios import AUTOMATION_PASSWORD
 
     naming = DEFAULT_NAMING
     values = {f.name: (SCENE_SECRET if f.secret else f.default) for f in form_fields(naming)}
@@ -31,6 +36,7 @@ def scene_inputs(directory: Path, branch: str = "trial-site", token: str = SCENE
         naming.input_name(f"{m}_deployment_site"): branch, naming.input_name(f"{t}_user"): "tsadmin",
         naming.input_name(f"{t}_org"): "site", naming.input_name(f"{t}_bucket"): "trials",
         naming.input_name(f"{a}_sites_token"): token,
+        naming.input_name(f"{a}_cloud_password"): AUTOMATION_PASSWORD,  # the embedded site's tkauto logs in
     })
     path = directory / "toolkit-inputs.json"
     path.write_text(json.dumps({"name": "Site Toolkit", "custom_attrs_values": values,

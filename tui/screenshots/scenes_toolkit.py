@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from tui.screenshots.scene import Scene, SceneContext
 from tui.sim.repos import SIM_VAULT_PASSWORD
+from tui.sim.scenarios import AUTOMATION_PASSWORD
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.sim.server import SimServer
@@ -78,6 +79,8 @@ def toolkit_values(screen: Any) -> dict[str, str]:
             values[form_field.name] = f"scene-{form_field.name.rsplit('_', 1)[-1]}-Secret-42"
     # the vault secret of the demo branch: the site checks compare it with the vault password file
     values[naming.input_name(f"{a}_sites_token")] = SIM_VAULT_PASSWORD
+    # the cloud user's password: the site checks log in with it
+    values[naming.input_name(f"{a}_cloud_password")] = AUTOMATION_PASSWORD
     return values
 
 

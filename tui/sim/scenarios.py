@@ -37,6 +37,9 @@ from tui.sim.state import (
 
 #: name of the cloud user the toolkit's automation uses
 AUTOMATION_USER = "tkauto"
+#: its password on the embedded site (known, as the demo vault password is: the console's login
+#: check of app_automation_cloud_password needs the right one in the demo and the scenes)
+AUTOMATION_PASSWORD = "demo-tkauto-password"
 ONEGATE_ENDPOINT = "http://10.11.28.1:5030"
 
 _X86_MODELS = "qemu64 kvm64 Nehalem Westmere SandyBridge IvyBridge Haswell-noTSX Broadwell-noTSX"
@@ -105,7 +108,7 @@ def seed_identities(site: SimSite) -> None:
                             template=[("TOKEN_PASSWORD", secrets.token_hex(20))])
     site.users[1] = SimUser(1, "serveradmin", secrets.token_hex(20), 0, "oneadmin", [0], auth_driver="server_cipher",
                             template=[("TOKEN_PASSWORD", secrets.token_hex(20))])
-    site.users[2] = SimUser(2, AUTOMATION_USER, secrets.token_urlsafe(12), 1, "users", [1],
+    site.users[2] = SimUser(2, AUTOMATION_USER, AUTOMATION_PASSWORD, 1, "users", [1],
                             template=[("DESCRIPTION", "cloud account of the site toolkit's automation")])
     site.reserve_ids("user", 2)
     site.reserve_ids("group", 1)

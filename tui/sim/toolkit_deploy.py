@@ -26,6 +26,7 @@ import base64
 import json
 import secrets
 from typing import Any, Callable
+from urllib.parse import urlsplit
 
 from tui.domain.market_export import child_name, exported_children, service_body
 from tui.domain.template_text import Template, parse_template, scalar
@@ -151,7 +152,12 @@ def _merge_template(site: SimSite, template: SimDocument) -> dict[str, Any]:
         (u for u in sorted(site.users.values(), key=lambda u: u.id) if u.gid != 0 and 0 not in u.groups),
         site.users[0],
     )
-    base = site.base_url.rstrip("/")
+    # the endpoints as an operator gives them: the frontend's address the VMs reach (the host of the
+    # platform's ONEGATE_ENDPOINT) on the platform's ports (oned.conf PORT, OneFlow's 2474), never
+    # the loopback address the console itself may use
+    gate_host = urlsplit(site.system_config.get("ONEGATE_ENDPOINT", "")).hostname or "localhost"
+    rpc_endpoint = f"http://{gate_host}:{site.system_config.get('PORT', '2633')}/RPC2"
+    flow_endpoint = f"http://{gate_host}:2474"
     values: dict[str, str] = {}
     for item in catalog.toolkit_inputs(naming):
         kind = item.type
@@ -161,8 +167,8 @@ def _merge_template(site: SimSite, template: SimDocument) -> dict[str, Any]:
         i(f"{obj}_hostname"): f"{obj}.site.internal,{obj}-console.site.internal",
         i(f"{obj}_tls_cert"): "",
         i(f"{obj}_tls_key"): "",
-        i(f"{aut}_cloud_endpoint"): f"{base or 'http://localhost:2633'}/RPC2",
-        i(f"{aut}_cloud_flow_endpoint"): base or "http://localhost:2474",
+        i(f"{aut}_cloud_endpoint"): rpc_endpoint,
+        i(f"{aut}_cloud_flow_endpoint"): flow_endpoint,
         i(f"{aut}_cloud_username"): automation_user.name,
         i(f"{aut}_cloud_password"): automation_user.password,
         i(f"{man}_sites_branch"): "demo-site",
