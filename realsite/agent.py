@@ -62,7 +62,8 @@ class HostFacts:
 class VmFacts:
     id: int
     running: bool
-    #: what identifies this boot: the last history record's sequence and start time
+    #: what identifies this boot: the last history record's sequence number and host (what the
+    #: pool's short VM bodies hold too: 7.x `one.vmpool.info` leaves out CONTEXT and STIME)
     boot: tuple[str, str]
     report_ready: bool
     role: str
@@ -151,7 +152,7 @@ def vm_facts(node: ET.Element) -> VmFacts:
     return VmFacts(
         id=int(text(node, "ID", "-1")),
         running=text(node, "STATE") == str(ACTIVE) and text(node, "LCM_STATE") == str(RUNNING),
-        boot=(text(last, "SEQ"), text(last, "STIME")) if last is not None else ("", ""),
+        boot=(text(last, "SEQ"), text(last, "HID")) if last is not None else ("", ""),
         report_ready=text(node, "TEMPLATE/CONTEXT/REPORT_READY").strip().upper() == "YES",
         role=role,
         document_db_flag=user.get(DEFAULT_NAMING.document_db_attribute, "") or text(

@@ -114,10 +114,18 @@ def create_hosts(rpc: OneRpc, scenario: Scenario) -> dict[str, int]:
         host_id = existing.get(host.name)
         if host_id is None:
             host_id = int(rpc.call("one.host.allocate", host.name, "dummy", "dummy", -1))
-        if host.state in STATUS_ARGUMENT:
-            rpc.call("one.host.status", host_id, STATUS_ARGUMENT[host.state])
         ids[host.name] = host_id
     return ids
+
+
+def apply_host_states(rpc: OneRpc, scenario: Scenario) -> None:
+    """Disable or set offline the hosts the scenario has so, once they were monitored: the
+    embedded site's disabled and offline hosts still show the facts of their last monitoring,
+    as a real host set offline after it ran does (one set offline at once would have none)."""
+    existing = _by_name(rpc, "one.hostpool.info", "HOST")
+    for host in scenario.hosts:
+        if host.state in STATUS_ARGUMENT:
+            rpc.call("one.host.status", existing[host.name], STATUS_ARGUMENT[host.state])
 
 
 def create_vnets(rpc: OneRpc, scenario: Scenario) -> dict[str, int]:
@@ -181,8 +189,9 @@ def populate_content(rpc: OneRpc, scenario: Scenario, made: Populated, market_en
 
 
 # -- readiness -----------------------------------------------------------------------------------
-def hosts_missing(rpc: OneRpc, scenario: Scenario) -> str | None:
-    """None once every host is in its wanted state and the enabled ones publish their KVM facts."""
+def hosts_missing(rpc: OneRpc, scenario: Scenario, *, states: bool = True) -> str | None:
+    """None once every host is in its wanted state (with `states`; else every host monitored)
+    and the monitored ones publish their KVM facts."""
     pool = {text(h, "NAME"): h for h in rpc.xml("one.hostpool.info").findall("HOST")}
     missing = []
     for spec in scenario.hosts:
@@ -191,7 +200,7 @@ def hosts_missing(rpc: OneRpc, scenario: Scenario) -> str | None:
             missing.append(f"{spec.name} absent")
             continue
         state = int(text(node, "STATE", "-1"))
-        if spec.state in (HOST_DISABLED, HOST_OFFLINE):
+        if states and spec.state in (HOST_DISABLED, HOST_OFFLINE):
             if state != spec.state:
                 missing.append(f"{spec.name} state {state}, wanted {spec.state}")
             continue

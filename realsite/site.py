@@ -392,6 +392,10 @@ def start(prefix: Path, state: Path, *, fresh: bool = False, say: Say = print) -
         if not previous.get("populated"):
             made = populate.populate_infrastructure(rpc, site_facts)
             say(f"populated: {len(made.host_ids)} hosts, networks {sorted(made.vnet_ids)}; waiting for monitoring")
+        if not previous.get("populated"):
+            _wait("the hosts' first monitoring", lambda: populate.hosts_missing(rpc, site_facts, states=False),
+                  HOSTS_TIMEOUT, daemons[1], monitord_log)
+            populate.apply_host_states(rpc, site_facts)
         _wait("the hosts' monitoring", lambda: populate.hosts_missing(rpc, site_facts), HOSTS_TIMEOUT,
               daemons[1], monitord_log)
         _wait("the datastores' monitoring", lambda: populate.datastores_missing(rpc), HOSTS_TIMEOUT, daemons[1],
