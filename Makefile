@@ -59,7 +59,7 @@ real-site-status: $(STAMP)
 REAL_TEST_ENV = $(or $(REAL_ENV),$(REAL_STATE)/env)
 test-real: $(STAMP)
 	@test -f "$(REAL_TEST_ENV)" || { echo "no $(REAL_TEST_ENV): start a frontend with make real-site, or give REAL_ENV=<state dir>/env"; exit 2; }
-	SITETK_REAL_ENV="$(abspath $(REAL_TEST_ENV))" $(BIN)/python -m pytest -q -p no:cacheprovider -n 0 tests/real $(PYTEST_ARGS)
+	SITETK_REAL_ENV="$(abspath $(REAL_TEST_ENV))" $(BIN)/python -m pytest -q -p no:cacheprovider -n 0 tests/real --durations=0 $(PYTEST_ARGS)
 
 # Record the scenario of tests/recordings against a frontend (README: Recordings of the real platform):
 # make record REAL_ENV=<state dir>/env writes tests/recordings/<version>.json

@@ -3,7 +3,9 @@
 Each function takes the stock text an install ships (`etc/oned.conf`, `etc/monitord.conf`,
 `etc/sched.conf` of 6.10, `etc/oneflow-server.conf`) and returns it with the harness's values:
 every listener on 127.0.0.1 on the ports the harness chose, sqlite, the dummy drivers, the rank
-scheduler placing VMs within seconds, short monitoring periods, a ONEGATE_ENDPOINT that is not
+scheduler placing VMs within seconds, short monitoring periods, only the dummy VM and IM drivers
+(the stock kvm, qemu and lxc ones go: each is one more Ruby process to start within oned's and
+monitord's driver timeouts, which a loaded machine missed), a ONEGATE_ENDPOINT that is not
 loopback (the console's setup refuses a loopback gate: `tui/procedures/setup_status.py`
 `gate_step`) on which nothing needs to listen. What differs by version:
 
@@ -107,6 +109,9 @@ def oned_conf(text: str, version: tuple[int, ...], ports: Ports, *, onegate_endp
     conf.set_scalar("ONEGATE_ENDPOINT", onegate_endpoint, quoted=True)
     if db is not None:
         conf.set_vector("DB", db)
+    # only the dummy drivers run: each stock driver is one more Ruby process to start (oned and
+    # monitord give their drivers about 10 s to answer INIT, which a loaded machine missed)
+    conf.remove("VM_MAD", lambda entry: entry.get("NAME").lower() != "dummy")
     conf.set_vector("VM_MAD", DUMMY_VM_MAD, _named("dummy"))
     for vector, flags in (("TM_MAD", ("-d",)), ("DATASTORE_MAD", ("-d", "-s"))):
         found = conf.vectors(vector)
@@ -136,6 +141,7 @@ def monitord_conf(text: str, ports: Ports) -> str:
     _one(conf, "NETWORK", {"ADDRESS": LOOPBACK, "MONITOR_ADDRESS": LOOPBACK, "PORT": str(ports.monitord)},
          "monitoring address")
     _one(conf, "PROBES_PERIOD", PROBES_PERIOD, "probe periods")
+    conf.remove("IM_MAD", lambda entry: entry.get("NAME").lower() != "dummy")
     conf.set_vector("IM_MAD", DUMMY_IM_MAD, _named("dummy"))
     return conf.text
 

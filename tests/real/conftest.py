@@ -5,6 +5,8 @@ The suite runs only when `SITETK_REAL_ENV` names the env file `python -m realsit
 are set (plus `SITETK_CONFIG` for the sites repository); otherwise every test here skips.
 `make test` ignores the folder altogether.
 
+The suite deploys the toolkit and runs the guided setup: run it on a freshly started frontend
+(`python -m realsite start --fresh ...`); it refuses one that already holds OneFlow services.
 `real` is that frontend: its environment, an XML-RPC client (realsite.rpc) for what the tests
 check behind the console's back, and a `Runner` (tests/faults/processes.py) whose `sitetk`
 processes get a HOME, an audit log and a console config of their own (the frontend's config with
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+import httpx
 import pytest
 
 from realsite.rpc import OneRpc
@@ -115,6 +118,15 @@ def _private_config(env: dict[str, str], work: Path) -> tuple[dict[str, Any], Pa
     return data, path
 
 
+def _services(env: dict[str, str], session: str) -> list[str]:
+    user, _, password = session.partition(":")
+    answer = httpx.get(env["ONEFLOW_URL"].rstrip("/") + "/service", auth=(user, password), timeout=30)
+    answer.raise_for_status()
+    docs = answer.json().get("DOCUMENT_POOL", {}).get("DOCUMENT", [])
+    docs = docs if isinstance(docs, list) else [docs]
+    return [f"{d.get('ID')} {d.get('NAME')}" for d in docs]
+
+
 def _toml(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
@@ -137,6 +149,11 @@ def real(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealSite]:
     runner.real_env = env
     session = Path(env["ONE_AUTH"]).read_text(encoding="utf-8").strip()
     site = RealSite(env, OneRpc(env["ONE_XMLRPC"], session, timeout=60), runner, config, work)
+    services = _services(env, session)
+    if services:
+        pytest.fail(f"the frontend already holds OneFlow services {services}: the suite deploys the toolkit and "
+                    f"runs the guided setup, which change the site for good; run it on a fresh frontend "
+                    f"(python -m realsite start --fresh --prefix ... --state ...)")
     yield site
     for run in runner.started:
         if run.process.poll() is None:

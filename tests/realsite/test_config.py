@@ -30,7 +30,7 @@ def test_oned_listens_on_loopback_with_dummy_drivers(text: str, version: tuple[i
     assert conf.vectors("HM_MAD")[0].get("ARGUMENTS") == "-p 41003 -l 41004 -b 127.0.0.1"
     dummy = conf.vectors("VM_MAD", lambda e: e.get("NAME") == "dummy")
     assert [e.get("EXECUTABLE") for e in dummy] == ["one_vmm_dummy"]
-    assert conf.vectors("VM_MAD", lambda e: e.get("NAME") == "kvm")  # the stock drivers stay
+    assert [e.get("NAME") for e in conf.vectors("VM_MAD")] == ["dummy"]  # only what runs
     datastore = conf.vectors("DATASTORE_MAD")[0].get("ARGUMENTS")
     assert "-d dummy,fs,lvm" in datastore and "dummy" in datastore.split("-s ")[1].split(",")
     assert conf.scalar("MONITORING_INTERVAL_MARKET") == "30"
@@ -87,6 +87,7 @@ def test_monitord_listens_on_loopback_with_the_dummy_driver_and_short_periods() 
     network = conf.vectors("NETWORK")[0]
     assert (network.get("ADDRESS"), network.get("MONITOR_ADDRESS"), network.get("PORT")) == ("127.0.0.1", "127.0.0.1", "41005")
     assert conf.vectors("IM_MAD", lambda e: e.get("NAME") == "dummy")[0].get("ARGUMENTS") == "-r 3 -t 15 -w 90 dummy"
+    assert [e.get("NAME") for e in conf.vectors("IM_MAD")] == ["dummy"]
     assert int(conf.vectors("PROBES_PERIOD")[0].get("SYSTEM_HOST")) <= 30
 
 
