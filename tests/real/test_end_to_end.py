@@ -50,8 +50,17 @@ def scenario(real: RealSite) -> Iterator[dict[str, Any]]:
 
 
 def _json(code: int, run: Any, *, expect: int | tuple[int, ...] = 0) -> Any:
+    """The command's JSON answer, once its exit code is one of `expect` (else the failure shows
+    the answer's error and step first, then the end of both outputs)."""
     wanted = expect if isinstance(expect, tuple) else (expect,)
-    assert code in wanted, f"exit {code}, wanted {wanted}\nstdout:\n{run.stdout[-3000:]}\nstderr:\n{run.stderr[-3000:]}"
+    if code not in wanted:
+        try:
+            answer = json.loads(run.stdout)
+            headline = json.dumps({k: answer.get(k) for k in ("error", "step") if k in answer}, indent=1)
+        except ValueError:
+            headline = "(no JSON answer)"
+        raise AssertionError(f"exit {code}, wanted {wanted}: {headline}\nstdout:\n{run.stdout[-2000:]}\n"
+                             f"stderr:\n{run.stderr[-2000:]}")
     return json.loads(run.stdout)
 
 
