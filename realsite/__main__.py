@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from realsite.layout import LayoutError, open_install
+from realsite.mysql import MysqlError
 from realsite.populate import PopulateError
 from realsite.rpc import RpcError
 from realsite.site import SiteError, start, status, stock_diff, stop
@@ -31,7 +32,8 @@ def _parser() -> argparse.ArgumentParser:
     start_p.add_argument("--state", required=True, type=Path, help="the frontend's state directory")
     start_p.add_argument("--fresh", action="store_true", help="discard the state directory's frontend first")
     start_p.add_argument("--db", choices=("sqlite", "mysql"), default="sqlite",
-                         help="the database backend (mysql: see README, needs an oned built with -DMYSQL_DB)")
+                         help="the database backend; mysql runs a MariaDB server of the frontend's own and needs an "
+                              "install whose oned was built with -DMYSQL_DB (README: The real platform)")
     for name, text in (("stop", "stop every process the frontend started"), ("status", "what runs")):
         p = sub.add_parser(name, help=text)
         p.add_argument("--state", required=True, type=Path)
@@ -45,15 +47,12 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "start":
-        if args.db != "sqlite":
-            print("error: --db mysql is not available yet (README: The real platform)", file=sys.stderr)
-            return 2
         try:
-            start(args.prefix, args.state, fresh=args.fresh)
+            start(args.prefix, args.state, fresh=args.fresh, db=args.db)
         except LayoutError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-        except (SiteError, RpcError, PopulateError, OSError) as exc:
+        except (SiteError, RpcError, PopulateError, MysqlError, OSError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
         return 0

@@ -82,3 +82,14 @@ def busy_ports(ports: Ports) -> list[str]:
         if not port_is_free(port, udp=name == "monitord"):
             busy.append(f"{name} {port}")
     return busy
+
+
+def free_port(avoid: Iterable[int] = ()) -> int:
+    """One more free loopback port, none of `avoid` nor a stock one (the MariaDB of `--db mysql`)."""
+    unwanted = set(avoid) | STOCK_PORTS | {DEAD_PORT, 3306}
+    with ExitStack() as stack:
+        for _ in range(200):
+            port = tcp_binder(stack, 0)
+            if port not in unwanted:
+                return port
+    raise RuntimeError("could not find a free loopback port")

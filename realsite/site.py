@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from realsite import config, patches, populate
+from realsite import config, mysql, patches, populate
 from realsite.facts import DATASTORE_FREE_MB, DATASTORE_TOTAL_MB, scenario, write_fact_files
-from realsite.layout import Install, build_location, open_install
-from realsite.ports import DEAD_URL, busy_ports, choose_ports
+from realsite.layout import Install, LayoutError, build_location, open_install
+from realsite.ports import DEAD_URL, busy_ports, choose_ports, free_port
 from realsite.processes import (
     Daemon,
     alive,
@@ -141,7 +141,8 @@ def ruby_env(base: dict[str, str], state: Path, location: Path) -> dict[str, str
 
 
 # -- configuration -------------------------------------------------------------------------------
-def configure(install: Install, location: Path, ports: config.Ports, facts_dir: Path) -> list[str]:
+def configure(install: Install, location: Path, ports: config.Ports, facts_dir: Path,
+              db: list[tuple[str, str]] | None = None) -> list[str]:
     """Write the configuration and patch the driver scripts of the frontend at `location`;
     returns what was changed (for the log)."""
     etc, remotes = location / "etc", location / "var" / "remotes"
@@ -152,7 +153,9 @@ def configure(install: Install, location: Path, ports: config.Ports, facts_dir: 
         path.write_text(edit(path.read_text(encoding="utf-8")), encoding="utf-8")
         changed.append(str(path.relative_to(location)))
 
-    rewrite(etc / "oned.conf", lambda t: config.oned_conf(t, version, ports))
+    rewrite(etc / "oned.conf", lambda t: config.oned_conf(t, version, ports, db=db))
+    if db is not None:  # it holds the database password
+        os.chmod(etc / "oned.conf", 0o600)
     rewrite(etc / "monitord.conf", lambda t: config.monitord_conf(t, ports))
     rewrite(etc / "oneflow-server.conf", lambda t: config.oneflow_conf(t, ports))
     if install.has_mm_sched:
@@ -304,9 +307,17 @@ def log_public_urls(location: Path) -> list[str]:
 
 
 # -- start -----------------------------------------------------------------------------------------
-def start(prefix: Path, state: Path, *, fresh: bool = False, say: Say = print) -> dict[str, Any]:
+def start(prefix: Path, state: Path, *, fresh: bool = False, db: str = "sqlite", say: Say = print) -> dict[str, Any]:
     timings = Timings()
     install = open_install(prefix)
+    if db not in ("sqlite", "mysql"):
+        raise LayoutError(f"unknown database backend {db!r}: sqlite or mysql")
+    if db == "mysql":
+        if not mysql.oned_has_mysql(install.prefix / "bin" / "oned"):
+            raise LayoutError(f"{install.prefix}/bin/oned was built without MySQL (it holds the "
+                              f"'{mysql.STUB.decode()}' stub): --db mysql needs an oned built with -DMYSQL_DB "
+                              f"(shared/reference/real-platform.md)")
+        mysql_bins = mysql.binaries()
     state = state.resolve()
     state.mkdir(parents=True, exist_ok=True)
     os.chmod(state, 0o700)
@@ -317,8 +328,10 @@ def start(prefix: Path, state: Path, *, fresh: bool = False, say: Say = print) -
     previous = read_state(state)
     if previous and previous.get("prefix") != str(install.prefix) and not fresh:
         raise SiteError(f"{state} holds a frontend of {previous.get('prefix')}; use --fresh to discard it")
+    if previous and previous.get("db", "sqlite") != db and not fresh:
+        raise SiteError(f"{state} holds a frontend on {previous.get('db', 'sqlite')}; use --fresh to discard it")
     if fresh or not previous.get("configured"):
-        for name in ("one", "sim", "facts", "console", "home", "ruby", "logs", STATE_FILE, "env", "cli.env",
+        for name in ("one", "sim", "facts", "console", "home", "ruby", "logs", "mysql", STATE_FILE, "env", "cli.env",
                      "config.toml", "one_auth", "base-image.qcow2"):
             target = state / name
             if target.is_dir() and not target.is_symlink():
@@ -338,19 +351,30 @@ def start(prefix: Path, state: Path, *, fresh: bool = False, say: Say = print) -
         say(f"restarting the frontend of {state} ({install.version}) on its ports")
     else:
         ports = choose_ports()
+        db_port = free_port(ports.all().values()) if db == "mysql" else 0
         say(f"laying out {install.version} from {install.prefix} in {location}")
         build_location(install, location)
-        configure(install, location, ports, facts_dir)
+        db_vector = mysql.db_vector(mysql.Server(state / "mysql", db_port)) if db == "mysql" else None
+        configure(install, location, ports, facts_dir, db_vector)
         write_fact_files(facts_dir, site_facts.hosts)
         _write_private(state / "one_auth", f"oneadmin:{_password()}\n")
         previous = {"prefix": str(install.prefix), "version": install.version, "ports": ports.all(),
-                    "configured": True, "populated": False}
+                    "configured": True, "populated": False, "db": db, "db_port": db_port}
         write_state(state, previous)
+    db_server = mysql.Server(state / "mysql", int(previous.get("db_port", 0))) if db == "mysql" else None
     session = (state / "one_auth").read_text().strip()
     timings.mark("configured")
     env = daemon_env(state, location, ports.xmlrpc_url)
     daemons: list[Daemon] = []
     try:
+        if db_server is not None:
+            server_bin, install_bin, client_bin = mysql_bins
+            mysql.initialise(install_bin, db_server)
+            daemons.append(spawn("mariadb", mysql.server_argv(server_bin, db_server), env=env, log=logs / "mariadb.out"))
+            save(state, daemons)
+            _wait("MariaDB", lambda: mysql.answers(client_bin, db_server), ONED_TIMEOUT, daemons[-1], db_server.log)
+            mysql.run_sql(client_bin, db_server, mysql.setup_sql(mysql.password(db_server)))
+            say(f"MariaDB answers on {config.LOOPBACK}:{db_server.port}")
         # the embedded site's marketplace server (the whole embedded site; only its marketplace is used)
         sim_log = logs / "sim.log"
         sim_dir = state / "sim"
@@ -358,17 +382,19 @@ def start(prefix: Path, state: Path, *, fresh: bool = False, say: Say = print) -
             shutil.rmtree(sim_dir)
         sim_env = {k: v for k, v in os.environ.items() if not k.startswith(("ONE_", "ONEFLOW_", "SITETK_"))}
         sim_env.update({"no_proxy": "*", "NO_PROXY": "*", "PYTHONUNBUFFERED": "1"})
-        daemons.append(spawn("marketplace", [sys.executable, "-m", "tui", "sim", "--one-version",
-                                             SIM_VERSION.get(install.series, "7.0.0"), "--host", config.LOOPBACK,
-                                             "--port", str(ports.market), "--state-dir", str(sim_dir)],
-                             env=sim_env, log=sim_log, cwd=ROOT))
+        sim_daemon = spawn("marketplace", [sys.executable, "-m", "tui", "sim", "--one-version",
+                                           SIM_VERSION.get(install.series, "7.0.0"), "--host", config.LOOPBACK,
+                                           "--port", str(ports.market), "--state-dir", str(sim_dir)],
+                           env=sim_env, log=sim_log, cwd=ROOT)
+        daemons.append(sim_daemon)
         save(state, daemons)
         oned_log = location / "var" / "oned.log"
-        daemons.append(spawn("oned", [str(location / "bin" / "oned"), "-f"], env=env, log=logs / "oned.out",
-                             cwd=location / "var"))
+        oned_daemon = spawn("oned", [str(location / "bin" / "oned"), "-f"], env=env, log=logs / "oned.out",
+                            cwd=location / "var")
+        daemons.append(oned_daemon)
         save(state, daemons)
         rpc = OneRpc(ports.xmlrpc_url, session, timeout=30)
-        _wait("oned's XML-RPC", _xmlrpc_answers(rpc), ONED_TIMEOUT, daemons[-1], oned_log)
+        _wait("oned's XML-RPC", _xmlrpc_answers(rpc), ONED_TIMEOUT, oned_daemon, oned_log)
         version = str(rpc.call("one.system.version"))
         timings.mark("oned")
         say(f"oned {version} answers on {ports.xmlrpc_url} ({timings.marks['oned']} s)")
@@ -383,7 +409,7 @@ def start(prefix: Path, state: Path, *, fresh: bool = False, say: Say = print) -
         daemons.append(spawn("oneflow", ["ruby", str(location / "lib" / "oneflow" / "oneflow-server.rb")],
                              env=ruby_env(env, state, location), log=logs / "oneflow.out", cwd=location / "var"))
         save(state, daemons)
-        _wait("the marketplace server", _sim_announced(sim_log), SIM_TIMEOUT, daemons[0], sim_log)
+        _wait("the marketplace server", _sim_announced(sim_log), SIM_TIMEOUT, sim_daemon, sim_log)
         market_url = _sim_market_url(sim_log)
         _wait("OneFlow", _flow_answers(ports.oneflow_url, session), FLOW_TIMEOUT, daemons[-1], flow_log)
         timings.mark("oneflow")
@@ -394,11 +420,11 @@ def start(prefix: Path, state: Path, *, fresh: bool = False, say: Say = print) -
             say(f"populated: {len(made.host_ids)} hosts, networks {sorted(made.vnet_ids)}; waiting for monitoring")
         if not previous.get("populated"):
             _wait("the hosts' first monitoring", lambda: populate.hosts_missing(rpc, site_facts, states=False),
-                  HOSTS_TIMEOUT, daemons[1], monitord_log)
+                  HOSTS_TIMEOUT, oned_daemon, monitord_log)
             populate.apply_host_states(rpc, site_facts)
         _wait("the hosts' monitoring", lambda: populate.hosts_missing(rpc, site_facts), HOSTS_TIMEOUT,
-              daemons[1], monitord_log)
-        _wait("the datastores' monitoring", lambda: populate.datastores_missing(rpc), HOSTS_TIMEOUT, daemons[1],
+              oned_daemon, monitord_log)
+        _wait("the datastores' monitoring", lambda: populate.datastores_missing(rpc), HOSTS_TIMEOUT, oned_daemon,
               oned_log)
         timings.mark("monitored")
         say(f"hosts and datastores monitored ({timings.marks['monitored']} s)")
@@ -409,7 +435,7 @@ def start(prefix: Path, state: Path, *, fresh: bool = False, say: Say = print) -
         market_id = int(previous["market_id"])
         expected = populate.served_records(market_url, version)
         _wait("the marketplace import", lambda: populate.market_missing(rpc, market_id, expected), MARKET_TIMEOUT,
-              daemons[1], oned_log)
+              oned_daemon, oned_log)
         apps = populate.market_apps(rpc, market_id)
         timings.mark("imported")
         say(f"{len(apps)} marketplace apps imported ({timings.marks['imported']} s)")
