@@ -29,6 +29,9 @@ from tui.procedures.site_workspace import library_repo, sites_repo, vault_passwo
 from tui.sim.acl import rule_of
 from tui.sim.server import SimServer
 
+#: the automation cloud user the grants go to (named, never guessed)
+USER = "tkauto"
+
 POLL = 0.02
 
 
@@ -63,7 +66,7 @@ async def test_enable_tn_bastion_end_to_end(cloud: SiteConnection, deployed: Sim
     assert bastion is not None
     images_before = set(deployed.site.images)
 
-    plan = await plan_provision(cloud, bastion)
+    plan = await plan_provision(cloud, bastion, cloud_user=USER)
     assert plan.user.name == "tkauto" and not plan.is_noop
     preview = plan.preview()
     commands = [c.cli for c in preview.changes if c.cli]
@@ -71,7 +74,7 @@ async def test_enable_tn_bastion_end_to_end(cloud: SiteConnection, deployed: Sim
     assert "oneacl create '#2 IMAGE/#<new image id> USE'" in commands
     assert "oneacl create '#2 TEMPLATE/#<new VM template id> USE'" in commands
 
-    operation = EnableComponent(path, password, bastion, poll_interval=POLL)
+    operation = EnableComponent(path, password, bastion, poll_interval=POLL, cloud_user=USER)
     review = await operation.plan(cloud)
     assert review.provision is not None and review.provision.preview() == preview
     events: list = []
@@ -127,10 +130,10 @@ async def test_enable_tn_bastion_end_to_end(cloud: SiteConnection, deployed: Sim
         repo.close()
 
     # a re-run changes nothing: no download, no rule, no write
-    again = await plan_provision(cloud, bastion)
+    again = await plan_provision(cloud, bastion, cloud_user=USER)
     assert again.is_noop and again.preview().is_noop
     rules_before = rule_strings(deployed)
-    events = await collect(offer_component(cloud, path, password, bastion, poll_interval=POLL))
+    events = await collect(offer_component(cloud, path, password, bastion, poll_interval=POLL, cloud_user=USER))
     assert events[-1].state == "skipped"
     assert rule_strings(deployed) == rules_before
     assert [e.state for e in events if e.step.startswith("grant ")] == ["skipped", "skipped"]
@@ -144,7 +147,7 @@ async def test_an_existing_rule_counts_as_granted(cloud: SiteConnection, deploye
     app = await find_market_app(cloud, entry.record)
     download = await plan_download(cloud, app.id, 1, "Ubuntu Base VM v1.2.0")
     await collect(download_appliance(cloud, download, poll_interval=POLL))
-    plan = await plan_provision(cloud, vm_kvm)
+    plan = await plan_provision(cloud, vm_kvm, cloud_user=USER)
     assert all(step.reused for step in plan.appliances)
     image_grant = next(g for g in plan.grants if g.object.kind == "image")
     assert image_grant.needed and image_grant.cli == f"oneacl create '#2 IMAGE/#{image_grant.object.id} USE'"
@@ -165,7 +168,7 @@ async def test_wrong_password_stops_before_the_cloud_changes(cloud: SiteConnecti
     before = path.read_bytes()
     images, rules = set(deployed.site.images), rule_strings(deployed)
     with pytest.raises(SiteError) as error:
-        await collect(offer_component(cloud, path, VaultPassword.from_text("not the password"), bastion, poll_interval=POLL))
+        await collect(offer_component(cloud, path, VaultPassword.from_text("not the password"), bastion, poll_interval=POLL, cloud_user=USER))
     assert error.value.title == "Wrong vault password"
     assert set(deployed.site.images) == images and rule_strings(deployed) == rules and path.read_bytes() == before
 
@@ -188,7 +191,7 @@ async def test_failed_download_grants_nothing_and_writes_nothing(cloud: SiteConn
     before = path.read_bytes()
     images, rules = set(deployed.site.images), rule_strings(deployed)
     with pytest.raises(SiteError) as error:
-        await collect(offer_component(cloud, path, password, broken, poll_interval=POLL))
+        await collect(offer_component(cloud, path, password, broken, poll_interval=POLL, cloud_user=USER))
     assert "ERROR" in error.value.title and "Rolled back" in error.value.detail
     assert set(deployed.site.images) == images and rule_strings(deployed) == rules and path.read_bytes() == before
 
@@ -199,7 +202,7 @@ async def test_provisioner_plugs_into_enable_component(cloud: SiteConnection, tm
     ran = (await library(cloud)).get("ran_sim")
     assert ran is not None
     seen: list[str] = []
-    provisioner = ComponentProvisioner(cloud, poll_interval=POLL, on_progress=lambda e: seen.append(e.step))
+    provisioner = ComponentProvisioner(cloud, USER, poll_interval=POLL, on_progress=lambda e: seen.append(e.step))
     events = await collect(enable_component(path, password, ran, provision_appliances=provisioner, audit=cloud.audit))
     assert events[-1].state == "done" and set(provisioner.learned) == {"template_id", "image_id"}
     assert any(step.startswith("grant image ") for step in seen)

@@ -203,10 +203,10 @@ def test_enable_fill_and_check_against_the_cloud(capsys: pytest.CaptureFixture[s
     code, result = run(capsys, "open", "demo-site", "--json")
     assert code == EXIT_OK
     path = result["site"]["path"]
-    code, result = run(capsys, "enable", "vm_kvm", "--dry-run", "--json")
+    code, result = run(capsys, "enable", "vm_kvm", "--cloud-user", "tkauto", "--dry-run", "--json")
     assert code == EXIT_OK and result["plan"]["user"]["name"] == "tkauto"
     assert any(c["cli"].startswith("onemarketapp export") for c in result["preview"]["changes"])
-    code, result = run(capsys, "enable", "vm_kvm", "--yes", "--poll", "0.02", "--json")
+    code, result = run(capsys, "enable", "vm_kvm", "--cloud-user", "tkauto", "--yes", "--poll", "0.02", "--json")
     assert code == EXIT_OK, result
     values = next(e["data"]["values"] for e in result["events"] if "values" in e["data"])
     rules = {acl.to_str() for acl in map(rule_of, cloud_env.site.acls.values())}
@@ -240,7 +240,7 @@ def test_enable_fill_and_check_against_the_cloud(capsys: pytest.CaptureFixture[s
 
 def test_enable_in_read_only_mode_is_refused(capsys: pytest.CaptureFixture[str], cloud_env: SimServer) -> None:
     run(capsys, "open", "demo-site", "--json")
-    code = main(["--read-only", "site", "enable", "vm_kvm", "--yes", "--json"])
+    code = main(["--read-only", "site", "enable", "vm_kvm", "--cloud-user", "tkauto", "--yes", "--json"])
     result = json.loads(capsys.readouterr().out)
     assert code == EXIT_USAGE and "read-only" in result["error"]["detail"]
     assert not [a for a in cloud_env.site.acls.values() if rule_of(a).to_str().startswith("#2 ")]
@@ -251,7 +251,7 @@ def test_fill_and_submit_in_read_only_mode_are_refused_by_the_operation(capsys: 
     the refusal) after the preview, which a dry run still shows; nothing is written or pushed."""
     code, result = run(capsys, "open", "demo-site", "--json")
     path = Path(result["site"]["path"])
-    run(capsys, "enable", "core_net_cluster", "--json")  # something to submit
+    run(capsys, "enable", "core_net_cluster", "--cloud-user", "tkauto", "--json")  # something to submit
     before, head = path.read_bytes(), _remote_head(cloud_env, "demo-site")
     code = main(["--read-only", "site", "fill", str(path), "--dry-run", "--json"])
     result = json.loads(capsys.readouterr().out)
@@ -288,12 +288,12 @@ def test_confirm_an_appliance_id_through_the_runner(capsys: pytest.CaptureFixtur
 
 def test_enable_without_appliance_then_submit(capsys: pytest.CaptureFixture[str], cloud_env: SimServer) -> None:
     run(capsys, "open", "demo-site", "--json")
-    code, result = run(capsys, "enable", "core_net_cluster", "--submit", "--yes", "--json")
+    code, result = run(capsys, "enable", "core_net_cluster", "--cloud-user", "tkauto", "--submit", "--yes", "--json")
     assert code == EXIT_FINDINGS and "Submit refused" in result["error"]["title"]  # written, not pushed
-    code, result = run(capsys, "enable", "core_net_cluster", "--submit", "--yes", "--override-reason", "demo", "--json")
+    code, result = run(capsys, "enable", "core_net_cluster", "--cloud-user", "tkauto", "--submit", "--yes", "--override-reason", "demo", "--json")
     assert code == EXIT_OK, result
     assert result["events"][-1]["state"] == "skipped" and result["submit"][-1]["data"]["pushed"]
-    code, result = run(capsys, "enable", "core_net_cluster", "--submit", "--yes", "--json")
+    code, result = run(capsys, "enable", "core_net_cluster", "--cloud-user", "tkauto", "--submit", "--yes", "--json")
     assert code == EXIT_OK and result["events"][-1]["state"] == "skipped" and result["submit"] == []
 
 
@@ -303,13 +303,13 @@ def test_enable_fills_versioned_groups_from_what_is_offered(capsys: pytest.Captu
     for this platform): 131 is filled from the download, 129 is left out, not asked blind."""
     code, result = run(capsys, "open", "demo-site", "--json")
     path = result["site"]["path"]
-    code, result = run(capsys, "enable", "cluster", "--dry-run", "--json")
+    code, result = run(capsys, "enable", "cluster", "--cloud-user", "tkauto", "--dry-run", "--json")
     assert code == EXIT_OK
     descriptions = [c["description"] for c in result["preview"]["changes"]]
     assert "site_variables.cluster.131.template_id: (not there) -> the appliance's ID" in descriptions
     assert not any("129" in d for d in descriptions)
     assert any(w.startswith("version(s) 129: no build is downloaded or offered") for w in result["preview"]["warnings"])
-    code, result = run(capsys, "enable", "cluster", "--yes", "--poll", "0.02", "--json")
+    code, result = run(capsys, "enable", "cluster", "--cloud-user", "tkauto", "--yes", "--poll", "0.02", "--json")
     assert code == EXIT_OK, result
     values = next(e["data"]["values"] for e in result["events"] if "values" in e["data"])
     assert set(values) == {"131.template_id"}
@@ -328,7 +328,42 @@ def test_enable_with_a_missing_variable_leaves_nothing(capsys: pytest.CaptureFix
     before = path.read_bytes()
     site = cloud_env.site
     images, templates, acls = set(site.images), set(site.templates), set(site.acls)
-    code, result = run(capsys, "enable", "vm_kvm", "--set", "template_id=", "--yes", "--poll", "0.02", "--json")
+    code, result = run(capsys, "enable", "vm_kvm", "--cloud-user", "tkauto", "--set", "template_id=", "--yes", "--poll", "0.02", "--json")
     assert code == EXIT_FAILED and result["error"]["title"] == "vm_kvm: site variables missing"
     assert "Give template_id" in result["error"]["detail"] and "Nothing was downloaded or granted" in result["error"]["detail"]
     assert (set(site.images), set(site.templates), set(site.acls)) == (images, templates, acls) and path.read_bytes() == before
+
+
+def test_enable_grants_to_the_named_user_never_a_guessed_one(capsys: pytest.CaptureFixture[str], cloud_env: SimServer,
+                                                             tmp_path: Path) -> None:
+    """Without the input file (or --cloud-user) a component with appliances is refused before anything
+    is planned: the site record or a live service may belong to another deployment. The message
+    names what the site shows as a hint only. With --input FILE the grants go to the file's
+    app_automation_cloud_username, whatever the live service was deployed with."""
+    run(capsys, "open", "demo-site", "--json")
+    site = cloud_env.site
+    acls = set(site.acls)
+    code, result = run(capsys, "enable", "vm_kvm", "--yes", "--poll", "0.02", "--json")
+    assert code != EXIT_OK and result["error"]["title"] == "Automation cloud user not named"
+    detail = result["error"]["detail"]
+    assert "--input FILE" in detail and "--cloud-user NAME" in detail
+    assert "app_automation_cloud_username 'tkauto'" in detail  # the live service's, as a hint
+    assert set(site.acls) == acls
+    # another user named by the input file: the grants are its, not the live service's tkauto
+    with site.lock:
+        from tui.sim.state import SimUser
+
+        uid = max(site.users) + 1
+        site.users[uid] = SimUser(uid, "trialbot", "Trialbot-Secret-1", 1, "users", [1])
+    inputs = tmp_path / "inputs.json"
+    inputs.write_text(json.dumps({"name": "Site Toolkit", "custom_attrs_values": {
+        "app_automation_cloud_username": "trialbot"}, "networks_values": [{"Public": {"id": "0"}}]}))
+    inputs.chmod(0o600)
+    code, result = run(capsys, "enable", "vm_kvm", "--input", str(inputs), "--cloud-user", "tkauto", "--json")
+    assert code == EXIT_USAGE and "differs from app_automation_cloud_username 'trialbot'" in result["error"]["detail"]
+    code, result = run(capsys, "enable", "vm_kvm", "--input", str(inputs), "--yes", "--poll", "0.02", "--json")
+    assert code == EXIT_OK, result
+    values = next(e["data"]["values"] for e in result["events"] if "values" in e["data"])
+    rules = {acl.to_str() for acl in map(rule_of, site.acls.values())}
+    assert f"#{uid} TEMPLATE/#{values['template_id']} USE #0" in rules
+    assert not any(r.startswith("#2 ") and f"/#{values['template_id']} " in r for r in rules)

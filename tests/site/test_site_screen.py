@@ -17,7 +17,7 @@ from tui.adapters.vault import VaultPassword, decrypt_text, is_vault_text, read_
 from tui.app import SiteToolkitApp
 from tui.domain.site_config import SiteConfig, SiteConfigError
 from tui.procedures.connection import SiteConnection
-from tui.screens.site_components import ComponentFlowModal
+from tui.screens.site_components import USER_FIELD, ComponentFlowModal
 from tui.screens.site_config import SiteConfigScreen
 from tui.screens.site_dialogs import OpenSiteModal, PasswordModal, PreviewModal, SubmitModal
 from tui.screenshots import click_shown, frozen_clock, wait_for, wait_for_screen
@@ -26,6 +26,7 @@ from tui.sim.acl import rule_of
 from tui.sim.repos import SIM_VAULT_PASSWORD
 from tui.sim.server import SimServer
 from widgets.confirm_modal import ConfirmModal
+from widgets.validated_field import ValidatedField
 
 SIZE = (140, 40)
 PASSWORD = VaultPassword.from_text(SIM_VAULT_PASSWORD)
@@ -150,7 +151,14 @@ async def test_component_flow_and_submit(deployed: SimServer, tmp_path: Path, mo
         await pilot.press("enter")
         await wait_for(pilot, lambda: modal.step == "-form", what="the form")
         labels = [f.label for f in modal.query("ValidatedField")]
-        assert labels == ["template_id", "image_id"]
+        assert labels == [USER_FIELD, "template_id", "image_id"]
+        # the cloud user the grants go to is named, never guessed: empty, the review is not planned
+        await click_shown(pilot, "#flow-next")
+        await pilot.pause()
+        user = next(f for f in modal.query(ValidatedField) if f.label == USER_FIELD)
+        assert modal.step == "-form" and user.reason and "required" in user.reason
+        user.value = "tkauto"
+        await pilot.pause()
         await click_shown(pilot, "#flow-next")
         await wait_for(pilot, lambda: modal.step == "-review" and not modal.query_one("#flow-enable").disabled, what="the review")
         await click_shown(pilot, "#flow-enable")

@@ -24,6 +24,9 @@ from tui.procedures.site_fill import gather_cloud_facts
 from tui.sim.repos import template_core_yaml
 from tui.sim.server import SimServer
 
+#: the automation cloud user the grants go to (named, never guessed)
+USER = "tkauto"
+
 FILLED = {"site_s3_server.endpoint": "https://10.0.0.9:9000", "site_public_ip": "192.0.2.10", "site_domain": "trial.example.org",
           "site_onegate": "10.11.28.1"}
 
@@ -60,7 +63,7 @@ async def test_the_downloaded_appliance_passes(cloud: SiteConnection, deployed: 
     path = await open_demo_site(cloud.settings)
     password = password_of(cloud)
     definitions = (await library(cloud)).as_mapping()
-    events = await collect(offer_component(cloud, path, password, definitions["tn_bastion"], poll_interval=POLL))
+    events = await collect(offer_component(cloud, path, password, definitions["tn_bastion"], poll_interval=POLL, cloud_user=USER))
     assert events[-1].state == "done"
     config = (await load_site_config(path, password, cloud.naming)).config
     facts = await gather_cloud_facts(cloud, config, definitions)
@@ -149,7 +152,7 @@ async def test_enable_with_missing_variables_creates_nothing(cloud: SiteConnecti
         VariableSpec("middleware_ip", "address of the load-test middleware"), VariableSpec("template_id", "VM template"),
         VariableSpec("image_id", "image")))
     with pytest.raises(SiteError) as error:
-        await collect(offer_component(cloud, path, password_of(cloud), agent, poll_interval=POLL))
+        await collect(offer_component(cloud, path, password_of(cloud), agent, poll_interval=POLL, cloud_user=USER))
     assert error.value.title == "load_agent: site variables missing"
     assert "middleware_ip (address of the load-test middleware)" in error.value.detail
     assert "template_id" not in error.value.detail and "Nothing was downloaded or granted" in error.value.detail
@@ -169,8 +172,8 @@ async def test_a_failed_enable_removes_what_it_created(cloud: SiteConnection, de
     record = str(uuid.uuid5(_UUID_NAMESPACE, "debian-12-arm"))
     imageless = ComponentDefinition("arm_vm", appliances=(f"{{marketplace_url}}/appliance/{record}",),
                                     site_variables=(VariableSpec("template_id", "VM template"), VariableSpec("image_id", "image")))
-    operation = EnableComponent(path, password_of(cloud), imageless, poll_interval=POLL)
-    review = EnableReview("arm_vm", await plan_provision(cloud, imageless), Preview("enable arm_vm"))
+    operation = EnableComponent(path, password_of(cloud), imageless, poll_interval=POLL, cloud_user=USER)
+    review = EnableReview("arm_vm", await plan_provision(cloud, imageless, cloud_user=USER), Preview("enable arm_vm"))
     context = RunContext(lambda event: None)
     with pytest.raises(SiteError) as error:
         await run_operation(cloud, operation, review, context)

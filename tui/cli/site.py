@@ -106,7 +106,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--set", action="append", metavar="VAR=VALUE", help="site variable value; repeatable")
     p.add_argument("--allow-incomplete", action="store_true", help="write even when site variables are left unset")
     p.add_argument("--dry-run", action="store_true", help="show what would change, write nothing")
-    p.add_argument("--cloud-user", metavar="NAME", help="the automation cloud user (default: from the toolkit deployment)")
+    p.add_argument("--input", metavar="FILE", help="the toolkit input file: its app_automation_cloud_username is the "
+                   "user the appliances are granted to")
+    p.add_argument("--cloud-user", metavar="NAME", help="the automation cloud user the appliances are granted to "
+                   "(instead of --input; never guessed)")
     p.add_argument("--datastore", type=int, metavar="ID", help="IMAGE datastore for downloads (default: the first)")
     p.add_argument("--no-cloud", action="store_true", help="offline: do not download or grant; write the IDs given with "
                    "--set (without it, an unreachable cloud is an error)")

@@ -106,6 +106,31 @@ async def enable_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cloud_user_of(args: argparse.Namespace) -> str | None:
+    """The automation cloud user: --cloud-user, or the input file's app_automation_cloud_username
+    (--input); both given must agree. None: not named (a component with appliances is refused)."""
+    named = (getattr(args, "cloud_user", None) or "").strip()
+    path = getattr(args, "input", None)
+    if not path:
+        return named or None
+    from tui.domain.naming import DEFAULT_NAMING
+    from tui.domain.toolkit_inputs import secret_names
+    from tui.errors import SiteError
+    from tui.procedures.toolkit import read_input_file
+
+    try:
+        loaded = read_input_file(path, secret_names(DEFAULT_NAMING))
+    except SiteError as error:
+        raise UsageError(f"{error.title}: {error.detail}") from None
+    field = DEFAULT_NAMING.input_name("automation_cloud_username")
+    from_file = loaded.file.value_map().get(field, "").strip()
+    if not from_file:
+        raise UsageError(f"{path} names no {field}")
+    if named and named != from_file:
+        raise UsageError(f"--cloud-user {named} differs from {field} {from_file!r} of {path}")
+    return from_file
+
+
 async def _enable(args: argparse.Namespace, path: Path, password: VaultPassword, definition: ComponentDefinition,
                   values: dict[str, Any], warnings: list[str]) -> tuple[int, dict[str, Any] | None]:
     """The `EnableComponent` operation through the runner: with the cloud when the component has
@@ -115,7 +140,7 @@ async def _enable(args: argparse.Namespace, path: Path, password: VaultPassword,
     if definition.appliances and not args.no_cloud:
         site = await connect_for_enable(args)
     operation = EnableComponent(path, password, definition, values, cloud=site is not None,
-                                allow_incomplete=args.allow_incomplete, cloud_user=args.cloud_user,
+                                allow_incomplete=args.allow_incomplete, cloud_user=cloud_user_of(args),
                                 datastore_id=args.datastore, poll_interval=args.poll)
     answers: list[dict[str, Any]] = []
     runner_site = site if site is not None else local_site(args)

@@ -6,7 +6,7 @@ automation cloud user allowed to use their images, VM templates and service temp
   newest build carries the marketplace's version: reused) or must be downloaded (a
   `DownloadPlan` of the marketplace procedures, which itself reuses what an interrupted run left),
   and which grants the objects need. The cloud user is the one named in the automation's
-  cloud-username input: given, else the toolkit's site record, else the toolkit service's input.
+  cloud-username input of the toolkit's input file, given by the caller; never guessed.
   `ProvisionPlan.preview()` lists every change with the equivalent platform commands
   (`onemarketapp export`, `oneimage update --append`, `oneacl create`).
 - `provision_component(site, plan)`: runs it. Downloads go through `download_appliance`
@@ -55,7 +55,7 @@ from tui.procedures.marketplace import AmbiguousAppliance, load_catalog
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress
 from tui.procedures.site_config import enable_component, load_site_config
-from tui.procedures.site_fill import find_deployment, installed_from_catalog
+from tui.procedures.site_fill import installed_from_catalog
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection
@@ -187,22 +187,36 @@ class Provisioned:
 
 
 async def resolve_cloud_user(site: "SiteConnection", name: str | None = None) -> User:
-    """The automation cloud user: `name`, else the site record's, else the toolkit service's input."""
+    """The automation cloud user `name` (the input file's app_automation_cloud_username). Never
+    guessed from the site record or a live service: either may belong to another deployment, whose
+    user would get the grants while the automation's own gets "Not authorized to perform USE"."""
     wanted = (name or "").strip()
-    if not wanted:
-        deployment = await find_deployment(site)
-        wanted = deployment.automation_user if deployment is not None else ""
     input_name = site.naming.input_name("automation_cloud_username")
     if not wanted:
         raise SiteError(
-            "Automation cloud user unknown",
-            f"No toolkit deployment names {input_name}; give the cloud user (--cloud-user NAME) that the automation server deploys with.",
+            "Automation cloud user not named",
+            f"The appliances are granted to the cloud user named in {input_name} of the toolkit's input file: give "
+            f"the file (--input FILE) or the user (--cloud-user NAME). It is not taken from the site record or a "
+            f"live service{await _deployed_users(site)}.",
         )
     users = await site.cloud.list_users()
     user = next((u for u in users if u.name == wanted), None)
     if user is None:
         raise SiteError(f"Cloud user {wanted!r} does not exist", f"{input_name} names {wanted!r}, which the cloud does not have: create it (oneuser create) or fix the name.")
     return user
+
+
+async def _deployed_users(site: "SiteConnection") -> str:
+    """What the live toolkit services were deployed with, as a hint (never used to grant)."""
+    from tui.procedures.own_service import live_toolkits
+
+    try:
+        services = live_toolkits(await site.flow.list_services(), site.naming)
+    except SiteError:
+        return ""
+    name = site.naming.input_name("automation_cloud_username")
+    said = [f"service {s.id} {s.name!r} was deployed with {name} {s.input_values.get(name, '')!r}" for s in services]
+    return f" (the site shows: {'; '.join(said)})" if said else ""
 
 
 async def _objects(site: "SiteConnection", found: InstalledAppliance) -> list[CloudObject]:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Mapping, TypeVar
 
 from tui.adapters.vault import VaultPassword, decrypt_text_async, is_vault_text
 from tui.domain.datastores import Datastore
+from tui.domain.documents import SERVICE_TEMPLATE_DOCUMENT
 from tui.domain.hosts import Host
 from tui.domain.images import ImageInfo
 from tui.domain.marketapps import MarketApp, Marketplace
@@ -32,8 +33,11 @@ from tui.errors import AuthenticationFailed, SiteError
 from tui.procedures.concurrent import gather
 
 if TYPE_CHECKING:  # pragma: no cover
+    from tui.domain.acls import AclRule
     from tui.domain.components import ComponentDefinition
+    from tui.domain.documents import Document
     from tui.domain.input_site import SiteCheck
+    from tui.domain.vmtemplates import VmTemplate
     from tui.procedures.connection import SiteConnection
     from tui.procedures.hosts import HostInventory
     from tui.procedures.input_site_checks import SiteCheckReport
@@ -119,6 +123,10 @@ class SetupFacts:
     inventory: "HostInventory | None" = None
     hosts: tuple[Host, ...] | None = None
     form: "ToolkitForm | None" = None
+    #: VM templates, service templates (documents) and ACL rules: who may use the components' objects
+    vm_templates: "tuple[VmTemplate, ...] | None" = None
+    service_template_docs: "tuple[Document, ...] | None" = None
+    acl_rules: "tuple[AclRule, ...] | None" = None
     repo: RepoFacts = RepoFacts()
     #: the whole check of `repo.core_plain` (the cloud and the component library), None: not run
     site_verdict: "SiteVerdict | None" = None
@@ -444,15 +452,19 @@ async def read_setup_facts(site: "SiteConnection", target: SetupTarget | None = 
     )
     key_line, key_problem = key
     repo_facts = repo or RepoFacts(configured=str(site.settings.sites_repo or ""))
-    verdict, (input_checks, login) = await gather(
+    verdict, (input_checks, login), vm_templates, documents, rules = await gather(
         _guard("the whole check of core.yaml", whole_verdict(site, repo_facts, notes), notes),
-        _input_checks(site, target, form, users))
+        _input_checks(site, target, form, users),
+        _guard("VM templates", cloud.list_templates(), notes),
+        _guard("service template documents", cloud.list_documents(SERVICE_TEMPLATE_DOCUMENT), notes),
+        _guard("ACL rules", cloud.acl_list(), notes))
     return SetupFacts(
         endpoint=info.endpoint, version=info.version, user=info.user, group=info.group, target=target,
         system=system, marketplaces=markets, configured_markets=tuple(site.settings.marketplace_urls),
         marketapps=apps, datastores=datastores, vnets=vnets, leases=leases, vms=vms, users=users, images=images,
         toolkit_templates=templates, toolkit_image_ids=image_ids, service=service, services_known=services is not None,
         automation_key=key_line, automation_key_problem=key_problem, inventory=inventory, form=form,
+        vm_templates=vm_templates, service_template_docs=documents, acl_rules=rules,
         repo=repo_facts, site_verdict=verdict, input_checks=input_checks, cloud_login=login, notes=tuple(notes),
         naming=site.naming,
     )

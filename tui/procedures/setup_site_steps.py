@@ -162,6 +162,72 @@ def component_gaps(config: Any, name: str, facts: SetupFacts) -> list[str]:
             gaps.append(f"{path} = {object_id} is no downloaded appliance image")
 
     walk(config.component_variables(name), "")
+    if not gaps:
+        gaps += use_gaps(config.component_variables(name), facts)
+    return gaps
+
+
+#: `appliance_identity.id_kind`'s words -> `object_grants.KINDS`' keys
+_GRANT_KINDS = {"image": "image", "VM template": "template", "service template": "service_template"}
+
+
+def use_gaps(variables: Any, facts: SetupFacts) -> list[str]:
+    """Why the input's automation cloud user cannot USE the objects a component's IDs name (and the
+    images of each VM template): [] when it can. Unknown (rules or objects unreadable) is a gap."""
+    from tui.domain.appliance_identity import as_object_id, id_kind
+    from tui.domain.object_grants import CloudObject, already_usable
+
+    ids: list[tuple[str, int]] = []
+
+    def collect(value: Any, path: str) -> None:
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                collect(inner, f"{path}.{key}" if path else str(key))
+            return
+        kind = id_kind(path.rsplit(".", 1)[-1])
+        object_id = as_object_id(value) if kind is not None else None
+        if kind is not None and object_id is not None and object_id > 0:
+            ids.append((_GRANT_KINDS[kind], object_id))
+
+    collect(variables, "")
+    if not ids:
+        return []
+    name = facts.target.cloud_username
+    user = next((u for u in facts.users or () if u.name == name), None)
+    if not name:
+        return ["the automation cloud user is not named (app_automation_cloud_username of the input file)"]
+    if facts.users is None or facts.acl_rules is None:
+        return [f"not known whether {name} may use its objects (the users or the ACL rules could not be read)"]
+    if user is None:
+        return [f"no cloud user {name} to use its objects"]
+    images = {i.id: i for i in facts.images or ()}
+    templates = {t.id: t for t in facts.vm_templates or ()}
+    documents = {d.id: d for d in facts.service_template_docs or ()}
+    objects: list[CloudObject] = []
+    unknown: list[str] = []
+
+    def add(kind: str, object_id: int) -> None:
+        pools: dict[str, dict[int, Any]] = {"image": images, "template": templates, "service_template": documents}
+        source = pools[kind].get(object_id)
+        if source is None:
+            unknown.append(f"{kind.replace('_', ' ')} {object_id}")
+            return
+        objects.append(CloudObject(kind, source.id, source.name, source.uid, source.gid, source.permissions))
+        if kind == "template":
+            for image_id in source.image_ids:
+                add("image", image_id)
+
+    for kind, object_id in ids:
+        add(kind, object_id)
+    gaps = [f"not known whether {name} may use {what} (not readable)" for what in unknown]
+    seen: set[tuple[str, int]] = set()
+    for obj in objects:
+        if (obj.kind, obj.id) in seen:
+            continue
+        seen.add((obj.kind, obj.id))
+        if not already_usable(obj, user, facts.acl_rules):
+            gaps.append(f"{name} may not USE {obj.label} (no ACL rule, owner, group or other USE right): "
+                        "the automation would get 'Not authorized to perform USE'")
     return gaps
 
 
@@ -179,7 +245,7 @@ def components_step(facts: SetupFacts) -> SetupStep:
     gaps = {name: component_gaps(config, name, facts) for name in wanted}
     missing = [name for name in wanted if gaps[name]]
     rec_missing = [name for name in recommended if name not in listed]
-    evidence = [f"enabled (read from origin/{facts.target.branch}): "
+    evidence = [f"enabled (read from {_where(facts)}): "
                 f"{', '.join(n for n in wanted if not gaps[n]) or '(none)'}"]
     evidence += [f"{name}: {'; '.join(gaps[name])}" for name in missing]
     if rec_missing:
@@ -188,8 +254,9 @@ def components_step(facts: SetupFacts) -> SetupStep:
     found = ComponentsMissing(tuple(missing), tuple(rec_missing))
     if missing:
         return _step(StepId.COMPONENTS, title, StepState.TODO, evidence,
-                     f"Enable {', '.join(missing)} through the day-2 flow (appliances downloaded, the automation "
-                     "user granted, site variables written), then submit.",
+                     f"Enable {', '.join(missing)} through the day-2 flow (appliances downloaded, the input's "
+                     f"automation cloud user {facts.target.cloud_username or '(not named)'} granted, site variables "
+                     "written), then submit.",
                      command=_run(StepId.COMPONENTS), found=found)
     return _step(StepId.COMPONENTS, title, StepState.DONE, evidence, found=found)
 

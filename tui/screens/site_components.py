@@ -54,6 +54,14 @@ _BUTTONS = {
 }
 
 
+#: the label of the component form's cloud-user field
+USER_FIELD = "cloud user (app_automation_cloud_username)"
+
+
+def _named(raw: str) -> str | None:
+    return None if raw.strip() else "required: the cloud user the appliances are granted to (not guessed)"
+
+
 def component_details(definition: ComponentDefinition, listed: bool) -> Text:
     """The library's description of one component (plain text from public.yaml)."""
     text = Text()
@@ -127,6 +135,8 @@ class ComponentFlowModal(OperationModal[EnableReview, ComponentEnabled]):
         self.label = label
         self.definition: ComponentDefinition | None = None
         self.values: dict[str, Any] = {}
+        #: the automation cloud user the appliances are granted to (typed; never guessed)
+        self.cloud_user = ""
         #: which form step shows before the review: "browse", "form", or "review" (a plan that failed)
         self.view = "browse"
 
@@ -142,6 +152,7 @@ class ComponentFlowModal(OperationModal[EnableReview, ComponentEnabled]):
                     yield Static("", id="flow-detail-text")
             with VerticalScroll(id="flow-form"):
                 yield Static("", id="flow-form-intro")
+                yield Vertical(id="flow-user")
                 yield Vertical(id="flow-fields")
             with VerticalScroll(id="flow-review"):
                 yield Static("", id="flow-review-text")
@@ -253,6 +264,17 @@ class ComponentFlowModal(OperationModal[EnableReview, ComponentEnabled]):
                 id=f"flow-field-{n}", validate_initial=False,
             ))
         await fields.mount_all(new_fields)
+        user_box = self.query_one("#flow-user", Vertical)
+        await user_box.remove_children()
+        if definition.appliances:
+            user = ValidatedField(
+                USER_FIELD, self.cloud_user, check=_named,
+                help="the automation cloud user its images and templates are granted to: app_automation_cloud_username "
+                     "of the toolkit's input file (never taken from the site record or a live service)",
+                placeholder="app_automation_cloud_username", id="flow-cloud-user", validate_initial=False)
+            await user_box.mount(user)
+            if not self.cloud_user:
+                new_fields.insert(0, user)
         self._go("form")
         if new_fields:
             new_fields[0].focus()
@@ -287,13 +309,15 @@ class ComponentFlowModal(OperationModal[EnableReview, ComponentEnabled]):
 
     def review(self) -> None:
         assert self.definition is not None
-        if first_invalid(self.query_one("#flow-fields")) is not None:
+        if first_invalid(self.query_one("#flow-user")) is not None or first_invalid(self.query_one("#flow-fields")) is not None:
             return
         self.values = self._form_values()
+        users = list(self.query("#flow-user ValidatedField").results(ValidatedField))
+        self.cloud_user = users[0].value.strip() if users else self.cloud_user
         self.view = "review"
         self.show_preview_text(Text("Planning: reading the marketplaces and the cloud…", "dim"))
         self.plan_operation(EnableComponent(self.path, self.password, self.definition, dict(self.values),
-                                            poll_interval=self.POLL_INTERVAL))
+                                            cloud_user=self.cloud_user or None, poll_interval=self.POLL_INTERVAL))
 
     def show_preview_text(self, renderable: Any) -> None:
         self.query_one("#flow-review-text", Static).update(renderable)

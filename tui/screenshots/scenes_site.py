@@ -108,6 +108,11 @@ async def prepare_site_components(ctx: SceneContext) -> None:
     modal = await site_library(ctx)
     await ctx.pilot.press("enter")
     await ctx.wait_for(lambda: modal.step == "-form", what="the site variables form")
+    from tui.screens.site_components import USER_FIELD
+    from widgets.validated_field import ValidatedField
+
+    next(f for f in modal.query(ValidatedField) if f.label == USER_FIELD).value = "tkauto"
+    await ctx.pilot.pause()
     modal.review()
     await ctx.wait_for(lambda: modal.step == "-review" and not modal.query_one("#flow-enable").disabled, what="the review")
 
