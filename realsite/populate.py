@@ -13,7 +13,6 @@ with room, the marketplace's apps imported.
 from __future__ import annotations
 
 import json
-import secrets
 import time
 import urllib.request
 from dataclasses import dataclass
@@ -87,11 +86,16 @@ def _by_name(rpc: OneRpc, pool_method: str, element: str, *args: object) -> dict
 
 
 def create_user(rpc: OneRpc, name: str) -> int:
+    """The automation's cloud user with the embedded site's known password (AUTOMATION_PASSWORD):
+    the console logs in with the input file's app_automation_cloud_password to check it, and the
+    tests' input files carry that one (set again on a user an earlier populate made)."""
+    from tui.sim.scenarios import AUTOMATION_PASSWORD
+
     users = _by_name(rpc, "one.userpool.info", "USER")
     if name in users:
+        rpc.call("one.user.passwd", users[name], AUTOMATION_PASSWORD)
         return users[name]
-    # a password nobody needs: the toolkit's automation gets its own through the console
-    user_id = int(rpc.call("one.user.allocate", name, secrets.token_urlsafe(18), "core", [1]))
+    user_id = int(rpc.call("one.user.allocate", name, AUTOMATION_PASSWORD, "core", [1]))
     rpc.call("one.user.update", user_id, 'DESCRIPTION="cloud account of the site toolkit\'s automation"\n', 1)
     return user_id
 
