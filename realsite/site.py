@@ -331,7 +331,8 @@ def start(prefix: Path, state: Path, *, fresh: bool = False, db: str = "sqlite",
     if previous and previous.get("db", "sqlite") != db and not fresh:
         raise SiteError(f"{state} holds a frontend on {previous.get('db', 'sqlite')}; use --fresh to discard it")
     if fresh or not previous.get("configured"):
-        for name in ("one", "sim", "facts", "console", "home", "ruby", "logs", "mysql", STATE_FILE, "env", "cli.env",
+        for name in ("one", "sim", "facts", "console", "home", "ruby", "logs", "mysql", "repos", STATE_FILE, "env",
+                     "cli.env",
                      "config.toml", "one_auth", "base-image.qcow2"):
             target = state / name
             if target.is_dir() and not target.is_symlink():
@@ -475,19 +476,35 @@ def _toml(value: str) -> str:
 
 
 def write_client_files(state: Path, info: dict[str, Any], location: Path, sim_dir: Path) -> None:
-    """`config.toml` (the console's: the embedded site's sites repository, component library and
-    vault password file, the real frontend's marketplace), `env` and `cli.env`."""
+    """`config.toml` (the console's: the sites repository, component library and vault password
+    file, the real frontend's marketplace), `env` and `cli.env`. The repositories are the embedded
+    site's, copied once into `<state>/repos`: the marketplace server seeds new ones at every start,
+    while what the console pushed (site branches) must outlive a restart."""
     sim_info: dict[str, str] = {}
     sim_log = state / "logs" / "sim.log"
     for line in sim_log.read_text(errors="replace").splitlines():
         if line.startswith("{") and '"marketplace"' in line:
             sim_info = json.loads(line)
+    repos = state / "repos"
+    kept: dict[str, str] = {}
+    for key in ("sites_repo", "library_repo", "vault_password_file"):
+        source = Path(sim_info.get(key) or "")
+        if not sim_info.get(key) or not source.exists():
+            continue
+        target = repos / source.name
+        if not target.exists():
+            repos.mkdir(mode=0o700, exist_ok=True)
+            if source.is_dir():
+                shutil.copytree(source, target, symlinks=True)
+            else:
+                shutil.copy2(source, target)
+                target.chmod(0o600)
+        kept[key] = str(target)
     lines = ["# the console's config file for the real frontend (python -m realsite)",
              f"state_dir = {_toml(str(state / 'console'))}", "", "[marketplace]",
              f"urls = [{_toml(info['market_url'])}]", "", "[site]"]
-    for key in ("sites_repo", "library_repo", "vault_password_file"):
-        if sim_info.get(key):
-            lines.append(f"{key} = {_toml(sim_info[key])}")
+    for key, value in kept.items():
+        lines.append(f"{key} = {_toml(value)}")
     (state / "config.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
     exports = {"ONE_XMLRPC": info["xmlrpc_url"], "ONE_AUTH": info["one_auth"], "ONEFLOW_URL": info["oneflow_url"],
                "SITETK_CONFIG": str(state / "config.toml"), "SITETK_REAL_MARKET_URL": info["market_url"],
