@@ -15,18 +15,24 @@ tree, the order of elements and the values at once, and a readable diff in git.
 
 What varies between two runs on the same site, or between two sites, is replaced:
 - IDs: an ID of an object the run knows (`tests.recordings.wire.Bindings`) becomes its symbol
-  (`image:os`); an unknown ID of a known kind `<id>`; which tags hold IDs of which kind is
-  `ID_TAGS` (and an object's own `ID`, the `ID`s listed under `VMS`, `IMAGES`, ...). In messages and
-  request parameters, the numbers of the objects the step names.
-- times (`TIME_TAGS`) `<time>` unless 0; secrets (`SECRET_TAGS`, the passwords and sessions the
-  run used) `<secret>`; the run's token `<run>`; a value that is exactly the name of a site object
-  the run uses (a host, a datastore) `<host:a>`.
+  (`image:os`); an unknown ID of a known kind `<id>` (99999, the missing object, stays); which tags
+  hold IDs of which kind is `ID_TAGS` (and an object's own `ID`, the `ID`s listed under `VMS`,
+  `IMAGES`, ...); in messages, a number after a kind word (`image 5`, `USER [3]`); request
+  parameters by the method's signature (`PARAM_KINDS`).
+- times (`TIME_TAGS`) `<time>` unless 0, LAST_POLL `<monitored>`; secrets (`SECRET_TAGS`, the
+  passwords and sessions the run used) `<secret>`; the run's token `<run>`; UUIDs `<uuid>`; request
+  sequence numbers `<seq>`; a value of a name tag (`NAME_TAGS`) that is exactly the name of a site
+  object the run uses `<host:a>`; a site setting a created object copies (`Bindings.values`).
 - objects the run did not create (the site's hosts, datastores, networks, apps, users): their tag
-  tree only, no values (`/HOST/NAME`); in a pool, those items are merged into one sorted set of
-  paths under `ITEM[*]`, as the number and the kinds of them differ from site to site.
+  tree only, no values (`/HOST/NAME`), repeated sibling trees once, lists (a host's VMs, a
+  network's leases) as the element only, as what they hold is the site's. In a pool, the run's
+  objects with their values, the site objects the run uses as `ITEM[host:a]` with their tree, the
+  others left out (sites hold different ones); a line `/POOL (order by ID) = DESC|ASC` keeps the
+  order of all. ACL rules: the run's and the platform's own (a fresh site's 0-5), not others'.
 - in objects the run created, values taken from the site's own objects (`SITE_VALUES`: a NIC's
-  addresses, a disk's datastore paths, the hosts' drivers in the history) `<site>`; monitoring
-  figures `<monitoring>`.
+  addresses, a disk's datastore paths, the hosts' drivers in the history) `<site>` (`KEEP_VALUES`
+  excepted); the VM's monitoring `MONITORED_SUBTREES` as the element only; where the site's
+  scheduler placed a VM (`Bindings.placed`) `<placed>`; the site's configuration as a set of paths.
 """
 
 from __future__ import annotations
@@ -69,10 +75,27 @@ TIME_TAGS = {
     "RETIME", "ESTIME", "EETIME", "TIME", "EXPIRATION_TIME", "start_time", "timestamp", "registration_time",
 }
 SECRET_TAGS = {"PASSWORD", "TOKEN_PASSWORD", "TOKEN", "SESSION", "ONE_KEY"}
+#: times that depend on when the site's monitoring last ran (a dummy frontend's VMs: never)
+MONITOR_TIME_TAGS = {"LAST_POLL"}
+#: numbers the platform counts up for its own bookkeeping (the request that changed a VM)
+SEQUENCE_TAGS = {"REQUEST_ID"}
+#: tags whose value, when it is exactly the name of a site object the run uses, becomes its symbol
+NAME_TAGS = {"HOSTNAME", "DATASTORE", "NETWORK", "FROM_APP_NAME", "CLUSTER", "MARKETPLACE"}
+#: where the site's scheduler put a VM the run did not place itself (a service's VMs)
+PLACEMENT_TAGS = {"HID", "HOSTNAME", "HOST_ID"}
+#: objects that are the site's configuration, not objects: their paths only, as a set
+CONFIGURATION_TAGS = {"OPENNEBULA_CONFIGURATION"}
+#: (parent, element) a site's own object carries once something happened to it before the run: an
+#: address range's ALLOCATED, written at its first lease (src/vnm/AddressRange.cc 1415-1431)
+HISTORY_TAGS = {("AR", "ALLOCATED")}
+#: subtrees whose content depends on when monitoring ran: the element only
+MONITORED_SUBTREES = ("/VM/MONITORING", "*/VM/MONITORING")
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 #: in objects the run created: values that come from the site's own objects, by path pattern
 SITE_VALUES = (
     "*/NIC/*", "*/NIC_DEFAULT/*", "*/CONTEXT/ETH*", "*/TEMPLATE/DISK/*", "*/HISTORY/VM_MAD", "*/HISTORY/TM_MAD",
     "*/HISTORY/DS_LOCATION", "*/DEPLOY_ID", "*/AR/*", "*/LEASES/*", "/IMAGE/PATH", "/IMAGE/SOURCE",
+    "*/GRAPHICS/PORT", "/IMAGE/FORMAT", "/IMAGE/SIZE", "/IMAGE_POOL/IMAGE/FORMAT", "/IMAGE_POOL/IMAGE/SIZE",
     "/IMAGE_POOL/IMAGE/PATH", "/IMAGE_POOL/IMAGE/SOURCE",
 )
 #: ... but these, the same on every site, are compared
@@ -134,9 +157,7 @@ class Context:
         return symbol is not None and symbol in self.bindings.created
 
     def text(self, value: str) -> str:
-        """A string with the run's token, secrets and sessions replaced, a site object's name named."""
-        if value in self.bindings.names:
-            return self.bindings.names[value]
+        """A string with the run's token, secrets and sessions replaced."""
         for secret, placeholder in sorted(self.sessions.items(), key=lambda kv: -len(kv[0])):
             value = value.replace(secret, placeholder)
         for secret, placeholder in sorted(self.bindings.strings.items(), key=lambda kv: -len(kv[0])):
@@ -177,7 +198,10 @@ def _xmlrpc(context: Context, exchange: Exchange) -> dict[str, Any]:
     params, method = xmlrpc.client.loads(exchange.request)
     session, rest = params[0], params[1:]
     request = [context.sessions.get(session, "<session:other>")]
-    request += [_param(context, value, kind) for value, kind in zip(rest, _param_kinds(method, len(rest)))]
+    if method == "one.acl.addrule":
+        request += [_acl_param(context, method, i, str(v)) for i, v in enumerate(rest)]
+    else:
+        request += [_param(context, value, kind) for value, kind in zip(rest, _param_kinds(method, len(rest)))]
     record: dict[str, Any] = {"step": exchange.step, "call": method, "request": request}
     try:
         (result,), _ = xmlrpc.client.loads(exchange.answer)
@@ -195,6 +219,14 @@ def _method_kind(method: str) -> str | None:
     if method == "one.template.instantiate":
         return "vm"
     return METHOD_KINDS.get(parts[1])
+
+
+def _acl_param(context: Context, method: str, index: int, value: str) -> str:
+    if index == 0:
+        return _acl_field(context, value, _ACL_USER_FLAGS)
+    if index == 1:
+        return _acl_resource(context, value)
+    return value
 
 
 def _param_kinds(method: str, count: int) -> list[str | None]:
@@ -318,13 +350,19 @@ def _tag(name: str) -> str:
 def xml_lines(context: Context, root: etree._Element) -> list[str]:
     """An XML answer (an object, a pool, the ACL list) as lines."""
     tag = str(root.tag)
+    if tag in CONFIGURATION_TAGS:
+        return sorted(_shape(root, f"/{tag}"))
     if tag.endswith("_POOL") or tag in ("DOCUMENT_POOL", "JSON"):
         return _pool(context, root)
     return _object(context, root, f"/{tag}")
 
 
-def _own_id(context: Context, element: etree._Element) -> tuple[str, int] | None:
-    kind = OBJECT_TAGS.get(str(element.tag))
+#: items of a pool that are not objects but belong to one (7.0 lists users' and groups' quotas apart)
+POOL_ITEM_TAGS = {("USER_POOL", "QUOTAS"): "user", ("GROUP_POOL", "QUOTAS"): "group"}
+
+
+def _own_id(context: Context, element: etree._Element, pool: str = "") -> tuple[str, int] | None:
+    kind = POOL_ITEM_TAGS.get((pool, str(element.tag))) or OBJECT_TAGS.get(str(element.tag))
     text = (element.findtext("ID") or "").strip().strip('"')
     if kind is None or not re.fullmatch(r"\d+", text):
         return None
@@ -332,20 +370,31 @@ def _own_id(context: Context, element: etree._Element) -> tuple[str, int] | None
 
 
 def _pool(context: Context, root: etree._Element) -> list[str]:
+    """A pool: the run's objects with their values, the site objects the run uses (`[host:a]`) with
+    their tag tree, the others left out (sites hold different ones); the order of all by ID."""
     lines = [f"/{root.tag}"]
-    shapes: dict[str, set[str]] = {}
-    for item in root:
-        if not isinstance(item.tag, str):
-            continue
-        own = _own_id(context, item)
-        if own and context.created(*own) or str(item.tag) == "ACL":
-            lines += _object(context, item, f"/{root.tag}/{item.tag}")
-        elif own is None and not len(item):
-            lines += _object(context, item, f"/{root.tag}/{item.tag}")
-        else:
-            shapes.setdefault(str(item.tag), set()).update(_shape(item, f"/{root.tag}/{item.tag}[*]"))
-    for tag in sorted(shapes):
-        lines += sorted(shapes[tag])
+    items = [i for i in root if isinstance(i.tag, str)]
+    main = items[0].tag if items else None
+    ids = [int(t) for t in (str(i.findtext("ID") or "").strip().strip('"') for i in items if i.tag == main)
+           if re.fullmatch(r"\d+", t)]
+    if len(ids) > 1:
+        # the platform lists by ID, ASC or DESC (API_LIST_ORDER): the order of every item, the site's too
+        order = "DESC" if ids == sorted(ids, reverse=True) else "ASC" if ids == sorted(ids) else "unordered"
+        lines.append(f"/{root.tag} (order by ID) = {order}")
+    for item in items:
+        own = _own_id(context, item, str(root.tag))
+        if str(item.tag) == "ACL":
+            if _acl_known(context, item):
+                lines += _acl(context, item, f"/{root.tag}/ACL")
+        elif own is None:
+            if not len(item):
+                lines += _values(context, item, f"/{root.tag}/{item.tag}", None)
+            else:
+                lines += sorted(_shape(item, f"/{root.tag}/{item.tag}"))
+        elif context.created(*own):
+            lines += _values(context, item, f"/{root.tag}/{item.tag}", own[0])
+        elif context.symbol(*own):
+            lines += _tags(item, f"/{root.tag}/{item.tag}[{context.symbol(*own)}]")
     return lines
 
 
@@ -368,16 +417,28 @@ def _object(context: Context, element: etree._Element, path: str) -> list[str]:
 
 
 def _tags(element: etree._Element, path: str) -> list[str]:
-    """The tag tree alone, in order (an object of the site's own)."""
+    """The tag tree alone, in order (an object of the site's own); siblings repeating the same tree
+    (a host's PCI devices, a datastore's image IDs) once, as their number is the site's."""
     lines = [path]
+    if str(element.tag) in LIST_TAGS or str(element.tag) == "LEASES":
+        return lines  # which objects a site's own object lists (its VMs, images, leases) is the site's
+    previous: list[str] = []
     for child in element:
-        if isinstance(child.tag, str):
-            lines += _tags(child, f"{path}/{child.tag}")
+        if isinstance(child.tag, str) and (str(element.tag), str(child.tag)) not in HISTORY_TAGS:
+            block = _tags(child, f"{path}/{child.tag}")
+            if block != previous:
+                lines += block
+            previous = block
     return lines
 
 
-def _values(context: Context, element: etree._Element, path: str, kind: str | None) -> list[str]:
+def _values(context: Context, element: etree._Element, path: str, kind: str | None, placed: bool = False) -> list[str]:
+    own = _own_id(context, element)
+    if own is not None and context.symbol(*own) in context.bindings.placed:
+        placed = True
     children = [c for c in element if isinstance(c.tag, str)]
+    if any(fnmatch.fnmatchcase(path, pattern) for pattern in MONITORED_SUBTREES):
+        return [path]
     if children:
         lines = [path]
         list_kind = LIST_TAGS.get(str(element.tag))
@@ -391,7 +452,7 @@ def _values(context: Context, element: etree._Element, path: str, kind: str | No
                 if own is not None and not context.created(*own):
                     lines += _tags(child, f"{path}/{child.tag}")
                 else:
-                    lines += _values(context, child, f"{path}/{child.tag}", child_kind)
+                    lines += _values(context, child, f"{path}/{child.tag}", child_kind, placed)
         return lines
     if element.get("empty-list"):
         return [f"{path} = []"]
@@ -406,17 +467,29 @@ def _values(context: Context, element: etree._Element, path: str, kind: str | No
             node = etree.Element("BODY")
             _json_into(node, body)
             return [f"{path} = {{json}}"] + _values(context, node, f"{path}/{{}}", None)[1:]
-    return [f"{path} = {_leaf(context, element, path)}"]
+    return [f"{path} = {_leaf(context, element, path, placed)}"]
 
 
-def _leaf(context: Context, element: etree._Element, path: str) -> str:
+def _leaf(context: Context, element: etree._Element, path: str, placed: bool = False) -> str:
     raw = element.text or ""
     quoted = element.get("json") == "str"
     tag = str(element.tag)
-    if tag in ID_TAGS:
+    if placed and tag in PLACEMENT_TAGS:
+        value = "<placed>"
+    elif tag in ID_TAGS:
         value = context.id_value(ID_TAGS[tag], raw)
+    elif tag in NAME_TAGS and raw in context.bindings.names:
+        value = context.bindings.names[raw]
+    elif (tag, raw) in context.bindings.values:
+        value = context.bindings.values[(tag, raw)]
+    elif tag in MONITOR_TIME_TAGS:
+        value = "<monitored>"
     elif tag in TIME_TAGS:
         value = "<time>" if raw.strip() not in ("", "0", "-1") else raw
+    elif tag in SEQUENCE_TAGS:
+        value = "<seq>" if raw.strip() not in ("", "-1") else raw
+    elif _UUID.fullmatch(raw.strip()):
+        value = "<uuid>"
     elif tag in SECRET_TAGS:
         value = "<secret>" if raw else raw
     elif any(fnmatch.fnmatchcase(path, pattern) for pattern in MONITORING):
@@ -429,6 +502,13 @@ def _leaf(context: Context, element: etree._Element, path: str) -> str:
     return json.dumps(value) if quoted else value
 
 
+def _acl_known(context: Context, element: etree._Element) -> bool:
+    """A rule about the run's objects or the platform's own (a fresh site's rules), not one about
+    objects of others (their IDs are the site's)."""
+    words = _acl_string(context, (element.findtext("STRING") or "").strip()).split(" ")
+    return not any(re.search(r"[#@%]\d", word) for word in words[:2])
+
+
 def _acl(context: Context, element: etree._Element, path: str) -> list[str]:
     """An ACL rule: its ID and the IDs inside its fields as symbols."""
     lines = [path]
@@ -437,8 +517,12 @@ def _acl(context: Context, element: etree._Element, path: str) -> list[str]:
             continue
         text = (child.text or "").strip()
         if child.tag == "ID":
+            # a rule the run made is known by its symbol; one the platform made for the run's objects
+            # (a group's VDC rules) has the site's next ID; a fresh site's own rules keep theirs (0-5)
             value = context.symbol("acl", int(text)) if text.isdigit() else None
-            lines.append(f"{path}/ID = {value or text}")
+            about_run = any(symbol in (element.findtext("STRING") and _acl_string(context, element.findtext("STRING") or ""))
+                            for symbol in context.bindings.created)
+            lines.append(f"{path}/ID = {value or ('<id>' if about_run else text)}")
         elif child.tag == "USER":
             lines.append(f"{path}/USER = {_acl_field(context, text, _ACL_USER_FLAGS)}")
         elif child.tag == "RESOURCE":
@@ -484,7 +568,8 @@ def _acl_string(context: Context, text: str) -> str:
         resources, _, target = words[1].partition("/")
         first = resources.split("+")[0].lower()
         kinds = {"vm": "vm", "image": "image", "template": "template", "net": "vnet", "host": "host",
-                 "datastore": "datastore", "document": "document", "marketplace": "market", "marketplaceapp": "app"}
+                 "datastore": "datastore", "document": "document", "marketplace": "market", "marketplaceapp": "app",
+                 "group": "group", "user": "user"}
         words[1] = resources + "/" + _ACL_SUBJECT.sub(lambda m: _acl_id(context, m, kinds.get(first, "")), target)
     return " ".join(words)
 

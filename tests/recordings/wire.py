@@ -117,6 +117,10 @@ class Bindings:
     strings: dict[str, str] = field(default_factory=dict)
     #: values replaced when a value is exactly one of them (the names of the site's own objects)
     names: dict[str, str] = field(default_factory=dict)
+    #: (tag, value) -> placeholder: a site's setting a created object copies (its system datastore's TM_MAD)
+    values: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: created VMs the site's scheduler placed (a service's): where they run is the site's choice
+    placed: set[str] = field(default_factory=set)
 
 
 class Run:
@@ -163,6 +167,16 @@ class Run:
         if name:
             self.bindings.names[name] = f"<{ref.symbol}>"
         return ref
+
+    def site_value(self, tag: str, value: str, placeholder: str) -> None:
+        """Name a setting of the site (`TM_MAD_SYSTEM` = its system datastore's TM_MAD) where a
+        created object carries it under `tag`."""
+        if value:
+            self.bindings.values[(tag, value)] = placeholder
+
+    def placed_by_site(self, ref: Ref) -> None:
+        """`ref` (a VM) was placed by the site's scheduler: its hosts are not compared."""
+        self.bindings.placed.add(ref.symbol)
 
     def hide(self, secret: str, placeholder: str) -> None:
         if secret:
