@@ -69,9 +69,14 @@ def test_rules_over_xmlrpc(sim: SimServer) -> None:
 
 
 def test_a_rule_grants_what_permissions_do_not(sim: SimServer) -> None:
+    """The users group uses the networks through the default VDC's rule `@1 NET/* USE #0` (a fresh
+    site's rule 4, src/vdc/Vdc.cc ResourceSet; a 7.0.2 frontend lists it); without it, nothing."""
     user = sim.site.user_by_name(AUTOMATION_USER)
     assert user is not None
     as_user = one(sim, f"{user.name}:{user.password}")
+    vdc_rule = next(r.ID for r in one(sim).acl.info().ACL if r.STRING == "@1 NET/* USE #0")
+    assert as_user.vn.info(0).NAME == "oam"
+    one(sim).acl.delrule(vdc_rule)
     with pytest.raises(pyone.OneAuthorizationException, match=r"Not authorized to perform USE NET \[0\]"):
         as_user.vn.info(0)
     one(sim).acl.addrule("200000001", "4400000000", "1")  # @1 NET/* USE

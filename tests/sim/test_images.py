@@ -69,7 +69,7 @@ def test_image_allocate_errors(sim: SimServer) -> None:
 def test_an_image_in_use_cannot_be_deleted_and_a_datablock_needs_a_size(sim: SimServer) -> None:
     client = one(sim)
     client.template.instantiate(0, "user-of-image", True)
-    with pytest.raises(pyone.OneActionException, match="used by 1 VM"):
+    with pytest.raises(pyone.OneActionException, match=r"Cannot delete image\. There are 1 VMs using it\."):
         client.image.delete(0)
     with pytest.raises(pyone.OneApiException, match="SIZE is needed"):
         client.image.allocate('NAME = "blank"\nTYPE = "DATABLOCK"', 1)

@@ -202,7 +202,10 @@ def test_nic_leases_come_from_the_network_and_run_out(sim: SimServer) -> None:
     sim.site.vnets[1].ars[0].size = 1
     first = client.template.instantiate(0, "a", True, 'NIC = [ NETWORK = "trial-vxlan" ]')
     nic = client.vm.info(first).TEMPLATE["NIC"]
-    assert (nic["NETWORK_ID"], nic["IP"], nic["GUEST_MTU"]) == ("1", "192.168.100.10", "1450")
+    # the NIC inherits MTU (oned.conf INHERIT_VNET_ATTR), not GUEST_MTU, which the context takes from
+    # the network (src/vm/VirtualMachineContext.cc NETWORK_CONTEXT, ETH<n>_MTU)
+    assert (nic["NETWORK_ID"], nic["IP"], nic["MTU"], "GUEST_MTU" in nic) == ("1", "192.168.100.10", "1500", False)
+    assert client.vm.info(first).TEMPLATE["CONTEXT"]["ETH0_MTU"] == "1450"
     with pytest.raises(pyone.OneException, match="Cannot get IP/MAC lease from virtual network 1"):
         client.template.instantiate(0, "b", True, 'NIC = [ NETWORK_ID = "1" ]')
     with pytest.raises(pyone.OneException, match="Virtual network 77 does not exist"):

@@ -59,7 +59,7 @@ def test_datastores_networks_users_groups(sim: SimServer) -> None:
     assert {"oneadmin", AUTOMATION_USER} <= set(users)
     assert users[AUTOMATION_USER].GNAME == "users"
     assert client.user.info(-1).NAME == "oneadmin"
-    assert [g.NAME for g in client.grouppool.info().GROUP] == ["oneadmin", "users"]
+    assert [g.NAME for g in client.grouppool.info().GROUP] == ["users", "oneadmin"]  # newest first (DESC)
     assert 2 in client.group.info(1).USERS.ID
 
 

@@ -76,7 +76,7 @@ def test_each_error_code_maps_to_its_pyone_exception(sim: SimServer) -> None:
         admin.template.update(0, 'A = "1"', 2)
     with pytest.raises(pyone.OneInternalException, match="Parse error"):
         admin.template.allocate('NAME = "unterminated')
-    admin.acl.addrule("200000001", "4400000000", "1")  # @1 NET/* USE
+    # @1 NET/* USE #0 is one of a fresh site's rules (the default VDC's, src/vdc/Vdc.cc)
     with pytest.raises(pyone.OneInternalException, match=r"Rule @1 NET/\* USE #0 already exists"):
         admin.acl.addrule("200000001", "4400000000", "1")
     with pytest.raises(pyone.OneException, match=r"NAME is already taken by TEMPLATE 0\."):

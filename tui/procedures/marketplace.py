@@ -290,9 +290,11 @@ def _newest_entries(entries: Sequence[CatalogEntry]) -> list[CatalogEntry]:
 
 
 def sources_from(marketplaces: Sequence[Marketplace], configured: Sequence[str]) -> tuple[MarketplaceSource, ...]:
-    """The HTTP marketplaces to read: the cloud's (with an ENDPOINT) first, then the settings'."""
+    """The HTTP marketplaces to read: the cloud's (with an ENDPOINT) first, in the order they were
+    registered (by ID: the platform lists its pools newest first by default, API_LIST_ORDER DESC,
+    and a site may set either), then the settings'."""
     found: dict[str, MarketplaceSource] = {}
-    for market in marketplaces:
+    for market in sorted(marketplaces, key=lambda m: m.id):
         endpoint = normalize_url(market.endpoint)
         if not endpoint.startswith(("http://", "https://")) or endpoint in found:
             continue

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from tui.domain.error_codes import INTERNAL
+from tui.sim.platform import version_key as _version_key
 from tui.sim.rpc_errors import OneError
 from tui.sim.state import Perms, SimAcl, SimSite, SimUser
 
@@ -174,6 +175,30 @@ def add_rule(site: SimSite, user: int, resource: int, rights: int, zone: int | N
     acl_id = site.next_id("acl")
     site.acls[acl_id] = SimAcl(acl_id, rule.user, rule.resource, rule.rights, rule.zone)
     return acl_id
+
+
+def add_vdc_rules(site: SimSite, gid: int) -> None:
+    """The default VDC's rules for a group of it: its cluster resource set (every cluster of zone 0)
+    gives `@gid HOST/* MANAGE #0`, `@gid NET/* USE #0`, `@gid DATASTORE/* USE #0` (ResourceSet,
+    src/vdc/Vdc.cc 415-441 and 588-625 at release-7.0.0, rights from oned.conf
+    DEFAULT_VDC_CLUSTER_*_ACL; the bootstrap gives the users group the same, VdcPool.cc 69-70)."""
+    for kind, rights in (("HOST", "MANAGE"), ("NET", "USE"), ("DATASTORE", "USE")):
+        add_rule(site, GROUP_ID | gid, ALL_ID | TYPE_BITS[kind], RIGHT_BITS[rights], INDIVIDUAL_ID | 0)
+
+
+def add_group_admin_rules(site: SimSite, gid: int, uid: int) -> None:
+    """A group admin's four rules (`Group::add_admin_rules`, src/group/Group.cc 350-440 at
+    release-7.0.0, 357-440 at 6.10.0; backup jobs, and BACKUPJOB in the second rule, came with 6.10)."""
+    managed: tuple[str, ...] = ("VM", "NET", "IMAGE", "TEMPLATE", "DOCUMENT", "SECGROUP", "VROUTER", "VMGROUP")
+    if _version_key(site.config.one_version) >= (6, 10):
+        managed += ("BACKUPJOB",)
+    for resource, rights in (
+        (TYPE_BITS["USER"] | GROUP_ID | gid, ("USE", "MANAGE", "ADMIN", "CREATE")),
+        (sum(TYPE_BITS[k] for k in managed) | GROUP_ID | gid, ("USE", "MANAGE")),
+        (ALL_ID | TYPE_BITS["VROUTER"], ("CREATE",)),
+        (TYPE_BITS["GROUP"] | INDIVIDUAL_ID | gid, ("MANAGE",)),
+    ):
+        add_rule(site, INDIVIDUAL_ID | uid, resource, sum(RIGHT_BITS[r] for r in rights), ALL_ID)
 
 
 def del_rule(site: SimSite, acl_id: int) -> None:

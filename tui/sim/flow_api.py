@@ -182,7 +182,9 @@ def _visible(site: SimSite, user: SimUser, doc: SimDocument, op: str = "USE") ->
 
 
 def _pool(site: SimSite, user: SimUser, kind: int) -> Response:
-    docs = [envelope(site, d) for d in sorted(site.documents.values(), key=lambda d: d.id)
+    # OneFlow lists what one.documentpool.info answers: newest first (API_LIST_ORDER DESC)
+    docs = [envelope(site, d) for d in sorted(site.documents.values(), key=lambda d: d.id,
+                                              reverse=site.lists_descending())
             if d.type == kind and _visible(site, user, d)]
     return _json(200, {"DOCUMENT_POOL": {"DOCUMENT": docs} if docs else {}})
 

@@ -29,6 +29,7 @@ from tui.domain.template_text import Template, Vector, first
 from tui.domain.vms import state_names
 from tui.sim import flow_templates
 from tui.sim.lifecycle import instantiate_vm_template, recover_vm, terminate_vm, vm_is_ready
+from tui.sim.platform import version_key
 from tui.sim.rpc_context import parse_text
 from tui.sim.rpc_errors import OneError
 from tui.sim.state import Perms, SimDocument, SimSite, SimUser, SimVm
@@ -147,18 +148,13 @@ def instantiate(site: SimSite, template: SimDocument, merge: Any, user: SimUser)
     except flow_templates.TemplateInvalid as exc:
         raise FlowError(500, exc.message) from None
 
-    # Service#allocate (src/flow/lib/models/service.rb): PENDING, every role PENDING, start_time
+    # Service#allocate (src/flow/lib/models/service.rb 319-332 at release-7.0.2, 314-330 at 6.10.0): PENDING,
+    # every role PENDING, start_time, nothing else (a 7.0.2 server answers the instantiate with just these)
     now = int(time.time())
     body["state"] = PENDING
     body["start_time"] = now
-    body["log"] = []
-    body.setdefault("on_hold", False)
     for role in _roles(body):
         role["state"] = PENDING
-        role["nodes"] = []
-        role["last_vmname"] = 0
-        role.setdefault("on_hold", False)
-        role.setdefault("cooldown", 300)
     doc = SimDocument(
         id=site.next_id("document"),
         name=str(body["name"]),
@@ -176,7 +172,18 @@ def instantiate(site: SimSite, template: SimDocument, merge: Any, user: SimUser)
 def deploy_nets(site: SimSite, doc: SimDocument) -> None:
     """`ServiceLCM#deploy_nets_action` (LifeCycleManager.rb release-7.4.0 342-372, 6.10 the same):
     the service goes DEPLOYING_NETS while its networks are made ready, then `deploy_action` starts
-    the roles (DEPLOYING). Networks given by id need nothing: they are ready on the next step."""
+    the roles (DEPLOYING). Networks given by id need nothing: they are ready on the next step.
+
+    The first time the server loads the service, each role gets its defaults: `nodes` and `on_hold`
+    (Role#initialize, src/flow/lib/models/role.rb 205-209), `cooldown` (VMRole#initialize, vmrole.rb 27),
+    `last_vmname` (role.rb 638) and from 7.0 `template_contents` (Service, service.rb 836-864, release-7.0.2)."""
+    for role in _roles(doc.body):
+        role.setdefault("nodes", [])
+        role.setdefault("on_hold", False)
+        role.setdefault("cooldown", 300)
+        role.setdefault("last_vmname", 0)
+        if version_key(site.config.one_version) >= (7, 0):
+            role.setdefault("template_contents", {})
     _set_state(doc.body, DEPLOYING_NETS)
 
     def nets_ready() -> None:

@@ -118,7 +118,9 @@ def delete_image(site: SimSite, image_id: int) -> None:
     if image is None:
         raise no_exists("IMAGE", image_id)
     if image.running_vms > 0:
-        raise OneError(ACTION, f"Cannot delete image {image_id}: it is used by {image.running_vms} VM(s).", image_id)
+        # ImageManager::delete_image (src/image/ImageManagerActions.cc 536-560 at release-7.0.0, 535-552 at
+        # 6.10.0), the request prefixing "Cannot delete image. " (a 7.0.2 frontend answers it so, ACTION)
+        raise OneError(ACTION, f"Cannot delete image. There are {image.running_vms} VMs using it.", image_id)
     del site.images[image_id]
     ds = site.datastores.get(image.datastore_id)
     if ds is not None and image.state != 5:

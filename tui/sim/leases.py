@@ -38,6 +38,7 @@ def lease(vnet: SimVnet, vm_id: int) -> tuple[SimAddressRange, int] | None:
         for offset in itertools.chain((hint,), range(ar.size)):
             if offset < ar.size and offset not in ar.leases:
                 ar.leases[offset] = vm_id
+                ar.ever_leased = True
                 return ar, offset
     return None
 

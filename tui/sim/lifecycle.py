@@ -13,6 +13,7 @@ Public API (used by the XML-RPC methods, OneFlow and the scenarios):
 
 from __future__ import annotations
 
+import itertools
 import time
 from typing import Callable
 
@@ -59,6 +60,11 @@ FAILURE_LCM_STATES = frozenset({36, 37, 38, 39, 40, 41, 42, 44, 46, 47, 48, 49, 
 #: HISTORY ACTION codes written when a host record closes
 _HISTORY_ACTION = {"terminate": 27, "terminate-hard": 28, "undeploy": 5, "undeploy-hard": 6, "stop": 9,
                    "poweroff": 19, "poweroff-hard": 20, "suspend": 10}
+
+#: the request IDs an action leaves in the VM's history record (REQUEST_ID; oned numbers its calls)
+_REQUEST_IDS = itertools.count(1000)
+#: who asks an action nobody named (OneFlow, the embedded site itself): oneadmin
+SYSTEM_CALLER = (0, 0)
 
 #: simulated seconds each phase lasts
 SCHED_DELAY, SCHED_RETRY = 3.0, 30.0
@@ -112,6 +118,10 @@ def allocate_vm(site: SimSite, attrs: Template, name: str, uid: int, gid: int, h
     """Create a VM from a full template (disks and NICs resolved) and start scheduling it."""
     vm_id = site.next_id("vm")
     system, user_attrs, images = build_vm_templates(site, vm_id, attrs, uid, gid, template_id)
+    if hold:
+        # on hold: SUBMIT_ON_HOLD moves to the VM's template (VirtualMachinePool::allocate,
+        # src/vm/VirtualMachinePool.cc 100-104; VirtualMachine::insert, src/vm/VirtualMachine.cc 1135-1140)
+        system = [*system, ("SUBMIT_ON_HOLD", "YES")]
     vm = SimVm(id=vm_id, name=name or f"vm-{vm_id}", uid=uid, gid=gid, state=HOLD if hold else PENDING,
                lcm_state=LCM_INIT, template=system, user_template=user_attrs)
     vm.last_poll = vm.stime
@@ -161,13 +171,23 @@ def _schedule(site: SimSite, vm: SimVm) -> None:
     _place(site, vm, hosts[0], system_ds)
 
 
-def _place(site: SimSite, vm: SimVm, host: SimHost, ds_id: int) -> None:
-    """Open a HISTORY record on `host` and run the prolog/boot phases that fit the VM's state."""
+def _place(site: SimSite, vm: SimVm, host: SimHost, ds_id: int, by_request: bool = False) -> None:
+    """Open a HISTORY record on `host` and run the prolog/boot phases that fit the VM's state.
+    A record opened by one.vm.deploy carries PLAN_ID -2 and ACTION_ID -1, one of the scheduler's
+    plan PLAN_ID -1 and ACTION_ID 0 (release-7.0.2, a deployed and a scheduled VM read back;
+    src/vm/History.cc 311-312 writes them from 7.0)."""
     # a VM resumed from UNDEPLOYED or STOPPED waits in PENDING; its last host record says why
     left_by = vm.history[-1].action if vm.history else 0
     from_state = {5: UNDEPLOYED, 6: UNDEPLOYED, 9: STOPPED}.get(left_by, vm.state) if vm.state == PENDING else vm.state
     vm.user_template = [a for a in vm.user_template if a[0] != "SCHED_MESSAGE"]
-    vm.history.append(SimHistory(seq=len(vm.history), host_id=host.id, hostname=host.name, stime=_now(), ds_id=ds_id))
+    vm.history.append(SimHistory(seq=len(vm.history), host_id=host.id, hostname=host.name, stime=_now(), ds_id=ds_id,
+                                 plan_id=-2 if by_request else -1, action_id=-1 if by_request else 0))
+    # the system datastore's TM_MAD, set by the first deploy (VirtualMachine::check_tm_mad_disks,
+    # src/vm/VirtualMachine.cc 4086-4102 at release-7.0.0)
+    system_ds = site.datastores.get(ds_id)
+    if system_ds is not None and not any(name == "TM_MAD_SYSTEM" for name, _ in vm.template):
+        vm.template.append(("TM_MAD_SYSTEM", system_ds.tm_mad))
+    _set_vnc_port(vm)
     vm.deploy_id = f"one-{vm.id}"
     if from_state == UNDEPLOYED:
         prolog, boot = PROLOG_UNDEPLOY, BOOT_UNDEPLOY
@@ -177,6 +197,19 @@ def _place(site: SimSite, vm: SimVm, host: SimHost, ds_id: int) -> None:
         prolog, boot = PROLOG, BOOT
     _set_state(vm, ACTIVE, prolog)
     _later(site, vm, PROLOG_TIME, lambda: _boot(site, vm, boot))
+
+
+def _set_vnc_port(vm: SimVm) -> None:
+    """A deploy gives the VM's GRAPHICS a PORT: VNC_PORTS' START (5900) plus the VM's id when free
+    (set_vnc_port, src/rm/RequestManagerVirtualMachine.cc 635-670; Cluster::get_vnc_port,
+    include/Cluster.h 149-155, release-7.0.0); undeploy and done release it (release_vnc_port)."""
+    vm.template = [(name, [*[kv for kv in value if kv[0] != "PORT"], ("PORT", str(5900 + vm.id))])
+                   if name == "GRAPHICS" and isinstance(value, list) else (name, value) for name, value in vm.template]
+
+
+def _release_vnc_port(vm: SimVm) -> None:
+    vm.template = [(name, [kv for kv in value if kv[0] != "PORT"]) if name == "GRAPHICS" and isinstance(value, list)
+                   else (name, value) for name, value in vm.template]
 
 
 def _boot(site: SimSite, vm: SimVm, boot_lcm: int) -> None:
@@ -223,10 +256,22 @@ def _booted(site: SimSite, vm: SimVm, boot_lcm: int = BOOT) -> None:
     appliances.on_boot(site, vm)
 
 
+def _mark_action(vm: SimVm, action: str, by: tuple[int, int]) -> None:
+    """`VirtualMachine::set_action` on the open record: the action and who asked it (UID, GID,
+    REQUEST_ID), when the action starts (src/lcm/LifeCycleActions.cc, e.g. 620-627 undeploy, 743-750
+    poweroff, 531 terminate of a VM that is not running, release-7.0.0)."""
+    if vm.history and not vm.history[-1].etime:
+        record = vm.history[-1]
+        record.action = _HISTORY_ACTION.get(action, 0)
+        record.uid, record.gid = by
+        record.request_id = next(_REQUEST_IDS)
+
+
 def _close_history(vm: SimVm, action: str) -> None:
     if vm.history and not vm.history[-1].etime:
         vm.history[-1].etime = _now()
-        vm.history[-1].action = _HISTORY_ACTION.get(action, 0)
+        if not vm.history[-1].action:
+            vm.history[-1].action = _HISTORY_ACTION.get(action, 0)
 
 
 def _finish(site: SimSite, vm: SimVm, action: str) -> None:
@@ -245,6 +290,7 @@ def _finish(site: SimSite, vm: SimVm, action: str) -> None:
             if image.running_vms == 0 and image.state in (2, 8):
                 image.prev_state, image.state = image.state, 1
     vm.etime = _now()
+    _release_vnc_port(vm)
     _set_state(vm, DONE, LCM_INIT)
 
 
@@ -277,7 +323,7 @@ def deploy_vm(site: SimSite, vm_id: int, host_id: int, enforce: bool = False, ds
     if site.faults.fail_next_deploys > 0:
         site.faults.fail_next_deploys -= 1
         raise OneError(INTERNAL, f"Error deploying VM {vm_id} on host {host_id}: the virtualization driver did not answer", vm_id)
-    _place(site, vm, host, ds_id)
+    _place(site, vm, host, ds_id, by_request=True)
 
 
 # actions --------------------------------------------------------------------------------------
@@ -295,12 +341,26 @@ def _wrong_state(action: str, vm: SimVm) -> OneError:
 
 def _shutdown_then(site: SimSite, vm: SimVm, lcm: int, hard: bool, then: Callable[[], None]) -> None:
     _set_state(vm, ACTIVE, lcm)
-    _later(site, vm, HARD_SHUTDOWN_TIME if hard else SHUTDOWN_TIME, then)
+
+    def done() -> None:
+        if vm.history:
+            vm.history[-1].running_end = _now()  # RETIME: the guest stopped running
+        then()
+
+    _later(site, vm, HARD_SHUTDOWN_TIME if hard else SHUTDOWN_TIME, done)
 
 
 def _epilog_then(site: SimSite, vm: SimVm, lcm: int, then: Callable[[], None]) -> None:
     _set_state(vm, ACTIVE, lcm)
-    _later(site, vm, EPILOG_TIME, then)
+    if vm.history:
+        vm.history[-1].epilog_start = _now()  # ESTIME
+
+    def done() -> None:
+        if vm.history:
+            vm.history[-1].epilog_end = _now()  # EETIME
+        then()
+
+    _later(site, vm, EPILOG_TIME, done)
 
 
 def terminate_vm(site: SimSite, vm_id: int, hard: bool = False) -> None:
@@ -315,11 +375,13 @@ def _to_stopped(vm: SimVm) -> None:
 
 def _to_undeployed(site: SimSite, vm: SimVm, action: str) -> None:
     _close_history(vm, action)
+    _release_vnc_port(vm)
     _set_state(vm, UNDEPLOYED, LCM_INIT)
 
 
-def vm_action(site: SimSite, action: str, vm_id: int) -> None:
-    """one.vm.action for every action the console uses; raises OneError like the platform."""
+def vm_action(site: SimSite, action: str, vm_id: int, by: tuple[int, int] = SYSTEM_CALLER) -> None:
+    """one.vm.action for every action the console uses; raises OneError like the platform. `by`
+    (UID, GID) asked it: the VM's history record says so."""
     vm = _get_vm(site, vm_id)
     hard = action.endswith("-hard")
     base = action.removesuffix("-hard")
@@ -332,34 +394,44 @@ def vm_action(site: SimSite, action: str, vm_id: int) -> None:
         if vm.state in (INIT, PENDING, HOLD, STOPPED, UNDEPLOYED, 10, 11):
             _finish(site, vm, action)
         elif vm.state in (POWEROFF, SUSPENDED):
-            _epilog_then(site, vm, EPILOG, lambda: _finish(site, vm, action))
+            # a VM that is not running is shut down softly whatever was asked: TERMINATE_ACTION
+            # (DispatchManager::terminate, src/dm/DispatchManagerActions.cc 314-318;
+            # LifeCycleActions.cc 531, release-7.0.0)
+            _mark_action(vm, "terminate", by)
+            _epilog_then(site, vm, EPILOG, lambda: _finish(site, vm, "terminate"))
         elif vm.state == ACTIVE and vm.lcm_state in FAILURE_LCM_STATES:
             _finish(site, vm, action)
         elif running or (vm.state == ACTIVE and vm.lcm_state == SHUTDOWN and hard):
+            _mark_action(vm, action, by)
             _shutdown_then(site, vm, SHUTDOWN, hard,
                            lambda: _epilog_then(site, vm, EPILOG, lambda: _finish(site, vm, action)))
         else:
             raise _wrong_state(action, vm)
     elif base == "undeploy":
         if running or (hard and vm.state == ACTIVE and vm.lcm_state == SHUTDOWN_UNDEPLOY):
+            _mark_action(vm, action, by)
             _shutdown_then(site, vm, SHUTDOWN_UNDEPLOY, hard,
                            lambda: _epilog_then(site, vm, EPILOG_UNDEPLOY, lambda: _to_undeployed(site, vm, action)))
         elif vm.state == POWEROFF:
+            _mark_action(vm, action, by)
             _epilog_then(site, vm, EPILOG_UNDEPLOY, lambda: _to_undeployed(site, vm, action))
         else:
             raise _wrong_state(action, vm)
     elif base == "poweroff":
         if not running:
             raise _wrong_state(action, vm)
+        _mark_action(vm, action, by)
         _shutdown_then(site, vm, SHUTDOWN_POWEROFF, hard, lambda: _set_state(vm, POWEROFF, LCM_INIT))
     elif base == "stop":
         if not running:
             raise _wrong_state(action, vm)
+        _mark_action(vm, action, by)
         _set_state(vm, ACTIVE, SAVE_STOP)
         _later(site, vm, SAVE_TIME, lambda: _epilog_then(site, vm, EPILOG_STOP, lambda: _to_stopped(vm)))
     elif base == "suspend":
         if not running:
             raise _wrong_state(action, vm)
+        _mark_action(vm, action, by)
         _set_state(vm, ACTIVE, SAVE_SUSPEND)
         _later(site, vm, SAVE_TIME, lambda: _set_state(vm, SUSPENDED, LCM_INIT))
     elif base == "resume":
@@ -403,12 +475,22 @@ def _resume(site: SimSite, vm: SimVm, action: str) -> None:
 
 
 def recover_vm(site: SimSite, vm_id: int, operation: int) -> None:
-    """one.vm.recover: 0 failure, 1 success, 2 retry, 3 delete, 4 delete-recreate, 5 delete-db."""
+    """one.vm.recover: 0 failure, 1 success, 2 retry, 3 delete, 4 delete-recreate, 5 delete-db.
+
+    Failure and success: a VM that is not ACTIVE answers `Could not perform a recover operation
+    on VM n, wrong state X.` (DispatchManager::recover, src/dm/DispatchManagerActions.cc 935 at
+    release-7.0.0, 1033 at 6.10.0, 937 at 7.4.0); an ACTIVE one in LCM_INIT or RUNNING is left as
+    it is and the call succeeds (LifeCycleManager::recover, src/lcm/LifeCycleActions.cc 1334-1336)."""
     vm = _get_vm(site, vm_id)
     if operation in (3, 5):
         if vm.state == DONE:
             raise OneError(ACTION, f"Could not recover VM {vm_id}, wrong state {state_str(vm)}.", vm_id)
         _finish(site, vm, "terminate-hard")
+        return
+    if operation in (0, 1) and vm.state != ACTIVE:
+        raise OneError(ACTION, f"Could not perform a recover operation on VM {vm_id}, wrong state {state_str(vm)}.",
+                       vm_id)
+    if operation in (0, 1) and vm.lcm_state in (LCM_INIT, RUNNING):
         return
     if vm.state != ACTIVE or (vm.lcm_state not in FAILURE_LCM_STATES and vm.lcm_state not in (PROLOG, BOOT)):
         raise OneError(ACTION, f"Could not recover VM {vm_id}, wrong state {state_str(vm)}.", vm_id)

@@ -88,3 +88,33 @@ def vm_state_refusal(version: str, state: int) -> str:
     if version_key(version) >= (7, 4):
         return f"Incorrect state filter {state}"
     return "Incorrect filter_flag, state"
+
+
+#: what a VM's NIC copies from its network's template (oned.conf INHERIT_VNET_ATTR at release-6.10.0
+#: 1057-1087, 7.0.0 1038-1068, 7.4.0 1055-1085, without the vCenter ones)
+INHERIT_VNET_ATTR: tuple[str, ...] = (
+    "VLAN_TAGGED_ID", "FILTER", "FILTER_IP_SPOOFING", "FILTER_MAC_SPOOFING", "MTU", "METRIC", "IP6_METRIC", "METHOD",
+    "IP6_METHOD", "INBOUND_AVG_BW", "INBOUND_PEAK_BW", "INBOUND_PEAK_KB", "OUTBOUND_AVG_BW", "OUTBOUND_PEAK_BW",
+    "OUTBOUND_PEAK_KB", "CONF", "BRIDGE_CONF", "OVS_BRIDGE_CONF", "IP_LINK_CONF", "EXTERNAL_IP", "AWS_ALLOCATION_ID",
+    "VULTR_IP_ID", "GATEWAY", "DNS", "VXLAN_MODE", "VXLAN_TEP", "VXLAN_MC", "CVLANS", "QINQ_TYPE", "TRUST", "SPOOFCHK",
+)
+
+
+def inherit_datastore_attr(version: str) -> tuple[str, ...]:
+    """What a VM's DISK copies from its image datastore's template (oned.conf INHERIT_DATASTORE_ATTR,
+    release-6.10.0 1020-1044; LVM_THIN_ENABLE and PERSISTENT_SNAPSHOTS join at 7.0.0 1032-1033)."""
+    names = ("CEPH_HOST", "CEPH_SECRET", "CEPH_KEY", "CEPH_USER", "CEPH_CONF", "CEPH_TRASH", "POOL_NAME", "ISCSI_USER",
+             "ISCSI_USAGE", "ISCSI_HOST", "GLUSTER_HOST", "GLUSTER_VOLUME", "DISK_TYPE", "ALLOW_ORPHANS",
+             "QCOW2_STANDALONE", "SPARSE")
+    return names + (("LVM_THIN_ENABLE", "PERSISTENT_SNAPSHOTS") if version_key(version) >= (7, 0) else ())
+
+
+def context_network_variables(version: str) -> tuple[str, ...]:
+    """The CONTEXT variables every NIC gets, `ETH<n>_<name>`, empty when nothing sets them
+    (NETWORK_CONTEXT then NETWORK6_CONTEXT, src/vm/VirtualMachineContext.cc 44-72 at release-7.0.0,
+    the same at 6.10.0; ROUTES joins at 7.4.0)."""
+    ipv4: tuple[str, ...] = ("IP", "MAC", "MASK", "NETWORK", "GATEWAY", "DNS", "SEARCH_DOMAIN", "MTU", "METRIC",
+                             "METHOD", "VLAN_ID", "VROUTER_IP", "VROUTER_MANAGEMENT", "EXTERNAL")
+    if version_key(version) >= (7, 4):
+        ipv4 += ("ROUTES",)
+    return ipv4 + ("IP6", "IP6_ULA", "IP6_GATEWAY", "IP6_METRIC", "IP6_METHOD", "IP6_PREFIX_LENGTH", "VROUTER_IP6")

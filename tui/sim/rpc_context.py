@@ -193,7 +193,7 @@ def filter_pool(call: Call, kind: str, objects: Iterable[T], flag: int, start: i
     me = call.user
     groups = call.groups
     admin = call.admin
-    descending = call.site.system_config.get("API_LIST_ORDER", "DESC").upper() == "DESC"
+    descending = call.site.lists_descending()
     ordered = sorted(objects, key=lambda o: o.id, reverse=descending)
     picked: list[T] = []
     for obj in ordered:

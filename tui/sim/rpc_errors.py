@@ -44,8 +44,10 @@ def no_exists(kind: str, oid: int) -> OneError:
 
 
 def not_authorized(uid: int, operation: str, kind: str, oid: int) -> OneError:
-    """`User [2] : Not authorized to perform MANAGE VM [5].`"""
-    return OneError(AUTHORIZATION, f"User [{uid}] : Not authorized to perform {operation} {kind} [{oid}].", oid)
+    """`User [2] : Not authorized to perform MANAGE VM [5].`; without an object (`oid` -1) no brackets:
+    `... MANAGE ACL.` (AuthRequest::add_auth, src/authm/AuthManager.cc 103-112 at release-7.0.0)."""
+    target = f" [{oid}]" if oid != -1 else ""
+    return OneError(AUTHORIZATION, f"User [{uid}] : Not authorized to perform {operation} {kind}{target}.", oid)
 
 
 def action_error(action: str, detail: str, oid: int) -> OneError:

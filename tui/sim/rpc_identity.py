@@ -9,19 +9,27 @@ marketplaces; a taken name answers INTERNAL with the pool's text "NAME is alread
 except a marketplace on 7.4, ALLOCATE (MarketPlaceAPI.cc 196,
 `tui.sim.platform.market_allocate_refuses_with_allocate`); user-defined groups get
 IDs from 100; `user.allocate` takes an optional array of group IDs, the first one the user's
-main group; `group.addadmin` needs the user in the group. Creating a group over XML-RPC adds no
-ACL rule: the CLI's `onegroup create` adds the default ones itself (`src/cli/one_helper/
-onegroup_helper.rb` `create_resource` -> `Group#create_default_acls`).
+main group and gives the user a TOKEN_PASSWORD (src/um/UserPool.cc 414 at release-7.0.0, 412 at
+6.10.0); `group.addadmin` needs the user in the group and adds the group admin's four rules
+(`Group::add_admin_rules`, src/group/Group.cc 350-440 at release-7.0.0). A new group joins the
+default VDC, whose resource set gives it `@<gid> HOST/* MANAGE #0`, `NET/* USE #0` and
+`DATASTORE/* USE #0` (GroupAllocate::pool_allocate, src/rm/RequestManagerAllocate.cc 1035-1039;
+`ResourceSet::add_rule`, src/vdc/Vdc.cc 588-625, release-7.0.0; a 7.0.2 frontend lists them).
+The CLI's `onegroup create` adds the CREATE rule itself (`src/cli/one_helper/onegroup_helper.rb`
+`create_resource` -> `Group#create_default_acls`), over XML-RPC nobody does.
 """
 
 from __future__ import annotations
 
+import secrets
+
 from tui.domain.error_codes import ACTION, ALLOCATE, AUTHORIZATION, INTERNAL
 from tui.domain.object_names import USER_EXTRA_CHARS
+from tui.sim.acl import add_group_admin_rules, add_vdc_rules
 from tui.sim.platform import market_allocate_refuses_with_allocate
 from tui.sim.rpc_context import Call, method, parse_text, refuse_name
 from tui.sim.rpc_errors import OneError, name_taken, no_exists
-from tui.sim.state import SimGroup, SimMarketplace, SimUser
+from tui.sim.state import Perms, SimGroup, SimMarketplace, SimUser
 
 FIRST_USER_GROUP = 100
 
@@ -42,6 +50,7 @@ def group_allocate(call: Call, name: str) -> int:
     gid = max(call.site.next_id("group"), FIRST_USER_GROUP)
     call.site.reserve_ids("group", gid)
     call.site.groups[gid] = SimGroup(gid, name)
+    add_vdc_rules(call.site, gid)
     return gid
 
 
@@ -59,7 +68,8 @@ def user_allocate(call: Call, name: str, password: str, driver: str, group_ids: 
             raise no_exists("GROUP", gid)
     uid = call.site.next_id("user")
     main = call.site.groups[gids[0]]
-    call.site.users[uid] = SimUser(uid, name, password, main.id, main.name, gids, auth_driver=driver or "core")
+    call.site.users[uid] = SimUser(uid, name, password, main.id, main.name, gids, auth_driver=driver or "core",
+                                   template=[("TOKEN_PASSWORD", secrets.token_hex(32))])
     return uid
 
 
@@ -76,6 +86,7 @@ def group_addadmin(call: Call, group_id: int, user_id: int) -> int:
         raise OneError(ACTION, f"User {user_id} is not part of group {group_id}")
     if user_id not in group.admins:
         group.admins.append(user_id)
+        add_group_admin_rules(call.site, group_id, user_id)
     return group_id
 
 
@@ -93,7 +104,9 @@ def market_allocate(call: Call, text: str) -> int:
         raise name_taken("MARKETPLACE", taken.id, code, prefix, period=False)
     market_id = call.site.next_id("marketplace")
     template = [(k, v) for k, v in parse_text(text) if k != "NAME"]
+    # a new object takes the creator's umask, oned.conf DEFAULT_UMASK 177: owner USE and MANAGE only
+    # (PoolObjectSQL::set_umask, src/pool/PoolObjectSQL.cc; a 7.0.2 frontend reads back 600)
     call.site.marketplaces[market_id] = SimMarketplace(market_id, name, attrs.get("MARKET_MAD", "one"),
                                                        attrs.get("ENDPOINT", ""), template,
-                                                       uid=call.user.id, gid=call.user.gid)
+                                                       uid=call.user.id, gid=call.user.gid, perms=Perms())
     return market_id

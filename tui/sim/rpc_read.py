@@ -102,7 +102,8 @@ def hostpool_info(call: Call) -> str:
     if call.admin:
         return render_host_pool(call.site)
     hosts = [h for h in call.site.hosts.values() if call.can_use("HOST", h)]
-    return pool_xml("HOST_POOL", (render_host(call.site, h) for h in sorted(hosts, key=lambda h: h.id)))
+    ordered = sorted(hosts, key=lambda h: h.id, reverse=call.site.lists_descending())
+    return pool_xml("HOST_POOL", (render_host(call.site, h, pool=True) for h in ordered))
 
 
 @method("one.host.info", "i", "b")
@@ -110,9 +111,11 @@ def host_info(call: Call, host_id: int, decrypt: bool = False) -> str:
     return render_host(call.site, _get(call, call.site.hosts, "HOST", host_id))
 
 
+# every pool lists in API_LIST_ORDER, newest first by default (SimSite.lists_descending)
 @method("one.datastorepool.info")
 def datastorepool_info(call: Call) -> str:
-    stores = sorted((d for d in call.site.datastores.values() if call.can_use("DATASTORE", d)), key=lambda d: d.id)
+    stores = sorted((d for d in call.site.datastores.values() if call.can_use("DATASTORE", d)), key=lambda d: d.id,
+                    reverse=call.site.lists_descending())
     return pool_xml("DATASTORE_POOL", (render_datastore(call.site, d) for d in stores))
 
 
@@ -203,7 +206,8 @@ def group_info(call: Call, group_id: int, decrypt: bool = False) -> str:
 
 @method("one.marketpool.info")
 def marketpool_info(call: Call) -> str:
-    markets = sorted((m for m in call.site.marketplaces.values() if call.can_use("MARKETPLACE", m)), key=lambda m: m.id)
+    markets = sorted((m for m in call.site.marketplaces.values() if call.can_use("MARKETPLACE", m)),
+                     key=lambda m: m.id, reverse=call.site.lists_descending())
     return pool_xml("MARKETPLACE_POOL", (render_marketplace(call.site, m) for m in markets))
 
 

@@ -94,7 +94,7 @@ def template_instantiate(call: Call, template_id: int, name: str, hold: bool = F
 @method("one.vm.action", "si")
 def vm_action(call: Call, action: str, vm_id: int) -> int:
     _vm(call, vm_id, "ADMIN" if action in _ADMIN_ACTIONS else "MANAGE")
-    lifecycle.vm_action(call.site, action, vm_id)
+    lifecycle.vm_action(call.site, action, vm_id, by=(call.user.id, call.user.gid))
     return vm_id
 
 
@@ -119,7 +119,11 @@ def updated_configuration(vm: SimVm, new: Template, append: int) -> tuple[Templa
     backup_new = next((v for k, v in sections if k == "BACKUP_CONFIG" and isinstance(v, list)), None)
     sections = [a for a in sections if a[0] != "BACKUP_CONFIG"]
     if append == 0:
-        template = [a for a in vm.template if a[0] not in UPDATECONF_SECTIONS] + sections
+        # replace mode erases every section the text leaves out, except CONTEXT: without a CONTEXT in
+        # the text the VM's stays as it is (VirtualMachine::updateconf, src/vm/VirtualMachine.cc
+        # 3126-3140 at release-7.0.0: only a new CONTEXT is compared with the old one)
+        kept = {"CONTEXT"} - {name for name, _ in sections}
+        template = [a for a in vm.template if a[0] not in UPDATECONF_SECTIONS or a[0] in kept] + sections
         backup: Template = list(backup_new) if backup_new is not None else []
         return template, backup
     template = list(vm.template)

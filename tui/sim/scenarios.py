@@ -16,8 +16,9 @@ import threading
 import time
 
 from tui.domain.template_text import Template
-from tui.sim.acl import add_rule
+from tui.sim.acl import add_rule, add_vdc_rules
 from tui.sim.leases import ip_at, mac_at, mac_for_ip
+from tui.sim.platform import version_key
 from tui.sim.repos import seed_site_repositories
 from tui.sim.state import (
     Perms,
@@ -90,7 +91,9 @@ _SYSTEM_CONFIG: dict[str, str] = {
     "DS_MONITOR_VM_DISK": "10", "KEEPALIVE_MAX_CONN": "30", "KEEPALIVE_TIMEOUT": "15",
     "LISTEN_ADDRESS": "0.0.0.0", "MAC_PREFIX": "02:00", "MANAGER_TIMER": "15", "MAX_CONN": "240",
     "MAX_CONN_BACKLOG": "480", "MESSAGE_SIZE": "1073741824", "MONITORING_INTERVAL_DATASTORE": "300",
-    "MONITORING_INTERVAL_HOST": "180", "MONITORING_INTERVAL_MARKET": "600", "MONITORING_INTERVAL_VM": "180",
+    # no MONITORING_INTERVAL_HOST/VM: they live in monitord.conf, not oned.conf (share/etc/oned.conf
+    # 73-74 at release-6.10.0, 7.0.0 and 7.4.0 set only DATASTORE and MARKET)
+    "MONITORING_INTERVAL_MARKET": "600",
     "NETWORK_SIZE": "254", "ONEGATE_ENDPOINT": ONEGATE_ENDPOINT, "PORT": "2633",
     "SCRIPTS_REMOTE_DIR": "/var/tmp/one", "SESSION_EXPIRATION_TIME": "900", "TIMEOUT": "15",
     "VM_SUBMIT_ON_HOLD": "NO",
@@ -101,9 +104,23 @@ def _vnet_template(items: dict[str, str]) -> Template:
     return list(items.items())
 
 
+def _datastore_defaults(site: SimSite, ds: SimDatastore) -> Template:
+    """What oned adds to every datastore's template: SAFE_DIRS and RESTRICTED_DIRS when unset
+    (src/datastore/Datastore.cc 729-738 at release-7.0.0, 701-710 at 6.10.0) and, from 7.0, the
+    TM_MAD_CONF's PERSISTENT_SNAPSHOTS, YES unless it says otherwise (Datastore.cc 533-548)."""
+    names = {name for name, _ in ds.template}
+    added: Template = [(k, v) for k, v in (("RESTRICTED_DIRS", "/"), ("SAFE_DIRS", "/var/tmp")) if k not in names]
+    if version_key(site.config.one_version) >= (7, 0) and "PERSISTENT_SNAPSHOTS" not in names:
+        added.append(("PERSISTENT_SNAPSHOTS", "YES"))
+    return added
+
+
 def seed_identities(site: SimSite) -> None:
     site.groups[0] = SimGroup(0, "oneadmin")
-    site.groups[1] = SimGroup(1, "users")
+    # the bootstrap users group carries the Sunstone views (GroupPool.cc 71 at release-7.0.0)
+    site.groups[1] = SimGroup(1, "users", template=[("SUNSTONE", [
+        ("DEFAULT_VIEW", "cloud"), ("GROUP_ADMIN_DEFAULT_VIEW", "groupadmin"), ("GROUP_ADMIN_VIEWS", "groupadmin,cloud"),
+        ("VIEWS", "cloud")])])
     site.users[0] = SimUser(0, "oneadmin", secrets.token_urlsafe(12), 0, "oneadmin", [0],
                             template=[("TOKEN_PASSWORD", secrets.token_hex(20))])
     site.users[1] = SimUser(1, "serveradmin", secrets.token_hex(20), 0, "oneadmin", [0], auth_driver="server_cipher",
@@ -113,10 +130,13 @@ def seed_identities(site: SimSite) -> None:
     site.reserve_ids("user", 2)
     site.reserve_ids("group", 1)
     # the platform's default rules: users create their own objects, everyone uses zones and markets
+    # (AclManager bootstrap, src/acl/AclManager.cc 91-119), then the default VDC's for the users group:
+    # its hosts, networks and datastores (VdcPool.cc 69-70); a fresh 7.0.2 frontend lists these six
     add_rule(site, 0x200000001, 0x1000000000 | 0x8000000000 | 0x20000000000 | 0x400000000000 | 0x1000000000000
              | 0x20000000000000 | 0x100000000000000 | 0x400000000, 0x8, 0x400000000)
     add_rule(site, 0x400000000, 0x800000000000 | 0x400000000, 0x1, 0x400000000)
     add_rule(site, 0x400000000, 0x8000000000000 | 0x10000000000000 | 0x400000000, 0x1, 0x400000000)
+    add_vdc_rules(site, 1)
 
 
 def seed_infrastructure(site: SimSite) -> None:
@@ -137,6 +157,8 @@ def seed_infrastructure(site: SimSite) -> None:
         ("LN_TARGET", "SYSTEM"), ("TM_MAD", "ssh"), ("TYPE", "IMAGE_DS")])
     site.datastores[2] = SimDatastore(2, "files", 2, "fs", "ssh", 200_000, 190_000, [
         ("DS_MAD", "fs"), ("TM_MAD", "ssh"), ("TYPE", "FILE_DS")])
+    for ds in site.datastores.values():
+        ds.template = sorted([*ds.template, *_datastore_defaults(site, ds)])
     site.reserve_ids("datastore", 2)
     oam = SimVnet(0, "oam", "br-mgmt", "bridge", _vnet_template({
         "BRIDGE": "br-mgmt", "BRIDGE_TYPE": "linux", "DESCRIPTION": "operations and management network",

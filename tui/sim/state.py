@@ -95,6 +95,8 @@ class SimAddressRange:
     size: int
     type: str = "IP4"
     leases: dict[int, int] = field(default_factory=dict)  # offset -> vm id
+    #: a lease was ever taken: the range's stored template then carries ALLOCATED
+    ever_leased: bool = False
 
 
 @dataclass
@@ -149,6 +151,11 @@ class SimVmTemplate:
 
 @dataclass
 class SimHistory:
+    """One HISTORY record (src/vm/History.cc): who asked the action that ends it (UID, GID and
+    REQUEST_ID stay -1 until an action is set on it, `VirtualMachine::set_action`), how the VM came
+    to the host (PLAN_ID/ACTION_ID, from 7.0: -2/-1 for one.vm.deploy, -1/0 for the scheduler's plan)
+    and when its running and epilog phases ended."""
+
     seq: int
     host_id: int
     hostname: str
@@ -156,6 +163,14 @@ class SimHistory:
     etime: int = 0
     action: int = 0
     ds_id: int = 0
+    uid: int = -1
+    gid: int = -1
+    request_id: int = -1
+    plan_id: int = -1
+    action_id: int = 0
+    running_end: int = 0
+    epilog_start: int = 0
+    epilog_end: int = 0
 
 
 @dataclass
@@ -405,6 +420,12 @@ class SimSite:
 
     def user_by_name(self, name: str) -> SimUser | None:
         return next((u for u in self.users.values() if u.name == name), None)
+
+    def lists_descending(self) -> bool:
+        """Whether pools list newest first: API_LIST_ORDER DESC, its default when oned.conf does not
+        set it (src/template/OpenNebulaTemplate.cc 384 at release-7.0.2; RequestManagerPoolInfoFilter.cc
+        228-245 applies it to every pool; a 7.0.2 frontend lists datastores 2, 1, 0)."""
+        return self.system_config.get("API_LIST_ORDER", "DESC").strip().upper() == "DESC"
 
     def should_fail(self) -> bool:
         return self.faults.fail_rate > 0 and self.rng.random() < self.faults.fail_rate

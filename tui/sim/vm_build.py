@@ -9,10 +9,12 @@ keep in VM/TEMPLATE move to USER_TEMPLATE. Failures raise `OneError` and release
 from __future__ import annotations
 
 import re
+import uuid
 
 from tui.domain.error_codes import ALLOCATE
 from tui.domain.template_text import Template, Vector, first, scalar
 from tui.sim.leases import ip_at, lease, mac_at, release
+from tui.sim.platform import INHERIT_VNET_ATTR, context_network_variables, inherit_datastore_attr, version_key
 from tui.sim.rpc_errors import OneError
 from tui.sim.state import SimImage, SimSite, SimVnet
 from tui.sim.xml_render import split_vm_template
@@ -63,7 +65,6 @@ def _build_disk(site: SimSite, disk: Vector, disk_id: int, uid: int, target: str
     if image.persistent and image.running_vms > 0:
         raise _alloc_error(f"Cannot acquire image {image.id}, it is persistent and already in use")
     ds = site.datastores.get(image.datastore_id)
-    owner = site.users.get(image.uid)
     built: dict[str, str] = {
         "CLONE": "NO" if image.persistent else "YES",
         "CLONE_TARGET": "SYSTEM",
@@ -78,8 +79,8 @@ def _build_disk(site: SimSite, disk: Vector, disk_id: int, uid: int, target: str
         "FORMAT": image.format or "qcow2",
         "IMAGE": image.name,
         "IMAGE_ID": str(image.id),
-        "IMAGE_STATE": str(image.state),
-        "IMAGE_UNAME": owner.name if owner else "",
+        # the image's state once this VM holds it, USED or USED_PERS (a 7.0.2 frontend reads back 2)
+        "IMAGE_STATE": str(8 if image.persistent else 2),
         "LN_TARGET": "NONE",
         "ORIGINAL_SIZE": str(image.size_mb),
         "READONLY": "NO",
@@ -90,8 +91,13 @@ def _build_disk(site: SimSite, disk: Vector, disk_id: int, uid: int, target: str
         "TM_MAD": ds.tm_mad if ds else "shared",
         "TYPE": "FILE",
     }
-    for key, value in disk:  # what the template says (SIZE, TARGET, DEV_PREFIX, ...) wins
-        if key not in ("IMAGE_ID", "IMAGE", "IMAGE_UNAME", "IMAGE_UID", "DISK_ID"):
+    if ds is not None:  # the datastore's attributes a disk inherits (oned.conf INHERIT_DATASTORE_ATTR)
+        for key in inherit_datastore_attr(site.config.one_version):
+            value = scalar(ds.template, key, "")
+            if value:
+                built[key] = value
+    for key, value in disk:  # what the template says (SIZE, TARGET, DEV_PREFIX, IMAGE_UNAME, ...) wins
+        if key not in ("IMAGE_ID", "IMAGE", "IMAGE_UID", "DISK_ID"):
             built[key] = value
     return list(built.items()), image
 
@@ -121,7 +127,8 @@ def _build_nic(site: SimSite, vm_id: int, nic: Vector, nic_id: int, uid: int) ->
     if taken is None:
         raise _alloc_error(f"Cannot get IP/MAC lease from virtual network {vnet.id}.")
     ar, offset = taken
-    owner = site.users.get(vnet.uid)
+    # VirtualNetwork::nic_attribute (src/vnm/VirtualNetwork.cc 950-1070 at release-7.0.0): the network's
+    # name, id, bridge, drivers and the lease, then the attributes of INHERIT_VNET_ATTR; no NETWORK_UNAME
     built: dict[str, str] = {
         "AR_ID": str(ar.ar_id),
         "BRIDGE": vnet.bridge,
@@ -131,7 +138,6 @@ def _build_nic(site: SimSite, vm_id: int, nic: Vector, nic_id: int, uid: int) ->
         "NAME": _vget(nic, "NAME", f"NIC{nic_id}"),
         "NETWORK": vnet.name,
         "NETWORK_ID": str(vnet.id),
-        "NETWORK_UNAME": owner.name if owner else "",
         "NIC_ID": str(nic_id),
         "SECURITY_GROUPS": "0",
         "TARGET": f"one-{vm_id}-{nic_id}",
@@ -139,12 +145,12 @@ def _build_nic(site: SimSite, vm_id: int, nic: Vector, nic_id: int, uid: int) ->
     }
     if ar.ip:
         built["IP"] = ip_at(ar, offset)
-    for key in ("MTU", "GUEST_MTU", "PHYDEV", "VLAN_ID"):
+    for key in ("PHYDEV", "VLAN_ID", *INHERIT_VNET_ATTR):
         value = scalar(vnet.template, key, "")
         if value:
             built[key] = value
     for key, value in nic:
-        if key not in ("NETWORK_ID", "NETWORK", "NETWORK_UNAME", "NIC_ID"):
+        if key not in ("NETWORK_ID", "NETWORK", "NIC_ID"):
             built.setdefault(key, value)
     return list(built.items()), vnet
 
@@ -165,23 +171,36 @@ def _substitute(value: str, lookup: dict[str, str], user_template: Template, nic
     return _VARIABLE.sub(replace, value) if "$" in value else value
 
 
+#: a CONTEXT network variable -> (the NIC attribute, its alternative, whether the address range and
+#: the network are looked up when the NIC has none) (src/vm/VirtualMachineContext.cc 44-72, release-7.0.0)
+_CONTEXT_SOURCES: dict[str, tuple[str, str, bool]] = {
+    "IP": ("IP", "", False), "MAC": ("MAC", "", False), "MASK": ("NETWORK_MASK", "", True),
+    "NETWORK": ("NETWORK_ADDRESS", "", True), "GATEWAY": ("GATEWAY", "", True), "DNS": ("DNS", "", True),
+    "SEARCH_DOMAIN": ("SEARCH_DOMAIN", "", True), "MTU": ("GUEST_MTU", "", True), "METRIC": ("METRIC", "", True),
+    "METHOD": ("METHOD", "", True), "VLAN_ID": ("VLAN_ID", "", True), "VROUTER_IP": ("VROUTER_IP", "", False),
+    "VROUTER_MANAGEMENT": ("VROUTER_MANAGEMENT", "", False), "EXTERNAL": ("EXTERNAL", "", False),
+    "ROUTES": ("ROUTES", "", True), "IP6": ("IP6_GLOBAL", "IP6", False), "IP6_ULA": ("IP6_ULA", "", False),
+    "IP6_GATEWAY": ("GATEWAY6", "", True), "IP6_METRIC": ("IP6_METRIC", "", True),
+    "IP6_METHOD": ("IP6_METHOD", "", True), "IP6_PREFIX_LENGTH": ("PREFIX_LENGTH", "", True),
+    "VROUTER_IP6": ("VROUTER_IP6_GLOBAL", "VROUTER_IP6", False),
+}
+
+
 def _context(site: SimSite, context: Vector, lookup: dict[str, str], owner_template: Template,
              nics: list[Vector], disk_id: int) -> Vector:
     values = {k: _substitute(v, lookup, owner_template, nics) for k, v in context}
     if values.get("NETWORK", "").upper() == "YES":
-        for index, nic in enumerate(nics):
+        # every NIC gets every variable, empty when nothing sets it (parse_context_network,
+        # VirtualMachineContext.cc 341-383): the NIC's value, else its address range's, else its network's
+        for nic in nics:
             vnet = site.vnets.get(int(_vget(nic, "NETWORK_ID", "-1")))
-            prefix = f"ETH{index}_"
-            values.setdefault(prefix + "IP", _vget(nic, "IP"))
-            values.setdefault(prefix + "MAC", _vget(nic, "MAC"))
-            if vnet is not None:
-                for key in ("GATEWAY", "DNS", "NETWORK_MASK", "SEARCH_DOMAIN"):
-                    found = scalar(vnet.template, key, "")
-                    if found:
-                        values.setdefault(prefix + ("MASK" if key == "NETWORK_MASK" else key), found)
-                mtu = scalar(vnet.template, "GUEST_MTU", "") or scalar(vnet.template, "MTU", "")
-                if mtu:
-                    values.setdefault(prefix + "MTU", mtu)
+            prefix = f"ETH{_vget(nic, 'NIC_ID', '0')}_"
+            for name in context_network_variables(site.config.one_version):
+                attr, alt, ar_lookup = _CONTEXT_SOURCES[name]
+                value = _vget(nic, attr) or (_vget(nic, alt) if alt else "")
+                if not value and ar_lookup and vnet is not None:
+                    value = scalar(vnet.template, attr, "")
+                values.setdefault(prefix + name, value)
     values["DISK_ID"] = str(disk_id)
     values.setdefault("TARGET", "hda")
     return list(values.items())
@@ -230,11 +249,50 @@ def build_vm_templates(site: SimSite, vm_id: int, attrs: Template, uid: int, gid
     if isinstance(context, list):
         result.append(("CONTEXT", _context(site, context, lookup, owner.template if owner else [], nics, disk_id)))
     result.extend([
-        ("AUTOMATIC_REQUIREMENTS", "!(PUBLIC_CLOUD = YES) & !(PIN_POLICY = PINNED)"),
+        ("AUTOMATIC_REQUIREMENTS", _automatic_requirements(site, result)),
         ("TEMPLATE_ID", str(template_id if template_id is not None else -1)),
-        ("TM_MAD_SYSTEM", "shared"),
         ("VMID", str(vm_id)),
     ])
-    if nics:
+    if images or nics:
+        # the cluster of the disks' datastores and the NICs' networks: cluster 0 on this site
+        # (VirtualMachine::automatic_requirements, src/vm/VirtualMachine.cc 1770-1833 at release-7.0.0)
+        result.append(("AUTOMATIC_DS_REQUIREMENTS", "(\"CLUSTERS/ID\" @> 0)"))
         result.append(("AUTOMATIC_NIC_REQUIREMENTS", "(\"CLUSTERS/ID\" @> 0)"))
+    if nics:
+        result.extend(_security_group_rules(nics))
+    if not any(name == "OS" for name, _ in result):
+        result.append(("OS", []))
+    # every VM gets a UUID in OS (VirtualMachine::parse_os, src/vm/VirtualMachineParser.cc 221-227 at
+    # release-6.10.0 and 7.0.0)
+    result = [(name, [*value, ("UUID", str(uuid.UUID(int=site.rng.getrandbits(128), version=4)))]
+               if name == "OS" and isinstance(value, list) and not _vget(value, "UUID") else value)
+              for name, value in result]
     return result, user_attrs, images
+
+
+def _automatic_requirements(site: SimSite, template: Template) -> str:
+    """AUTOMATIC_REQUIREMENTS (VirtualMachine::automatic_requirements, src/vm/VirtualMachine.cc): the
+    clusters of the VM's disks and NICs first, then the pinning; 6.10 also excludes public clouds
+    (release-6.10.0 1770-1795), 7.x no longer (release-7.0.0 1730-1750). Features of a CPU_MODEL follow."""
+    clustered = any(name in ("DISK", "NIC") and isinstance(value, list) and _vget(value, "CLUSTER_ID")
+                    for name, value in template)
+    seven = version_key(site.config.one_version) >= (7, 0)
+    text = "(CLUSTER_ID = 0) & " if clustered else ""
+    text += "!(PIN_POLICY = PINNED)" if seven else "!(PUBLIC_CLOUD = YES) & !(PIN_POLICY = PINNED)"
+    cpu_model = next((v for k, v in template if k == "CPU_MODEL" and isinstance(v, list)), [])
+    for feature in [f for f in _vget(cpu_model, "FEATURES").split(",") if f]:
+        text += f' & (KVM_CPU_FEATURES = "*{feature}*")'
+    return text
+
+
+def _security_group_rules(nics: list[Vector]) -> Template:
+    """One SECURITY_GROUP_RULE per rule of the NICs' security groups. The only group here is the
+    platform's default one (0 `default`: OUTBOUND then INBOUND, every protocol;
+    src/secgroup/SecurityGroupPool.cc 34-41 at release-7.0.0, the same at 6.10.0)."""
+    groups = {g.strip() for nic in nics for g in _vget(nic, "SECURITY_GROUPS").split(",") if g.strip()}
+    rules: Template = []
+    if "0" in groups:
+        for rule_type in ("OUTBOUND", "INBOUND"):
+            rules.append(("SECURITY_GROUP_RULE", [("PROTOCOL", "ALL"), ("RULE_TYPE", rule_type),
+                                                  ("SECURITY_GROUP_ID", "0"), ("SECURITY_GROUP_NAME", "default")]))
+    return rules

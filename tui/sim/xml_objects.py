@@ -13,6 +13,7 @@ from typing import Any, Iterable
 
 from tui.sim.acl import acl_string, rules_in_dump_order
 from tui.sim.leases import ip_at, mac_at, used_leases
+from tui.sim.platform import version_key
 from tui.sim.state import (
     SimDatastore,
     SimDocument,
@@ -63,7 +64,11 @@ def host_usage(site: SimSite) -> dict[int, tuple[list[int], int, int]]:
     return usage
 
 
-def render_host(site: SimSite, host: SimHost, usage: tuple[list[int], int, int] | None = None) -> str:
+def render_host(site: SimSite, host: SimHost, usage: tuple[list[int], int, int] | None = None,
+                pool: bool = False) -> str:
+    """One host. In a pool its MONITORING is empty: the pool lists the stored bodies, `one.host.info`
+    loads the last monitoring (Host::to_xml, src/host/Host.cc 401-422; Host::load_monitoring 624,
+    release-7.0.0; a 7.0.2 frontend's host pool reads `<MONITORING/>`)."""
     if usage is None:
         usage = host_usage(site).get(host.id, ([], 0, 0))
     vm_ids, cpu_usage, mem_usage = usage
@@ -75,7 +80,7 @@ def render_host(site: SimSite, host: SimHost, usage: tuple[list[int], int, int] 
     )
     total_disk = sum(ds.total_mb for ds in system_ds)
     free_disk = sum(ds.free_mb for ds in system_ds)
-    monitored = host.state in (1, 2)
+    monitored = host.state in (1, 2) and not pool
     free_cpu = max(host.total_cpu - cpu_usage // 2, 0) if monitored else 0
     used_mem_real = mem_usage * 6 // 10
     monitoring = (
@@ -88,7 +93,7 @@ def render_host(site: SimSite, host: SimHost, usage: tuple[list[int], int, int] 
     )
     return (
         f"<HOST><ID>{host.id}</ID><NAME>{esc(host.name)}</NAME><STATE>{host.state}</STATE>"
-        f"<PREV_STATE>{host.prev_state}</PREV_STATE><IM_MAD>{cdata(host.im_mad)}</IM_MAD>"
+        f"<PREV_STATE>{host.state}</PREV_STATE><IM_MAD>{cdata(host.im_mad)}</IM_MAD>"
         f"<VM_MAD>{cdata(host.vm_mad)}</VM_MAD><CLUSTER_ID>{host.cluster_id}</CLUSTER_ID>"
         f"<CLUSTER>{esc(host.cluster)}</CLUSTER>"
         f"<HOST_SHARE><MEM_USAGE>{mem_usage}</MEM_USAGE><CPU_USAGE>{cpu_usage}</CPU_USAGE>"
@@ -109,7 +114,8 @@ def render_host_pool(site: SimSite) -> str:
     usage = host_usage(site)
     return pool_xml(
         "HOST_POOL",
-        (render_host(site, h, usage.get(h.id, ([], 0, 0))) for h in sorted(site.hosts.values(), key=lambda h: h.id)),
+        (render_host(site, h, usage.get(h.id, ([], 0, 0)), pool=True)
+         for h in sorted(site.hosts.values(), key=lambda h: h.id, reverse=site.lists_descending())),
     )
 
 
@@ -121,18 +127,24 @@ def render_image(site: SimSite, image: SimImage) -> str:
     return (
         f"<IMAGE>{_owned_head(site, image)}{perms_xml(image.perms)}"
         f"<TYPE>{image.type}</TYPE><DISK_TYPE>0</DISK_TYPE><PERSISTENT>{image.persistent}</PERSISTENT>"
-        f"<REGTIME>{image.regtime}</REGTIME><MODTIME>{image.modtime or image.regtime}</MODTIME>"
-        f"<SOURCE>{cdata(image.source)}</SOURCE><PATH>{cdata(image.path)}</PATH>"
+        f"<REGTIME>{image.regtime}</REGTIME>"
+        # MODTIME from 7.0 (src/image/Image.cc 420 at release-7.0.0; release-6.10.0 418 has REGTIME only)
+        + (f"<MODTIME>{image.modtime or image.regtime}</MODTIME>" if version_key(site.config.one_version) >= (7, 0)
+           else "")
+        + f"<SOURCE>{cdata(image.source)}</SOURCE><PATH>{cdata(image.path)}</PATH>"
         f"<FORMAT>{cdata(image.format)}</FORMAT><FS>{cdata('')}</FS><SIZE>{image.size_mb}</SIZE>"
-        f"<STATE>{image.state}</STATE><PREV_STATE>{image.prev_state}</PREV_STATE>"
+        # PREV_STATE: the pools' update sets it to the current state after the state hooks ran
+        # (src/image/ImagePool.cc 246, src/host/HostPool.cc 183 at release-7.0.0; 265 and 150 at 6.10.0)
+        f"<STATE>{image.state}</STATE><PREV_STATE>{image.state}</PREV_STATE>"
         f"<RUNNING_VMS>{image.running_vms}</RUNNING_VMS><CLONING_OPS>0</CLONING_OPS><CLONING_ID>-1</CLONING_ID>"
         f"<TARGET_SNAPSHOT>-1</TARGET_SNAPSHOT><DATASTORE_ID>{image.datastore_id}</DATASTORE_ID>"
         f"<DATASTORE>{esc(ds.name if ds else '')}</DATASTORE>"
         + ids_xml("VMS", sorted(image.vm_ids))
         + "<CLONES/><APP_CLONES/>"
         + template_xml("TEMPLATE", image.template)
+        # BACKUP_DISK_IDS after the increments (Image::to_xml, src/image/Image.cc 441 at release-7.0.0; 6.10.0 too)
         + "<SNAPSHOTS><ALLOW_ORPHANS><![CDATA[NO]]></ALLOW_ORPHANS><CURRENT_BASE>-1</CURRENT_BASE>"
-        "<NEXT_SNAPSHOT>0</NEXT_SNAPSHOT></SNAPSHOTS><BACKUP_INCREMENTS/></IMAGE>"
+        "<NEXT_SNAPSHOT>0</NEXT_SNAPSHOT></SNAPSHOTS><BACKUP_INCREMENTS/><BACKUP_DISK_IDS/></IMAGE>"
     )
 
 
@@ -153,15 +165,27 @@ def render_datastore(site: SimSite, ds: SimDatastore) -> str:
 # networks -------------------------------------------------------------------------------------
 
 
+#: the VM type bits an address range's ALLOCATED map keeps with each lease (PoolObjectSQL::VM)
+_VM_OBJECT_BITS = 0x1000000000
+
+
 def render_vnet(site: SimSite, vnet: SimVnet, extended: bool) -> str:
-    """`extended` (one.vn.info) adds MAC_END, IP_END, USED_LEASES and LEASES to each range."""
+    """`extended` (one.vn.info) adds MAC_END, IP_END, USED_LEASES and LEASES to each range; the pool
+    lists each range's stored attributes, ALLOCATED among them once a lease was taken
+    (AddressRange::allocated_to_attr, src/vnm/AddressRange.cc 1415-1431; one.vn.info leaves it out,
+    to_xml 660-668, release-7.0.0). NEXT_INDEX and the top-level TEMPLATE_ID exist from 7.4
+    (AddressRange.cc 334, VirtualNetwork.cc 727 at release-7.4.0; absent at 7.0.0)."""
+    seven_four = version_key(site.config.one_version) >= (7, 4)
     ars: list[str] = []
     for ar in vnet.ars:
+        allocated = "".join(f" {off} {_VM_OBJECT_BITS | vm_id}" for off, vm_id in sorted(ar.leases.items()))
         body = (
-            f"<AR_ID>{cdata(str(ar.ar_id))}</AR_ID>"
+            (f"<ALLOCATED>{cdata(allocated)}</ALLOCATED>" if ar.ever_leased and not extended else "")
+            + f"<AR_ID>{cdata(str(ar.ar_id))}</AR_ID>"
             + (f"<IP>{cdata(ar.ip)}</IP>" if ar.ip else "")
-            + f"<MAC>{cdata(ar.mac)}</MAC><NEXT_INDEX>{len(ar.leases)}</NEXT_INDEX><SIZE>{ar.size}</SIZE>"
-            f"<TYPE>{cdata(ar.type)}</TYPE>"
+            + f"<MAC>{cdata(ar.mac)}</MAC>"
+            + (f"<NEXT_INDEX>{len(ar.leases)}</NEXT_INDEX>" if seven_four else "")
+            + f"<SIZE>{ar.size}</SIZE><TYPE>{cdata(ar.type)}</TYPE>"
         )
         if extended:
             leases = "".join(
@@ -179,13 +203,18 @@ def render_vnet(site: SimSite, vnet: SimVnet, extended: bool) -> str:
     return (
         f"<VNET>{_owned_head(site, vnet)}{perms_xml(vnet.perms)}"
         f"<CLUSTERS><ID>0</ID></CLUSTERS><BRIDGE>{cdata(vnet.bridge)}</BRIDGE>"
-        f"<BRIDGE_TYPE>{cdata('linux')}</BRIDGE_TYPE><STATE>1</STATE><PREV_STATE>0</PREV_STATE>"
-        f"<PARENT_NETWORK_ID>{cdata('')}</PARENT_NETWORK_ID><TEMPLATE_ID>{cdata('-1')}</TEMPLATE_ID>"
-        f"<VN_MAD>{cdata(vnet.vn_mad)}</VN_MAD><PHYDEV>{cdata(vnet.phydev)}</PHYDEV>"
+        # PREV_STATE = STATE: VirtualNetworkPool::update sets it (src/vnm/VirtualNetworkPool.cc 208, release-7.0.0)
+        f"<BRIDGE_TYPE>{cdata('linux')}</BRIDGE_TYPE><STATE>1</STATE><PREV_STATE>1</PREV_STATE>"
+        f"<PARENT_NETWORK_ID>{cdata('')}</PARENT_NETWORK_ID>"
+        + (f"<TEMPLATE_ID>{cdata('-1')}</TEMPLATE_ID>" if seven_four else "")
+        + f"<VN_MAD>{cdata(vnet.vn_mad)}</VN_MAD><PHYDEV>{cdata(vnet.phydev)}</PHYDEV>"
         f"<VLAN_ID>{cdata(vnet.vlan_id)}</VLAN_ID><OUTER_VLAN_ID>{cdata('')}</OUTER_VLAN_ID>"
         f"<VLAN_ID_AUTOMATIC>0</VLAN_ID_AUTOMATIC><OUTER_VLAN_ID_AUTOMATIC>0</OUTER_VLAN_ID_AUTOMATIC>"
-        f"<USED_LEASES>{used_leases(vnet)}</USED_LEASES><VROUTERS/><UPDATED_VMS/><OUTDATED_VMS/>"
-        f"<UPDATING_VMS/><ERROR_VMS/>"
+        f"<USED_LEASES>{used_leases(vnet)}</USED_LEASES><VROUTERS/>"
+        # the VMs given a NIC of it (VirtualNetwork::nic_attribute, updated.add, src/vnm/VirtualNetwork.cc
+        # 1104 at release-7.0.0, 1100 at 6.10.0), until the lease goes back
+        + ids_xml("UPDATED_VMS", sorted({vm_id for ar in vnet.ars for vm_id in ar.leases.values()}))
+        + "<OUTDATED_VMS/><UPDATING_VMS/><ERROR_VMS/>"
         + template_xml("TEMPLATE", vnet.template)
         + ("<AR_POOL>" + "".join(ars) + "</AR_POOL>" if ars else "<AR_POOL/>")
         + "</VNET>"
@@ -223,9 +252,18 @@ def render_user(site: SimSite, user: SimUser) -> str:
     return f"<USER>{_user_body(site, user)}{_EMPTY_QUOTAS}<DEFAULT_USER_QUOTAS>{_EMPTY_QUOTAS}</DEFAULT_USER_QUOTAS></USER>"
 
 
+def _quotas(oid: int) -> str:
+    """A row's quotas, listed after its object in the user and group pools (QuotasSQL::to_xml_db,
+    src/um/QuotasSQL.cc 27-38)."""
+    return f"<QUOTAS><ID>{oid}</ID>{_EMPTY_QUOTAS}</QUOTAS>"
+
+
 def render_user_pool(site: SimSite, users: Iterable[SimUser] | None = None) -> str:
+    """Newest first (API_LIST_ORDER DESC), each user followed by its quotas: UserPool::dump joins the
+    quotas table (src/um/UserPool.cc 1419-1460 at release-7.0.0, 1430-1470 at 6.10.0)."""
     chosen = site.users.values() if users is None else users
-    bodies = "".join(f"<USER>{_user_body(site, u)}</USER>" for u in sorted(chosen, key=lambda u: u.id))
+    bodies = "".join(f"<USER>{_user_body(site, u)}</USER>{_quotas(u.id)}"
+                     for u in sorted(chosen, key=lambda u: u.id, reverse=site.lists_descending()))
     return f"<USER_POOL>{bodies}<DEFAULT_USER_QUOTAS>{_EMPTY_QUOTAS}</DEFAULT_USER_QUOTAS></USER_POOL>"
 
 
@@ -242,16 +280,25 @@ def _group_body(site: SimSite, group: SimGroup) -> str:
     )
 
 
+def _vlan_rules(site: SimSite, group: SimGroup) -> str:
+    """A group's VLAN rules, from 7.4 only (include/GroupVlans.h, src/group/Group.cc 259-263 at
+    release-7.4.0; release-7.0.0's Group has none)."""
+    return f"<VLAN_RULES><ID>{group.id}</ID></VLAN_RULES>" if version_key(site.config.one_version) >= (7, 4) else ""
+
+
 def render_group(site: SimSite, group: SimGroup) -> str:
     return (
-        f"<GROUP>{_group_body(site, group)}{_EMPTY_QUOTAS}<VLAN_RULES><ID>{group.id}</ID></VLAN_RULES>"
+        f"<GROUP>{_group_body(site, group)}{_EMPTY_QUOTAS}{_vlan_rules(site, group)}"
         f"<DEFAULT_GROUP_QUOTAS>{_EMPTY_QUOTAS}</DEFAULT_GROUP_QUOTAS></GROUP>"
     )
 
 
 def render_group_pool(site: SimSite, groups: Iterable[SimGroup] | None = None) -> str:
+    """Newest first, each group followed by its quotas (and from 7.4 its VLAN rules): GroupPool::dump
+    joins those tables (src/group/GroupPool.cc 226-240 at release-6.10.0, 221-235 at 7.4.0)."""
     chosen = site.groups.values() if groups is None else groups
-    bodies = "".join(f"<GROUP>{_group_body(site, g)}</GROUP>" for g in sorted(chosen, key=lambda g: g.id))
+    bodies = "".join(f"<GROUP>{_group_body(site, g)}</GROUP>{_quotas(g.id)}{_vlan_rules(site, g)}"
+                     for g in sorted(chosen, key=lambda g: g.id, reverse=site.lists_descending()))
     return f"<GROUP_POOL>{bodies}<DEFAULT_GROUP_QUOTAS>{_EMPTY_QUOTAS}</DEFAULT_GROUP_QUOTAS></GROUP_POOL>"
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 from tui.domain.template_text import Attr, Template
+from tui.sim.platform import version_key
 from tui.sim.state import Perms, SimHistory, SimSite, SimVm
 
 # primitives -----------------------------------------------------------------------------------
@@ -111,13 +112,15 @@ _BACKUP_CONFIG_KEYS = (
     "INTERACTIVE", "KEEP_LAST", "LAST_BACKUP_ID", "LAST_BACKUP_SIZE", "LAST_BRIDGE", "LAST_DATASTORE_ID",
     "LAST_INCREMENT_ID", "MODE",
 )
-_SHORT_DISK_KEYS = frozenset(
-    {"DATASTORE", "DATASTORE_ID", "DISK_ID", "IMAGE", "IMAGE_ID", "SIZE", "TARGET", "TYPE", "CLONE", "DEV_PREFIX"}
-)
-_SHORT_NIC_KEYS = frozenset(
-    {"BRIDGE", "IP", "IP6", "IP6_GLOBAL", "IP6_ULA", "MAC", "NAME", "NETWORK", "NETWORK_ID", "NIC_ID",
-     "SECURITY_GROUPS", "VN_MAD"}
-)
+#: a DISK of the short body, every key always, in this order (VirtualMachineDisk::to_xml_short,
+#: src/vm/VirtualMachineDisk.cc 666-681 at release-7.0.0; the same list at 6.10.0 and 7.4.0)
+_SHORT_DISK_KEYS = ("DISK_ID", "DATASTORE", "DATASTORE_ID", "IMAGE", "IMAGE_ID", "SIZE", "TYPE", "CLONE",
+                    "CLONE_TARGET", "LN_TARGET", "DISK_SNAPSHOT_TOTAL_SIZE")
+#: a NIC of the short body: these when set, then the last five always (VirtualMachineNic::to_xml_short,
+#: src/vm/VirtualMachineNic.cc 192-259 at release-7.0.0)
+_SHORT_NIC_OPTIONAL = ("IP", "EXTERNAL_IP", "IP6", "IP6_ULA", "IP6_LINK", "IP6_GLOBAL", "NETWORK_MODE",
+                       "SCHED_REQUIREMENTS", "SCHED_RANK")
+_SHORT_NIC_KEYS = ("MAC", "NETWORK", "NETWORK_ID", "NIC_ID", "SECURITY_GROUPS")
 #: VM states in which a VM holds a place on its host
 ON_HOST_STATES = frozenset({3, 5, 8})
 
@@ -126,11 +129,10 @@ def _vm_template_xml(vm: SimVm) -> str:
     parts: list[str] = []
     attrs = list(vm.template)
     names = {name for name, _ in attrs}
-    # the schema requires both; a VM built outside allocate_vm may lack them
+    # a VM built outside allocate_vm may lack VMID; TM_MAD_SYSTEM comes with the first deploy
+    # (VirtualMachine::check_tm_mad_disks, src/vm/VirtualMachine.cc 4086-4102 at release-7.0.0)
     if "VMID" not in names:
         attrs.append(("VMID", str(vm.id)))
-    if "TM_MAD_SYSTEM" not in names:
-        attrs.append(("TM_MAD_SYSTEM", "shared"))
     for name, value in sorted(attrs, key=_VM_TEMPLATE_KEY):
         if name == "VIDEO" and isinstance(value, list):
             inner = "".join(
@@ -152,9 +154,13 @@ def _short_template_xml(vm: SimVm) -> str:
         if name in ("CPU", "MEMORY", "VCPU") and isinstance(value, str) and name not in scalars:
             scalars[name] = value
         elif name == "DISK" and isinstance(value, list):
-            disks.append(_attr_xml("DISK", [kv for kv in value if kv[0] in _SHORT_DISK_KEYS]))
+            found = dict(value)
+            disks.append("<DISK>" + "".join(f"<{k}>{esc(found.get(k, ''))}</{k}>" for k in _SHORT_DISK_KEYS)
+                         + "</DISK>")
         elif name == "NIC" and isinstance(value, list):
-            nics.append(_attr_xml("NIC", [kv for kv in value if kv[0] in _SHORT_NIC_KEYS]))
+            found = dict(value)
+            nics.append("<NIC>" + "".join(f"<{k}>{esc(found[k])}</{k}>" for k in _SHORT_NIC_OPTIONAL if found.get(k))
+                        + "".join(f"<{k}>{esc(found.get(k, ''))}</{k}>" for k in _SHORT_NIC_KEYS) + "</NIC>")
         elif name == "GRAPHICS" and not graphics:
             graphics = _attr_xml(name, value)
     head = "".join(f"<{k}>{cdata(scalars[k])}</{k}>" for k in ("CPU", "MEMORY", "VCPU") if k in scalars)
@@ -215,20 +221,25 @@ def _history_short(site: SimSite, vm: SimVm) -> str:
 
 
 def _history_full(site: SimSite, vm: SimVm) -> str:
+    """Every HISTORY record as History::to_xml writes it (src/vm/History.cc 296-320 at release-7.0.0):
+    PLAN_ID and ACTION_ID only from 7.0 (absent from release-6.10.0's); UID, GID and REQUEST_ID -1
+    until an action is set on the record; RETIME once the guest stopped running, ESTIME/EETIME for an
+    epilog, ETIME when the record closes (a powered-off VM keeps its record open)."""
     if not vm.history:
         return "<HISTORY_RECORDS/>"
+    plan = version_key(site.config.one_version) >= (7, 0)
     parts: list[str] = []
     for h in vm.history:
         cid, vm_mad, tm_mad = history_parts(site, h)
-        running_end = h.etime
         parts.append(
             f"<HISTORY><OID>{vm.id}</OID><SEQ>{h.seq}</SEQ><HOSTNAME>{esc(h.hostname)}</HOSTNAME>"
             f"<HID>{h.host_id}</HID><CID>{cid}</CID><STIME>{h.stime}</STIME><ETIME>{h.etime}</ETIME>"
             f"<VM_MAD>{cdata(vm_mad)}</VM_MAD><TM_MAD>{cdata(tm_mad)}</TM_MAD><DS_ID>{h.ds_id}</DS_ID>"
-            f"<PLAN_ID>-1</PLAN_ID><ACTION_ID>-1</ACTION_ID>"
-            f"<PSTIME>{h.stime}</PSTIME><PETIME>{h.stime}</PETIME><RSTIME>{h.stime}</RSTIME>"
-            f"<RETIME>{running_end}</RETIME><ESTIME>{running_end}</ESTIME><EETIME>{running_end}</EETIME>"
-            f"<ACTION>{h.action}</ACTION><UID>{vm.uid}</UID><GID>{vm.gid}</GID><REQUEST_ID>-1</REQUEST_ID></HISTORY>"
+            + (f"<PLAN_ID>{h.plan_id}</PLAN_ID><ACTION_ID>{h.action_id}</ACTION_ID>" if plan else "")
+            + f"<PSTIME>{h.stime}</PSTIME><PETIME>{h.stime}</PETIME><RSTIME>{h.stime}</RSTIME>"
+            f"<RETIME>{h.running_end}</RETIME><ESTIME>{h.epilog_start}</ESTIME><EETIME>{h.epilog_end}</EETIME>"
+            f"<ACTION>{h.action}</ACTION><UID>{h.uid}</UID><GID>{h.gid}</GID>"
+            f"<REQUEST_ID>{h.request_id}</REQUEST_ID></HISTORY>"
         )
     return "<HISTORY_RECORDS>" + "".join(parts) + "</HISTORY_RECORDS>"
 
@@ -273,7 +284,10 @@ def render_vm_full(site: SimSite, vm: SimVm) -> str:
         f"<VM><ID>{vm.id}</ID><UID>{vm.uid}</UID><GID>{vm.gid}</GID><UNAME>{esc(uname)}</UNAME>"
         f"<GNAME>{esc(gname)}</GNAME><NAME>{esc(vm.name)}</NAME>{perms_xml(vm.perms)}"
         f"<LAST_POLL>{vm.last_poll}</LAST_POLL><STATE>{vm.state}</STATE><LCM_STATE>{vm.lcm_state}</LCM_STATE>"
-        f"<PREV_STATE>{vm.prev_state}</PREV_STATE><PREV_LCM_STATE>{vm.prev_lcm_state}</PREV_LCM_STATE>"
+        # every write goes through VirtualMachinePool::update, which sets the previous state to the
+        # current one after the state hooks ran (src/vm/VirtualMachinePool.cc 75 at release-7.0.0,
+        # 74 at 6.10.0): a VM read back always shows PREV_STATE = STATE
+        f"<PREV_STATE>{vm.state}</PREV_STATE><PREV_LCM_STATE>{vm.lcm_state}</PREV_LCM_STATE>"
         f"<RESCHED>{vm.resched}</RESCHED><STIME>{vm.stime}</STIME><ETIME>{vm.etime}</ETIME>"
         f"<DEPLOY_ID>{esc(vm.deploy_id)}</DEPLOY_ID>"
         + _monitoring(vm, full=True)
