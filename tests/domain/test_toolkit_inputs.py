@@ -56,7 +56,7 @@ def good_values() -> dict[str, str]:
         "app_manager_sites_branch": "uma",
         "app_manager_deployment_site": "uma",
         "app_timeseries_user": "admin",
-        "app_timeseries_password": "pw",
+        "app_timeseries_password": "ts-password",  # InfluxDB 2: at least 8 characters
         "app_timeseries_org": "site",
         "app_timeseries_bucket": "results",
         "app_timeseries_token": "tok",

@@ -252,3 +252,27 @@ async def test_the_form_checks_against_the_site_before_the_preview(toolkit_site:
         modal = await wait_for_screen(pilot, ConfirmModal, what="the preview after the site checks")
         assert "site checks:" in modal.detail
         assert await site.flow.list_services() == ()
+
+
+def test_values_the_components_refuse_are_errors_saying_whose_rule(
+        frontend: SimServer, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A 2-character object store user, 5-character passwords, a bucket name with / or starting with
+    _: the toolkit would deploy and its roles never become READY. Each is an error naming the
+    component's rule and where it comes from; deploy refuses before anything is created."""
+    bad = _inputs(frontend, tmp_path / "short.json", capsys, app_objectstore_root_user="s3",
+                  app_objectstore_root_password="abcde", app_timeseries_password="abcde",
+                  app_timeseries_bucket="trials/2024")
+    code, data, _ = _run(capsys, "toolkit", "validate", str(bad), "--json")
+    assert code == 3
+    errors = _errors(data)
+    assert errors["app_objectstore_root_user"].startswith("at least 3 characters (2 given): MinIO")
+    assert "accessKeyMinLen = 3" in errors["app_objectstore_root_user"]
+    assert "secretKeyMinLen = 8" in errors["app_objectstore_root_password"]
+    assert errors["app_timeseries_password"].startswith("at least 8 characters (5 given): InfluxDB 2")
+    assert errors["app_timeseries_bucket"].startswith("must not contain '/'") and "Bucket naming" in errors[
+        "app_timeseries_bucket"]
+    code, data, _ = _run(capsys, "toolkit", "deploy", "--input", str(bad), "--dry-run", "--json")
+    assert code == 2 and not data["ok"]
+    under = _inputs(frontend, tmp_path / "under.json", capsys, app_timeseries_bucket="_trials")
+    code, data, _ = _run(capsys, "toolkit", "validate", str(under), "--json")
+    assert code == 3 and _errors(data)["app_timeseries_bucket"].startswith("must not start with '_'")

@@ -125,6 +125,49 @@ TOOLKIT_INPUTS: tuple[InputMeaning, ...] = (
 )
 
 
+@dataclass(frozen=True)
+class ComponentRule:
+    """What a component's own software refuses in an input, and where the rule comes from: the
+    toolkit then deploys, and the role never becomes READY (issue 20 item 6)."""
+
+    min_length: int = 0
+    #: characters the value must not contain
+    forbidden: str = ""
+    #: characters the value must not start with
+    not_first: str = ""
+    source: str = ""
+
+    def check(self, value: str) -> str | None:
+        if len(value) < self.min_length:
+            return f"at least {self.min_length} characters ({len(value)} given): {self.source}"
+        bad = sorted({ch for ch in value if ch in self.forbidden})
+        if bad:
+            return f"must not contain {' or '.join(repr(ch) for ch in bad)}: {self.source}"
+        if self.not_first and value[:1] in self.not_first:
+            return f"must not start with {value[:1]!r}: {self.source}"
+        return None
+
+
+_MINIO = "MinIO's internal/auth/credentials.go"
+_INFLUX_BUCKETS = 'InfluxDB 2 "Bucket naming restrictions" (docs.influxdata.com/influxdb/v2/admin/buckets/create-bucket)'
+#: the components' own rules on their inputs (the object store is MinIO, the time-series database InfluxDB 2)
+COMPONENT_RULES: dict[tuple[Component, str], ComponentRule] = {
+    (_O, "root_user"): ComponentRule(3, source=f"MinIO refuses a shorter root user (accessKeyMinLen = 3, {_MINIO})"),
+    (_O, "root_password"): ComponentRule(8, source=f"MinIO refuses a shorter root password (secretKeyMinLen = 8, {_MINIO})"),
+    (_T, "password"): ComponentRule(8, source="InfluxDB 2's setup refuses a password shorter than 8 characters"),
+    (_T, "bucket"): ComponentRule(
+        2, forbidden='"/', not_first="_",
+        source=f"{_INFLUX_BUCKETS}: two or more characters, not starting with _, no \"; a / kept the time-series role "
+               "from READY on a real 7.0.2 run (issue 20)"),
+}
+
+
+def component_rule(field: "FormField") -> ComponentRule | None:
+    if field.meaning is None:
+        return None
+    return COMPONENT_RULES.get((field.meaning.component, field.meaning.suffix))
+
+
 def meaning_of(component: Component, suffix: str) -> InputMeaning:
     for meaning in TOOLKIT_INPUTS:
         if meaning.component is component and meaning.suffix == suffix:
@@ -265,10 +308,12 @@ def _field_error(field: FormField, value: str, values: Mapping[str, str], naming
     if not value:
         # optional and empty: only the TLS pair relates an empty value to another one
         return _tls_error(field, values, naming) if field.check in (Check.TLS_CERT, Check.TLS_KEY) else None
+    rule = component_rule(field)
     return (
         checks.check_type(field.spec, value)
         or field.spec.length_rule.check(value)
         or _meaning_error(field, value, values, naming)
+        or (rule.check(value) if rule is not None else None)
     )
 
 
