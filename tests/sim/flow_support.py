@@ -36,6 +36,10 @@ def host_with_avx(site: SimSite) -> SimHost:
     raise AssertionError("the scenario has no x86_64 host with avx")
 
 
+#: the CONTEXT of the appliances' VM templates (tui.sim.catalog) that lets the guest report READY
+REPORTING_CONTEXT = {"TOKEN": "YES", "REPORT_READY": "YES"}
+
+
 def add_service_template(
     site: SimSite,
     roles: list[dict[str, Any]],
@@ -54,7 +58,10 @@ def add_service_template(
                             "networks": {"Public": "M|network|Public||id:"}, "roles": []}
     body["user_inputs" if seven else "custom_attrs"] = inputs
     for role in roles:
-        contents = {"NIC": [{"NAME": "NIC0", "NETWORK_ID": "$Public"}], **role.get("contents", {})}
+        # the gate token and REPORT_READY of an appliance: without them nothing in the VM reports READY
+        # (tui.sim.appliances), and a ready gate would wait for ever
+        contents = {"NIC": [{"NAME": "NIC0", "NETWORK_ID": "$Public"}], "CONTEXT": dict(REPORTING_CONTEXT),
+                    **role.get("contents", {})}
         entry: dict[str, Any] = {"name": role["name"], "cardinality": role.get("cardinality", 1),
                                  "parents": role.get("parents", [])}
         if seven:
@@ -62,7 +69,9 @@ def add_service_template(
         else:
             scalars = [(k, v) for k, v in contents.items() if isinstance(v, str)]
             nic = [("NAME", "NIC0"), ("NETWORK_ID", "$Public")]
-            entry.update(vm_template=0, vm_template_contents=render_template([*scalars, ("NIC", nic)]))
+            context = list(contents["CONTEXT"].items()) if isinstance(contents.get("CONTEXT"), dict) else []
+            entry.update(vm_template=0, vm_template_contents=render_template(
+                [*scalars, ("NIC", nic), *([("CONTEXT", context)] if context else [])]))
         body["roles"].append(entry)
     with site.lock:
         doc = SimDocument(id=site.next_id("document"), name=name, uid=0, gid=0, type=TEMPLATE_TYPE, body=body)

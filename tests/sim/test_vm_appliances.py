@@ -19,9 +19,15 @@ def _host(sim: SimServer, name: str) -> int:
     return next(h.id for h in sim.site.hosts.values() if h.name == name)
 
 
-def _role_vm(sim: SimServer, role: str, host: str | None = None, extra: str = "") -> int:
+#: what the appliances' VM templates carry (tui.sim.catalog): a gate token and REPORT_READY, without
+#: which nothing the guest says reaches the user template (tui.sim.appliances)
+REPORTING = 'CONTEXT = [ NETWORK = "YES", TOKEN = "YES", REPORT_READY = "YES" ]'
+
+
+def _role_vm(sim: SimServer, role: str, host: str | None = None, extra: str = "",
+             context: str = REPORTING) -> int:
     requirements = f'\nSCHED_REQUIREMENTS = "ID = {_host(sim, host)}"' if host else ""
-    text = f'ROLE_NAME = "{role}"\nSERVICE_ID = "3"{requirements}\n{extra}'
+    text = f'ROLE_NAME = "{role}"\nSERVICE_ID = "3"{requirements}\n{context}\n{extra}'
     return one(sim).template.instantiate(0, f"{role}_0_(service_3)", False, text)
 
 
@@ -106,3 +112,18 @@ def test_the_automation_vm_publishes_a_fresh_ed25519_key(sim: SimServer) -> None
     for key in keys:
         assert key.startswith("ssh-ed25519 ")
         assert isinstance(load_ssh_public_key(key.encode()), Ed25519PublicKey)
+
+
+def test_a_vm_without_a_gate_token_or_report_ready_reports_nothing(sim: SimServer) -> None:
+    """Only the guest writes READY, through the gate, with the token TOKEN=YES gives it, and the
+    contextualization reports only with REPORT_READY=YES (OneGateCloudAuth.rb 31-36,
+    VirtualMachineContext.cc 236 and 614 at release-7.0.2; one-apps net-99-report-ready)."""
+    naming = sim.site.naming
+    silent = _role_vm(sim, naming.role_automation, context='CONTEXT = [ NETWORK = "YES" ]')
+    unreported = _role_vm(sim, naming.role_objectstore, context='CONTEXT = [ TOKEN = "YES" ]')
+    marker = _role_vm(sim, naming.role_automation)
+    wait_until(lambda: _ready(sim, marker) and _user_template(sim, marker).get(naming.automation_key_attribute),
+               what="the reporting VM READY with its key")
+    assert "READY" not in _user_template(sim, silent) and naming.automation_key_attribute not in _user_template(
+        sim, silent)
+    assert "READY" not in _user_template(sim, unreported)

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any, Sequence
 
 from tui.domain.cpu import HOST_PASSTHROUGH, HostCpu, HostVerdictKind, cpu_model_update_text, host_verdict
+from tui.domain.guest_ready import cannot_report_ready, ready_fix
 from tui.domain.hosts import Host
 from tui.domain.vms import ACTIVE, RUNNING, VmDetail, VmSummary
 from tui.errors import AuthenticationFailed, SiteError
@@ -119,9 +120,13 @@ class MovePlan:
     passthrough: bool = False
     #: putting the VM back where it was: no compatibility check on the target
     redeploy: bool = False
-    #: wait for READY=YES at the end (not when redeploying onto a host the database cannot use)
+    #: wait for READY=YES at the end (not when redeploying onto a host the database cannot use, nor
+    #: when nothing in the VM can report it)
     wait_ready: bool = True
     warnings: tuple[str, ...] = ()
+    #: why the move does not wait for READY=YES: nothing in the VM can report it
+    #: (`tui.domain.guest_ready`); "" when it can
+    ready_unreported: str = ""
 
     @property
     def label(self) -> str:
@@ -297,12 +302,21 @@ async def plan_move(site: "SiteConnection", vm_id: int, host_id: int | None = No
     if hard:
         warnings.append("A hard undeploy cuts the VM off like a power cord: its database may need recovery.")
     warnings += await _version_warnings(site, vm, model)
+    unreported = cannot_report_ready(vm.id, vm.template)
+    if unreported:
+        warnings.append(not_waiting_text(vm, unreported))
     return MovePlan(
         vm_id=vm.id, vm_name=vm.name, facts=VmFacts.of(vm),
         origin_host_id=origin_id, origin_host_name=origin_name, origin_cpu_model=origin_model,
         target_host_id=target.id, target_host_name=target.name, cpu_model=model,
-        hard=hard, passthrough=passthrough, warnings=tuple(warnings),
+        hard=hard, passthrough=passthrough, warnings=tuple(warnings), wait_ready=not unreported,
+        ready_unreported=unreported,
     )
+
+
+def not_waiting_text(vm: VmDetail, why: str) -> str:
+    """The plan's word on a VM that cannot report READY=YES: the move does not wait for it."""
+    return f"Not waiting for READY=YES: {why}. The move ends once the VM is RUNNING on its target. {ready_fix(vm.id)}"
 
 
 async def platform_version(site: "SiteConnection") -> str:
@@ -370,11 +384,15 @@ async def plan_redeploy(site: "SiteConnection", vm_id: int, host_id: int, cpu_mo
         warnings.append(f"Host {target.id} {target.name} is {verdict.text}: the document database is not expected to "
                         "start there, so the procedure stops once the VM runs.")
     warnings += await _version_warnings(site, vm, cpu_model.strip())
+    unreported = cannot_report_ready(vm.id, vm.template)
+    if suits and unreported:
+        warnings.append(not_waiting_text(vm, unreported))
     return MovePlan(
         vm_id=vm.id, vm_name=vm.name, facts=VmFacts.of(vm),
         origin_host_id=vm.summary.host_id, origin_host_name=vm.summary.host, origin_cpu_model=vm.cpu_model,
         target_host_id=target.id, target_host_name=target.name, cpu_model=cpu_model.strip(),
-        redeploy=True, passthrough=cpu_model.strip() == HOST_PASSTHROUGH, wait_ready=suits, warnings=tuple(warnings),
+        redeploy=True, passthrough=cpu_model.strip() == HOST_PASSTHROUGH, wait_ready=suits and not unreported,
+        warnings=tuple(warnings), ready_unreported=unreported if suits else "",
     )
 
 
@@ -483,9 +501,11 @@ def preview_move(plan: MovePlan, timeouts: MoveTimeouts = DEFAULT_TIMEOUTS) -> P
         (STEP_WAIT_READY, f"Wait until the application reports READY=YES (at most {timeouts.ready:g} s)",
          _wait_cli(vm, "USER TEMPLATE shows READY=\"YES\""), "none"),
     ]
+    if plan.ready_unreported:
+        steps.append(("", f"No wait for READY=YES: {plan.ready_unreported}", "", "none"))
     changes = []
     for step, description, cli, kind in steps:
-        if step not in plan.steps:
+        if step and step not in plan.steps:
             continue
         if step in skips:
             changes.append(Change(f"{description}: already done ({skips[step]})", cli, "none"))

@@ -465,6 +465,12 @@ async def _steps(run: _Run) -> AsyncIterator[Progress]:
     async for event in run.wait(index, timeouts.running, lambda v: v.summary.running and _on_target(v, plan),
                                 running_broken, "RUNNING"):
         yield event
+    if plan.ready_unreported:
+        # nothing in the VM can report READY (tui.domain.guest_ready): say so instead of waiting for ever
+        run.entry["ready_not_waited"] = plan.ready_unreported
+        yield run.event(index, "done", f"VM is RUNNING on {plan.target_label}; not waiting for READY=YES: "
+                        f"{plan.ready_unreported}", ready_not_waited=plan.ready_unreported)
+        return
     yield run.event(index, "done", f"VM is RUNNING on {plan.target_label}")
 
     # 6. wait ready

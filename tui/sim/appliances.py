@@ -10,6 +10,15 @@ freshly generated ed25519 public key under `naming.automation_key_attribute`. A 
 the route-manager appliance's image publishes its API token (`ROUTE_MANAGER_TOKEN_ATTRIBUTE`, an
 assumption of ours: the spec does not show where the appliance keeps it) once, on its first boot.
 Each boot that (re)defines the VM clears READY and DB_ERROR and reports again.
+
+What a guest publishes reaches the user template only through the gate, which takes no request
+without the VM's token (src/cloud/common/CloudAuth/OneGateCloudAuth.rb lines 31-36 at
+release-7.0.2), and a VM has one only when its CONTEXT says TOKEN="YES" (src/vm/
+VirtualMachineContext.cc line 236, `generate_token_context` line 614); the contextualization
+packages report READY=YES only when CONTEXT says REPORT_READY="YES" too (one-apps
+context-linux/src/etc/one-context.d/net-99-report-ready, appliances/scripts/context_service_net-99.sh).
+So a VM without them publishes nothing (no READY, no DB_ERROR, no key): `tui.domain.guest_ready`
+is the console's side of the same rule.
 """
 
 from __future__ import annotations
@@ -119,6 +128,14 @@ def _publish_token(site: SimSite, vm: SimVm) -> None:
     site.after(KEY_DELAY, publish)
 
 
+def _context_says(vm: SimVm, name: str) -> bool:
+    """CONTEXT's `name` is YES (the guest's contextualization reads its CONTEXT)."""
+    for attr, value in vm.template:
+        if attr == "CONTEXT" and isinstance(value, list):
+            return scalar(value, name, "").strip().upper() == "YES"
+    return False
+
+
 def on_boot(site: SimSite, vm: SimVm) -> None:
     """Called when the VM reaches RUNNING: schedule what its appliance will report."""
     if ROUTE_MANAGER_APPLIANCE in appliance_names(site, vm):
@@ -127,6 +144,9 @@ def on_boot(site: SimSite, vm: SimVm) -> None:
     service = scalar(vm.user_template, "SERVICE_ID", "")
     if not role and not service and not runs_document_db(site, vm):
         return
+    if not _context_says(vm, "TOKEN"):
+        return  # no gate token: nothing the guest says reaches the user template
+    reports_ready = _context_says(vm, "REPORT_READY")
     _drop(vm, "READY", DB_ERROR_ATTRIBUTE)
     epoch = vm.epoch
 
@@ -141,7 +161,8 @@ def on_boot(site: SimSite, vm: SimVm) -> None:
             if problem:
                 _set(vm, DB_ERROR_ATTRIBUTE, f"document database cannot start: {problem}")
                 return
-        _set(vm, "READY", "YES")
+        if reports_ready:
+            _set(vm, "READY", "YES")
 
     def publish_key() -> None:
         if still_running() and not scalar(vm.user_template, site.naming.automation_key_attribute, ""):
