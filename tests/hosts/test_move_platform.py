@@ -10,6 +10,7 @@ import pytest
 
 from tests.hosts.conftest import FAST, Connect, collect
 from tests.hosts.test_move import BROADWELL, WESTMERE, _actions, _manager, _sections
+from tui.errors import SiteError
 from tui.procedures.move_plan import STEP_UNDEPLOY, STEP_WAIT_RUNNING, plan_move, plan_redeploy, preview_move
 from tui.procedures.move_vm import MoveFailed, MoveLedger, move_vm
 from tui.sim.server import SimServer
@@ -80,3 +81,29 @@ async def test_the_move_works_on_every_platform_version(
     vm = await site.cloud.vm_info(manager.id)
     assert vm.ready and vm.summary.host_id == BROADWELL and vm.cpu_model == plan.cpu_model
     assert _sections(vm) == before
+
+
+async def test_a_put_back_to_a_host_that_does_not_offer_the_model_is_refused_naming_who_does(
+        deployed: SimServer, connect: Connect, ledger: MoveLedger) -> None:
+    """Issue 22 item 4: `hosts redeploy <vm> --host <h>` kept the VM's model, one host h's libvirt
+    does not list (KVM_CPU_MODELS: src/im_mad/remotes/kvm-probes.d/host/system/machines_models.rb),
+    booted into BOOT_UNDEPLOY_FAILURE and left the manager down; its hint repeated the same command.
+    The plan refuses, before any change, naming the hosts that offer the model and the target's own."""
+    site = connect(deployed)
+    manager = await _manager(site)
+    await collect(move_vm(site, await plan_move(site, manager.id, BROADWELL), timeouts=FAST, ledger=ledger))
+    moved = await site.cloud.vm_info(manager.id)
+    assert moved.cpu_model == "Broadwell-noTSX" and moved.summary.host_id == BROADWELL
+    with pytest.raises(SiteError) as caught:
+        await plan_redeploy(site, manager.id, WESTMERE)  # the model: the VM's own, Broadwell-noTSX
+    error = caught.value
+    assert error.title == f"Host {WESTMERE} kvm-westmere-01 does not offer CPU model Broadwell-noTSX"
+    assert "Host 2 offers: qemu64 kvm64 Nehalem Westmere." in error.detail
+    assert "Hosts that offer Broadwell-noTSX: " in error.detail and f"{BROADWELL} kvm-broadwell-01" in error.detail
+    assert "0 kvm-cascadelake-01" in error.detail
+    assert "`--cpu-model Westmere`" in error.detail and "Nothing was changed" in error.detail
+    after = await site.cloud.vm_info(manager.id)
+    assert after.summary.running and after.summary.host_id == BROADWELL
+    # a model the host offers, or none, is planned as before
+    assert (await plan_redeploy(site, manager.id, WESTMERE, "Westmere")).cpu_model == "Westmere"
+    assert (await plan_redeploy(site, manager.id, WESTMERE, "")).cpu_model == ""

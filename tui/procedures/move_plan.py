@@ -377,6 +377,7 @@ async def plan_redeploy(site: "SiteConnection", vm_id: int, host_id: int, cpu_mo
     if cpu_model is None:
         origin = last_move_origin(journal or MoveJournal.of(site.settings), vm_id)
         cpu_model = origin[2] if origin is not None else vm.cpu_model
+    _check_model_offered(target, cpu_model.strip(), hosts, vm)
     verdict = host_verdict(HostCpu.from_host(target), site.settings.known_good_cpu_models)
     warnings = []
     suits = verdict.kind is HostVerdictKind.COMPATIBLE
@@ -394,6 +395,25 @@ async def plan_redeploy(site: "SiteConnection", vm_id: int, host_id: int, cpu_mo
         redeploy=True, passthrough=cpu_model.strip() == HOST_PASSTHROUGH, wait_ready=suits and not unreported,
         warnings=tuple(warnings), ready_unreported=unreported if suits else "",
     )
+
+
+def _check_model_offered(target: Host, model: str, hosts: Sequence[Host], vm: VmDetail) -> None:
+    """Refuse a host that does not offer `model`: the KVM driver asks libvirt for exactly that model
+    (fallback='forbid', src/vmm/LibVirtDriverKVM.cc), so the boot fails and the VM is left down.
+    What a host offers is its KVM_CPU_MODELS, the custom models libvirt calls usable there
+    (src/im_mad/remotes/kvm-probes.d/host/system/machines_models.rb lines 114-124, release-7.0.2).
+    No model, host-passthrough, or a host that lists no models (not checked: it says so) pass."""
+    if not model or model == HOST_PASSTHROUGH or not target.kvm_cpu_models or model in target.kvm_cpu_models:
+        return
+    offering = [h for h in hosts if model in h.kvm_cpu_models and h.unavailable is None and h.id != target.id]
+    elsewhere = (f"Hosts that offer {model}: " + ", ".join(f"{h.id} {h.name}" for h in offering) + "."
+                 if offering else f"No usable host offers {model}.")
+    own = target.kvm_cpu_model.strip()
+    choices = f" Or choose a model host {target.id} offers, e.g. its own: `--cpu-model {own}`." if own else ""
+    raise SiteError(
+        f"Host {target.id} {target.name} does not offer CPU model {model}",
+        f"VM {vm.id} would fail to boot there (the platform asks libvirt for exactly that model) and stay down. "
+        f"Host {target.id} offers: {' '.join(target.kvm_cpu_models)}. {elsewhere}{choices} Nothing was changed.")
 
 
 async def plan_flagged(site: "SiteConnection", *, hard: bool = False, journal: MoveJournal | None = None,
