@@ -26,7 +26,7 @@ import pytest
 
 from realsite.rpc import text
 from tests.real.conftest import RealSite
-from tests.setup.inputs import input_values
+from tests.setup.inputs import SITE_SETS, input_values
 from tests.waiting import wait_until
 from tui.domain.naming import DEFAULT_NAMING
 from tui.sim.platform import EMULATED_VERSIONS
@@ -232,7 +232,7 @@ def test_hosts_check_flags_a_database_vm_on_a_host_without_avx_and_move_fixes_it
 
 def test_setup_run_completes_and_status_says_done(real: RealSite, scenario: dict[str, Any]) -> None:
     inputs = scenario["inputs"]
-    data = _json(*real.sitetk("setup", "run", "--input", str(inputs), "--datastore", "1", "--yes", "--json",
+    data = _json(*real.sitetk("setup", "run", "--input", str(inputs), "--datastore", "1", "--yes", "--json", *SITE_SETS,
                               timeout=1700))
     assert data["ok"], data
     status = _json(*real.sitetk("setup", "status", "--input", str(inputs), "--json"))

@@ -10,9 +10,18 @@ from pathlib import Path
 
 from tui.domain.naming import DEFAULT_NAMING
 from tui.domain.toolkit_inputs import form_fields
+from tui.sim.repos import DEMO_ADMIN_KEY
 from tui.sim.scenarios import AUTOMATION_PASSWORD
 
 BRANCH = "trial-site"
+#: the site's own values for the template's examples core.yaml starts with (public address, domain,
+#: the administrators' key): `setup run --set` gives them, else they are asked
+SITE_VALUES = {
+    "site_public_ip": "192.0.2.44",
+    "site_domain": "trials.lab.example",
+    "site_admin_ssh_public_key": f"ssh-ed25519 {DEMO_ADMIN_KEY}",
+}
+SITE_SETS: tuple[str, ...] = tuple(arg for path, value in SITE_VALUES.items() for arg in ("--set", f"{path}={value}"))
 
 
 def input_values(branch: str = BRANCH) -> dict[str, str]:

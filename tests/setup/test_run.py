@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.setup.conftest import point_at, run, steps
-from tests.setup.inputs import BRANCH, write_inputs
+from tests.setup.inputs import BRANCH, SITE_SETS, write_inputs
 from tests.setup.observe import Observed, observe
 from tui.domain.naming import DEFAULT_NAMING
 from tui.domain.site_config import SiteConfig
@@ -25,7 +25,7 @@ from tui.sim.server import SimServer
 pytestmark = pytest.mark.timeout(300)
 
 TOKEN = "app_automation_sites_token"
-FAST = ("--poll", "0.05", "--timeout", "120")
+FAST = ("--poll", "0.05", "--timeout", "120", *SITE_SETS)
 
 
 def _main_commits(server: SimServer) -> int:

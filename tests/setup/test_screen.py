@@ -11,16 +11,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.widgets import Static
+from textual.widgets import Input, Static
 
-from tests.setup.inputs import BRANCH, write_inputs
+from tests.setup.inputs import BRANCH, SITE_VALUES, write_inputs
 from tests.setup.observe import observe
 from tests.setup.test_run import assert_set_up
 from tui.app import SiteToolkitApp
 from tui.console import demo_settings
 from tui.domain.setup_steps import StepState
 from tui.procedures.connection import SiteConnection
-from tui.screens.setup import SetupScreen
+from tui.screens.setup import SetupScreen, ValuesModal
 from tui.screens.toolkit_files import InputFileModal
 from tui.screenshots import frozen_clock, wait_for, wait_for_screen
 from tui.settings import Settings
@@ -76,10 +76,19 @@ async def test_keys_only_from_a_fresh_site_to_set_up(sim_factory, tmp_path: Path
                            what="the step to start")
             while True:
                 state = await wait_for(pilot, lambda: (isinstance(app.screen, ConfirmModal) and "confirm")
+                                       or (isinstance(app.screen, ValuesModal) and "values")
                                        or (not screen.running and not screen.reading and "idle"),
-                                       timeout=240, what="a confirmation or the end of the step")
+                                       timeout=240, what="a confirmation, the site values or the end of the step")
                 if state == "idle":
                     break
+                if state == "values":  # the template's examples: the site's own public address, domain, key
+                    dialog = app.screen
+                    assert isinstance(dialog, ValuesModal) and sorted(dialog.names) == sorted(SITE_VALUES)
+                    for name in dialog.names:
+                        dialog.query_one(f"#secret-{name}", Input).value = SITE_VALUES[name]
+                    await pilot.click("#ok")
+                    await wait_for(pilot, lambda: not isinstance(app.screen, ValuesModal), what="the dialog to close")
+                    continue
                 await wait_for_screen(pilot, ConfirmModal, what="the preview")
                 await pilot.press("tab", "enter")  # Cancel has the focus: tab to the action, enter
                 await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmModal), what="the modal to close")

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.setup.conftest import point_at, run, steps
-from tests.setup.inputs import BRANCH, write_inputs
+from tests.setup.inputs import BRANCH, SITE_SETS, write_inputs
 from tui.domain.setup_steps import StepId
 from tui.domain.toolkit_inputs import secret_names
 from tui.procedures.audit import AUDIT_ENV, AuditLog
@@ -100,7 +100,8 @@ def test_a_run_stopped_before_the_components_pushes_nothing(sim_factory, monkeyp
     assert found["components"]["state"] == "to do"
     assert found["submitted"]["state"] == "blocked" and found["submitted"]["blocked_by"] == "components"
     # run again: the components are enabled, the whole file checked, then submitted once
-    code, _, err = run(capsys, "setup", "run", "--input", str(inputs), "--yes", "--poll", "0.05", "--timeout", "120")
+    code, _, err = run(capsys, "setup", "run", "--input", str(inputs), "--yes", "--poll", "0.05", "--timeout", "120",
+                       *SITE_SETS)
     assert code == 0, err
     checked = _check_cloud(capsys, server, tmp_path, BRANCH, json.loads(inputs.read_text())["custom_attrs_values"][TOKEN])
     assert checked["code"] == 0 and checked["ok"] and checked["complete"], checked

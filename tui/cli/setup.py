@@ -122,6 +122,31 @@ async def _ask_secrets(names: list[str]) -> dict[str, str]:
     return ask_secrets(names)
 
 
+#: the site values `setup run --set` may give: the template's examples only the operator knows
+SITE_VALUE_PATHS = ("site_public_ip", "site_domain", "site_dns", "site_admin_ssh_public_key")
+
+
+def _site_values(pairs: list[str] | None) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for pair in pairs or ():
+        path, sep, value = pair.partition("=")
+        if not sep or path.strip() not in SITE_VALUE_PATHS:
+            raise UsageError(f"--set {pair!r}: give PATH=VALUE with PATH one of {', '.join(SITE_VALUE_PATHS)}")
+        values[path.strip()] = value.strip()
+    return values
+
+
+async def _ask_values(wanted: list[tuple[str, str]]) -> dict[str, str]:
+    """The site's own values for the template's examples, asked on the terminal (not secret)."""
+    import sys
+
+    if not sys.stdin.isatty():
+        sets = " ".join(f"--set {path}=..." for path, _ in wanted)
+        raise UsageError(f"core.yaml still holds the template's example {', '.join(p for p, _ in wanted)} and there is no "
+                         f"terminal to ask on: give them with {sets}")
+    return {path: input(f"{path} ({ask}): ").strip() for path, ask in wanted}
+
+
 async def _with_secrets(target: SetupTarget, site: SiteConnection, dry_run: bool) -> SetupTarget:
     """Ask, up front, the secrets the file leaves out and the remaining steps need: the site secret
     (the vault password of core.yaml) always, the other mandatory secrets while no toolkit service
@@ -175,7 +200,8 @@ async def _run(args: argparse.Namespace, site: SiteConnection) -> int:
     try:
         await follow(collecting(run_setup(site, target, options, confirm=_confirmer(args),
                                           ask_secrets=_no_secrets if args.read_only else _ask_secrets,
-                                          dry_run=args.dry_run), events), args.json)
+                                          dry_run=args.dry_run, site_values=_site_values(args.set),
+                                          ask_values=None if args.read_only else _ask_values), events), args.json)
     except SetupStopped as error:
         checklist, _ = await setup_status(site, target)
         if error.refused and not args.json:
@@ -222,5 +248,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--poll", type=positive_seconds, default=2.0, help=argparse.SUPPRESS)
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     p.add_argument("--dry-run", action="store_true", help="print the next step's preview and change nothing")
+    p.add_argument("--set", action="append", metavar="PATH=VALUE",
+                   help="the site's own value for a template example core.yaml still holds (" + ", ".join(SITE_VALUE_PATHS)
+                        + "); asked on a terminal when not given; repeatable")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=site_command(_run))

@@ -118,8 +118,19 @@ class ApplianceVm:
         return {"vm_id": self.vm_id}
 
 
+@dataclass(frozen=True)
+class ExamplesLeft:
+    """What the submitted step found: the template's example values still in core.yaml, each with
+    what to give instead (path, what to ask)."""
+
+    values: tuple[tuple[str, str], ...]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"examples": [{"path": p, "ask": a} for p, a in self.values]}
+
+
 #: the typed facts a step carries for the run that does it (`SetupStep.found`)
-StepFound = MarketplacesMissing | ComponentsMissing | ApplianceVm
+StepFound = MarketplacesMissing | ComponentsMissing | ApplianceVm | ExamplesLeft
 
 
 @dataclass(frozen=True)

@@ -273,6 +273,77 @@ def check_placeholders(config: SiteConfig) -> list[Finding]:
     return findings
 
 
+@dataclass(frozen=True)
+class ExampleValue:
+    """A value core.yaml still has from the template's examples, which only the operator can give:
+    the site's public address, its domain, its name servers, the administrators' key."""
+
+    path: str
+    #: what the template holds (shortened for the key)
+    value: str
+    #: what to give instead
+    ask: str
+
+
+#: what the operator gives for each example value (the gate is filled from the cloud, not asked)
+_ASKED = {
+    "site_public_ip": "the public address that forwards to the site (ports xx211-xx240 to .211-.240)",
+    "site_domain": "the site's DNS domain for trial-network VMs",
+    "site_dns": "the site's name servers, comma separated",
+    "site_admin_ssh_public_key": "the site administrators' public SSH key (one line: ssh-ed25519 AAAA… user@host)",
+}
+
+
+def example_values(config: SiteConfig) -> tuple[ExampleValue, ...]:
+    """The template's example values still in `config` that the operator must replace (the
+    warnings of `check_placeholders`: deployments work, access to them does not)."""
+    out: list[ExampleValue] = []
+    for item in TEMPLATE_PLACEHOLDERS:
+        value = config.get(item.path)
+        if item.path in _ASKED and isinstance(value, str) and value.strip() == item.value:
+            out.append(ExampleValue(item.path, item.value, _ASKED[item.path]))
+    key = config.get("site_admin_ssh_public_key")
+    if isinstance(key, str) and any(marker in key for marker in FAKE_KEY_MARKERS):
+        out.append(ExampleValue("site_admin_ssh_public_key", "…FakeTemplateKeyReplaceMe", _ASKED["site_admin_ssh_public_key"]))
+    return tuple(out)
+
+
+def check_example_answer(path: str, value: str) -> str | None:
+    """Why `value` cannot replace the example at `path` (None: it can)."""
+    import ipaddress
+
+    text = value.strip()
+    if not text:
+        return "required"
+    example = next((p.value for p in TEMPLATE_PLACEHOLDERS if p.path == path), None)
+    if text == example or any(marker in text for marker in FAKE_KEY_MARKERS):
+        return "that is the template's example"
+    if path == "site_public_ip":
+        try:
+            address = ipaddress.ip_address(text)
+        except ValueError:
+            return "not an IP address"
+        if address.is_loopback or address.is_unspecified or address.is_multicast:
+            return "not an address the site can be reached at from outside"
+        return None
+    if path == "site_domain":
+        labels = text.rstrip(".").split(".")
+        if len(labels) < 2 or not all(re.fullmatch(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?", label) for label in labels):
+            return "not a DNS domain (labels of letters, digits and -, separated by dots)"
+        return None
+    if path == "site_dns":
+        for part in (p.strip() for p in text.split(",")):
+            try:
+                ipaddress.ip_address(part)
+            except ValueError:
+                return f"{part!r} is not an IP address (name servers are addresses, comma separated)"
+        return None
+    if path == "site_admin_ssh_public_key":
+        problem = check_public_key(text)
+        return f"not a public SSH key: {problem}" if problem else None
+    return None
+
+
 def check_cloud_ids(config: SiteConfig, cloud: CloudIds) -> list[Finding]:
     findings: list[Finding] = []
     key = config.variables_key

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Mappi
 from tui.domain.setup_steps import (
     ApplianceVm,
     ComponentsMissing,
+    ExamplesLeft,
     MarketplacesMissing,
     SetupChecklist,
     SetupStep,
@@ -65,6 +66,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: rounds after which the run stops whatever happens (each round does one step)
 MAX_ROUNDS = 40
+#: what a dry run's preview shows for a site value asked when the step runs
+ASKED_LATER = "(asked when it runs)"
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,8 @@ class StepPlan:
 
 Confirm = Callable[[StepPlan], Awaitable[bool]]
 AskSecrets = Callable[[list[str]], Awaitable[dict[str, str]]]
+#: ask the operator for site values: (dotted path, what to give) -> {path: value}
+AskValues = Callable[[list[tuple[str, str]]], Awaitable[dict[str, str]]]
 
 
 def choose(checklist: SetupChecklist, only: StepId | None) -> SetupStep | None:
@@ -147,9 +152,12 @@ def _stop(step: SetupStep, why: str = "") -> SetupStopped:
 
 
 async def run_setup(site: "SiteConnection", target: SetupTarget, options: RunOptions, *, confirm: Confirm,
-                    ask_secrets: AskSecrets, dry_run: bool = False) -> AsyncIterator[Progress]:
+                    ask_secrets: AskSecrets, dry_run: bool = False, ask_values: AskValues | None = None,
+                    site_values: Mapping[str, str] | None = None) -> AsyncIterator[Progress]:
     """Run the remaining steps (module docstring). With `dry_run`, only the next step's preview
-    (event data `preview`) and nothing changes."""
+    (event data `preview`) and nothing changes. `site_values` (the CLI's --set) and `ask_values`
+    give the site's own values for the template's examples core.yaml still holds (public address,
+    domain, name servers, the administrators' key); without either, the submit stops and says so."""
     last: tuple[StepId, StepState, tuple[str, ...]] | None = None
     started = time.monotonic()
     ran = 0
@@ -179,7 +187,8 @@ async def run_setup(site: "SiteConnection", target: SetupTarget, options: RunOpt
             raise SetupStopped(step.id, f"{step.title!r} is still not done after running it",
                                "; ".join(step.evidence) + f"\nFix: {step.action}")
         last = seen
-        plan = await plan_step(site, facts, checklist, step, options, ask_once)
+        plan = await plan_step(site, facts, checklist, step, options, ask_once, ask_values=ask_values,
+                               site_values=site_values, preview_only=dry_run)
         yield Progress(step.id.value, round_number, round_number + outstanding - 1, plan.preview.title, "running",
                        {"preview": plan.preview.as_json(), "step": step.as_json()}, outcome=plan.preview)
         if dry_run:
@@ -207,11 +216,15 @@ async def run_setup(site: "SiteConnection", target: SetupTarget, options: RunOpt
 
 
 async def plan_step(site: "SiteConnection", facts: SetupFacts, checklist: SetupChecklist, step: SetupStep,
-                    options: RunOptions, ask_secrets: AskSecrets) -> StepPlan:
+                    options: RunOptions, ask_secrets: AskSecrets, *, ask_values: AskValues | None = None,
+                    site_values: Mapping[str, str] | None = None, preview_only: bool = False) -> StepPlan:
     """What doing `step` now means; `SetupStopped` when only the operator can do it."""
     needs_password = step.id is StepId.CORE_YAML and step.blocked_by == "the vault password"
     if (step.state is StepState.BLOCKED and not needs_password) or step.state is StepState.FAILED:
         raise _stop(step)
+    if step.id is StepId.SUBMITTED:
+        return await _plan_submit(site, facts, step, options, ask_secrets, ask_values, site_values or {},
+                                  preview_only)
     planner = _PLANNERS.get(step.id)
     if planner is None:
         raise _stop(step)
@@ -446,10 +459,42 @@ async def _plan_site(site: "SiteConnection", facts: SetupFacts, step: SetupStep,
     return StepPlan(step, preview, lambda: _site_config(site, repo, target.branch, site_dir, password))
 
 
+async def _examples(step: SetupStep, ask_values: AskValues | None, site_values: Mapping[str, str],
+                    preview_only: bool = False) -> list[tuple[str, str]]:
+    """The site's own values for the template's examples core.yaml holds: given (--set) or asked;
+    each checked (`check_example_answer`) before anything changes."""
+    from tui.domain.site_checks import check_example_answer
+
+    found = step.found
+    if not isinstance(found, ExamplesLeft):
+        return []
+    given = {path: site_values[path] for path, _ in found.values if path in site_values}
+    missing = [(path, ask) for path, ask in found.values if path not in given]
+    if preview_only:  # a dry run asks nothing: the preview says what will be asked
+        return [(path, given.get(path, ASKED_LATER)) for path, _ in found.values]
+    if missing:
+        if ask_values is None:
+            sets = " ".join(f"--set {path}=..." for path, _ in missing)
+            raise SetupStopped(step.id, "core.yaml still holds the template's example values",
+                               "\n".join(f"{path}: give {ask}" for path, ask in missing)
+                               + f"\nGive them: `sitetk setup run --input FILE {sets}` (or on a terminal, where they "
+                               "are asked). Nothing was changed.")
+        given.update({k: v for k, v in (await ask_values(missing)).items() if v.strip()})
+    for path, _ in found.values:
+        problem = check_example_answer(path, given.get(path, ""))
+        if problem is not None:
+            raise SetupStopped(step.id, f"{path}: {problem}", "Give the site's own value. Nothing was changed.")
+    return [(path, given[path].strip()) for path, _ in found.values]
+
+
 async def _plan_submit(site: "SiteConnection", facts: SetupFacts, step: SetupStep, options: RunOptions,
-                       ask: AskSecrets) -> StepPlan:
-    """core.yaml checked whole (the cloud and the component library), then committed and pushed."""
+                       ask: AskSecrets, ask_values: AskValues | None = None,
+                       site_values: Mapping[str, str] | None = None, preview_only: bool = False) -> StepPlan:
+    """The template's example values replaced with the site's own (asked), then core.yaml checked
+    whole (the cloud and the component library), then committed and pushed."""
+    from tui.procedures.operation_stream import stream_operation
     from tui.procedures.setup_components import submit_checked
+    from tui.procedures.site_file_operations import EditSite
     from tui.procedures.site_repo import locate_site, open_site
     from tui.procedures.site_workspace import sites_repo
 
@@ -457,9 +502,12 @@ async def _plan_submit(site: "SiteConnection", facts: SetupFacts, step: SetupSte
     if not target.branch:
         raise _stop(step)
     password = await _vault_password(site, facts, step, ask)
+    edits = await _examples(step, ask_values, site_values or {}, preview_only)
     site_dir = target.site_dir or target.branch
     repo = sites_repo(site.settings)
-    changes = (
+    changes = tuple(Change(f"{path}: the template's example -> {value if len(value) < 48 else value[:44] + '…'!r}",
+                           f"ansible-vault edit {site_dir}/core.yaml", "update") for path, value in edits)
+    changes += (
         Change(f"the whole check of {site_dir}/core.yaml: the cloud's facts and the component library (any error "
                "stops here, nothing committed)", f"sitetk site check {site_dir}/core.yaml --cloud", "none"),
         Change(f"commit and push {site_dir}/core.yaml to {target.branch}",
@@ -472,6 +520,9 @@ async def _plan_submit(site: "SiteConnection", facts: SetupFacts, step: SetupSte
             async for event in open_site(repo, target.branch, site_dir):
                 yield event
             ref = locate_site(repo, target.branch, site_dir)
+            if edits:
+                async for event in stream_operation(site, EditSite(ref.path, password, edits)):
+                    yield event
             async for event in submit_checked(site, repo, ref, password, "enabling the components"):
                 yield event
         finally:
@@ -623,7 +674,6 @@ _PLANNERS: Mapping[StepId, Callable[..., Awaitable[StepPlan]]] = {
     StepId.SITE_BRANCH: _plan_site,
     StepId.CORE_YAML: _plan_site,
     StepId.COMPONENTS: _plan_components,
-    StepId.SUBMITTED: _plan_submit,
     StepId.DNS: _plan_optional,
     StepId.ROUTE_MANAGER: _plan_optional,
 }

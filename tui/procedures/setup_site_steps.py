@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from tui.domain.setup_steps import ComponentsMissing, SetupStep, StepId, StepState
+from tui.domain.setup_steps import ComponentsMissing, ExamplesLeft, SetupStep, StepId, StepState
 from tui.domain.severity import Severity
+from tui.domain.site_checks import example_values
 from tui.procedures.setup_facts import SITE_CONFIG_FILE, SetupFacts
 from tui.procedures.setup_step_forms import blocked as _blocked
 from tui.procedures.setup_step_forms import run_command as _run
@@ -294,6 +295,15 @@ def submitted_step(facts: SetupFacts) -> SetupStep:
         return _step(StepId.SUBMITTED, title, StepState.FAILED, evidence,
                      "Fix them (`sitetk site edit`, `sitetk site check --cloud` shows each with its fix), then run "
                      "the setup again; nothing that fails the check is submitted.")
+    examples = example_values(config) if (config := parse_core_yaml(facts)) is not None else ()
+    if examples:
+        left = [f"{e.path} is still the template's example {e.value!r}" for e in examples]
+        sets = " ".join(f"--set {e.path}=<{e.path.removeprefix('site_').replace('_', ' ')}>" for e in examples)
+        return _step(StepId.SUBMITTED, title, StepState.TODO, evidence + left,
+                     "Give the site's own values (deployments would work, access to them would not): the run asks "
+                     f"for each ({', '.join(e.ask for e in examples)}), or `sitetk setup run --input FILE --only "
+                     f"submitted {sets}`.", command=_run(StepId.SUBMITTED),
+                     found=ExamplesLeft(tuple((e.path, e.ask) for e in examples)))
     if not verdict.complete:
         missing = "the component library" if not verdict.library_loaded else "the cloud"
         return _blocked(StepId.SUBMITTED, title, missing,

@@ -123,16 +123,21 @@ class SecretsModal(SiteModal["dict[str, str] | None"]):
     SecretsModal Horizontal { height: auto; align: right middle; margin: 1 0 0 0; }
     """
 
-    def __init__(self, names: list[str]) -> None:
+    #: the line above the fields
+    INTRO = "The input file leaves these secrets out; they are used for this run only."
+    SECRET = True
+
+    def __init__(self, names: list[str], helps: dict[str, str] | None = None) -> None:
         super().__init__()
         self.names = names
+        self.helps = helps or {}
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(Content("The input file leaves these secrets out; they are used for this run only."))
+            yield Label(Content(self.INTRO))
             for name in self.names:
-                yield Label(Content(name))
-                yield Input(password=True, id=f"secret-{name}")
+                yield Label(Content(name + (f": {self.helps[name]}" if name in self.helps else "")))
+                yield Input(password=self.SECRET, id=f"secret-{name}")
             with Horizontal():
                 yield Button("Cancel", id="cancel")
                 yield Button("Use them", id="ok", variant="primary")
@@ -150,6 +155,14 @@ class SecretsModal(SiteModal["dict[str, str] | None"]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+class ValuesModal(SecretsModal):
+    """Ask the site's own values for the template's examples core.yaml still holds (not secret)."""
+
+    INTRO = ("core.yaml still holds the template's examples for these; give the site's own (they go into core.yaml "
+             "before it is checked and submitted).")
+    SECRET = False
 
 
 class SetupScreen(SiteScreen):
@@ -352,6 +365,12 @@ class SetupScreen(SiteScreen):
         self._secrets.update(answers)
         return answers
 
+    async def _ask_values(self, wanted: list[tuple[str, str]]) -> dict[str, str]:
+        answers = await self.app.push_screen_wait(ValuesModal([p for p, _ in wanted], dict(wanted)))
+        if not answers:
+            raise SiteError("Site values not given", "Nothing was changed; press n again and give them.")
+        return answers
+
     @work(exclusive=True, group="setup-run", exit_on_error=False)
     async def _run_worker(self, only: StepId | None) -> None:
         from tui.procedures.setup_run import RunOptions, run_setup
@@ -361,7 +380,7 @@ class SetupScreen(SiteScreen):
         message = ""
         try:
             async for event in run_setup(self.site, self._target(), options, confirm=self._confirm,
-                                         ask_secrets=self._ask):
+                                         ask_secrets=self._ask, ask_values=self._ask_values):
                 mark = {"done": "✔", "failed": "✖", "skipped": "·"}.get(event.state, "…")
                 self.step_log.append(f"{mark} {event.step}: {event.message}")
                 message = event.message

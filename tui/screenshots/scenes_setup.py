@@ -10,6 +10,12 @@ from tui.screenshots.scene import Scene, SceneContext
 
 #: the scenes' input file values (fixed secrets: the scenes are pictures)
 SCENE_SECRET = "scene-Secret-42"
+#: the site's own values for the template's examples (what the setup asks for)
+SCENE_SITE_VALUES = {
+    "site_public_ip": "192.0.2.44",
+    "site_domain": "trials.lab.example",
+    "site_admin_ssh_public_key": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJFWDup4R2o+6kIe8hQAzUxI3SDvSF9CiqeWurrxsmg5 admins@lab",
+}
 
 
 def scene_inputs(directory: Path, branch: str = "trial-site", token: str = "") -> Path:
@@ -105,7 +111,8 @@ async def prepare_setup_done(ctx: SceneContext) -> None:
         raise AssertionError(f"the scene's input file lacks {names}")
 
     async for _ in run_setup(site, target, RunOptions(poll_interval=0.05, step_timeout=120, deploy_timeout=120,
-                                                      key_timeout=120), confirm=yes, ask_secrets=no_secrets):
+                                                      key_timeout=120), confirm=yes, ask_secrets=no_secrets,
+                             site_values=SCENE_SITE_VALUES):
         pass
     await setup_loaded(ctx, path, cursor="platform")
 
