@@ -52,7 +52,10 @@ def _list(rng: random.Random, world: World, n: str) -> Operation:
 
 
 def _deploy(rng: random.Random, world: World, n: str) -> Operation:
-    return Operation("toolkit deploy", ("toolkit", "deploy", "--input", str(world.inputs), "--yes", "--json"))
+    from bench.soak.run import SOAK_TOOLKIT
+
+    return Operation("toolkit deploy", ("toolkit", "deploy", "--input", str(world.inputs), "--another", SOAK_TOOLKIT,
+                                        "--yes", "--json"))
 
 
 def _grant(rng: random.Random, world: World, n: str) -> Operation:

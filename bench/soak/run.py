@@ -22,6 +22,7 @@ from bench.soak.operations import Operation, draw, twin
 from bench.soak.report import Figures
 from bench.soak.world import DOWNLOADABLE, Outcome, World, finish, pick
 from tui.cli import exit_codes
+from tui.sim.scenarios import AUTOMATION_PASSWORD
 
 SITE_BRANCH = SITE_DIR = "demo-site"
 TOOLKIT_MARKETPLACE = "Site Toolkit Marketplace"
@@ -34,6 +35,8 @@ MARKET_FAULTS = ("error", "invalid_json", "slow:3000")
 #: seconds a command may take to reach sitetk's entry point (Python starting on a busy machine)
 STARTUP_TIMEOUT_S = 60.0
 TRACEBACK = "Traceback (most recent call last)"
+#: the soak's own toolkit service name (beside the scenario's: deployed by name, then re-runs follow it)
+SOAK_TOOLKIT = "Site Toolkit soak"
 #: the toolkit inputs that are secrets (the skeleton leaves them empty; the deploy would ask)
 SECRETS = ("app_objectstore_root_password", "app_automation_password", "app_automation_sites_token",
            "app_automation_cloud_password", "app_manager_admin_password", "app_timeseries_password", "app_timeseries_token")
@@ -128,7 +131,11 @@ def prepare(world: World) -> None:
     if password_file is not None and "app_automation_sites_token" in values:
         values["app_automation_sites_token"] = Path(password_file).read_text().strip()
     values.update({"app_objectstore_hostname": "s3.site.org", "app_manager_sites_branch": SITE_BRANCH,
-                   "app_manager_deployment_site": SITE_DIR, "app_automation_cloud_username": "tkauto"})
+                   "app_manager_deployment_site": SITE_DIR, "app_automation_cloud_username": "tkauto",
+                   # the embedded site's tkauto: deploy logs in with it (a wrong one is refused)
+                   "app_automation_cloud_password": AUTOMATION_PASSWORD})
+    # a toolkit of its own beside the scenario's, asked for by its name (toolkit deploy --another)
+    file["name"] = SOAK_TOOLKIT
     world.inputs = world.root / "inputs.json"
     world.inputs.write_text(json.dumps(file, indent=2))
     world.inputs.chmod(0o600)

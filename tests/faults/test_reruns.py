@@ -57,12 +57,15 @@ def test_a_deploy_run_again_after_an_unfollowed_start_follows_it_to_running(
     assert again["result"]["service_id"] == made[0] and again["result"]["record"]["state"] == "RUNNING"
     assert _services(frontend) == made
 
-    other = tmp_path / "other.json"  # another name: another deployment
+    other = tmp_path / "other.json"  # another name: another deployment, made only when asked for by that name
     data = json.loads(inputs.read_text())
     data["name"] = "Site Toolkit second"
     other.write_text(json.dumps(data))
     other.chmod(0o600)
     code, third, _ = run(capsys, "toolkit", "deploy", "--input", str(other), "--yes", "--json")
+    assert code == 2 and third["error"]["title"] == "A toolkit is already deployed" and _services(frontend) == made
+    code, third, _ = run(capsys, "toolkit", "deploy", "--input", str(other), "--yes", "--json",
+                         "--another", "Site Toolkit second")
     assert code == 0 and third["result"]["service_id"] not in made
     assert len(_services(frontend)) == 2
 
