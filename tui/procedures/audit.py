@@ -5,13 +5,23 @@ in a 0700 directory; `SITETK_AUDIT_LOG` or the `path` argument override it. Each
 UTC time, the local user, the action, its target, the outcome and details. Before writing, the
 `Redactor` replaces every registered secret value (vault password, repository token, ...) and
 the value of every key named like a secret (password, token, secret, key) with `***`.
+
+A change that cannot be recorded does not start: `run_operation` calls `check_writable()` before
+a mutating operation executes, which opens the log for appending as a record does (never through a
+symlink: O_NOFOLLOW), checks it is a regular file and that its file system has room
+(`MIN_FREE_BYTES`), and raises `AuditUnwritable` otherwise (a directory, a dangling symlink, a
+full disk: issue 22 item 5; before, `site edit` wrote core.yaml, then failed on its record with a
+traceback). A record that still fails (the disk filled during the run) raises `AuditUnwritable`
+carrying the entry itself, so what happened is said even when it could not be kept.
 """
 
 from __future__ import annotations
 
+import errno
 import getpass
 import json
 import os
+import stat
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -20,11 +30,19 @@ from typing import Any, Iterable, Mapping
 
 from tui.domain.bounded import BoundedInputError, load_json, read_tail
 from tui.domain.secret_names import MASK, is_secret_key
+from tui.errors import SiteError
 
 #: how much of the audit log `entries` reads (its newest part)
 MAX_AUDIT_READ = 64 * 1024 * 1024
 
 AUDIT_ENV = "SITETK_AUDIT_LOG"
+#: room the audit log's file system must have before a change starts (a record is a few KiB)
+MIN_FREE_BYTES = 1024 * 1024
+
+
+class AuditUnwritable(SiteError):
+    """The audit log cannot be written: a change does not start (or, written meanwhile, is said
+    with the entry that could not be kept)."""
 
 
 def default_audit_path() -> Path:
@@ -97,6 +115,51 @@ class AuditLog:
         #: entries recorded through this object (every mutating operation records at least one)
         self.changes = 0
 
+    def _open(self) -> int:
+        """The log opened for appending (created 0600 in a 0700 directory), never through a symlink,
+        and only when it is a regular file."""
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                     0o600)
+        try:
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):
+                raise OSError(errno.EINVAL, "not a regular file")
+            if mode & 0o077:
+                os.fchmod(fd, 0o600)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _unwritable(self, exc: OSError, what: str) -> AuditUnwritable:
+        reason = exc.strerror or str(exc)
+        if exc.errno == errno.ELOOP:
+            reason = "it is a symbolic link (the audit log is never written through one)"
+        elif exc.errno == errno.EISDIR:
+            reason = "it is a directory"
+        return AuditUnwritable(f"The audit log cannot be written: {self.path}",
+                               f"{reason}. {what} Point {AUDIT_ENV} at a file this user can append to, or fix "
+                               f"{self.path} (a regular file, mode 0600, on a file system with room).")
+
+    def check_writable(self) -> None:
+        """Raise `AuditUnwritable` unless a record could be appended now (see the module docstring)."""
+        try:
+            fd = self._open()
+        except OSError as exc:
+            raise self._unwritable(exc, "Nothing was changed: a change that cannot be recorded does not start.") \
+                from None
+        try:
+            space = os.fstatvfs(fd)
+            free = space.f_bavail * space.f_frsize
+        except OSError:
+            free = MIN_FREE_BYTES  # a file system that does not say: the write itself will tell
+        finally:
+            os.close(fd)
+        if free < MIN_FREE_BYTES:
+            raise self._unwritable(OSError(errno.ENOSPC, f"its file system is full ({free} bytes free)"),
+                                   "Nothing was changed: a change that cannot be recorded does not start.")
+
     def record(self, action: str, target: str = "", outcome: str = "ok", details: Mapping[str, Any] | None = None) -> AuditEntry:
         try:
             user = getpass.getuser()
@@ -111,15 +174,17 @@ class AuditLog:
             user=user,
         )
         line = json.dumps(entry.as_json(), sort_keys=False, default=str) + "\n"
+        data = line.encode("utf-8")
         with self._lock:
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
-                if os.fstat(fd).st_mode & 0o077:
-                    os.fchmod(fd, 0o600)
-                os.write(fd, line.encode("utf-8"))
-            finally:
-                os.close(fd)
+                fd = self._open()
+                try:
+                    if os.write(fd, data) != len(data):
+                        raise OSError(errno.ENOSPC, "the entry was written in part (file system full)")
+                finally:
+                    os.close(fd)
+            except OSError as exc:
+                raise self._unwritable(exc, f"This entry could not be kept: {line.strip()}") from None
             self.changes += 1
         return entry
 

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, ClassVar, Generic, Mapping, TypeVar
 
 from tui.errors import SiteError
+from tui.procedures.audit import AuditUnwritable
 from tui.procedures.preview import Preview
 from tui.procedures.progress import Progress
 
@@ -190,6 +191,8 @@ async def run_operation(site: "SiteConnection", operation: Operation[PlanT, Resu
     A cancel of an operation that does not watch `context.cancel` itself cancels its task, which
     stops at its next await; either way the caller gets `OperationCancelled`-like `SiteError`s."""
     refuse_if_read_only(site, operation, plan)
+    if operation.mutating:
+        site.audit.check_writable()  # AuditUnwritable: a change that cannot be recorded does not start
     task = asyncio.current_task()
     watcher: asyncio.Task[None] | None = None
     if not operation.cancels_itself and task is not None:
@@ -248,6 +251,10 @@ def _record_failure(site: "SiteConnection", operation: Operation[PlanT, Any], pl
         steps = [event.step for event in context.events if event.state == "done"]
         site.audit.record(operation.action or "operation", operation.audit_object(plan), outcome,
                           {**(extra or {}), "error": error.title, "steps_done": steps, **(details or {})})
+    except AuditUnwritable as unkept:
+        if not quiet:  # the run's own error first, then why its record is missing
+            raise AuditUnwritable(error.title, f"{error.detail}\nNot recorded: {unkept.title}: {unkept.detail}",
+                                  retryable=error.retryable, code=error.code) from None
     except Exception:  # noqa: BLE001 - a cancelled run's record must not hide the cancellation
         if not quiet:
             raise
