@@ -367,3 +367,19 @@ def test_enable_grants_to_the_named_user_never_a_guessed_one(capsys: pytest.Capt
     rules = {acl.to_str() for acl in map(rule_of, site.acls.values())}
     assert f"#{uid} TEMPLATE/#{values['template_id']} USE #0" in rules
     assert not any(r.startswith("#2 ") and f"/#{values['template_id']} " in r for r in rules)
+
+
+def test_submit_of_a_named_branch_without_a_working_clone_says_no_site_is_open(
+        capsys: pytest.CaptureFixture[str], seeded: tuple[Path, Path], tmp_path: Path, password_file: Path) -> None:
+    """Issue 22 item 6: `site submit --branch B` before any open raised FileNotFoundError (a
+    traceback); it says, as without --branch, that no site is open and how to open it."""
+    work = tmp_path / "work"
+    repo = ("--repo", str(seeded[0]), "--workdir", str(work))
+    pw = ("--vault-password-file", str(password_file))
+    code = main(["site", "submit", "--branch", "demo-site", *repo, *pw, "--yes"])
+    captured = capsys.readouterr()
+    assert code == EXIT_FAILED and "Traceback" not in captured.err + captured.out
+    assert "error: No site open" in captured.err and "`sitetk site open demo-site`" in captured.err
+    code, result = run(capsys, "submit", "--branch", "demo-site", *repo, *pw, "--yes", "--json")
+    assert code == EXIT_FAILED and result["error"]["title"] == "No site open"
+    assert not work.exists()

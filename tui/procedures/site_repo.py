@@ -133,15 +133,22 @@ async def list_sites(repo: GitRepo) -> SiteListing:
 
 
 def locate_site(repo: GitRepo, branch: str, site_dir: str | None = None) -> SiteRef:
-    """The site directory of the checked-out branch: `site_dir`, else the branch name, else the only one."""
+    """The site directory of the checked-out branch: `site_dir`, else the branch name, else the only one.
+    A working clone that does not exist yet is "No site open" (with the command that opens it),
+    never a FileNotFoundError (issue 22 item 6: `site submit --branch B` before any open)."""
+    if not repo.is_cloned():
+        raise SiteError("No site open", f"{repo.workdir} is not a clone yet: open the site first "
+                        f"(`sitetk site open {shlex.quote(branch)}`), then run this again.")
     if site_dir:
         check_name("site directory", site_dir)
         return SiteRef(branch, site_dir, repo.workdir / site_dir / SITE_CONFIG_FILE)
     if (repo.workdir / branch / SITE_CONFIG_FILE).is_file():
         return SiteRef(branch, branch, repo.workdir / branch / SITE_CONFIG_FILE)
-    candidates = sorted(
-        child.name for child in repo.workdir.iterdir() if child.is_dir() and not child.name.startswith(".") and (child / SITE_CONFIG_FILE).is_file()
-    )
+    try:
+        candidates = sorted(child.name for child in repo.workdir.iterdir()
+                            if child.is_dir() and not child.name.startswith(".") and (child / SITE_CONFIG_FILE).is_file())
+    except OSError as exc:
+        raise SiteError("The working clone cannot be read", f"{repo.workdir}: {exc.strerror or exc}.") from None
     if len(candidates) == 1:
         return SiteRef(branch, candidates[0], repo.workdir / candidates[0] / SITE_CONFIG_FILE)
     found = ", ".join(candidates) or "none"
