@@ -5,7 +5,8 @@
                                                              errors); --offline: its shape only
     sitetk toolkit deploy --input FILE [--template ID] [--wait] [--yes] [--dry-run] [--another NAME]
                                                              instantiate (operation 3), follow, record (4)
-    sitetk toolkit vms [--service ID]                         the recorded VMs, read back live
+    sitetk toolkit vms [--service ID] [--rebuild-record]     the recorded VMs, read back live (an unreadable
+                                                             record set aside and rebuilt from the cloud)
     sitetk toolkit key [--service ID] [--wait S] [--grant [--user NAME]] [--yes] [--dry-run]
                                                              the automation VM's key; give it to the user (5)
 
@@ -75,6 +76,9 @@ def register(subparsers: Any) -> None:
 
     p = verbs.add_parser("vms", help="the recorded toolkit VMs, read back live (operation 4)")
     p.add_argument("--service", type=int, metavar="ID", help="the service (default: the last recorded deployment)")
+    p.add_argument("--rebuild-record", action="store_true",
+                   help="set an unreadable site record aside and record the deployment from the cloud (--service, "
+                        "else the live toolkit service)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=site_command(vms_command))
 

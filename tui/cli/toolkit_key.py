@@ -6,6 +6,7 @@ the CLI runner (its JSON answer nested under `grant`).
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import replace
 from typing import Any
 
@@ -16,13 +17,26 @@ from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
 from tui.procedures.grant_ssh_key import GrantKey, KeyGranted
 from tui.procedures.instantiate_toolkit import capture_automation_key
-from tui.procedures.site_record import load_site_record, save_site_record
+from tui.procedures.setup_facts import toolkit_service
+from tui.procedures.site_record import load_site_record, save_site_record, set_aside_unreadable
 from tui.procedures.toolkit import platform_version, read_automation_key, record_for_service, refresh_site_record, toolkit_vms
 
 
 async def _record(args: argparse.Namespace, site: SiteConnection) -> SiteRecord:
-    """The recorded deployment (latest, or --service), refreshed from the service and saved."""
+    """The recorded deployment (latest, or --service), refreshed from the service and saved;
+    with --rebuild-record, an unreadable record is set aside first and the deployment is taken
+    from the cloud (--service, else the live toolkit service)."""
     service_id = getattr(args, "service", None)
+    if getattr(args, "rebuild_record", False):
+        aside = set_aside_unreadable(site.settings)
+        if aside is not None:
+            print(f"note: the unreadable site record was set aside as {aside}", file=sys.stderr)
+        if service_id is None and load_site_record(site.settings) is None:
+            service = toolkit_service(tuple(await site.flow.list_services()), site.naming)
+            if service is None:
+                raise SiteError("No toolkit service to record", "OneFlow has no live service with the toolkit's "
+                                "roles: deploy it (`sitetk toolkit deploy`) or name one with --service ID.")
+            service_id = service.id
     record = load_site_record(site.settings, service_id)
     if record is None:
         if service_id is None:

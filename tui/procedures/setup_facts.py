@@ -31,6 +31,7 @@ from tui.domain.users import User
 from tui.domain.vms import VmSummary
 from tui.errors import AuthenticationFailed, SiteError
 from tui.procedures.concurrent import gather
+from tui.procedures.site_record import site_record_problem
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.domain.acls import AclRule
@@ -137,6 +138,9 @@ class SetupFacts:
     cloud_login: "SiteCheck | None" = None
     notes: tuple[str, ...] = ()
     naming: NamingProfile = DEFAULT_NAMING
+    #: why the console's site record of this endpoint cannot be read ("" when it can or is absent):
+    #: `toolkit vms` and `toolkit key` read it
+    site_record_problem: str = ""
 
     @property
     def default_network(self) -> Vnet | None:
@@ -466,7 +470,7 @@ async def read_setup_facts(site: "SiteConnection", target: SetupTarget | None = 
         automation_key=key_line, automation_key_problem=key_problem, inventory=inventory, form=form,
         vm_templates=vm_templates, service_template_docs=documents, acl_rules=rules,
         repo=repo_facts, site_verdict=verdict, input_checks=input_checks, cloud_login=login, notes=tuple(notes),
-        naming=site.naming,
+        naming=site.naming, site_record_problem=site_record_problem(site.settings),
     )
 
 

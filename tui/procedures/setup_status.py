@@ -51,6 +51,7 @@ from tui.procedures.setup_step_forms import blocked as _blocked
 from tui.procedures.setup_step_forms import run_command as _run
 from tui.procedures.setup_step_forms import step as _step
 from tui.procedures.setup_step_forms import unknown as _unknown
+from tui.procedures.site_record import REBUILD_COMMAND
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection
@@ -441,6 +442,11 @@ def record_step(facts: SetupFacts) -> SetupStep:
     ips = {vm.id: vm.ips for vm in facts.vms or ()}
     evidence = [f"{r.name}: " + (", ".join(f"VM {v} {'/'.join(ips.get(v, ())) or '(no address)'}" for v in r.vm_ids)
                                  or "no VM yet") for r in service.roles]
+    if facts.site_record_problem:
+        # the VMs are in the cloud, but `toolkit vms` and `toolkit key` read the console's record of them
+        return _step(StepId.RECORD, title, StepState.FAILED, evidence + [facts.site_record_problem],
+                     f"Rebuild the site record from the cloud: `{REBUILD_COMMAND} --service {service.id}`.",
+                     command=f"{REBUILD_COMMAND} --service {service.id}")
     if facts.automation_key_problem:
         return _step(StepId.RECORD, title, StepState.FAILED, evidence + [facts.automation_key_problem],
                      "The automation VM published something that is not a key: check the appliance's log.")

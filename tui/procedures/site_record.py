@@ -20,6 +20,7 @@ import json
 import os
 import re
 import tempfile
+import time
 from pathlib import Path
 from typing import Iterator
 from urllib.parse import urlsplit
@@ -40,8 +41,8 @@ from tui.errors import SiteError
 from tui.settings import Settings
 
 __all__ = [
-    "RecordedRole", "RecordedVm", "SiteRecord", "load_site_record", "load_site_records", "save_site_record",
-    "site_record_path",
+    "REBUILD_COMMAND", "RecordedRole", "RecordedVm", "SiteRecord", "SiteRecordUnreadable", "load_site_record",
+    "load_site_records", "save_site_record", "set_aside_unreadable", "site_record_path", "site_record_problem",
 ]
 
 
@@ -59,10 +60,50 @@ def site_record_path(settings: Settings) -> Path:
     return Path(settings.state_dir) / "toolkit" / f"{label}-{digest}.json"
 
 
+#: the command that rebuilds an unreadable site record from the cloud
+REBUILD_COMMAND = "sitetk toolkit vms --rebuild-record"
+
+
+class SiteRecordUnreadable(SiteError):
+    """The site record file exists and cannot be read (`path`); the cloud is unchanged."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__("The site record cannot be read",
+                         f"{path}: {reason}. Rebuild it from the cloud: `{REBUILD_COMMAND}` (add --service ID to "
+                         "choose the service) sets this file aside and records the toolkit service OneFlow has; the "
+                         "cloud itself is unchanged.")
+
+
 def _unreadable(path: Path, reason: str) -> SiteError:
-    return SiteError("The site record cannot be read",
-                     f"{path}: {reason}. Move the file away to start a new record; the cloud itself is unchanged "
-                     "(`sitetk toolkit vms --service ID` reads a deployment from the cloud).")
+    return SiteRecordUnreadable(path, reason)
+
+
+def site_record_problem(settings: Settings) -> str:
+    """Why the endpoint's site record cannot be read ("" when it can, or when there is none)."""
+    try:
+        _read(site_record_path(settings))
+    except SiteError as error:
+        return f"{error.title}: {error.detail}"
+    return ""
+
+
+def set_aside_unreadable(settings: Settings) -> Path | None:
+    """Rename an unreadable site record out of the way (`<name>.unreadable-<UTC time>`), so that a
+    record rebuilt from the cloud can take its place; None when the record reads (or is absent)."""
+    path = site_record_path(settings)
+    try:
+        _read(path)
+        return None
+    except SiteRecordUnreadable:
+        pass
+    aside = path.with_name(f"{path.name}.unreadable-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")
+    try:
+        os.replace(path, aside)
+    except OSError as exc:
+        raise SiteError("The site record cannot be set aside", f"{path}: {exc.strerror or exc}.") from None
+    return aside
 
 
 def _read(path: Path) -> tuple[SiteRecord, ...]:
