@@ -85,7 +85,7 @@ def test_a_damaged_file_says_where_and_what_to_do(tmp_path: Path) -> None:
     path.write_text('{"format": 1,\n "deployments": [}\n')
     with pytest.raises(SiteError) as caught:
         load_site_record(conf)
-    assert "line 2, column" in caught.value.detail and "Move the file away" in caught.value.detail
+    assert "line 2, column" in caught.value.detail and "sitetk toolkit vms --rebuild-record" in caught.value.detail
     path.write_text('{"format": 1, "endpoint": "x", "deployments": [{"service_id": 1}]}')
     with pytest.raises(SiteError, match="template_id"):
         load_site_records(conf)
