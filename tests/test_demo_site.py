@@ -210,3 +210,51 @@ async def test_asking_a_dead_child_for_its_repositories_says_it_exited(tmp_path:
             await child.repositories()  # the request goes to a closed pipe: no error of its own
         assert caught.value.title == "Demo repositories not ready"
         assert "exited with code -9" in caught.value.detail and "How to fix" in caught.value.detail
+
+
+async def test_the_demo_keeps_its_state_in_its_temporary_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--demo` writes audit records, toolkit records, the move journal, locks and clones under the
+    demo site's temporary folder, never into the operator's state folder (issue 20 item 10): with
+    HOME, XDG_STATE_HOME and SITETK_AUDIT_LOG pointing at the operator's, nothing is written there."""
+    from tui.console import demo_connection
+    from tui.domain.site_record import SiteRecord
+    from tui.procedures.audit import AUDIT_ENV
+    from tui.procedures.download_lock import download_lock_file
+    from tui.procedures.move_journal import MoveJournal, MoveOrigin
+    from tui.procedures.site_record import load_site_record, save_site_record
+    from tui.procedures.site_workspace import repos_dir
+
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / "state"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
+    monkeypatch.setenv(AUDIT_ENV, str(home / "audit.log"))
+    settings = Settings.load()
+    assert str(settings.state_dir).startswith(str(home))  # the operator's state folder, as a real run uses
+    child = SimChild(("--vms", "2")).start()
+    try:
+        connection = demo_connection(child, settings)
+        try:
+            await connection.connect()
+            demo = child.state_dir
+            assert demo is not None
+            used = connection.settings
+            connection.audit.record("demo.test", "the demo's record")
+            record = SiteRecord(endpoint=used.xmlrpc_url, service_id=7, service_name="toolkit", template_id=1,
+                                template_name="toolkit", platform_version="7.0.0", created="2026-01-01T00:00:00Z")
+            record_path = save_site_record(used, record)
+            assert load_site_record(used) == record
+            journal = MoveJournal.of(used)
+            journal.begin(MoveOrigin(vm_id=3, host_id=0, host_name="host0", cpu_model="x86_64", target_host_id=1))
+            written = [connection.audit.path, record_path, journal.path(3), download_lock_file(connection, 5),
+                       repos_dir(used)]
+            for path in written:
+                assert Path(path).resolve().is_relative_to(demo.resolve()), path
+            assert connection.audit.path.is_file() and journal.path(3).is_file()
+        finally:
+            await connection.close()
+    finally:
+        child.close()
+    assert not any(home.rglob("*")), sorted(str(p) for p in home.rglob("*"))
+    assert child.state_dir is not None and not child.state_dir.exists()

@@ -74,19 +74,47 @@ def _run_app(app: Any) -> int:
     return code
 
 
+def demo_state(base: Any, state_dir: Path) -> Any:
+    """`base` with every file the console writes (audit log, toolkit records, move journal, locks,
+    working clones) under `<state_dir>/console`: the demo's own temporary folder, which its site
+    removes on exit. Before, `--demo` wrote its audit records, toolkit records and move journal
+    into the operator's real state folder (issue 20 item 10)."""
+    from dataclasses import replace
+
+    console = Path(state_dir) / "console"
+    return replace(base, state_dir=console, audit_log=console / "audit.log", repos_dir=Path(state_dir) / "clones")
+
+
 def demo_settings_for(endpoints: Any, base: Any) -> Any:
-    """Settings pointing at the demo site running in a child process (`tui.demo_site.SimEndpoints`)."""
+    """Settings pointing at the demo site running in a child process (`tui.demo_site.SimEndpoints`),
+    its state kept in the site's temporary folder (`demo_state`)."""
     from dataclasses import replace
 
     from tui.settings import Settings
 
     settings = Settings.for_site(endpoint=endpoints.xmlrpc, session=endpoints.session, flow_url=endpoints.oneflow,
-                                 marketplace_urls=(endpoints.marketplace,), base=base)
+                                 marketplace_urls=(endpoints.marketplace,), base=demo_state(base, endpoints.state_dir))
     if not endpoints.sites_repo:
         return settings
     return replace(settings, sites_repo=endpoints.sites_repo, library_repo=endpoints.library_repo,
                    vault_password_file=Path(endpoints.vault_password_file), sites_token_file=None,
                    library_token_file=None, repos_dir=endpoints.state_dir / "clones")
+
+
+def demo_connection(child: Any, settings: Any) -> Any:
+    """The console's connection to the demo site in `child` (a started `SimChild`): its settings
+    once the site announced itself, every file the console writes in the child's temporary folder
+    (`demo_state`; `$SITETK_AUDIT_LOG` is not followed either), removed with it."""
+    from tui.procedures.connection import SiteConnection
+    from tui.settings import Settings
+
+    async def settings_ready() -> Settings:
+        return demo_settings_for(await child.endpoints(), settings)
+
+    starting = Settings.for_site(endpoint="the demo site (starting)", session="", flow_url="",
+                                 base=demo_state(settings, child.state_dir))
+    return SiteConnection(starting, settings_ready=settings_ready, repositories_ready=child.repositories,
+                          warm_up=child.request_repositories, audit_from_env=False)
 
 
 def _start_demo_site(args: argparse.Namespace) -> Any:
@@ -142,14 +170,7 @@ def _run_console(args: argparse.Namespace, child: Any) -> int:
     if child is None:
         return _run_app(SiteToolkitApp(SiteConnection(settings), read_only=read_only, reload_settings=Settings.load,
                                        front_door=True))
-
-    async def settings_ready() -> Settings:
-        return demo_settings_for(await child.endpoints(), settings)
-
-    starting = Settings.for_site(endpoint="the demo site (starting)", session="", flow_url="", base=settings)
-    connection = SiteConnection(starting, settings_ready=settings_ready, repositories_ready=child.repositories,
-                                warm_up=child.request_repositories)
-    app = SiteToolkitApp(connection, read_only=read_only, front_door=True)
+    app = SiteToolkitApp(demo_connection(child, settings), read_only=read_only, front_door=True)
     previous = _stop_on_signals(child, app)
     try:
         return _run_app(app)

@@ -53,8 +53,12 @@ class SiteConnection:
     def __init__(self, settings: Settings, *,
                  repositories_ready: Callable[[], Awaitable[None]] | None = None,
                  settings_ready: Callable[[], Awaitable[Settings]] | None = None,
-                 warm_up: Callable[[], None] | None = None, read_only: bool = False) -> None:
+                 warm_up: Callable[[], None] | None = None, read_only: bool = False,
+                 audit_from_env: bool = True) -> None:
         self.settings = settings
+        #: False: the audit log is the settings' even when $SITETK_AUDIT_LOG is set (the demo keeps
+        #: its records in its own temporary folder)
+        self._audit_from_env = audit_from_env
         #: `--read-only`: every operation (tui.procedures.operation) that changes the site is refused
         self.read_only = read_only
         #: gives the real settings once the site is up (the demo site starting in a child process);
@@ -131,7 +135,7 @@ class SiteConnection:
         if self._audit is None:
             from tui.procedures.audit import AUDIT_ENV, AuditLog  # on first use: the first screen reads only
 
-            override = os.environ.get(AUDIT_ENV, "")
+            override = os.environ.get(AUDIT_ENV, "") if self._audit_from_env else ""
             self._audit = AuditLog(Path(override).expanduser() if override else self.settings.audit_log)
         return self._audit
 
