@@ -22,6 +22,8 @@ def test_secret_names(name: str) -> None:
 @pytest.mark.parametrize("name", [
     "passthrough", "cpu_passthrough", "bypass_cache", "compass", "passive", "ssh_public_key", "SSH_PUBLIC_KEY",
     "site_admin_ssh_public_key", "key_id", "keyboard", "monkey", "tokenizer_mode", "hard", "",
+    # a key naming where values are kept (issue 22 item 8): the deploy's `values_key`, and the like
+    "values_key", "inputs_key", "sort_key", "primary_key", "partition_key",
 ])
 def test_words_that_merely_contain_a_secret_word_are_not_secret(name: str) -> None:
     assert not is_secret_key(name)
@@ -42,3 +44,4 @@ def test_the_audit_log_keeps_passthrough_and_masks_real_secrets(tmp_path: Path) 
 def test_yaml_lines_mask_only_secret_keys() -> None:
     assert mask_yaml_line("  cpu_passthrough: yes") == "  cpu_passthrough: yes"
     assert mask_yaml_line("  registry_password: s3cr3t  # set me") == f"  registry_password: {MASK}  # set me"
+

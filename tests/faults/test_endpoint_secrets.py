@@ -120,3 +120,43 @@ def test_the_site_record_never_holds_endpoint_credentials(tmp_path: Any) -> None
                         "2026-01-01T00:00:00Z")
     path = save_site_record(with_password, record)
     assert PASSWORD not in path.read_text() and "http://front.example:2633/RPC2" in path.read_text()
+
+
+MALFORMED = ["http://oneadmin:{p}@[::1/RPC2", "oneadmin:{p}@front.example:2633/RPC2",
+             "http:/oneadmin:{p}@front.example:2633/RPC2", "http://oneadmin:{p}@front.example:99999/RPC2",
+             "http://oneadmin:pa/{p}@front.example:2633/RPC2"]
+
+
+@pytest.mark.parametrize("shape", MALFORMED, ids=["ipv6-bracket", "no-scheme", "one-slash", "bad-port",
+                                                  "slash-in-password"])
+def test_credentials_in_a_malformed_endpoint_never_show(
+        shape: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 22 item 8: an endpoint that does not parse as a URL was printed whole, its password
+    with it, by `sitetk info` and by the connection error's "Tried:" line."""
+    url = shape.format(p=PASSWORD)
+    assert PASSWORD not in redact_endpoint(url) and PASSWORD in endpoint_secrets(url)[-1]
+    assert PASSWORD not in without_credentials(url) and has_credentials(url)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.delenv("SITETK_CONFIG", raising=False)
+    monkeypatch.setenv("ONE_XMLRPC", url)
+    monkeypatch.setenv("ONE_XMLRPC_TIMEOUT", "2")
+    main(["info"])
+    main(["info", "--json"])
+    main(["hosts", "list"])  # cannot connect: the error says what was tried
+    captured = capsys.readouterr()
+    assert PASSWORD not in captured.out + captured.err
+    assert "***@" in captured.out
+
+
+@pytest.mark.parametrize("url", ["http://oneadmin:12/{p}@front.example:2633/RPC2",
+                                 "http://oneadmin:p@ss{p}/x@front.example:2633/RPC2",
+                                 "http://oneadmin:pa\tss{p}@front.example:2633/RPC2",
+                                 "http://oneadmin:a#{p}@front.example:2633/RPC2"])
+def test_a_password_holding_url_delimiters_is_hidden_whole(url: str) -> None:
+    """A password with `/`, `@`, a tab or `#` ends urlsplit's authority inside it: the credentials
+    run to the last `@`, so no part of the password shows."""
+    url = url.format(p=PASSWORD)
+    assert PASSWORD not in redact_endpoint(url) and PASSWORD not in without_credentials(url)
+    assert redact_endpoint(url).endswith("***@front.example:2633/RPC2")

@@ -15,6 +15,7 @@ import pytest
 from tests.toolkit.conftest import FAST, ToolkitSite, collect, eventually, filled
 from tui.adapters.cloud import json_document_template
 from tui.domain.documents import SERVICE_TEMPLATE_DOCUMENT
+from tui.domain.secret_names import MASK
 from tui.domain.severity import Severity
 from tui.domain.ssh_keys import parse_public_key
 from tui.errors import SiteError
@@ -285,6 +286,8 @@ async def test_a_refused_instantiation_is_reported_and_audited(toolkit_site: Too
     assert entry["details"]["error"] == caught.value.title and "User Input" in entry["details"]["detail"]
     assert entry["details"]["steps_done"] == [] and "service_id" not in entry["details"]
     assert "app_automation_password" in entry["details"]["inputs"]
+    # a key name, not a credential: the record says which (issue 22 item 8; it was masked)
+    assert entry["details"]["values_key"] == plan.values_key != MASK
     assert not any(secret in site.audit.path.read_text() for secret in secret_values.values())
     assert load_site_record(site.settings) is None
 

@@ -11,52 +11,65 @@ built from the wire or from an exception.
 
 from __future__ import annotations
 
-from urllib.parse import SplitResult, urlsplit, urlunsplit
+import re
+from urllib.parse import urlsplit, urlunsplit
 
 REDACTED = "***"
 
 
-def _split(url: str) -> SplitResult | None:
-    try:
-        parts = urlsplit(url.strip())
-    except ValueError:
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:(?=/)")
+
+
+def _userinfo(url: str) -> tuple[str, str, str] | None:
+    """`url` split around its credentials, (before, `user:password`, after the `@`); None without.
+
+    By the last `@` after the scheme and its slashes, not by urlsplit's authority: a URL that does
+    not parse (a bad port or IPv6 bracket, one slash after the scheme, no scheme at all) is still
+    what an operator wrote as an endpoint, and a password holding `/`, `?`, `#` or `@` ends
+    urlsplit's authority inside it (`http://u:12/x@host` parses as host `u`, port 12). An `@` in an
+    endpoint's path is rare; hiding too much there is the safe side."""
+    text = url.strip()
+    scheme = _SCHEME.match(text)
+    start = scheme.end() if scheme else 0
+    while start < len(text) and text[start] == "/":
+        start += 1
+    at = text.rfind("@", start)
+    if at <= start:
         return None
-    return parts if parts.netloc and "@" in parts.netloc else None
+    return text[:start], text[start:at], text[at + 1:]
 
 
 def has_credentials(url: str) -> bool:
     """Whether `url` carries a user or a password before its host."""
-    return _split(url) is not None
-
-
-def _host_part(parts: SplitResult) -> str:
-    return parts.netloc.rpartition("@")[2]
+    return _userinfo(url) is not None
 
 
 def without_credentials(url: str) -> str:
     """`url` with any `user:password@` removed (for copies: input files, records)."""
-    parts = _split(url)
-    if parts is None:
+    found = _userinfo(url)
+    if found is None:
         return url
-    return urlunsplit(parts._replace(netloc=_host_part(parts)))
+    before, _, after = found
+    return before + after
 
 
 def redact_endpoint(url: str) -> str:
     """`url` with any `user:password@` shown as `***@` (for display: info, errors, audit)."""
-    parts = _split(url)
-    if parts is None:
+    found = _userinfo(url)
+    if found is None:
         return url
-    return urlunsplit(parts._replace(netloc=f"{REDACTED}@{_host_part(parts)}"))
+    before, _, after = found
+    return f"{before}{REDACTED}@{after}"
 
 
 def endpoint_secrets(*urls: str) -> tuple[str, ...]:
     """The user-info parts of `urls` (whole and password alone), for `tui.errors.redact`."""
     secrets: list[str] = []
     for url in urls:
-        parts = _split(url)
-        if parts is None:
+        found = _userinfo(url)
+        if found is None:
             continue
-        userinfo = parts.netloc.rpartition("@")[0]
+        userinfo = found[1]
         secrets.append(userinfo)
         password = userinfo.partition(":")[2]
         if password:
