@@ -10,12 +10,17 @@ and `:` besides (`User::INVALID_NAME_CHARS`, src/um/User.cc line 26).
 The platform accepts every other control character (ESC, BEL, ...), and then answers XML that no
 XML parser reads: the console refuses such names before sending (`console_name_problem`), and
 `fit_name` turns a name the console builds (export names, download names) into one the platform
-and its XML take.
+and its XML take. The console also refuses, in the names it creates, the characters its own
+screens show as escapes (C1 controls such as NEL U+0085, the line/paragraph separators,
+zero-width and bidirectional characters: `tui.domain.printable`): the platform stores them, but a
+name holding one looks like another name, or reads in another order, wherever it is listed.
 """
 
 from __future__ import annotations
 
 import re
+
+from tui.domain.printable import INVISIBLE
 
 #: PoolObjectSQL::INVALID_NAME_CHARS from release-6.10.4 on (7.x too)
 INVALID_NAME_CHARS = "&|:\\\";/'#{}$<>\t\n\v\f\r"
@@ -27,6 +32,9 @@ MAX_NAME_BYTES = 128
 
 #: characters XML 1.0 cannot carry (C0 controls but tab, newline and carriage return), and DEL
 _XML_UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+#: characters XML carries but a name must not hold: C1 controls (NEL U+0085 among them), the
+#: line and paragraph separators, and the invisible format characters (zero-width, bidirectional)
+_UNSEEN = re.compile(f"[\x80-\x9f\u2028\u2029{INVISIBLE}]")
 
 
 def name_problem(name: str, invalid_chars: str = INVALID_NAME_CHARS) -> str | None:
@@ -48,19 +56,26 @@ def console_name_problem(name: str) -> str | None:
 
 
 def control_problem(name: str) -> str | None:
-    """Why `name` cannot travel in the platform's XML: a control character it holds, or None."""
+    """Why the console will not send `name` whatever the version: a control character the
+    platform's XML cannot carry, or a C1 control or invisible character it holds; None without."""
     control = _XML_UNSAFE.search(name)
-    if control is None:
-        return None
-    return (f"Invalid NAME, control character U+{ord(control.group(0)):04X} is not allowed "
-            "(the platform stores it, but then answers XML that cannot be read)")
+    if control is not None:
+        return (f"Invalid NAME, control character U+{ord(control.group(0)):04X} is not allowed "
+                "(the platform stores it, but then answers XML that cannot be read)")
+    unseen = _UNSEEN.search(name)
+    if unseen is not None:
+        code = ord(unseen.group(0))
+        kind = "control" if code <= 0x9F or code in (0x2028, 0x2029) else "invisible"
+        return (f"Invalid NAME, {kind} character U+{code:04X} is not allowed (the platform stores it, but "
+                "the name is then listed with an escape, and looks like another name or reads in another order)")
+    return None
 
 
 def fit_name(name: str, replacement: str = "-") -> str:
     """`name` made acceptable: refused and control characters replaced, cut to 128 bytes (on a
     character boundary). An empty result becomes the replacement."""
     cleaned = "".join(replacement if char in INVALID_NAME_CHARS else char for char in name)
-    cleaned = _XML_UNSAFE.sub(replacement, cleaned)
+    cleaned = _UNSEEN.sub(replacement, _XML_UNSAFE.sub(replacement, cleaned))
     encoded = cleaned.encode()
     if len(encoded) > MAX_NAME_BYTES:
         cleaned = encoded[:MAX_NAME_BYTES].decode(errors="ignore")

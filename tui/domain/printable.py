@@ -2,19 +2,27 @@
 
 Names, versions and descriptions come from marketplaces, VM and image names from the cloud's
 users, template values from anywhere. Written raw to a terminal, `ESC ] 0 ; ... BEL` retitles the
-window, `ESC [ 2 J` clears the screen, a carriage return overwrites what was printed, and
-bidirectional overrides reorder what the operator reads. `escape_controls` replaces each such
-character by a visible escape (`\\x1b`, `\\r`, `\\u202e`) and keeps tabs and newlines. Every CLI
-printer goes through it (`tui.cli.common.EscapingStream` wraps stdout and stderr).
+window, `ESC [ 2 J` clears the screen, a carriage return overwrites what was printed,
+bidirectional overrides reorder what the operator reads, and zero-width characters (U+200B
+zero-width space, U+2060 word joiner, U+FEFF) make two different names look the same.
+`escape_controls` replaces each such character by a visible escape (`\\x1b`, `\\r`, `\\u202e`,
+`\\u200b`) and keeps tabs and newlines. Every CLI printer goes through it
+(`tui.cli.common.EscapingStream` wraps stdout and stderr).
 """
 
 from __future__ import annotations
 
 import re
 
-# C0 controls but tab and newline, DEL, C1 controls, and the bidirectional embeddings, overrides
-# and isolates (U+202A-U+202E, U+2066-U+2069) plus the line/paragraph separators
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+#: the characters a name looks the same without (Unicode format characters that draw nothing):
+#: zero-width space, non-joiner and joiner (U+200B-U+200D), the left-to-right and right-to-left
+#: marks (U+200E, U+200F) and the Arabic letter mark (U+061C), the bidirectional embeddings,
+#: overrides and isolates (U+202A-U+202E, U+2066-U+2069), the word joiner and invisible operators
+#: (U+2060-U+2064), the zero-width no-break space / byte order mark (U+FEFF)
+INVISIBLE = "\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
+# C0 controls but tab and newline, DEL, C1 controls (NEL U+0085 among them), the line/paragraph
+# separators, and the invisible characters above
+_UNSAFE = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029{INVISIBLE}]")
 _NAMED = {"\r": "\\r", "\x0b": "\\v", "\x0c": "\\f", "\x08": "\\b", "\x07": "\\a", "\x00": "\\0"}
 
 

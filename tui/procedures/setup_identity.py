@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, ClassVar, Mapping
 from urllib.parse import urlsplit
 
 from tui.domain.acls import ACL_ALL, ACL_GID, ACL_RESOURCES, ACL_RIGHTS
+from tui.domain.object_names import USER_EXTRA_CHARS, console_name_problem, name_problem
+from tui.domain.printable import escape_controls
 from tui.errors import SiteError
 from tui.procedures.concurrent import gather
 from tui.procedures.operation import Confirmation, Operation, RunContext
@@ -116,6 +118,12 @@ async def plan_cloud_user(site: "SiteConnection", user_name: str, group_name: st
     users, groups, rules = await _read(site)
     user = next((u for u in users if u.name == user_name), None)
     group = next((g for g in groups if g.name == group_name), None)
+    for kind, name, found, extra in (("group", group_name, group, ""), ("user", user_name, user, USER_EXTRA_CHARS)):
+        problem = None if found is not None else console_name_problem(name) or name_problem(name, extra)
+        if problem is not None:  # the console creates it: a name the platform and every listing take
+            raise SiteError(f"The platform would refuse the {kind} name {escape_controls(name)!r}",
+                            f"{escape_controls(problem)}. Rename it in app_automation_cloud_username of the input "
+                            "file. Nothing was created.")
     gid = group.id if group is not None else None
     is_admin = bool(group is not None and user is not None and user.id in group.admin_ids)
     rule_exists = gid is not None and any((r.user, r.resource, r.rights) == _rule_bits(gid) for r in rules)
