@@ -343,8 +343,9 @@ class _Resolver:
         return (Path(base) if base else self.home / ".config") / "sitetk" / "config.toml"
 
     def _read_config(self, path: Path) -> dict[str, Any] | None:
-        if not path.is_file():
-            return None
+        if not path.exists() and not path.is_symlink():
+            return None  # absent: the defaults. Anything else there (/dev/zero, a FIFO, a directory, a
+            # dangling link) is said, never taken for "not present" (issue 22 item 10)
         try:
             text = read_text_file(path, f"config file {path}", max_bytes=_SMALL_FILE)
             with guard(f"config file {path}"):

@@ -31,6 +31,7 @@ from lxml import etree
 from tui.adapters import cloud_parse as parse
 from tui.adapters.cloud_errors import to_site_error
 from tui.adapters.cloud_transport import (
+    HUGE_NUMBER,
     CloudTransport,
     MalformedResponse,
     check_result,
@@ -40,6 +41,7 @@ from tui.adapters.cloud_transport import (
 from tui.adapters.retry import DEFAULT_POLICY, RetryPolicy, deadline_after, reconciled_write, retry_read
 from tui.adapters.vm_pool_cache import VmSummaryCache
 from tui.domain.attributes import Attributes
+from tui.domain.bounded import is_number_limit
 from tui.domain.endpoints import endpoint_secrets, redact_endpoint
 from tui.domain.error_codes import NO_EXISTS
 from tui.domain.images import IMAGE_DELETE
@@ -268,7 +270,11 @@ class CloudClient:
             return target(*params)
         except MalformedResponse:
             raise
-        except (etree.LxmlError, AssertionError, LookupError, ValueError, TypeError, AttributeError) as exc:
+        except ValueError as exc:
+            if is_number_limit(exc):  # xmlrpc.client's int() of a number of over 4,300 digits
+                raise MalformedResponse(HUGE_NUMBER) from exc
+            raise MalformedResponse(f"pyone could not read the answer: {exc}") from exc
+        except (etree.LxmlError, AssertionError, LookupError, TypeError, AttributeError) as exc:
             # raised by pyone's generated parser reading the answer
             raise MalformedResponse(f"pyone could not read the answer: {exc}") from exc
 

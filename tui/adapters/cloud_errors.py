@@ -12,7 +12,14 @@ import socket
 import ssl
 import xmlrpc.client
 
-from tui.adapters.cloud_transport import CallTimeout, ControlCharacterAnswer, MalformedResponse, PlatformFailure
+from tui.adapters.cloud_transport import (
+    HUGE_NUMBER,
+    CallTimeout,
+    ControlCharacterAnswer,
+    MalformedResponse,
+    PlatformFailure,
+)
+from tui.domain.bounded import is_number_limit
 from tui.domain.error_codes import (
     ACTION,
     ALLOCATE,
@@ -159,5 +166,9 @@ def to_site_error(exc: BaseException, *, method: str, endpoint: str, timeout: fl
         return SiteError(
             f"Cannot reach {endpoint}",
             f"{text or type(exc).__name__}. Check the network and ONE_XMLRPC.", retryable=True)
+    if is_number_limit(exc):  # a parser's int() of a number of over 4,300 digits (Python's own words)
+        return SiteError(
+            f"Malformed answer from {endpoint}",
+            f"{method}: {HUGE_NUMBER}. Is ONE_XMLRPC pointing at the frontend's XML-RPC endpoint?", retryable=False)
     return SiteError(f"Unexpected failure calling {endpoint}", f"{method}: {type(exc).__name__}: {text}",
                      retryable=False)

@@ -41,17 +41,19 @@ T = TypeVar("T")
 def _int(text: str | None, default: int = 0) -> int:
     if not text:
         return default
+    if len(text) > 40:  # no count the platform keeps is that long (int() refuses over 4,300 digits,
+        return default  # int(float()) of a long one overflows)
     try:
         return int(text)
     except ValueError:
         try:
             return int(float(text))
-        except ValueError:
+        except (ValueError, OverflowError):
             return default
 
 
 def _opt_int(text: str | None) -> int | None:
-    if text is None or not text.strip():
+    if text is None or not text.strip() or len(text) > 40:
         return None
     try:
         return int(text)

@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 
 from lxml import etree
 
+from tui.domain.bounded import is_number_limit
 from tui.domain.printable import escape_controls
 
 USER_AGENT = "sitetk (pyone XML-RPC)"
@@ -231,6 +232,8 @@ class CloudTransport(xmlrpc.client.Transport):
         except xmlrpc.client.Fault:
             raise
         except Exception as exc:  # expat errors, ResponseError
+            if is_number_limit(exc):  # xmlrpc.client's int() of a number of over 4,300 digits
+                raise MalformedResponse(HUGE_NUMBER) from exc
             method = _METHOD_NAME.search(request_body)
             raise (control_character_answer(raw, method.group(1).decode() if method else "the answer")
                    or MalformedResponse(f"not an XML-RPC answer: {exc}")) from exc
@@ -254,7 +257,7 @@ def _value(node: etree._Element) -> Any:
     if tag == "string":
         return text
     if tag in ("int", "i4", "i8"):
-        return int(text)
+        return _integer(text, tag)
     if tag == "boolean":
         return text.strip() == "1"
     if tag == "double":
@@ -262,6 +265,25 @@ def _value(node: etree._Element) -> Any:
     if tag == "nil":
         return None
     raise MalformedResponse(f"unexpected XML-RPC value type <{tag}>")
+
+
+#: the platform's XML-RPC integers are 64-bit at most: 19 digits and a sign
+_MAX_INT_CHARS = 20
+#: what a number Python's parsers refuse (over 4,300 digits) means, in place of their own words
+HUGE_NUMBER = "the answer holds a number of over 4,300 digits, where the platform's integers have at most 19"
+
+
+def _integer(text: str, tag: str) -> int:
+    """An XML-RPC integer; `MalformedResponse` naming its length for a number no platform sends
+    (int() would refuse one of over 4,300 digits with Python's own words)."""
+    value = text.strip()
+    if len(value) > _MAX_INT_CHARS:
+        raise MalformedResponse(f"<{tag}> holds a number of {len(value):,} characters, where the platform's "
+                                "integers have at most 19 digits")
+    try:
+        return int(value)
+    except ValueError:
+        raise MalformedResponse(f"<{tag}> holds {escape_controls(value)!r}, not an integer") from None
 
 
 def decode_response(raw: bytes, method: str = "the answer") -> list[Any]:

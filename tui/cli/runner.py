@@ -127,9 +127,9 @@ async def run_cli(args: argparse.Namespace, site: "SiteConnection", operation: O
     def stop(signum: int) -> None:  # INT, TERM, HUP: the same cancel (tui.procedures.stop_signals)
         if stops.note(signum):
             context.cancel.set()
-            note = f"{signal_name(signum)}: stopping; what this run created is being undone"
+            note = f"{signal_name(signum)}: {operation.on_stop}"
         else:
-            note = f"{signal_name(signum)}: still undoing what this run created (SIGKILL would leave it half-done)"
+            note = f"{signal_name(signum)}: {operation.still_stopping}"
         _say(note)
 
     try:

@@ -23,6 +23,7 @@ vault password core.yaml is checked with (else the configured vault password fil
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from tui.cli.common import (
@@ -55,9 +56,12 @@ def load_target(path: str | None, site: SiteConnection) -> SetupTarget:
     from tui.domain.toolkit_inputs import secret_names
 
     try:
-        return target_from_file(path, secret_names(site.naming), site.naming)
+        target = target_from_file(path, secret_names(site.naming), site.naming)
     except SiteError as error:
         raise UsageError(f"{error.title}: {error.detail}") from None
+    for warning in target.warnings:  # on stderr, --json too (its answer carries them as well)
+        print(f"warning: {warning}", file=sys.stderr)
+    return target
 
 
 def checklist_text(checklist: SetupChecklist) -> str:
@@ -100,10 +104,14 @@ async def _status(args: argparse.Namespace, site: SiteConnection) -> int:
         print_error(unreadable, args.json, **checklist.as_json())
         return EXIT_FAILED
     if args.json:
-        emit_json({"ok": True, **checklist.as_json()})
+        emit_json({"ok": True, **checklist.as_json(), **_warnings(target)})
     else:
         print(checklist_text(checklist))
     return EXIT_OK if checklist.complete else EXIT_FINDINGS
+
+
+def _warnings(target: SetupTarget) -> dict[str, list[str]]:
+    return {"warnings": list(target.warnings)} if target.warnings else {}
 
 
 def unreadable_error(checklist: SetupChecklist) -> SiteError | None:
@@ -222,7 +230,7 @@ async def _run(args: argparse.Namespace, site: SiteConnection) -> int:
     final = events[-1].outcome if events and isinstance(events[-1].outcome, SetupChecklist) else None
     if args.json:
         emit_json({"ok": True, "checklist": final.as_json() if final else None,
-                   "events": [e.as_json() for e in events]})
+                   "events": [e.as_json() for e in events], **_warnings(target)})
     else:
         print(events[-1].message if events else "nothing to do")
     return EXIT_OK

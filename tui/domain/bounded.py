@@ -187,10 +187,18 @@ def guard(what: str, max_depth: int = MAX_DEPTH) -> Iterator[None]:
         raise BoundedInputError(f"{what} is nested too deeply to read; at most {max_depth} levels are "
                                 "accepted") from None
     except ValueError as exc:
-        if isinstance(exc, BoundedInputError) or "digits" not in str(exc) or "limit" not in str(exc):
+        if isinstance(exc, BoundedInputError) or not is_number_limit(exc):
             raise
         raise BoundedInputError(f"{what} holds a number longer than Python reads (over 4,300 digits); numbers "
                                 f"are limited to {MAX_NUMBER_DIGITS:,} digits") from None
+
+
+def is_number_limit(exc: BaseException) -> bool:
+    """Whether `exc` is Python's refusal of an integer of more than 4,300 digits (`int()`, the
+    JSON and XML-RPC parsers): its text ("Exceeds the limit (4300 digits) for integer string
+    conversion ... sys.set_int_max_str_digits()") is never an operator's message."""
+    text = str(exc)
+    return isinstance(exc, ValueError) and "digits" in text and "limit" in text
 
 
 def check_tree(value: Any, what: str, max_depth: int = MAX_DEPTH) -> None:

@@ -78,6 +78,10 @@ class DeployToolkit(Operation[DeployPlan, Deployed]):
     another: str | None = None
 
     title: ClassVar[str] = "Deploy the toolkit"
+    # a stop ends the waiting: the service, once created, is left as it is (nothing is undone)
+    on_stop: ClassVar[str] = ("stopping the wait; a service already created is left as it is (the same deploy run "
+                              "again follows it)")
+    still_stopping: ClassVar[str] = "still stopping the wait"
     refusal: ClassVar[str] = "deploying is a change to the cloud"
     action: ClassVar[str] = "toolkit.instantiate"
 

@@ -93,6 +93,12 @@ class MoveOperation(Operation[MoveSet, Moved]):
     action: ClassVar[str] = AUDIT_MOVE
     cancels_itself: ClassVar[bool] = True
     resumable: ClassVar[bool] = True
+    # a move undoes nothing (issue 22 item 10): it stops after the platform call in flight and says
+    # where the VM is and the commands that finish the move or put it back
+    on_stop: ClassVar[str] = ("stopping after the platform call in flight; a move undoes nothing: the VM's "
+                              "state and the commands that finish the move or put it back follow")
+    still_stopping: ClassVar[str] = ("still stopping after the platform call in flight (SIGKILL would leave the "
+                                     "move without its record)")
 
     def preview(self, plan: MoveSet) -> Preview:
         return preview_many(plan.plans, self.timeouts)

@@ -127,6 +127,10 @@ class Operation(ABC, Generic[PlanT, ResultT]):
     cancels_itself: ClassVar[bool] = True
     #: running it again continues where an interrupted run stopped
     resumable: ClassVar[bool] = False
+    #: what a stop (INT/TERM/HUP in the CLI) does to this run, said when it is asked, and when
+    #: asked again while it is under way: true of this operation (a move undoes nothing)
+    on_stop: ClassVar[str] = "stopping; what this run created is being undone"
+    still_stopping: ClassVar[str] = "still undoing what this run created (SIGKILL would leave it half-done)"
 
     @abstractmethod
     async def plan(self, site: "SiteConnection") -> PlanT:

@@ -66,6 +66,8 @@ class SetupTarget:
     networks: tuple[tuple[str, str], ...] = ()
     #: where the intent came from ("input file <path>", "service 3", "")
     source: str = ""
+    #: what is worth fixing in the input file (readable by others while it holds secrets)
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -211,6 +213,7 @@ def target_from_file(path: str | Path, secrets: frozenset[str], naming: Any) -> 
         instance_name=loaded.file.name,
         networks=loaded.file.networks,
         source=f"input file {loaded.path}",
+        warnings=loaded.warnings,
     )
 
 

@@ -169,8 +169,12 @@ async def run_setup(site: "SiteConnection", target: SetupTarget, options: RunOpt
         asked.update({k: v for k, v in answers.items() if v})
         return answers
 
+    just_ran: tuple[SetupStep, str, float, int, int] | None = None
     for round_number in range(1, MAX_ROUNDS + 1):
         checklist, facts = await setup_status(site, with_answers(target, asked, site.naming))
+        if just_ran is not None:  # what the step's run left, read now: never the step's title as a claim
+            yield _after_step(checklist, *just_ran)
+            just_ran = None
         step = choose(checklist, options.only)
         if step is not None and options.max_steps is not None and ran >= options.max_steps:
             yield Progress("setup", 1, 1, f"next: {step.title} ({step.state.value})", "done",
@@ -207,9 +211,24 @@ async def run_setup(site: "SiteConnection", target: SetupTarget, options: RunOpt
             raise SetupStopped(step.id, f"{step.title!r} failed: {error.title}",
                                f"{error.detail}\nThe site is left as it is: run again to continue from there.") from None
         ran += 1
-        yield Progress(step.id.value, round_number, round_number + outstanding - 1,
-                       f"{step.title}: finished in {time.monotonic() - step_started:.0f} s", "done")
+        just_ran = (step, plan.preview.title, time.monotonic() - step_started, round_number,
+                    round_number + outstanding - 1)
     raise SetupStopped(None, "Setup did not finish", f"{MAX_ROUNDS} steps ran without completing: run again.")
+
+
+def _after_step(checklist: SetupChecklist, step: SetupStep, action: str, seconds: float, index: int,
+                total: int) -> Progress:
+    """What running `step` (`action`, the plan's title) left, from the checklist read after it: the
+    step is said done only when that reading shows it done (issue 22 item 10: the instantiate step's
+    run creates the service and returns, and "Toolkit instantiated and RUNNING: finished" was printed
+    while the service was DEPLOYING)."""
+    now = checklist.step(step.id)
+    if now.state is StepState.DONE:
+        message = f"{step.title}: done ({action}, {seconds:.0f} s)"
+    else:
+        found = f": {now.evidence[0]}" if now.evidence else ""
+        message = f"{action}: done in {seconds:.0f} s; {step.title!r} is not done yet ({now.state.value}{found})"
+    return Progress(step.id.value, index, total, message, "done", {"step": now.as_json()})
 
 
 # -- planning each step ---------------------------------------------------------------------------

@@ -64,6 +64,7 @@ from tui.procedures.instantiate_toolkit import (
     plan_deploy,
 )
 from tui.procedures.operation import RunContext, run_operation
+from tui.procedures.own_service import find_own_services
 from tui.procedures.progress import Progress
 from tui.procedures.site_record import load_site_record
 from tui.procedures.toolkit import (
@@ -230,8 +231,8 @@ class ToolkitScreen(InputFileActions):
             r = self.record
             text.append("\n")
             text.append(f"Recorded deployment: service {r.service_id} {r.service_name!r} {r.state or '?'}", "cyan")
-            text.append("  (deploying again creates another service; ctrl+f follows it, :key opens its key view)",
-                        "dim")
+            text.append("  (deploying again from the same inputs follows it, it creates no other; ctrl+f follows it, "
+                        ":key opens its key view)", "dim")
         self.query_one("#tk-header", Static).update(text)
         self.refresh_bindings()
 
@@ -492,8 +493,23 @@ class ToolkitScreen(InputFileActions):
     def _confirm_deploy(self) -> None:
         assert self.form is not None
         try:
-            plan = plan_deploy(self.form, self.current_file())
+            plan_deploy(self.form, self.current_file())
         except InvalidInputs as error:
+            self.shell.report_error(error)
+            return
+        self.ask_deploy()
+
+    @work(exclusive=True, group="toolkit-confirm", exit_on_error=False)
+    async def ask_deploy(self) -> None:
+        """Plan as the run will, then confirm saying what it does: a live service made from these
+        inputs is followed, not created again (issue 22 item 10: the question said "this creates
+        another service" and the run then followed the first); a live toolkit made from other
+        inputs refuses the deploy, as in `sitetk toolkit deploy`."""
+        assert self.form is not None
+        try:
+            plan = await DeployToolkit(self.form, self.current_file()).plan(self.site)
+            own = await find_own_services(self.site, plan)
+        except SiteError as error:
             self.shell.report_error(error)
             return
         preview = plan.preview()
@@ -503,11 +519,18 @@ class ToolkitScreen(InputFileActions):
             lines.append(self.site_report.summary())
             lines += [f"⚠ {c.name}: {c.message}" for c in self.site_report.failed]
             lines += [f"? {c.name} not checked: {c.found}" for c in self.site_report.skipped]
-        if self.record is not None:
-            lines.append(f"⚠ service {self.record.service_id} {self.record.service_name!r} is already recorded: "
-                         "this creates another service")
-        modal = ConfirmModal("Deploy the toolkit", f"{plan.service_name!r} from service template {plan.template_id}",
-                             detail="\n".join(lines), command=plan.cli(), destructive=False)
+        if own:
+            first = own[0]
+            lines.insert(0, f"⚠ service {first.id} {first.name!r} ({first.state_name}) was made from these inputs: "
+                            "it is followed, no service is created")
+        elif self.record is not None:
+            lines.append(f"service {self.record.service_id} {self.record.service_name!r} recorded earlier is no "
+                         "longer live: this creates a new service")
+        modal = ConfirmModal("Follow the toolkit" if own else "Deploy the toolkit",
+                             f"service {own[0].id} {own[0].name!r}" if own
+                             else f"{plan.service_name!r} from service template {plan.template_id}",
+                             detail="\n".join(lines), command=f"oneflow show {own[0].id}" if own else plan.cli(),
+                             destructive=False)
 
         def answered(confirmed: bool | None) -> None:
             if confirmed:
