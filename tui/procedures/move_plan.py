@@ -384,6 +384,10 @@ async def plan_redeploy(site: "SiteConnection", vm_id: int, host_id: int, cpu_mo
     if not suits:
         warnings.append(f"Host {target.id} {target.name} is {verdict.text}: the document database is not expected to "
                         "start there, so the procedure stops once the VM runs.")
+    model = cpu_model.strip()
+    if model and model != HOST_PASSTHROUGH and not target.kvm_cpu_models:
+        warnings.append(f"Host {target.id} {target.name} reports no KVM_CPU_MODELS: whether it offers CPU model {model} "
+                        "is not known (a host that does not fails the boot, fallback='forbid').")
     warnings += await _version_warnings(site, vm, cpu_model.strip())
     unreported = cannot_report_ready(vm.id, vm.template)
     if suits and unreported:

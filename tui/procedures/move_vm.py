@@ -47,6 +47,7 @@ refused before anything changes, since replace mode there would erase the VM's o
 from __future__ import annotations
 
 import asyncio
+import shlex
 import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Sequence
@@ -104,12 +105,12 @@ UPDATECONF_SECTIONS: tuple[str, ...] = ("OS", "FEATURES", "INPUT", "GRAPHICS", "
 class MoveFailed(SiteError):
     """A move stopped at `step`; `vm_state` is the state the VM was left in."""
 
-    def __init__(self, plan: MovePlan, step: str, reason: str, vm_state: str) -> None:
+    def __init__(self, plan: MovePlan, step: str, reason: str, vm_state: str, hint: str | None = None) -> None:
         self.plan = plan
         self.step = step
         self.reason = reason
         self.vm_state = vm_state
-        detail = (f"{reason} {plan.label} is now {vm_state}. {resume_hint(plan)}")
+        detail = (f"{reason} {plan.label} is now {vm_state}. {hint if hint is not None else resume_hint(plan)}")
         super().__init__(f"Move of {plan.label} stopped at step “{step}”", detail, retryable=True)
 
     def as_json(self) -> dict[str, Any]:
@@ -208,9 +209,9 @@ class _Run:
         except TimeoutError:
             pass
 
-    def fail(self, reason: str) -> MoveFailed:
+    def fail(self, reason: str, hint: str | None = None) -> MoveFailed:
         state = describe_state(self.vm) if self.vm is not None else "in an unknown state"
-        return MoveFailed(self.plan, self.step, reason, state)
+        return MoveFailed(self.plan, self.step, reason, state, hint)
 
     async def state_after_error(self, error: SiteError) -> MoveFailed:
         try:
@@ -337,6 +338,24 @@ def boot_refused(vm: VmDetail, plan: MovePlan) -> str:
             + (f" The platform says: {said}" if said else ""))
 
 
+def boot_hint(plan: MovePlan) -> str:
+    """What to run after a boot the host refused: never the same command (it would ask libvirt for
+    the same model on the same host and fail the same way; issue 22 item 4), but the put-back, a
+    model that host offers, or a host that offers the model."""
+    model = plan.cpu_model
+    options = []
+    back = redeploy_command(plan)
+    if back and (plan.origin_host_id != plan.target_host_id or plan.origin_cpu_model != model):
+        options.append(f"put the VM back on {plan.origin_label} ({back})")
+    if model:
+        options.append(f"deploy it on a host that offers {model} (sitetk hosts redeploy {plan.vm_id} --host <host> "
+                       f"--cpu-model {shlex.quote(model)}: the plan refuses a host whose KVM_CPU_MODELS does not list "
+                       "it and names those that do)")
+    options.append(f"or on {plan.target_label} with a model it offers (sitetk hosts redeploy {plan.vm_id} --host "
+                   f"{plan.target_host_id} --cpu-model <model>; `onehost show {plan.target_host_id}` lists them as KVM_CPU_MODELS)")
+    return "Running the same command again would fail the same way. Instead, " + "; ".join(options) + "."
+
+
 async def _steps(run: _Run) -> AsyncIterator[Progress]:
     plan, cloud, timeouts = run.plan, run.site.cloud, run.timeouts
     vm = await run.read()
@@ -453,7 +472,8 @@ async def _steps(run: _Run) -> AsyncIterator[Progress]:
 
     def running_broken(current: VmDetail) -> str:
         if _failed_lcm(current) and current.summary.lcm_state in BOOT_FAILURES:
-            return boot_refused(current, plan)
+            # the same command again would fail the same way: the hint says what else to run
+            raise run.fail(boot_refused(current, plan), boot_hint(plan))
         if _failed_lcm(current):
             return f"The deployment failed ({current.summary.status}); see onevm show {plan.vm_id}."
         if current.summary.state in (VM_UNDEPLOYED, VM_POWEROFF, VM_STOPPED, VM_SUSPENDED, VM_DONE):
