@@ -202,3 +202,63 @@ def test_the_database_step_finds_the_manager_on_either_backend(sim_factory, monk
     assert "the hosts could not be read" in step["action"]
     assert any("hosts and database VMs" in note and "refused by an injected fault" in note
                for note in data["notes"]), data["notes"]
+
+
+def _dead_loopback_url() -> str:
+    """A loopback URL nothing listens on (a port bound, then released: connections are refused)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+def test_preflight_checks_every_service_the_setup_uses(sim_factory, monkeypatch: pytest.MonkeyPatch,
+                                                       capsys) -> None:
+    server: SimServer = sim_factory()
+    point_at(server, monkeypatch)
+    code, data, _ = run(capsys, "setup", "status", "--json")
+    services = steps(data)["services"]
+    assert services["group"] == "Preflight" and services["state"] == "done", services
+    said = "\n".join(services["evidence"])
+    for what in ("XML-RPC", f"OneFlow {server.flow_url}: answers with the session", "marketplace",
+                 "sites repository", "the gate"):
+        assert what in said, (what, said)
+
+
+def test_with_oneflow_down_preflight_fails_and_next_names_it(sim_factory, monkeypatch: pytest.MonkeyPatch,
+                                                             capsys) -> None:
+    """Issue 20 item 8: with the OneFlow endpoint down, preflight was all done and "Next" pointed
+    at the automation cloud user."""
+    server: SimServer = sim_factory()
+    point_at(server, monkeypatch)
+    dead = _dead_loopback_url()
+    monkeypatch.setenv("ONEFLOW_URL", dead)
+    code, data, _ = run(capsys, "setup", "status", "--json")
+    assert code != 0 and data["complete"] is False
+    by_id = steps(data)
+    preflight = [step for step in data["steps"] if step["group"] == "Preflight"]
+    assert not all(step["state"] == "done" for step in preflight if step["mandatory"])
+    assert by_id["services"]["state"] == "failed"
+    assert data["next"] == "services"
+    assert f"OneFlow at {dead}" in by_id["services"]["action"]
+    assert "opennebula-flow" in by_id["services"]["action"]
+    code, text, _ = run(capsys, "setup", "status")
+    next_line = text[text.index("Next:"):]
+    assert "Services the setup uses answer" in next_line.splitlines()[0] or "OneFlow" in next_line, next_line
+    assert "cloud user" not in next_line.splitlines()[0]
+
+
+def test_a_marketplace_that_does_not_answer_fails_preflight(sim_factory, monkeypatch: pytest.MonkeyPatch,
+                                                            capsys, tmp_path: Path) -> None:
+    server: SimServer = sim_factory()
+    point_at(server, monkeypatch)
+    dead = _dead_loopback_url()
+    config = tmp_path / "config.toml"
+    config.write_text(f'[marketplace]\nurls = ["{dead}"]\n')
+    monkeypatch.setenv("SITETK_CONFIG", str(config))
+    code, data, _ = run(capsys, "setup", "status", "--json")
+    services = steps(data)["services"]
+    assert services["state"] == "failed" and dead in services["action"], services
+    assert data["next"] == "services"

@@ -41,6 +41,7 @@ class StepId(str, Enum):
     """Every step of the checklist, in order."""
 
     PLATFORM = "platform"
+    SERVICES = "services"
     CLI_HELPER = "cli-helper"
     GATE = "gate"
     MARKETPLACES = "marketplaces"
@@ -70,7 +71,7 @@ class StepId(str, Enum):
 
 
 _GROUPS: dict[StepId, str] = {
-    **{s: "Preflight" for s in (StepId.PLATFORM, StepId.CLI_HELPER, StepId.GATE, StepId.MARKETPLACES,
+    **{s: "Preflight" for s in (StepId.PLATFORM, StepId.SERVICES, StepId.CLI_HELPER, StepId.GATE, StepId.MARKETPLACES,
                                 StepId.DATASTORES)},
     **{s: "Networks" for s in (StepId.DEFAULT_NETWORK, StepId.TRIAL_NETWORK, StepId.FORWARDED)},
     **{s: "Toolkit" for s in (StepId.CLOUD_USER, StepId.DOWNLOAD, StepId.TAGGED, StepId.INPUTS,

@@ -42,6 +42,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection
     from tui.procedures.hosts import HostInventory
     from tui.procedures.input_site_checks import SiteCheckReport
+    from tui.procedures.marketplace import MarketCatalog
     from tui.procedures.site_verdict import SiteVerdict
     from tui.procedures.toolkit import ToolkitForm
 
@@ -120,6 +121,13 @@ class SetupFacts:
     toolkit_image_ids: tuple[int, ...] | None = None
     service: Service | None = None
     services_known: bool = False
+    #: why OneFlow did not answer the services' list with the session ("" it answered)
+    flow_error: str = ""
+    flow_url: str = ""
+    #: every HTTP marketplace (the cloud's and the configured ones) listed now, the failures among
+    #: them, and the install status of each record (what `sitetk market list` and `market upgrades`
+    #: read); None: not read
+    catalog: "MarketCatalog | None" = None
     #: the automation VM's published key line ("" none yet), None when not read
     automation_key: str | None = None
     automation_key_problem: str = ""
@@ -180,15 +188,19 @@ class SetupFacts:
         return ""
 
 
-async def _guard(what: str, call: Awaitable[T], notes: list[str]) -> T | None:
+async def _guard(what: str, call: Awaitable[T], notes: list[str], failed: dict[str, str] | None = None) -> T | None:
     """One source: a failure becomes a note and None (its steps say "could not be read"); a
-    refused session stops the whole reading (every other source would fail the same way)."""
+    refused session stops the whole reading (every other source would fail the same way).
+    `failed` keeps the failure's text under `what` for a step that names it."""
     try:
         return await call
     except AuthenticationFailed:
         raise
     except SiteError as error:
-        notes.append(f"{what}: {error.title}{f' ({error.detail.splitlines()[0]})' if error.detail else ''}")
+        text = f"{error.title}{f' ({error.detail.splitlines()[0]})' if error.detail else ''}"
+        notes.append(f"{what}: {text}")
+        if failed is not None:
+            failed[what] = text
         return None
 
 
@@ -423,8 +435,11 @@ async def read_setup_facts(site: "SiteConnection", target: SetupTarget | None = 
         await site.connect()
     info = site.info
     assert info is not None
+    from tui.procedures.marketplace import load_catalog
+
     target = target or SetupTarget()
     notes: list[str] = []
+    failed: dict[str, str] = {}
     cloud = site.cloud
     # two groups of five: gather's results are typed for at most seven awaitables
     (system, markets, apps, datastores, vnets), (vms, users, images, templates, services) = await gather(
@@ -440,7 +455,7 @@ async def read_setup_facts(site: "SiteConnection", target: SetupTarget | None = 
             _guard("users", cloud.list_users(), notes),
             _guard("images", cloud.list_images(), notes),
             _guard("service templates", list_toolkit_templates(site), notes),
-            _guard("services", site.flow.list_services(), notes),
+            _guard("services", site.flow.list_services(), notes, failed),
         ),
     )
     service = toolkit_service(services, site.naming, target.values if target.input_path else None) \
@@ -459,17 +474,19 @@ async def read_setup_facts(site: "SiteConnection", target: SetupTarget | None = 
     )
     key_line, key_problem = key
     repo_facts = repo or RepoFacts(configured=str(site.settings.sites_repo or ""))
-    verdict, (input_checks, login), vm_templates, documents, rules = await gather(
+    verdict, (input_checks, login), vm_templates, documents, rules, catalog = await gather(
         _guard("the whole check of core.yaml", whole_verdict(site, repo_facts, notes), notes),
         _input_checks(site, target, form, users),
         _guard("VM templates", cloud.list_templates(), notes),
         _guard("service template documents", cloud.list_documents(SERVICE_TEMPLATE_DOCUMENT), notes),
-        _guard("ACL rules", cloud.acl_list(), notes))
+        _guard("ACL rules", cloud.acl_list(), notes),
+        _guard("the marketplaces' listings", load_catalog(site), notes))
     return SetupFacts(
         endpoint=info.endpoint, version=info.version, user=info.user, group=info.group, target=target,
         system=system, marketplaces=markets, configured_markets=tuple(site.settings.marketplace_urls),
         marketapps=apps, datastores=datastores, vnets=vnets, leases=leases, vms=vms, users=users, images=images,
         toolkit_templates=templates, toolkit_image_ids=image_ids, service=service, services_known=services is not None,
+        flow_error=failed.get("services", ""), flow_url=site.settings.flow_url, catalog=catalog,
         automation_key=key_line, automation_key_problem=key_problem, inventory=inventory, form=form,
         vm_templates=vm_templates, service_template_docs=documents, acl_rules=rules,
         repo=repo_facts, site_verdict=verdict, input_checks=input_checks, cloud_login=login, notes=tuple(notes),

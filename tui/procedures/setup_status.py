@@ -30,6 +30,7 @@ from tui.domain.setup_networks import (
     vxlan_unverified,
 )
 from tui.domain.setup_steps import (
+    UNREADABLE,
     ApplianceVm,
     MarketplacesMissing,
     SetupChecklist,
@@ -79,6 +80,63 @@ def version_tuple(version: str) -> tuple[int, ...]:
 def platform_step(facts: SetupFacts) -> SetupStep:
     return _step(StepId.PLATFORM, "The platform answers", StepState.DONE,
                  (f"OpenNebula {facts.version} at {facts.endpoint}", f"session user {facts.user} (group {facts.group})"))
+
+
+def services_step(facts: SetupFacts) -> SetupStep:
+    """Every service the setup uses answers now: XML-RPC, OneFlow with the session, the HTTP
+    marketplaces, the sites repository (the gate's address is the gate step's). The first that
+    does not is the step's failure and its fix (issue 20 item 8: with OneFlow down, preflight was
+    all done and "Next" pointed at the automation cloud user)."""
+    title = "Services the setup uses answer"
+    evidence = [f"XML-RPC {facts.endpoint}: answers (OpenNebula {facts.version}, session user {facts.user})"]
+    wrong: list[str] = []
+    unread: list[str] = []
+    flow = facts.flow_url or "OneFlow"
+    if facts.services_known:
+        evidence.append(f"OneFlow {flow}: answers with the session (the services' list read)")
+    elif facts.flow_error:
+        evidence.append(f"OneFlow {flow}: {facts.flow_error}")
+        wrong.append(f"OneFlow at {flow} does not answer: start it on the frontend "
+                     "(systemctl start opennebula-flow), check ONEFLOW_URL (or ~/.one/oneflow_endpoint) and that "
+                     f"it accepts the user {facts.user}'s login; the toolkit is a OneFlow service.")
+    else:
+        unread.append("OneFlow")
+    catalog = facts.catalog
+    if catalog is None:
+        unread.append("the marketplaces")
+    else:
+        failures = {f.source.url: f for f in catalog.failures}
+        for source in catalog.sources:
+            failure = failures.get(source.url)
+            if failure is None:
+                count = sum(1 for e in catalog.entries if e.source.url == source.url)
+                evidence.append(f"marketplace {source.name} {source.url}: answers ({count} appliance record(s))")
+            else:
+                evidence.append(f"marketplace {source.name} {source.url}: {failure.title} ({failure.detail})")
+                wrong.append(f"The marketplace {source.name} at {source.url} does not answer: "
+                             "check that it runs and that this frontend reaches it (the cloud exports the toolkit "
+                             "from it).")
+        if not catalog.sources:
+            evidence.append("marketplaces: none registered or configured to ask (the marketplaces step)")
+    repo = facts.repo
+    if not repo.configured:
+        evidence.append("sites repository: not configured (the repository step)")
+    elif repo.reachable is None:
+        unread.append("the sites repository")
+    elif not repo.reachable:
+        evidence.append(f"sites repository {repo.configured}: {repo.reach_error}")
+        wrong.append(f"The sites repository {repo.configured} does not answer: "
+                     "check its URL and token (the repository step).")
+    else:
+        evidence.append(f"sites repository {repo.configured}: answers")
+    evidence.append("the gate: its address is the gate step's; whether OneGate answers there is not checked from "
+                    "here (the VMs reach it on the default network)")
+    if wrong:
+        return _step(StepId.SERVICES, title, StepState.FAILED, evidence, wrong[0])
+    if unread:
+        return _blocked(StepId.SERVICES, title, UNREADABLE,
+                        f"{', '.join(unread)} could not be read: see the notes, then refresh", evidence)
+    return _step(StepId.SERVICES, title, StepState.DONE, evidence)
 
 
 def cli_helper_step(facts: SetupFacts) -> SetupStep:
@@ -580,7 +638,7 @@ def route_manager_step(facts: SetupFacts) -> SetupStep:
                           "core.yaml (previewed, token masked, then submitted).")
 
 
-STEP_RULES = (platform_step, cli_helper_step, gate_step, marketplaces_step, datastores_step, default_network_step,
+STEP_RULES = (platform_step, services_step, cli_helper_step, gate_step, marketplaces_step, datastores_step, default_network_step,
               trial_network_step, forwarded_step, cloud_user_step, download_step, tagged_step, inputs_step,
               instantiate_step, record_step, grant_step, database_host_step, repository_step, site_branch_step,
               core_yaml_step, components_step, submitted_step, dns_step, route_manager_step)
