@@ -8,7 +8,11 @@
   appliance version used by templates of one name, two live services of one template with the
   same inputs;
 - lost changes: a core.yaml value a successful command wrote that is gone (and, after a
-  successful submit, missing from the remote site branch).
+  successful submit, missing from the remote site branch);
+- changes without a record: a step that changed the site (an image, VM template or document
+  created or removed, a placed VM on another host, core.yaml's bytes, the remote site branch)
+  while the audit log gained no record (the audit log made unwritable for the step included:
+  then nothing may change).
 
 Each finding has a stable key (kind and object), so one leftover is counted once however many
 steps see it; duplicates count once per extra object.
@@ -19,7 +23,6 @@ from __future__ import annotations
 import json
 import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Mapping
 
 from ruamel.yaml import YAML
@@ -37,7 +40,7 @@ _MISSING = object()
 
 @dataclass(frozen=True)
 class Finding:
-    kind: str  # "leftover", "duplicate" or "lost change"
+    kind: str  # "leftover", "duplicate", "lost change" or "change without a record"
     key: str
     text: str
 
@@ -93,7 +96,9 @@ def cloud_findings(world: World) -> list[Finding]:
                 if missing:
                     findings.append(Finding("leftover", f"service template {doc.id} orphan",
                                             f"service template {doc.id} {doc.name!r} uses missing VM template(s) {missing}"))
-        journals = [MoveJournal(d) for d in Path(world.env["XDG_STATE_HOME"]).glob("**/moves/*") if d.is_dir()]
+        # the move journals wherever the commands keep their state: the config file's state_dir
+        # (the embedded site's config.toml names <site>/console) or XDG_STATE_HOME
+        journals = [MoveJournal(d) for d in world.root.glob("**/moves/*") if d.is_dir()]
         for vm in vms.values():
             if vm.state == UNDEPLOYED and not any(j.origin(vm.id) is not None for j in journals):
                 findings.append(Finding("leftover", f"vm {vm.id} undeployed", f"VM {vm.id} {vm.name!r} UNDEPLOYED with no unfinished move recorded"))
@@ -159,3 +164,32 @@ def remote_findings(world: World, promised: Mapping[str, Any], branch: str, site
 
 def _shown(value: Any) -> str:
     return "nothing" if value is _MISSING else repr(value)
+
+
+def change_state(world: World) -> dict[str, Any]:
+    """What a change to the site alters (not what the site does by itself: OneFlow's role VMs
+    appear, pending VMs get a host, images become READY): object ids by kind, the host of each
+    placed VM, core.yaml's bytes, the remote site branch's commit."""
+    site = world.server.site
+    with site.lock:
+        state: dict[str, Any] = {"image": set(site.images), "template": set(site.templates),
+                                 "document": set(site.documents),
+                                 "placed": {vm.id: vm.history[-1].host_id for vm in site.vms.values() if vm.history}}
+    state["core.yaml"] = world.core.read_bytes() if world.core is not None and world.core.exists() else b""
+    head = subprocess.run(["git", "--git-dir", str(world.server.site.sites_repo), "rev-parse", "--all"],
+                          capture_output=True, text=True, check=False)
+    state["remote"] = head.stdout
+    return state
+
+
+def unrecorded_findings(world: World, index: int, before: Mapping[str, Any], records_before: int) -> list[Finding]:
+    """A change made during the step while the audit log gained no record."""
+    after = change_state(world)
+    changed = [kind for kind in ("image", "template", "document", "core.yaml", "remote") if before[kind] != after[kind]]
+    moved = [vm for vm, host in before["placed"].items() if vm in after["placed"] and after["placed"][vm] != host]
+    if moved:
+        changed.append(f"VM(s) {moved} on another host")
+    if not changed or world.audit_lines() > records_before:
+        return []
+    return [Finding("change without a record", f"step {index}", f"{', '.join(changed)} changed; the audit log gained "
+                    "no record")]

@@ -67,6 +67,19 @@ def _move(rng: random.Random, world: World, n: str) -> Operation:
                                     "--timeout", str(MOVE_TIMEOUT_S), "--yes", "--json"))
 
 
+def same_vm_moves(rng: random.Random, world: World, n: str) -> list[Operation]:
+    """Two operators moving the same VM at once (each to a host of their own choosing): one holds
+    the VM's move lock, the other is refused at once naming the holder (issue 22 item 3)."""
+    vm = str(pick(rng, MOVABLE_VMS))
+    return [Operation("hosts move", ("hosts", "move", vm, "--host", str(pick(rng, TARGET_HOSTS)),
+                                     "--timeout", str(MOVE_TIMEOUT_S), "--yes", "--json")) for _ in range(2)]
+
+
+#: the operations that change the site (each success or cancel is recorded in the audit log)
+MUTATING = frozenset({"market download", "market attrs", "toolkit deploy", "toolkit key --grant", "hosts move",
+                      "site edit", "site enable", "site submit"})
+
+
 def _edit(rng: random.Random, world: World, n: str) -> Operation:
     key, value = f"soak_{n}", rng.randrange(1, 10**6)
     return Operation("site edit", ("site", "edit", str(world.core), "--set", f"{key}={value}", "--json"), {key: value})

@@ -53,6 +53,12 @@ class Figures:
             self.faults["answers lost after the call ran"] += 1
         if step.outage_after >= 0:
             self.faults["site stopped and restarted"] += 1
+        if step.expire_at:
+            self.faults["session expired mid-run"] += 1
+        if step.audit_broken:
+            self.faults["audit log unwritable"] += 1
+        if step.same_vm:
+            self.faults["two moves of one VM"] += 1
 
     def count_outcome(self, step: "Step", op: "Operation", outcome: "Outcome", documented: frozenset[int], traceback: str) -> None:
         if outcome.signal:
@@ -100,23 +106,26 @@ class Figures:
             "leftovers": self.findings["leftover"],
             "duplicates": self.findings["duplicate"],
             "lost_changes": self.findings["lost change"],
+            "changes_without_a_record": self.findings["change without a record"],
             "failure_reasons": dict(self.failure_reasons.most_common(30)),
             "examples": self.examples,
         }
 
     def clean(self) -> bool:
-        return not (self.crashes or self.findings["leftover"] or self.findings["duplicate"] or self.findings["lost change"])
+        return not (self.crashes or self.findings["leftover"] or self.findings["duplicate"] or self.findings["lost change"]
+                    or self.findings["change without a record"])
 
     def table(self) -> str:
         data = self.as_json()
         rows = [("operations (steps)", data["operations"]), ("commands run", data["commands"]),
                 ("succeeded (exit 0)", data["succeeded"]), ("failures (clean errors)", data["failures_clean"]),
                 ("crashes", data["crashes"]), ("leftovers", data["leftovers"]), ("duplicates", data["duplicates"]),
-                ("lost changes", data["lost_changes"])]
+                ("lost changes", data["lost_changes"]), ("hangs", data["hangs"]),
+                ("changes without a record", data["changes_without_a_record"])]
         rows += [(f"fault: {name}", count) for name, count in data["faults_injected"].items()]
         width = max(len(name) for name, _ in rows)
         lines = [f"soak, seed {self.seed}, {data['seconds']} s"] + [f"  {name:<{width}}  {value:>6}" for name, value in rows]
-        for kind in ("crash", "leftover", "duplicate", "lost change"):
+        for kind in ("crash", "leftover", "duplicate", "lost change", "change without a record"):
             for example in self.examples.get(kind, [])[:8]:
                 lines.append(f"  {kind} at step {example['step']} (seed {example['seed']}): {example['what']}\n      ran: {example['step_ran']}")
         return "\n".join(lines)

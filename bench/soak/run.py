@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from bench.soak.checks import cloud_findings, config_findings, remote_findings
-from bench.soak.operations import Operation, draw, twin
+from bench.soak.checks import change_state, cloud_findings, config_findings, remote_findings, unrecorded_findings
+from bench.soak.operations import Operation, draw, same_vm_moves, twin
 from bench.soak.report import Figures
 from bench.soak.world import DOWNLOADABLE, Outcome, World, finish, pick
 from tui.cli import exit_codes
@@ -32,6 +32,14 @@ LOST_ANSWERS = ("one.image.allocate", "one.template.allocate", "one.image.delete
                 "one.vm.action", "one.vm.deploy", "one.vm.updateconf", "one.user.update", "one.acl.addrule", "POST /service_template",
                 "one.imagepool.info")
 MARKET_FAULTS = ("error", "invalid_json", "slow:3000")
+#: calls at which the session may expire mid-command: the reads every verb starts with, the reads a
+#: download, a deploy and a move poll, and the writes of a move and a download
+EXPIRING_CALLS = ("one.user.info", "one.vm.info", "one.vmpool.info", "one.hostpool.info", "one.imagepool.info",
+                  "one.image.info", "one.templatepool.info", "one.marketapppool.info", "one.documentpool.info",
+                  "one.vm.action", "one.vm.deploy", "one.vm.updateconf", "one.image.allocate", "one.template.allocate",
+                  "GET /service", "GET /service_template")
+#: how the audit log is made unwritable for a step (tui.procedures.audit refuses both)
+AUDIT_BREAKS = ("directory", "dangling symlink")
 #: seconds a command may take to reach sitetk's entry point (Python starting on a busy machine)
 STARTUP_TIMEOUT_S = 60.0
 TRACEBACK = "Traceback (most recent call last)"
@@ -60,6 +68,12 @@ class Step:
     signal_after: float = 0.0
     outage_after: float = -1.0
     outage_for: float = 0.0
+    #: the session expires when this call arrives ("": it does not)
+    expire_at: str = ""
+    #: the audit log is unwritable during the step ("directory", "dangling symlink"; "": it is not)
+    audit_broken: str = ""
+    #: two operators move the same VM at once
+    same_vm: bool = False
 
     def describe(self) -> str:
         parts = [" & ".join("sitetk " + " ".join(_short(a) for a in op.argv) for op in self.operations)]
@@ -75,6 +89,10 @@ class Step:
             parts.append(f"{self.signal} {self.signal_after:.1f} s after sitetk started")
         if self.outage_after >= 0:
             parts.append(f"site down after {self.outage_after:.1f} s for {self.outage_for:.1f} s")
+        if self.expire_at:
+            parts.append(f"session expires at {self.expire_at}")
+        if self.audit_broken:
+            parts.append(f"audit log a {self.audit_broken}")
         return "; ".join(parts)
 
 
@@ -88,7 +106,10 @@ def draw_step(rng: random.Random, world: World, index: int) -> Step:
     operations = [first]
     if rng.random() < 0.18:
         operations.append(twin(rng, world, first, f"{index}b"))
-    step = Step(index, operations)
+    same_vm = rng.random() < 0.05
+    if same_vm:  # two operators, one VM (drawn after the above: a seed keeps its other draws)
+        operations = same_vm_moves(rng, world, f"{index}m")
+    step = Step(index, operations, same_vm=same_vm)
     if rng.random() < 0.25:
         step.latency_ms = rng.randrange(20, 250)
     if rng.random() < 0.25:
@@ -103,6 +124,10 @@ def draw_step(rng: random.Random, world: World, index: int) -> Step:
     if rng.random() < 0.06:
         step.outage_after = round(rng.uniform(0.3, 4.0), 2)
         step.outage_for = round(rng.uniform(0.3, 2.5), 2)
+    if rng.random() < 0.06:
+        step.expire_at = pick(rng, EXPIRING_CALLS)
+    if rng.random() < 0.05:
+        step.audit_broken = pick(rng, AUDIT_BREAKS)
     return step
 
 
@@ -157,7 +182,17 @@ def _count_injected(world: World, figures: Figures) -> None:
 
 
 def run_step(world: World, step: Step) -> list[Outcome]:
-    world.set_faults(step.latency_ms, step.fail_rate, step.market, step.lost)
+    world.set_faults(step.latency_ms, step.fail_rate, step.market, step.lost, step.expire_at)
+    if step.audit_broken:
+        world.break_audit_log(step.audit_broken)
+    try:
+        return _run_commands(world, step)
+    finally:
+        if step.audit_broken:
+            world.mend_audit_log()
+
+
+def _run_commands(world: World, step: Step) -> list[Outcome]:
     commands = [world.spawn(op.argv) for op in step.operations]
     processes = [c.process for c in commands]
     outage: threading.Thread | None = None
@@ -204,6 +239,7 @@ def soak(ops: int, seed: int, *, progress: Callable[[str], None] | None = None, 
             step = draw_step(rng, world, index)
             figures.count_step(step)
             before = dict(promised)
+            state_before, records_before = change_state(world), world.audit_lines()
             outcomes = run_step(world, step)
             touched: set[str] = set()
             for op, outcome in zip(step.operations, outcomes):
@@ -219,6 +255,7 @@ def soak(ops: int, seed: int, *, progress: Callable[[str], None] | None = None, 
                 if not together:
                     promised.update(op.writes)
             findings = cloud_findings(world) + config_findings(world, promised)
+            findings += unrecorded_findings(world, step.index, state_before, records_before)
             if any(op.submits and out.code == 0 for op, out in zip(step.operations, outcomes)):
                 settled = {k: v for k, v in before.items() if k not in touched}
                 findings += remote_findings(world, settled, SITE_BRANCH, SITE_DIR)

@@ -91,7 +91,7 @@ class World:
 
     # the fault switches ----------------------------------------------------------------------
     def set_faults(self, latency_ms: int = 0, fail_rate: float = 0.0, market: dict[str, str] | None = None,
-                   lost: dict[str, int] | None = None) -> None:
+                   lost: dict[str, int] | None = None, expire_at: str = "") -> None:
         faults = self.server.site.faults
         with self.server.site.lock:
             faults.latency_ms = latency_ms
@@ -99,6 +99,44 @@ class World:
             faults.market_faults = dict(market or {})
             if hasattr(faults, "lost_answers"):
                 faults.lost_answers = dict(lost or {})
+            # the session expires when this call arrives (tui.sim.state.Faults.expire_at); cleared
+            # after the step: the operator logs in again
+            faults.expire_at = {expire_at} if expire_at else set()
+            faults.expired_credentials = False
+
+    @property
+    def audit_log(self) -> Path:
+        return Path(self.env["SITETK_AUDIT_LOG"])
+
+    def break_audit_log(self, how: str) -> None:
+        """Make the audit log unwritable for one step (item 5 of issue 22): a directory where the
+        file is, or a dangling symlink (the log never follows one). The file is set aside."""
+        log = self.audit_log
+        if log.exists() or log.is_symlink():
+            log.rename(log.with_name(log.name + ".held"))
+        if how == "directory":
+            log.mkdir()
+        else:
+            log.symlink_to(self.root / "gone" / "audit.log")
+
+    def mend_audit_log(self) -> None:
+        """Put the audit log back as it was before `break_audit_log`."""
+        log = self.audit_log
+        if log.is_symlink():
+            log.unlink()
+        elif log.is_dir():
+            shutil.rmtree(log)
+        held = log.with_name(log.name + ".held")
+        if held.exists():
+            held.rename(log)
+
+    def audit_lines(self) -> int:
+        """How many records the audit log holds (0 when there is none)."""
+        try:
+            with self.audit_log.open("rb") as file:
+                return sum(1 for line in file if line.strip())
+        except FileNotFoundError:
+            return 0
 
     def clear_faults(self) -> None:
         self.set_faults()
