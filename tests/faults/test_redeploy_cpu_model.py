@@ -93,3 +93,59 @@ async def test_a_host_that_reports_no_models_is_said_unknown(sim_factory, env) -
                    for w in plan.warnings), plan.warnings
     finally:
         await site.close()
+
+
+def _require_features(server: SimServer, vm_id: int, features: str) -> None:
+    """Give the VM's CPU_MODEL a FEATURES list (as `onevm updateconf` would)."""
+    with server.site.lock:
+        vm = server.site.vms[vm_id]
+        cpu = next((v for k, v in vm.template if k == "CPU_MODEL" and isinstance(v, list)), None)
+        if cpu is None:
+            cpu = []
+            vm.template.append(("CPU_MODEL", cpu))
+        cpu[:] = [(k, v) for k, v in cpu if k != "FEATURES"] + [("FEATURES", features)]
+
+
+async def test_a_host_without_a_feature_the_vms_cpu_model_requires_is_refused(sim_factory, env) -> None:  # type: ignore[no-untyped-def]
+    """CPU_MODEL/FEATURES are required of libvirt one by one (`<feature policy='require'>`,
+    LibVirtDriverKVM.cc 1007-1018): a put-back or a move to a host without one would fail the boot."""
+    server = env(sim_factory(scenario="deployed"))
+    site = _site(server)
+    try:
+        vm_id = _manager(server)[0]
+        _require_features(server, vm_id, "avx2,aes")
+        with pytest.raises(Exception) as caught:
+            await plan_redeploy(site, vm_id, WESTMERE, "Westmere")
+        error: Any = caught.value
+        assert error.title == f"Host {WESTMERE} kvm-westmere-01 lacks CPU feature(s) avx2 that VM {vm_id} requires"
+        assert f"{BROADWELL} kvm-broadwell-01" in error.detail and "Nothing was changed" in error.detail
+        with pytest.raises(Exception) as moved:
+            await plan_move(site, vm_id, WESTMERE)
+        assert "lacks CPU feature(s) avx2" in str(getattr(moved.value, "title", moved.value)) or \
+            "not a suitable target" in str(getattr(moved.value, "title", ""))
+        plan = await plan_move(site, vm_id)  # chosen: a host that has them
+        with server.site.lock:
+            chosen = server.site.hosts[plan.target_host_id].template
+        flags = next(v for k, v in chosen if k == "KVM_CPU_FEATURES")
+        assert "avx2" in flags and "aes" in flags
+    finally:
+        await site.close()
+
+
+async def test_a_boot_refused_for_a_missing_feature_is_said(sim_factory, env) -> None:  # type: ignore[no-untyped-def]
+    server = env(sim_factory(scenario="deployed"))
+    site = _site(server)
+    try:
+        vm_id = _manager(server)[0]
+        _require_features(server, vm_id, "avx2")
+        plan = await plan_move(site, vm_id, BROADWELL)
+        with server.site.lock:  # the host's flags changed after the plan (a BIOS setting, a microcode)
+            host = server.site.hosts[BROADWELL]
+            host.template = [(k, v.replace("avx2,", "") if k == "KVM_CPU_FEATURES" else v) for k, v in host.template]
+        with pytest.raises(MoveFailed) as caught:
+            await collect(move_vm(site, plan, timeouts=FAST, ledger=MoveLedger()))
+        assert caught.value.vm_state.startswith("BOOT_UNDEPLOY_FAILURE")
+        assert "does not provide required features: avx2" in caught.value.reason
+        assert "Running the same command again would fail the same way" in caught.value.detail
+    finally:
+        await site.close()

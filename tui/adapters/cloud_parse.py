@@ -263,6 +263,7 @@ def vm_detail(vm: Element) -> VmDetail:
         deploy_id=values.get("DEPLOY_ID", ""),
         permissions=permissions(vm.find("PERMISSIONS")),
         cpu_model=template.vector("CPU_MODEL").get("MODEL", ""),
+        cpu_features=tuple(f.strip() for f in template.vector("CPU_MODEL").get("FEATURES", "").split(",") if f.strip()),
         nics=tuple(_nic(v) for v in template.vectors("NIC")),
         disks=tuple(_disk(v) for v in template.vectors("DISK")),
         context=next((value for key, value in template if key == "CONTEXT" and not isinstance(value, str)), ()),

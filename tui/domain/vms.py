@@ -242,6 +242,8 @@ class VmDetail:
     user_template: Attributes = EMPTY_ATTRIBUTES
     template: Attributes = EMPTY_ATTRIBUTES
     history: tuple[HistoryRecord, ...] = ()
+    #: TEMPLATE/CPU_MODEL/FEATURES (comma-separated on the platform): CPU flags the VM requires
+    cpu_features: tuple[str, ...] = ()
 
     @property
     def id(self) -> int:

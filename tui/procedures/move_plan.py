@@ -271,6 +271,7 @@ async def plan_move(site: "SiteConnection", vm_id: int, host_id: int | None = No
                 raise SiteError("No host can take the VM", "Every usable host lacks AVX or SSE4.2 or is not x86_64: "
                                 "the document database cannot run on this site.")
             target = usable[0]
+        _check_features(target, hosts, vm, warnings)
         model = HOST_PASSTHROUGH
         warnings.append(PASSTHROUGH_WARNING)
     else:
@@ -294,6 +295,9 @@ async def plan_move(site: "SiteConnection", vm_id: int, host_id: int | None = No
                 reasons = "; ".join(f"{ex.host.id} {ex.host.name}: {ex.reason}" for ex in ranking.excluded)
                 raise _no_target("No compatible host with enough free capacity", reasons or "the site has no host",
                                  eligible)
+        if host_id is None and missing_features(vm, target):  # the best host lacks a feature the VM requires
+            target = next((h for h in eligible if missing_features(vm, h) == ()), target)
+        _check_features(target, hosts, vm, warnings)
         model = target.kvm_cpu_model.strip()
         if not model:
             raise SiteError(f"Host {target.id} {target.name} reports no KVM_CPU_MODEL",
@@ -379,7 +383,9 @@ async def plan_redeploy(site: "SiteConnection", vm_id: int, host_id: int, cpu_mo
         cpu_model = origin[2] if origin is not None else vm.cpu_model
     _check_model_offered(target, cpu_model.strip(), hosts, vm)
     verdict = host_verdict(HostCpu.from_host(target), site.settings.known_good_cpu_models)
-    warnings = []
+    warnings: list[str] = []
+    if cpu_model.strip():  # the driver writes the features only beside a model (host-passthrough too)
+        _check_features(target, hosts, vm, warnings)
     suits = verdict.kind is HostVerdictKind.COMPATIBLE
     if not suits:
         warnings.append(f"Host {target.id} {target.name} is {verdict.text}: the document database is not expected to "
@@ -399,6 +405,40 @@ async def plan_redeploy(site: "SiteConnection", vm_id: int, host_id: int, cpu_mo
         redeploy=True, passthrough=cpu_model.strip() == HOST_PASSTHROUGH, wait_ready=suits and not unreported,
         warnings=tuple(warnings), ready_unreported=unreported if suits else "",
     )
+
+
+def missing_features(vm: VmDetail, host: Host) -> tuple[str, ...] | None:
+    """The VM's CPU_MODEL/FEATURES its target does not list in KVM_CPU_FEATURES (None: the host
+    reports no features, so it is not known). The KVM driver requires each of them of libvirt
+    (`<feature policy='require'>`, src/vmm/LibVirtDriverKVM.cc release-7.0.2 lines 1007-1018), so
+    a host without one fails the boot; the scheduler's automatic requirements ask the same
+    (`KVM_CPU_FEATURES = "*f*"`, src/vm/VirtualMachine.cc lines 1753-1766), but a deploy to a
+    named host does not go through the scheduler."""
+    if not vm.cpu_features:
+        return ()
+    if host.kvm_cpu_features is None:
+        return None
+    offered = set(host.kvm_cpu_features)
+    return tuple(f for f in vm.cpu_features if f not in offered)
+
+
+def _check_features(target: Host, hosts: Sequence[Host], vm: VmDetail, warnings: list[str]) -> None:
+    """Refuse a target without a CPU feature the VM's CPU_MODEL requires (naming the hosts that
+    have them all); a host that reports no features is a warning, not a pass."""
+    missing = missing_features(vm, target)
+    if missing is None:
+        warnings.append(f"Host {target.id} {target.name} reports no KVM_CPU_FEATURES: whether it has the CPU features "
+                        f"VM {vm.id} requires ({','.join(vm.cpu_features)}) is not known (one missing fails the boot).")
+        return
+    if not missing:
+        return
+    having = [h for h in hosts if missing_features(vm, h) == () and h.unavailable is None and h.id != target.id]
+    elsewhere = (", ".join(f"{h.id} {h.name}" for h in having) if having else "none")
+    raise SiteError(
+        f"Host {target.id} {target.name} lacks CPU feature(s) {','.join(missing)} that VM {vm.id} requires",
+        f"VM {vm.id}'s CPU_MODEL requires FEATURES={','.join(vm.cpu_features)}: the platform asks libvirt for each "
+        f"(policy='require'), so the boot would fail there and the VM stay down. Hosts that have them: {elsewhere}. "
+        "Nothing was changed.")
 
 
 def _check_model_offered(target: Host, model: str, hosts: Sequence[Host], vm: VmDetail) -> None:

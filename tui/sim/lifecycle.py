@@ -227,14 +227,25 @@ def cpu_model_refusal(site: SimSite, vm: SimVm) -> str:
     so a model missing from the host's KVM_CPU_MODELS fails the boot; a host that does not publish
     the list is given the benefit of the doubt."""
     model = vm.deployed_cpu_model
-    if not model or model == "host-passthrough" or not vm.history:
+    if not model or not vm.history:
         return ""
     host = site.hosts.get(vm.history[-1].host_id)
     offered = scalar(host.template, "KVM_CPU_MODELS", "").split() if host is not None else []
-    if not offered or model in offered:
-        return ""
-    return (f"Error deploying virtual machine: unsupported configuration: guest CPU model {model} is not "
-            f"supported by the host {host.name if host else ''} (fallback='forbid')")
+    if model != "host-passthrough" and offered and model not in offered:
+        return (f"Error deploying virtual machine: unsupported configuration: guest CPU model {model} is not "
+                f"supported by the host {host.name if host else ''} (fallback='forbid')")
+    # each CPU_MODEL/FEATURES entry is written `<feature policy='require' name=.../>` whenever a model
+    # is (host-passthrough too; src/vmm/LibVirtDriverKVM.cc, release-7.0.2 lines 1007-1018): a host
+    # without it fails the boot
+    cpu_model = next((v for k, v in vm.template if k == "CPU_MODEL" and isinstance(v, list)), [])
+    wanted = [f.strip() for f in next((v for k, v in cpu_model if k == "FEATURES"), "").split(",") if f.strip()]
+    has = scalar(host.template, "KVM_CPU_FEATURES", "") if host is not None else ""
+    flags = set(has.replace(",", " ").split())
+    lacking = [f for f in wanted if flags and f not in flags]
+    if lacking:
+        return (f"Error deploying virtual machine: the CPU is incompatible with host CPU: Host CPU does not provide "
+                f"required features: {', '.join(lacking)}")
+    return ""
 
 
 #: where a failed boot leaves the VM (`LifeCycleManager::trigger_deploy_failure`, src/lcm/LifeCycleStates.cc)
