@@ -84,6 +84,9 @@ async def test_keys_only_from_a_fresh_site_to_set_up(sim_factory, tmp_path: Path
                 if state == "values":  # the template's examples: the site's own public address, domain, key
                     dialog = app.screen
                     assert isinstance(dialog, ValuesModal) and sorted(dialog.names) == sorted(SITE_VALUES)
+                    # its fields and buttons mount after the dialog itself (nested containers)
+                    await wait_for(pilot, lambda: all(dialog.query(f"#secret-{name}") for name in dialog.names)
+                                   and bool(dialog.query("#ok")), what="the dialog's fields and buttons")
                     for name in dialog.names:
                         dialog.query_one(f"#secret-{name}", Input).value = SITE_VALUES[name]
                     await pilot.click("#ok")
