@@ -96,9 +96,8 @@ def _client(sim: SimServer, user: str | None = None, password: str | None = None
 
 
 def _toolkit_app(sim: SimServer) -> int:
-    with sim.site.lock:
-        main = min(m.id for m in sim.site.marketplaces.values())
-        found = [a.id for a in sim.site.marketapps.values() if a.record_id == "service_toolkit" and a.marketplace_id == main]
+    with sim.site.lock:  # the cloud keeps one app per name (src/market/MarketPlaceAppPool.cc 211-223)
+        found = [a.id for a in sim.site.marketapps.values() if a.record_id == "service_toolkit"]
     assert found, f"the {sim.site.config.one_version} cloud has not imported the toolkit app"
     return found[0]
 

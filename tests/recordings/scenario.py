@@ -100,6 +100,8 @@ COVERS: dict[str, tuple[str, ...]] = {
     "CloudClient.document_update": ("document: update",),
     "CloudClient.document_delete": ("document: delete",),
     "CloudClient.market_allocate": ("market: allocate", "taken: market", "invalid: market"),
+    "CloudClient.market_update": ("market: update", "missing: market update"),
+    "CloudClient.market_enable": ("market: disable", "market: enable", "missing: market enable"),
     "FlowClient.list_service_templates": ("flow: list service templates", "flow: create service template"),
     "FlowClient.get_service_template": ("flow: get service template", "missing: flow service template"),
     "FlowClient.create_service_template": ("flow: create service template", "invalid: flow service template"),
@@ -373,6 +375,13 @@ async def scenario(run: Run) -> None:
     await run.call("invalid: market name with a quote",
                    admin.market_allocate([("NAME", run.name('bad"market'))] + market_template[1:]))
     await run.call("marketplaces: list (with the new one)", admin.list_marketplaces())
+    # as the guided setup mends one: its ENDPOINT (the trailing slash), a disabled one enabled again
+    await run.call("market: update", admin.market_update(mid, [("ENDPOINT", DEAD_ENDPOINT)], True))
+    await run.call("missing: market update", admin.market_update(MISSING, [("ENDPOINT", DEAD_ENDPOINT)], True))
+    await run.call("market: disable", admin.market_enable(mid, False))
+    await run.call("market: enable", admin.market_enable(mid, True))
+    await run.call("missing: market enable", admin.market_enable(MISSING, True))
+    await run.call("marketplaces: list (updated)", admin.list_marketplaces())
 
     # clean-up, itself recorded: deletes and the missing objects' deletes ------------------------------
     await run.call("acl: delete the group's rule", admin.acl_delrule(rule.id))

@@ -122,12 +122,11 @@ def test_fault_switches(client: httpx.Client, sim: SimServer) -> None:
 
 
 def test_the_cloud_apps_point_at_this_marketplace(client: httpx.Client, sim: SimServer) -> None:
-    client.get("/appliance")  # the first request binds the site's URL
     with sim.site.lock:
-        app = next(a for a in sim.site.marketapps.values() if a.record_id == "service_dns" and a.marketplace_id == 0)
+        app = next(a for a in sim.site.marketapps.values() if a.record_id == "service_dns")
         source = app.source
-        endpoint = sim.site.marketplaces[0].endpoint
-    assert endpoint == sim.market_url
+        endpoint = sim.site.marketplaces[app.marketplace_id].endpoint
+    assert endpoint == sim.market_url + "/"
     response = httpx.get(source)
     assert response.status_code == 302
 

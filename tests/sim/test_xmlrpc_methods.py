@@ -88,12 +88,19 @@ def test_before_6_10_only_the_oneadmin_group_reads_the_configuration(sim_factory
 def test_marketplaces_and_apps(sim: SimServer) -> None:
     client = one(sim)
     markets = client.marketpool.info().MARKETPLACE
-    assert len(markets) == 2 and {m.MARKET_MAD for m in markets} == {"one"}
-    assert sorted(m.TEMPLATE["ENDPOINT"] for m in markets) == [sim.market_url, sim.market_url + "/community"]
+    # the bootstrap marketplaces (src/market/MarketPlacePool.cc 36-103), disabled, and the site's own
+    assert [(m.ID, m.NAME, m.MARKET_MAD, m.STATE) for m in markets] == [
+        (0, "OpenNebula Public", "one", 1), (1, "Linux Containers", "linuxcontainers", 1),
+        (100, f"{sim.site.naming.toolkit_appliance_name} Marketplace", "one", 0)]
+    assert markets[2].TEMPLATE["ENDPOINT"] == sim.market_url + "/"
+    assert "ENDPOINT" not in markets[0].TEMPLATE
     apps = client.marketapppool.info(-2, -1, -1).MARKETPLACEAPP
-    assert {a.TYPE for a in apps} == {1, 2, 3}
+    assert {a.TYPE for a in apps} == {1, 2, 3} and {a.MARKETPLACE_ID for a in apps} == {100}
+    assert sorted(a.ID for a in apps) == list(markets[2].MARKETPLACEAPPS.ID)
     app = client.marketapp.info(apps[-1].ID)
     assert app.NAME == apps[-1].NAME and app.APPTEMPLATE64
+    # DESCRIPTION, VERSION and APPTEMPLATE64 stay in TEMPLATE too (MarketPlaceApp.cc 434-487)
+    assert app.TEMPLATE["APPTEMPLATE64"] == app.APPTEMPLATE64 and app.TEMPLATE["VERSION"] == app.VERSION
 
 
 def test_template_allocate_chmod_chown_instantiate_delete(sim: SimServer) -> None:

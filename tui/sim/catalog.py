@@ -1,14 +1,13 @@
-"""The embedded site's appliance catalogue: marketplace HTTP records and the cloud's MARKETPLACEAPPs.
+"""The embedded site's appliance catalogue: marketplace HTTP records and the cloud's marketplaces.
 
 Two HTTP marketplaces are served: the site's own (path prefix "") and a community one (prefix
-"/community", UUID record ids, lagging behind: it still carries older builds of some appliances).
-Every record has the fields of reference/marketplace.md; some leave optional fields out and some
-carry fields the console does not know. The cloud registers both marketplaces and imports, as the
-platform's `one` market driver does (`src/market_mad/remotes/one/monitor`), every record the server
-answers its User-Agent (`tui.sim.market_series.served_for`; IMAGE apps with APPTEMPLATE64/VMTEMPLATE64, VMTEMPLATE apps
-with `DISK=[NAME, APP]`, SERVICE_TEMPLATE apps with `ROLE=[NAME, APP]` and the record's service
-template string in APPTEMPLATE64 as it is, for every platform version (`render_service_template`);
-app SOURCE `<endpoint>/appliance/<id>/download/0`).
+"/community", UUID record ids, lagging behind: it still carries older builds of some appliances,
+under the same names). Every record has the fields of reference/marketplace.md; some leave
+optional fields out and some carry fields the console does not know. A fresh cloud has the
+bootstrap marketplaces 0 and 1 (disabled) and the site's own marketplace registered as 100; the
+community one is served but not registered (`seed_catalog`). The cloud's apps come from
+monitoring (`tui.sim.market_monitor`, with `tui.sim.market_driver` for what the `one` driver
+prints per record), one app per name across marketplaces, as oned keeps them.
 
 Stored records hold site-relative URLs (`/appliance/<id>/download`); the marketplace server makes
 them absolute from its own address (`site.base_url`, appmarket-simple's APPMARKET_URL), since the
@@ -29,11 +28,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from tui.domain.naming import NamingProfile
-from tui.domain.template_text import Template
-from tui.sim.market_driver import b64, disk_vector_name, driver_arch, driver_hypervisor, driver_vm_template, template_to_str
-from tui.sim.market_series import served_for
-from tui.sim.platform import driver_adds_requirements, market_driver_user_agent
-from tui.sim.state import SimMarketApp, SimMarketplace, SimSite
+from tui.sim.market_monitor import monitor_all, start_monitoring
+from tui.sim.state import Perms, SimMarketplace, SimSite
 
 MAIN_PREFIX = ""
 COMMUNITY_PREFIX = "/community"
@@ -43,7 +39,6 @@ TOOLKIT_RECORD_ID = "service_toolkit"
 TOOLKIT_VERSION = "v0.5.0-20250403-1109"
 TOOLKIT_OLD_VERSION = "v0.4.0-20250219-2235"
 
-APP_TYPES = {"IMAGE": 1, "VMTEMPLATE": 2, "SERVICE_TEMPLATE": 3}
 GIB = 1024**3
 _UUID_NAMESPACE = uuid.UUID("6c1f3f0e-8f4a-4d8e-9a55-3b1c2a7d9e10")
 
@@ -388,10 +383,10 @@ def _image(
     )
 
 
-def main_catalog(naming: NamingProfile) -> list[ApplianceSpec]:
-    """The site's own marketplace: newest builds."""
+def main_catalog(naming: NamingProfile, toolkit_version: str = TOOLKIT_VERSION) -> list[ApplianceSpec]:
+    """The site's own marketplace: newest builds (the toolkit at `toolkit_version`)."""
     pub = "Site operations team"
-    return _toolkit(naming, TOOLKIT_VERSION, "6.10, 7.0", newest=True) + [
+    return _toolkit(naming, toolkit_version, "6.10, 7.0", newest=toolkit_version == TOOLKIT_VERSION) + [
         _image("service_dns", "DNS Server", "v1.1.0-20250520-0931", 2, "DNS server for deployed trial networks",
                publisher=pub, tags=("dns", "network"), logo="/logos/dns.png"),
         _image("service_route_manager", "Route Manager API", "v1.0.0-20250305-1412", 1.5,
@@ -410,7 +405,7 @@ def main_catalog(naming: NamingProfile) -> list[ApplianceSpec]:
                publisher=pub, tags=("cluster",), cpu="2", memory="4096"),
         _image("service_vpn_gateway", "VPN Gateway", "v0.8.2-20240611-0815", 1, "VPN gateway for remote trial-network access",
                publisher=pub, opennebula_version="6.6, 6.8, 6.10", tags=("vpn",)),
-        _image("service_traffic_generator", "Traffic Generator", "v0.9.1-20250110-1200", 1,
+        _image("service_traffic_generator", "Traffic Generator", "v0.9.1-20250110-1200", 2.5,
                "Traffic generator (its image file is missing from the storage)", publisher=pub, broken=True,
                extra=(("status", "unmaintained"),)),
     ]
@@ -441,127 +436,83 @@ def community_catalog(naming: NamingProfile) -> list[ApplianceSpec]:
 
 # -- cloud side (MARKETPLACE and MARKETPLACEAPP objects) -------------------------------------------
 def marketplace_names(naming: NamingProfile) -> dict[str, str]:
-    """Marketplace name in the cloud for each HTTP prefix."""
+    """The name a cloud gives each HTTP marketplace when it registers it (by path prefix)."""
     return {MAIN_PREFIX: f"{naming.toolkit_appliance_name} Marketplace", COMMUNITY_PREFIX: "Community Marketplace"}
 
 
-def _app_from_spec(site: SimSite, spec: ApplianceSpec, market: SimMarketplace) -> SimMarketApp:
-    record = record_from_spec(spec, "")
-    one_version = site.config.one_version
-    attrs: Template = [
-        ("IMPORT_ID", spec.record_id),
-        ("PUBLISHER", spec.publisher),
-    ]
-    if spec.tags:
-        attrs.append(("TAGS", ", ".join(spec.tags)))
-    if driver_adds_requirements(one_version):
-        attrs += [("ARCHITECTURE", driver_arch(record)), ("HYPERVISOR", driver_hypervisor(record))]
-    vm_template = driver_vm_template(record, one_version)
-    apptemplate = ""
-    size_mb = 0
-    md5 = ""
-    if spec.kind == "IMAGE":
-        if spec.files:
-            first = spec.files[0]
-            size_mb = -(-first.size // 2**20)
-            md5 = record["files"][0]["checksum"]["md5"]
-            apptemplate = b64(f'DEV_PREFIX="{first.dev_prefix}"\nTYPE="{first.type}"\n')
-        if vm_template is not None:
-            attrs.append(("VMTEMPLATE64", b64(template_to_str(vm_template))))
-    elif spec.kind == "VMTEMPLATE":
-        for n, disk in enumerate(spec.disks):
-            attrs.append(("DISK", [("APP", disk), ("NAME", disk_vector_name(spec.record_id, n))]))
-        if vm_template is not None:
-            apptemplate = b64(template_to_str(vm_template))
-    else:
-        for role, app_name in spec.roles:
-            attrs.append(("ROLE", [("APP", app_name), ("NAME", role)]))
-        if spec.template is not None:
-            # the market driver encodes the record's string as it is (src/market_mad/remotes/one/monitor
-            # release-7.4.0 `render_service_template`, lines 145-165)
-            apptemplate = b64(record["opennebula_template"])
-    # MarketPlaceApp::from_template64 (src/market/MarketPlaceApp.cc 481-483 at release-7.0.2, the same at
-    # 6.10.0 and 7.4.0) reads DESCRIPTION, VERSION and APPTEMPLATE64 without removing them from TEMPLATE;
-    # the platform's `onemarketapp export` reads TEMPLATE/APPTEMPLATE64 (marketplaceapp_ext.rb 281, 347)
-    attrs += [(name, value) for name, value in (("DESCRIPTION", spec.short_description), ("VERSION", spec.version),
-                                                ("APPTEMPLATE64", apptemplate)) if value]
-    return SimMarketApp(
-        id=site.next_id("marketapp"),
-        name=spec.name,
-        marketplace_id=market.id,
-        type=APP_TYPES[spec.kind],
-        version=spec.version,
-        description=spec.short_description,
-        apptemplate64=apptemplate,
-        size_mb=size_mb,
-        template=attrs,
-        format=record.get("format", ""),
-        md5=md5,
-        regtime=spec.creation_time,
-        record_id=spec.record_id,
-        broken=spec.broken,
-    )
+_DESCRIPTIONS = {MAIN_PREFIX: "Appliances of the site toolkit and its components",
+                 COMMUNITY_PREFIX: "Community appliances"}
+#: the bootstrap marketplaces' permissions (`set_permissions(1, 1, 1, 1, 0, 0, 1, 0, 0)`)
+_BOOTSTRAP_PERMS = Perms(1, 1, 1, 1, 0, 0, 1, 0, 0)
 
 
-def _marketplace(site: SimSite, prefix: str) -> SimMarketplace:
-    name = marketplace_names(site.naming)[prefix]
-    for market in site.marketplaces.values():
-        if market.name == name:
-            return market
-    market = SimMarketplace(id=site.next_id("marketplace"), name=name, market_mad="one", endpoint=prefix)
+def bootstrap_marketplaces(site: SimSite) -> None:
+    """The marketplaces a fresh oned creates (`src/market/MarketPlacePool.cc` lines 36-103 at
+    release-7.0.2, 36-106 at 6.10.0, the same at 7.4.0): 0 "OpenNebula Public" (MARKET_MAD=one, no
+    ENDPOINT: the driver's built-in public URL) and 1 "Linux Containers" (DISABLED in its bootstrap
+    template), then user marketplaces from ID 100 (`set_lastOID(99)`). The source creates 0
+    ENABLED; this site's operator disabled it (`onemarket disable 0`), as a frontend that must stay
+    on loopback does (reference: real-platform.md, the real 6.10.5, 7.0.2 and 7.4.0 frontends
+    had both disabled)."""
+    site.marketplaces[0] = SimMarketplace(0, "OpenNebula Public", "one", "", [
+        ("DESCRIPTION", "OpenNebula Systems MarketPlace"), ("MARKET_MAD", "one")],
+        perms=_BOOTSTRAP_PERMS, state=1)
+    site.marketplaces[1] = SimMarketplace(1, "Linux Containers", "linuxcontainers", "", [
+        ("DESCRIPTION", "MarketPlace for the public image server fo LXC & LXD hosted at linuxcontainers.org"),
+        ("MARKET_MAD", "linuxcontainers")], perms=_BOOTSTRAP_PERMS, state=1)
+    site.reserve_ids("marketplace", 99)
+
+
+def register_marketplace(site: SimSite, prefix: str) -> SimMarketplace:
+    """Register one of this site's HTTP marketplaces in the cloud, as `onemarket create` with
+    MARKET_MAD=one and an ENDPOINT ending in a slash (what every driver version reads right);
+    its apps come with the next monitoring (`tui.sim.market_monitor`)."""
+    endpoint = f"{site.base_url.rstrip('/')}{prefix}/"
+    market = SimMarketplace(site.next_id("marketplace"), marketplace_names(site.naming)[prefix], "one", endpoint, [
+        ("DESCRIPTION", _DESCRIPTIONS[prefix]), ("ENDPOINT", endpoint), ("MARKET_MAD", "one")])
     site.marketplaces[market.id] = market
     return market
 
 
-def seed_catalog(site: SimSite) -> None:
-    """Fill `site.market_records` and register both marketplaces and their apps in the cloud.
-
-    Apps are imported for the records the marketplace server answers the platform's market driver,
-    which asks with `User-Agent: OpenNebula <full version> (Market Driver)`: a series no record
-    lists gets the latest series' list (`served_for`). Idempotent per marketplace: a marketplace
-    that already has apps is left alone.
-    """
-    user_agent = market_driver_user_agent(site.config.one_version)
-    catalogs = {MAIN_PREFIX: main_catalog(site.naming), COMMUNITY_PREFIX: community_catalog(site.naming)}
+def seed_records(site: SimSite, toolkit_version: str = TOOLKIT_VERSION) -> None:
+    """What both HTTP marketplaces serve; the site's own lists the toolkit at `toolkit_version`
+    (TOOLKIT_VERSION, or TOOLKIT_OLD_VERSION: the release before)."""
+    specs = {MAIN_PREFIX: main_catalog(site.naming, toolkit_version), COMMUNITY_PREFIX: community_catalog(site.naming)}
     with site.lock:
-        for prefix, specs in catalogs.items():
-            site.market_records[prefix] = [record_from_spec(spec, prefix) for spec in specs]
-            market = _marketplace(site, prefix)
-            if any(app.marketplace_id == market.id for app in site.marketapps.values()):
-                continue
-            served = {id(r) for r in served_for(site.market_records[prefix], user_agent)}
-            for spec, record in zip(specs, site.market_records[prefix]):
-                if id(record) in served:
-                    app = _app_from_spec(site, spec, market)
-                    site.marketapps[app.id] = app
-        bind_base_url(site)
-        # The server learns its port after seeding; its first request runs this again.
-        site.after(0, lambda: bind_base_url(site))
+        for prefix, found in specs.items():
+            site.market_records[prefix] = [record_from_spec(spec, prefix) for spec in found]
+
+
+def seed_catalog(site: SimSite) -> None:
+    """A fresh cloud's marketplaces: the bootstrap ones (0 and 1, disabled), the site's own
+    marketplace registered as 100 and monitored once, then every MONITORING_INTERVAL_MARKET.
+
+    The community marketplace is served over HTTP but not registered: the cloud holds one app
+    per name (`tui.sim.market_monitor`), and the community lists older builds under the names of
+    the site's own appliances. Register it (`register_marketplace(site, COMMUNITY_PREFIX)`) to see
+    what the platform does then."""
+    with site.lock:
+        seed_records(site)
+        if not site.marketplaces:
+            bootstrap_marketplaces(site)
+            register_marketplace(site, MAIN_PREFIX)
+        monitor_all(site)
+        start_monitoring(site)
 
 
 def bind_base_url(site: SimSite) -> None:
-    """Make marketplace ENDPOINTs and app SOURCE/LINK absolute once `site.base_url` is known.
-
-    Idempotent; does nothing while the base URL is unknown (they stay site-relative).
-    """
+    """Make the site's marketplaces' ENDPOINTs absolute once `site.base_url` is known (a site
+    seeded before its server listens), and monitor them again: the apps' SOURCE and LINK follow."""
     if not site.base_url:
         return
     base = site.base_url.rstrip("/")
-    names = {name: prefix for prefix, name in marketplace_names(site.naming).items()}
     with site.lock:
         for market in site.marketplaces.values():
-            prefix = names.get(market.name)
-            if prefix is None:
+            if not market.endpoint.startswith("/"):
                 continue
-            market.endpoint = f"{base}{prefix}"
-            market.template = [a for a in market.template if a[0] not in ("ENDPOINT", "MARKET_MAD")]
-            market.template += [("ENDPOINT", market.endpoint), ("MARKET_MAD", market.market_mad)]
-            for app in site.marketapps.values():
-                if app.marketplace_id != market.id or not app.record_id:
-                    continue
-                link = f"{market.endpoint}/appliance/{app.record_id}"
-                app.source = f"{link}/download/0"
-                app.template = [a for a in app.template if a[0] != "LINK"] + [("LINK", link)]
+            market.endpoint = base + market.endpoint
+            market.template = [a for a in market.template if a[0] != "ENDPOINT"] + [("ENDPOINT", market.endpoint)]
+        monitor_all(site)
 
 
 # -- look-ups used by the marketplace server and the deployed scenario ----------------------------

@@ -1,8 +1,17 @@
 """What the cloud's `one` market driver makes of a marketplace record (`src/market_mad/remotes/one/monitor`).
 
-The record's JSON VM template as template text, the DISK vector names of a VM-template app, the
-app's hypervisor and architecture words, and the VM template 7.0+ stores with SCHED_REQUIREMENTS
-and HYPERVISOR added.
+`monitor_app` is the APP template the driver prints for one record (`fetch_appliances`, lines
+176-219 at release-7.0.2, 168-211 at release-6.10.0): NAME, SOURCE, IMPORT_ID, ORIGIN_ID, TYPE,
+PUBLISHER, FORMAT, DESCRIPTION, VERSION, TAGS, REGTIME, LINK, from 7.0 ARCHITECTURE and
+HYPERVISOR, then per type SIZE, MD5, APPTEMPLATE64, VMTEMPLATE64 (images), DISK vectors
+(VM templates), ROLE vectors (services); empty values are left out (`print_var`). Its links are
+`<url>appliance/<id>`: from 6.10.3 the driver adds a missing slash to the ENDPOINT (`@url += '/'
+unless @url.end_with?('/')`, line 42 at release-6.10.3, 67 at release-7.0.2); 6.10.0-6.10.2 use
+the ENDPOINT as it is (line 170 at release-6.10.0), so an ENDPOINT without a trailing slash gives
+`http://host:portappliance/<id>` for every app (`driver_url`).
+Also: the record's JSON VM template as template text, the DISK vector names of a VM-template
+app, the app's hypervisor and architecture words, and the VM template 7.0+ stores with
+SCHED_REQUIREMENTS and HYPERVISOR added.
 """
 
 from __future__ import annotations
@@ -13,7 +22,7 @@ import json
 from typing import Any
 
 from tui.domain.template_text import Template, Vector, parse_template, render_template
-from tui.sim.platform import driver_adds_requirements
+from tui.sim.platform import driver_adds_endpoint_slash, driver_adds_requirements
 
 
 def template_to_str(template: dict[str, Any]) -> str:
@@ -89,3 +98,80 @@ def driver_vm_template(record: dict[str, Any], one_version: str) -> dict[str, An
             else dict(_ARM_OS_SECTION)
     template["HYPERVISOR"] = hypervisor
     return template
+
+
+def driver_url(endpoint: str, one_version: str) -> str:
+    """The base the driver builds LINK and SOURCE from: the ENDPOINT, with a slash added when it
+    lacks one from 6.10.3 on (`monitor` `initialize`; 6.10.0-6.10.2 keep it as it is)."""
+    if driver_adds_endpoint_slash(one_version) and not endpoint.endswith("/"):
+        return endpoint + "/"
+    return endpoint
+
+
+def listing_path(endpoint: str, one_version: str) -> str:
+    """The URL the driver lists: `URI(@url + '/appliance')` (`get('/appliance')`, line 93 at
+    release-7.0.2, 67 at release-6.10.0), so `<endpoint>//appliance` when the URL ends in a slash."""
+    return driver_url(endpoint, one_version) + "/appliance"
+
+
+def _put(attrs: Template, name: str, value: Any) -> None:
+    """`print_var`: nothing for nil or an empty string."""
+    if value is None or (isinstance(value, str) and value == ""):
+        return
+    attrs.append((name, str(value)))
+
+
+def monitor_app(record: dict[str, Any], url: str, one_version: str, *, disk_names: list[str] | None = None) -> Template:
+    """The APP template the driver prints for `record` (before its base64 encoding), `url` being
+    `driver_url(ENDPOINT)`. `disk_names` are the DISK vectors' NAMEs (the driver draws ten random
+    hex digits each, `render_vmtemplate`; default: `disk_vector_name`)."""
+    record_id = str(record["_id"]["$oid"])
+    link = f"{url}appliance/{record_id}"
+    kind = str(record.get("type") or "IMAGE")
+    attrs: Template = []
+    _put(attrs, "NAME", record.get("name"))
+    _put(attrs, "SOURCE", f"{link}/download/0")
+    _put(attrs, "IMPORT_ID", record_id)
+    _put(attrs, "ORIGIN_ID", "-1")
+    _put(attrs, "TYPE", kind)
+    _put(attrs, "PUBLISHER", record.get("publisher"))
+    _put(attrs, "FORMAT", record.get("format"))
+    _put(attrs, "DESCRIPTION", record.get("short_description"))
+    _put(attrs, "VERSION", record.get("version"))
+    if record.get("tags"):
+        _put(attrs, "TAGS", ", ".join(str(t) for t in record["tags"]))
+    _put(attrs, "REGTIME", record.get("creation_time"))
+    _put(attrs, "LINK", link)
+    if driver_adds_requirements(one_version):
+        _put(attrs, "ARCHITECTURE", driver_arch(record))
+        _put(attrs, "HYPERVISOR", driver_hypervisor(record))
+    vm_template = driver_vm_template(record, one_version)
+    if kind == "IMAGE":
+        files = record.get("files") or []
+        if not files:
+            return attrs
+        first_file = files[0]
+        size = int(first_file.get("size") or 0)
+        _put(attrs, "SIZE", -(-size // 2**20) if size else 0)
+        _put(attrs, "MD5", first_file.get("md5"))
+        lines = "".join(f'{key}="{first_file[field]}"\n' for key, field in (("DEV_PREFIX", "dev_prefix"), ("TYPE", "type"))
+                        if first_file.get(field))
+        if lines:
+            _put(attrs, "APPTEMPLATE64", b64(lines))
+        if vm_template is not None:
+            _put(attrs, "VMTEMPLATE64", b64(template_to_str(vm_template)))
+    elif kind == "VMTEMPLATE":
+        _put(attrs, "SIZE", 0)
+        disks = [str(d) for d in record.get("disks") or []]
+        names = disk_names or [disk_vector_name(record_id, n) for n in range(len(disks))]
+        for name, disk in zip(names, disks):
+            attrs.append(("DISK", [("NAME", name), ("APP", disk)]))
+        if vm_template is not None:
+            _put(attrs, "APPTEMPLATE64", b64(template_to_str(vm_template)))
+    elif kind == "SERVICE_TEMPLATE":
+        _put(attrs, "SIZE", 0)
+        for role, app_name in (record.get("roles") or {}).items():
+            attrs.append(("ROLE", [("NAME", str(role)), ("APP", str(app_name))]))
+        # the record's string as it is (`render_service_template`, lines 145-165 at release-7.0.2)
+        _put(attrs, "APPTEMPLATE64", b64(str(record["opennebula_template"])) if record.get("opennebula_template") else None)
+    return attrs

@@ -11,6 +11,9 @@ release-7.0.0, release-7.4.0; 6.0.x only for `updateconf`'s missing append flag)
 - The cloud's market driver (`src/market_mad/remotes/one/monitor`) adds `SCHED_REQUIREMENTS`
   and `HYPERVISOR` to the VM template of an app from 7.0 on (`generate_vm_template64`), and
   `ARCHITECTURE` and `HYPERVISOR` to the app; 6.10.0 converts the JSON template as it is.
+- The market driver adds a missing trailing slash to the marketplace's ENDPOINT from 6.10.3 on
+  (`src/market_mad/remotes/one/monitor` line 42 at release-6.10.3); 6.10.0-6.10.2 build app
+  links as `"#{@url}appliance/#{id}"` from the ENDPOINT as it is (line 170 at release-6.10.0).
 - `one.system.config` serves every user from 6.10 (`src/rm/RequestManagerSystem.cc`
   `SystemConfig::request_execute`, release-6.10.0 38-46); up to 6.8 only the oneadmin group
   (release-6.8.0 38-52).
@@ -58,6 +61,11 @@ def system_config_for_everyone(version: str) -> bool:
 def driver_adds_requirements(version: str) -> bool:
     """Whether the market driver adds SCHED_REQUIREMENTS/HYPERVISOR to app VM templates (7.0+)."""
     return version_key(version) >= (7, 0)
+
+
+def driver_adds_endpoint_slash(version: str) -> bool:
+    """Whether the `one` market driver adds a missing slash to the ENDPOINT: from 6.10.3 on."""
+    return version_key(version) >= (6, 10, 3)
 
 
 def market_driver_user_agent(version: str, edition: str = "") -> str:

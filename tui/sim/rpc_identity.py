@@ -1,5 +1,6 @@
 """Identities and marketplaces created over XML-RPC: `one.group.allocate`, `one.user.allocate`,
-`one.group.addadmin`, `one.market.allocate` (what the setup's new operations call).
+`one.group.addadmin`, `one.market.allocate`, `one.market.update` and `one.market.enable` (what the
+setup's operations call, and what an operator runs to mend a marketplace).
 
 As the platform answers them (OpenNebula/one `src/rm/RequestManagerAllocate.cc`,
 `src/rm/RequestManagerGroup.cc`; 7.4 `src/rm/api/`): only administrators create groups, users and
@@ -26,8 +27,9 @@ import secrets
 from tui.domain.error_codes import ACTION, ALLOCATE, AUTHORIZATION, INTERNAL
 from tui.domain.object_names import USER_EXTRA_CHARS
 from tui.sim.acl import add_group_admin_rules, add_vdc_rules
+from tui.sim.market_monitor import monitor
 from tui.sim.platform import market_allocate_refuses_with_allocate
-from tui.sim.rpc_context import Call, method, parse_text, refuse_name
+from tui.sim.rpc_context import Call, apply_update, check_update_type, method, parse_text, refuse_name
 from tui.sim.rpc_errors import OneError, name_taken, no_exists
 from tui.sim.state import Perms, SimGroup, SimMarketplace, SimUser
 
@@ -109,4 +111,46 @@ def market_allocate(call: Call, text: str) -> int:
     call.site.marketplaces[market_id] = SimMarketplace(market_id, name, attrs.get("MARKET_MAD", "one"),
                                                        attrs.get("ENDPOINT", ""), template,
                                                        uid=call.user.id, gid=call.user.gid, perms=Perms())
+    return market_id
+
+
+def _market(call: Call, market_id: int) -> SimMarketplace:
+    market = call.site.marketplaces.get(market_id)
+    if market is None:
+        raise no_exists("MARKETPLACE", market_id)
+    call.require("MARKETPLACE", "MANAGE", market)
+    return market
+
+
+@method("one.market.update", "is", "i")
+def market_update(call: Call, market_id: int, text: str, append: int = 0) -> int:
+    """The template replaced or merged (`RequestManagerUpdateTemplate`), then
+    `MarketPlace::post_update_template` (src/market/MarketPlace.cc 401-420 at release-7.0.2): a
+    MARKET_MAD given is the new driver, the template keeps MARKET_MAD. The next monitoring reads
+    the new ENDPOINT."""
+    market = _market(call, market_id)
+    check_update_type(append)
+    template = apply_update(market.template, text, append)
+    new_mad = next((v for k, v in template if k == "MARKET_MAD" and isinstance(v, str) and v), "")
+    if new_mad:
+        market.market_mad = new_mad
+    market.template = [a for a in template if a[0] != "MARKET_MAD"] + [("MARKET_MAD", market.market_mad)]
+    market.endpoint = next((v for k, v in market.template if k == "ENDPOINT" and isinstance(v, str)), "")
+    return market_id
+
+
+@method("one.market.enable", "ib")
+def market_enable(call: Call, market_id: int, enable: bool) -> int:
+    """`MarketPlaceEnable` (src/rm/RequestManagerMarketPlace.cc 39-115 at release-7.0.2; 7.4.0
+    src/rm/api/MarketPlaceAPI.cc 27-80): nothing when already so; disabling drops every app of the
+    marketplace; enabling monitors it at once."""
+    market = _market(call, market_id)
+    if bool(enable) == (market.state == 0):
+        return market_id
+    market.state = 0 if enable else 1
+    if enable:
+        monitor(call.site, market_id)
+    else:
+        for app_id in [a.id for a in call.site.marketapps.values() if a.marketplace_id == market_id]:
+            del call.site.marketapps[app_id]
     return market_id

@@ -2,8 +2,9 @@
 
 `fresh`: a frontend before the toolkit: users and groups, KVM hosts of several CPU generations
 (one without AVX, one reporting no CPU features, one aarch64, one disabled, one offline), the
-image/system/file datastores, a /24 OAM network on a bridge and a VXLAN trial network, the two
-registered marketplaces with their catalogue (tui.sim.catalog), a base image and VM template.
+image/system/file datastores, a /24 OAM network on a bridge and a VXLAN trial network, the
+bootstrap marketplaces 0 and 1 (disabled) and the site's own marketplace 100 with the apps the
+cloud imported from it (tui.sim.catalog), a base image and VM template.
 `deployed`: the same after a toolkit deployment (tui.sim.flow_api.deploy_toolkit_now).
 `SimConfig.extra_vms` adds that many ordinary RUNNING VMs, built in bulk (50,000 in seconds).
 Both also get the sites repository and component library (tui.sim.repos) in the state directory.
@@ -28,7 +29,6 @@ from tui.sim.state import (
     SimHistory,
     SimHost,
     SimImage,
-    SimMarketplace,
     SimSite,
     SimUser,
     SimVm,
@@ -177,20 +177,11 @@ def seed_infrastructure(site: SimSite) -> None:
 
 
 def seed_marketplaces(site: SimSite) -> None:
-    """The two registered marketplaces (the site's main one and the community one) and their apps."""
+    """The bootstrap marketplaces (disabled), the site's own one registered and monitored (tui.sim.catalog)."""
     try:
-        from tui.sim.catalog import COMMUNITY_PREFIX, MAIN_PREFIX, marketplace_names, seed_catalog
+        from tui.sim.catalog import seed_catalog
     except ImportError as exc:  # the catalogue module ships with the marketplace part of the simulator
         raise RuntimeError(f"the marketplace catalogue (tui.sim.catalog) cannot be loaded: {exc}") from exc
-    names = marketplace_names(site.naming)
-    for market_id, prefix, description in (
-        (0, MAIN_PREFIX, "Appliances of the site toolkit and its components"),
-        (1, COMMUNITY_PREFIX, "Community appliances"),
-    ):
-        endpoint = site.base_url + prefix
-        site.marketplaces[market_id] = SimMarketplace(market_id, names[prefix], "one", endpoint, [
-            ("DESCRIPTION", description), ("ENDPOINT", endpoint), ("MARKET_MAD", "one")])
-    site.reserve_ids("marketplace", 1)
     seed_catalog(site)
 
 

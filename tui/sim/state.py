@@ -342,6 +342,11 @@ class SimSite:
         self.acls: dict[int, SimAcl] = {}
         #: marketplace HTTP records by marketplace URL path prefix ("" for the main one)
         self.market_records: dict[str, list[dict[str, Any]]] = {}
+        #: monitors each marketplace app was missing from its marketplace's answer
+        #: (`MarketPlaceAppPool::map_check`, tui.sim.market_monitor)
+        self.market_missing: dict[int, int] = {}
+        #: whether the periodic marketplace monitoring is scheduled (tui.sim.market_monitor)
+        self.market_monitoring = False
         #: the oned.conf values served by one.system.config
         self.system_config: dict[str, str] = {}
         self._ids: dict[str, itertools.count[int]] = {}

@@ -1,12 +1,14 @@
 """The toolkit deployment of the `deployed` scenario, done as an operator would have done it.
 
-1. Export the toolkit service appliance from the marketplace that still carries the older build
-   (`catalog.TOOLKIT_OLD_VERSION`, so an upgrade plan has work) as `onemarketapp export` does
-   (marketplaceapp_ext.rb, names from `tui.domain.market_export`): one VM template per role
-   `<name>-<role>-<idx>` with its own images `<template>-<APP>-<disk>-<idx>` (allocated from their
-   marketplace apps, with the spec's PLATFORM_MARKETPLACE_APPLIANCE_* attributes attached), and
-   the service template: the app's body as it is with each role's `vm_template`, validated (and
-   on 7.x converted) as `ServiceTemplate#allocate` does.
+1. Export the toolkit service app while the site's marketplace still serves the release before
+   (`catalog.TOOLKIT_OLD_VERSION`; the marketplace then publishes the current one and the cloud
+   rebuilds the same apps in place, so an upgrade plan has work) as `onemarketapp export` does
+   (marketplaceapp_ext.rb, names from `tui.domain.market_export`): child apps found by name, one
+   VM template per role `<name>-<role>-<idx>` from its app's APPTEMPLATE64 with its own images
+   `<template>-<APP>-<disk>-<idx>` (allocated from their marketplace apps, with the spec's
+   PLATFORM_MARKETPLACE_APPLIANCE_* attributes attached), and the service template: the app's
+   body as it is with each role's `vm_template`, validated (and on 7.x converted) as
+   `ServiceTemplate#allocate` does.
 2. Instantiate it through OneFlow's own engine with plausible inputs (generated passwords and
    tokens, held in memory only) on the site's default network.
 3. Fast-forward simulated time until every role is up, placing the manager VM with the
@@ -35,8 +37,8 @@ from tui.sim import catalog, flow_engine, flow_templates
 from tui.sim.appliances import DB_ERROR_ATTRIBUTE
 from tui.sim.images import allocate_image
 from tui.sim.lifecycle import deploy_vm
-from tui.sim.market_driver import disk_vector_name, template_from_json
-from tui.sim.state import SimDocument, SimHost, SimImage, SimSite, SimVm, SimVmTemplate
+from tui.sim.market_monitor import monitor_all
+from tui.sim.state import SimDocument, SimHost, SimImage, SimMarketApp, SimSite, SimVm, SimVmTemplate
 
 #: events run at most while fast-forwarding (the service keeps re-evaluating while DEPLOYING)
 _EVENT_LIMIT = 20_000
@@ -47,9 +49,18 @@ class DeployError(RuntimeError):
 
 
 def deploy_toolkit_now(site: SimSite) -> SimDocument:
-    """Export and instantiate the toolkit, then fast-forward; returns the service document."""
+    """Export and instantiate the toolkit, then fast-forward; returns the service document.
+
+    The export happens while the site's marketplace serves the release before
+    (`catalog.TOOLKIT_OLD_VERSION`); then the marketplace publishes the current one and the
+    cloud's next monitoring rebuilds the same apps in place (`tui.sim.market_monitor`): the state
+    of a site that deployed a release and has an upgrade waiting."""
     with site.lock:
+        catalog.seed_records(site, catalog.TOOLKIT_OLD_VERSION)
+        monitor_all(site)
         template = export_toolkit(site)
+        catalog.seed_records(site)
+        monitor_all(site)
         _run_until(site, lambda: all(site.images[i].state != 4 for i in _image_ids(site, template)))
         admin = site.users[0]
         service = flow_engine.instantiate(site, template, _merge_template(site, template), admin)
@@ -69,65 +80,67 @@ def deploy_toolkit_now(site: SimSite) -> SimDocument:
         return service
 
 
-def export_toolkit(site: SimSite, prefix: str = catalog.COMMUNITY_PREFIX) -> SimDocument:
-    """What `onemarketapp export` of the toolkit service app creates; returns the service template."""
-    record = catalog.find_record(site, prefix, record_id=catalog.TOOLKIT_RECORD_ID)
-    if record is None:
-        raise DeployError(f"marketplace {prefix or '/'} has no {catalog.TOOLKIT_RECORD_ID} record")
+def _app_named(site: SimSite, name: str) -> SimMarketApp:
+    """The first app of that name in the pool, as `export_recursive` finds a child
+    (`pool.find {|p| p['NAME'] == app }`, marketplaceapp_ext.rb line 422 at release-7.0.2)."""
+    app = next((a for a in sorted(site.marketapps.values(), key=lambda a: a.id) if a.name == name), None)
+    if app is None:
+        raise DeployError(f"App `{name}` not found")
+    return app
+
+
+def _vectors(app: SimMarketApp, kind: str) -> list[tuple[str, str]]:
+    """(NAME, APP) of the app's ROLE or DISK vectors, in order."""
+    return [(dict(v).get("NAME", ""), dict(v).get("APP", "")) for k, v in app.template if k == kind and isinstance(v, list)]
+
+
+def export_toolkit(site: SimSite) -> SimDocument:
+    """What `onemarketapp export <toolkit app> "<name> <software version>"` creates
+    (marketplaceapp_ext.rb at release-7.0.2: `export_service_template` 248-268, `export_recursive`
+    386-481, `create_vm_template` 277-339, `create_service_template` 343-379, `export_image`
+    106-216), with the spec's appliance attributes attached to each image as the console's
+    download does; returns the service template."""
     datastore = min((ds.id for ds in site.datastores.values() if ds.type == 0), default=None)
     if datastore is None:
         raise DeployError("the site has no image datastore")
-    version = parse_version(str(record["version"]))
-    name = f"{record['name']} {version.software}"
+    service_app = _app_named(site, site.naming.toolkit_appliance_name)
+    name = f"{service_app.name} {parse_version(service_app.version).software}"
     naming = site.naming
-    software, stamp = attribute_parts(str(record["version"]))
+    software, stamp = attribute_parts(service_app.version)
     attributes: Template = [
-        (naming.appliance_name_attribute, str(record["name"])),
+        (naming.appliance_name_attribute, service_app.name),
         (naming.appliance_version_attribute, stamp),
         (naming.appliance_software_version_attribute, software),
     ]
     template_ids: dict[str, int] = {}
-    roles = [(str(role), str(app)) for role, app in record.get("roles", {}).items()]
-    for vm_record_name, role_names, idx in exported_children(roles):
-        vm_record = catalog.find_record(site, prefix, name=vm_record_name)
-        if vm_record is None:
-            raise DeployError(f"role {role_names[0]}: no VM template record named {vm_record_name}")
+    for app_name, role_names, idx in exported_children(_vectors(service_app, "ROLE")):
+        vm_app = _app_named(site, app_name)
         template_name = child_name(name, None, role_names[0], idx)
-        record_id = str(vm_record["_id"]["$oid"])
-        disks = [(disk_vector_name(record_id, n), str(app)) for n, app in enumerate(vm_record.get("disks", []))]
-        images = [_export_image(site, prefix, disk_app, child_name(template_name, disk_app, disk_names[0], disk_idx),
-                                datastore, attributes)
-                  for disk_app, disk_names, disk_idx in exported_children(disks)]
-        attrs = template_from_json(json.loads(vm_record.get("opennebula_template") or "{}"))
+        images = [_export_image(site, _app_named(site, disk_app),
+                                child_name(template_name, disk_app, disk_names[0], disk_idx), datastore, attributes)
+                  for disk_app, disk_names, disk_idx in exported_children(_vectors(vm_app, "DISK"))]
+        text = scalar(vm_app.template, "APPTEMPLATE64", "")
+        if not text:
+            raise DeployError(f"Missing APPTEMPLATE64 for App {vm_app.id}")
+        attrs = [a for a in parse_template(base64.b64decode(text).decode()) if a[0] != "NAME"]
         attrs += [("DISK", [("IMAGE_ID", str(image.id))]) for image in images]
         vm_template = SimVmTemplate(id=site.next_id("template"), name=template_name, uid=0, gid=0, template=attrs)
         site.templates[vm_template.id] = vm_template
         template_ids.update({role: vm_template.id for role in role_names})
-    body = service_body(json.loads(record["opennebula_template"]), name, template_ids)
+    text = scalar(service_app.template, "APPTEMPLATE64", "")
+    if not text:
+        raise DeployError(f"Missing APPTEMPLATE64 for App {service_app.id}")
+    body = service_body(json.loads(base64.b64decode(text)), name, template_ids)
     body = flow_templates.validate(site.config.one_version, body)
     doc = SimDocument(id=site.next_id("document"), name=name, uid=0, gid=0, type=flow_engine.TEMPLATE_TYPE, body=body)
     site.documents[doc.id] = doc
     return doc
 
 
-def _export_image(
-    site: SimSite, prefix: str, record_name: str, image_name: str, datastore: int, attributes: Template
-) -> SimImage:
-    record = catalog.find_record(site, prefix, name=record_name)
-    if record is None:
-        raise DeployError(f"no image record named {record_name}")
-    market_name = catalog.marketplace_names(site.naming)[prefix]
-    market_ids = {m.id for m in site.marketplaces.values() if m.name == market_name}
-    app = next((a for a in site.marketapps.values()
-                if a.record_id == record["_id"]["$oid"] and a.marketplace_id in market_ids), None)
-    attrs: Template = [("NAME", image_name)]
-    if app is not None:
-        attrs += parse_template(base64.b64decode(app.apptemplate64).decode()) if app.apptemplate64 else []
-        attrs.append(("FROM_APP", str(app.id)))
-    else:  # the cloud's version does not list the record: download its file directly
-        item = record["files"][0]
-        attrs += [("PATH", site.base_url + item["url"]), ("TYPE", item.get("type", "OS")),
-                  ("SIZE", str(-(-int(item["size"]) // 2**20)))]
+def _export_image(site: SimSite, app: SimMarketApp, image_name: str, datastore: int, attributes: Template) -> SimImage:
+    """`export_image`: the app's APPTEMPLATE64, NAME and FROM_APP (and the appliance attributes)."""
+    attrs: Template = parse_template(base64.b64decode(app.apptemplate64).decode()) if app.apptemplate64 else []
+    attrs += [("NAME", image_name), ("FROM_APP", str(app.id))]
     return allocate_image(site, attrs + attributes, datastore, 0, 0)
 
 
