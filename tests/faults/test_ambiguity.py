@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.faults.conftest import PointAt, run_json
+from tests.market.conftest import register_community
 from tui.cli.common import EXIT_FAILED, EXIT_OK
 from tui.sim.repos import SIM_VAULT_PASSWORD, seed_repositories
 from tui.sim.server import SimServer
@@ -23,6 +24,7 @@ from tui.sim.server import SimServer
 def test_an_id_held_by_an_unanswered_marketplace_is_refused_not_resolved_elsewhere(
         sim: SimServer, env: PointAt, capsys: pytest.CaptureFixture[str]) -> None:
     env(sim)
+    register_community(sim)  # the cloud registers the community marketplace too
     images, templates = set(sim.site.images), set(sim.site.templates)
     sim.site.faults.market_faults["/"] = "error"  # the site's own marketplace answers 500, every time
     code, answer = run_json(capsys, "market", "download", "service_toolkit", "--datastore", "1", "--yes", "--json",
@@ -42,6 +44,7 @@ def test_an_id_held_by_an_unanswered_marketplace_is_refused_not_resolved_elsewhe
 def test_an_id_several_marketplaces_hold_needs_the_key(sim: SimServer, env: PointAt,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
     env(sim)
+    community = register_community(sim)  # monitored after the site's own: the cloud's DNS app holds its build
     code, answer = run_json(capsys, "market", "download", "service_dns", "--datastore", "1", "--dry-run", "--json")
     assert code == EXIT_FAILED and answer["error"]["title"] == "Appliance 'service_dns' is in several marketplaces"
     detail = answer["error"]["detail"]
@@ -49,9 +52,14 @@ def test_an_id_several_marketplaces_hold_needs_the_key(sim: SimServer, env: Poin
     assert "v1.1.0-20250520-0931" in detail and "v1.0.0-20250110-1005" in detail
     code, answer = run_json(capsys, "market", "show", "Community Marketplace#service_dns", "--json")
     assert code == EXIT_OK and answer["appliance"]["version"] == "v1.0.0-20250110-1005"
+    code, answer = run_json(capsys, "market", "download", f"{sim.market_url}/community#service_dns", "--datastore",
+                            "1", "--dry-run", "--json")
+    assert code == EXIT_OK and answer["dry_run"]
+    # the cloud keeps one app per name: the site's build is not exportable while the community lists it
     code, answer = run_json(capsys, "market", "download", f"{sim.market_url}#service_dns", "--datastore", "1",
                             "--dry-run", "--json")
-    assert code == EXIT_OK and answer["dry_run"]
+    assert code == EXIT_FAILED and answer["error"]["title"] == "The cloud holds DNS Server from another marketplace"
+    assert f"onemarket disable {community}" in answer["error"]["detail"]
     code, answer = run_json(capsys, "market", "show", "service_bastion", "--json")  # one holder: no question
     assert code == EXIT_OK
 

@@ -38,13 +38,32 @@ def settings_for(server: SimServer, tmp_path: Path, *, marketplace_urls: tuple[s
     return replace(settings, xmlrpc_timeout=timeout) if timeout is not None else settings
 
 
+def community_url(server: SimServer) -> str:
+    """The embedded site's second HTTP marketplace, which the fresh cloud does not register (it
+    lists older builds under the names of the site's own appliances): tests read it through the
+    settings (`connect(server, marketplace_urls=(community_url(server),))`)."""
+    return server.market_url + "/community"
+
+
+def register_community(server: SimServer) -> int:
+    """Register the community marketplace in the cloud and let the cloud monitor every marketplace
+    once (in ID order, as oned does): what an operator who runs `onemarket create` for it gets. The
+    cloud keeps one app per name, so the site's toolkit app then holds the community's build."""
+    from tui.sim import catalog, market_monitor
+
+    with server.site.lock:
+        market = catalog.register_marketplace(server.site, catalog.COMMUNITY_PREFIX)
+        market_monitor.monitor_all(server.site)
+    return market.id
+
+
 #: the series whose list the marketplace answers each emulated platform's User-Agent with: its own
 #: when some record lists it; no record lists 7.4, so appmarket-simple answers its latest series
 #: (`src/controllers/appmarket-server.rb`, `get '/appliance/?'`)
 SERVED_SERIES = {"6.10.0": "6.10", "7.0.0": "7.0", "7.4.0": "7.0"}
-#: appliances a fresh site lists per served series: Ubuntu 24.04 lists 7.0 only; the VPN gateway,
-#: the Container Cluster v1.29 and Alpine list 6.10 and not 7.0 (`tui.sim.catalog`)
-FRESH_APPLIANCES = {"6.10": 31, "7.0": 29}
+#: appliances a fresh site lists per served series (its one registered marketplace): the VPN
+#: gateway lists 6.10 and not 7.0 (`tui.sim.catalog`)
+FRESH_APPLIANCES = {"6.10": 18, "7.0": 17}
 
 
 def served_series(server: SimServer) -> str:

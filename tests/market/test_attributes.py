@@ -25,6 +25,7 @@ from tui.procedures.attach_attributes import (
 )
 from tui.procedures.marketplace import load_catalog
 from tui.procedures.operation import ReadOnlyRefused
+from tui.sim.catalog import TOOLKIT_OLD_VERSION
 from tui.sim.server import SimServer
 
 TOOLKIT_FILE = (
@@ -142,8 +143,9 @@ async def test_every_image_of_the_toolkit_service_gets_the_attributes(sim_factor
     documents = await site.cloud.list_documents(101)
     images = await images_of_service_template(site, documents[0].id)
     assert len(images) == 5  # each VM template exports its own images (marketplaceapp_ext.rb)
-    record = (await load_catalog(site)).find(f"{server.market_url}/community#service_toolkit").record
-    tag = tag_for_record(record)
+    # the deployed build: the marketplace has published the next one since
+    software, stamp = TOOLKIT_OLD_VERSION.split("-", 1)
+    tag = ApplianceTag(site.naming.toolkit_appliance_name, stamp, software)
     plan = await plan_attach(site, tag, images)
     assert all(t.up_to_date for t in plan.targets)  # the deployed toolkit is tagged already
     other = ApplianceTag("Site Toolkit", "20990101-0000", "v9.0.0")

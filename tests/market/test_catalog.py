@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.market.conftest import SiteFactory, served_series
+from tests.market.conftest import SiteFactory, community_url, register_community, served_series
 from tui.domain.upgrades import InstallState
 from tui.errors import SiteError
 from tui.procedures.marketplace import AmbiguousAppliance, appliance_record, load_catalog, sources_from
@@ -31,9 +31,14 @@ def _record(record_id: str, **fields: object) -> dict:  # type: ignore[type-arg]
 async def test_lists_every_registered_marketplace_with_install_status(sim: SimServer, connect: SiteFactory) -> None:
     site = await connect(sim)
     catalog = await load_catalog(site)
-    assert [s.name for s in catalog.sources] == ["Site Toolkit Marketplace", "Community Marketplace"]
+    # marketplaces 0 and 1 (disabled, no ENDPOINT) are not read; the site's own is
+    assert [(s.name, s.marketplace_id) for s in catalog.sources] == [("Site Toolkit Marketplace", 100)]
     assert all(s.origin == "cloud" and s.registered for s in catalog.sources)
     assert catalog.failures == () and catalog.record_errors == ()
+    # the cloud imported every record the marketplace lists for its version: each is exportable
+    apps = {a.name: a.id for a in await site.cloud.list_marketapps()}
+    assert all(e.cloud is not None and e.cloud.app is not None and e.cloud.app.id == apps[e.record.name]
+               for e in catalog.entries)
     toolkit = catalog.find(f"{sim.market_url}#service_toolkit")
     record = toolkit.record
     assert record.version == "v0.5.0-20250403-1109"
@@ -45,9 +50,25 @@ async def test_lists_every_registered_marketplace_with_install_status(sim: SimSe
 
 
 async def test_a_settings_url_is_read_once_even_when_the_cloud_registers_it(sim: SimServer, connect: SiteFactory) -> None:
-    site = await connect(sim, marketplace_urls=(sim.market_url + "/",))
+    site = await connect(sim, marketplace_urls=(sim.market_url + "/", community_url(sim)))
     catalog = await load_catalog(site)
-    assert [s.origin for s in catalog.sources] == ["cloud+settings", "cloud"]
+    assert [s.origin for s in catalog.sources] == ["cloud+settings", "settings"]
+
+
+async def test_a_disabled_marketplace_is_not_read_as_registered(sim: SimServer, connect: SiteFactory) -> None:
+    """A disabled marketplace is not monitored and disabling drops its apps (src/rm/
+    RequestManagerMarketPlace.cc 47-51, 88-110 at release-7.0.2): its records are not the cloud's."""
+    site = await connect(sim, marketplace_urls=(community_url(sim),))
+    market_id = register_community(sim)
+    await site.cloud.market_enable(market_id, False)
+    catalog = await load_catalog(site)
+    community = next(s for s in catalog.sources if s.url == community_url(sim))
+    assert community.origin == "settings" and not community.registered
+    ubuntu = catalog.find(f"{community_url(sim)}#" + next(
+        e.record.id for e in catalog.entries if e.record.name == "Ubuntu 24.04"))
+    assert ubuntu.cloud is not None and ubuntu.cloud.app is None
+    assert ubuntu.cloud.title == f"Marketplace {market_id} (Community Marketplace) is disabled"
+    assert f"onemarket enable {market_id}" in ubuntu.cloud.detail
 
 
 def test_sources_keep_cloud_marketplaces_with_an_http_endpoint_first() -> None:
@@ -71,7 +92,7 @@ async def test_marketplaces_list_only_records_for_the_platform_version(
         sim_factory, connect: SiteFactory, one_version: str, expected_in: set[str],  # type: ignore[no-untyped-def]
         expected_out: set[str]) -> None:
     server = sim_factory(one_version=one_version)
-    site = await connect(server)
+    site = await connect(server, marketplace_urls=(community_url(server),))
     catalog = await load_catalog(site)
     assert catalog.platform_version == one_version
     names = _names(catalog)
@@ -88,16 +109,16 @@ async def test_a_series_no_marketplace_lists_keeps_the_latest_series_list(
     (src/controllers/appmarket-server.rb); the console shows those records, as the cloud's market
     driver imports them, instead of hiding both marketplaces whole."""
     server = sim_factory(one_version=one_version)
-    site = await connect(server)
+    site = await connect(server, marketplace_urls=(community_url(server),))
     catalog = await load_catalog(site)
     names = _names(catalog)
     assert {"Ubuntu 24.04", "DNS Server", site.naming.toolkit_appliance_name} <= names
     assert "Alpine Linux 3.21" not in names  # listed for 6.8 and 6.10 only: not in the 7.0 list
     assert catalog.hidden_other_versions == 0
     assert dict(catalog.other_series) == {"Site Toolkit Marketplace": "6.10, 7.0",
-                                          "Community Marketplace": "6.8, 6.10, 7.0"}
+                                          community_url(server): "6.8, 6.10, 7.0"}
     imported = {app.name for app in await site.cloud.list_marketapps()}
-    assert names <= imported
+    assert _names(catalog, "Site Toolkit Marketplace") <= imported
 
 
 async def test_a_record_with_missing_and_extra_fields_is_listed_with_what_it_has(sim: SimServer,
@@ -154,7 +175,7 @@ async def test_each_non_conforming_version_is_flagged_and_split_at_the_first_das
 
 
 async def test_the_seeded_catalogue_flags_its_non_conforming_versions(sim: SimServer, connect: SiteFactory) -> None:
-    site = await connect(sim)
+    site = await connect(sim, marketplace_urls=(community_url(sim),))
     catalog = await load_catalog(site)
     flagged = {e.record.version for e in catalog.entries if not e.record.parsed_version.conforming}
     # the community Ubuntu 24.04 lists only 7.0; its Container Cluster v1.29 and Alpine only 6.10
@@ -212,14 +233,76 @@ async def test_a_marketplace_timeout_is_reported_and_changes_nothing(sim: SimSer
 
 async def test_find_needs_the_key_when_several_marketplaces_hold_it_and_newest_is_for_definitions(
         sim: SimServer, connect: SiteFactory) -> None:
-    site = await connect(sim)
+    site = await connect(sim, marketplace_urls=(community_url(sim),))
     catalog = await load_catalog(site)
     with pytest.raises(AmbiguousAppliance) as info:
         catalog.find("site toolkit")
     assert info.value.keys == (f"{sim.market_url}#service_toolkit", f"{sim.market_url}/community#service_toolkit")
     assert catalog.find(f"{sim.market_url}#service_toolkit").record.version == "v0.5.0-20250403-1109"
-    assert catalog.find("Community Marketplace#service_dns").record.version == "v1.0.0-20250110-1005"
+    assert catalog.find(f"{community_url(sim)}#service_dns").record.version == "v1.0.0-20250110-1005"
     assert catalog.newest("site toolkit").record.version == "v0.5.0-20250403-1109"
     assert catalog.newest("service_dns").record.version == "v1.1.0-20250520-0931"
     with pytest.raises(SiteError, match="No appliance"):
         catalog.find("nothing like this")
+
+
+async def test_of_two_registered_marketplaces_listing_a_name_only_the_build_the_cloud_holds_is_exportable(
+        sim: SimServer, connect: SiteFactory) -> None:
+    """The cloud keeps one app per name (MarketPlaceAppPool::import, src/market/MarketPlaceAppPool.cc
+    211-223 at release-7.0.2): registered and monitored after the site's marketplace, the community
+    one's older toolkit is what the site's toolkit app holds. The list says which record the cloud
+    can export and why the other cannot; disabling the community marketplace and the next
+    monitoring of the site's one give the site's build back."""
+    from tui.procedures.download_plan import find_market_app
+    from tui.sim import market_monitor
+
+    site = await connect(sim)
+    market_id = register_community(sim)
+    catalog = await load_catalog(site)
+    assert [s.marketplace_id for s in catalog.sources] == [100, market_id]
+    mine, theirs = (catalog.find(f"{url}#service_toolkit") for url in (sim.market_url, community_url(sim)))
+    assert theirs.cloud is not None and theirs.cloud.app is not None and theirs.cloud.app.marketplace_id == 100
+    assert theirs.cloud.app.version == "v0.4.0-20250219-2235"
+    assert mine.cloud is not None and mine.cloud.app is None
+    assert mine.cloud.title == "The cloud holds Site Toolkit from another marketplace"
+    assert f"onemarket disable {market_id}" in mine.cloud.detail and community_url(sim) in mine.cloud.detail
+    assert dict(mine.detail_rows())["cloud app"] == f"app {theirs.cloud.app.id} holds v0.4.0-20250219-2235 from " \
+                                                    "Community Marketplace"
+    assert mine.as_json()["cloud_app"] == {"app_id": None, "label": mine.cloud.label, "problem": mine.cloud.title,
+                                           "fix": mine.cloud.detail}
+    with pytest.raises(SiteError, match="another marketplace"):
+        await find_market_app(site, mine.record)
+    assert (await find_market_app(site, theirs.record)).id == theirs.cloud.app.id
+    # the fix the finding names
+    await site.cloud.market_enable(market_id, False)
+    with sim.site.lock:
+        market_monitor.monitor_all(sim.site)
+    app = await find_market_app(site, mine.record)
+    assert app.id == theirs.cloud.app.id and app.version == "v0.5.0-20250403-1109"
+
+
+@pytest.mark.parametrize("one_version", ["6.10.0", "7.0.0"])
+async def test_an_endpoint_without_its_slash_stops_downloads_on_6_10_0_with_the_fix(
+        sim_factory, connect: SiteFactory, one_version: str) -> None:  # type: ignore[no-untyped-def]
+    """6.10.0-6.10.2's market driver builds every app's link and SOURCE from the ENDPOINT as it is
+    (src/market_mad/remotes/one/monitor line 170 at release-6.10.0): without the trailing slash the
+    cloud's downloads fail. The console names it, with `onemarket update`, before any change."""
+    from tui.procedures.download_plan import find_market_app
+    from tui.sim import market_monitor
+
+    server = sim_factory(one_version=one_version)
+    site = await connect(server)
+    await site.cloud.market_update(100, f'ENDPOINT="{server.market_url}"', True)
+    with server.site.lock:
+        market_monitor.monitor_all(server.site)
+    entry = (await load_catalog(site)).find("service_dns")
+    assert entry.cloud is not None
+    if one_version != "6.10.0":  # 6.10.3 and later add the slash themselves
+        assert entry.cloud.app is not None and entry.cloud.app.link.startswith(server.market_url + "/appliance/")
+        return
+    assert entry.cloud.app is None and entry.cloud.label == "marketplace 100: ENDPOINT lacks its trailing slash"
+    with pytest.raises(SiteError) as caught:
+        await find_market_app(site, entry.record)
+    assert caught.value.title == "Marketplace 100 (Site Toolkit Marketplace) gives its apps broken links"
+    assert f"({server.market_url}appliance/<id>)" in caught.value.detail
+    assert f'ENDPOINT="{server.market_url}/"' in caught.value.detail and "onemarket update 100" in caught.value.detail

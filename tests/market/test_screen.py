@@ -6,7 +6,7 @@ from typing import Any
 
 from textual.widgets import Button, DataTable, Markdown
 
-from tests.market.conftest import free_old_images, fresh_appliances, served_series
+from tests.market.conftest import community_url, free_old_images, fresh_appliances, served_series
 from tests.ui.conftest import SIZE, console_app, rendered_text, wait_for
 from tui.app import SiteToolkitApp
 from tui.screens.market_attributes import AttributesModal
@@ -50,7 +50,7 @@ async def test_list_shows_every_appliance_with_status_and_the_detail(sim: SimSer
             assert label in header
         assert "- not downloaded" in screen.table.render_line(1).text  # glyph and word
         status = rendered_text(screen.query_one("#mk-status"))
-        assert f"{count} appliances" in status and "2 of 2 marketplaces" in status
+        assert f"{count} appliances" in status and "1 of 1 marketplaces" in status
         assert f"platform {sim.site.config.one_version}" in status
         # on a series no record lists (7.4) every record is kept and the status says which series they list
         other_series = not sim.site.config.one_version.startswith(served_series(sim) + ".")
@@ -85,9 +85,9 @@ async def test_filter_narrows_keeps_the_cursor_and_escape_clears(sim: SimServer)
         key = await _cursor_to(pilot, screen, "service_dns", "v1.1.0-20250520-0931")
         await pilot.press("slash", *"dns")
         await wait_for(pilot, lambda: screen.table.filter_text == "dns", what="the filter")
-        assert screen.table.visible_count == 2
+        assert screen.table.visible_count == 1
         assert screen.table.cursor_key == key
-        assert f"2 of {count} appliances" in rendered_text(screen.query_one("#mk-status"))
+        assert f"1 of {count} appliances" in rendered_text(screen.query_one("#mk-status"))
         await pilot.press("escape")
         await wait_for(pilot, lambda: screen.table.visible_count == count, what="the cleared filter")
         assert screen.table.visible_count == count
@@ -147,7 +147,8 @@ async def test_cancelling_a_download_deletes_what_it_created(sim_factory) -> Non
 
 async def test_read_only_hides_the_download_and_the_mutating_buttons(sim_factory) -> None:  # type: ignore[no-untyped-def]
     server = sim_factory(scenario="deployed")
-    app = console_app(server, read_only=True)
+    # the community marketplace (read through the settings) still lists the deployed v0.4.0
+    app = console_app(server, read_only=True, marketplace_urls=(server.market_url, community_url(server)))
     async with app.run_test(size=SIZE) as pilot:
         screen = await _market(pilot, app)
         assert screen.check_action("download", ()) is False
@@ -243,7 +244,7 @@ async def test_an_unreadable_marketplace_is_named_in_the_status_line(sim: SimSer
     async with app.run_test(size=SIZE) as pilot:
         screen = await _market(pilot, app)
         status = rendered_text(screen.query_one("#mk-status"))
-        assert "0 of 2 marketplaces" in status and "Marketplace error" in status
+        assert "0 of 1 marketplaces" in status and "Marketplace error" in status
         assert screen.table.row_count == 0
         sim.site.faults.market_faults.clear()
         await pilot.press("r")

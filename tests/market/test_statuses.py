@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.market.conftest import POLL, collect
+from tests.market.conftest import POLL, collect, community_url
 from tests.ui.conftest import SIZE, console_app, wait_for
 from tui.procedures.download_appliance import download_appliance, find_market_app, plan_download
 from tui.procedures.marketplace import load_catalog
@@ -31,7 +31,8 @@ async def _download_toolkit(site: Any) -> None:
 
 async def test_after_a_service_download_its_parts_follow_and_the_older_build_is_not_up_to_date(
         sim: SimServer, connect: Any) -> None:
-    site = await connect(sim)
+    # the community marketplace, read through the settings, still lists the older build
+    site = await connect(sim, marketplace_urls=(community_url(sim),))
     await _download_toolkit(site)
     states = _states(await load_catalog(site), "Site Toolkit")
     new = {state for (name, version), state in states.items() if version == TOOLKIT_VERSION}

@@ -143,6 +143,74 @@ def test_a_configured_marketplace_is_registered_once(sim_factory, monkeypatch, c
     count = len(server.site.marketplaces)
     assert run(capsys, "setup", "run", "--input", str(inputs), "--only", "marketplaces", "--yes")[0] == 0
     assert len(server.site.marketplaces) == count
+    # registered from ID 100 on (the bootstrap 0 and 1, the site's own 100), with the trailing
+    # slash every market driver version reads right (6.10.0-6.10.2 do not add it)
+    market = max(server.site.marketplaces.values(), key=lambda m: m.id)
+    assert market.id == 101 and market.endpoint == "http://market.example.org:8080/site/"
+    evidence = " ".join(steps(data)["marketplaces"]["evidence"])
+    assert "disabled: OpenNebula Public (ID 0) the driver's built-in public marketplace" in evidence
+    assert "local store" not in evidence
+
+
+def test_a_configured_marketplace_registered_but_disabled_is_enabled_not_registered_again(
+        sim_factory, monkeypatch, capsys, tmp_path: Path) -> None:
+    """A disabled marketplace is not monitored and holds no app (src/rm/RequestManagerMarketPlace.cc
+    47-51, 88-110 at release-7.0.2): it does not count as registered; the setup enables it."""
+    server: SimServer = sim_factory()
+    url = server.market_url + "/community"
+    config = tmp_path / "config.toml"
+    config.write_text(f'[marketplace]\nurls = ["{url}"]\n')
+    monkeypatch.setenv("SITETK_CONFIG", str(config))
+    point_at(server, monkeypatch, vault_file=False)
+    from tui.sim import catalog
+
+    with server.site.lock:
+        market = catalog.register_marketplace(server.site, catalog.COMMUNITY_PREFIX)
+        market.state = 1
+    inputs = tmp_path / "inputs.json"
+    write_inputs(inputs)
+    code, data, _ = run(capsys, "setup", "status", "--input", str(inputs), "--json")
+    step = steps(data)["marketplaces"]
+    assert step["state"] == "to do" and step["data"]["missing"] == [url]
+    assert f"onemarket enable {market.id}" in step["action"]
+    count = len(server.site.marketplaces)
+    code, _, err = run(capsys, "setup", "run", "--input", str(inputs), "--only", "marketplaces", "--yes")
+    assert code == 0, err
+    assert len(server.site.marketplaces) == count and server.site.marketplaces[market.id].state == 0
+    # enabling monitors it at once: the community's own appliances are its apps
+    assert any(a.marketplace_id == market.id for a in server.site.marketapps.values())
+    assert steps(run(capsys, "setup", "status", "--input", str(inputs), "--json")[1])["marketplaces"]["state"] == "done"
+
+
+@pytest.mark.parametrize("one_version", ["6.10.0", "7.0.0"])
+def test_an_endpoint_without_its_slash_is_a_named_fixable_finding_on_6_10_0(
+        sim_factory, monkeypatch, capsys, tmp_path: Path, one_version: str) -> None:
+    """The 6.10.0-6.10.2 market driver builds `"#{@url}appliance/#{id}"` from the ENDPOINT as it is
+    (src/market_mad/remotes/one/monitor line 170 at release-6.10.0; 6.10.3 adds the slash, line
+    42): every app's download is broken. The step names it with `onemarket update`, and `setup run
+    --only marketplaces` makes that update; later versions are not concerned."""
+    server: SimServer = sim_factory(one_version=one_version)
+    point_at(server, monkeypatch, vault_file=False)
+    with server.site.lock:
+        market = server.site.marketplaces[100]
+        market.endpoint = market.endpoint.rstrip("/")
+        market.template = [a for a in market.template if a[0] != "ENDPOINT"] + [("ENDPOINT", market.endpoint)]
+        endpoint = market.endpoint
+    inputs = tmp_path / "inputs.json"
+    write_inputs(inputs)
+    code, data, _ = run(capsys, "setup", "status", "--input", str(inputs), "--json")
+    step = steps(data)["marketplaces"]
+    if one_version != "6.10.0":
+        assert step["state"] == "done"
+        return
+    assert step["state"] == "to do"
+    assert any("lacks a trailing slash" in e and f"{endpoint}appliance/<id>" in e for e in step["evidence"])
+    assert "onemarket update 100 <file> --append" in step["action"]
+    assert step["data"]["endpoint_without_slash"] == [{"marketplace_id": 100, "endpoint": endpoint}]
+    code, _, err = run(capsys, "setup", "run", "--input", str(inputs), "--only", "marketplaces", "--yes")
+    assert code == 0, err
+    assert server.site.marketplaces[100].endpoint == endpoint + "/"
+    assert steps(run(capsys, "setup", "status", "--input", str(inputs), "--json")[1])["marketplaces"]["state"] == "done"
 
 
 def test_the_identity_steps_are_operations(sim_factory, monkeypatch, tmp_path: Path) -> None:
@@ -207,3 +275,29 @@ def test_the_identity_steps_are_operations(sim_factory, monkeypatch, tmp_path: P
     assert ran[1]["details"]["made"][0]["what"] == "marketplace" and isinstance(ran[1]["details"]["made"][0]["market_id"], int)
     assert password not in text and password not in audit_text
     assert len(AuditLog(audit_path).entries()) == len(entries)
+
+
+def test_registering_a_marketplace_that_lists_names_the_cloud_holds_is_previewed_with_the_consequence(
+        sim_factory) -> None:
+    """The cloud keeps one app per name across marketplaces, rebuilt from the one monitored last
+    (src/market/MarketPlaceAppPool.cc 211-223 at release-7.0.2): registering the community
+    marketplace, which lists older builds under the site's appliance names, would make the cloud's
+    toolkit app hold its v0.4.0. The plan says so before anything is registered."""
+    from tui.procedures.setup_identity import plan_marketplace
+
+    server: SimServer = sim_factory()
+    url = server.market_url + "/community"
+
+    async def plan():  # type: ignore[no-untyped-def]
+        site = _site(server)
+        await site.connect()
+        try:
+            return await plan_marketplace(site, url), await plan_marketplace(site, server.market_url)
+        finally:
+            await site.close()
+
+    community, own = asyncio.run(plan())
+    assert community.existing is None and own.existing == 100 and own.warnings == ()
+    [warning] = community.preview().warnings
+    assert "one app per name" in warning and f"apps it holds from {server.market_url} " in warning
+    assert "Site Toolkit" in warning and "DNS Server" in warning

@@ -164,9 +164,11 @@ async def test_a_failed_enable_removes_what_it_created(cloud: SiteConnection, de
     download, and the image and the ACL rule it made are removed again (audit-logged)."""
     import uuid
 
+    from tests.market.conftest import register_community
     from tui.domain.components import ComponentDefinition, VariableSpec
     from tui.sim.catalog import _UUID_NAMESPACE
 
+    register_community(deployed)  # its Debian 12 (arm64) record comes without a VM template
     path = await open_demo_site(cloud.settings)
     before, objects = path.read_bytes(), _objects(deployed)
     record = str(uuid.uuid5(_UUID_NAMESPACE, "debian-12-arm"))

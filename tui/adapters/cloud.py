@@ -533,6 +533,16 @@ class CloudClient:
         return await self._allocate("market.allocate", template_text(template),
                                     named=lambda: self._names(self.list_marketplaces()))
 
+    async def market_update(self, market_id: int, template: TemplateInput, append: bool | int) -> int:
+        """Update a marketplace's TEMPLATE (`onemarket update`; append 1 merges)."""
+        return await self._scalar("market.update", int, int(market_id), template_text(template), _flag(append),
+                                  idempotent=True)
+
+    async def market_enable(self, market_id: int, enable: bool) -> int:
+        """Enable (the cloud monitors it at once) or disable (its apps are dropped) a marketplace
+        (`onemarket enable|disable`)."""
+        return await self._scalar("market.enable", int, int(market_id), bool(enable), idempotent=True)
+
     async def list_groups(self) -> tuple[Group, ...]:
         return await self._pyone_pool("grouppool.info", "GROUP_POOL", "GROUP", parse.group)
 

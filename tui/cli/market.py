@@ -84,6 +84,15 @@ def _report_catalog_problems(catalog: MarketCatalog) -> None:
             print(f"  {failure.detail}", file=sys.stderr)
     for error in catalog.record_errors:
         print(f"warning: skipped a record: {error}", file=sys.stderr)
+    # records of registered marketplaces the cloud cannot export as listed, one line per reason
+    reasons: dict[str, list[CatalogEntry]] = {}
+    for entry in catalog.entries:
+        if entry.source.registered and entry.cloud is not None and entry.cloud.app is None:
+            reasons.setdefault(entry.cloud.title, []).append(entry)
+    for title, held in reasons.items():
+        print(f"note: {title} ({len(held)} appliance(s): {', '.join(e.record.name for e in held[:3])}"
+              f"{', ...' if len(held) > 3 else ''}); `sitetk market show {held[0].key}` says what to do",
+              file=sys.stderr)
 
 
 def catalog_table(entries: list[CatalogEntry]) -> Table:

@@ -89,12 +89,18 @@ UNREADABLE = "unreadable source"
 
 @dataclass(frozen=True)
 class MarketplacesMissing:
-    """What the marketplaces step found missing: the configured URLs the cloud has not registered."""
+    """What the marketplaces step found missing: the configured URLs the cloud has not registered
+    (or only as a disabled marketplace), and the marketplaces whose ENDPOINT (id, ENDPOINT) needs
+    the trailing slash the 6.10.0-6.10.2 market driver does not add."""
 
     urls: tuple[str, ...]
+    mend: tuple[tuple[int, str], ...] = ()
 
     def as_json(self) -> dict[str, Any]:
-        return {"missing": list(self.urls)}
+        found: dict[str, Any] = {"missing": list(self.urls)}
+        if self.mend:
+            found["endpoint_without_slash"] = [{"marketplace_id": i, "endpoint": e} for i, e in self.mend]
+        return found
 
 
 @dataclass(frozen=True)

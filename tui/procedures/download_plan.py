@@ -30,7 +30,14 @@ from tui.domain.documents import SERVICE_DOCUMENT, SERVICE_TEMPLATE_DOCUMENT, Do
 from tui.domain.error_codes import NO_EXISTS
 from tui.domain.images import ERROR, ImageInfo
 from tui.domain.market_export import exported_children, name_candidates, service_body
-from tui.domain.marketapps import IMAGE_APP, SERVICE_TEMPLATE_APP, VMTEMPLATE_APP, MarketApp, decode_apptemplate64
+from tui.domain.marketapps import (
+    IMAGE_APP,
+    SERVICE_TEMPLATE_APP,
+    VMTEMPLATE_APP,
+    MarketApp,
+    cloud_app_for,
+    decode_apptemplate64,
+)
 from tui.domain.naming import NamingProfile
 from tui.domain.object_names import MAX_NAME_BYTES, console_name_problem, fit_name
 from tui.domain.printable import escape_controls
@@ -39,7 +46,6 @@ from tui.domain.vmtemplates import VmTemplate
 from tui.errors import SiteError
 from tui.procedures.attach_attributes import FILE_PLACEHOLDER, role_template_ids, role_templates, tag_for_app
 from tui.procedures.concurrent import gather
-from tui.procedures.marketplace import normalize_url
 from tui.procedures.preview import Change, Preview
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -300,30 +306,15 @@ async def list_image_datastores(site: "SiteConnection") -> tuple[Datastore, ...]
 
 
 async def find_market_app(site: "SiteConnection", record: ApplianceRecord) -> MarketApp:
-    """The cloud's marketplace app that mirrors `record` (same marketplace, import id or name)."""
-    url = normalize_url(record.marketplace_url)
-    marketplaces = await site.cloud.list_marketplaces()
-    market_ids = {m.id for m in marketplaces if normalize_url(m.endpoint) == url}
-    if not market_ids:
-        raise SiteError(f"Marketplace {url} is not registered in the cloud",
-                        "The cloud downloads appliances from the marketplaces it has registered. Register it "
-                        f"(`onemarket create` with MARKET_MAD=one and ENDPOINT={url}), wait for its apps to be "
-                        "imported, then retry.")
-    apps = [a for a in await site.cloud.list_marketapps() if a.marketplace_id in market_ids]
-    matches = [a for a in apps if a.template.get("IMPORT_ID") == record.id] or \
-              [a for a in apps if a.name == record.name]
-    if not matches:
-        raise SiteError(f"The cloud has no app for {record.name}",
-                        f"Marketplace {url} is registered but its app for record {record.id} is not imported "
-                        "(the cloud imports only the records listed for its version). Wait for the next marketplace "
-                        "refresh, then retry.")
-    same = [a for a in matches if a.version == record.version]
-    if not same:
-        found = ", ".join(f"app {a.id} {a.version}" for a in matches)
-        raise SiteError(f"The cloud has another version of {record.name}",
-                        f"The marketplace lists {record.version}; the cloud has {found}. The cloud has not imported "
-                        "the new version yet: retry after its next marketplace refresh, or download the app by ID.")
-    return same[0]
+    """The cloud's marketplace app whose content is `record` (`domain.marketapps.cloud_app_for`):
+    the cloud keeps one app per name across its marketplaces, so a record another registered
+    marketplace also lists may not be exportable; `SiteError` says why and what to do."""
+    marketplaces, apps = await gather(site.cloud.list_marketplaces(), site.cloud.list_marketapps())
+    found = cloud_app_for(record.marketplace_url, record.id, record.name, record.version, marketplaces, apps,
+                          site.marketplace.platform_version)
+    if found.app is None:
+        raise SiteError(found.title, found.detail)
+    return found.app
 
 
 async def plan_download(site: "SiteConnection", app_id: int, datastore_id: int, name: str,
@@ -415,16 +406,25 @@ class _PlanBuilder:
         self.warnings: list[str] = []
 
     def _child(self, app_name: str, parent: MarketApp) -> MarketApp:
-        """An app named in a DISK/ROLE vector: same marketplace first, then any (the CLI takes the
-        first app of that name in the pool)."""
-        same = [a for a in self.apps if a.name == app_name and a.marketplace_id == parent.marketplace_id]
-        found = same or [a for a in self.apps if a.name == app_name]
+        """An app named in a DISK/ROLE vector: the first app of that name in the pool, as the
+        platform's export finds it (`pool.find {|p| p['NAME'] == app }`, marketplaceapp_ext.rb line
+        422 at release-7.0.2). The cloud keeps one app per name, its content from the marketplace
+        monitored last: a child whose content came from another marketplace than its parent's is
+        named in the plan's warnings (the parts would mix builds)."""
+        found = [a for a in self.apps if a.name == app_name]
         if not found:
             raise SiteError(f"App {app_name!r} not found",
                             f"{parent.name} (app {parent.id}) names {app_name!r}, which the cloud has not imported.")
         child = found[0]
         if child.state_name != "READY":
             raise SiteError(f"App {child.id} ({child.name}) is {child.state_name}", "Only READY apps can be exported.")
+        if parent.origin_url and child.origin_url != parent.origin_url:
+            warning = (f"{child.name} (app {child.id}) holds {child.version or '(no version)'} from "
+                       f"{child.origin_url or 'an unknown origin'}, not from {parent.origin_url} as {parent.name} "
+                       f"(app {parent.id}, {parent.version or 'no version'}) does: the cloud's next marketplace "
+                       "monitoring may set them right")
+            if warning not in self.warnings:
+                self.warnings.append(warning)
         return child
 
     def _reusable(self, image: ImageInfo, app: MarketApp) -> bool:

@@ -1,8 +1,8 @@
 """Reading the appliance marketplaces: records, where they come from, and what the site has.
 
-Marketplaces are read over HTTP from two places: those the cloud has registered (a MARKETPLACE
-whose TEMPLATE/ENDPOINT is an HTTP address) and those listed in the settings
-(`[marketplace] urls`). Each is listed concurrently; one that fails (404, 500, invalid JSON, a
+Marketplaces are read over HTTP from two places: those the cloud has registered (an ENABLED
+MARKETPLACE whose TEMPLATE/ENDPOINT is an HTTP address; a disabled one is not monitored and holds
+no app, so it does not count) and those listed in the settings (`[marketplace] urls`). Each is listed concurrently; one that fails (404, 500, invalid JSON, a
 timeout) is reported in `MarketCatalog.failures` and never hides the others. Records the
 marketplace lists for another platform series are left out (servers already filter on the
 User-Agent; this catches those that do not), except when none of a marketplace's records lists
@@ -12,7 +12,11 @@ and those records are the ones the cloud's own market driver imports, so they ar
 marketplace is named in `MarketCatalog.other_series`.
 
 The install status of each record comes from the images' marketplace attributes
-(`domain.upgrades.appliance_statuses`). These are reads: no preview, no audit.
+(`domain.upgrades.appliance_statuses`). What the cloud holds for each record comes from its
+marketplace apps (`domain.marketapps.cloud_app_for`): the cloud keeps one app per name across its
+marketplaces, its content from the marketplace it monitored last, so of two registered
+marketplaces listing the same name only one record is exportable at a time; the others say
+why. These are reads: no preview, no audit.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from tui.domain.appliances import ApplianceRecord, Listing, platform_series
 from tui.domain.images import ImageInfo
-from tui.domain.marketapps import Marketplace
+from tui.domain.marketapps import CloudAppMatch, MarketApp, Marketplace, cloud_app_for
 from tui.domain.upgrades import ApplianceStatus, InstallState, appliance_statuses
 from tui.errors import SiteError
 from tui.procedures.concurrent import gather
@@ -79,6 +83,8 @@ class CatalogEntry:
     record: ApplianceRecord
     source: MarketplaceSource
     status: ApplianceStatus
+    #: what the cloud holds for it: the app a download exports, or why none (None: not read)
+    cloud: CloudAppMatch | None = None
 
     @property
     def key(self) -> str:
@@ -116,6 +122,10 @@ class CatalogEntry:
             ("marketplace", f"{self.source.name} ({record.marketplace_url})"),
             ("status", self.status.label),
         ]
+        if self.cloud is not None:
+            rows.append(("cloud app", self.cloud.label))
+            if self.cloud.app is None:
+                rows.append(("cloud app problem", f"{self.cloud.title}. {self.cloud.detail}"))
         if self.status.images:
             rows.append(("images", "\n".join(f"{t.image.id} {t.image.name} ({t.version.label})"
                                               for t in self.status.images)))
@@ -162,6 +172,7 @@ class CatalogEntry:
             "untagged_image_ids": [image.id for image in self.status.untagged],
             "note": self.status.note,
             "warnings": list(record.warnings),
+            "cloud_app": self.cloud.as_json() if self.cloud is not None else None,
         }
 
 
@@ -290,13 +301,13 @@ def _newest_entries(entries: Sequence[CatalogEntry]) -> list[CatalogEntry]:
 
 
 def sources_from(marketplaces: Sequence[Marketplace], configured: Sequence[str]) -> tuple[MarketplaceSource, ...]:
-    """The HTTP marketplaces to read: the cloud's (with an ENDPOINT) first, in the order they were
-    registered (by ID: the platform lists its pools newest first by default, API_LIST_ORDER DESC,
-    and a site may set either), then the settings'."""
+    """The HTTP marketplaces to read: the cloud's enabled ones (with an ENDPOINT) first, in the order
+    they were registered (by ID: the platform lists its pools newest first by default, API_LIST_ORDER
+    DESC, and a site may set either), then the settings'."""
     found: dict[str, MarketplaceSource] = {}
     for market in sorted(marketplaces, key=lambda m: m.id):
         endpoint = normalize_url(market.endpoint)
-        if not endpoint.startswith(("http://", "https://")) or endpoint in found:
+        if not market.enabled or not endpoint.startswith(("http://", "https://")) or endpoint in found:
             continue
         found[endpoint] = MarketplaceSource(endpoint, market.name, ORIGIN_CLOUD, market.id)
     for url in configured:
@@ -331,7 +342,9 @@ async def load_catalog(site: "SiteConnection", *, all_versions: bool = False) ->
     the User-Agent never send them anyway).
     """
     platform_version = site.marketplace.platform_version
-    sources, images = await gather(marketplace_sources(site), site.cloud.list_images())
+    marketplaces, images, apps = await gather(site.cloud.list_marketplaces(), site.cloud.list_images(),
+                                              _apps_or_none(site))
+    sources = sources_from(marketplaces, site.settings.marketplace_urls)
     listings = await gather(*(_list_source(site, source) for source in sources))
     failures: list[SourceFailure] = []
     record_errors: list[str] = []
@@ -354,9 +367,20 @@ async def load_catalog(site: "SiteConnection", *, all_versions: bool = False) ->
                 continue
             chosen.append((record, source))
     statuses = appliance_statuses([record for record, _ in chosen], images, site.naming)
-    entries = tuple(CatalogEntry(record, source, status) for (record, source), status in zip(chosen, statuses))
+    entries = tuple(
+        CatalogEntry(record, source, status, None if apps is None else cloud_app_for(
+            record.marketplace_url, record.id, record.name, record.version, marketplaces, apps, platform_version))
+        for (record, source), status in zip(chosen, statuses))
     return MarketCatalog(platform_version, sources, entries, tuple(failures), tuple(record_errors), hidden,
                          tuple(images), tuple(other_series))
+
+
+async def _apps_or_none(site: "SiteConnection") -> tuple[MarketApp, ...] | None:
+    """The cloud's marketplace apps; None when they cannot be read (the list still shows the records)."""
+    try:
+        return await site.cloud.list_marketapps()
+    except SiteError:
+        return None
 
 
 def _series_key(series: str) -> tuple[int, ...]:

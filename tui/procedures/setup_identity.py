@@ -11,7 +11,10 @@
   `app_automation_cloud_password` (the automation server logs in with it); it never reaches the
   preview, the audit log or an argument list (the CLI equivalent reads it from a file).
 - `plan_marketplace(site, url)` / `register_marketplace(site, plan)`: a marketplace of the
-  settings the cloud has not registered (`onemarket create` with MARKET_MAD=one and ENDPOINT).
+  settings the cloud has not registered (`onemarket create` with MARKET_MAD=one and ENDPOINT, with
+  a trailing slash: the market driver of 6.10.0-6.10.2 does not add it), or has registered but
+  disabled (`onemarket enable`: a disabled marketplace is not monitored and holds no app); and on
+  6.10.0-6.10.2, the trailing slash added to every ENDPOINT that lacks it (`onemarket update`).
 
 Each part is skipped when the site already has it (a group or user of that name, the admin, the
 rule), so a re-run after a kill finishes the rest and never creates a second one. Each event
@@ -26,11 +29,13 @@ console's checklist and anywhere else they are offered: a run's one record
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, AsyncIterator, ClassVar, Mapping
 from urllib.parse import urlsplit
 
 from tui.domain.acls import ACL_ALL, ACL_GID, ACL_RESOURCES, ACL_RIGHTS
+from tui.domain.marketapps import endpoint_slash_problem
 from tui.domain.object_names import USER_EXTRA_CHARS, console_name_problem, name_problem
 from tui.domain.printable import escape_controls
 from tui.errors import SiteError
@@ -190,19 +195,41 @@ async def create_cloud_user(site: "SiteConnection", plan: CloudUserPlan, passwor
 class MarketplacePlan:
     url: str
     name: str
-    #: the ID of a marketplace already registered with this endpoint
+    #: the ID of an enabled marketplace already registered with this endpoint
     existing: int | None = None
+    #: the ID of a DISABLED marketplace with this endpoint: enabled, not registered twice (a disabled
+    #: marketplace is not monitored and holds no app)
+    disabled: int | None = None
+    #: marketplaces (ID, ENDPOINT) whose ENDPOINT needs the trailing slash the 6.10.0-6.10.2 market
+    #: driver does not add (`domain.marketapps.endpoint_slash_problem`)
+    mend: tuple[tuple[int, str], ...] = ()
+    #: what registering (or enabling) it does to the apps the cloud holds from other marketplaces:
+    #: the cloud keeps one app per name, its content from the marketplace monitored last
+    warnings: tuple[str, ...] = ()
 
     def template(self) -> str:
-        return f'NAME = "{self.name}"\nMARKET_MAD = "one"\nENDPOINT = "{self.url}"\n'
+        # with the trailing slash every driver version reads right (6.10.0-6.10.2 do not add it)
+        return f'NAME = "{self.name}"\nMARKET_MAD = "one"\nENDPOINT = "{self.url}/"\n'
+
+    @property
+    def changes_nothing(self) -> bool:
+        return self.existing is not None and not self.mend
 
     def preview(self) -> Preview:
+        changes = [Change(f"marketplace {market_id}: ENDPOINT {endpoint} -> {endpoint}/",
+                          f"onemarket update {market_id} <file with ENDPOINT=\"{endpoint}/\"> --append", "update")
+                   for market_id, endpoint in self.mend]
         if self.existing is not None:
-            return Preview(f"Marketplace {self.url}", (Change(f"registered as marketplace {self.existing}", "", "none"),),
-                           target=self.url)
-        return Preview(f"Register the marketplace {self.url}",
-                       (Change(f"marketplace {self.name!r}: MARKET_MAD=one, ENDPOINT={self.url}",
-                               "onemarket create <file with NAME, MARKET_MAD and ENDPOINT>", "create"),), target=self.url)
+            changes.append(Change(f"registered as marketplace {self.existing}", "", "none"))
+            return Preview(f"Marketplace {self.url}", tuple(changes), target=self.url)
+        if self.disabled is not None:
+            changes.append(Change(f"marketplace {self.disabled} is disabled: enable it (the cloud imports its apps at "
+                                  "once)", f"onemarket enable {self.disabled}", "update"))
+            return Preview(f"Enable the marketplace {self.url}", tuple(changes), target=self.url,
+                           warnings=self.warnings)
+        changes.append(Change(f"marketplace {self.name!r}: MARKET_MAD=one, ENDPOINT={self.url}/",
+                              "onemarket create <file with NAME, MARKET_MAD and ENDPOINT>", "create"))
+        return Preview(f"Register the marketplace {self.url}", tuple(changes), target=self.url, warnings=self.warnings)
 
 
 def _name_for(url: str) -> str:
@@ -213,19 +240,57 @@ def _name_for(url: str) -> str:
 async def plan_marketplace(site: "SiteConnection", url: str) -> MarketplacePlan:
     markets = await site.cloud.list_marketplaces()
     wanted = url.strip().rstrip("/")
-    found = next((m for m in markets if m.endpoint.strip().rstrip("/") == wanted), None)
-    return MarketplacePlan(wanted, _name_for(wanted), found.id if found else None)
+    same = [m for m in markets if m.endpoint.strip().rstrip("/") == wanted]
+    found = next((m for m in same if m.enabled), None)
+    off = next((m for m in same if not m.enabled), None) if found is None else None
+    version = site.info.version if site.info else ""
+    mend = tuple((m.id, m.endpoint.strip()) for m in markets if endpoint_slash_problem(version, m))
+    warnings = await _shared_names(site, wanted) if found is None else ()
+    return MarketplacePlan(wanted, _name_for(wanted), found.id if found else None, off.id if off else None, mend,
+                           warnings)
+
+
+async def _shared_names(site: "SiteConnection", url: str) -> tuple[str, ...]:
+    """The warning for a marketplace about to be registered (or enabled) that lists appliance names
+    the cloud already holds from another marketplace: it keeps one app per name across
+    marketplaces, rebuilt from the marketplace monitored last (src/market/MarketPlaceAppPool.cc
+    211-223 at release-7.0.2), so those apps will then hold this one's builds."""
+    try:
+        listing, apps = await asyncio.gather(site.marketplace.list_appliances(url), site.cloud.list_marketapps())
+    except SiteError as error:
+        return (f"{url} could not be read to compare its appliances with the cloud's apps ({error.title}).",)
+    held = {a.name: a for a in apps if a.origin_url and a.origin_url != url}
+    shared = sorted({r.name for r in listing.records if r.name in held})
+    if not shared:
+        return ()
+    origins = sorted({held[name].origin_url for name in shared})
+    return (f"The cloud keeps one app per name across its marketplaces: {len(shared)} appliance(s) {url} lists are "
+            f"apps it holds from {', '.join(origins)} ({', '.join(shared[:4])}{', ...' if len(shared) > 4 else ''}). "
+            "Once the cloud monitors this marketplace after that one, those apps hold this one's builds, and the "
+            "other marketplace's builds of them cannot be downloaded while both list them.",)
 
 
 async def register_marketplace(site: "SiteConnection", plan: MarketplacePlan) -> AsyncIterator[Progress]:
     plan = await plan_marketplace(site, plan.url)
     step = f"marketplace {plan.url}"
+    total = len(plan.mend) + 1
+    for n, (market_id, endpoint) in enumerate(plan.mend, start=1):
+        await site.cloud.market_update(market_id, f'ENDPOINT = "{endpoint}/"\n', True)
+        yield Progress(f"marketplace {market_id}", n, total, f"ENDPOINT of marketplace {market_id} is now {endpoint}/; "
+                       "the cloud rebuilds its apps at its next marketplace monitoring", "done",
+                       outcome=Made("marketplace ENDPOINT", f"{endpoint}/", (("market_id", market_id),)))
     if plan.existing is not None:
-        yield Progress(step, 1, 1, f"registered already as marketplace {plan.existing}", "skipped")
+        yield Progress(step, total, total, f"registered already as marketplace {plan.existing}", "skipped")
+        return
+    if plan.disabled is not None:
+        await site.cloud.market_enable(plan.disabled, True)
+        yield Progress(step, total, total, f"enabled marketplace {plan.disabled}; the cloud imports its apps at once",
+                       "done", outcome=Made("marketplace enabled", plan.url, (("market_id", plan.disabled),)))
         return
     market_id = await site.cloud.market_allocate(plan.template())
-    yield Progress(step, 1, 1, f"registered as marketplace {market_id} {plan.name!r}; the platform lists its apps "
-                   "once it has monitored it", "done", outcome=Made("marketplace", plan.name, (("market_id", market_id),)))
+    yield Progress(step, total, total, f"registered as marketplace {market_id} {plan.name!r}; the platform lists its "
+                   "apps once it has monitored it", "done",
+                   outcome=Made("marketplace", plan.name, (("market_id", market_id),)))
 
 
 # -- as operations --------------------------------------------------------------------------------
@@ -323,13 +388,20 @@ class RegisterMarketplace(Operation[MarketplacePlan, IdentityDone]):
         return plan.preview()
 
     def confirmation(self, plan: MarketplacePlan) -> Confirmation | None:
-        if plan.existing is not None:
+        if plan.changes_nothing:
             return None
+        if plan.existing is not None:
+            return Confirmation("Update", f"the ENDPOINT of marketplace(s) {', '.join(str(i) for i, _ in plan.mend)}",
+                                command="onemarket update <id> <file> --append")
+        if plan.disabled is not None:
+            return Confirmation("Enable", f"marketplace {plan.disabled} ({plan.url})",
+                                command=f"onemarket enable {plan.disabled}")
         return Confirmation("Register", f"marketplace {plan.url}", plan.template(),
                             command="onemarket create <file with NAME, MARKET_MAD and ENDPOINT>")
 
     def plan_json(self, plan: MarketplacePlan) -> dict[str, Any]:
-        return {"url": plan.url, "name": plan.name, "existing": plan.existing}
+        return {"url": plan.url, "name": plan.name, "existing": plan.existing, "disabled": plan.disabled,
+                "endpoint_without_slash": [{"marketplace_id": i, "endpoint": e} for i, e in plan.mend]}
 
     async def execute(self, site: "SiteConnection", plan: MarketplacePlan, context: RunContext) -> IdentityDone:
         return await _report(register_marketplace(site, plan), context, f"marketplace {plan.url}")

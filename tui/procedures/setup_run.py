@@ -675,9 +675,10 @@ async def _plan_marketplaces(site: "SiteConnection", facts: SetupFacts, step: Se
     from tui.procedures.setup_identity import RegisterMarketplace
 
     found = step.found
-    if not isinstance(found, MarketplacesMissing) or not found.urls:
+    if not isinstance(found, MarketplacesMissing) or not (found.urls or found.mend):
         raise _stop(step)
-    operation = RegisterMarketplace(found.urls[0])
+    # a missing URL is registered (or enabled); ENDPOINTs without their slash are mended on the way
+    operation = RegisterMarketplace(found.urls[0] if found.urls else found.mend[0][1])
     return operation_step(site, step, operation, await operation.plan(site))
 
 

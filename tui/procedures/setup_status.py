@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 from tui.domain.datastores import Datastore
 from tui.domain.images import ImageInfo
 from tui.domain.input_site import Outcome
-from tui.domain.marketapps import MarketApp
+from tui.domain.marketapps import MarketApp, endpoint_slash_fix, endpoint_slash_problem
 from tui.domain.services import SERVICE_FAILED_STATES, SERVICE_RUNNING
 from tui.domain.setup_networks import (
     VXLAN_HEADERS_MAX,
@@ -181,27 +181,47 @@ def _norm(url: str) -> str:
 
 
 def toolkit_app(facts: SetupFacts) -> MarketApp | None:
-    """The newest toolkit app of the cloud's marketplaces."""
+    """The cloud's toolkit app: it keeps one app per name across its marketplaces
+    (`domain.marketapps`); of several owners' apps of that name, the first one imported."""
     name = facts.naming.toolkit_appliance_name
     apps = [a for a in facts.marketapps or () if a.name == name]
-    return max(apps, key=lambda a: (a.version, a.id)) if apps else None
+    return min(apps, key=lambda a: (a.uname != "oneadmin", a.id)) if apps else None
 
 
 def marketplaces_step(facts: SetupFacts) -> SetupStep:
     title = "Marketplaces registered"
     if facts.marketplaces is None or facts.marketapps is None:
         return _unknown(StepId.MARKETPLACES, title, "the marketplaces")
-    registered = {_norm(m.endpoint): m for m in facts.marketplaces if m.endpoint}
-    evidence = [f"registered: {m.name} (ID {m.id}) {m.endpoint or '(local store)'}" for m in facts.marketplaces]
+    # a disabled marketplace is not monitored and holds no app: it does not count as registered
+    registered = {_norm(m.endpoint): m for m in facts.marketplaces if m.endpoint and m.enabled}
+    disabled = {_norm(m.endpoint): m for m in facts.marketplaces if m.endpoint and not m.enabled}
+    evidence = [f"{'registered' if m.enabled else 'disabled'}: {m.name} (ID {m.id}) {m.source_label}"
+                for m in facts.marketplaces]
     missing = [url for url in facts.configured_markets if _norm(url) not in registered]
     app = toolkit_app(facts)
     if app is not None:
-        evidence.append(f"{app.name} {app.version} is app {app.id} of marketplace {app.marketplace}")
-    if missing:
+        home = next((_norm(m.endpoint) for m in facts.marketplaces if m.id == app.marketplace_id), "")
+        held = f" (its content from {app.origin_url}, monitored last)" if app.origin_url and app.origin_url != home else ""
+        evidence.append(f"{app.name} {app.version} is app {app.id} of marketplace {app.marketplace}{held}")
+    broken = [(m, problem) for m in facts.marketplaces if (problem := endpoint_slash_problem(facts.version, m))]
+    if broken:
+        market, problem = broken[0]
         return _step(StepId.MARKETPLACES, title, StepState.TODO,
-                     evidence + [f"configured but not registered in the cloud: {', '.join(missing)}"],
-                     "Register it so the cloud can export its appliances (onemarket create with MARKET_MAD=one "
-                     "and ENDPOINT=<url>).", command=_run(StepId.MARKETPLACES),
+                     evidence + [f"marketplace {market.id} ({market.name}): {problem}"],
+                     endpoint_slash_fix(market) + " `sitetk setup run --only marketplaces` makes that update.",
+                     command=_run(StepId.MARKETPLACES),
+                     found=MarketplacesMissing(tuple(missing), mend=tuple((m.id, m.endpoint) for m, _ in broken)))
+    if missing:
+        off = [disabled[_norm(url)] for url in missing if _norm(url) in disabled]
+        fix = ("Register it so the cloud can export its appliances (onemarket create with MARKET_MAD=one "
+               "and ENDPOINT=<url>/).")
+        if off:
+            fix = ("Enable " + ", ".join(f"marketplace {m.id} (`onemarket enable {m.id}`)" for m in off)
+                   + ": a disabled marketplace is not monitored and holds no app. "
+                   + (fix if len(off) < len(missing) else ""))
+        return _step(StepId.MARKETPLACES, title, StepState.TODO,
+                     evidence + [f"configured but not registered (enabled) in the cloud: {', '.join(missing)}"],
+                     fix.strip(), command=_run(StepId.MARKETPLACES),
                      found=MarketplacesMissing(tuple(missing)))
     if app is None:
         return _step(StepId.MARKETPLACES, title, StepState.TODO,
