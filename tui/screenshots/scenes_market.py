@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from tui.screenshots.scene import Scene, SceneContext
+from tui.screenshots.scene import SCENE_HOST, SCENE_PORT, Scene, SceneContext
+
+#: the embedded site's second marketplace, which its cloud does not register (it lists older builds
+#: under the names of the site's own appliances): listed in the settings of the scene that shows it
+_WITH_COMMUNITY = {"marketplace_urls": (f"http://{SCENE_HOST}:{SCENE_PORT}",
+                                        f"http://{SCENE_HOST}:{SCENE_PORT}/community")}
 
 
 async def market_loaded(ctx: SceneContext, key: str | None = None, version: str = "") -> Any:
@@ -74,6 +79,7 @@ async def prepare_market_plan(ctx: SceneContext) -> None:
 async def prepare_market_attributes(ctx: SceneContext) -> None:
     from tui.screens.market_attributes import AttributesModal
 
+    # the deployed build, which the community marketplace (in the settings) still lists
     await market_loaded(ctx, "service_toolkit", "v0.4.0-20250219-2235")
     await ctx.pilot.press("a")
     modal = await ctx.wait_for_screen(AttributesModal, what="the attributes modal")
@@ -87,6 +93,6 @@ SCENES: list[Scene] = [
     Scene("market", "download", prepare_market_download),
     Scene("market", "download-failed", prepare_market_download_failed),
     Scene("market", "plan", prepare_market_plan, scenario="deployed"),
-    Scene("market", "attributes", prepare_market_attributes, scenario="deployed"),
+    Scene("market", "attributes", prepare_market_attributes, scenario="deployed", settings_overrides=_WITH_COMMUNITY),
     Scene("market", "read-only", prepare_market_normal, scenario="deployed", read_only=True),
 ]
