@@ -29,7 +29,6 @@ console's checklist and anywhere else they are offered: a run's one record
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, AsyncIterator, ClassVar, Mapping
 from urllib.parse import urlsplit
@@ -256,7 +255,7 @@ async def _shared_names(site: "SiteConnection", url: str) -> tuple[str, ...]:
     marketplaces, rebuilt from the marketplace monitored last (src/market/MarketPlaceAppPool.cc
     211-223 at release-7.0.2), so those apps will then hold this one's builds."""
     try:
-        listing, apps = await asyncio.gather(site.marketplace.list_appliances(url), site.cloud.list_marketapps())
+        listing, apps = await gather(site.marketplace.list_appliances(url), site.cloud.list_marketapps())
     except SiteError as error:
         return (f"{url} could not be read to compare its appliances with the cloud's apps ({error.title}).",)
     held = {a.name: a for a in apps if a.origin_url and a.origin_url != url}
