@@ -87,7 +87,7 @@ def test_before_6_10_only_the_oneadmin_group_reads_the_configuration(sim_factory
 
 def test_marketplaces_and_apps(sim: SimServer) -> None:
     client = one(sim)
-    markets = client.marketpool.info().MARKETPLACE
+    markets = sorted(client.marketpool.info().MARKETPLACE, key=lambda m: m.ID)  # listed newest first
     # the bootstrap marketplaces (src/market/MarketPlacePool.cc 36-103), disabled, and the site's own
     assert [(m.ID, m.NAME, m.MARKET_MAD, m.STATE) for m in markets] == [
         (0, "OpenNebula Public", "one", 1), (1, "Linux Containers", "linuxcontainers", 1),
