@@ -78,3 +78,36 @@ def test_a_second_toolkit_is_refused_unless_asked_for_by_name(frontend: SimServe
                            "--another", "Site Toolkit v0.5.0 second")
     assert code == 0, (data, err)
     assert [n for _, n in _services(frontend)] == [name, "Site Toolkit v0.5.0 second"]
+
+
+def test_previews_say_what_the_run_does_with_the_live_toolkit(frontend: SimServer,  # noqa: F811
+                                                               capsys: pytest.CaptureFixture[str],
+                                                               tmp_path: Path) -> None:
+    """Issue 20 items 7 and 11: the same file again is previewed as followed (before: "create
+    service", then the run reused the first); the same inputs under another name, asked for by
+    that name, are previewed with the word that the site already has a toolkit RUNNING (before:
+    nothing)."""
+    first = _complete(frontend, tmp_path / "first.json", capsys)
+    code, data, err = _run(capsys, "toolkit", "deploy", "--input", str(first), "--yes", "--json", "--wait")
+    assert code == 0, (data, err)
+    [(service_id, name)] = _services(frontend)
+
+    code, data, _ = _run(capsys, "toolkit", "deploy", "--input", str(first), "--json", "--dry-run")
+    assert code == 0, data
+    preview = data["preview"]
+    [change] = preview["changes"]
+    assert "create service" not in change["description"], preview
+    assert f"service {service_id} {name!r}" in change["description"] and "no service is created" in change["description"]
+    assert change["kind"] == "none" and change["cli"] == f"oneflow show {service_id}"
+    code, text, _ = _run(capsys, "toolkit", "deploy", "--input", str(first), "--dry-run")
+    assert "create service" not in text and "it is followed" in text
+
+    second = _complete(frontend, tmp_path / "second.json", capsys, name="Site Toolkit second")
+    code, data, _ = _run(capsys, "toolkit", "deploy", "--input", str(second), "--json", "--dry-run",
+                         "--another", "Site Toolkit second")
+    assert code == 0, data
+    preview = data["preview"]
+    warned = " ".join(preview["warnings"])
+    assert f"the site already has a toolkit RUNNING: service {service_id} {name!r}" in warned, preview
+    assert "second toolkit" in preview["title"]
+    assert _services(frontend) == [(service_id, name)]  # dry runs create nothing

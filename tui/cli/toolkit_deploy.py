@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import sys
+from dataclasses import replace
 
 from tui.cli.common import EXIT_USAGE, UsageError, emit_json, print_error
 from tui.cli.runner import run_cli
@@ -71,8 +72,8 @@ async def deploy_command(args: argparse.Namespace, site: SiteConnection) -> int:
     async def with_secrets(plan: DeployPlan) -> DeployPlan:
         """The secrets asked now that the deployment runs; the vault token asked is checked too."""
         extra = ask_secrets(missing, form)
-        try:
-            asked = plan_deploy(form, loaded.file, extra)
+        try:  # what the preview said of a live service (followed, or deployed beside) holds for the run
+            asked = replace(plan_deploy(form, loaded.file, extra), follows=plan.follows, beside=plan.beside)
         except InvalidInputs as error:
             raise UsageError(f"{error.title}: " + "; ".join(f"{p.name}: {p.message}" for p in error.problems)) from None
         if extra:  # the asked secrets get the site checks too (the vault token, the cloud user's login)

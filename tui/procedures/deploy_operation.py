@@ -15,7 +15,7 @@ the same events and result (the console's follow after esc).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, AsyncIterator, ClassVar, Mapping
 
 from tui.domain.input_file import InputFile
@@ -88,15 +88,17 @@ class DeployToolkit(Operation[DeployPlan, Deployed]):
     async def plan(self, site: "SiteConnection") -> DeployPlan:
         plan = plan_deploy(self.form, self.file, self.extra_values)
         services = await site.flow.list_services()
-        own = {s.id for s in services if same_request(s, plan)}
-        if not own:  # a re-run follows the service it made; anything else live is another toolkit
-            others = tuple(s for s in live_toolkits(services, site.naming) if s.id not in own)
-            values = {**self.file.value_map(), **self.extra_values}
-            refusal = second_toolkit_refusal(plan, others, values, site.naming, self.another)
-            if refusal is not None:
-                raise SecondToolkitRefused("A toolkit is already deployed" if self.another != plan.service_name
-                                           else "That name is taken by a live toolkit", refusal)
-        return plan
+        own = sorted((s for s in services if same_request(s, plan)), key=lambda s: s.id, reverse=True)
+        if own:  # a re-run follows the service it made (the newest, as `deploy_toolkit` does): the preview says so
+            return replace(plan, follows=(own[0].id, own[0].name, own[0].state_name))
+        # anything else live is another toolkit: refused, unless asked for by name (then previewed beside it)
+        others = tuple(live_toolkits(services, site.naming))
+        values = {**self.file.value_map(), **self.extra_values}
+        refusal = second_toolkit_refusal(plan, others, values, site.naming, self.another)
+        if refusal is not None:
+            raise SecondToolkitRefused("A toolkit is already deployed" if self.another != plan.service_name
+                                       else "That name is taken by a live toolkit", refusal)
+        return replace(plan, beside=tuple(f"{s.state_name}: service {s.id} {s.name!r}" for s in others))
 
     def preview(self, plan: DeployPlan) -> Preview:
         return plan.preview(self.file_path) if self.file_path else plan.preview()

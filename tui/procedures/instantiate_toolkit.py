@@ -150,6 +150,12 @@ class DeployPlan:
     networks: tuple[tuple[str, str], ...] = ()
     cloud_username: str = ""
     warnings: tuple[str, ...] = ()
+    #: (id, name, state) of the live service made earlier from this name and these inputs: the run
+    #: follows it and creates nothing (`DeployToolkit.plan` finds it; None: a service is created)
+    follows: tuple[int, str, str] | None = None
+    #: the live toolkits (made from other inputs) this one is deployed beside, asked for by its
+    #: name (`--another`): "RUNNING: service 3 'Site Toolkit'"
+    beside: tuple[str, ...] = ()
 
     @property
     def step_names(self) -> tuple[str, ...]:
@@ -164,6 +170,13 @@ class DeployPlan:
         return f"oneflow-template instantiate {self.template_id} {shown}"
 
     def preview(self, file_path: str = INPUT_FILE_PLACEHOLDER) -> Preview:
+        target = f"service template {self.template_id}"
+        if self.follows is not None:  # what the run does: it follows the service, it creates none
+            service_id, name, state = self.follows
+            change = Change(f"service {service_id} {name!r} ({state}) was made from these inputs: it is followed, no "
+                            "service is created", f"oneflow show {service_id}", "none")
+            return Preview(f"Follow the toolkit service {service_id} {name!r}", (change,), warnings=self.warnings,
+                           target=target)
         networks = ", ".join(f"{name} -> network {ident}" for name, ident in self.networks) or "none"
         values = self.merge.get(self.values_key, {})
         change = Change(
@@ -171,14 +184,18 @@ class DeployPlan:
             f"roles {', '.join(self.role_names) or '-'}; {len(values)} inputs as {self.values_key} "
             f"(platform {self.platform_version}); networks {networks}",
             self.cli(file_path), "create")
-        return Preview(f"Instantiate the toolkit as {self.service_name!r}", (change,), warnings=self.warnings,
-                       target=f"service template {self.template_id}")
+        beside = tuple(f"the site already has a toolkit {live}: this deploys a second toolkit beside it, asked for "
+                       f"by its name {self.service_name!r}" for live in self.beside)
+        return Preview(f"Instantiate {'a second toolkit' if self.beside else 'the toolkit'} as {self.service_name!r}",
+                       (change,), warnings=beside + self.warnings, target=target)
 
     def as_json(self) -> dict[str, Any]:
         return {"template_id": self.template_id, "template_name": self.template_name, "name": self.service_name,
                 "platform_version": self.platform_version, "values_key": self.values_key,
                 "roles": list(self.role_names), "networks": [{n: {"id": i}} for n, i in self.networks],
                 "cloud_username": self.cloud_username, "warnings": list(self.warnings),
+                "follows": ({"id": self.follows[0], "name": self.follows[1], "state": self.follows[2]}
+                            if self.follows else None), "beside": list(self.beside),
                 "merge_template": self.redacted_merge()}
 
 

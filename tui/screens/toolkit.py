@@ -64,7 +64,7 @@ from tui.procedures.instantiate_toolkit import (
     plan_deploy,
 )
 from tui.procedures.operation import RunContext, run_operation
-from tui.procedures.own_service import find_own_services
+from tui.procedures.own_service import SecondToolkitRefused, find_own_services
 from tui.procedures.progress import Progress
 from tui.procedures.site_record import load_site_record
 from tui.procedures.toolkit import (
@@ -507,7 +507,16 @@ class ToolkitScreen(InputFileActions):
         inputs refuses the deploy, as in `sitetk toolkit deploy`."""
         assert self.form is not None
         try:
-            plan = await DeployToolkit(self.form, self.current_file()).plan(self.site)
+            try:
+                plan = await DeployToolkit(self.form, self.current_file()).plan(self.site)
+            except SecondToolkitRefused as refused:
+                # a toolkit made from other inputs is live: a second one is deployed only when asked
+                # for by its name, which this question does (Cancel by default), previewed beside it;
+                # a name a live toolkit has stays refused
+                if refused.title != "A toolkit is already deployed":
+                    raise
+                name = self.current_file().name
+                plan = await DeployToolkit(self.form, self.current_file(), another=name).plan(self.site)
             own = await find_own_services(self.site, plan)
         except SiteError as error:
             self.shell.report_error(error)
@@ -519,18 +528,18 @@ class ToolkitScreen(InputFileActions):
             lines.append(self.site_report.summary())
             lines += [f"⚠ {c.name}: {c.message}" for c in self.site_report.failed]
             lines += [f"? {c.name} not checked: {c.found}" for c in self.site_report.skipped]
-        if own:
+        if own and plan.follows is None:
             first = own[0]
             lines.insert(0, f"⚠ service {first.id} {first.name!r} ({first.state_name}) was made from these inputs: "
                             "it is followed, no service is created")
         elif self.record is not None:
             lines.append(f"service {self.record.service_id} {self.record.service_name!r} recorded earlier is no "
                          "longer live: this creates a new service")
-        modal = ConfirmModal("Follow the toolkit" if own else "Deploy the toolkit",
-                             f"service {own[0].id} {own[0].name!r}" if own
+        title = "Follow the toolkit" if own else "Deploy a second toolkit" if plan.beside else "Deploy the toolkit"
+        modal = ConfirmModal(title, f"service {own[0].id} {own[0].name!r}" if own
                              else f"{plan.service_name!r} from service template {plan.template_id}",
                              detail="\n".join(lines), command=f"oneflow show {own[0].id}" if own else plan.cli(),
-                             destructive=False)
+                             destructive=bool(plan.beside) and not own)
 
         def answered(confirmed: bool | None) -> None:
             if confirmed:
