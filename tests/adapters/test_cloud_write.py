@@ -96,6 +96,45 @@ async def test_vm_poweroff_resume_and_hard_undeploy(cloud: CloudClient) -> None:
     await _state_walk(cloud, vm_id, "unde", [])
 
 
+async def test_vm_disk_resize_walks_its_states_and_refuses_as_the_platform(cloud: CloudClient, sim: Any) -> None:
+    """one.vm.diskresize (tui.sim.disk_resize; RequestManagerVirtualMachine.cc 3522 at release-7.0.2):
+    the size text first, then the disk, then the size, then the state; RUNNING -> DISK_RESIZE ->
+    RUNNING with the new SIZE, and from POWEROFF through DISK_RESIZE_POWEROFF back to POWEROFF."""
+    vm_id = await _new_vm(cloud, "contract-diskresize")
+    with pytest.raises(SiteError) as info:  # PENDING: the size is checked, then the state
+        await cloud.vm_disk_resize(vm_id, 0, 10**6)
+    assert info.value.code == 0x0800 and f"Could not resize disk for VM {vm_id}, wrong state PENDING." in info.value.detail
+    first = await _state_walk(cloud, vm_id, "runn", [])
+    size = first.disks[0].size_mb or 0
+    for params, message in (((vm_id, 0, "30G"), "Disk SIZE is not a valid integer"),
+                            ((vm_id, 0, " 12x"), "Disk SIZE is not a valid integer"),
+                            ((10**6, 0, "x"), "Disk SIZE is not a valid integer"),
+                            ((vm_id, 9, str(size + 1)), "VM disk does not exist"),
+                            ((vm_id, 0, str(size)), "New disk size has to be greater than current one")):
+        with pytest.raises(SiteError) as info:
+            await cloud.raw("one.vm.diskresize", *params)
+        assert info.value.code == 0x0800 and message in info.value.detail, params
+    with pytest.raises(SiteError) as info:
+        await cloud.raw("one.vm.diskresize", 10**6, 0, "5")
+    assert info.value.code == 0x0400
+    sim.site.faults.disk_resize_seconds = 50.0  # one simulated minute: about a second here
+    assert await cloud.vm_disk_resize(vm_id, 0, size + 1024) == 0
+    resizing = await cloud.vm_info(vm_id)
+    assert resizing.summary.status == "DISK_RESIZE" and resizing.disks[0].size_mb == size + 1024
+    assert resizing.disks[0].attributes.get("SIZE_PREV") == str(size)
+    with pytest.raises(SiteError) as info:  # one at a time
+        await cloud.vm_disk_resize(vm_id, 0, size + 2048)
+    assert "wrong state DISK_RESIZE." in info.value.detail
+    done = await _state_walk(cloud, vm_id, "runn", [])
+    assert done.disks[0].size_mb == size + 1024 and "SIZE_PREV" not in done.disks[0].attributes
+    await cloud.vm_action("poweroff", vm_id)
+    await _state_walk(cloud, vm_id, "poff", [])
+    await cloud.vm_disk_resize(vm_id, 0, size + 2048)
+    assert (await cloud.vm_info(vm_id)).summary.status == "DISK_RESIZE_POWEROFF"
+    off = await _state_walk(cloud, vm_id, "poff", [])
+    assert off.disks[0].size_mb == size + 2048
+
+
 async def test_vm_update_merges_or_replaces_the_user_template(cloud: CloudClient) -> None:
     vm_id = await _new_vm(cloud, "contract-update")
     await cloud.vm_update(vm_id, [("NOTE", 'says "hi" \\ there'), ("KEEP", "1")], append=True)

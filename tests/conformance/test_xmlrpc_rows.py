@@ -450,3 +450,71 @@ def test_an_allocate_without_a_name_is_refused_by_name_is_valid(site: SimServer,
             "[one.market.allocate] Error allocating a new marketplace. Invalid NAME, it cannot be empty", ALLOCATE)
     else:
         assert (market.message, market.code) == ("[one.market.allocate] Invalid NAME, it cannot be empty", INTERNAL)
+
+
+# diskresize ---------------------------------------------------------------------------------------
+
+
+def _disk0(vm: SimVm) -> dict[str, str]:
+    return dict(next(v for k, v in vm.template if k == "DISK" and isinstance(v, list) and ("DISK_ID", "0") in v))
+
+
+def test_diskresize_checks_in_the_platforms_order(site: SimServer) -> None:
+    """release-7.0.2 src/rm/RequestManagerVirtualMachine.cc 3522-3711 (7.4.0 src/rm/api/VirtualMachineAPI.cc
+    2125 `disk_resize`): the size text is read first (ACTION `Disk SIZE is not a valid integer`, even
+    for a VM that does not exist), then the VM (NO_EXISTS), the disk (`VM disk does not exist`), the
+    size against the disk's (`New disk size has to be greater than current one`), and last the
+    state (src/dm/DispatchManagerActions.cc 2219-2231: `Could not resize disk for VM n, wrong state X.`)."""
+    for size in ("30G", "1.5", " ", "", "12 "):
+        answer = failure(rpc(site, "one.vm.diskresize", 424242, 0, size))
+        assert (answer.code, answer.message, answer.resp_id) == \
+            (ACTION, "[one.vm.diskresize] Disk SIZE is not a valid integer", -1), size
+    assert failure(rpc(site, "one.vm.diskresize", 424242, 0, "5")).code == NO_EXISTS
+    held = _held(site)
+    size = int(_disk0(_vm(site, held))["SIZE"])
+    assert failure(rpc(site, "one.vm.diskresize", held, 9, str(size + 1))).message == \
+        "[one.vm.diskresize] VM disk does not exist"
+    assert failure(rpc(site, "one.vm.diskresize", held, 0, str(size))).message == \
+        "[one.vm.diskresize] New disk size has to be greater than current one"
+    wrong = failure(rpc(site, "one.vm.diskresize", held, 0, str(size + 1)))
+    assert (wrong.code, wrong.message) == (ACTION, f"[one.vm.diskresize] Could not resize disk for VM {held}, wrong state HOLD.")
+
+
+def test_diskresize_passes_through_its_lcm_state_and_back(site: SimServer) -> None:
+    """DispatchManager::disk_resize: RUNNING -> DISK_RESIZE (62), POWEROFF -> DISK_RESIZE_POWEROFF
+    (63), UNDEPLOYED -> DISK_RESIZE_UNDEPLOYED (64) (include/VirtualMachine.h 137-139 at release-7.0.2);
+    SIZE and SIZE_PREV set at once (`VirtualMachineDisks::set_up_resize`, src/vm/VirtualMachineDisk.cc
+    1368); the dummy driver's success (src/lcm/LifeCycleStates.cc 2386) goes back, SIZE_PREV dropped.
+    The answer is the disk id."""
+    running = _running(site)
+    size = int(_disk0(_vm(site, running))["SIZE"])
+    assert ok(rpc(site, "one.vm.diskresize", running, 0, f"+{size + 10}")) == 0
+    vm = _vm(site, running)
+    assert (vm.state, vm.lcm_state) == (ACTIVE, 62)
+    assert (_disk0(vm)["SIZE"], _disk0(vm)["SIZE_PREV"], _disk0(vm)["RESIZE"]) == (str(size + 10), str(size), "YES")
+    vm = wait_vm(site, running, lambda vm: vm.lcm_state != 62, "out of DISK_RESIZE")
+    assert (vm.state, vm.lcm_state) == (ACTIVE, RUNNING) and _disk0(vm)["SIZE"] == str(size + 10)
+    assert "SIZE_PREV" not in _disk0(vm) and "RESIZE" not in _disk0(vm)
+    ok(rpc(site, "one.vm.action", "poweroff-hard", running))
+    wait_vm(site, running, lambda vm: vm.state == POWEROFF, "POWEROFF")
+    ok(rpc(site, "one.vm.diskresize", running, 0, str(size + 20)))
+    assert (_vm(site, running).state, _vm(site, running).lcm_state) == (ACTIVE, 63)
+    vm = wait_vm(site, running, lambda vm: vm.state == POWEROFF, "POWEROFF again")
+    assert _disk0(vm)["SIZE"] == str(size + 20)
+    undeployed = _undeployed(site)
+    ok(rpc(site, "one.vm.diskresize", undeployed, 0, str(size + 30)))
+    assert _vm(site, undeployed).lcm_state == 64
+    assert wait_vm(site, undeployed, lambda vm: vm.state == UNDEPLOYED, "UNDEPLOYED again").lcm_state == 0
+
+
+def test_a_failed_diskresize_puts_the_old_size_back(site: SimServer) -> None:
+    """LifeCycleManager::trigger_disk_resize_failure (src/lcm/LifeCycleStates.cc 2469-2577 at
+    release-7.0.2): back to RUNNING with SIZE restored from SIZE_PREV
+    (`VirtualMachineDisk::clear_resize(true)`, src/vm/VirtualMachineDisk.cc 617-628)."""
+    running = _running(site)
+    size = _disk0(_vm(site, running))["SIZE"]
+    with site.site.lock:
+        site.site.faults.fail_disk_resizes = 1
+    ok(rpc(site, "one.vm.diskresize", running, 0, str(int(size) + 100)))
+    vm = wait_vm(site, running, lambda vm: vm.lcm_state != 62, "out of DISK_RESIZE")
+    assert (vm.lcm_state, _disk0(vm)["SIZE"], "SIZE_PREV" in _disk0(vm)) == (RUNNING, size, False)

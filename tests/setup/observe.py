@@ -31,6 +31,8 @@ class Observed:
     #: every image and ACL rule of the cloud (component appliances and their grants included)
     images: int = 0
     acl_rules: int = 0
+    #: disk0 of the live toolkit's object store VM, MB (0: no such VM)
+    objectstore_disk_mb: int = 0
 
     @property
     def live_services(self) -> tuple[tuple[int, str], ...]:
@@ -56,6 +58,11 @@ def observe(server: SimServer, branch: str, password: str) -> Observed:
             ids = tuple(vm for s in live for r in s.roles if r.name in naming.document_db_roles for vm in r.vm_ids)
             inventory = await load_inventory(site, record_vm_ids=ids)
             user = next(u for u in users if u.name == "tkauto")
+            store = [vm for s in live for r in s.roles if r.name == naming.role_objectstore for vm in r.vm_ids]
+            disk_mb = 0
+            if store:
+                disk = next(d for d in (await site.cloud.vm_info(store[0])).disks if d.disk_id == 0)
+                disk_mb = disk.size_mb or 0
         finally:
             await site.close()
         repo = server.site.sites_repo
@@ -68,5 +75,5 @@ def observe(server: SimServer, branch: str, password: str) -> Observed:
                         tuple((s.id, s.state_name) for s in services), len(user.ssh_public_keys),
                         tuple((r.id, r.host_name, r.flagged) for r in inventory.db_vms if r.id in ids),
                         int(count.stdout.strip() or 0) if count.returncode == 0 else 0,
-                        plain if text.returncode == 0 else "", len(images), len(rules))
+                        plain if text.returncode == 0 else "", len(images), len(rules), disk_mb)
     return asyncio.run(read())

@@ -36,12 +36,14 @@ def _main_commits(server: SimServer) -> int:
 
 def assert_set_up(server: SimServer, seen: Observed, *, branch: str = BRANCH) -> None:
     """The done-when: a RUNNING toolkit, four tagged images, the key granted, the database VM on a
-    compatible host, the branch holding a vault-encrypted core.yaml naming the object store VM."""
+    compatible host, the object store's data disk at 30 GB, the branch holding a vault-encrypted
+    core.yaml naming the object store VM."""
     assert seen.toolkit_templates == 1
     assert seen.toolkit_images == 5 and seen.tagged_images == 5  # each VM template has its own images
     assert [state for _, state in seen.live_services] == ["RUNNING"]
     assert seen.user_keys >= 1
     assert seen.db_vms and all(host and not flagged for _, host, flagged in seen.db_vms)
+    assert seen.objectstore_disk_mb == 30 * 1024
     assert f"https://{_objectstore_ip(server)}:9000" in seen.core_yaml
     assert_components_enabled(seen)
 

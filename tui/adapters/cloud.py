@@ -427,6 +427,11 @@ class CloudClient:
         updateconf section missing from `template`."""
         return await self._scalar("vm.updateconf", int, int(vm_id), template_text(template), _flag(append))
 
+    async def vm_disk_resize(self, vm_id: int, disk_id: int, size_mb: int) -> int:
+        """`onevm disk-resize <vm> <disk> <size>`: grow the disk to `size_mb` MB (sent as the
+        platform's string of MB); answers the disk id. The VM then passes DISK_RESIZE* states."""
+        return await self._scalar("vm.diskresize", int, int(vm_id), int(disk_id), str(int(size_mb)))
+
     async def vm_recover(self, vm_id: int, operation: int) -> int:
         """`onevm recover`: 0 failure, 1 success, 2 retry, 3 delete, 4 delete-recreate, 5 delete-db."""
         if operation not in range(6):

@@ -1,10 +1,11 @@
 """`sitetk setup ...`: the first-time setup checklist, headless (spec operation 8, done better).
 
-    sitetk setup status [--input FILE] [--json]     every step with its state and evidence;
+    sitetk setup status [--input FILE] [--disk-size SIZE] [--json]
+                                                    every step with its state and evidence;
                                                     exit 0 only when every mandatory step is done, 3 otherwise,
                                                     1 when a step could not be checked (what it needs could
                                                     not be read: never assumed done) or the session is refused
-    sitetk setup run --input FILE [--yes] [--datastore ID] [--only STEP] [--dry-run] [--json]
+    sitetk setup run --input FILE [--yes] [--datastore ID] [--only STEP] [--disk-size SIZE] [--dry-run] [--json]
                                                     do the remaining steps in order, with the same
                                                     procedures as the console; stops at the first step
                                                     it cannot do (exit 1, the reason and the fix) and
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from typing import Any
 
 from tui.cli.common import (
@@ -41,6 +43,8 @@ from tui.cli.common import (
     site_command,
 )
 from tui.cli.toolkit import ask_secrets
+from tui.cli.toolkit_disk import disk_size
+from tui.domain.disk_size import DEFAULT_OBJECTSTORE_DISK_MB, format_mb
 from tui.domain.setup_steps import SetupChecklist, StepId, StepState
 from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
@@ -49,10 +53,11 @@ from tui.procedures.progress import Progress
 from tui.procedures.setup_facts import SetupTarget, target_from_file
 
 
-def load_target(path: str | None, site: SiteConnection) -> SetupTarget:
-    """The intent of the input file (bad file: usage error with its line and column)."""
+def load_target(path: str | None, site: SiteConnection, disk_mb: int = DEFAULT_OBJECTSTORE_DISK_MB) -> SetupTarget:
+    """The intent of the input file (bad file: usage error with its line and column), with the
+    object store disk's size (--disk-size)."""
     if not path:
-        return SetupTarget()
+        return SetupTarget(objectstore_disk_mb=disk_mb)
     from tui.domain.toolkit_inputs import secret_names
 
     try:
@@ -61,7 +66,7 @@ def load_target(path: str | None, site: SiteConnection) -> SetupTarget:
         raise UsageError(f"{error.title}: {error.detail}") from None
     for warning in target.warnings:  # on stderr, --json too (its answer carries them as well)
         print(f"warning: {warning}", file=sys.stderr)
-    return target
+    return replace(target, objectstore_disk_mb=disk_mb)
 
 
 def checklist_text(checklist: SetupChecklist) -> str:
@@ -94,7 +99,7 @@ def checklist_text(checklist: SetupChecklist) -> str:
 async def _status(args: argparse.Namespace, site: SiteConnection) -> int:
     from tui.procedures.setup_status import setup_status
 
-    target = load_target(args.input, site)
+    target = load_target(args.input, site, args.disk_size)
     checklist, _facts = await setup_status(site, target)
     unreadable = unreadable_error(checklist)
     if unreadable is not None:
@@ -198,7 +203,7 @@ async def _run(args: argparse.Namespace, site: SiteConnection) -> int:
 
     # read-only: the checklist and the next step's preview, then the pipeline refuses the first step
     # that changes something (`refuse_if_read_only`: one audit record); no secret is asked for
-    target = load_target(args.input, site)
+    target = load_target(args.input, site, args.disk_size)
     if not args.read_only:
         target = await _with_secrets(target, site, args.dry_run)
     options = RunOptions(datastore_id=args.datastore, only=StepId(args.only) if args.only else None,
@@ -242,6 +247,8 @@ def register(subparsers: Any) -> None:
     verbs = parser.add_subparsers(dest="verb", required=True)
     p = verbs.add_parser("status", help="every setup step with its state (exit 3 until every mandatory one is done)")
     p.add_argument("--input", metavar="FILE", help="the toolkit input file (spec JSON shape)")
+    p.add_argument("--disk-size", type=disk_size, default=DEFAULT_OBJECTSTORE_DISK_MB, metavar="SIZE",
+                   help=f"the object store's data disk size (default {format_mb(DEFAULT_OBJECTSTORE_DISK_MB)}, the installer's)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=site_command(_status))
 
@@ -251,6 +258,8 @@ def register(subparsers: Any) -> None:
                    "(default: the one with the most free space)")
     p.add_argument("--only", choices=[s.value for s in StepId], metavar="STEP",
                    help="do this step only (" + ", ".join(s.value for s in StepId) + ")")
+    p.add_argument("--disk-size", type=disk_size, default=DEFAULT_OBJECTSTORE_DISK_MB, metavar="SIZE",
+                   help=f"the object store's data disk size (default {format_mb(DEFAULT_OBJECTSTORE_DISK_MB)}, the installer's)")
     p.add_argument("--timeout", type=positive_seconds, default=1800.0, metavar="SECONDS",
                    help="longest wait of one step (an image download, the deployment, the key; default 1800)")
     p.add_argument("--poll", type=positive_seconds, default=2.0, help=argparse.SUPPRESS)

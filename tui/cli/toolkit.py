@@ -9,16 +9,19 @@
                                                              record set aside and rebuilt from the cloud)
     sitetk toolkit key [--service ID] [--wait S] [--grant [--user NAME]] [--yes] [--dry-run]
                                                              the automation VM's key; give it to the user (5)
+    sitetk toolkit disk [--size 30G] [--apply [--yes] [--dry-run]] [--service ID] [--timeout S]
+                                                             the object store's data disk (disk0), grown to
+                                                             --size (default 30G) with --apply
 
 Every verb takes `--json`. Secrets missing from the input file (saved without them) are asked
 on the terminal with getpass at deploy time, never taken from the command line. The template
 defaults to the newest toolkit service template of the cloud. `--read-only` (before `toolkit`)
-refuses deploy and --grant (in the operation type, tui.procedures.operation). Exit codes: see
+refuses deploy, --grant and disk --apply (in the operation type, tui.procedures.operation). Exit codes: see
 `tui.cli.common` (2 also for a malformed input file, with its line and column, and for an
 unconfirmed deploy or grant; 3 for `validate` finding errors).
 
 The verbs live beside this registration: `toolkit_inputs` (inputs, validate), `toolkit_deploy`
-(deploy, the secrets prompt `ask_secrets`), `toolkit_key` (vms, key).
+(deploy, the secrets prompt `ask_secrets`), `toolkit_key` (vms, key), `toolkit_disk` (disk).
 """
 
 from __future__ import annotations
@@ -29,9 +32,12 @@ from typing import Any
 from tui.cli.common import non_negative_seconds, site_command
 from tui.cli.toolkit_deploy import ask_secrets as ask_secrets  # re-exported: `sitetk setup` asks its secrets with it
 from tui.cli.toolkit_deploy import deploy_command
+from tui.cli.toolkit_disk import disk_command, disk_size
 from tui.cli.toolkit_inputs import inputs_command, validate_command
 from tui.cli.toolkit_key import key_command, vms_command
+from tui.domain.disk_size import DEFAULT_OBJECTSTORE_DISK_MB, format_mb
 from tui.procedures.instantiate_toolkit import DEFAULT_HEARTBEAT, DEFAULT_KEY_TIMEOUT, DEFAULT_TIMEOUT
+from tui.procedures.objectstore_disk import DEFAULT_WAIT
 
 
 def register(subparsers: Any) -> None:
@@ -93,3 +99,17 @@ def register(subparsers: Any) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the preview and change nothing")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=site_command(key_command))
+
+    p = verbs.add_parser("disk", help="the object store's data disk (disk0): its size; --apply grows it to --size")
+    p.add_argument("--size", type=disk_size, default=DEFAULT_OBJECTSTORE_DISK_MB, metavar="SIZE",
+                   help=f"the size wanted: MB, or with a unit M, G or T (default {format_mb(DEFAULT_OBJECTSTORE_DISK_MB)}, "
+                        "the installer's)")
+    p.add_argument("--apply", action="store_true", help="resize the disk (onevm disk-resize) and wait for it")
+    p.add_argument("--service", type=int, metavar="ID", help="the toolkit service (default: the live one)")
+    p.add_argument("--timeout", type=non_negative_seconds, default=DEFAULT_WAIT, metavar="SECONDS",
+                   help=f"time the platform may take to resize (default {DEFAULT_WAIT:g})")
+    p.add_argument("--poll", type=non_negative_seconds, default=2.0, help=argparse.SUPPRESS)
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    p.add_argument("--dry-run", action="store_true", help="print the preview and change nothing")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=site_command(disk_command))

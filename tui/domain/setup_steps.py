@@ -57,6 +57,7 @@ class StepId(str, Enum):
     RECORD = "record"
     GRANT = "grant"
     DATABASE_HOST = "database-host"
+    OBJECTSTORE_DISK = "objectstore-disk"
     REPOSITORY = "repository"
     SITE_BRANCH = "site-branch"
     CORE_YAML = "core-yaml"
@@ -75,7 +76,8 @@ _GROUPS: dict[StepId, str] = {
                                 StepId.DATASTORES)},
     **{s: "Networks" for s in (StepId.DEFAULT_NETWORK, StepId.TRIAL_NETWORK, StepId.FORWARDED)},
     **{s: "Toolkit" for s in (StepId.CLOUD_USER, StepId.DOWNLOAD, StepId.TAGGED, StepId.INPUTS,
-                              StepId.INSTANTIATE, StepId.RECORD, StepId.GRANT, StepId.DATABASE_HOST)},
+                              StepId.INSTANTIATE, StepId.RECORD, StepId.GRANT, StepId.DATABASE_HOST,
+                              StepId.OBJECTSTORE_DISK)},
     **{s: "Sites repository" for s in (StepId.REPOSITORY, StepId.SITE_BRANCH, StepId.CORE_YAML,
                                        StepId.COMPONENTS, StepId.SUBMITTED)},
     **{s: "Optional" for s in (StepId.DNS, StepId.ROUTE_MANAGER)},

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Mapping, TypeVar
 
 from tui.adapters.vault import VaultPassword, decrypt_text_async, is_vault_text
 from tui.domain.datastores import Datastore
+from tui.domain.disk_size import DEFAULT_OBJECTSTORE_DISK_MB
 from tui.domain.documents import SERVICE_TEMPLATE_DOCUMENT
 from tui.domain.hosts import Host
 from tui.domain.images import ImageInfo
@@ -28,7 +29,7 @@ from tui.domain.services import Service, ServiceTemplate
 from tui.domain.setup_networks import Lease
 from tui.domain.system import SystemConfig
 from tui.domain.users import User
-from tui.domain.vms import VmSummary
+from tui.domain.vms import VmDetail, VmSummary
 from tui.errors import AuthenticationFailed, SiteError
 from tui.procedures.concurrent import gather
 from tui.procedures.site_record import site_record_problem
@@ -69,6 +70,8 @@ class SetupTarget:
     source: str = ""
     #: what is worth fixing in the input file (readable by others while it holds secrets)
     warnings: tuple[str, ...] = ()
+    #: the size the object store's data disk (disk0) is grown to (`sitetk setup ... --disk-size`)
+    objectstore_disk_mb: int = DEFAULT_OBJECTSTORE_DISK_MB
 
 
 @dataclass(frozen=True)
@@ -151,6 +154,8 @@ class SetupFacts:
     #: why the console's site record of this endpoint cannot be read ("" when it can or is absent):
     #: `toolkit vms` and `toolkit key` read it
     site_record_problem: str = ""
+    #: the object store role's VM, read whole (its disks), None when there is none or it was not read
+    objectstore_vm: VmDetail | None = None
 
     @property
     def default_network(self) -> Vnet | None:
@@ -464,13 +469,14 @@ async def read_setup_facts(site: "SiteConnection", target: SetupTarget | None = 
     partial = SetupFacts(info.endpoint, info.version, info.user, info.group, target, vnets=vnets, service=service,
                          naming=site.naming)
     default = partial.default_network
-    (leases, image_ids, key, inventory, form, repo) = await gather(
+    (leases, image_ids, key, inventory, form, repo, objectstore) = await gather(
         _guard("leases of the default network", vnet_leases(cloud, default.id), notes) if default else _none(),
         _toolkit_images(site, templates, notes),
         _automation_key(site, service, notes),
         _inventory(site, service, notes),
         _form(site, templates, notes),
         _guard("sites repository", read_repo(site, target), notes),
+        _objectstore_vm(site, service, notes),
     )
     key_line, key_problem = key
     repo_facts = repo or RepoFacts(configured=str(site.settings.sites_repo or ""))
@@ -490,8 +496,16 @@ async def read_setup_facts(site: "SiteConnection", target: SetupTarget | None = 
         automation_key=key_line, automation_key_problem=key_problem, inventory=inventory, form=form,
         vm_templates=vm_templates, service_template_docs=documents, acl_rules=rules,
         repo=repo_facts, site_verdict=verdict, input_checks=input_checks, cloud_login=login, notes=tuple(notes),
-        naming=site.naming, site_record_problem=site_record_problem(site.settings),
+        naming=site.naming, site_record_problem=site_record_problem(site.settings), objectstore_vm=objectstore,
     )
+
+
+async def _objectstore_vm(site: "SiteConnection", service: Service | None, notes: list[str]) -> VmDetail | None:
+    """The object store role's first VM, read whole (its disk0 decides the objectstore-disk step)."""
+    role = service.role(site.naming.role_objectstore) if service is not None else None
+    if role is None or not role.vm_ids:
+        return None
+    return await _guard("the object store VM", site.cloud.vm_info(role.vm_ids[0]), notes)
 
 
 async def _none() -> None:

@@ -21,6 +21,7 @@ The steps and what runs them:
 | record | `capture_automation_key` |
 | grant | `grant_ssh_key` (operation 5) |
 | database-host | `move_many` of `plan_flagged` (operation 7), offered as soon as the manager VM has a host |
+| objectstore-disk | `ResizeObjectstoreDisk`: disk0 of the object store VM grown to the target's size (default 30G), waited for, an `Operation` |
 | site-branch, core-yaml | `CreateSite` (or open) and `FillSite` in the working clone, once the object store VM's address is known |
 | dns, route-manager (optional, only with `--only`) | `setup_optional`: the running appliance's address (and the route manager's token) into core.yaml, checked and submitted |
 | components | `setup_components`: each missing component of the minimal set (and the recommended ones the library offers) through `offer_component` (operation 9: appliances, grants, site variables), in the working clone |
@@ -450,6 +451,19 @@ async def _plan_database(site: "SiteConnection", facts: SetupFacts, step: SetupS
     return operation_step(site, step, operation, MoveSet(tuple(plans)))
 
 
+async def _plan_disk(site: "SiteConnection", facts: SetupFacts, step: SetupStep, options: RunOptions,
+                     ask: AskSecrets) -> StepPlan:
+    from tui.procedures.objectstore_disk import ResizeObjectstoreDisk
+
+    if facts.service is None:
+        raise _stop(step)
+    operation = ResizeObjectstoreDisk(facts.target.objectstore_disk_mb, facts.service.id,
+                                      wait_timeout=options.step_timeout, poll_interval=options.poll_interval)
+    plan = await operation.plan(site)
+    return StepPlan(step, operation.preview(plan), operation_step(site, step, operation, plan).run,
+                    wait_only=plan.resizing)
+
+
 async def _plan_site(site: "SiteConnection", facts: SetupFacts, step: SetupStep, options: RunOptions,
                      ask: AskSecrets) -> StepPlan:
     """The site branch and core.yaml filled from the cloud, in the working clone: nothing reaches
@@ -691,6 +705,7 @@ _PLANNERS: Mapping[StepId, Callable[..., Awaitable[StepPlan]]] = {
     StepId.RECORD: _plan_record,
     StepId.GRANT: _plan_grant,
     StepId.DATABASE_HOST: _plan_database,
+    StepId.OBJECTSTORE_DISK: _plan_disk,
     StepId.SITE_BRANCH: _plan_site,
     StepId.CORE_YAML: _plan_site,
     StepId.COMPONENTS: _plan_components,

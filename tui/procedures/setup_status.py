@@ -39,6 +39,7 @@ from tui.domain.setup_steps import (
     StepState,
 )
 from tui.domain.severity import Severity
+from tui.errors import SiteError
 from tui.procedures.setup_facts import SetupFacts, SetupTarget, read_setup_facts
 from tui.procedures.setup_site_steps import (
     components_step,
@@ -588,6 +589,50 @@ def database_host_step(facts: SetupFacts) -> SetupStep:
     return _step(StepId.DATABASE_HOST, title, StepState.DONE, evidence)
 
 
+def objectstore_disk_step(facts: SetupFacts) -> SetupStep:
+    """Done only when disk0 of the object store VM, read from the VM, is at the wanted size or more
+    (and no resize is under way); the growth is checked against its datastore's free space."""
+    from tui.domain.disk_size import format_mb, human_mb
+    from tui.procedures.objectstore_disk import RESIZABLE, disk_plan
+
+    wanted = facts.target.objectstore_disk_mb
+    title = f"Object store data disk at {format_mb(wanted)}"
+    service = facts.service
+    if service is None:
+        return _blocked(StepId.OBJECTSTORE_DISK, title, StepId.INSTANTIATE, "Instantiate the toolkit first.")
+    role = service.role(facts.naming.role_objectstore)
+    if role is None or not role.vm_ids:
+        return _blocked(StepId.OBJECTSTORE_DISK, title, StepId.INSTANTIATE, "The object store VM does not exist yet.")
+    vm = facts.objectstore_vm
+    if vm is None:
+        return _unknown(StepId.OBJECTSTORE_DISK, title, f"the object store VM {role.vm_ids[0]}")
+    try:
+        plan = disk_plan(service.id, vm, facts.datastores, wanted)
+    except SiteError as error:
+        return _step(StepId.OBJECTSTORE_DISK, title, StepState.FAILED, (error.title,), error.detail)
+    evidence = [f"VM {vm.id} {vm.name} ({plan.vm_state}) disk {plan.disk_id}: {human_mb(plan.current_mb)}, "
+                f"wanted {human_mb(wanted)}"]
+    if plan.room is not None:
+        evidence.append(f"it lives in {plan.room.kind} datastore {plan.room.datastore_id} {plan.room.name!r}: "
+                        f"{human_mb(plan.room.free_mb)} free")
+    if plan.already:
+        return _step(StepId.OBJECTSTORE_DISK, title, StepState.DONE, evidence)
+    command = _run(StepId.OBJECTSTORE_DISK)
+    if plan.resizing:
+        return _step(StepId.OBJECTSTORE_DISK, title, StepState.TODO, evidence + ["a resize is under way"],
+                     "Wait for the resize to finish.", command=command)
+    if plan.vm_state not in RESIZABLE:
+        return _blocked(StepId.OBJECTSTORE_DISK, title, StepId.INSTANTIATE,
+                        f"The platform resizes a disk of a RUNNING, POWEROFF or UNDEPLOYED VM: VM {vm.id} is "
+                        f"{plan.vm_state}.", evidence)
+    if plan.problems:
+        return _step(StepId.OBJECTSTORE_DISK, title, StepState.FAILED, evidence + list(plan.problems),
+                     "Free space in that datastore, or set up with a smaller --disk-size.")
+    return _step(StepId.OBJECTSTORE_DISK, title, StepState.TODO, evidence,
+                 f"Grow it to {format_mb(wanted)} ({plan.cli()}), as the installer does: the object store keeps the "
+                 "trial networks' files.", command=command)
+
+
 # -- sites repository -----------------------------------------------------------------------------
 
 
@@ -660,8 +705,8 @@ def route_manager_step(facts: SetupFacts) -> SetupStep:
 
 STEP_RULES = (platform_step, services_step, cli_helper_step, gate_step, marketplaces_step, datastores_step, default_network_step,
               trial_network_step, forwarded_step, cloud_user_step, download_step, tagged_step, inputs_step,
-              instantiate_step, record_step, grant_step, database_host_step, repository_step, site_branch_step,
-              core_yaml_step, components_step, submitted_step, dns_step, route_manager_step)
+              instantiate_step, record_step, grant_step, database_host_step, objectstore_disk_step, repository_step,
+              site_branch_step, core_yaml_step, components_step, submitted_step, dns_step, route_manager_step)
 
 
 def build_checklist(facts: SetupFacts) -> SetupChecklist:

@@ -1,4 +1,5 @@
-"""The XML-RPC methods that create and drive VMs: instantiate, action, deploy, updateconf, update, recover.
+"""The XML-RPC methods that create and drive VMs: instantiate, action, deploy, updateconf, update,
+diskresize (tui.sim.disk_resize), recover.
 
 `one.vm.updateconf` only touches the sections the platform lets it change (OS, FEATURES, INPUT,
 GRAPHICS, VIDEO, RAW, CPU_MODEL, BACKUP_CONFIG, CONTEXT): with append=0 every one of those
@@ -22,6 +23,7 @@ from typing import Any
 from tui.domain.error_codes import ACTION, ALLOCATE, INTERNAL, XML_RPC_API
 from tui.domain.template_text import Template
 from tui.sim import lifecycle
+from tui.sim.disk_resize import disk_resize, parse_size
 from tui.sim.platform import updateconf_has_append
 from tui.sim.rpc_context import Call, merge_template, method, parse_text, refuse_name
 from tui.sim.rpc_errors import OneError, no_exists
@@ -168,6 +170,14 @@ def vm_update(call: Call, vm_id: int, text: str, append: int = 0) -> int:
     vm.user_template = new if append == 0 else merge_template(vm.user_template, new)
     vm.touch()
     return vm_id
+
+
+@method("one.vm.diskresize", "iis")
+def vm_diskresize(call: Call, vm_id: int, disk_id: int, size: str) -> int:
+    """`onevm disk-resize`: the size text is checked before the VM is looked up (tui.sim.disk_resize);
+    a MANAGE operation (`disk-resize` in VM_MANAGE_OPERATIONS, share/etc/oned.conf 770-772 at release-7.0.2)."""
+    new_size = parse_size(size)
+    return disk_resize(call.site, _vm(call, vm_id), disk_id, new_size)
 
 
 @method("one.vm.recover", "ii")

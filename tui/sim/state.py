@@ -280,6 +280,11 @@ class Faults:
     fail_role: str = ""
     #: `one.vm.deploy` calls fail with an internal error while this is > 0 (decremented per call)
     fail_next_deploys: int = 0
+    #: the next N `one.vm.diskresize` calls are accepted, then the driver fails them (the disk keeps
+    #: its size, the VM goes back to its state: tui.sim.disk_resize)
+    fail_disk_resizes: int = 0
+    #: simulated seconds a disk resize takes (0: tui.sim.disk_resize.RESIZE_TIME): a slow driver
+    disk_resize_seconds: float = 0.0
     #: extra delay per XML-RPC method name, in milliseconds
     method_delay_ms: dict[str, int] = field(default_factory=dict)
     #: the next N calls of each named XML-RPC method are refused with an ACTION error (decremented per call)
