@@ -7,7 +7,8 @@
     sitetk market download --app-id APP_ID --datastore DS_ID [...]
     sitetk market attrs APPLIANCE [--image ID ...] [--template ID] [--service-template ID]
                         [--write-file PATH [--force]] [--yes] [--dry-run] [--json]
-    sitetk market upgrades [--only NAME ...] [--apply --datastore DS_ID] [--yes] [--dry-run] [--json]
+    sitetk market upgrades [--only NAME ...] [--apply --datastore DS_ID [--branch B] [--site DIR]
+                           [--override-reason TEXT] [--no-site]] [--yes] [--dry-run] [--json]
 
 APPLIANCE is a record id (`service_toolkit`), a name (`"Site Toolkit"`) or a key as `list` shows
 it (`<marketplace url>#<id>`, or `<marketplace name>#<id>`). An id or name several marketplaces
@@ -21,7 +22,10 @@ carry no attributes (and reports those already tagged with this version as uncha
 `--write-file` it also writes the attribute file (no extension); an existing file or a symlink
 there is refused unless `--force` (which replaces it atomically, never writing through the link). `upgrades` prints the
 `Software | Previous | New` table and the plan; `--apply` runs it and asks before removing each
-old version (with `--yes`: removes without asking). Exit codes: see `tui.cli.common`.
+old version (with `--yes`: removes without asking); then the site's core.yaml (the live toolkit's
+sites branch, or --branch) gets the new image and template IDs where it held the old ones (each
+key previewed, vault kept) and is submitted with the upgrade named in the commit message
+(tui.procedures.upgrade_site); site variables the library defines that it lacks are listed. Exit codes: see `tui.cli.common`.
 """
 
 from __future__ import annotations
@@ -37,14 +41,17 @@ from rich.text import Text
 from tui.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
+    UsageError,
     emit_json,
     positive_seconds,
+    print_error,
     site_command,
     table_console,
     usage,
 )
-from tui.cli.runner import run_cli
+from tui.cli.runner import print_event, run_cli
 from tui.domain.attribute_file import ApplianceTag
+from tui.errors import SiteError
 from tui.procedures.attach_attributes import (
     AttachAttributes,
     attribute_text,
@@ -64,7 +71,9 @@ from tui.procedures.download_appliance import (
     find_market_app,
 )
 from tui.procedures.marketplace import CatalogEntry, MarketCatalog, load_catalog
-from tui.procedures.upgrades import ApplyUpgrades, upgrade_plan_json
+from tui.procedures.preview import Preview
+from tui.procedures.progress import Progress
+from tui.procedures.upgrades import ApplyUpgrades, IdChange, Upgraded, upgrade_plan_json
 
 #: glyphs of the install states (never colour alone)
 STATE_MARKS = {"not downloaded": "-", "up to date": "=", "update available": "^", "untagged image found": "?",
@@ -232,9 +241,103 @@ async def _upgrades(args: argparse.Namespace, site: SiteConnection) -> int:
         return EXIT_OK
     if args.datastore is None and not args.read_only:
         return usage("--apply needs --datastore DS_ID (the IMAGE datastore for the new versions)", args.json)
-    return await run_cli(args, site, operation, plan=plan, extra=upgrade_plan_json(plan),
-                         before=lambda plan: _print(_upgrade_table(plan)),
+    answers: list[dict[str, Any]] = []
+    done: list[Upgraded] = []
+
+    def describe(result: Upgraded) -> str:
+        done.append(result)
+        return "upgrade applied"
+
+    code = await run_cli(args, site, operation, plan=plan, extra=upgrade_plan_json(plan),
+                         before=lambda plan: _print(_upgrade_table(plan)), describe=describe,
+                         answer_to=answers.append if args.json else emit_json,
                          nothing_to_do=lambda plan: "Nothing to upgrade." if plan.empty else None)
+    if args.json and answers and not done and isinstance(answers[-1].get("result"), dict):
+        done.append(Upgraded(tuple(IdChange(**c) for c in answers[-1]["result"].get("core_yaml", []))))
+    if code != EXIT_OK or not done:
+        if answers:
+            emit_json(answers[-1])
+        return code
+    return await _site_follows(args, site, plan, done[-1], answers[-1] if answers else None)
+
+
+async def _site_follows(args: argparse.Namespace, site: SiteConnection, plan: Any, upgraded: Upgraded,
+                        answer: dict[str, Any] | None) -> int:
+    """core.yaml changed to the new IDs and submitted with the upgrade named (tui.procedures.upgrade_site)."""
+    from tui.cli.site_options import vault_password, warn
+    from tui.procedures.setup_facts import toolkit_service
+    from tui.procedures.site_workspace import sites_repo
+    from tui.procedures.upgrade_site import update_site_ids, upgrade_message
+
+    changes = [c for c in upgraded.core_yaml if c.old >= 0 and c.new is not None]
+    payload: dict[str, Any] = {"site": None}
+    events: list[Progress] = []
+
+    def finish(code: int, error: SiteError | None = None, **members: Any) -> int:
+        payload["site"] = {**members, "events": [e.as_json() for e in events]}
+        if args.json:
+            body = {**(answer or {"ok": True}), **payload}
+            if error is not None:
+                print_error(error, True, **{k: v for k, v in body.items() if k not in ("ok", "error")})
+            else:
+                emit_json(body)
+        elif error is not None:
+            print_error(error, False)
+        return code
+
+    if not changes:
+        return finish(EXIT_OK, skipped="no old ID was replaced")
+    listed = "; ".join(f"{c.appliance} {c.kind} {c.old} -> {c.new}" for c in changes)
+    if args.no_site or not site.settings.sites_repo:
+        why = "--no-site" if args.no_site else "no sites repository is configured"
+        if not args.json:
+            print(f"core.yaml not changed ({why}): change these IDs in it: {listed}")
+        return finish(EXIT_OK, skipped=why, changes=[c.as_json() for c in changes])
+    branch, site_dir = args.branch, args.site
+    if not branch:
+        service = toolkit_service(tuple(await site.flow.list_services()), site.naming)
+        values = service.input_values if service is not None else {}
+        branch = str(values.get(site.naming.input_name(f"{site.naming.role_manager}_sites_branch"), "") or "")
+        site_dir = site_dir or str(values.get(site.naming.input_name(f"{site.naming.role_manager}_deployment_site"), "")
+                                   or "") or None
+    if not branch:
+        error = SiteError("No site branch to update", f"The IDs to change: {listed}. Name the site with --branch BRANCH "
+                          "[--site DIR] (the live toolkit service names none), then run `sitetk site edit` and "
+                          "`sitetk site submit`.")
+        return finish(EXIT_FAILED, error)
+    warnings: list[str] = []
+    try:
+        password = vault_password(args, warnings)
+    except UsageError as refused:
+        error = SiteError("core.yaml not changed: no vault password", f"{refused}. The upgrade itself is done; the "
+                          f"IDs to change on {branch}: {listed} (`sitetk site edit`, then `sitetk site submit`).")
+        return finish(EXIT_FAILED, error, branch=branch, changes=[c.as_json() for c in changes])
+    warn(warnings, args.json)
+    repo = sites_repo(site.settings)
+    message = upgrade_message(plan, {c.appliance for c in changes})
+    records = tuple(s.record.id for s in plan.steps if s.record is not None)
+    try:
+        async for event in update_site_ids(site, repo, branch, site_dir or branch, password, changes, message,
+                                           override_reason=args.override_reason, record_ids=records):
+            events.append(event)
+            if args.json:
+                continue
+            if isinstance(event.outcome, Preview):
+                print(event.outcome.as_text())  # each key, old -> new, with the hand-run command
+            else:
+                print_event(event)
+    except SiteError as error:
+        return finish(EXIT_FAILED, error, branch=branch, message=message)
+    finally:
+        repo.close()
+    last = events[-1] if events else None
+    missing = last.data.get("missing", []) if last is not None else []
+    if not args.json:
+        print(last.message if last is not None else "core.yaml: nothing to change")
+        for item in missing:
+            print(f"new site variable to set: {item['path']} ({item['about']}): `sitetk site edit` then `sitetk site submit`")
+    return finish(EXIT_OK, branch=branch, message=message, edits=last.data.get("edits", []) if last else [],
+                  missing=missing)
 
 
 def _upgrade_table(plan: Any) -> Table:
@@ -305,6 +408,15 @@ def register(subparsers: Any) -> None:
     p.add_argument("--only", action="append", metavar="NAME", help="only this appliance (repeatable)")
     p.add_argument("--apply", action="store_true", help="run the plan")
     p.add_argument("--datastore", type=int, default=None, metavar="DS_ID", help="IMAGE datastore for new versions")
+    p.add_argument("--branch", metavar="BRANCH", help="the site branch whose core.yaml follows the new IDs "
+                   "(default: the live toolkit service's sites branch)")
+    p.add_argument("--site", metavar="DIR", help="the site directory on that branch (default: the service's deployment "
+                   "site, else the branch name)")
+    p.add_argument("--vault-password-file", metavar="FILE", help="vault password file of core.yaml "
+                   "(default: $SITETK_VAULT_PASSWORD_FILE, else a prompt)")
+    p.add_argument("--override-reason", metavar="TEXT", help="submit core.yaml's new IDs even when its check has errors "
+                   "(the reason goes into the commit message and the audit log)")
+    p.add_argument("--no-site", action="store_true", help="leave core.yaml alone (the IDs to change are listed)")
     _waiting(p)
     _mutating(p)
     p.set_defaults(func=site_command(_upgrades))
