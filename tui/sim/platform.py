@@ -8,9 +8,14 @@ release-7.0.0, release-7.4.0; 6.0.x only for `updateconf`'s missing append flag)
 - `one.vm.updateconf` takes an append flag from 6.2 on (6.2 `RequestManagerVirtualMachine.cc`
   reads `paramList.getInt(3)`); 6.0 registers it as `A:sis` and replaces every section the text
   leaves out (6.0 `src/vm/VirtualMachine.cc` `replace_vector_values` without `append`).
-- The cloud's market driver (`src/market_mad/remotes/one/monitor`) adds `SCHED_REQUIREMENTS`
-  and `HYPERVISOR` to the VM template of an app from 7.0 on (`generate_vm_template64`), and
-  `ARCHITECTURE` and `HYPERVISOR` to the app; 6.10.0 converts the JSON template as it is.
+- The cloud's market driver (`src/market_mad/remotes/one/monitor`, the same file at 6.10.0-6.10.2,
+  at 6.10.4-6.10.5 and at 7.0.0-7.0.2) converts the record's JSON VM template as it is up to
+  6.10.3; from 6.10.4 it gives the app ARCHITECTURE (the record's `os-arch`, line 182) and, for a
+  record with an `os-arch`, sets the template's SCHED_REQUIREMENTS to `HYPERVISOR=kvm &
+  ARCH=<os-arch>` (`generate_vm_template64`, lines 237-258 at release-6.10.4); from 7.0 it adds
+  HYPERVISOR to the app and the template and appends `HYPERVISOR=<h>[ & ARCH=aarch64]` to every
+  template's SCHED_REQUIREMENTS (lines 274-311 at release-7.0.0), and converts arrays (up to 6.10
+  `template_to_str` drops them).
 - The market driver adds a missing trailing slash to the marketplace's ENDPOINT from 6.10.3 on
   (`src/market_mad/remotes/one/monitor` line 42 at release-6.10.3); 6.10.0-6.10.2 build app
   links as `"#{@url}appliance/#{id}"` from the ENDPOINT as it is (line 170 at release-6.10.0).
@@ -58,8 +63,17 @@ def system_config_for_everyone(version: str) -> bool:
     return version_key(version) >= (6, 10)
 
 
+def driver_adds_architecture(version: str) -> bool:
+    """Whether the `one` market driver gives apps ARCHITECTURE and the VM templates of records with
+    an `os-arch` SCHED_REQUIREMENTS: from 6.10.4 on (`src/market_mad/remotes/one/monitor` lines
+    182 and 237-258 at release-6.10.4; absent at release-6.10.3)."""
+    return version_key(version) >= (6, 10, 4)
+
+
 def driver_adds_requirements(version: str) -> bool:
-    """Whether the market driver adds SCHED_REQUIREMENTS/HYPERVISOR to app VM templates (7.0+)."""
+    """Whether the market driver adds HYPERVISOR to apps and VM templates and appends
+    `HYPERVISOR=<h>` to every VM template's SCHED_REQUIREMENTS: from 7.0 on (`monitor`
+    `generate_vm_template64`, `app_hypervisor`, `app_arch`, lines 274-332 at release-7.0.0)."""
     return version_key(version) >= (7, 0)
 
 
