@@ -36,10 +36,11 @@ FORMAT = 1
 
 
 def closest_embedded(version: str) -> str:
-    """The embedded-site version a recording of `version` replays on: the same series, else the nearest."""
-    same = [v for v in EMULATED_VERSIONS if series(v) == series(version)]
-    if same:
-        return same[0]
+    """The embedded-site version a recording of `version` replays on: the recorded version itself
+    when the embedded site emulates its series (it follows the patch releases' differences by
+    version: `tui.sim.platform`, e.g. the 6.10.4+ market driver), else the nearest emulated one."""
+    if any(series(v) == series(version) for v in EMULATED_VERSIONS):
+        return version
     key = version_key(version)
     return min(EMULATED_VERSIONS, key=lambda v: abs(version_key(v)[0] * 100 + version_key(v)[1] - key[0] * 100 - key[1]))
 
