@@ -132,6 +132,15 @@ def choose(checklist: SetupChecklist, only: StepId | None) -> SetupStep | None:
     return step
 
 
+def older_build_note(checklist: SetupChecklist) -> str:
+    """What the download step says of an older toolkit build (downloaded, or the cloud's app), with
+    what to do ("": the newest, or not known)."""
+    step = next((s for s in checklist.steps if s.id is StepId.DOWNLOAD), None)
+    if step is None:
+        return ""
+    return next((line for line in step.evidence if line.startswith("older build:")), "")
+
+
 def with_answers(target: SetupTarget, answers: Mapping[str, str], naming: Any) -> SetupTarget:
     """`target` with secrets asked during the run (the sites token is core.yaml's vault password)."""
     if not answers:
@@ -176,6 +185,9 @@ async def run_setup(site: "SiteConnection", target: SetupTarget, options: RunOpt
         if just_ran is not None:  # what the step's run left, read now: never the step's title as a claim
             yield _after_step(checklist, *just_ran)
             just_ran = None
+        older = older_build_note(checklist)
+        if round_number == 1 and older:  # said first: the run goes on with the build the cloud holds
+            yield Progress("toolkit build", 1, 1, older, "done", {"older_build": checklist.step(StepId.DOWNLOAD).data})
         step = choose(checklist, options.only)
         if step is not None and options.max_steps is not None and ran >= options.max_steps:
             yield Progress("setup", 1, 1, f"next: {step.title} ({step.state.value})", "done",
@@ -184,6 +196,8 @@ async def run_setup(site: "SiteConnection", target: SetupTarget, options: RunOpt
         outstanding = sum(1 for s in checklist.steps if s.outstanding)
         if step is None:
             message = (f"{options.only.value} is done" if options.only else "every mandatory step is done")
+            if older:
+                message += f"; {older}"
             yield Progress("setup", 1, 1, f"{message} ({time.monotonic() - started:.0f} s)", "done",
                            {"checklist": checklist.as_json()}, outcome=checklist)
             return

@@ -10,9 +10,11 @@ the operator can do (the platform configuration, the networks) say the platform 
 from __future__ import annotations
 
 import ipaddress
+import shlex
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from tui.domain.attribute_file import installed_version_from_image_template
 from tui.domain.datastores import Datastore
 from tui.domain.images import ImageInfo
 from tui.domain.input_site import Outcome
@@ -39,6 +41,7 @@ from tui.domain.setup_steps import (
     StepState,
 )
 from tui.domain.severity import Severity
+from tui.domain.versions import ApplianceVersion, newest, parse_version
 from tui.errors import SiteError
 from tui.procedures.setup_facts import SetupFacts, SetupTarget, read_setup_facts
 from tui.procedures.setup_site_steps import (
@@ -407,12 +410,61 @@ def download_step(facts: SetupFacts) -> SetupStep:
                           "again." if failed else "The images are still downloading: wait, then refresh."),
                          command=_run(StepId.DOWNLOAD))
         evidence.append(f"{len(ids)} image(s) usable: {', '.join(f'{i} {images[i].status}' for i in ids if i in images)}")
-        return _step(StepId.DOWNLOAD, title, StepState.DONE, evidence)
+        installed = downloaded_build(facts)
+        best = newest_listed(facts)
+        if installed is None or best is None:
+            evidence.append("its build is not compared with the marketplaces' newest: "
+                            + ("its images carry no version attributes yet (the next step)" if installed is None
+                               else "no marketplace listing of it was read"))
+            return _step(StepId.DOWNLOAD, title, StepState.DONE, evidence)
+        version, where = best
+        older = version.newer_than(installed)
+        upgrade = f"sitetk market upgrades --only {shlex.quote(name)}"
+        if older:
+            evidence.append(f"older build: {installed.label} is downloaded; {version.label} is available ({where}). "
+                            f"Upgrade: `{upgrade}` shows the plan, with `--apply --datastore ID` it downloads the "
+                            "new build and removes the old one")
+        else:
+            evidence.append(f"build {installed.label}: the newest the marketplaces list")
+        return _step(StepId.DOWNLOAD, f"{title} (an older build)" if older else title, StepState.DONE, evidence,
+                     data={"installed": installed.raw, "newest": version.raw, "older": older,
+                           "upgrade": upgrade if older else ""})
     if app is None:
         return _blocked(StepId.DOWNLOAD, title, StepId.MARKETPLACES, f"No marketplace lists {name}.")
-    return _step(StepId.DOWNLOAD, title, StepState.TODO, (f"no service template of {name} in the cloud",),
+    evidence = [f"no service template of {name} in the cloud",
+                f"the cloud's app {app.id} holds {app.version} (of {app.marketplace})"]
+    best = newest_listed(facts)
+    if best is not None and best[0].newer_than(parse_version(app.version)):
+        evidence.append(f"older build: {best[0].label} is available ({best[1]}); the cloud's app holds "
+                        f"{app.version}: download that build by its key (`sitetk market download` with it) or let "
+                        "the cloud import it (the marketplace screen's cloud app row says why it does not)")
+    return _step(StepId.DOWNLOAD, title, StepState.TODO, evidence,
                  f"Export {name} {app.version} (app {app.id}) into an IMAGE datastore: "
                  f"onemarketapp export {app.id} '<name>' --datastore <id>", command=_run(StepId.DOWNLOAD))
+
+
+def downloaded_build(facts: SetupFacts) -> ApplianceVersion | None:
+    """The newest build the downloaded toolkit's images carry (their version attributes; None: untagged)."""
+    images = {i.id: i for i in facts.images or ()}
+    versions = []
+    for image_id in facts.toolkit_image_ids or ():
+        tag = installed_version_from_image_template(images[image_id].attributes, facts.naming) \
+            if image_id in images else None
+        if tag is not None and tag.name == facts.naming.toolkit_appliance_name and (tag.stamp or tag.software_version):
+            versions.append(tag.version)
+    return newest(versions)
+
+
+def newest_listed(facts: SetupFacts) -> tuple[ApplianceVersion, str] | None:
+    """The newest toolkit build any marketplace lists (the HTTP listings, `sitetk market list`, and
+    the cloud's app), compared as `sitetk market upgrades` compares (`ApplianceVersion`), with where."""
+    name = facts.naming.toolkit_appliance_name
+    found = [(e.record.parsed_version, f"{e.source.name}, {e.key}") for e in (facts.catalog.entries if facts.catalog else ())
+             if e.record.name == name]
+    app = toolkit_app(facts)
+    if app is not None:
+        found.append((parse_version(app.version), f"the cloud's app {app.id}"))
+    return max(found, key=lambda f: (f[0].semantic_key(), f[0].raw)) if found else None
 
 
 def tagged_step(facts: SetupFacts) -> SetupStep:
