@@ -211,6 +211,12 @@ def run_async(factory: Callable[[], Awaitable[int]], as_json: bool = False) -> i
         return EXIT_INTERRUPTED
 
 
+def counter(done: int, total: int) -> str:
+    """`(done/total)`, or `(done)` when the total is not known or smaller than what is done: never
+    a counter such as `(1/0)` (issue 20 item 11)."""
+    return f"({done}/{total})" if total > 0 and done <= total else f"({done})"
+
+
 async def follow(progress: AsyncIterator[Progress], as_json: bool) -> list[Progress]:
     """Consume a procedure's progress events: one line each on stderr (text mode), collected for JSON."""
     events: list[Progress] = []
@@ -219,7 +225,7 @@ async def follow(progress: AsyncIterator[Progress], as_json: bool) -> list[Progr
         if not as_json:
             mark = {"done": "ok", "failed": "FAILED", "skipped": "skip"}.get(event.state, "..")
             tail = f" {event.message}" if event.message else ""
-            print(f"[{mark:>6}] {event.step} ({event.done}/{event.total}){tail}", file=sys.stderr)
+            print(f"[{mark:>6}] {event.step} {counter(event.done, event.total)}{tail}", file=sys.stderr)
     return events
 
 

@@ -208,7 +208,10 @@ async def run_setup(site: "SiteConnection", target: SetupTarget, options: RunOpt
         last = seen
         plan = await plan_step(site, facts, checklist, step, options, ask_once, ask_values=ask_values,
                                site_values=site_values, preview_only=dry_run)
-        yield Progress(step.id.value, round_number, round_number + outstanding - 1, plan.preview.title, "running",
+        # the steps of this run so far and to come: the chosen one counts even when it is not an
+        # outstanding one (an optional step asked with --only), never `(1/0)` (issue 20 item 11)
+        total = round_number - 1 + outstanding + (0 if step.outstanding else 1)
+        yield Progress(step.id.value, round_number, total, plan.preview.title, "running",
                        {"preview": plan.preview.as_json(), "step": step.as_json()}, outcome=plan.preview)
         if dry_run:
             return
@@ -226,8 +229,7 @@ async def run_setup(site: "SiteConnection", target: SetupTarget, options: RunOpt
             raise SetupStopped(step.id, f"{step.title!r} failed: {error.title}",
                                f"{error.detail}\nThe site is left as it is: run again to continue from there.") from None
         ran += 1
-        just_ran = (step, plan.preview.title, time.monotonic() - step_started, round_number,
-                    round_number + outstanding - 1)
+        just_ran = (step, plan.preview.title, time.monotonic() - step_started, round_number, total)
     raise SetupStopped(None, "Setup did not finish", f"{MAX_ROUNDS} steps ran without completing: run again.")
 
 
