@@ -165,6 +165,8 @@ class SiteToolkitApp(App[int]):
         self.screens: tuple[ScreenSpec, ...] = tuple(screens if screens is not None else registry.SCREENS)
         self.initial_screen = initial_screen or registry.DEFAULT_SCREEN
         self.info: ConnectionInfo | None = None
+        #: the toolkit input file of this session (tui.screens.shell.Shell.input_file)
+        self.input_file = ""
         self.last_error: tuple[str, str] | None = None
         self.return_code_on_exit = 0
         #: time.monotonic() when a list screen's first rows were painted (None until then)

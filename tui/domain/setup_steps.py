@@ -210,8 +210,27 @@ class SetupChecklist:
 
     @property
     def next_step(self) -> SetupStep | None:
-        """The first mandatory step that is not done (None when complete)."""
-        return next((step for step in self.steps if step.outstanding), None)
+        """The first mandatory step that is not done (None when complete); when it is blocked by a
+        later step that is itself outstanding, that step (followed to the end of the chain): the
+        automation cloud user waits for the inputs, which wait for the download, so a fresh site's
+        next step is the download, not the input file it cannot be written without yet."""
+        step = next((step for step in self.steps if step.outstanding), None)
+        seen: set[StepId] = set()
+        while step is not None and step.state is StepState.BLOCKED and step.id not in seen:
+            seen.add(step.id)
+            blocker = self._find(step.blocked_by)
+            if blocker is None or not blocker.outstanding or blocker.id in seen:
+                break
+            step = blocker
+        return step
+
+    def _find(self, step_id: str) -> SetupStep | None:
+        """The step `step_id` names (None: not a step's id, e.g. a fact such as the vault password)."""
+        try:
+            wanted = StepId(step_id)
+        except ValueError:
+            return None
+        return next((step for step in self.steps if step.id is wanted), None)
 
     def step(self, step_id: StepId | str) -> SetupStep:
         wanted = StepId(step_id)

@@ -503,6 +503,11 @@ def inputs_step(facts: SetupFacts) -> SetupStep:
     if facts.service is not None and not facts.target.input_path:
         return _step(StepId.INPUTS, title, StepState.DONE,
                      (f"toolkit service {facts.service.id} was instantiated with its inputs",))
+    if not facts.target.input_path and facts.toolkit_templates == ():
+        # the form (console) and `sitetk toolkit inputs` are built from the toolkit's service template
+        return _step(StepId.INPUTS, title, StepState.BLOCKED, ("no input file given",),
+                     "The inputs are written from the toolkit's service template: download the toolkit first.",
+                     blocked_by=StepId.DOWNLOAD.value)
     if not facts.target.input_path:
         return _step(StepId.INPUTS, title, StepState.TODO, ("no input file given",),
                      "Write the input file (`sitetk toolkit inputs --output FILE`), fill it, and pass it with --input.")

@@ -23,7 +23,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.reactive import var
 from textual.widgets import Button, Input, Label, Static
@@ -77,7 +77,12 @@ def step_row(step: SetupStep) -> TableRow:
                     f"{step.title} {step.state.value} {step.group}".lower())
 
 
-def step_detail(step: SetupStep, read_only: bool) -> Text:
+#: what `n` / `d` do on the inputs step while no input file is named
+FORM_HINT = ("n opens the toolkit form, prefilled from the site: fill it, ctrl+s saves the input file (mode 0600) "
+             "and the setup continues with it.")
+
+
+def step_detail(step: SetupStep, read_only: bool, input_path: str = "") -> Text:
     text = Text.assemble((step.title, "bold"), "  ", STEP_PALETTE.text(step.state.value))
     if step.blocked_by:
         text.append(f" by {step.blocked_by}", style="yellow")
@@ -88,7 +93,9 @@ def step_detail(step: SetupStep, read_only: bool) -> Text:
         text.append(f"\n{label}: {step.action}", style="cyan")
     if step.command and step.state is not StepState.DONE:
         text.append(f"\n$ {step.command}", style="dim")
-    if (step.state is StepState.TODO or (step.state is StepState.OPTIONAL and step.command)) and not read_only:
+    if step.id is StepId.INPUTS and step.state is StepState.TODO and not input_path and not read_only:
+        text.append(f"\n{FORM_HINT}", style="cyan")
+    elif (step.state is StepState.TODO or (step.state is StepState.OPTIONAL and step.command)) and not read_only:
         text.append("\nd does this step now.", style="cyan")  # an optional step only when asked
     return text
 
@@ -106,9 +113,14 @@ def summary(checklist: SetupChecklist, input_path: str, read_only: bool) -> str:
     if nxt is None:
         return f"✔ The site is set up: every mandatory step is done (health view) · {head}"
     if nxt.state in (StepState.BLOCKED, StepState.FAILED):
-        hint = " · i names the input file" if not input_path and not read_only else " · fix it (below), then r"
+        asks_file = nxt.blocked_by == StepId.INPUTS.value and not input_path and not read_only
+        hint = " · i names the input file" if asks_file else " · fix it (below), then r"
+    elif read_only:
+        hint = ""
+    elif nxt.id is StepId.INPUTS and not input_path:
+        hint = " · n opens the toolkit form (ctrl+s there saves the input file) · i names an existing one"
     else:
-        hint = "" if read_only else (" · n does it" if input_path else " · i names the input file, then n")
+        hint = " · n does it"
     return f"Next: {nxt.title} ({nxt.state.value}){hint} · {head}"
 
 
@@ -120,7 +132,8 @@ class SecretsModal(SiteModal["dict[str, str] | None"]):
     SecretsModal { align: center middle; }
     SecretsModal > Vertical { width: 80; max-width: 95%; height: auto; max-height: 90%; border: thick $warning;
                               background: $surface; padding: 1 2; }
-    SecretsModal Horizontal { height: auto; align: right middle; margin: 1 0 0 0; }
+    SecretsModal .dialog-buttons { align: right middle; margin: 1 0 0 0; }
+    SecretsModal Button { margin: 0 0 0 2; }
     """
 
     #: the line above the fields
@@ -134,13 +147,29 @@ class SecretsModal(SiteModal["dict[str, str] | None"]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(Content(self.INTRO))
-            for name in self.names:
-                yield Label(Content(name + (f": {self.helps[name]}" if name in self.helps else "")))
-                yield Input(password=self.SECRET, id=f"secret-{name}")
-            with Horizontal():
+            with Horizontal(classes="dialog-buttons"):
                 yield Button("Cancel", id="cancel")
                 yield Button("Use them", id="ok", variant="primary")
+            with VerticalScroll(classes="dialog-body"):
+                yield Label(Content(self.INTRO + " Enter goes to the next field; on the last, uses them."))
+                for name in self.names:
+                    yield Label(Content(name + (f": {self.helps[name]}" if name in self.helps else "")))
+                    yield Input(password=self.SECRET, id=f"secret-{name}")
+
+    def on_mount(self) -> None:
+        first = self.query(Input)
+        if first:
+            first.first().focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Enter: the next field, or (on the last) the same as Use them."""
+        event.stop()
+        inputs = list(self.query(Input))
+        at = inputs.index(event.input) if event.input in inputs else len(inputs) - 1
+        if at + 1 < len(inputs):
+            inputs[at + 1].focus()
+        else:
+            self.query_one("#ok", Button).press()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
@@ -177,11 +206,11 @@ class SetupScreen(SiteScreen):
     MUTATING_ACTIONS = frozenset({"next_step", "do_step"})
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("n", "next_step", "Do the next step", id="setup.next"),
-        Binding("d", "do_step", "Do this step", id="setup.do"),
-        Binding("i", "input_file", "Input file", id="setup.input"),
-        Binding("c", "cancel_step", "Cancel the step", id="setup.cancel"),
-        Binding("r", "refresh", "Read the site again", id="setup.refresh"),
+        Binding("n", "next_step", "Next step", id="setup.next", tooltip="do the next step"),
+        Binding("d", "do_step", "Do this", id="setup.do", tooltip="do the step under the cursor"),
+        Binding("i", "input_file", "Input file", id="setup.input", tooltip="name the toolkit input file"),
+        Binding("c", "cancel_step", "Cancel", id="setup.cancel", tooltip="cancel the running step"),
+        Binding("r", "refresh", "Refresh", id="setup.refresh", tooltip="read the site again"),
     ]
 
     #: the site is being read; not named `loading`, Textual's own flag that covers the whole screen
@@ -196,6 +225,8 @@ class SetupScreen(SiteScreen):
         self.last_message = ""
         #: secrets asked here for this session (never written)
         self._secrets: dict[str, str] = {}
+        #: the session's input file (`Shell.input_file`) as this screen last saw it
+        self._seen_input = ""
 
     def compose_body(self) -> ComposeResult:
         yield Label("Reading the site…", id="setup-summary")
@@ -211,7 +242,23 @@ class SetupScreen(SiteScreen):
         return self.query_one("#setup-steps", VirtualTable)
 
     def on_mount(self) -> None:
+        if self.input_path and not self.shell.input_file:
+            self.shell.input_file = self.input_path
+        self._seen_input = self.shell.input_file
         self.reload()
+
+    def on_screen_resume(self) -> None:
+        """Shown again: take the input file the toolkit form saved meanwhile, and read the site again
+        (another screen may have changed it: a download, a deployment, a submitted core.yaml)."""
+        super().on_screen_resume()
+        named = self.shell.input_file
+        if named and named != self._seen_input:
+            self._seen_input = named
+            if named != self.input_path:
+                self.input_path = named
+                self.last_message = f"input file {named}"
+        if self.checklist is not None:
+            self.reload()
 
     # ------------------------------------------------------------------ reading
 
@@ -286,7 +333,7 @@ class SetupScreen(SiteScreen):
     def _paint_detail(self) -> None:
         step = self.cursor_step()
         if step is not None:
-            self.query_one("#setup-detail", Static).update(step_detail(step, self.read_only))
+            self.query_one("#setup-detail", Static).update(step_detail(step, self.read_only, self.input_path))
 
     def _paint_status(self) -> None:
         parts = []
@@ -311,7 +358,7 @@ class SetupScreen(SiteScreen):
     def action_input_file(self) -> None:
         def chosen(choice: FileChoice | None) -> None:
             if choice is not None:
-                self.input_path = choice.path
+                self.input_path = self.shell.input_file = self._seen_input = choice.path
                 self.last_message = f"input file {choice.path}"
                 self.reload()
 
@@ -342,12 +389,30 @@ class SetupScreen(SiteScreen):
             self.shell.toast("Wait for the current step to finish (c cancels it)", severity="warning")
             return
         if not self.input_path:
-            self.shell.toast("Name the toolkit input file first (i)", severity="warning")
-            return
+            from tui.procedures.setup_run import choose
+
+            if self.checklist is None:
+                self.shell.toast("The site could not be read: r reads it again", severity="warning")
+                return
+            step = choose(self.checklist, only)
+            if step is not None and step.id is StepId.INPUTS and step.state is StepState.TODO:
+                self.open_form()
+                return
         self.running = only.value if only else "the next step"
         self.step_log = []
         self._paint_status()
         self._run_worker(only)
+
+    def open_form(self) -> None:
+        """The toolkit form, prefilled from the site; saving it names the input file here."""
+        from tui.screens.toolkit import ToolkitScreen
+
+        self.shell.open_screen("toolkit")
+        if self.app.is_screen_installed("toolkit"):
+            form = self.app.get_screen("toolkit")
+            if isinstance(form, ToolkitScreen):
+                form.for_setup = True
+                form._header()
 
     async def _confirm(self, plan: Any) -> bool:
         from widgets.confirm_modal import ConfirmModal

@@ -24,6 +24,9 @@ class Shell(Protocol):
 
     site: "SiteConnection"
     read_only: bool
+    #: the toolkit input file of this session: named on the setup screen, or saved / loaded by the
+    #: toolkit form ("" none yet); the setup screen takes the newest one when it is shown
+    input_file: str
     #: the local time (the app's clock)
     now: Callable[[], datetime]
 

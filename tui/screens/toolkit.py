@@ -102,6 +102,8 @@ class ToolkitScreen(InputFileActions):
         Binding("m", "move_stuck", "Move DB VM", id="toolkit.move",
                 tooltip="move the database VM the deployment waits for to a compatible host"),
         Binding("escape", "escape", "Stop / back", id="toolkit.escape"),
+        Binding("r", "refresh", "Read again", id="toolkit.refresh",
+                tooltip="read the toolkit's service template again (values typed are kept)"),
     ]
 
     #: seconds between two polls of the service while following it (tests make it short)
@@ -158,6 +160,8 @@ class ToolkitScreen(InputFileActions):
         self.site_report: SiteCheckReport | None = None
         self._site_key: tuple[Any, ...] | None = None
         self.site_checking = False
+        #: opened by the setup checklist for its input file: saving returns there
+        self.for_setup = False
 
     # ------------------------------------------------------------------ layout
 
@@ -176,6 +180,25 @@ class ToolkitScreen(InputFileActions):
 
     def on_mount(self) -> None:
         self.load()
+
+    def on_screen_resume(self) -> None:
+        """Shown again: a form that could not be built (no toolkit in the cloud yet) is read again,
+        so a download made meanwhile (setup checklist, marketplace) is found."""
+        super().on_screen_resume()
+        if self.load_error is not None and not self.load_pending:
+            self.action_refresh()
+
+    def action_refresh(self) -> None:
+        """Read the service template again; the values typed so far are kept."""
+        if self.showing_deployment or self.load_pending:
+            return
+        if self.form is not None:
+            self._carry = {**self.input_values(), NAME_FIELD: self.service_name,
+                           **{network_field(k): v for k, v in self.network_values().items()}}
+        self.load_pending = True
+        self.load_error = None
+        self.query_one("#tk-header", Static).update(Text("Reading the toolkit's service template again …"))
+        self.load(self.form.template.id if self.form is not None else None)
 
     @property
     def deploy_view(self) -> DeploymentView:
@@ -233,8 +256,18 @@ class ToolkitScreen(InputFileActions):
             text.append(f"Recorded deployment: service {r.service_id} {r.service_name!r} {r.state or '?'}", "cyan")
             text.append("  (deploying again from the same inputs follows it, it creates no other; ctrl+f follows it, "
                         ":key opens its key view)", "dim")
+        if self.for_setup:
+            text.append("\nFor the setup: fill the form, then ctrl+s saves the input file (mode 0600) and "
+                        "returns to the checklist, which continues with it.", "bold cyan")
         self.query_one("#tk-header", Static).update(text)
         self.refresh_bindings()
+
+    def saved(self, path: str) -> None:
+        """Saved for the setup: back to the checklist (it takes the file when shown)."""
+        if self.for_setup:
+            self.for_setup = False
+            self._header()
+            self.shell.open_screen("setup")
 
     async def _build(self, form: ToolkitForm) -> None:
         """Mount the form's widgets (keeping values typed before a template change)."""
@@ -656,7 +689,7 @@ class ToolkitScreen(InputFileActions):
         self.shell.open_screen("toolkit-key")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("load_file", "save_file", "deploy", "follow") and self.showing_deployment:
+        if action in ("load_file", "save_file", "deploy", "follow", "refresh") and self.showing_deployment:
             return False
         if action == "follow" and self.record is None:
             return False

@@ -57,7 +57,7 @@ class InputFileActions(SiteScreen):
         except SiteError as error:
             self.shell.report_error(error)
             return
-        self.file_path = str(loaded.path)
+        self.file_path = self.shell.input_file = str(loaded.path)
         file = loaded.file
         values = file.value_map()
         self._building = True
@@ -104,6 +104,10 @@ class InputFileActions(SiteScreen):
         except SiteError as error:
             self.shell.report_error(error)
             return
-        self.file_path = str(path)
-        held = "secrets left out (asked at deploy time)" if choice.omit_secrets else "secrets included"
+        self.file_path = self.shell.input_file = str(path)
+        held = "secrets left out (asked when a step needs them)" if choice.omit_secrets else "secrets included"
         self.shell.toast(f"Saved {path} (mode 0600, {held})")
+        self.saved(str(path))
+
+    def saved(self, path: str) -> None:
+        """The input file was written (the screen that holds the form may go on from there)."""
