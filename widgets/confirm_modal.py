@@ -2,7 +2,9 @@
 
 `ConfirmModal(action="Terminate", object_name="VM 12 web-1", detail=..., command=...)` is a modal
 screen whose result is True only when the operator presses the action button. Cancel has the
-focus when it opens, and escape cancels, so a stray enter never destroys anything.
+focus when it opens, and escape cancels, so a stray enter never destroys anything. Its text scrolls
+and its buttons stay in sight at any size (80x24 and up); each button has its accelerator key
+(`widgets.dialog`: c cancels, the action's first letter confirms).
 """
 
 from __future__ import annotations
@@ -11,13 +13,14 @@ from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
-from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
+from widgets.dialog import Dialog
 
-class ConfirmModal(ModalScreen[bool]):
+
+class ConfirmModal(Dialog[bool]):
     """Ask "<action> <object>?"; True when confirmed."""
 
     AUTO_FOCUS = "#cancel"
@@ -33,7 +36,7 @@ class ConfirmModal(ModalScreen[bool]):
     ConfirmModal #confirm-object { color: $text-warning; text-style: bold; margin: 1 0 0 0; width: 1fr; }
     ConfirmModal #confirm-detail { margin: 1 0 0 0; width: 1fr; }
     ConfirmModal #confirm-command { margin: 1 0 0 0; color: $text-muted; width: 1fr; }
-    ConfirmModal Horizontal { height: auto; margin: 1 0 0 0; align: right middle; }
+    ConfirmModal #confirm-buttons { margin: 1 0 0 0; align: right middle; }
     ConfirmModal Button { margin: 0 0 0 2; }
     """
 
@@ -50,16 +53,17 @@ class ConfirmModal(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(Content(f"{self.action_label}?"), id="confirm-title")
-            yield Label(Content(self.object_name), id="confirm-object")
-            if self.detail:
-                yield Static(Content(self.detail), id="confirm-detail")
-            if self.command:
-                yield Static(Content(f"$ {self.command}"), id="confirm-command")
-            with Horizontal():
+            with Horizontal(id="confirm-buttons", classes="dialog-buttons"):
                 yield Button("Cancel", id="cancel", variant="default")
                 yield Button(Content(self.action_label), id="confirm",
                              variant="error" if self.destructive else "primary")
+            with VerticalScroll(id="confirm-body", classes="dialog-body"):
+                yield Label(Content(f"{self.action_label}?"), id="confirm-title")
+                yield Label(Content(self.object_name), id="confirm-object")
+                if self.detail:
+                    yield Static(Content(self.detail), id="confirm-detail")
+                if self.command:
+                    yield Static(Content(f"$ {self.command}"), id="confirm-command")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()

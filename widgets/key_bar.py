@@ -5,6 +5,11 @@ action, disabled ones dimmed, the command palette key on the right) and a click 
 it, but it is one widget that repaints a line of text when the bindings change. `Footer` mounts
 a widget per key and mounts them all again on every change (a focus move, a modal closing), which
 cost the console about 30 ms on each screen switch and at start-up.
+
+When the line is too narrow for every key (80 columns), the app's own keys (quit, go to, help)
+and the palette key (without its description) keep their place on the right; the screen's keys
+come first with their descriptions while they fit, then as keys alone, then `…` (`?` lists them
+all).
 """
 
 from __future__ import annotations
@@ -34,6 +39,11 @@ class _Entry(NamedTuple):
     description: str
     key: str
     enabled: bool
+    #: an app-wide key (quit, go to, help): kept when the line is too narrow
+    app_level: bool = False
+
+    def width(self, described: bool = True) -> int:
+        return len(self.display) + 2 + (len(self.description) + 1 if described and self.description else 0)
 
 
 def _append(text: Text, entry: _Entry, key_style: Style, description_style: Style, dim: Style) -> KeySlot:
@@ -98,11 +108,12 @@ class KeyBar(Widget):
         palette_key = app.COMMAND_PALETTE_BINDING if self.show_command_palette and app.ENABLE_COMMAND_PALETTE else None
         entries: list[_Entry] = []
         actions: set[str] = set()
-        for key, (_node, binding, enabled, _tooltip) in active.items():
+        for key, (node, binding, enabled, _tooltip) in active.items():
             if not binding.show or binding.action in actions or key == palette_key:
                 continue
             actions.add(binding.action)
-            entries.append(_Entry(app.get_key_display(binding), binding.description, binding.key, enabled))
+            entries.append(_Entry(app.get_key_display(binding), binding.description, binding.key, enabled,
+                                  app_level=node is app))
         palette: _Entry | None = None
         if palette_key is not None and palette_key in active:
             _node, binding, enabled, _tooltip = active[palette_key]
@@ -115,15 +126,45 @@ class KeyBar(Widget):
         entries, palette = self._entries()
         text = Text(no_wrap=True, overflow="crop", end="")
         slots: list[KeySlot] = []
+        width = self.size.width
+        needed = sum(e.width() for e in entries) + (palette.width() if palette is not None else 0)
+        if needed > width and width > 0:
+            if palette is not None:  # the palette's key alone: its place is known (rightmost)
+                palette = palette._replace(description="")
+            entries = self._fitted(entries, width - (palette.width() if palette is not None else 0))
         for entry in entries:
+            if entry.key == "…":
+                text.append(" … ", styles[1])
+                continue
             slots.append(_append(text, entry, *styles))
         if palette is not None:
-            gap = self.size.width - text.cell_len - (len(palette.display) + len(palette.description) + 3)
+            gap = self.size.width - text.cell_len - palette.width()
             if gap > 0:  # right-aligned, when it fits
                 text.append(" " * gap, styles[1])
                 slots.append(_append(text, palette, *styles))
         self.slots = tuple(slots)
         return text
+
+    @staticmethod
+    def _fitted(entries: list[_Entry], width: int) -> list[_Entry]:
+        """The entries that fit in `width` cells: the app's keys always; the screen's with their
+        description while they fit, then as keys alone, then `…`."""
+        kept = [e for e in entries if e.app_level]
+        room = width - sum(e.width() for e in kept) - 3  # 3: the `…`
+        shown: list[_Entry] = []
+        screen_keys = [e for e in entries if not e.app_level]
+        for n, entry in enumerate(screen_keys):
+            rest = len(screen_keys) - n - 1
+            if entry.width() <= room and (rest == 0 or entry.width() + 3 * rest <= room or not shown):
+                shown.append(entry)
+                room -= entry.width()
+            elif entry.width(described=False) <= room:
+                shown.append(entry._replace(description=""))
+                room -= entry.width(described=False)
+            else:
+                shown.append(_Entry("…", "", "…", False))
+                break
+        return shown + kept
 
     def on_mouse_down(self, event: events.MouseDown) -> None:
         for slot in self.slots:

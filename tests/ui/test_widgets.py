@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding
+from textual.color import Color
 from textual.containers import Vertical
 from textual.widgets import Button, Input
 
@@ -174,3 +175,82 @@ async def test_key_bar_shows_active_keys_dims_disabled_ones_and_presses_on_click
         assert app.pressed == ["b"]  # a disabled key does nothing (the bell rings)
         await pilot.click(KeyBar, offset=(bar.slots[0].start + 1, 0))
         assert app.pressed == ["b", "a"]
+
+
+class NarrowHarness(App[None]):
+    """The app's own keys (quit, go to, help) and a screen with more keys than 80 columns hold."""
+
+    BINDINGS = [Binding("q", "press('q')", "Quit"), Binding("colon", "press(':')", "Go to", key_display=":"),
+                Binding("question_mark", "press('?')", "Help", key_display="?")]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pressed: list[str] = []
+
+    def on_mount(self) -> None:
+        from textual.screen import Screen
+
+        class Busy(Screen[None]):
+            BINDINGS = [Binding(k, f"app.press('{k}')", f"Long description {k}") for k in "nmdicrw"]
+
+            def compose(self) -> ComposeResult:
+                yield KeyBar()
+
+        self.push_screen(Busy())
+
+    def action_press(self, key: str) -> None:
+        self.pressed.append(key)
+
+
+async def test_key_bar_at_80_columns_keeps_quit_go_to_help_and_the_palette() -> None:
+    app = NarrowHarness()
+    async with app.run_test(size=(80, 5)) as pilot:
+        bar = await wait_for(pilot, lambda: (found := app.screen.query(KeyBar)) and found.first().slots and found.first(),
+                             what="the keys painted")
+        line = rendered_text(bar)
+        assert len(line) <= 80
+        for kept in (" q Quit ", " : Go to ", " ? Help ", " ^p"):
+            assert kept in line, line
+        assert line.startswith(" n Long description n "), line  # the screen's first key, described
+        assert all(f" {k} " in line for k in "mdicrw"), line  # the others as keys alone
+        at = next(slot for slot in bar.slots if slot.key == "q")
+        await pilot.click(KeyBar, offset=(at.start + 1, 0))
+        assert app.pressed == ["q"]
+    wide = NarrowHarness()
+    async with wide.run_test(size=(200, 5)) as pilot:
+        bar = await wait_for(pilot, lambda: (found := wide.screen.query(KeyBar)) and found.first().slots and found.first(),
+                             what="the keys painted")
+        line = rendered_text(bar)
+        assert "Long description w" in line and "…" not in line and "^p palette" in line
+
+
+async def test_dialog_buttons_have_accelerators_a_visible_focus_and_stay_in_sight() -> None:
+    from widgets.dialog import choose_keys
+
+    assert choose_keys(["Cancel", "Cancel download", "Review", "Download"]) == ["c", "a", "r", "d"]
+    assert choose_keys(["Quit", "Keep"]) == ["u", "e"]  # q and k are the console's (quit, up)
+    long_detail = "\n".join(f"- change {n}" for n in range(80))
+    for size in ((80, 24), (160, 48)):
+        app = Harness()
+        async with app.run_test(size=size) as pilot:
+            app.push_screen(ConfirmModal("Download", "the toolkit", detail=long_detail, command="onemarketapp export 0"),
+                            app.results.append)
+            modal = await wait_for_screen(pilot, ConfirmModal, what="the confirmation")
+            await wait_for(pilot, lambda: modal.query_one("#confirm").region.area, what="the buttons laid out")
+            confirm, cancel = modal.query_one("#confirm", Button), modal.query_one("#cancel", Button)
+            assert confirm.region.bottom <= size[1] and cancel.region.bottom <= size[1], "the buttons are in sight"
+            assert modal.accelerator_of(cancel) == "c" and modal.accelerator_of(confirm) == "d"
+            assert any("underline" in str(span.style) for span in confirm.label.spans), "the letter is underlined"
+            # the focus shows as a frame in the accent colour and an underlined label, not only reverse video
+            accent = Color.parse(app.theme_variables["accent"])
+            assert cancel.has_focus and cancel.styles.border_top[1] == accent and "underline" in str(cancel.styles.text_style)
+            assert confirm.styles.border_top[1] != accent
+            await pilot.press("tab")
+            await wait_for(pilot, lambda: confirm.has_focus, what="the focus on the action")
+            assert confirm.styles.border_top[1] == accent and cancel.styles.border_top[1] != accent
+            body = modal.query_one("#confirm-body")
+            await pilot.press("pagedown")
+            await wait_for(pilot, lambda: body.scroll_y > 0, what="the text to scroll from the buttons")
+            await pilot.press("d")
+            await wait_for(pilot, lambda: app.results, what="the answer")
+            assert app.results == [True]

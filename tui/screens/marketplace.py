@@ -132,6 +132,8 @@ class MarketplaceScreen(TableFilter, ReloadingScreen):
     HELP_GROUP = "Marketplace"
     AUTO_FOCUS = "#mk-table"
     CSS_PATH = "marketplace.tcss"
+    #: below 120 columns the detail pane goes under the list, so the list keeps its STATUS column
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
     MUTATING_ACTIONS = frozenset({"download"})
 
     LOAD_GROUP = "market-list"

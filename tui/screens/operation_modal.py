@@ -38,6 +38,7 @@ from tui.procedures.progress import Progress
 from tui.screens.error_text import error_text
 from tui.screens.site_modal import SiteModal
 from widgets.confirm_modal import ConfirmModal
+from widgets.dialog import plain
 from widgets.progress_panel import ProgressPanel
 
 PlanT = TypeVar("PlanT")
@@ -91,6 +92,7 @@ class OperationModal(SiteModal[bool], Generic[PlanT, ResultT]):
     OperationModal .op-buttons { height: auto; margin: 1 0 0 0; align: right middle; }
     OperationModal .op-buttons Button { margin: 0 0 0 2; }
     OperationModal .op-progress { display: none; }
+    OperationModal .op-why { width: 1fr; height: auto; color: $text-muted; }
     OperationModal.-running .op-progress, OperationModal.-finished .op-progress { display: block; }
     """
 
@@ -172,6 +174,32 @@ class OperationModal(SiteModal[bool], Generic[PlanT, ResultT]):
             cancel.disabled = False
         if close is not None:
             close.display = not running
+        self.call_after_refresh(self.explain_start)
+
+    def explain_start(self) -> None:
+        """A run button shown disabled says what enables it: on the row (`#<prefix>-why`) and as its
+        tooltip (which its accelerator key shows too)."""
+        start, review = self._button("start"), self._button("review")
+        why = ""
+        if start is not None and start.display and start.disabled:
+            name = plain(start.label)
+            if self.phase == "planning":
+                why = f"{name}: reviewing the plan…"
+            elif review is not None and review.display:
+                key = self.accelerator_of(review)
+                why = f"{name}: after {plain(review.label)}" + (f" ({key})" if key else "")
+            else:
+                why = f"{name}: once the form is complete"
+        if start is not None:
+            start.tooltip = why or None
+        rows = self.query(".op-buttons")
+        if not rows:
+            return
+        found = self.query(f"#{self.PREFIX}-why")
+        if found:
+            found.first(Static).update(why)
+        elif why:
+            rows.first().mount(Static(why, id=f"{self.PREFIX}-why", classes="op-why"), before=0)
 
     # ------------------------------------------------------------------ plan
 

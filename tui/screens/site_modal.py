@@ -3,22 +3,23 @@
 Modals are not `SiteScreen`s, so a worker of theirs that raised used to vanish (the multi-VM
 move's `NameError` did, and its modal could not be closed). A `SiteModal` reports every worker
 failure like screens do (`Shell.report_error`: toast or error modal), then calls
-`worker_failed()`, where a modal puts itself back in a state the operator can leave.
+`worker_failed()`, where a modal puts itself back in a state the operator can leave. Being a
+`widgets.dialog.Dialog`, its buttons have accelerator keys and a focus that shows.
 """
 
 from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from textual.screen import ModalScreen
 from textual.worker import Worker, WorkerState
 
 from tui.screens.shell import Shell, shell_of
+from widgets.dialog import Dialog
 
 ResultType = TypeVar("ResultType")
 
 
-class SiteModal(ModalScreen[ResultType]):
+class SiteModal(Dialog[ResultType]):
     """A modal of the console (see the module docstring)."""
 
     @property

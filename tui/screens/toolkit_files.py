@@ -16,7 +16,7 @@ from typing import ClassVar, Literal
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import Button, Checkbox, Input, Label, Static
 
@@ -41,12 +41,13 @@ class InputFileModal(SiteModal["FileChoice | None"]):
     DEFAULT_CSS = """
     InputFileModal { align: center middle; }
     InputFileModal > Vertical {
-        width: 84; max-width: 95%; height: auto; border: thick $primary; background: $surface; padding: 1 2;
+        width: 84; max-width: 95%; height: auto; max-height: 95%; border: thick $primary; background: $surface;
+        padding: 1 2;
     }
     InputFileModal #file-title { text-style: bold; width: 1fr; }
     InputFileModal #file-help { color: $text-muted; width: 1fr; margin: 0 0 1 0; }
     InputFileModal #file-error { color: $text-error; width: 1fr; height: auto; }
-    InputFileModal Horizontal { height: auto; margin: 1 0 0 0; align: right middle; }
+    InputFileModal .dialog-buttons { margin: 1 0 0 0; align: right middle; }
     InputFileModal Button { margin: 0 0 0 2; }
     """
 
@@ -59,19 +60,23 @@ class InputFileModal(SiteModal["FileChoice | None"]):
     def compose(self) -> ComposeResult:
         saving = self.mode == "save"
         with Vertical():
-            yield Label("Save the input file" if saving else "Load an input file", id="file-title")
-            default_help = (
-                "The spec's JSON shape (name, custom_attrs_values, networks_values), written mode 0600."
-                if saving else
-                "A file in the spec's JSON shape. Secrets it leaves out stay empty: type them in the form.")
-            yield Static(Content(self._help or default_help), id="file-help")
-            yield Input(self._path, placeholder="path/to/toolkit-inputs.json", id="file-path")
-            if saving:
-                yield Checkbox("Leave the secrets out (they are asked for at deploy time)", True, id="file-omit")
-            yield Static("", id="file-error")
-            with Horizontal():
+            with Horizontal(classes="dialog-buttons"):
                 yield Button("Cancel", id="file-cancel")
                 yield Button("Save" if saving else "Load", id="file-ok", variant="primary")
+            with VerticalScroll(classes="dialog-body"):
+                yield from self._fields(saving)
+
+    def _fields(self, saving: bool) -> ComposeResult:
+        yield Label("Save the input file" if saving else "Load an input file", id="file-title")
+        default_help = (
+            "The spec's JSON shape (name, custom_attrs_values, networks_values), written mode 0600."
+            if saving else
+            "A file in the spec's JSON shape. Secrets it leaves out stay empty: type them in the form.")
+        yield Static(Content(self._help or default_help), id="file-help")
+        yield Input(self._path, placeholder="path/to/toolkit-inputs.json", id="file-path")
+        if saving:
+            yield Checkbox("Leave the secrets out (asked for when a step needs them)", True, id="file-omit")
+        yield Static("", id="file-error")
 
     def _choice(self) -> FileChoice | None:
         path = self.query_one("#file-path", Input).value.strip()
