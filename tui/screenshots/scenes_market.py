@@ -59,6 +59,17 @@ async def _download(ctx: SceneContext, key: str) -> None:
     await ctx.wait_for(lambda: modal.has_class("-finished"), timeout=30, what="the end of the download")
 
 
+async def prepare_market_review(ctx: SceneContext) -> None:
+    """The download form before Review at 80x24: Download disabled, and the row says what enables it."""
+    from tui.screens.market_download import DownloadModal
+
+    await market_loaded(ctx, "service_toolkit")
+    await ctx.pilot.press("d")
+    modal = await ctx.wait_for_screen(DownloadModal, what="the download form")
+    await ctx.wait_for(lambda: modal.market_app is not None, what="the download form's appliance")
+    await ctx.wait_for(lambda: modal.query("#dl-why"), what="the reason Download is disabled")
+
+
 async def prepare_market_download(ctx: SceneContext) -> None:
     await _download(ctx, "service_toolkit")
 
@@ -94,5 +105,7 @@ SCENES: list[Scene] = [
     Scene("market", "download-failed", prepare_market_download_failed),
     Scene("market", "plan", prepare_market_plan, scenario="deployed"),
     Scene("market", "attributes", prepare_market_attributes, scenario="deployed", settings_overrides=_WITH_COMMUNITY),
+    Scene("market", "review-80x24", prepare_market_review, size=(80, 24)),
+    Scene("market", "normal-80x24", prepare_market_normal, size=(80, 24)),
     Scene("market", "read-only", prepare_market_normal, scenario="deployed", read_only=True),
 ]

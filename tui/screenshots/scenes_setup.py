@@ -117,9 +117,63 @@ async def prepare_setup_done(ctx: SceneContext) -> None:
     await setup_loaded(ctx, path, cursor="platform")
 
 
+#: the smallest terminal the console is made for: the checklist and its dialogs are shown at this size too
+SMALL = (80, 24)
+
+
+async def prepare_setup_confirm(ctx: SceneContext) -> None:
+    """n on a fresh site: the download's confirmation (its text scrolls, its buttons stay in sight)."""
+    from widgets.confirm_modal import ConfirmModal
+
+    screen = await setup_loaded(ctx)
+    await ctx.pilot.press("n")
+    modal = await ctx.wait_for_screen(ConfirmModal, timeout=30, what="the download's confirmation")
+    await ctx.wait_for(lambda: modal.query("#confirm"), what="its buttons")
+    assert screen.running
+
+
+async def prepare_setup_values(ctx: SceneContext) -> None:
+    """The dialog that asks the site's own values for the template's examples core.yaml holds."""
+    from textual.widgets import Input
+
+    from tui.screens.setup import ValuesModal
+
+    await setup_loaded(ctx)
+    helps = {"site_public_ip": "the template's example 12.34.56.78: the site's public address",
+             "site_domain": "the template's example domain: the site's own",
+             "site_admin_ssh_public_key": "the template's example key: the administrators' public key"}
+    ctx.app.push_screen(ValuesModal(list(helps), helps))
+    modal = await ctx.wait_for_screen(ValuesModal, what="the values dialog")
+    await ctx.pilot.press(*SCENE_SITE_VALUES["site_public_ip"])
+    await ctx.wait_for(lambda: modal.query_one("#secret-site_public_ip", Input).value, what="the value typed")
+
+
+async def prepare_setup_save(ctx: SceneContext) -> None:
+    """n when the inputs are next and no input file exists: the toolkit form, prefilled, then ctrl+s."""
+    from tui.screens.setup import SetupScreen
+    from tui.screens.toolkit import ToolkitScreen
+    from tui.screens.toolkit_files import InputFileModal
+    from tui.screenshots.scenes_toolkit import download_newest_toolkit
+
+    await ctx.wait_for(lambda: ctx.app.info is not None, what="the connection")
+    await download_newest_toolkit(ctx.app.site)
+    screen = await setup_loaded(ctx)
+    assert isinstance(screen, SetupScreen)
+    await ctx.pilot.press("n")
+    form = await ctx.wait_for_screen(ToolkitScreen, what="the toolkit form")
+    await ctx.wait_for(lambda: form.ready, timeout=30, what="the form")
+    await ctx.pilot.press("ctrl+s")
+    modal = await ctx.wait_for_screen(InputFileModal, what="the save dialog")
+    await ctx.wait_for(lambda: modal.query("#file-ok"), what="its buttons")
+
+
 SCENES: list[Scene] = [
     Scene("setup", "fresh", prepare_setup_fresh),
     Scene("setup", "halfway", prepare_setup_halfway, scenario="deployed"),
     Scene("setup", "blocked", prepare_setup_blocked),
     Scene("setup", "done", prepare_setup_done),
+    Scene("setup", "fresh-80x24", prepare_setup_fresh, size=SMALL),
+    Scene("setup", "confirm-80x24", prepare_setup_confirm, size=SMALL),
+    Scene("setup", "values-80x24", prepare_setup_values, size=SMALL),
+    Scene("setup", "save-80x24", prepare_setup_save, size=SMALL),
 ]
