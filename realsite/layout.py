@@ -132,3 +132,14 @@ def build_location(install: Install, location: Path, *, gem_roots: list[Path] | 
     for sub in ("run", "lock", "one_db"):
         (location / "var" / sub).mkdir(exist_ok=True)
     os.chmod(location / "var", 0o700)
+
+
+def clear_stale_lock(location: Path) -> bool:
+    """Remove the lock file a killed oned leaves (`var/lock/.lock`: oned refuses to start while it
+    exists, "Cannot start oned, opening lock file"); the caller has checked that no daemon of this
+    frontend runs. Whether there was one."""
+    lock = location / "var" / "lock" / ".lock"
+    if not lock.is_file() or lock.is_symlink():
+        return False
+    lock.unlink()
+    return True

@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 from realsite import config, mysql, patches, populate
 from realsite.facts import DATASTORE_FREE_MB, DATASTORE_TOTAL_MB, scenario, write_fact_files
-from realsite.layout import Install, LayoutError, build_location, open_install
+from realsite.layout import Install, LayoutError, build_location, clear_stale_lock, open_install
 from realsite.ports import DEAD_URL, busy_ports, choose_ports, free_port
 from realsite.processes import (
     Daemon,
@@ -350,6 +350,8 @@ def start(prefix: Path, state: Path, *, fresh: bool = False, db: str = "sqlite",
             raise SiteError(f"ports of this frontend are taken by something else: {', '.join(busy)}; "
                             f"use --fresh to start anew on other ports")
         say(f"restarting the frontend of {state} ({install.version}) on its ports")
+        if clear_stale_lock(location):  # none of its daemons runs (checked above): a killed oned's
+            say("removed the lock file a stopped oned left (var/lock/.lock)")
     else:
         ports = choose_ports()
         db_port = free_port(ports.all().values()) if db == "mysql" else 0

@@ -66,3 +66,12 @@ def test_an_unusable_prefix_is_refused(tmp_path: Path) -> None:
     (prefix / "var/remotes/VERSION").write_text("garbage")
     with pytest.raises(layout.LayoutError, match="version"):
         layout.open_install(prefix)
+
+
+def test_a_killed_oneds_lock_file_is_cleared_once(tmp_path: Path) -> None:
+    """oned refuses to start while var/lock/.lock exists; a frontend killed without its stop leaves it."""
+    lock = tmp_path / "one" / "var" / "lock" / ".lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text("")
+    assert layout.clear_stale_lock(tmp_path / "one") and not lock.exists()
+    assert not layout.clear_stale_lock(tmp_path / "one")

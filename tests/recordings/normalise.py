@@ -59,6 +59,8 @@ LIST_TAGS = {
     "VMS": "vm", "IMAGES": "image", "USERS": "user", "ADMINS": "user", "GROUPS": "group", "CLUSTERS": "cluster",
     "DATASTORES": "datastore", "MARKETPLACEAPPS": "app", "HOSTS": "host", "VNETS": "vnet", "UPDATED_VMS": "vm",
     "OUTDATED_VMS": "vm", "UPDATING_VMS": "vm", "ERROR_VMS": "vm", "BACKUP_IDS": "image", "TEMPLATES": "template",
+    # 7.4's group VLAN rules carry their group's ID (include/GroupVlans.h 35 at release-7.4.0)
+    "VLAN_RULES": "group",
 }
 #: a tag (XML element or JSON key) holding an ID -> its kind
 ID_TAGS = {
@@ -357,8 +359,9 @@ def xml_lines(context: Context, root: etree._Element) -> list[str]:
     return _object(context, root, f"/{tag}")
 
 
-#: items of a pool that are not objects but belong to one (7.0 lists users' and groups' quotas apart)
-POOL_ITEM_TAGS = {("USER_POOL", "QUOTAS"): "user", ("GROUP_POOL", "QUOTAS"): "group"}
+#: items of a pool that are not objects but belong to one (7.0 lists users' and groups' quotas apart,
+#: 7.4 groups' VLAN rules too)
+POOL_ITEM_TAGS = {("USER_POOL", "QUOTAS"): "user", ("GROUP_POOL", "QUOTAS"): "group", ("GROUP_POOL", "VLAN_RULES"): "group"}
 
 
 def _own_id(context: Context, element: etree._Element, pool: str = "") -> tuple[str, int] | None:

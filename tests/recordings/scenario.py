@@ -93,6 +93,7 @@ COVERS: dict[str, tuple[str, ...]] = {
     "CloudClient.vm_deploy": ("vm: deploy", "wrong state: deploy"),
     "CloudClient.vm_update": ("vm: update",),
     "CloudClient.vm_updateconf": ("vm: updateconf",),
+    "CloudClient.vm_disk_resize": ("refused: disk resize", "vm: disk resize"),
     "CloudClient.vm_recover": ("wrong state: recover", "vm: recover"),
     "CloudClient.list_documents": ("documents: list",),
     "CloudClient.document_allocate": ("document: allocate",),
@@ -294,6 +295,11 @@ async def scenario(run: Run) -> None:
     await run.call("vm: poweroff", admin.vm_action("poweroff-hard", vm.id))
     await _wait_vm(run, admin, vm, POWEROFF)
     await run.call("vm: info (POWEROFF)", admin.vm_info(vm.id))
+    # the object store's disk as `sitetk toolkit disk` grows it: refused when not larger, then grown
+    await run.call("refused: disk resize not larger", admin.vm_disk_resize(vm.id, 0, 1))
+    await run.call("vm: disk resize (POWEROFF)", admin.vm_disk_resize(vm.id, 0, 40960))
+    await _wait_vm(run, admin, vm, POWEROFF)
+    await run.call("vm: info (disk resized)", admin.vm_info(vm.id))
     await run.call("vm: terminate", admin.vm_action("terminate-hard", vm.id))
     await _wait_vm(run, admin, vm, DONE)
     await run.call("vm: info (DONE)", admin.vm_info(vm.id))

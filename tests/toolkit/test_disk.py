@@ -80,6 +80,7 @@ def test_apply_grows_the_disk_waits_and_records_then_a_rerun_changes_nothing(
         deployed: SimServer, capsys: pytest.CaptureFixture[str]) -> None:
     vm = objectstore_vm(deployed)
     before = int(disk0(vm)["SIZE"])
+    records = len(vm.history)
     code, data, err = run(capsys, "toolkit", "disk", "--apply", "--yes", "--poll", "0.02", "--json")
     assert code == 0, (data, err)
     assert data["result"] == {"vm_id": vm.id, "disk_id": 0, "size_before_mb": before, "size_mb": 30720,
@@ -89,6 +90,11 @@ def test_apply_grows_the_disk_waits_and_records_then_a_rerun_changes_nothing(
     after = objectstore_vm(deployed)
     assert int(disk0(after)["SIZE"]) == 30720 and "SIZE_PREV" not in disk0(after) and "RESIZE" not in disk0(after)
     assert (after.state, after.lcm_state) == (3, 3)
+    # the platform closes the host record with the DISK_RESIZE action (29) and opens a copy (a real
+    # 7.4.0 frontend showed it: tests/recordings/7.4.0.json, "vm: info (disk resized)")
+    closed, copy = after.history[-2:]
+    assert len(after.history) == records + 1 and closed.action == 29 and closed.etime and closed.running_end
+    assert (copy.seq, copy.host_id, copy.etime, copy.running_end, copy.prolog) == (closed.seq + 1, closed.host_id, 0, 0, False)
     [record] = audit(deployed)
     assert record["outcome"] == "ok" and record["target"] == f"VM {vm.id} disk 0"
     assert record["details"]["size_before_mb"] == before and record["details"]["size_mb"] == 30720

@@ -28,9 +28,17 @@ RESIZE removed. A failure (`trigger_disk_resize_failure`, 2469-2577, SIZE restor
 SIZE restored from SIZE_PREV. The fault `Faults.fail_disk_resizes` makes the next resizes fail so;
 `Faults.disk_resize_seconds` makes them last longer (a slow driver).
 
-Not modelled: quotas (the embedded site keeps none), the history record the platform closes and
-copies for the action (`close_cp_history`), and the datastore's free space (the platform's
-monitoring, not the request, updates it).
+From POWEROFF and RUNNING (not UNDEPLOYED: no host) the platform closes the VM's history record
+and opens a copy (`DispatchManager::close_cp_history`, DispatchManagerActions.cc 2266-2269 and
+its definition, release-7.4.0; `VirtualMachine::cp_history`, src/vm/VirtualMachine.cc): the
+closed one ends now with the DISK_RESIZE action (29, include/VMActions.h 61 at 6.10.0, 7.0.2 and
+7.4.0) and who asked it; the new one (SEQ + 1, the same host, datastore, PLAN_ID and ACTION_ID)
+starts now and keeps the closed one's earlier action; a VM that was not running (its running
+phase already ended) stays so in the copy. A real 7.4.0 frontend showed the extra record
+(tests/recordings/7.4.0.json, "vm: info (disk resized)").
+
+Not modelled: quotas (the embedded site keeps none), and the datastore's free space (the
+platform's monitoring, not the request, updates it).
 """
 
 from __future__ import annotations
@@ -38,9 +46,11 @@ from __future__ import annotations
 from tui.domain.error_codes import ACTION
 from tui.sim import lifecycle
 from tui.sim.rpc_errors import OneError
-from tui.sim.state import SimSite, SimVm
+from tui.sim.state import SimHistory, SimSite, SimVm
 
 DISK_RESIZE, DISK_RESIZE_POWEROFF, DISK_RESIZE_UNDEPLOYED = 62, 63, 64
+#: VMActions::DISK_RESIZE_ACTION, the action a resize closes the history record with
+DISK_RESIZE_ACTION = 29
 #: simulated seconds the driver takes to grow a disk
 RESIZE_TIME = 4.0
 #: where each resize state returns to (state, lcm state), success or failure alike
@@ -70,7 +80,26 @@ def _set(disk: list[tuple[str, str]], key: str, value: str | None) -> None:
     disk.sort()
 
 
-def disk_resize(site: SimSite, vm: SimVm, disk_id: int, size: int) -> int:
+def _close_cp_history(vm: SimVm, by: tuple[int, int]) -> None:
+    """`DispatchManager::close_cp_history` for the DISK_RESIZE action (module docstring)."""
+    if not vm.history:
+        return
+    closed = vm.history[-1]
+    now = lifecycle._now()
+    not_running = bool(closed.running_end)
+    if not not_running:
+        closed.running_end = now
+    closed.etime = now
+    earlier = closed.action
+    closed.action = DISK_RESIZE_ACTION
+    closed.uid, closed.gid = by
+    closed.request_id = next(lifecycle._REQUEST_IDS)
+    vm.history.append(SimHistory(seq=closed.seq + 1, host_id=closed.host_id, hostname=closed.hostname, stime=now,
+                                 action=earlier, ds_id=closed.ds_id, plan_id=closed.plan_id,
+                                 action_id=closed.action_id, running_end=now if not_running else 0, prolog=False))
+
+
+def disk_resize(site: SimSite, vm: SimVm, disk_id: int, size: int, by: tuple[int, int] = lifecycle.SYSTEM_CALLER) -> int:
     """Steps 3 to 6 of the module docstring; the caller checked the size text and the rights."""
     disk = _disk(vm, disk_id)
     if disk is None:
@@ -90,6 +119,8 @@ def disk_resize(site: SimSite, vm: SimVm, disk_id: int, size: int) -> int:
     _set(disk, "SIZE", str(size))
     _set(disk, "RESIZE", "YES")
     lifecycle._set_state(vm, lifecycle.ACTIVE, lcm)
+    if lcm != DISK_RESIZE_UNDEPLOYED:
+        _close_cp_history(vm, by)
     failing = site.faults.fail_disk_resizes > 0
     if failing:
         site.faults.fail_disk_resizes -= 1

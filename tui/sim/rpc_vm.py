@@ -177,7 +177,7 @@ def vm_diskresize(call: Call, vm_id: int, disk_id: int, size: str) -> int:
     """`onevm disk-resize`: the size text is checked before the VM is looked up (tui.sim.disk_resize);
     a MANAGE operation (`disk-resize` in VM_MANAGE_OPERATIONS, share/etc/oned.conf 770-772 at release-7.0.2)."""
     new_size = parse_size(size)
-    return disk_resize(call.site, _vm(call, vm_id), disk_id, new_size)
+    return disk_resize(call.site, _vm(call, vm_id), disk_id, new_size, by=(call.user.id, call.user.gid))
 
 
 @method("one.vm.recover", "ii")

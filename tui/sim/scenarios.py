@@ -106,12 +106,17 @@ def _vnet_template(items: dict[str, str]) -> Template:
 
 def _datastore_defaults(site: SimSite, ds: SimDatastore) -> Template:
     """What oned adds to every datastore's template: SAFE_DIRS and RESTRICTED_DIRS when unset
-    (src/datastore/Datastore.cc 729-738 at release-7.0.0, 701-710 at 6.10.0) and, from 7.0, the
-    TM_MAD_CONF's PERSISTENT_SNAPSHOTS, YES unless it says otherwise (Datastore.cc 533-548)."""
+    (src/datastore/Datastore.cc 729-738 at release-7.0.0, 701-710 at 6.10.0), from 7.0 the
+    TM_MAD_CONF's PERSISTENT_SNAPSHOTS, YES unless it says otherwise (Datastore.cc 533-548), and
+    from 7.4 a system datastore's DS_LIVE_MIGRATE and DS_MIGRATE_SNAP."""
     names = {name for name, _ in ds.template}
     added: Template = [(k, v) for k, v in (("RESTRICTED_DIRS", "/"), ("SAFE_DIRS", "/var/tmp")) if k not in names]
     if version_key(site.config.one_version) >= (7, 0) and "PERSISTENT_SNAPSHOTS" not in names:
         added.append(("PERSISTENT_SNAPSHOTS", "YES"))
+    if version_key(site.config.one_version) >= (7, 4) and dict(ds.template).get("TYPE") == "SYSTEM_DS":
+        # 7.4 copies the TM_MAD_CONF's live-migration flags into a system datastore (Datastore.cc
+        # 428-438 at release-7.4.0); the stock `ssh` entry says YES to both (oned.conf 1175-1177)
+        added += [(k, "YES") for k in ("DS_LIVE_MIGRATE", "DS_MIGRATE_SNAP") if k not in names]
     return added
 
 
@@ -147,6 +152,10 @@ def seed_infrastructure(site: SimSite) -> None:
                     "KVM_MACHINES": "virt virt-8.2" if facts["ARCH"] == "aarch64" else "pc q35 pc-q35-8.2 pc-i440fx-8.2",
                     "TOTALCPU": str(cores * 100), "TOTALMEMORY": str(mem_kb), "RESERVED_CPU": "", "RESERVED_MEM": "",
                     "VERSION": site.config.one_version}
+        if version_key(site.config.one_version) >= (7, 4):
+            # the 7.4 KVM probe reports the host's memory encryption, NONE without SEV or TDX
+            # (src/im_mad/remotes/kvm-probes.d/host/system/memory_encryption.rb at release-7.4.0)
+            template["MEMORY_ENCRYPTION"] = "NONE"
         site.hosts[host_id] = SimHost(host_id, name, state, cores * 100, mem_kb, list(template.items()))
     site.reserve_ids("host", len(_HOSTS) - 1)
     site.datastores[0] = SimDatastore(0, "system", 1, "-", "ssh", 2_000_000, 1_600_000, [

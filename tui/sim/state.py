@@ -169,6 +169,8 @@ class SimHistory:
     plan_id: int = -1
     action_id: int = 0
     running_end: int = 0
+    #: a record copied for an action on the same host (`cp_history`) runs no prolog: PSTIME/PETIME 0
+    prolog: bool = True
     epilog_start: int = 0
     epilog_end: int = 0
 

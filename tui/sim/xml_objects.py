@@ -174,7 +174,9 @@ def render_vnet(site: SimSite, vnet: SimVnet, extended: bool) -> str:
     lists each range's stored attributes, ALLOCATED among them once a lease was taken
     (AddressRange::allocated_to_attr, src/vnm/AddressRange.cc 1415-1431; one.vn.info leaves it out,
     to_xml 660-668, release-7.0.0). NEXT_INDEX and the top-level TEMPLATE_ID exist from 7.4
-    (AddressRange.cc 334, VirtualNetwork.cc 727 at release-7.4.0; absent at 7.0.0)."""
+    (AddressRange.cc 334, VirtualNetwork.cc 727 at release-7.4.0; absent at 7.0.0), and so does each
+    range's SHARED, NO unless the range was created shared (AddressRange.cc 265-270, 666-669 at
+    release-7.4.0; the embedded site's ranges never are)."""
     seven_four = version_key(site.config.one_version) >= (7, 4)
     ars: list[str] = []
     for ar in vnet.ars:
@@ -185,6 +187,7 @@ def render_vnet(site: SimSite, vnet: SimVnet, extended: bool) -> str:
             + (f"<IP>{cdata(ar.ip)}</IP>" if ar.ip else "")
             + f"<MAC>{cdata(ar.mac)}</MAC>"
             + (f"<NEXT_INDEX>{len(ar.leases)}</NEXT_INDEX>" if seven_four else "")
+            + ("<SHARED><![CDATA[NO]]></SHARED>" if seven_four else "")
             + f"<SIZE>{ar.size}</SIZE><TYPE>{cdata(ar.type)}</TYPE>"
         )
         if extended:

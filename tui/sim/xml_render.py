@@ -236,7 +236,7 @@ def _history_full(site: SimSite, vm: SimVm) -> str:
             f"<HID>{h.host_id}</HID><CID>{cid}</CID><STIME>{h.stime}</STIME><ETIME>{h.etime}</ETIME>"
             f"<VM_MAD>{cdata(vm_mad)}</VM_MAD><TM_MAD>{cdata(tm_mad)}</TM_MAD><DS_ID>{h.ds_id}</DS_ID>"
             + (f"<PLAN_ID>{h.plan_id}</PLAN_ID><ACTION_ID>{h.action_id}</ACTION_ID>" if plan else "")
-            + f"<PSTIME>{h.stime}</PSTIME><PETIME>{h.stime}</PETIME><RSTIME>{h.stime}</RSTIME>"
+            + f"<PSTIME>{h.stime if h.prolog else 0}</PSTIME><PETIME>{h.stime if h.prolog else 0}</PETIME><RSTIME>{h.stime}</RSTIME>"
             f"<RETIME>{h.running_end}</RETIME><ESTIME>{h.epilog_start}</ESTIME><EETIME>{h.epilog_end}</EETIME>"
             f"<ACTION>{h.action}</ACTION><UID>{h.uid}</UID><GID>{h.gid}</GID>"
             f"<REQUEST_ID>{h.request_id}</REQUEST_ID></HISTORY>"
