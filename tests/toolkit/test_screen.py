@@ -238,3 +238,28 @@ async def test_key_view_grants_once_and_hides_the_grant_in_read_only(toolkit_sit
     tkauto = next(u for u in await site.cloud.list_users() if u.name == "tkauto")
     assert (await site.cloud.user_info(tkauto.id)).ssh_public_keys == (record.automation_public_key,)
     assert load_site_record(site.settings).key_granted_to == ("tkauto",)
+
+
+async def test_read_only_key_view_without_a_deployment_names_what_can_be_opened(toolkit_site: ToolkitSite) -> None:
+    """Issue 20 item 11: read-only, the key view pointed at `:toolkit`, a screen read-only mode hides."""
+    server, _, _ = await toolkit_site()
+    async with console_app(server, read_only=True).run_test(size=SIZE) as pilot:
+        app: SiteToolkitApp = pilot.app
+        await wait_for(pilot, lambda: app.info is not None, what="the connection")
+        app.open_screen("key")
+        screen = await wait_for_screen(pilot, KeyScreen, what="the key view")
+        await wait_for(pilot, lambda: not screen.load_pending, what="the key view's load")
+        assert screen.record is None
+        said = screen.render_content()
+        text = said.plain if hasattr(said, "plain") else str(said)
+        assert ":toolkit" not in text and "on the Toolkit screen" not in text, text
+        assert "read-only" in text and "sitetk toolkit deploy" in text, text
+        assert "toolkit" not in {spec.name for spec in app.available_screens()}
+    async with console_app(server).run_test(size=SIZE) as pilot:
+        app = pilot.app
+        await wait_for(pilot, lambda: app.info is not None, what="the connection")
+        app.open_screen("key")
+        screen = await wait_for_screen(pilot, KeyScreen, what="the key view")
+        await wait_for(pilot, lambda: not screen.load_pending, what="the key view's load")
+        said = screen.render_content()
+        assert ":toolkit" in (said.plain if hasattr(said, "plain") else str(said))  # writable: the form opens

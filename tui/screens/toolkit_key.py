@@ -167,10 +167,13 @@ class KeyScreen(SiteScreen):
     def render_content(self) -> RenderableType:
         record = self.record
         if record is None:
+            # read-only mode hides the Toolkit screen (registry `mutates=True`): name what can run
+            deploy = ("Deploying changes the cloud, so read-only mode hides the Toolkit screen: run "
+                      "`sitetk toolkit deploy --input FILE` (without --read-only)" if self.read_only
+                      else "Deploy the toolkit on the Toolkit screen (:toolkit)")
             return Text.assemble(
                 ("No toolkit deployment recorded for this site.\n\n", "bold"),
-                "Deploy the toolkit on the Toolkit screen (:toolkit), or record a service deployed elsewhere with "
-                "`sitetk toolkit vms --service ID`.")
+                f"{deploy}, or record a service deployed elsewhere with `sitetk toolkit vms --service ID`.")
         parts: list[RenderableType] = [_heading("Deployment"), _pairs([
             ("Service", f"{record.service_id} {record.service_name!r}  {record.state}"),
             ("Template", f"{record.template_id} {record.template_name!r}" if record.template_id >= 0 else "-"),
