@@ -82,7 +82,7 @@ def test_a_hang_up_during_a_download_rolls_it_back_audits_it_and_exits_129(
     server = sim_factory(time_scale=50.0)  # the image stays LOCKED for seconds: the hang-up finds the download running
     before = _objects(server)
     terminal = _console(server, tmp_path, terminals)
-    terminal.wait_for("blocked by inputs")  # the front door has read the site (it redraws once more)
+    terminal.wait_for("Toolkit appliance downloaded (to do)")  # the front door has read the site (it redraws once more)
     terminal.type(":")
     terminal.wait_for("(host, cpu)")  # the jump prompt lists the screens
     terminal.type("market")
