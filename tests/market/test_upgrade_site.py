@@ -9,15 +9,14 @@ finishes. `id_edits` touches only variables that held a replaced ID of the same 
 from __future__ import annotations
 
 import asyncio
-import json
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.cli_run import run_cli
 from tests.market.conftest import POLL
-from tui.__main__ import main
 from tui.adapters.vault import VaultPassword, decrypt_text
 from tui.domain.attribute_file import installed_version_from_image_template
 from tui.domain.site_config import SiteConfig
@@ -50,14 +49,7 @@ def deployed(sim_factory: Any, monkeypatch: pytest.MonkeyPatch) -> SimServer:
     return server
 
 
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    try:
-        data = json.loads(out) if "--json" in argv else out
-    except json.JSONDecodeError:
-        data = out
-    return code, data, err
+run = run_cli
 
 
 def _old_bastion(server: SimServer) -> tuple[int, int]:

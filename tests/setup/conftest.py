@@ -4,14 +4,13 @@ frontend."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.cli_run import run_cli
 from tests.conftest import isolate_home
-from tui.__main__ import main
 from tui.sim.server import SimServer
 
 
@@ -32,15 +31,7 @@ def point_at(server: SimServer, monkeypatch: pytest.MonkeyPatch, *, vault_file: 
         monkeypatch.setenv("SITETK_VAULT_PASSWORD_FILE", str(site.vault_password_file))
 
 
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:
-    """`sitetk ARGV` in-process: exit code, parsed JSON (with --json) or text, stderr."""
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    try:
-        data = json.loads(out) if "--json" in argv else out
-    except json.JSONDecodeError:
-        data = out
-    return code, data, err
+run = run_cli
 
 
 def steps(data: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from tests.cli_run import run_cli
 from tests.sim.flow_support import values_key
 from tests.toolkit.conftest import compatible_hosts_only, download_toolkit, settings_for
-from tui.__main__ import main
 from tui.domain.input_file import load_input_file, render_input_file
 from tui.procedures.connection import SiteConnection
 from tui.sim.scenarios import AUTOMATION_PASSWORD
@@ -51,14 +51,7 @@ def frontend(sim_factory: Any, monkeypatch: pytest.MonkeyPatch) -> SimServer:
     return server
 
 
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    try:
-        data = json.loads(out) if "--json" in argv else out
-    except json.JSONDecodeError:
-        data = out
-    return code, data, err
+run = run_cli
 
 
 def write_inputs(frontend: SimServer, path: Path, capsys: pytest.CaptureFixture[str], *, secrets: bool) -> Path:

@@ -6,11 +6,11 @@ and read-only mode; a driver failure and a slow resize reported; one audit recor
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 import pytest
 
+from tests.cli_run import run_cli
 from tests.toolkit.conftest import settings_for
 from tui.__main__ import main
 from tui.procedures.connection import SiteConnection
@@ -30,14 +30,7 @@ def deployed(sim_factory: Any, monkeypatch: pytest.MonkeyPatch) -> SimServer:
     return server
 
 
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    try:
-        data = json.loads(out) if "--json" in argv else out
-    except json.JSONDecodeError:
-        data = out
-    return code, data, err
+run = run_cli
 
 
 def objectstore_vm(server: SimServer) -> SimVm:
