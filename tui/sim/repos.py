@@ -290,6 +290,20 @@ input:
     }
 
 
+#: the component library's sample trial-network descriptor for tn_init (the public library keeps one
+#: at this path: 6G-SANDBOX/6G-Library tn_init/sample_tnlcm_descriptor.yaml); what the manager's
+#: test deployment sends (the existing installer's last step)
+SAMPLE_DESCRIPTOR = "tn_init/sample_tnlcm_descriptor.yaml"
+_SAMPLE_TN_INIT = """trial_network:
+  tn_init:
+    type: "tn_init"
+    dependencies: []
+    input:
+      one_vxlan_first_ip: "192.168.199.1"   # first address of the trial network's VXLAN
+      one_bastion_vpn_clients: 1
+"""
+
+
 def _library_readme(naming: NamingProfile) -> str:
     return f"""# Component library
 
@@ -460,4 +474,5 @@ def _build_repositories(
         files: dict[str, str | None] = {"README.md": _library_readme(naming)}
         for component, text in _components(naming).items():
             files[f"{component}/{naming.component_manager_dir}/public.yaml"] = text
+        files[SAMPLE_DESCRIPTOR] = _SAMPLE_TN_INIT
         _build(library, [(DEFAULT_BRANCH, None, files)])

@@ -2,7 +2,8 @@
 
 POST /RPC2 is the cloud's XML-RPC API; paths under /service_template and /service are OneFlow's
 REST API (tui.sim.flow_api); any other path containing /appliance is the marketplace
-(tui.sim.market_api). Before each request the site's clock advances and the fault switches apply:
+(tui.sim.market_api); paths under /api/v1/ are the trial-network manager's REST API
+(tui.sim.manager_api). Before each request the site's clock advances and the fault switches apply:
 latency, per-method delay, random failures (an internal error / HTTP 500, or a dropped connection),
 answers lost after the call ran (`lost_answers`) and expired credentials (checked by the site's
 authentication; `expire_at` turns them on when a named call arrives).
@@ -143,6 +144,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(500, {"Content-Type": "text/plain"}, b"Internal Server Error", method)
             return
         status, headers, payload = self._dispatch_http(method, path, body)
+        if status == 0:  # nothing listens there (the manager's VM down: tui.sim.manager_api)
+            self._drop()
+            return
         if self._answer_lost(f"{method} {path}"):
             return
         self._send(status, headers, payload, method)
@@ -165,6 +169,10 @@ class _Handler(BaseHTTPRequestHandler):
             handle_flow = _optional_handler("tui.sim.flow_api", "handle_flow")
             if handle_flow is not None:
                 return handle_flow(site, method, full_path, self.headers, body)
+        elif path.startswith("/api/v1/"):
+            from tui.sim.manager_api import handle_manager
+
+            return handle_manager(site, method, full_path, self.headers, body)
         elif "/appliance" in path:
             handle_market = _optional_handler("tui.sim.market_api", "handle_market")
             if handle_market is not None:

@@ -306,6 +306,10 @@ class Faults:
     #: <path>"`): that call and every later one are refused as with `expired_credentials` (a
     #: session that expires in the middle of a command, at a known call)
     expire_at: set[str] = field(default_factory=set)
+    #: the trial-network manager's deploy pipeline fails with this console text (tui.sim.manager_api)
+    manager_fail_activation: str = ""
+    #: simulated seconds the manager's deploy pipeline takes on top of its own (a slow activation)
+    manager_activation_seconds: float = 0.0
 
 
 @dataclass
@@ -377,6 +381,8 @@ class SimSite:
         #: the thread building them in the background (None: built inline), perhaps not started
         #: yet (tui.sim.repos.request_repositories starts it)
         self.repositories_build: threading.Thread | None = None
+        #: the trial-network manager's own records (tui.sim.manager_api.SimManager), made on first use
+        self.manager: Any = None
 
     # ids and time -------------------------------------------------------------------------
     def next_id(self, kind: str, start: int = 0) -> int:
