@@ -21,6 +21,7 @@ NOUNS: tuple[str, ...] = (
     "sim",
     "site",
     "toolkit",
+    "trial",
 )
 
 

@@ -77,7 +77,7 @@ _TABLE_KEYS = {
     "cpu": {"min_free_percent", "min_free_memory_mib", "known_good_models", "document_db_roles",
             "document_db_attribute"},
     "site": {"sites_repo", "library_repo", "vault_password_file", "sites_token_file", "library_token_file",
-             "repos_dir"},
+             "repos_dir", "manager_url"},
 }
 #: [site] keys -> the environment variable that overrides each
 _SITE_ENV = {
@@ -86,6 +86,7 @@ _SITE_ENV = {
     "vault_password_file": "SITETK_VAULT_PASSWORD_FILE",
     "sites_token_file": "SITETK_SITES_TOKEN_FILE",
     "library_token_file": "SITETK_LIBRARY_TOKEN_FILE",
+    "manager_url": "SITETK_MANAGER_URL",
 }
 
 
@@ -126,6 +127,8 @@ class Settings:
     library_token_file: Path | None = None
     #: where the working clones live (None: <state_dir>/repos)
     repos_dir: Path | None = None
+    #: the trial-network manager's API (default: http://<the manager VM's address>:5000)
+    manager_url: str = ""
     #: setting name -> where its value came from ("env ONE_XMLRPC", "file ~/.one/one_auth", ...)
     sources: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), compare=False)
     #: things worth fixing that do not stop the console (a world-readable auth file, ...)
@@ -440,6 +443,7 @@ class _Resolver:
             sites_token_file=_optional_path(site_values["sites_token_file"]),
             library_token_file=_optional_path(site_values["library_token_file"]),
             repos_dir=_optional_path(site_values["repos_dir"]),
+            manager_url=site_values["manager_url"],
             warnings=tuple(self.warnings),
             keys=MappingProxyType(dict((config or {}).get("keys", {}))),
         )

@@ -64,7 +64,7 @@ def trial_site(sim_factory, monkeypatch, tmp_path: Path) -> tuple[SimServer, Pat
     password included); its own audit log."""
     server: SimServer = sim_factory(scenario="deployed")
     manager_ready(server)
-    point_at(server, monkeypatch, vault_file=False)
+    point_at(server, monkeypatch)  # the vault password file: what the manager decrypts core.yaml with
     monkeypatch.setenv(MANAGER_ENV, server.flow_url)
     audit = tmp_path / "audit.jsonl"
     monkeypatch.setenv(AUDIT_ENV, str(audit))
@@ -74,3 +74,13 @@ def trial_site(sim_factory, monkeypatch, tmp_path: Path) -> tuple[SimServer, Pat
     data["custom_attrs_values"]["app_automation_sites_token"] = SIM_VAULT_PASSWORD
     inputs.write_text(json.dumps(data))
     return server, inputs, audit
+
+
+@pytest.fixture
+def unused_port() -> int:
+    """A loopback port nothing listens on (bound, then closed)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])

@@ -68,9 +68,10 @@ from datetime import datetime, timezone
 from typing import Any, Mapping
 from urllib.parse import parse_qs, urlsplit
 
-import yaml
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
 
-from tui.domain.template_text import first, scalar
+from tui.domain.template_text import Template, first, scalar
 from tui.sim.appliances import DB_ERROR_ATTRIBUTE, role_of
 from tui.sim.flow_engine import input_values
 from tui.sim.state import SimAddressRange, SimSite, SimVm, SimVnet
@@ -192,7 +193,7 @@ def _admin(site: SimSite, vm: SimVm) -> tuple[str, str]:
 # requests ----------------------------------------------------------------------------------------
 
 
-def handle_manager(site: SimSite, method: str, full_path: str, headers: Mapping[str, str], body: bytes) -> Response:
+def handle_manager(site: SimSite, method: str, full_path: str, headers: Any, body: bytes) -> Response:
     with site.lock:
         if not _listening(site):
             return DROP, {}, b""
@@ -280,7 +281,8 @@ def _form(headers: Mapping[str, str], body: bytes) -> dict[str, tuple[str, bytes
     for part in message.iter_parts():
         name = part.get_param("name", header="content-disposition")
         if isinstance(name, str):
-            fields[name] = (part.get_filename() or "", part.get_payload(decode=True) or b"")
+            payload = part.get_payload(decode=True)
+            fields[name] = (part.get_filename() or "", payload if isinstance(payload, bytes) else b"")
     return fields
 
 
@@ -315,8 +317,8 @@ def _create(site: SimSite, user: str, query: dict[str, str], headers: Mapping[st
         if not file_name.lower().endswith((".yaml", ".yml")):  # model 146-150
             return _message(422, "Invalid descriptor format. Only 'yml' or 'yaml' files will be further processed")
         try:
-            descriptor = yaml.safe_load(raw.decode("utf-8")) or {}
-        except (yaml.YAMLError, UnicodeDecodeError) as error:
+            descriptor = _load_yaml(raw.decode("utf-8")) or {}
+        except (YAMLError, UnicodeDecodeError) as error:
             return _message(422, f"Trial network descriptor is not valid YAML: {error}")
         if tn is None:
             tn_id = tn_id or "t" + secrets.token_hex(2)[:3]  # set_tn_id(size=3): a letter and 3 characters
@@ -345,6 +347,10 @@ def _create(site: SimSite, user: str, query: dict[str, str], headers: Mapping[st
         _log(tn, "Trial network validated. In this state, the trial network descriptor has been validated and is ready "
              "to be deployed")
         return _json(201, tn.to_dict_created_validated())
+
+
+def _load_yaml(text: str) -> Any:
+    return YAML(typ="safe", pure=True).load(text)
 
 
 def _rev(repo: Any, ref: str) -> str | None:
@@ -386,7 +392,11 @@ def _validate(site: SimSite, tn: SimTrialNetwork, branch: str, directory: str, t
         plain = VaultLib([("default", VaultSecret(token.encode()))]).decrypt(encrypted)
     except AnsibleError:
         return 500, "Decryption failed (no vault secrets were found that could decrypt)"
-    config = yaml.safe_load(plain) or {}
+    try:
+        config = _load_yaml(plain.decode("utf-8")) or {}
+    except (YAMLError, UnicodeDecodeError) as error:
+        return 500, f"core.yaml is not valid YAML: {error}"
+
     tn.site_config = config if isinstance(config, dict) else {}
     descriptor = tn.raw_descriptor.get("trial_network") if tn.raw_descriptor else None
     if not tn.raw_descriptor:  # model 536-539
@@ -422,7 +432,7 @@ def _wait_sim(site: SimSite, sim_seconds: float, until: Any = None) -> bool:
                 return True
         if until is None and time.monotonic() >= end:
             return True
-        time.sleep(0.01)
+        time.sleep(0.02)
     return False
 
 
@@ -446,7 +456,7 @@ def _activate(site: SimSite, tn: SimTrialNetwork) -> Response:
     for number, (entity, data) in enumerate(entities.items(), start=1):
         with site.lock:
             _log(tn, f"Start deployment of entity {entity} in {tn.deployment_site} site")  # jenkins_handler.py 151-153
-            console = [f"Started by user tnlcm", f"[Pipeline] {pipeline} #{number} deploying {entity}"]
+            console = ["Started by user tnlcm", f"[Pipeline] {pipeline} #{number} deploying {entity}"]
             try:
                 if isinstance(data, dict) and data.get("type") in ("tn_init", "tn_vxlan"):
                     vnet = _create_vxlan(site, tn)
@@ -454,7 +464,7 @@ def _activate(site: SimSite, tn: SimTrialNetwork) -> Response:
                 if isinstance(data, dict) and data.get("type") in ("tn_init", "tn_bastion"):
                     template_id = int((tn.site_config.get(site.naming.site_variables_key, {}).get("tn_bastion") or {})
                                       .get("template_id", -1))
-                    nics = [("NIC", [("NETWORK_ID", str(i))]) for i in
+                    nics: Template = [("NIC", [("NETWORK_ID", str(i))]) for i in
                             [_default_network(tn), *tn.vnet_ids[-1:]]]
                     uid, gid = _automation_owner(site)
                     vm = instantiate_vm_template(site, template_id, f"{tn.tn_id}-tn_bastion", nics, uid, gid)
