@@ -92,8 +92,10 @@ def test_role_vms_carry_service_role_inputs_and_network(sim: SimServer) -> None:
     template_id = add_service_template(sim.site, [{"name": "front"}])
     service_id = _instantiate(sim, template_id, network="0")
     with flow_client(sim) as client:
-        body = service_body(client, service_id)
-    node = body["roles"][0]["nodes"][0]
+        # the role's VM is created once the service's networks are deployed (DEPLOYING_NETS first)
+        nodes = wait_until(lambda: service_body(client, service_id)["roles"][0]["nodes"],
+                           what="the role's first VM")
+    node = nodes[0]
     assert node["vm_info"]["VM"]["NAME"] == f"front_0_(service_{service_id})"
     with sim.site.lock:
         vm = sim.site.vms[node["deploy_id"]]

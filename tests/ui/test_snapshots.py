@@ -4,7 +4,8 @@ Plain `def` tests: `snap_compare` runs the app in its own event loop. Each scene
 embedded site at the fixed scene address (see `tui.screenshots.scene_site`), with a frozen clock
 and a fixed terminal size, so the pictures are deterministic. After an intended change of a
 screen, refresh the snapshots with `pytest tests/ui/test_snapshots.py --snapshot-update` and look
-at the report before committing them.
+at the report before committing them. Pictures are compared in `canonical_svg` form (one
+rectangle per run of same-coloured cells), as the README's screenshots are written.
 """
 
 from __future__ import annotations
@@ -12,8 +13,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import textual._doc
 
 from tui.screenshots import SCENES, Scene, scene_app, scene_driver, scene_site
+from tui.screenshots.harness import canonical_svg
+
+
+@pytest.fixture(autouse=True)
+def _canonical_pictures(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`snap_compare` takes its picture through `textual._doc.take_svg_screenshot`; compare it canonical."""
+    take = textual._doc.take_svg_screenshot
+    monkeypatch.setattr(textual._doc, "take_svg_screenshot", lambda *a, **k: canonical_svg(take(*a, **k)))
 
 
 @pytest.mark.parametrize("scene", SCENES, ids=[scene.name for scene in SCENES])
