@@ -107,6 +107,7 @@ def password(server: Server) -> str:
     """The database user's password, made once and kept 0600."""
     path = server.password_file
     if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # oned.conf is written before the server starts
         path.touch(mode=0o600)
         path.write_text(secrets.token_hex(20) + "\n")
     path.chmod(0o600)

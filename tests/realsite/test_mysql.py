@@ -33,9 +33,11 @@ def test_the_server_listens_on_loopback_in_the_frontends_folder(tmp_path: Path) 
 
 
 def test_the_password_is_private_and_stable(tmp_path: Path) -> None:
-    server = mysql.Server(tmp_path, 1)
+    # a new frontend: oned.conf (which holds the password) is written before MariaDB's folder exists
+    server = mysql.Server(tmp_path / "state" / "mysql", 1)
     first = mysql.password(server)
     assert stat.S_IMODE(server.password_file.stat().st_mode) == 0o600
+    assert stat.S_IMODE(server.folder.stat().st_mode) == 0o700
     assert mysql.password(server) == first and len(first) == 40
 
 
