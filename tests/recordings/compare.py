@@ -55,6 +55,12 @@ class Allowance:
                 and fnmatch.fnmatchcase(difference.what, self.difference))
 
 
+def recording_label(version: str, db_backend: str = "sqlite") -> str:
+    """How allowed.txt names a recording: its version, with `+mysql` for a frontend on MySQL/MariaDB
+    (the two backends answer the VM pool's query differently)."""
+    return version if db_backend == "sqlite" else f"{version}+{db_backend}"
+
+
 def load_allowed(path: Path = ALLOWED) -> list[Allowance]:
     allowed: list[Allowance] = []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):

@@ -5,6 +5,7 @@
     python -m tests.recordings.record --replay tests/recordings/7.0.2.json   # every difference, as the test sees them
     python -m tests.recordings.record --env ENV --raw /tmp/raw.json   # keep the raw run (0600)...
     python -m tests.recordings.record --from-raw /tmp/raw.json --out X # ...and normalise it again later
+    python -m tests.recordings.record --env ENV --db-backend mysql     # a frontend on MariaDB: <version>-mysql.json
 
 writes `tests/recordings/<version>.json` (the version the site answers to `one.system.version`;
 `--out` to choose the file): the normalised exchanges (tests.recordings.normalise) with the
@@ -25,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.recordings.compare import compare, judge, load_allowed
+from tests.recordings.compare import compare, judge, load_allowed, recording_label
 from tests.recordings.normalise import normalise_run
 from tests.recordings.scenario import scenario
 from tests.recordings.wire import Endpoints, Exchange, Run, read_env_file
@@ -93,9 +94,12 @@ def load_raw(path: Path) -> Run:
     return run
 
 
-def document(version: str, source: str, calls: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"format": FORMAT, "version": version, "embedded_version": closest_embedded(version), "source": source,
-            "calls": calls}
+def document(version: str, source: str, calls: list[dict[str, Any]], db_backend: str = "sqlite") -> dict[str, Any]:
+    data: dict[str, Any] = {"format": FORMAT, "version": version, "embedded_version": closest_embedded(version),
+                            "source": source}
+    if db_backend != "sqlite":
+        data["db_backend"] = db_backend
+    return {**data, "calls": calls}
 
 
 def write(path: Path, data: dict[str, Any]) -> None:
@@ -115,6 +119,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="the recording to write (default tests/recordings/<version>.json)")
     parser.add_argument("--source", default="", help="what the recording was made on (stored in the file)")
     parser.add_argument("--compare", action="store_true", help="print the differences from the stored recording")
+    parser.add_argument("--db-backend", choices=("sqlite", "mysql"), default="sqlite",
+                        help="the database the frontend runs on (stored in the recording; the replay runs the "
+                             "embedded site with it)")
     args = parser.parse_args(argv)
 
     server = None
@@ -124,11 +131,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.replay:
         stored = json.loads(args.replay.read_text(encoding="utf-8"))
         args.sim, args.out, args.compare = stored["embedded_version"], args.replay, True
+        args.db_backend = stored.get("db_backend", "sqlite")
     if args.sim:
         from tui.sim.runner import start_sim
         from tui.sim.state import SimConfig
 
-        server = start_sim(SimConfig(one_version=args.sim, time_scale=0.01), Path(tempfile.mkdtemp(prefix="sitetk-rec-")))
+        server = start_sim(SimConfig(one_version=args.sim, time_scale=0.01, db_backend=args.db_backend),
+                           Path(tempfile.mkdtemp(prefix="sitetk-rec-")))
         endpoints = Endpoints(server.xmlrpc_url, server.flow_url, server.session)
         source = args.source or f"embedded site {args.sim} (sitetk sim, fresh scenario)"
     elif args.env:
@@ -143,23 +152,25 @@ def main(argv: list[str] | None = None) -> int:
         if server is not None:
             server.stop()
     elapsed = time.monotonic() - started
-    out = args.out or HERE / f"{version}.json"
+    label = recording_label(version, args.db_backend)
+    out = args.out or HERE / f"{label.replace('+', '-')}.json"
     if args.compare:
         stored = stored or json.loads(out.read_text(encoding="utf-8"))
         allowed = load_allowed()
-        verdict = judge(stored["version"], compare(stored["calls"], calls), allowed)
+        label = recording_label(stored["version"], stored.get("db_backend", "sqlite"))
+        verdict = judge(label, compare(stored["calls"], calls), allowed)
         for difference, allowance in verdict.allowed:
             print(f"allowed ({allowance.reason}): {difference}")
         for difference in verdict.unexplained:
             print(f"UNEXPLAINED: {difference}")
         used = {allowance.line for _, allowance in verdict.allowed}
         for allowance in allowed:
-            if allowance.covers(stored["version"]) and allowance.line not in used:
-                print(f"UNUSED: allowed.txt line {allowance.line} explains nothing in {stored['version']}")
+            if allowance.covers(label) and allowance.line not in used:
+                print(f"UNUSED: allowed.txt line {allowance.line} explains nothing in {label}")
         print(f"{len(calls)} calls, {len(verdict.allowed)} allowed, {len(verdict.unexplained)} unexplained, "
               f"{elapsed:.1f} s", file=sys.stderr)
         return 1 if verdict.unexplained else 0
-    write(out, document(version, source, calls))
+    write(out, document(version, source, calls, args.db_backend))
     print(f"{out}: {len(calls)} calls of {version} in {elapsed:.1f} s", file=sys.stderr)
     return 0
 

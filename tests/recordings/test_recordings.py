@@ -21,7 +21,7 @@ import pytest
 
 from tests.conftest import SimFactory, selected_versions
 from tests.recordings import scenario as recorded_scenario
-from tests.recordings.compare import compare, judge, load_allowed
+from tests.recordings.compare import compare, judge, load_allowed, recording_label
 from tests.recordings.normalise import normalise_run
 from tests.recordings.record import closest_embedded
 from tests.recordings.wire import Endpoints, Run
@@ -44,24 +44,26 @@ async def test_the_embedded_site_answers_as_the_recorded_platform(path: Path, si
     assert embedded == closest_embedded(version), f"{path.name}: replays on {embedded}, the closest is {closest_embedded(version)}"
     if not any(series(v) == series(embedded) for v in selected_versions(request.config)):
         pytest.skip(f"the {series(embedded)} series is not among the platform versions of this run")
-    server = sim_factory(one_version=embedded, time_scale=0.002)
+    backend = recording.get("db_backend", "sqlite")
+    server = sim_factory(one_version=embedded, time_scale=0.002, db_backend=backend)
     run = Run(Endpoints(server.xmlrpc_url, server.flow_url, server.session), poll=0.01, wait_limit=60)
     try:
         await recorded_scenario.scenario(run)
     finally:
         await run.close()
     allowed = load_allowed()
-    verdict = judge(version, compare(recording["calls"], normalise_run(run)), allowed)
-    lines = [f"{version} (replayed on the embedded site {embedded}): {d}" for d in verdict.unexplained]
+    label = recording_label(version, backend)
+    verdict = judge(label, compare(recording["calls"], normalise_run(run)), allowed)
+    lines = [f"{label} (replayed on the embedded site {embedded}, {backend}): {d}" for d in verdict.unexplained]
     used = {allowance.line for _, allowance in verdict.allowed}
-    lines += [f"{version}: allowed.txt line {a.line} explains no difference any more ({a.call} | {a.difference}): "
-              "remove it" for a in allowed if a.covers(version) and a.line not in used]
+    lines += [f"{label}: allowed.txt line {a.line} explains no difference any more ({a.call} | {a.difference}): "
+              "remove it" for a in allowed if a.covers(label) and a.line not in used]
     assert not lines, (f"{len(lines)} unexplained difference(s) from the recording {path.name} "
                        "(fix the embedded site, or explain it in tests/recordings/allowed.txt):\n" + "\n".join(lines))
 
 
 def test_every_allowance_names_a_recorded_version_and_says_why() -> None:
-    versions = [_load(p)["version"] for p in RECORDINGS]
+    versions = [recording_label(r["version"], r.get("db_backend", "sqlite")) for r in map(_load, RECORDINGS)]
     for allowance in load_allowed():
         assert any(allowance.covers(v) for v in versions), \
             f"allowed.txt line {allowance.line}: no recording of version {allowance.versions!r}"
