@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo lint test test-versions screenshots bench soak sim record clean real-site real-site-stop real-site-status test-real
+.PHONY: demo lint test screenshots bench soak sim record clean real-site real-site-stop real-site-status test-real
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,19 +27,14 @@ lint: $(STAMP)
 
 # The suite runs in parallel (pytest-xdist): most tests wait on the embedded site rather than
 # compute, so more workers than cores pay off (4 on 2 cores: ~2.5x); PYTEST_WORKERS=0 runs it in
-# one process. `make test` runs it as 7.0.0 (the version-dependent tests on all three versions),
-# then whole again as 6.10.0 and as 7.4.0 (`make test-versions`; the screenshot scenes pin 7.0.0,
-# so the snapshot tests run once).
+# one process. One run covers the three platform versions: every test that starts an embedded site
+# as the version under test runs once per version (6.10.0, 7.0.0, 7.4.0, the version in its id),
+# every other test once (tests/conftest.py); PYTEST_ARGS="--one-versions 7.4.0" narrows it.
 PYTEST_WORKERS ?= 4
 PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS)
 
 test: lint
 	$(PYTEST) --ignore=tests/real $(PYTEST_ARGS)
-	$(MAKE) --no-print-directory test-versions
-
-test-versions: $(STAMP)
-	SITETK_ONE_VERSIONS=6.10.0 $(PYTEST) --ignore=tests/ui/test_snapshots.py --ignore=tests/real $(PYTEST_ARGS)
-	SITETK_ONE_VERSIONS=7.4.0 $(PYTEST) --ignore=tests/ui/test_snapshots.py --ignore=tests/real $(PYTEST_ARGS)
 
 # A real OpenNebula frontend on loopback from an installed prefix (README: The real platform; the
 # build itself is not in this repository): make real-site ONE_PREFIX=/path/to/prefix [REAL_STATE=dir]

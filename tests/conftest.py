@@ -1,16 +1,18 @@
 """Fixtures shared by every test: the embedded simulated site, started in-process on a free loopback port.
 
-`sim_factory(scenario="fresh", one_version="7.0.0", time_scale=0.02, vms=0)` starts a seeded site
-(state directory under the test's tmp_path) and stops it at teardown; `sim` is a fresh 7.0.0
-site. Both return a `tui.sim.server.SimServer` (xmlrpc_url, flow_url, market_url, session, site).
+`sim_factory(scenario="fresh", time_scale=0.02, vms=0)` starts a seeded site (state directory under
+the test's tmp_path) as the platform version under test and stops it at teardown; `sim` is a fresh
+site. `site_factory(scenario, one_version=...)` starts a site of the version the test names. Both
+return a `tui.sim.server.SimServer` (xmlrpc_url, flow_url, market_url, session, site).
 
-Platform versions: a test that takes the `one_version` fixture runs once per emulated platform
-version (`tui.sim.platform.EMULATED_VERSIONS`: 6.10.0, 7.0.0, 7.4.0). `--one-versions 7.0.0,7.4.0`
-or the environment variable `SITETK_ONE_VERSIONS` narrows the set (the option wins). The adapter
-contract tests, the conformance table and the procedure tests whose behaviour depends on the
-version take it; every other test runs once, on 7.0.0, or, when exactly one version is chosen
-(`SITETK_ONE_VERSIONS=6.10.0`), on that one: so the whole suite runs as each platform version in
-turn (`make test-versions`). The screenshot scenes keep 7.0.0 (their pictures name the version).
+Platform versions, in one pytest run: a test that starts a site as the version under test (it takes
+`sim_factory`, `sim`, or any fixture built on them) or takes `one_version` runs once per emulated
+platform version (`tui.sim.platform.EMULATED_VERSIONS`: 6.10.0, 7.0.0, 7.4.0), with the version in
+its id (`test_x[one-6.10.0]`), so a failure names the version that failed. A test whose sites all
+name their version (`site_factory`, the toolkit's `toolkit_site`) or that starts none runs once.
+`@pytest.mark.since_version("7.0")` keeps a test to the versions from that series on.
+`--one-versions 7.0.0,7.4.0` or the environment variable `SITETK_ONE_VERSIONS` narrows the set
+(the option wins). The screenshot scenes keep 7.0.0 (their pictures name the version).
 """
 
 from __future__ import annotations
@@ -23,12 +25,13 @@ from typing import Callable, Iterator
 import pytest
 
 from tui.adapters.vault import VaultPassword, read_password_file
-from tui.sim.platform import DEFAULT_VERSION, EMULATED_VERSIONS, TEST_ONLY_VERSIONS
+from tui.sim.platform import DEFAULT_VERSION, EMULATED_VERSIONS, TEST_ONLY_VERSIONS, version_key
 from tui.sim.runner import start_sim
 from tui.sim.server import SimServer
 from tui.sim.state import SimConfig
 
 SimFactory = Callable[..., SimServer]
+SiteFactory = Callable[..., SimServer]
 
 # every wait on a state (tests/waiting.py, tui/screenshots/pilot_waits.py) gets 4x its deadline: a
 # loaded machine must not turn a slow state into a failure; pytest-timeout (300 s) still bounds a test
@@ -94,10 +97,25 @@ def _parametrized_by_the_test(metafunc: pytest.Metafunc) -> bool:
     return False
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "since_version(series): run only on the platform versions from this "
+                                       "series on (e.g. \"7.0\"): behaviour the older versions do not have")
+
+
+def versions_of(metafunc: pytest.Metafunc) -> list[str]:
+    """The platform versions a version-dependent test runs on: the chosen ones, from the series
+    of its `since_version` marker on."""
+    versions = selected_versions(metafunc.config)
+    for marker in metafunc.definition.iter_markers("since_version"):
+        since = version_key(str(marker.args[0]))
+        versions = [v for v in versions if version_key(v)[:len(since)] >= since]
+    return versions
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     # a test that names its own versions (@pytest.mark.parametrize("one_version", ...)) keeps them
     if "one_version" in metafunc.fixturenames and not _real_frontend() and not _parametrized_by_the_test(metafunc):
-        versions = selected_versions(metafunc.config)
+        versions = versions_of(metafunc)
         metafunc.parametrize("one_version", versions, indirect=True, ids=[f"one-{v}" for v in versions])
 
 
@@ -106,28 +124,25 @@ def _real_frontend() -> bool:
     return bool(os.environ.get("ONE_XMLRPC") and os.environ.get("ONE_AUTH"))
 
 
-def suite_version(config: pytest.Config) -> str:
-    """The version of the embedded site of every test that does not choose its own: the chosen
-    version when exactly one is chosen, else the default."""
-    chosen = selected_versions(config)
+@pytest.fixture
+def one_version(request: pytest.FixtureRequest) -> str:
+    """The platform version the embedded site of this test runs as (parametrised, see above; against
+    a real frontend, where nothing is parametrised, the chosen version when exactly one is chosen)."""
+    if hasattr(request, "param"):
+        return str(request.param)
+    chosen = selected_versions(request.config)
     return chosen[0] if len(chosen) == 1 else DEFAULT_VERSION
 
 
 @pytest.fixture
-def one_version(request: pytest.FixtureRequest) -> str:
-    """The platform version the embedded site of this test runs as (parametrised, see above)."""
-    return str(getattr(request, "param", suite_version(request.config)))
-
-
-@pytest.fixture
-def sim_factory(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[SimFactory]:
+def site_factory(tmp_path: Path) -> Iterator[SiteFactory]:
+    """Sites of the version the test names: a test that starts only these runs once."""
     started: list[SimServer] = []
-    default_version = suite_version(request.config)
 
-    def factory(scenario: str = "fresh", one_version: str | None = None, time_scale: float = 0.02,
-                vms: int = 0, db_backend: str = "sqlite") -> SimServer:
-        config = SimConfig(one_version=one_version or default_version, time_scale=time_scale, scenario=scenario,
-                           extra_vms=vms, db_backend=db_backend)
+    def factory(scenario: str = "fresh", *, one_version: str, time_scale: float = 0.02, vms: int = 0,
+                db_backend: str = "sqlite") -> SimServer:
+        config = SimConfig(one_version=one_version, time_scale=time_scale, scenario=scenario, extra_vms=vms,
+                           db_backend=db_backend)
         server = start_sim(config, tmp_path / f"sim-{len(started)}")
         started.append(server)
         return server
@@ -138,14 +153,29 @@ def sim_factory(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[SimF
 
 
 @pytest.fixture
-def sim(sim_factory: SimFactory) -> SimServer:
-    return sim_factory()
+def sim_factory(site_factory: SiteFactory, one_version: str) -> Iterator[SimFactory]:
+    """Sites as the platform version under test (the test runs once per version). A test whose sites
+    all name another version belongs on `site_factory`, which runs it once: it fails here so that
+    it does not run three times for nothing."""
+    versions: list[str] = []
+
+    def factory(scenario: str = "fresh", one_version: str | None = None, time_scale: float = 0.02,
+                vms: int = 0, db_backend: str = "sqlite") -> SimServer:
+        versions.append(one_version or version)
+        return site_factory(scenario, one_version=one_version or version, time_scale=time_scale, vms=vms,
+                            db_backend=db_backend)
+
+    version = one_version
+    yield factory
+    if versions and version not in versions:
+        pytest.fail(f"every site of this test names its version ({', '.join(sorted(set(versions)))}), none runs "
+                    f"as the version under test ({version}): take `site_factory` instead of `sim_factory`, "
+                    "so the test runs once instead of once per platform version", pytrace=False)
 
 
 @pytest.fixture
-def versioned_sim(sim_factory: SimFactory, one_version: str) -> SimServer:
-    """A fresh site running as each selected platform version in turn."""
-    return sim_factory(one_version=one_version)
+def sim(sim_factory: SimFactory) -> SimServer:
+    return sim_factory()
 
 
 # --- vault password files (one password for every test that encrypts a site file) ---------------

@@ -51,12 +51,6 @@ class SiteUnderTest:
 
 
 @pytest.fixture
-def sim(sim_factory: Any, one_version: str) -> Any:
-    """The embedded site of a contract test, running as each selected platform version."""
-    return sim_factory(one_version=one_version)
-
-
-@pytest.fixture
 def site(request: pytest.FixtureRequest, one_version: str) -> SiteUnderTest:
     """The site the read-only contract tests talk to."""
     if REAL_FRONTEND:

@@ -143,8 +143,8 @@ async def test_instantiate_validation_errors_carry_the_server_text(sim_only: Non
     assert "Very-Secret-Value" not in str(info.value)
 
 
-async def test_instantiate_6x_custom_attrs(sim_only: None, sim_factory: Any) -> None:
-    sim = sim_factory(one_version="6.10.0")
+async def test_instantiate_6x_custom_attrs(sim_only: None, site_factory: Any) -> None:
+    sim = site_factory(one_version="6.10.0")
     user, _, password = sim.session.partition(":")
     cloud = CloudClient(sim.xmlrpc_url, sim.session, CALL_TIMEOUT_S)
     flow = FlowClient(sim.flow_url, user, password, CALL_TIMEOUT_S)

@@ -26,13 +26,13 @@ from tui.sim.state import SimVm
 
 
 @pytest.fixture
-def site(versioned_sim: SimServer) -> SimServer:
-    return versioned_sim
+def site(sim: SimServer) -> SimServer:
+    return sim
 
 
 @pytest.fixture
-def deployed_site(sim_factory: SimFactory, one_version: str) -> SimServer:
-    return sim_factory(scenario="deployed", one_version=one_version)
+def deployed_site(sim_factory: SimFactory) -> SimServer:
+    return sim_factory(scenario="deployed")
 
 
 def rpc(sim: SimServer, method: str, *params: Any, session: str | None = None) -> list[Any]:

@@ -181,12 +181,12 @@ def test_updateconf_append_keeps_the_other_sections(site: SimServer) -> None:
     assert _section(replaced, "OS") is None and _section(replaced, "CONTEXT") == context
 
 
-def test_updateconf_before_6_2_ignores_append(sim_factory: SimFactory) -> None:
+def test_updateconf_before_6_2_ignores_append(site_factory: SimFactory) -> None:
     """release-6.0.0 src/rm/RequestManagerVirtualMachine.cc: one.vm.updateconf is `A:sis`, no
     append flag (release-6.2.0 reads `paramList.getInt(3)`); 6.0's `replace_vector_values` erases
     every section the text leaves out, whatever a fourth argument says (but CONTEXT, release-6.0.0
     src/vm/VirtualMachine.cc 2918-2927: only a CONTEXT in the text changes it)."""
-    sim = sim_factory(one_version="6.0.0")
+    sim = site_factory(one_version="6.0.0")
     vm_id = _undeployed(sim)
     context = _section(_vm(sim, vm_id), "CONTEXT")
     assert _section(_vm(sim, vm_id), "OS") and context

@@ -49,8 +49,8 @@ async def test_a_model_the_host_cannot_give_fails_the_boot_and_the_vm_goes_back(
 
 
 async def test_a_platform_before_6_2_refuses_the_move_and_changes_nothing(
-        sim_factory: Callable[..., SimServer], connect: Connect, ledger: MoveLedger) -> None:
-    server = sim_factory(scenario="deployed", one_version="6.0.0")
+        site_factory: Callable[..., SimServer], connect: Connect, ledger: MoveLedger) -> None:
+    server = site_factory(scenario="deployed", one_version="6.0.0")
     site = connect(server)
     manager = await _manager(site)
     before = _sections(manager)

@@ -37,7 +37,7 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("path", RECORDINGS, ids=[p.stem for p in RECORDINGS])
-async def test_the_embedded_site_answers_as_the_recorded_platform(path: Path, sim_factory: SimFactory,
+async def test_the_embedded_site_answers_as_the_recorded_platform(path: Path, site_factory: SimFactory,
                                                                   request: pytest.FixtureRequest) -> None:
     recording = _load(path)
     version, embedded = recording["version"], recording["embedded_version"]
@@ -45,7 +45,7 @@ async def test_the_embedded_site_answers_as_the_recorded_platform(path: Path, si
     if not any(series(v) == series(embedded) for v in selected_versions(request.config)):
         pytest.skip(f"the {series(embedded)} series is not among the platform versions of this run")
     backend = recording.get("db_backend", "sqlite")
-    server = sim_factory(one_version=embedded, time_scale=0.002, db_backend=backend)
+    server = site_factory(one_version=embedded, time_scale=0.002, db_backend=backend)
     run = Run(Endpoints(server.xmlrpc_url, server.flow_url, server.session), poll=0.01, wait_limit=60)
     try:
         await recorded_scenario.scenario(run)

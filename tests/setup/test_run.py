@@ -299,9 +299,9 @@ def test_a_blocked_step_stops_the_run_with_the_fix(fresh, capsys) -> None:
 
 
 @pytest.mark.parametrize("version", ["6.10.0", "7.4.0"])
-def test_the_run_works_on_other_platform_versions(sim_factory, monkeypatch: pytest.MonkeyPatch, capsys,
+def test_the_run_works_on_other_platform_versions(site_factory, monkeypatch: pytest.MonkeyPatch, capsys,
                                                   tmp_path: Path, version: str) -> None:
-    server: SimServer = sim_factory(one_version=version)
+    server: SimServer = site_factory(one_version=version)
     point_at(server, monkeypatch, vault_file=False)
     inputs = tmp_path / "inputs.json"
     values = write_inputs(inputs)

@@ -78,8 +78,8 @@ def test_deployed_site_is_further(sim_factory, monkeypatch: pytest.MonkeyPatch, 
     assert any("does not name the object store VM" in e for e in by_id["core-yaml"]["evidence"])
 
 
-def test_a_6_10_site_names_the_cli_helper_change(sim_factory, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
-    server: SimServer = sim_factory(one_version="6.10.0")
+def test_a_6_10_site_names_the_cli_helper_change(site_factory, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    server: SimServer = site_factory(one_version="6.10.0")
     point_at(server, monkeypatch)
     code, data, _ = run(capsys, "setup", "status", "--json")
     step = steps(data)["cli-helper"]

@@ -8,7 +8,6 @@ from typing import Callable
 import httpx
 import pytest
 
-from tests.conftest import suite_version
 from tests.sim.flow_support import add_service_template, flow_client, instantiate_body, values_key
 from tui.sim.flow_templates import is_7x
 from tui.sim.server import SimServer
@@ -20,15 +19,15 @@ MSG_NETWORKS = "Every network key must have its value defined at networks_value"
 
 
 @pytest.fixture
-def sim6(sim_factory: Callable[..., SimServer]) -> SimServer:
-    return sim_factory(one_version="6.10.0")
+def sim6(site_factory: Callable[..., SimServer]) -> SimServer:
+    return site_factory(one_version="6.10.0")
 
 
 @pytest.fixture
-def sim7(sim_factory: Callable[..., SimServer], request: pytest.FixtureRequest) -> SimServer:
-    """A 7.x site for the tests of 7.x-only behaviour: the suite's version when it is a 7.x, else 7.0.0."""
-    version = suite_version(request.config)
-    return sim_factory(one_version=version if is_7x(version) else "7.0.0")
+def sim7(sim: SimServer) -> SimServer:
+    """A 7.x site for the tests of 7.x-only behaviour (they are marked `since_version("7.0")`)."""
+    assert is_7x(sim.site.config.one_version), "a test of 7.x behaviour is marked since_version(\"7.0\")"
+    return sim
 
 
 # authentication --------------------------------------------------------------------------------
@@ -126,6 +125,7 @@ def test_rename_and_clone_a_template(sim: SimServer) -> None:
 
 
 # instantiate validation ------------------------------------------------------------------------
+@pytest.mark.since_version("7.0")
 def test_7x_requires_every_input(sim7: SimServer) -> None:
     template_id = add_service_template(sim7.site, [{"name": "front"}])
     with flow_client(sim7) as client:
@@ -163,6 +163,7 @@ def test_networks_need_values(sim: SimServer) -> None:
     assert json.loads(defaults.text)["DOCUMENT"]["TEMPLATE"]["BODY"]["networks_values"] == [{"Public": {"id": None}}]
 
 
+@pytest.mark.since_version("7.0")
 def test_7x_renames_custom_attrs_values_on_the_way_in(sim7: SimServer) -> None:
     template_id = add_service_template(sim7.site, [{"name": "front"}])
     with flow_client(sim7) as client:
@@ -195,6 +196,7 @@ def test_6x_expects_custom_attrs_values(sim6: SimServer) -> None:
     assert body["custom_attrs_values"] == VALUES and "user_inputs_values" not in body
 
 
+@pytest.mark.since_version("7.0")
 def test_unknown_role_in_merge_template_is_ignored(sim7: SimServer) -> None:
     """7.x `handle_nested_values` (service_template.rb release-7.4.0 759-797) merges roles by
     name and drops the others."""

@@ -110,8 +110,8 @@ def test_role_vms_carry_service_role_inputs_and_network(sim: SimServer) -> None:
         assert nic["NETWORK_ID"] == "0" and nic["IP"]
 
 
-def test_6x_service_reaches_running(sim_factory: Callable[..., SimServer]) -> None:
-    sim = sim_factory(one_version="6.10.0")
+def test_6x_service_reaches_running(site_factory: Callable[..., SimServer]) -> None:
+    sim = site_factory(one_version="6.10.0")
     template_id = add_service_template(sim.site, [{"name": "front"}, {"name": "back", "parents": ["front"]}],
                                        seven=False)
     service_id = _instantiate(sim, template_id, key="custom_attrs_values")
@@ -262,11 +262,11 @@ def test_a_missing_vm_template_fails_the_role_with_a_log_entry(sim: SimServer) -
 
 
 def test_6x_reads_the_vm_template_key_and_a_role_text_oned_cannot_parse_fails_the_role(
-        sim_factory: Callable[..., SimServer]) -> None:
+        site_factory: Callable[..., SimServer]) -> None:
     """6.10 role.rb 414-475: the role instantiates `vm_template` (a `template_id` beside it is not
     read) with `vm_template_contents` as the extra template; oned refuses text it cannot parse
     (RequestManagerVMTemplate.cc release-6.10.0 384-389), and the role fails with a log entry."""
-    sim = sim_factory(one_version="6.10.0")
+    sim = site_factory(one_version="6.10.0")
     template_id = add_service_template(sim.site, [{"name": "front"}], seven=False)
     with sim.site.lock:
         role = sim.site.documents[template_id].body["roles"][0]

@@ -105,10 +105,10 @@ def test_the_apps_architecture_and_hypervisor(version: str, architecture: str | 
 
 
 @pytest.mark.parametrize("version", ["6.10.5", "6.10.3"])
-def test_an_embedded_site_of_a_patch_release_imports_as_its_driver(sim_factory: SimFactory, version: str) -> None:
+def test_an_embedded_site_of_a_patch_release_imports_as_its_driver(site_factory: SimFactory, version: str) -> None:
     """The embedded site started as 6.10.5 (the recorded 6.10 release) imports apps with
     ARCHITECTURE and `SCHED_REQUIREMENTS="HYPERVISOR=kvm & ARCH=x86_64"`; as 6.10.3, neither."""
-    server = sim_factory(one_version=version)
+    server = site_factory(one_version=version)
     apps = pyone.OneServer(server.xmlrpc_url, session=server.session).marketapppool.info(-2, -1, -1).MARKETPLACEAPP
     images = [app for app in apps if app.TYPE == 1 and app.TEMPLATE.get("VMTEMPLATE64")]
     assert images

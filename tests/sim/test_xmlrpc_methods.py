@@ -73,14 +73,14 @@ def test_a_regular_user_sees_itself_and_its_groups(sim: SimServer) -> None:
     assert client.system.config().gds_elementtree_node_.findtext("ONEGATE_ENDPOINT") == ONEGATE_ENDPOINT
 
 
-def test_before_6_10_only_the_oneadmin_group_reads_the_configuration(sim_factory) -> None:
+def test_before_6_10_only_the_oneadmin_group_reads_the_configuration(site_factory) -> None:
     """RequestManagerSystem.cc: release-6.8.0 38-52 refuses users outside the oneadmin group;
     release-6.10.0 38-46 serves everyone (`get_configuration_xml(is_admin)`)."""
-    old = sim_factory(one_version="6.0.0")
+    old = site_factory(one_version="6.0.0")
     with pytest.raises(pyone.OneAuthorizationException, match="only be retrieved by users in the oneadmin group"):
         one(old, _user_session(old)).system.config()
     assert one(old).system.config().gds_elementtree_node_.findtext("API_LIST_ORDER") == "DESC"
-    sim = sim_factory(one_version="6.10.0")
+    sim = site_factory(one_version="6.10.0")
     assert one(sim, _user_session(sim)).system.config().gds_elementtree_node_.findtext(
         "ONEGATE_ENDPOINT") == ONEGATE_ENDPOINT
 

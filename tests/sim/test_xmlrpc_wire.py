@@ -50,8 +50,8 @@ def test_success_is_a_three_element_array(sim: SimServer) -> None:
     assert call(sim, "one.system.version") == [True, sim.site.config.one_version, 0]  # the code version it runs as
 
 
-def test_version_follows_the_configured_platform(sim_factory) -> None:
-    assert one(sim_factory(one_version="6.10.0")).system.version() == "6.10.0"
+def test_version_follows_the_configured_platform(site_factory) -> None:
+    assert one(site_factory(one_version="6.10.0")).system.version() == "6.10.0"
 
 
 def test_a_missing_object_answers_no_exists_with_its_id(sim: SimServer) -> None:

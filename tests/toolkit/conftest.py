@@ -52,12 +52,12 @@ download_toolkit = download_newest_toolkit
 
 
 @pytest.fixture
-async def toolkit_site(sim_factory: Callable[..., SimServer]) -> AsyncIterator[ToolkitSite]:
+async def toolkit_site(site_factory: Callable[..., SimServer]) -> AsyncIterator[ToolkitSite]:
     opened: list[SiteConnection] = []
 
     async def factory(one_version: str = "7.0.0", compatible_only: bool = True,
                       server: SimServer | None = None) -> tuple[SimServer, SiteConnection, ServiceTemplate]:
-        server = server or sim_factory(one_version=one_version)
+        server = server or site_factory(one_version=one_version)
         if compatible_only:
             compatible_hosts_only(server)
         site = SiteConnection(settings_for(server))

@@ -189,10 +189,10 @@ def test_a_new_branch_is_a_warning_and_offline_never_says_valid(
     assert data["site_checks"] == "skipped (offline)"
 
 
-def test_the_skeleton_uses_the_clouds_key(sim_factory: Any, capsys: pytest.CaptureFixture[str],
+def test_the_skeleton_uses_the_clouds_key(site_factory: Any, capsys: pytest.CaptureFixture[str],
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     for version, key in (("7.0.0", KEY_VALUES_7), ("6.10.0", KEY_VALUES_6)):
-        server = sim_factory(one_version=version)
+        server = site_factory(one_version=version)
         _prepare(server)
         monkeypatch.setenv("ONE_XMLRPC", server.xmlrpc_url)
         monkeypatch.setenv("ONE_AUTH", str(server.site.state_dir / "one_auth"))
