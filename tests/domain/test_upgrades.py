@@ -158,7 +158,7 @@ def test_a_bare_version_installed_is_planned_by_its_software_version() -> None:
                                                         ("PLATFORM_MARKETPLACE_APPLIANCE_VERSION", ""),
                                                         ("PLATFORM_MARKETPLACE_APPLIANCE_SOFTWARE_VERSION", "v1.29")))):
         old_row, new_row = appliance_statuses([bare, newer], [tagged], DEFAULT_NAMING)
-        assert old_row.state is InstallState.UP_TO_DATE and old_row.installed is not None
+        assert old_row.state is InstallState.NEWER_ELSEWHERE and old_row.installed is not None
         assert new_row.state is InstallState.UPDATE_AVAILABLE
         plan = build_upgrade_plan([new_row], DEFAULT_NAMING)
         assert plan.ready and plan.steps[0].done, plan.steps[0].summary

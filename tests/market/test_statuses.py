@@ -58,3 +58,30 @@ async def test_the_list_reads_the_statuses_again_after_work_elsewhere(sim: SimSe
         app.open_screen("market")
         await wait_for(pilot, lambda: app.screen is screen and screen.entries[key].state.value == "up to date",
                        timeout=30, what="the statuses read again without r")
+
+
+def test_an_installed_build_is_not_up_to_date_when_another_marketplace_lists_a_newer_one() -> None:
+    """Issue 20 item 11: the community record of the installed old build said "= up to date" while
+    the default marketplace listed a newer build of the same appliance."""
+    from dataclasses import replace
+
+    from tests.domain.builders import record, tagged_image
+    from tui.cli.market import STATE_MARKS
+    from tui.domain.naming import DEFAULT_NAMING
+    from tui.domain.upgrades import InstallState, appliance_statuses
+
+    old_here = replace(record("Site Toolkit", TOOLKIT_OLD_VERSION), marketplace_url="http://127.0.0.1:9001")
+    new_there = record("Site Toolkit", TOOLKIT_VERSION)
+    installed = [tagged_image(1, old_here)]
+    here, there = appliance_statuses([old_here, new_there], installed, DEFAULT_NAMING)
+    assert there.state is InstallState.UPDATE_AVAILABLE
+    assert here.state is not InstallState.UP_TO_DATE, here
+    assert here.state is InstallState.NEWER_ELSEWHERE
+    assert "current for this record" in here.label and TOOLKIT_VERSION in here.label, here.label
+    assert new_there.marketplace_url in here.label, here.label
+    assert STATE_MARKS[here.state.value] != STATE_MARKS["up to date"]
+    # alone, or with nothing newer listed, the installed build stays up to date
+    (alone,) = appliance_statuses([old_here], installed, DEFAULT_NAMING)
+    assert alone.state is InstallState.UP_TO_DATE
+    both = [tagged_image(1, old_here), tagged_image(2, new_there)]
+    assert {s.state for s in appliance_statuses([old_here, new_there], both, DEFAULT_NAMING)} == {InstallState.UP_TO_DATE}

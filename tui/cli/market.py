@@ -77,7 +77,7 @@ from tui.procedures.upgrades import ApplyUpgrades, IdChange, Upgraded, upgrade_p
 
 #: glyphs of the install states (never colour alone)
 STATE_MARKS = {"not downloaded": "-", "up to date": "=", "update available": "^", "untagged image found": "?",
-               "older build": "<"}
+               "older build": "<", "newer build listed": "~"}
 
 
 def _print(*renderables: Any) -> None:

@@ -9,6 +9,9 @@ Which appliance and version an image came from is read from its marketplace attr
   older build than the record's version;
 - OLDER_BUILD: tagged images exist, all of a newer build than the record's, and the record's own
   build was never downloaded (an older build another marketplace still lists): not "up to date";
+- NEWER_ELSEWHERE: an image holds the record's build (it would be UP_TO_DATE) but another record
+  of the same appliance (any marketplace) lists a newer build than every installed one; the label
+  names that build and where it is listed ("up to date" only when nothing newer is listed anywhere);
 - UNTAGGED: no image carries the record's name, but an image without any appliance attributes
   looks like the appliance: the words of the appliance name (letters and digits, case ignored)
   appear, consecutively, among the words of the image name (`Site Toolkit` matches
@@ -51,6 +54,7 @@ class InstallState(str, Enum):
     UPDATE_AVAILABLE = "update available"
     UNTAGGED = "untagged image found"
     OLDER_BUILD = "older build"
+    NEWER_ELSEWHERE = "newer build listed"
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,8 @@ class ApplianceStatus:
             return f"{self.state.value} ({self.installed.label} -> {self.available.label})"
         if self.state is InstallState.OLDER_BUILD and self.installed is not None:
             return f"{self.state.value} ({self.installed.label} installed)"
+        if self.state is InstallState.NEWER_ELSEWHERE and self.note:
+            return self.note.split("; ")[0]
         return self.state.value
 
 
@@ -181,7 +187,28 @@ def appliance_statuses(
             tagged.setdefault(tag.name, []).append(TaggedImage(image, tag))
     chosen = list(records)
     statuses = [_status(record, tuple(tagged.get(record.name, ())), plain) for record in chosen]
-    return tuple(_follow_wholes(chosen, statuses))
+    return tuple(_newer_elsewhere(chosen, _follow_wholes(chosen, statuses)))
+
+
+def _newer_elsewhere(records: Sequence[ApplianceRecord], statuses: list[ApplianceStatus]) -> list[ApplianceStatus]:
+    """An up-to-date status becomes NEWER_ELSEWHERE when any record of the same appliance (a part:
+    of its whole), in any marketplace, lists a build newer than every installed one."""
+    out = list(statuses)
+    for index, status in enumerate(statuses):
+        if status.state is not InstallState.UP_TO_DATE or status.installed is None:
+            continue
+        installed = status.installed
+        name = status.part_of or status.record.name
+        newer = [r for r in records if r.name == name and r.parsed_version.newer_than(installed)
+                 and not r.parsed_version.same_release(installed)]
+        if not newer:
+            continue
+        best = max(newer, key=lambda r: r.parsed_version)
+        said = (f"current for this record ({installed.label} installed), but a newer build, {best.version}, is "
+                f"listed at {best.marketplace_url} (record {best.id})")
+        out[index] = replace(status, state=InstallState.NEWER_ELSEWHERE,
+                             note="; ".join(part for part in (said, status.note) if part))
+    return out
 
 
 def _parents(records: Sequence[ApplianceRecord]) -> dict[int, int]:

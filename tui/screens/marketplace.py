@@ -51,6 +51,7 @@ MARKET_STATE_PALETTE = StatePalette(
         "update available": StateLook("bold yellow", "^"),
         "untagged image found": StateLook("magenta", "?"),
         "older build": StateLook("dim", "<"),
+        "newer build listed": StateLook("yellow", "~"),
     },
     default=StateLook("", " "),
 )
