@@ -272,3 +272,29 @@ async def test_quitting_with_unsaved_changes_asks_first(deployed: SimServer, tmp
         await wait_for_screen(pilot, ConfirmModal, what="the question again")
         await pilot.press("ctrl+q")  # the same key once more: quit anyway
         await wait_for(pilot, lambda: not app.is_running, what="the exit")
+
+
+async def test_the_site_screen_finds_the_branch_the_setup_opened_when_shown(deployed: SimServer, tmp_path: Path) -> None:
+    """Issue 20 item 11: "No site open" right after the setup opened the site branch. The setup opens
+    the branch in the same working clone (`setup_components.plan_components` -> `open_site`); the
+    site screen, shown again, takes it without ctrl+o."""
+    from tui.procedures.site_repo import open_site
+    from tui.procedures.site_workspace import sites_repo
+
+    app = site_app(deployed, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_screen(pilot, OpenSiteModal, what="the site chooser")
+        await pilot.press("escape")
+        screen = site_screen(app)
+        await wait_for(pilot, lambda: app.screen is screen and "No site open" in str(screen.query_one("#site-status").render()),
+                       what="no site open")
+        app.open_screen("vms")
+        await wait_for(pilot, lambda: app.screen is not screen, what="another screen")
+        async for _ in open_site(sites_repo(app.site.settings), "demo-site"):  # what the setup does
+            pass
+        app.open_screen("site")
+        await wait_for(pilot, lambda: screen.site_ref is not None and screen.saved_text is not None and not screen.busy,
+                       what="the branch the setup opened")
+        assert screen.site_ref.branch == "demo-site"
+        assert not any(isinstance(s, OpenSiteModal) for s in app.screen_stack)
+        assert "No site open" not in str(screen.query_one("#site-status").render())

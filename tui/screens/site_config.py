@@ -49,6 +49,7 @@ from tui.procedures.site_repo import (
     SiteListing,
     SiteRef,
     SubmitPreview,
+    current_site,
     list_sites,
     open_site,
     preview_submit,
@@ -185,6 +186,28 @@ class SiteConfigScreen(SiteScreen):
         if settings.library_repo:
             self._load_library()
         self._list_sites(choose=True)
+
+    def on_screen_resume(self) -> None:
+        """Shown again with no site open: take the site branch another screen opened meanwhile in
+        the same working clone (the setup's `plan_components` -> `open_site`), instead of saying
+        "No site open" (issue 20 item 11)."""
+        super().on_screen_resume()
+        # before the first listing, the mount's chooser is on its way
+        if self.site_ref is None and not self.busy and self.listing is not None:
+            self._find_open_site()
+
+    @work(exclusive=True, group="site-find", exit_on_error=False)
+    async def _find_open_site(self) -> None:
+        try:
+            site_ref = await current_site(self._repo())
+        except SiteError:
+            return  # the clone is on no site branch: "No site open" is the truth
+        if self.site_ref is not None or not site_ref.path.is_file():
+            return
+        self.site_ref = site_ref
+        self.busy = f"opening {site_ref.branch}"
+        self._show_site_status()
+        self.post_message(self.Loaded(site_ref, ""))
 
     def _status(self, text: Text | str) -> None:
         self.query_one("#site-status", Static).update(text if isinstance(text, Text) else Text(text))
