@@ -81,9 +81,12 @@ def components_text(config: SiteConfig | None, library: ComponentLibrary | None,
         prefix = f"{config.variables_key}.{name}"
         own = _component_findings(findings, prefix)
         definition = library.get(name) if library is not None else None
+        unset = _unset_ids(definition, config.component_variables(name)) if definition is not None else []
         if definition is None:
             glyph, style = UNKNOWN
             word = "not in the library" if library is not None else "library not loaded"
+        elif unset:
+            (glyph, style), word = PROBLEM, f"incomplete: {', '.join(unset)} not set"
         elif any(f.severity is Severity.ERROR for f in own):
             (glyph, style), word = PROBLEM, "incomplete"
         elif own:
@@ -113,6 +116,23 @@ def components_text(config: SiteConfig | None, library: ComponentLibrary | None,
         if rows:
             parts.append(_variables_table(rows))
     return Group(*parts)
+
+
+def _unset_ids(definition: ComponentDefinition, current: Any) -> list[str]:
+    """The ID variables the definition needs that the site leaves unset (missing, null or empty).
+    A version group's IDs are needed only when the site lists that version."""
+    groups = set(definition.version_groups())
+    unset: list[str] = []
+    for leaf, _ in definition.variable_paths():
+        if id_kind(leaf) is None:
+            continue
+        head = leaf.split(".", 1)[0]
+        if head in groups and not (isinstance(current, dict) and lookup(current, head) is not MISSING):
+            continue
+        found = lookup(current, leaf) if isinstance(current, dict) else MISSING
+        if found is MISSING or found is None or found == "":
+            unset.append(leaf)
+    return unset
 
 
 def _has_ids(definition: ComponentDefinition) -> bool:
