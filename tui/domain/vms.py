@@ -1,7 +1,7 @@
 """Virtual machines: state tables, the list row (`VmSummary`) and the full record (`VmDetail`).
 
-The state tables are the console's own (pyone's enums stop at LCM state 68 and raise on newer
-codes). Short names are the platform CLI's (`onevm list`): `runn`, `pend`, `poff`, `unde`, ...
+The state tables are `tui.domain.vm_states`, shared with the embedded site (pyone's enums stop at
+LCM state 68 and raise on newer codes). Short names are the platform CLI's (`onevm list`): `runn`, `pend`, `poff`, `unde`, ...
 Unknown codes never raise: they read `STATE_<n>` / `?<n>`.
 """
 
@@ -13,103 +13,12 @@ from typing import Literal
 
 from tui.domain.attributes import EMPTY_ATTRIBUTES, Attributes
 from tui.domain.permissions import Permissions
+from tui.domain.vm_states import LCM_STATES, VM_STATES, LcmState, VmState
 
-#: VM STATE code -> (name, CLI short name); ACTIVE's short name comes from the LCM state
-VM_STATES: dict[int, tuple[str, str]] = {
-    0: ("INIT", "init"),
-    1: ("PENDING", "pend"),
-    2: ("HOLD", "hold"),
-    3: ("ACTIVE", "actv"),
-    4: ("STOPPED", "stop"),
-    5: ("SUSPENDED", "susp"),
-    6: ("DONE", "done"),
-    7: ("FAILED", "fail"),
-    8: ("POWEROFF", "poff"),
-    9: ("UNDEPLOYED", "unde"),
-    10: ("CLONING", "clon"),
-    11: ("CLONING_FAILURE", "fail"),
-}
-
-ACTIVE = 3
-
-#: LCM_STATE code -> (name, CLI short name), meaningful while STATE is ACTIVE
-LCM_STATES: dict[int, tuple[str, str]] = {
-    0: ("LCM_INIT", "init"),
-    1: ("PROLOG", "prol"),
-    2: ("BOOT", "boot"),
-    3: ("RUNNING", "runn"),
-    4: ("MIGRATE", "migr"),
-    5: ("SAVE_STOP", "save"),
-    6: ("SAVE_SUSPEND", "save"),
-    7: ("SAVE_MIGRATE", "save"),
-    8: ("PROLOG_MIGRATE", "migr"),
-    9: ("PROLOG_RESUME", "prol"),
-    10: ("EPILOG_STOP", "epil"),
-    11: ("EPILOG", "epil"),
-    12: ("SHUTDOWN", "shut"),
-    13: ("CANCEL", "shut"),
-    14: ("FAILURE", "fail"),
-    15: ("CLEANUP_RESUBMIT", "clea"),
-    16: ("UNKNOWN", "unkn"),
-    17: ("HOTPLUG", "hotp"),
-    18: ("SHUTDOWN_POWEROFF", "shut"),
-    19: ("BOOT_UNKNOWN", "boot"),
-    20: ("BOOT_POWEROFF", "boot"),
-    21: ("BOOT_SUSPENDED", "boot"),
-    22: ("BOOT_STOPPED", "boot"),
-    23: ("CLEANUP_DELETE", "clea"),
-    24: ("HOTPLUG_SNAPSHOT", "snap"),
-    25: ("HOTPLUG_NIC", "hotp"),
-    26: ("HOTPLUG_SAVEAS", "hotp"),
-    27: ("HOTPLUG_SAVEAS_POWEROFF", "hotp"),
-    28: ("HOTPLUG_SAVEAS_SUSPENDED", "hotp"),
-    29: ("SHUTDOWN_UNDEPLOY", "shut"),
-    30: ("EPILOG_UNDEPLOY", "epil"),
-    31: ("PROLOG_UNDEPLOY", "prol"),
-    32: ("BOOT_UNDEPLOY", "boot"),
-    33: ("HOTPLUG_PROLOG_POWEROFF", "hotp"),
-    34: ("HOTPLUG_EPILOG_POWEROFF", "hotp"),
-    35: ("BOOT_MIGRATE", "boot"),
-    36: ("BOOT_FAILURE", "fail"),
-    37: ("BOOT_MIGRATE_FAILURE", "fail"),
-    38: ("PROLOG_MIGRATE_FAILURE", "fail"),
-    39: ("PROLOG_FAILURE", "fail"),
-    40: ("EPILOG_FAILURE", "fail"),
-    41: ("EPILOG_STOP_FAILURE", "fail"),
-    42: ("EPILOG_UNDEPLOY_FAILURE", "fail"),
-    43: ("PROLOG_MIGRATE_POWEROFF", "migr"),
-    44: ("PROLOG_MIGRATE_POWEROFF_FAILURE", "fail"),
-    45: ("PROLOG_MIGRATE_SUSPEND", "migr"),
-    46: ("PROLOG_MIGRATE_SUSPEND_FAILURE", "fail"),
-    47: ("BOOT_UNDEPLOY_FAILURE", "fail"),
-    48: ("BOOT_STOPPED_FAILURE", "fail"),
-    49: ("PROLOG_RESUME_FAILURE", "fail"),
-    50: ("PROLOG_UNDEPLOY_FAILURE", "fail"),
-    51: ("DISK_SNAPSHOT_POWEROFF", "snap"),
-    52: ("DISK_SNAPSHOT_REVERT_POWEROFF", "snap"),
-    53: ("DISK_SNAPSHOT_DELETE_POWEROFF", "snap"),
-    54: ("DISK_SNAPSHOT_SUSPENDED", "snap"),
-    55: ("DISK_SNAPSHOT_REVERT_SUSPENDED", "snap"),
-    56: ("DISK_SNAPSHOT_DELETE_SUSPENDED", "snap"),
-    57: ("DISK_SNAPSHOT", "snap"),
-    58: ("DISK_SNAPSHOT_REVERT", "snap"),
-    59: ("DISK_SNAPSHOT_DELETE", "snap"),
-    60: ("PROLOG_MIGRATE_UNKNOWN", "migr"),
-    61: ("PROLOG_MIGRATE_UNKNOWN_FAILURE", "fail"),
-    62: ("DISK_RESIZE", "drsz"),
-    63: ("DISK_RESIZE_POWEROFF", "drsz"),
-    64: ("DISK_RESIZE_UNDEPLOYED", "drsz"),
-    65: ("HOTPLUG_NIC_POWEROFF", "hotp"),
-    66: ("HOTPLUG_RESIZE", "hotp"),
-    67: ("HOTPLUG_SAVEAS_UNDEPLOYED", "hotp"),
-    68: ("HOTPLUG_SAVEAS_STOPPED", "hotp"),
-    69: ("BACKUP", "back"),
-    70: ("BACKUP_POWEROFF", "back"),
-    71: ("RESTORE", "rest"),
-}
+ACTIVE = VmState.ACTIVE
 
 #: LCM_STATE codes of a running guest (the only ones `ready` can be true in)
-RUNNING = 3
+RUNNING = LcmState.RUNNING
 
 StateKind = Literal["running", "transient", "off", "failed", "done", "unknown"]
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from tui.domain.cpu import HOST_PASSTHROUGH, HostCpu, HostVerdictKind, cpu_model_update_text, host_verdict
 from tui.domain.guest_ready import cannot_report_ready, ready_fix
 from tui.domain.hosts import Host
+from tui.domain.vm_states import VmState
 from tui.domain.vms import ACTIVE, RUNNING, VmDetail, VmSummary
 from tui.errors import AuthenticationFailed, SiteError
 from tui.procedures.hosts import DbVmRow, load_inventory, rank_targets
@@ -46,7 +47,8 @@ AUDIT_MOVE = "hosts.move"
 AUDIT_REDEPLOY = "hosts.redeploy"
 
 # VM STATE codes the steps look at
-VM_PENDING, VM_HOLD, VM_STOPPED, VM_SUSPENDED, VM_DONE, VM_POWEROFF, VM_UNDEPLOYED = 1, 2, 4, 5, 6, 8, 9
+VM_PENDING, VM_HOLD, VM_STOPPED, VM_SUSPENDED = VmState.PENDING, VmState.HOLD, VmState.STOPPED, VmState.SUSPENDED
+VM_DONE, VM_POWEROFF, VM_UNDEPLOYED = VmState.DONE, VmState.POWEROFF, VmState.UNDEPLOYED
 #: VM states `one.vm.deploy` accepts
 DEPLOYABLE = frozenset({VM_PENDING, VM_HOLD, VM_STOPPED, VM_UNDEPLOYED})
 #: LCM states (while ACTIVE) of an undeploy under way

@@ -54,7 +54,8 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Sequence
 
 from tui.domain.cpu import cpu_model_update_text
 from tui.domain.template_text import render_template
-from tui.domain.vms import ACTIVE, LCM_STATES, VmDetail
+from tui.domain.vm_states import LCM_STATES, LcmState
+from tui.domain.vms import ACTIVE, VmDetail
 from tui.errors import SiteError
 from tui.procedures.move_journal import MoveJournal, MoveOrigin
 from tui.procedures.move_lock import MoveLock
@@ -93,8 +94,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection
 
 #: BOOT_FAILURE, BOOT_UNDEPLOY_FAILURE, BOOT_STOPPED_FAILURE: a boot that failed on the host
-BOOT_FAILURES = frozenset({36, 47, 48})
-BOOT_UNDEPLOY_FAILURE = 47
+BOOT_FAILURES = frozenset({LcmState.BOOT_FAILURE, LcmState.BOOT_UNDEPLOY_FAILURE, LcmState.BOOT_STOPPED_FAILURE})
+BOOT_UNDEPLOY_FAILURE = LcmState.BOOT_UNDEPLOY_FAILURE
 #: `onevm recover --success`
 RECOVER_SUCCESS = 1
 

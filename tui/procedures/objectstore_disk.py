@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
 from tui.domain.disk_size import DEFAULT_OBJECTSTORE_DISK_MB, format_mb, human_mb
+from tui.domain.vm_states import VmState
 from tui.domain.vms import Disk, VmDetail
 from tui.errors import SiteError
 from tui.procedures.operation import Confirmation, Operation, OperationCancelled, RunContext
@@ -314,7 +315,7 @@ class ResizeObjectstoreDisk(Operation[DiskPlan, DiskResized]):
         while True:
             vm = await site.cloud.vm_info(plan.vm_id)
             elapsed = time.monotonic() - started
-            lcm = vm.summary.lcm_state if vm.summary.state == 3 else -1
+            lcm = vm.summary.lcm_state if vm.summary.state == VmState.ACTIVE else -1
             if lcm not in RESIZING_LCM:
                 return vm
             context.report(Progress("wait", 2, 3, f"VM {plan.vm_id} {RESIZING_LCM[lcm]}: waiting for the platform to grow "

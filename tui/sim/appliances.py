@@ -24,6 +24,7 @@ is the console's side of the same rule.
 from __future__ import annotations
 
 from tui.domain.template_text import scalar
+from tui.domain.vm_states import LcmState, VmState
 from tui.sim.state import SimHost, SimSite, SimVm
 
 #: simulated seconds between RUNNING and the appliance's reports
@@ -50,7 +51,7 @@ def runs_document_db(site: SimSite, vm: SimVm) -> bool:
 
 def vm_is_ready(vm: SimVm) -> bool:
     """RUNNING (ACTIVE/RUNNING) and READY=YES published, what OneFlow's ready gate waits for."""
-    return vm.state == 3 and vm.lcm_state == 3 and scalar(vm.user_template, "READY", "").upper() == "YES"
+    return vm.state == VmState.ACTIVE and vm.lcm_state == LcmState.RUNNING and scalar(vm.user_template, "READY", "").upper() == "YES"
 
 
 def current_host(site: SimSite, vm: SimVm) -> SimHost | None:
@@ -121,7 +122,7 @@ def _publish_token(site: SimSite, vm: SimVm) -> None:
     epoch = vm.epoch
 
     def publish() -> None:
-        live = site.vms.get(vm.id) is vm and vm.epoch == epoch and vm.state == 3 and vm.lcm_state == 3
+        live = site.vms.get(vm.id) is vm and vm.epoch == epoch and vm.state == VmState.ACTIVE and vm.lcm_state == LcmState.RUNNING
         if live and not scalar(vm.user_template, ROUTE_MANAGER_TOKEN_ATTRIBUTE, ""):
             _set(vm, ROUTE_MANAGER_TOKEN_ATTRIBUTE, secrets.token_urlsafe(24))
 
@@ -151,7 +152,7 @@ def on_boot(site: SimSite, vm: SimVm) -> None:
     epoch = vm.epoch
 
     def still_running() -> bool:
-        return site.vms.get(vm.id) is vm and vm.epoch == epoch and vm.state == 3 and vm.lcm_state == 3
+        return site.vms.get(vm.id) is vm and vm.epoch == epoch and vm.state == VmState.ACTIVE and vm.lcm_state == LcmState.RUNNING
 
     def report_ready() -> None:
         if not still_running():

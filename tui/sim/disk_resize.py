@@ -44,17 +44,19 @@ platform's monitoring, not the request, updates it).
 from __future__ import annotations
 
 from tui.domain.error_codes import ACTION
+from tui.domain.vm_states import LcmState
 from tui.sim import lifecycle
 from tui.sim.rpc_errors import OneError
 from tui.sim.state import SimHistory, SimSite, SimVm
 
-DISK_RESIZE, DISK_RESIZE_POWEROFF, DISK_RESIZE_UNDEPLOYED = 62, 63, 64
+DISK_RESIZE, DISK_RESIZE_POWEROFF = LcmState.DISK_RESIZE, LcmState.DISK_RESIZE_POWEROFF
+DISK_RESIZE_UNDEPLOYED = LcmState.DISK_RESIZE_UNDEPLOYED
 #: VMActions::DISK_RESIZE_ACTION, the action a resize closes the history record with
 DISK_RESIZE_ACTION = 29
 #: simulated seconds the driver takes to grow a disk
 RESIZE_TIME = 4.0
 #: where each resize state returns to (state, lcm state), success or failure alike
-_BACK = {DISK_RESIZE: (lifecycle.ACTIVE, lifecycle.RUNNING), DISK_RESIZE_POWEROFF: (lifecycle.POWEROFF, lifecycle.LCM_INIT),
+_BACK: dict[int, tuple[int, int]] = {DISK_RESIZE: (lifecycle.ACTIVE, lifecycle.RUNNING), DISK_RESIZE_POWEROFF: (lifecycle.POWEROFF, lifecycle.LCM_INIT),
          DISK_RESIZE_UNDEPLOYED: (lifecycle.UNDEPLOYED, lifecycle.LCM_INIT)}
 
 

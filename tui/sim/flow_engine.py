@@ -26,6 +26,7 @@ import time
 from typing import Any
 
 from tui.domain.template_text import Template, Vector, first
+from tui.domain.vm_states import FAILURE_LCM_STATES, LcmState, VmState
 from tui.domain.vms import state_names
 from tui.sim import flow_templates
 from tui.sim.lifecycle import instantiate_vm_template, recover_vm, terminate_vm, vm_is_ready
@@ -54,9 +55,7 @@ TRANSIENT_STATES = frozenset({DEPLOYING, UNDEPLOYING, SCALING, COOLDOWN, DEPLOYI
 FAILED_STATES = frozenset({FAILED_DEPLOYING, FAILED_UNDEPLOYING, FAILED_SCALING, 13, 14})
 
 #: LCM states the platform's OneFlow treats as a failed VM (Role::VM_FAILURE_STATES)
-VM_FAILURE_LCM_STATES = frozenset({36, 37, 38, 39, 40, 41, 42, 44, 46, 47, 48, 49, 50, 61})
-_UNKNOWN_LCM = 16
-_OFF_STATES = frozenset({4, 5, 8, 9})  # STOPPED, SUSPENDED, POWEROFF, UNDEPLOYED
+_OFF_STATES = frozenset({VmState.STOPPED, VmState.SUSPENDED, VmState.POWEROFF, VmState.UNDEPLOYED})
 #: what a VM's NAME looks like: <role>_<n>_(service_<id>)
 VM_NAME_TEMPLATE = "{role}_{n}_(service_{service})"
 #: one.vm.recover operation that retries the failed step (OneFlow's recover uses it)
@@ -342,13 +341,13 @@ def evaluate(site: SimSite, doc: SimDocument) -> None:
 
 def _vm_status(vm: SimVm | None, gate: bool) -> str:
     """running, pending, failed, unknown, off or done, as OneFlow sees a role VM."""
-    if vm is None or vm.state == 6:
+    if vm is None or vm.state == VmState.DONE:
         return "done"
-    if vm.state == 11 or (vm.state == 3 and vm.lcm_state in VM_FAILURE_LCM_STATES):
+    if vm.state == VmState.CLONING_FAILURE or (vm.state == VmState.ACTIVE and vm.lcm_state in FAILURE_LCM_STATES):
         return "failed"
-    if vm.state == 3 and vm.lcm_state == _UNKNOWN_LCM:
+    if vm.state == VmState.ACTIVE and vm.lcm_state == LcmState.UNKNOWN:
         return "unknown"
-    if vm.state == 3 and vm.lcm_state == 3:
+    if vm.state == VmState.ACTIVE and vm.lcm_state == LcmState.RUNNING:
         if not gate or vm_is_ready(vm):
             return "running"
         return "pending"
@@ -451,7 +450,7 @@ def _terminate_role(site: SimSite, role: dict[str, Any]) -> str:
     """Terminate the role's VMs; an error message when one cannot be terminated."""
     for node in role.get("nodes", []):
         vm = site.vms.get(_node_id(node))
-        if vm is None or vm.state == 6:
+        if vm is None or vm.state == VmState.DONE:
             continue
         try:
             terminate_vm(site, vm.id, hard=False)

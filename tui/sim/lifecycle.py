@@ -19,6 +19,7 @@ from typing import Callable
 
 from tui.domain.error_codes import ACTION, INTERNAL
 from tui.domain.template_text import Template, merge_template, scalar
+from tui.domain.vm_states import FAILURE_LCM_STATES, LCM_STATES, VM_STATES, LcmState, VmState
 from tui.sim import appliances
 from tui.sim.appliances import vm_is_ready
 from tui.sim.leases import release
@@ -32,30 +33,17 @@ __all__ = [
     "vm_action", "vm_is_ready",
 ]
 
-# states ---------------------------------------------------------------------------------------
-INIT, PENDING, HOLD, ACTIVE, STOPPED, SUSPENDED, DONE, POWEROFF, UNDEPLOYED = 0, 1, 2, 3, 4, 5, 6, 8, 9
-VM_STATE_NAMES = {0: "INIT", 1: "PENDING", 2: "HOLD", 3: "ACTIVE", 4: "STOPPED", 5: "SUSPENDED", 6: "DONE",
-                  7: "FAILED", 8: "POWEROFF", 9: "UNDEPLOYED", 10: "CLONING", 11: "CLONING_FAILURE"}
-LCM_STATE_NAMES = (
-    "LCM_INIT PROLOG BOOT RUNNING MIGRATE SAVE_STOP SAVE_SUSPEND SAVE_MIGRATE PROLOG_MIGRATE PROLOG_RESUME "
-    "EPILOG_STOP EPILOG SHUTDOWN CANCEL FAILURE CLEANUP_RESUBMIT UNKNOWN HOTPLUG SHUTDOWN_POWEROFF BOOT_UNKNOWN "
-    "BOOT_POWEROFF BOOT_SUSPENDED BOOT_STOPPED CLEANUP_DELETE HOTPLUG_SNAPSHOT HOTPLUG_NIC HOTPLUG_SAVEAS "
-    "HOTPLUG_SAVEAS_POWEROFF HOTPLUG_SAVEAS_SUSPENDED SHUTDOWN_UNDEPLOY EPILOG_UNDEPLOY PROLOG_UNDEPLOY "
-    "BOOT_UNDEPLOY HOTPLUG_PROLOG_POWEROFF HOTPLUG_EPILOG_POWEROFF BOOT_MIGRATE BOOT_FAILURE BOOT_MIGRATE_FAILURE "
-    "PROLOG_MIGRATE_FAILURE PROLOG_FAILURE EPILOG_FAILURE EPILOG_STOP_FAILURE EPILOG_UNDEPLOY_FAILURE "
-    "PROLOG_MIGRATE_POWEROFF PROLOG_MIGRATE_POWEROFF_FAILURE PROLOG_MIGRATE_SUSPEND PROLOG_MIGRATE_SUSPEND_FAILURE "
-    "BOOT_UNDEPLOY_FAILURE BOOT_STOPPED_FAILURE PROLOG_RESUME_FAILURE PROLOG_UNDEPLOY_FAILURE DISK_SNAPSHOT_POWEROFF "
-    "DISK_SNAPSHOT_REVERT_POWEROFF DISK_SNAPSHOT_DELETE_POWEROFF DISK_SNAPSHOT_SUSPENDED "
-    "DISK_SNAPSHOT_REVERT_SUSPENDED DISK_SNAPSHOT_DELETE_SUSPENDED DISK_SNAPSHOT DISK_SNAPSHOT_REVERT "
-    "DISK_SNAPSHOT_DELETE PROLOG_MIGRATE_UNKNOWN PROLOG_MIGRATE_UNKNOWN_FAILURE DISK_RESIZE DISK_RESIZE_POWEROFF "
-    "DISK_RESIZE_UNDEPLOYED HOTPLUG_NIC_POWEROFF HOTPLUG_RESIZE HOTPLUG_SAVEAS_UNDEPLOYED HOTPLUG_SAVEAS_STOPPED "
-    "BACKUP BACKUP_POWEROFF RESTORE"
-).split()
-(LCM_INIT, PROLOG, BOOT, RUNNING) = (0, 1, 2, 3)
-SAVE_STOP, SAVE_SUSPEND, PROLOG_RESUME, EPILOG_STOP, EPILOG, SHUTDOWN = 5, 6, 9, 10, 11, 12
-UNKNOWN, SHUTDOWN_POWEROFF, BOOT_POWEROFF, BOOT_SUSPENDED, BOOT_STOPPED = 16, 18, 20, 21, 22
-SHUTDOWN_UNDEPLOY, EPILOG_UNDEPLOY, PROLOG_UNDEPLOY, BOOT_UNDEPLOY, BOOT_FAILURE = 29, 30, 31, 32, 36
-FAILURE_LCM_STATES = frozenset({36, 37, 38, 39, 40, 41, 42, 44, 46, 47, 48, 49, 50, 61})
+# states (the platform's codes: tui.domain.vm_states) ------------------------------------------
+INIT, PENDING, HOLD, ACTIVE = VmState.INIT, VmState.PENDING, VmState.HOLD, VmState.ACTIVE
+STOPPED, SUSPENDED, DONE = VmState.STOPPED, VmState.SUSPENDED, VmState.DONE
+POWEROFF, UNDEPLOYED = VmState.POWEROFF, VmState.UNDEPLOYED
+LCM_INIT, PROLOG, BOOT, RUNNING = LcmState.LCM_INIT, LcmState.PROLOG, LcmState.BOOT, LcmState.RUNNING
+SAVE_STOP, SAVE_SUSPEND, PROLOG_RESUME = LcmState.SAVE_STOP, LcmState.SAVE_SUSPEND, LcmState.PROLOG_RESUME
+EPILOG_STOP, EPILOG, SHUTDOWN = LcmState.EPILOG_STOP, LcmState.EPILOG, LcmState.SHUTDOWN
+UNKNOWN, SHUTDOWN_POWEROFF = LcmState.UNKNOWN, LcmState.SHUTDOWN_POWEROFF
+BOOT_POWEROFF, BOOT_SUSPENDED, BOOT_STOPPED = LcmState.BOOT_POWEROFF, LcmState.BOOT_SUSPENDED, LcmState.BOOT_STOPPED
+SHUTDOWN_UNDEPLOY, EPILOG_UNDEPLOY = LcmState.SHUTDOWN_UNDEPLOY, LcmState.EPILOG_UNDEPLOY
+PROLOG_UNDEPLOY, BOOT_UNDEPLOY, BOOT_FAILURE = LcmState.PROLOG_UNDEPLOY, LcmState.BOOT_UNDEPLOY, LcmState.BOOT_FAILURE
 
 #: HISTORY ACTION codes written when a host record closes
 _HISTORY_ACTION = {"terminate": 27, "terminate-hard": 28, "undeploy": 5, "undeploy-hard": 6, "stop": 9,
@@ -71,12 +59,15 @@ SCHED_DELAY, SCHED_RETRY = 3.0, 30.0
 PROLOG_TIME, BOOT_TIME = 10.0, 6.0
 SHUTDOWN_TIME, HARD_SHUTDOWN_TIME, EPILOG_TIME, SAVE_TIME = 6.0, 1.0, 5.0, 5.0
 
+#: the boot a failed boot retries (`onevm recover --retry`)
+_BOOT_AGAIN: dict[int, int] = {LcmState.BOOT_UNDEPLOY_FAILURE: BOOT_UNDEPLOY, LcmState.BOOT_STOPPED_FAILURE: BOOT_STOPPED}
+
 
 def state_str(vm: SimVm) -> str:
     """The state word the platform puts in its messages: the LCM state name while ACTIVE."""
     if vm.state == ACTIVE:
-        return LCM_STATE_NAMES[vm.lcm_state] if 0 <= vm.lcm_state < len(LCM_STATE_NAMES) else str(vm.lcm_state)
-    return VM_STATE_NAMES.get(vm.state, str(vm.state))
+        return LCM_STATES[vm.lcm_state][0] if vm.lcm_state in LCM_STATES else str(vm.lcm_state)
+    return VM_STATES[vm.state][0] if vm.state in VM_STATES else str(vm.state)
 
 
 def _now() -> int:
@@ -249,8 +240,10 @@ def cpu_model_refusal(site: SimSite, vm: SimVm) -> str:
 
 
 #: where a failed boot leaves the VM (`LifeCycleManager::trigger_deploy_failure`, src/lcm/LifeCycleStates.cc)
-_BOOT_FAILED = {BOOT: (ACTIVE, BOOT_FAILURE), BOOT_UNDEPLOY: (ACTIVE, 47), BOOT_STOPPED: (ACTIVE, 48),
-                BOOT_POWEROFF: (POWEROFF, LCM_INIT), BOOT_SUSPENDED: (SUSPENDED, LCM_INIT)}
+_BOOT_FAILED: dict[int, tuple[int, int]] = {
+    BOOT: (ACTIVE, BOOT_FAILURE), BOOT_UNDEPLOY: (ACTIVE, LcmState.BOOT_UNDEPLOY_FAILURE),
+    BOOT_STOPPED: (ACTIVE, LcmState.BOOT_STOPPED_FAILURE), BOOT_POWEROFF: (POWEROFF, LCM_INIT),
+    BOOT_SUSPENDED: (SUSPENDED, LCM_INIT)}
 
 
 def _booted(site: SimSite, vm: SimVm, boot_lcm: int = BOOT) -> None:
@@ -512,7 +505,7 @@ def recover_vm(site: SimSite, vm_id: int, operation: int) -> None:
         appliances.on_boot(site, vm)
     elif operation == 2:
         # retry the phase that failed: a boot after an undeploy boots as BOOT_UNDEPLOY again
-        _boot(site, vm, {47: BOOT_UNDEPLOY, 48: BOOT_STOPPED}.get(vm.lcm_state, BOOT))
+        _boot(site, vm, _BOOT_AGAIN.get(vm.lcm_state, BOOT))
     elif operation == 4:
         _close_history(vm, "terminate-hard")
         _set_state(vm, PENDING, LCM_INIT)

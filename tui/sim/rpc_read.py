@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from tui.domain.error_codes import AUTHORIZATION, XML_RPC_API
+from tui.domain.vm_states import VmState
 from tui.sim.platform import system_config_for_everyone, vm_state_refusal
 from tui.sim.rpc_context import Call, WireEscaped, filter_pool, method
 from tui.sim.rpc_errors import OneError, no_exists
@@ -68,7 +69,7 @@ def _vm_pool(call: Call, flag: int, start: int, end: int, state: int, query: str
     vms = call.site.vms.values()
     selected: Iterator[SimVm]
     if state == -1:
-        selected = (vm for vm in vms if vm.state != 6)
+        selected = (vm for vm in vms if vm.state != VmState.DONE)
     elif state >= 0:
         selected = (vm for vm in vms if vm.state == state)
     else:

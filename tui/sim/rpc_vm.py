@@ -22,6 +22,7 @@ from typing import Any
 
 from tui.domain.error_codes import ACTION, ALLOCATE, INTERNAL, XML_RPC_API
 from tui.domain.template_text import Template
+from tui.domain.vm_states import LcmState, VmState
 from tui.sim import lifecycle
 from tui.sim.disk_resize import disk_resize, parse_size
 from tui.sim.platform import updateconf_has_append
@@ -33,38 +34,39 @@ UPDATECONF_SECTIONS = ("OS", "FEATURES", "INPUT", "GRAPHICS", "VIDEO", "RAW", "C
 #: states in which the configuration may change: PENDING, HOLD, POWEROFF, UNDEPLOYED, CLONING,
 #: CLONING_FAILURE, and ACTIVE in these LCM states (`VirtualMachine::updateconf`, the same list in
 #: release-6.10.0, release-7.0.0 and release-7.4.0 src/vm/VirtualMachine.cc)
-_UPDATECONF_STATES = frozenset({1, 2, 8, 9, 10, 11})
+_UPDATECONF_STATES = frozenset({VmState.PENDING, VmState.HOLD, VmState.POWEROFF, VmState.UNDEPLOYED, VmState.CLONING,
+                                VmState.CLONING_FAILURE})
 _UPDATECONF_LCM_STATES = frozenset({
-    0,   # LCM_INIT
-    1,   # PROLOG
-    3,   # RUNNING
-    11,  # EPILOG
-    12,  # SHUTDOWN
-    15,  # CLEANUP_RESUBMIT
-    18,  # SHUTDOWN_POWEROFF
-    23,  # CLEANUP_DELETE
-    27,  # HOTPLUG_SAVEAS_POWEROFF
-    29,  # SHUTDOWN_UNDEPLOY
-    30,  # EPILOG_UNDEPLOY
-    31,  # PROLOG_UNDEPLOY
-    33,  # HOTPLUG_PROLOG_POWEROFF
-    34,  # HOTPLUG_EPILOG_POWEROFF
-    36,  # BOOT_FAILURE
-    39,  # PROLOG_FAILURE
-    40,  # EPILOG_FAILURE
-    42,  # EPILOG_UNDEPLOY_FAILURE
-    43,  # PROLOG_MIGRATE_POWEROFF
-    44,  # PROLOG_MIGRATE_POWEROFF_FAILURE
-    47,  # BOOT_UNDEPLOY_FAILURE
-    50,  # PROLOG_UNDEPLOY_FAILURE
-    51,  # DISK_SNAPSHOT_POWEROFF
-    52,  # DISK_SNAPSHOT_REVERT_POWEROFF
-    53,  # DISK_SNAPSHOT_DELETE_POWEROFF
+    LcmState.LCM_INIT,
+    LcmState.PROLOG,
+    LcmState.RUNNING,
+    LcmState.EPILOG,
+    LcmState.SHUTDOWN,
+    LcmState.CLEANUP_RESUBMIT,
+    LcmState.SHUTDOWN_POWEROFF,
+    LcmState.CLEANUP_DELETE,
+    LcmState.HOTPLUG_SAVEAS_POWEROFF,
+    LcmState.SHUTDOWN_UNDEPLOY,
+    LcmState.EPILOG_UNDEPLOY,
+    LcmState.PROLOG_UNDEPLOY,
+    LcmState.HOTPLUG_PROLOG_POWEROFF,
+    LcmState.HOTPLUG_EPILOG_POWEROFF,
+    LcmState.BOOT_FAILURE,
+    LcmState.PROLOG_FAILURE,
+    LcmState.EPILOG_FAILURE,
+    LcmState.EPILOG_UNDEPLOY_FAILURE,
+    LcmState.PROLOG_MIGRATE_POWEROFF,
+    LcmState.PROLOG_MIGRATE_POWEROFF_FAILURE,
+    LcmState.BOOT_UNDEPLOY_FAILURE,
+    LcmState.PROLOG_UNDEPLOY_FAILURE,
+    LcmState.DISK_SNAPSHOT_POWEROFF,
+    LcmState.DISK_SNAPSHOT_REVERT_POWEROFF,
+    LcmState.DISK_SNAPSHOT_DELETE_POWEROFF,
 })
 
 
 def updateconf_allowed(vm: SimVm) -> bool:
-    return vm.state in _UPDATECONF_STATES or (vm.state == 3 and vm.lcm_state in _UPDATECONF_LCM_STATES)
+    return vm.state in _UPDATECONF_STATES or (vm.state == VmState.ACTIVE and vm.lcm_state in _UPDATECONF_LCM_STATES)
 #: actions that need ADMIN rights on the VM rather than MANAGE
 _ADMIN_ACTIONS = frozenset({"resched", "unresched"})
 

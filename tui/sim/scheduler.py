@@ -13,6 +13,7 @@ import fnmatch
 import re
 
 from tui.domain.template_text import first, scalar
+from tui.domain.vm_states import VmState
 from tui.sim.state import SimHost, SimSite, SimVm
 
 _TERM = re.compile(r"^\s*!?\s*([A-Za-z0-9_]+)\s*(!=|@>|=|>|<)\s*\"?([^\"]*)\"?\s*$")
@@ -80,7 +81,7 @@ def candidates(site: SimSite, vm: SimVm) -> list[SimHost]:
     arch = vm_arch(vm)
     load: dict[int, int] = {}
     for other in site.vms.values():
-        if other.state in (3, 5, 8) and other.history and not other.history[-1].etime:
+        if other.state in (VmState.ACTIVE, VmState.SUSPENDED, VmState.POWEROFF) and other.history and not other.history[-1].etime:
             load[other.history[-1].host_id] = load.get(other.history[-1].host_id, 0) + 1
     hosts = [
         h for h in site.hosts.values()

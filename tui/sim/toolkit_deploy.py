@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 from tui.domain.market_export import child_name, exported_children, service_body
 from tui.domain.template_text import Template, parse_template, scalar
 from tui.domain.versions import attribute_parts, parse_version
+from tui.domain.vm_states import LcmState, VmState
 from tui.sim import catalog, flow_engine, flow_templates
 from tui.sim.appliances import DB_ERROR_ATTRIBUTE
 from tui.sim.images import allocate_image
@@ -72,7 +73,7 @@ def deploy_toolkit_now(site: SimSite) -> SimDocument:
             if target is None:
                 return
             for vm in flow_engine.role_nodes(site, service, manager):
-                if vm.state == 1 and not vm.history:  # PENDING, not yet dispatched
+                if vm.state == VmState.PENDING and not vm.history:  # not yet dispatched
                     deploy_vm(site, vm.id, target.id)
 
         _run_until(site, lambda: _settled(site, service), before_each=place_manager)
@@ -225,7 +226,8 @@ def _settled(site: SimSite, service: SimDocument) -> bool:
         if role.get("state") == flow_engine.RUNNING:
             continue
         vms: list[SimVm] = flow_engine.role_nodes(site, service, str(role.get("name")))
-        if not vms or not all(vm.state == 3 and vm.lcm_state == 3 and scalar(vm.user_template, DB_ERROR_ATTRIBUTE) for vm in vms):
+        if not vms or not all(vm.state == VmState.ACTIVE and vm.lcm_state == LcmState.RUNNING
+                                   and scalar(vm.user_template, DB_ERROR_ATTRIBUTE) for vm in vms):
             return False
     return True
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 from tui.domain.template_text import Attr, Template
+from tui.domain.vm_states import LcmState, VmState
 from tui.sim.platform import version_key
 from tui.sim.state import Perms, SimHistory, SimSite, SimVm
 
@@ -122,7 +123,7 @@ _SHORT_NIC_OPTIONAL = ("IP", "EXTERNAL_IP", "IP6", "IP6_ULA", "IP6_LINK", "IP6_G
                        "SCHED_REQUIREMENTS", "SCHED_RANK")
 _SHORT_NIC_KEYS = ("MAC", "NETWORK", "NETWORK_ID", "NIC_ID", "SECURITY_GROUPS")
 #: VM states in which a VM holds a place on its host
-ON_HOST_STATES = frozenset({3, 5, 8})
+ON_HOST_STATES = frozenset({VmState.ACTIVE, VmState.SUSPENDED, VmState.POWEROFF})
 
 
 def _vm_template_xml(vm: SimVm) -> str:
@@ -190,7 +191,7 @@ def vm_capacity(vm: SimVm) -> tuple[int, int]:
 
 
 def _monitoring(vm: SimVm, full: bool) -> str:
-    if not (vm.state == 3 and vm.lcm_state == 3):
+    if not (vm.state == VmState.ACTIVE and vm.lcm_state == LcmState.RUNNING):
         return "<MONITORING/>"
     cpu = (vm.id * 7) % 40 / 10.0
     mem = vm_capacity(vm)[1] * 6 // 10
