@@ -15,7 +15,8 @@ template with `one.vm.update` (append), as the guests' OneGate calls would:
   as the embedded site's appliance does (`tui/sim/appliances.py` `document_db_problem`); a later
   boot on a good host removes the `DB_ERROR`;
 - a VM booted from the route-manager appliance's image publishes an API token once
-  (`ROUTE_MANAGER_TOKEN_ATTRIBUTE`, the embedded site's assumption, same module).
+  (`ROUTE_MANAGER_TOKEN_ATTRIBUTE`, ONEAPP_ROUTEMANAGER_APITOKEN, as the appliance publishes it when
+  it generated it: marketplace-community appliances/routemanager/appliance.sh line 148).
 
 It never resets READY: on the platform only the guest writes it and the console clears it when it
 moves a VM. Run by the harness: `python -m realsite.agent --state DIR` (logs to DIR/logs/agent.log).
@@ -43,7 +44,7 @@ BOOT_DELAY = 3.0
 POLL = 1.0
 DB_ERROR_ATTRIBUTE = "DB_ERROR"
 ROUTE_MANAGER_APPLIANCE = "Route Manager API"
-ROUTE_MANAGER_TOKEN_ATTRIBUTE = "ONEAPP_ROUTEMANAGER_TOKEN"
+ROUTE_MANAGER_TOKEN_ATTRIBUTE = "ONEAPP_ROUTEMANAGER_APITOKEN"
 #: the platform's VM states (include/VirtualMachine.h): ACTIVE, and its LCM RUNNING
 ACTIVE, RUNNING = 3, 3
 #: libvirt's and /proc/cpuinfo's spellings of the two flags the database needs

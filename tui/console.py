@@ -38,6 +38,7 @@ def demo_settings(server: Any, base: Any) -> Any:
         marketplace_urls=(server.market_url,),
         base=base,
     )
+    settings = replace(settings, guest_proxy=server.market_url)
     sim_site = server.site
     if sim_site.sites_repo is None:
         return settings
@@ -94,6 +95,7 @@ def demo_settings_for(endpoints: Any, base: Any) -> Any:
 
     settings = Settings.for_site(endpoint=endpoints.xmlrpc, session=endpoints.session, flow_url=endpoints.oneflow,
                                  marketplace_urls=(endpoints.marketplace,), base=demo_state(base, endpoints.state_dir))
+    settings = replace(settings, guest_proxy=endpoints.marketplace)
     if not endpoints.sites_repo:
         return settings
     return replace(settings, sites_repo=endpoints.sites_repo, library_repo=endpoints.library_repo,

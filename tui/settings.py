@@ -129,6 +129,10 @@ class Settings:
     repos_dir: Path | None = None
     #: the trial-network manager's API (default: http://<the manager VM's address>:5000)
     manager_url: str = ""
+    #: an HTTP proxy through which services inside the site's VMs are reached (the route manager's
+    #: API); "" reaches them directly, as a frontend on the default network does ($SITETK_GUEST_PROXY;
+    #: the embedded site is its own)
+    guest_proxy: str = ""
     #: setting name -> where its value came from ("env ONE_XMLRPC", "file ~/.one/one_auth", ...)
     sources: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), compare=False)
     #: things worth fixing that do not stop the console (a world-readable auth file, ...)
@@ -444,6 +448,7 @@ class _Resolver:
             library_token_file=_optional_path(site_values["library_token_file"]),
             repos_dir=_optional_path(site_values["repos_dir"]),
             manager_url=site_values["manager_url"],
+            guest_proxy=self.env.get("SITETK_GUEST_PROXY", ""),
             warnings=tuple(self.warnings),
             keys=MappingProxyType(dict((config or {}).get("keys", {}))),
         )

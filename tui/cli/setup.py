@@ -24,6 +24,7 @@ vault password core.yaml is checked with (else the configured vault password fil
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from dataclasses import replace
 from typing import Any
@@ -140,13 +141,21 @@ SITE_VALUE_PATHS = ("site_public_ip", "site_domain", "site_dns", "site_admin_ssh
 
 
 def _site_values(pairs: list[str] | None) -> dict[str, str]:
+    """--set values: the four site values, or an optional appliance's input (its USER_INPUTS name,
+    such as ONEAPP_DNS_DOMAIN; a secret input is refused when the step runs)."""
     values: dict[str, str] = {}
     for pair in pairs or ():
         path, sep, value = pair.partition("=")
-        if not sep or path.strip() not in SITE_VALUE_PATHS:
-            raise UsageError(f"--set {pair!r}: give PATH=VALUE with PATH one of {', '.join(SITE_VALUE_PATHS)}")
-        values[path.strip()] = value.strip()
+        name = path.strip()
+        if not sep or (name not in SITE_VALUE_PATHS and not _APPLIANCE_INPUT.fullmatch(name)):
+            raise UsageError(f"--set {pair!r}: give PATH=VALUE with PATH one of {', '.join(SITE_VALUE_PATHS)}, or an "
+                             "optional appliance's input NAME=VALUE (ONEAPP_DNS_DOMAIN=...)")
+        values[name] = value.strip()
     return values
+
+
+#: an appliance's input name (USER_INPUTS), as `--set` takes it for the dns and route-manager steps
+_APPLIANCE_INPUT = re.compile(r"ONEAPP_[A-Z0-9_]+")
 
 
 async def _ask_values(wanted: list[tuple[str, str]]) -> dict[str, str]:
@@ -267,6 +276,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the next step's preview and change nothing")
     p.add_argument("--set", action="append", metavar="PATH=VALUE",
                    help="the site's own value for a template example core.yaml still holds (" + ", ".join(SITE_VALUE_PATHS)
-                        + "); asked on a terminal when not given; repeatable")
+                        + "), asked on a terminal when not given; or an optional appliance's input for --only dns / "
+                          "route-manager (ONEAPP_DNS_DOMAIN=...; secrets are asked, never given here); repeatable")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=site_command(_run))

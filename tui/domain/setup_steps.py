@@ -119,12 +119,18 @@ class ComponentsMissing:
 
 @dataclass(frozen=True)
 class ApplianceVm:
-    """An optional step's appliance: the VM that runs it."""
+    """An optional step's appliance as found: the VM that runs it, else what its run starts from
+    (the marketplace app to download, or the downloaded VM template and its images)."""
 
-    vm_id: int
+    vm_id: int | None
+    app_id: int | None = None
+    template_id: int | None = None
+    image_ids: tuple[int, ...] = ()
+    images_ready: bool = True
 
     def as_json(self) -> dict[str, Any]:
-        return {"vm_id": self.vm_id}
+        return {"vm_id": self.vm_id, "app_id": self.app_id, "template_id": self.template_id,
+                "image_ids": list(self.image_ids), "images_ready": self.images_ready}
 
 
 @dataclass(frozen=True)

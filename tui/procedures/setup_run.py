@@ -23,7 +23,7 @@ The steps and what runs them:
 | database-host | `move_many` of `plan_flagged` (operation 7), offered as soon as the manager VM has a host |
 | objectstore-disk | `ResizeObjectstoreDisk`: disk0 of the object store VM grown to the target's size (default 30G), waited for, an `Operation` |
 | site-branch, core-yaml | `CreateSite` (or open) and `FillSite` in the working clone, once the object store VM's address is known |
-| dns, route-manager (optional, only with `--only`) | `setup_optional`: the running appliance's address (and the route manager's token) into core.yaml, checked and submitted |
+| dns, route-manager (optional, only with `--only`) | `setup_optional`: `DownloadAppliance`, then `DeployAppliance` (the VM on the default network with its inputs, waited for until ready), then the route manager's API checked with the VM's token and the address (and token) written into core.yaml, checked and submitted |
 | components | `setup_components`: each missing component of the minimal set (and the recommended ones the library offers) through `offer_component` (operation 9: appliances, grants, site variables), in the working clone |
 | submitted | `submit_checked`: the whole core.yaml checked with the cloud and the component library (`sitetk site check --cloud`), then `SubmitSite` (operation 6); any error or anything unchecked stops it, nothing committed |
 
@@ -261,6 +261,8 @@ async def plan_step(site: "SiteConnection", facts: SetupFacts, checklist: SetupC
     if step.id is StepId.SUBMITTED:
         return await _plan_submit(site, facts, step, options, ask_secrets, ask_values, site_values or {},
                                   preview_only)
+    if step.id in (StepId.DNS, StepId.ROUTE_MANAGER):
+        return await _plan_optional(site, facts, step, options, ask_secrets, site_values)
     planner = _PLANNERS.get(step.id)
     if planner is None:
         raise _stop(step)
@@ -270,7 +272,7 @@ async def plan_step(site: "SiteConnection", facts: SetupFacts, checklist: SetupC
 async def _plan_download(site: "SiteConnection", facts: SetupFacts, step: SetupStep, options: RunOptions,
                          ask: AskSecrets) -> StepPlan:
     from tui.procedures.download_appliance import DownloadAppliance
-    from tui.procedures.download_plan import default_download_name, image_datastores
+    from tui.procedures.download_plan import default_download_name
 
     if facts.toolkit_templates:  # a download under way (here or by hand): wait for its images, never a second one
         ids = tuple(facts.toolkit_image_ids or ())
@@ -280,16 +282,21 @@ async def _plan_download(site: "SiteConnection", facts: SetupFacts, step: SetupS
     app = toolkit_app(facts)
     if app is None:
         raise _stop(step, "no marketplace lists the toolkit")
-    datastores = image_datastores(facts.datastores or ())
-    if options.datastore_id is not None:
-        datastore_id = options.datastore_id
-    elif datastores:
-        datastore_id = max(datastores, key=lambda d: (d.free_mb, -d.id)).id
-    else:
-        raise _stop(checklist_step(facts, StepId.DATASTORES), "no IMAGE datastore")
-    operation = DownloadAppliance(app.id, datastore_id, default_download_name(app.name, app.version),
+    operation = DownloadAppliance(app.id, _download_datastore(facts, options), default_download_name(app.name, app.version),
                                   step_timeout=options.step_timeout, poll_interval=options.poll_interval)
     return operation_step(site, step, operation, await operation.plan(site))
+
+
+def _download_datastore(facts: SetupFacts, options: RunOptions) -> int:
+    """Where a download goes: `--datastore`, else the IMAGE datastore with the most free room."""
+    from tui.procedures.download_plan import image_datastores
+
+    datastores = image_datastores(facts.datastores or ())
+    if options.datastore_id is not None:
+        return options.datastore_id
+    if datastores:
+        return max(datastores, key=lambda d: (d.free_mb, -d.id)).id
+    raise _stop(checklist_step(facts, StepId.DATASTORES), "no IMAGE datastore")
 
 
 def checklist_step(facts: SetupFacts, step_id: StepId) -> SetupStep:
@@ -634,31 +641,137 @@ async def _plan_components(site: "SiteConnection", facts: SetupFacts, step: Setu
 
 
 async def _plan_optional(site: "SiteConnection", facts: SetupFacts, step: SetupStep, options: RunOptions,
-                         ask: AskSecrets) -> StepPlan:
-    """DNS / route manager: the running appliance's values into core.yaml (`setup_optional`)."""
-    from tui.procedures.setup_optional import plan_optional, write_optional
+                         ask: AskSecrets, site_values: Mapping[str, str] | None = None) -> StepPlan:
+    """DNS / route manager, one round at a time (`setup_optional`): the download, the VM deployed
+    with its inputs and waited for, then (the route manager's API checked first) core.yaml."""
+    from tui.procedures.setup_optional import appliance_kind, wait_ready
+
+    kind = appliance_kind("dns" if step.id is StepId.DNS else "route-manager", site.naming)
+    found = step.found
+    if not isinstance(found, ApplianceVm):
+        raise _stop(step, "nothing to do yet")
+    if found.vm_id is None:
+        if found.app_id is None and not found.image_ids:
+            raise SetupStopped(step.id, f"No marketplace the cloud holds lists the {kind.label} appliance",
+                               f"{'; '.join(step.evidence)}\nFix: {step.action} Nothing was changed.")
+        if found.app_id is not None and not found.image_ids:
+            return await _plan_appliance_download(site, facts, step, options, found.app_id)
+        if not found.images_ready:
+            ids = found.image_ids
+            preview = Preview(f"Wait for the {kind.label} image(s) {', '.join(map(str, ids))} to be READY",
+                              (Change("no change: the download is under way", "oneimage list", "none"),))
+            return StepPlan(step, preview, lambda: _wait_images(site, ids, options), wait_only=True)
+        return await _plan_appliance_vm(site, facts, step, options, ask, kind, found, site_values or {})
+    vm = await site.cloud.vm_info(found.vm_id)
+    if not (vm.summary.running and vm.summary.ips and vm.user_template.get(kind.ready_attribute, "")):
+        vm_id = vm.id
+        preview = Preview(f"Wait for VM {vm_id} of the {kind.label} appliance to be ready",
+                          (Change(f"no change: wait until it RUNs and publishes {kind.ready_attribute}",
+                                  f"onevm show {vm_id}", "none"),))
+
+        async def wait() -> AsyncIterator[Progress]:
+            events: list[Progress] = []
+            ready = await wait_ready(site, kind, vm_id, timeout=options.step_timeout, poll_interval=options.poll_interval,
+                                     report=events.append)
+            for event in events[-1:]:
+                yield event
+            yield Progress("wait", 2, 2, f"VM {vm_id} RUNNING at {ready.summary.ips[0]}, {kind.ready_attribute} "
+                           "published", "done")
+
+        return StepPlan(step, preview, wait, wait_only=True)
+    return await _plan_optional_write(site, facts, step, kind.step, vm.id, ask)
+
+
+async def _plan_appliance_download(site: "SiteConnection", facts: SetupFacts, step: SetupStep, options: RunOptions,
+                                   app_id: int) -> StepPlan:
+    from tui.procedures.download_appliance import DownloadAppliance
+    from tui.procedures.download_plan import default_download_name
+
+    app = next(a for a in facts.marketapps or () if a.id == app_id)
+    operation = DownloadAppliance(app.id, _download_datastore(facts, options), default_download_name(app.name, app.version),
+                                  step_timeout=options.step_timeout, poll_interval=options.poll_interval)
+    return operation_step(site, step, operation, await operation.plan(site))
+
+
+async def _plan_appliance_vm(site: "SiteConnection", facts: SetupFacts, step: SetupStep, options: RunOptions,
+                             ask: AskSecrets, kind: Any, found: ApplianceVm, site_values: Mapping[str, str]) -> StepPlan:
+    """The appliance's VM template instantiated with its inputs on the default network (`DeployAppliance`)."""
+    from tui.procedures.setup_optional import AppliancePlan, DeployAppliance, appliance_inputs, secret_inputs
+
+    if found.template_id is None:
+        raise SetupStopped(step.id, f"The {kind.label} appliance's download made no VM template",
+                           f"{'; '.join(step.evidence)}\nFix: delete its images (`oneimage delete ...`) and run again "
+                           "to download it again.")
+    network_id = facts.default_network_id
+    if network_id is None:
+        raise _stop(checklist_step(facts, StepId.DEFAULT_NETWORK), "no default network to deploy it on")
+    template = await site.cloud.template_info(found.template_id)
+    secrets = set(secret_inputs(template, mandatory_only=False))
+    given = {name: value for name, value in site_values.items() if "." not in name and name.isupper()}
+    refused = sorted(secrets & set(given))
+    if refused:
+        raise SetupStopped(step.id, f"{', '.join(refused)} is a secret: never taken from the command line",
+                           "Leave it out: it is asked when the step runs (or, optional, generated by the appliance). "
+                           "Nothing was changed.")
+    mandatory = list(secret_inputs(template))
+    asked = await ask(mandatory) if mandatory else {}
+    from tui.procedures.setup_site_steps import parse_core_yaml
+
+    config = parse_core_yaml(facts)
+    domain = config.get("site_domain") if config is not None else ""
+    inputs, left, missing = appliance_inputs(template, given, domain if isinstance(domain, str) else "", asked)
+    if missing:
+        sets = " ".join(f"--set {name}=..." for name in missing)
+        raise SetupStopped(step.id, f"The {kind.label} appliance needs {', '.join(missing)}",
+                           f"Give {'it' if len(missing) == 1 else 'them'}: `{_run_command(step)} {sets}`. Nothing was "
+                           "changed.")
+    vm_name = f"{kind.step}-{facts.target.site_dir or facts.target.branch or 'site'}"
+    operation = DeployAppliance(AppliancePlan(kind, template.id, template.name, network_id, vm_name, inputs, left),
+                                wait_timeout=options.step_timeout, poll_interval=options.poll_interval)
+    return operation_step(site, step, operation, await operation.plan(site))
+
+
+def _run_command(step: SetupStep) -> str:
+    from tui.procedures.setup_step_forms import run_command
+
+    return run_command(step.id)
+
+
+async def _plan_optional_write(site: "SiteConnection", facts: SetupFacts, step: SetupStep, kind: str, vm_id: int,
+                               ask: AskSecrets) -> StepPlan:
+    """The ready appliance's values into core.yaml; the route manager's API checked first."""
+    from tui.procedures.setup_optional import check_route_manager, plan_optional, write_optional
     from tui.procedures.site_workspace import sites_repo
 
-    target, found = facts.target, step.found
-    if not isinstance(found, ApplianceVm) or not target.branch:
+    target = facts.target
+    if not target.branch:
         raise _stop(step, "nothing to write yet")
     password = await _vault_password(site, facts, step, ask)
     repo = sites_repo(site.settings)
     try:
-        plan = await plan_optional(site, repo, target.branch, target.site_dir or target.branch, password,
-                                   "dns" if step.id is StepId.DNS else "route-manager", found.vm_id)
+        plan = await plan_optional(site, repo, target.branch, target.site_dir or target.branch, password, kind, vm_id)
     except SiteError as error:
         repo.close()
         raise SetupStopped(step.id, f"{step.title!r} cannot be planned: {error.title}", error.detail) from None
 
     async def run() -> AsyncIterator[Progress]:
         try:
+            async for event in check_route_manager(site, plan):
+                yield event
             async for event in write_optional(site, repo, plan, password):
                 yield event
         finally:
             repo.close()
 
-    return StepPlan(step, plan.preview(), run)
+    preview = plan.preview()
+    if kind == "route-manager" and not plan.is_noop:
+        from tui.procedures.setup_optional import OptionalNames
+
+        port = OptionalNames.of(site.naming).default_port
+        check = Change("its API lists its routes with the VM's token (checked before anything is written)",
+                       f"curl -H 'Authorization: Bearer ***' http://{plan.address}:{port}/routes/", "none")
+        preview = replace(preview, changes=(check,) + preview.changes)
+    return StepPlan(step, preview, run)
 
 
 async def _site_config(site: "SiteConnection", repo: "GitRepo", branch: str, site_dir: str,

@@ -693,25 +693,60 @@ def objectstore_disk_step(facts: SetupFacts) -> SetupStep:
 # -- sites repository -----------------------------------------------------------------------------
 
 
-def _appliance_vm(facts: SetupFacts, name: str) -> tuple[Any, str]:
-    """The VM running the appliance `name` (None), and what was found when there is none."""
-    images = [i for i in facts.images or () if i.attributes.get(facts.naming.appliance_name_attribute) == name]
-    vms = [vm for vm in facts.vms or () if any(i.vm_ids and vm.id in i.vm_ids for i in images)]
-    if vms:
-        return vms[0], ""
-    return None, (f"image {images[0].id} of {name} downloaded, no VM uses it" if images else f"no {name} appliance downloaded")
+def _optional_step(facts: SetupFacts, step_id: StepId, title: str, kind: Any, written: Any, write: str) -> SetupStep:
+    """An optional appliance (tui.procedures.setup_optional): not in any marketplace, to download,
+    downloaded without a VM, a VM not ready or failed, ready and not written (only when asked),
+    written (done). `written(vm, config)` -> (done, evidence)."""
+    from tui.procedures.setup_optional import DEAD_STATES
 
-
-def _optional_step(facts: SetupFacts, step_id: StepId, title: str, name: str, deploy: str,
-                   written: Any, write: str) -> SetupStep:
-    """An optional appliance: not deployed (how to), deployed and not written (how to write it:
-    only when asked), written (done). `written(vm, config)` -> (done, evidence)."""
     if facts.images is None or facts.vms is None:
         return _unknown(step_id, title, "the images and VMs", mandatory=False)
-    vm, found = _appliance_vm(facts, name)
-    if vm is None:
-        return _step(step_id, title, StepState.OPTIONAL, (found,), deploy, mandatory=False)
-    evidence = [f"VM {vm.id} {vm.name} runs the {name} appliance ({', '.join(vm.ips) or 'no address yet'})"]
+    attribute = facts.naming.appliance_name_attribute
+    images = [i for i in facts.images if i.attributes.get(attribute) in kind.names]
+    vms = sorted((vm for vm in facts.vms if any(i.vm_ids and vm.id in i.vm_ids for i in images)),
+                 key=lambda vm: (not vm.running, -vm.id))
+    command = _run(step_id)
+    names = " or ".join(repr(n) for n in kind.names)
+    if not vms:
+        if not images:
+            if facts.marketapps is None:
+                return _unknown(step_id, title, "the marketplace apps", mandatory=False)
+            apps = sorted((a for a in facts.marketapps if a.name in kind.names), key=lambda a: -a.id)
+            if not apps:
+                return _step(step_id, title, StepState.OPTIONAL, (f"no marketplace the cloud holds lists {names}",),
+                             "Register a marketplace that lists it (`onemarket create`), then "
+                             f"`{command}` downloads and deploys it.", mandatory=False, command=command,
+                             found=ApplianceVm(None))
+            app = apps[0]
+            return _step(step_id, title, StepState.OPTIONAL,
+                         (f"no {kind.name} appliance downloaded; marketplace app {app.id} {app.name!r} {app.version} "
+                          f"({app.marketplace}) lists it",),
+                         f"`{command}` downloads it, deploys its VM on the default network with its inputs, waits "
+                         "until it is ready and writes it into core.yaml.", mandatory=False, command=command,
+                         found=ApplianceVm(None, app_id=app.id))
+        image_ids = tuple(sorted(i.id for i in images))
+        templates = [t for t in facts.vm_templates or () if set(t.image_ids) & set(image_ids)]
+        ready = all(i.usable for i in images)
+        states = ", ".join(f"{i.id} {i.status}" for i in images)
+        evidence = [f"image(s) {states} of {kind.name} downloaded"
+                    + (f", VM template {templates[0].id}" if templates else ", no VM template uses them") + "; no VM"]
+        return _step(step_id, title, StepState.OPTIONAL, tuple(evidence),
+                     f"`{command}` deploys its VM on the default network, waits until it is ready and writes it into "
+                     "core.yaml.", mandatory=False, command=command,
+                     found=ApplianceVm(None, template_id=templates[0].id if templates else None, image_ids=image_ids,
+                                       images_ready=ready))
+    vm = vms[0]
+    evidence = [f"VM {vm.id} {vm.name} runs the {kind.name} appliance ({vm.status}; "
+                f"{', '.join(vm.ips) or 'no address yet'})"]
+    if vm.kind == "failed" or vm.state in DEAD_STATES:
+        return _step(step_id, title, StepState.FAILED, tuple(evidence),
+                     f"It will not become ready by itself: read why (`onevm show {vm.id}`), remove it (`onevm recover "
+                     f"--delete {vm.id}`), then `{command}` deploys a new one.", mandatory=False, command=command,
+                     found=ApplianceVm(vm.id))
+    if not vm.running or not vm.ips:
+        return _step(step_id, title, StepState.OPTIONAL, tuple(evidence),
+                     f"`{command}` waits until it is ready, then writes it into core.yaml.", mandatory=False,
+                     command=command, found=ApplianceVm(vm.id))
     config = parse_core_yaml(facts)
     if config is None or submitted_step(facts).state is not StepState.DONE:
         return _blocked(step_id, title, StepId.SUBMITTED, "Once core.yaml is filled, checked and submitted: " + write,
@@ -720,13 +755,13 @@ def _optional_step(facts: SetupFacts, step_id: StepId, title: str, name: str, de
     if done:
         return _step(step_id, title, StepState.DONE, evidence + [said], mandatory=False, found=ApplianceVm(vm.id))
     return _step(step_id, title, StepState.OPTIONAL, evidence + [said], write, mandatory=False,
-                 command=_run(step_id), found=ApplianceVm(vm.id))
+                 command=command, found=ApplianceVm(vm.id))
 
 
 def dns_step(facts: SetupFacts) -> SetupStep:
-    from tui.procedures.setup_optional import OptionalNames, dns_servers
+    from tui.procedures.setup_optional import OptionalNames, appliance_kind, dns_servers
 
-    name = facts.naming.extra.get("dns_appliance_name", DNS_APPLIANCE)
+    kind = appliance_kind("dns", facts.naming)
     key = OptionalNames.of(facts.naming).dns_key
 
     def written(vm: Any, config: Any) -> tuple[bool, str]:
@@ -734,30 +769,29 @@ def dns_step(facts: SetupFacts) -> SetupStep:
         ip = vm.ips[0] if vm.ips else ""
         return bool(ip) and servers[:1] == [ip], f"{key} = {','.join(servers) or '(empty)'}"
 
-    return _optional_step(facts, StepId.DNS, "DNS appliance (optional)", name,
-                          "Deploy it from the marketplace; then its address goes first in site_dns.", written,
+    return _optional_step(facts, StepId.DNS, "DNS appliance (optional)", kind, written,
                           f"`{_run(StepId.DNS)}` puts its address first in {key} (previewed, then submitted).")
 
 
 def route_manager_step(facts: SetupFacts) -> SetupStep:
-    from tui.procedures.setup_optional import OptionalNames
+    from tui.procedures.setup_optional import OptionalNames, appliance_kind
 
-    name = facts.naming.extra.get("route_manager_appliance_name", ROUTE_MANAGER_APPLIANCE)
+    kind = appliance_kind("route-manager", facts.naming)
     names = OptionalNames.of(facts.naming)
 
     def written(vm: Any, config: Any) -> tuple[bool, str]:
         endpoint = config.get(names.endpoint_key)
-        host = urlsplit(endpoint).hostname if isinstance(endpoint, str) else None
         token = config.get(names.token_key)
-        done = bool(vm.ips) and host == vm.ips[0] and bool(token)
-        return done, (f"{names.endpoint_key} = {endpoint!r}; {names.token_key} "
-                      f"{'set' if token else 'not set'}")
+        done = bool(vm.ips) and endpoint == vm.ips[0] and bool(token)
+        said = f"{names.endpoint_key} = {endpoint!r}; {names.token_key} {'set' if token else 'not set'}"
+        if isinstance(endpoint, str) and "://" in endpoint:
+            said += (f" (a URL: the component library wants the bare address, it adds http:// and "
+                     f":{names.default_port} itself)")
+        return done, said
 
-    return _optional_step(facts, StepId.ROUTE_MANAGER, "Route-manager appliance (optional)", name,
-                          "Deploy it from the marketplace; then its endpoint and token (read from the VM) go into "
-                          "the site configuration.", written,
-                          f"`{_run(StepId.ROUTE_MANAGER)}` writes its endpoint and token (read from the VM) into "
-                          "core.yaml (previewed, token masked, then submitted).")
+    return _optional_step(facts, StepId.ROUTE_MANAGER, "Route-manager appliance (optional)", kind, written,
+                          f"`{_run(StepId.ROUTE_MANAGER)}` checks that its API lists its routes with the VM's token, "
+                          "then writes its address and token into core.yaml (previewed, token masked, then submitted).")
 
 
 STEP_RULES = (platform_step, services_step, cli_helper_step, gate_step, marketplaces_step, datastores_step, default_network_step,

@@ -7,8 +7,11 @@ runs the document database (its role is one of `naming.document_db_roles`, or it
 sse4_2 and avx and when its CPU model is absent, host-passthrough or one the host offers;
 otherwise the database never starts and DB_ERROR says why. The automation role's VM publishes a
 freshly generated ed25519 public key under `naming.automation_key_attribute`. A VM booted from
-the route-manager appliance's image publishes its API token (`ROUTE_MANAGER_TOKEN_ATTRIBUTE`, an
-assumption of ours: the spec does not show where the appliance keeps it) once, on its first boot.
+the route-manager appliance's image configures its API's token and publishes it when it generated it
+(`tui.sim.route_manager.configure`: appliances/routemanager/appliance.sh lines 141-163 of
+6G-SANDBOX/marketplace-community); one booted from the DNS appliance's image publishes its API token
+`ONEAPP_DNS_TOKEN` and, when none was given, the admin password it generated (appliances/dns/
+appliance.sh lines 86-93), both through the gate.
 Each boot that (re)defines the VM clears READY and DB_ERROR and reports again.
 
 What a guest publishes reaches the user template only through the gate, which takes no request
@@ -31,9 +34,14 @@ from tui.sim.state import SimHost, SimSite, SimVm
 READY_DELAY = 12.0
 KEY_DELAY = 6.0
 DB_ERROR_ATTRIBUTE = "DB_ERROR"
-#: the route-manager appliance (its marketplace record name) and where its VM publishes its token
+#: the route-manager and DNS appliances (this site's marketplace record names) and what their VMs
+#: publish: marketplace-community appliances/routemanager/appliance.sh line 148, appliances/dns/
+#: appliance.sh lines 88 and 93
 ROUTE_MANAGER_APPLIANCE = "Route Manager API"
-ROUTE_MANAGER_TOKEN_ATTRIBUTE = "ONEAPP_ROUTEMANAGER_TOKEN"
+ROUTE_MANAGER_TOKEN_ATTRIBUTE = "ONEAPP_ROUTEMANAGER_APITOKEN"
+DNS_APPLIANCE = "DNS Server"
+DNS_TOKEN_ATTRIBUTE = "ONEAPP_DNS_TOKEN"
+DNS_PASSWORD_ATTRIBUTE = "ONEAPP_DNS_PASSWORD"
 
 
 def role_of(vm: SimVm) -> str:
@@ -116,17 +124,40 @@ def appliance_names(site: SimSite, vm: SimVm) -> set[str]:
     return names - {""}
 
 
-def _publish_token(site: SimSite, vm: SimVm) -> None:
+def _configure_route_manager(site: SimSite, vm: SimVm) -> None:
+    from tui.sim import route_manager
+
+    epoch = vm.epoch
+    manager = route_manager.managers(site).get(vm.id)
+    if manager is not None:
+        manager.up = False  # the service restarts with the VM
+
+    def configure() -> None:
+        if site.vms.get(vm.id) is vm and vm.epoch == epoch and route_manager.running(vm):
+            route_manager.configure(site, vm, gate=_context_says(vm, "TOKEN"))
+
+    site.after(KEY_DELAY, configure)
+
+
+def _configure_dns(site: SimSite, vm: SimVm) -> None:
+    """configure_dns (appliances/dns/appliance.sh lines 79-111): a persistent API token published
+    (line 88), then a generated admin password when none was given (lines 90-94)."""
     import secrets
+
+    from tui.sim import route_manager
 
     epoch = vm.epoch
 
-    def publish() -> None:
-        live = site.vms.get(vm.id) is vm and vm.epoch == epoch and vm.state == VmState.ACTIVE and vm.lcm_state == LcmState.RUNNING
-        if live and not scalar(vm.user_template, ROUTE_MANAGER_TOKEN_ATTRIBUTE, ""):
-            _set(vm, ROUTE_MANAGER_TOKEN_ATTRIBUTE, secrets.token_urlsafe(24))
+    def configure() -> None:
+        live = site.vms.get(vm.id) is vm and vm.epoch == epoch and route_manager.running(vm)
+        if not live or not _context_says(vm, "TOKEN") or scalar(vm.user_template, DNS_TOKEN_ATTRIBUTE, ""):
+            return
+        _set(vm, DNS_TOKEN_ATTRIBUTE, secrets.token_hex(32))
+        given = scalar(vm.user_template, DNS_PASSWORD_ATTRIBUTE, "")
+        if not given:
+            _set(vm, DNS_PASSWORD_ATTRIBUTE, secrets.token_urlsafe(32))
 
-    site.after(KEY_DELAY, publish)
+    site.after(KEY_DELAY, configure)
 
 
 def _context_says(vm: SimVm, name: str) -> bool:
@@ -139,8 +170,11 @@ def _context_says(vm: SimVm, name: str) -> bool:
 
 def on_boot(site: SimSite, vm: SimVm) -> None:
     """Called when the VM reaches RUNNING: schedule what its appliance will report."""
-    if ROUTE_MANAGER_APPLIANCE in appliance_names(site, vm):
-        _publish_token(site, vm)
+    names = appliance_names(site, vm)
+    if ROUTE_MANAGER_APPLIANCE in names:
+        _configure_route_manager(site, vm)
+    if DNS_APPLIANCE in names:
+        _configure_dns(site, vm)
     role = role_of(vm)
     service = scalar(vm.user_template, "SERVICE_ID", "")
     if not role and not service and not runs_document_db(site, vm):

@@ -232,6 +232,35 @@ def _vm_template(cpu: str, memory: str, *, logo: str = "", inputs: str = "") -> 
     return template
 
 
+def _dns_template() -> dict[str, Any]:
+    """The DNS appliance's VM template: its context, inputs and their order as 6G-SANDBOX/
+    marketplace-community appliances/dns/dns.yaml lines 34-60 give them."""
+    template = _vm_template("2", "2048", inputs="ONEAPP_DNS_DOMAIN,ONEAPP_DNS_PASSWORD,ONEAPP_DNS_FORWARDERS")
+    template["CONTEXT"] = {"NETWORK": "YES", "SET_HOSTNAME": "$NAME", "SSH_PUBLIC_KEY": "$USER[SSH_PUBLIC_KEY]",
+                           "NETCFG_TYPE": "interfaces", "TOKEN": "YES",
+                           "ONEAPP_DNS_PASSWORD": "$ONEAPP_DNS_PASSWORD",
+                           "ONEAPP_DNS_FORWARDERS": "$ONEAPP_DNS_FORWARDERS",
+                           "ONEAPP_DNS_DOMAIN": "$ONEAPP_DNS_DOMAIN"}
+    template["USER_INPUTS"] = {
+        "ONEAPP_DNS_PASSWORD": "O|password|ONEAPP_DNS_PASSWORD: Admin user password. If not provided, a new one "
+                               "will be generated at instanciate time with `openssl rand -base64 32`.",
+        "ONEAPP_DNS_FORWARDERS": "O|text|ONEAPP_DNS_FORWARDERS: Comma separated list of forwarders to be used by "
+                                 "the DNS server.| |8.8.8.8,1.1.1.1",
+        "ONEAPP_DNS_DOMAIN": "M|text|ONEAPP_DNS_DOMAIN: Domain name for creating the new zone.",
+    }
+    return template
+
+
+def _route_manager_template() -> dict[str, Any]:
+    """The route manager's VM template: its context as appliances/routemanager/routemanager.yaml lines
+    31-49 give it (the token is a context variable, not a user input there)."""
+    template = _vm_template("2", "2048")
+    template["CONTEXT"] = {"NETWORK": "YES", "SET_HOSTNAME": "$NAME", "SSH_PUBLIC_KEY": "$USER[SSH_PUBLIC_KEY]",
+                           "NETCFG_TYPE": "interfaces", "TOKEN": "YES",
+                           "ONEAPP_ROUTEMANAGER_APITOKEN": "$ONEAPP_ROUTEMANAGER_APITOKEN"}
+    return template
+
+
 def toolkit_service_body(naming: NamingProfile, description: str = "") -> dict[str, Any]:
     """The toolkit's service template body as a public marketplace record carries it.
 
@@ -362,6 +391,7 @@ def _image(
     broken: bool = False,
     with_template: bool = True,
     description: str | None = None,
+    template: dict[str, Any] | None = None,
 ) -> ApplianceSpec:
     file_name = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") + ".qcow2"
     return ApplianceSpec(
@@ -375,7 +405,7 @@ def _image(
         opennebula_version=opennebula_version,
         tags=tags,
         files=(FileSpec(file_name, int(size_gib * GIB)),),
-        template=_vm_template(cpu, memory) if with_template else None,
+        template=(template or _vm_template(cpu, memory)) if with_template else None,
         os=os,
         logo=logo,
         extra=extra,
@@ -388,10 +418,11 @@ def main_catalog(naming: NamingProfile, toolkit_version: str = TOOLKIT_VERSION) 
     pub = "Site operations team"
     return _toolkit(naming, toolkit_version, "6.10, 7.0", newest=toolkit_version == TOOLKIT_VERSION) + [
         _image("service_dns", "DNS Server", "v1.1.0-20250520-0931", 2, "DNS server for deployed trial networks",
-               publisher=pub, tags=("dns", "network"), logo="/logos/dns.png"),
+               publisher=pub, tags=("dns", "network"), logo="/logos/dns.png", template=_dns_template()),
         _image("service_route_manager", "Route Manager API", "v1.0.0-20250305-1412", 1.5,
                "A VM exposing a REST API to manage its static routes",
-               publisher=pub, os=None, extra=(("downloads", 412), ("maintainer_notes", "static routes only"))),
+               publisher=pub, os=None, extra=(("downloads", 412), ("maintainer_notes", "static routes only")),
+               template=_route_manager_template()),
         _image("service_bastion", "Bastion", "v1.3.0-20250612-1045", 2.5, "Entry point of every trial network",
                publisher=pub, tags=("bastion", "vpn"), logo="/logos/bastion.png"),
         _image("service_vm_kvm", "Ubuntu Base VM", "v1.2.0-20250301-0900", 2, "Simple Ubuntu VM to check the site",

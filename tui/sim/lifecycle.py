@@ -247,7 +247,8 @@ _BOOT_FAILED: dict[int, tuple[int, int]] = {
 
 
 def _booted(site: SimSite, vm: SimVm, boot_lcm: int = BOOT) -> None:
-    if site.faults.fail_role and appliances.role_of(vm) == site.faults.fail_role:
+    if (site.faults.fail_role and appliances.role_of(vm) == site.faults.fail_role) or (
+            site.faults.fail_appliance and site.faults.fail_appliance in appliances.appliance_names(site, vm)):
         _set_state(vm, ACTIVE, BOOT_FAILURE)
         return
     refusal = cpu_model_refusal(site, vm) if boot_lcm != BOOT_SUSPENDED else ""

@@ -165,6 +165,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _dispatch_http(self, method: str, path: str, body: bytes) -> Response:
         site = self.server.site
         full_path = self.path
+        if full_path.startswith("http://"):  # absolute form: a client using this port as its HTTP proxy
+            return self._guest(method, full_path, body)
         if path.startswith("/service_template") or path.startswith("/service"):
             handle_flow = _optional_handler("tui.sim.flow_api", "handle_flow")
             if handle_flow is not None:
@@ -178,6 +180,24 @@ class _Handler(BaseHTTPRequestHandler):
             if handle_market is not None:
                 return handle_market(site, method, full_path, self.headers)
         return 404, {"Content-Type": "text/plain"}, f"{path} not found\n".encode()
+
+
+    def _guest(self, method: str, url: str, body: bytes) -> Response:
+        """A service inside a VM, reached through this port as through a forward proxy (the route
+        manager's API: tui.sim.route_manager); 502 when nothing answers at that address and port,
+        as a proxy says a refused connection."""
+        from urllib.parse import urlsplit
+
+        from tui.sim import route_manager
+
+        parts = urlsplit(url)
+        site = self.server.site
+        with site.lock:
+            manager = route_manager.find(site, parts.hostname or "", parts.port or 80)
+            if manager is not None:
+                path = parts.path + (f"?{parts.query}" if parts.query else "")
+                return route_manager.handle(site, manager, method, path, self.headers, body)
+        return 502, {"Content-Type": "text/plain"}, f"connect to {parts.netloc} failed: connection refused\n".encode()
 
 
 class _SiteHTTPServer(ThreadingHTTPServer):

@@ -280,6 +280,8 @@ class Faults:
     expired_credentials: bool = False
     #: VMs of this service role fail to boot (BOOT_FAILURE), so their service ends FAILED_DEPLOYING
     fail_role: str = ""
+    #: VMs whose disks come from this marketplace appliance (its name) fail to boot (BOOT_FAILURE)
+    fail_appliance: str = ""
     #: `one.vm.deploy` calls fail with an internal error while this is > 0 (decremented per call)
     fail_next_deploys: int = 0
     #: the next N `one.vm.diskresize` calls are accepted, then the driver fails them (the disk keeps
@@ -351,6 +353,8 @@ class SimSite:
         self.marketapps: dict[int, SimMarketApp] = {}
         self.documents: dict[int, SimDocument] = {}
         self.acls: dict[int, SimAcl] = {}
+        #: the route managers' APIs of route-manager VMs, by VM ID (tui.sim.route_manager)
+        self.route_managers: dict[int, Any] = {}
         #: marketplace HTTP records by marketplace URL path prefix ("" for the main one)
         self.market_records: dict[str, list[dict[str, Any]]] = {}
         #: monitors each marketplace app was missing from its marketplace's answer
