@@ -39,6 +39,7 @@ The console's own settings come from a TOML file, `$SITETK_CONFIG` or
     sites_token_file = "~/.sites-token"     # or $SITETK_SITES_TOKEN_FILE (token: $SITETK_SITES_TOKEN)
     library_token_file = "~/.library-token" # or $SITETK_LIBRARY_TOKEN_FILE
     repos_dir = "~/.local/state/sitetk/repos"   # working clones (default: <state_dir>/repos)
+    guest_proxy = "http://proxy:3128"       # or $SITETK_GUEST_PROXY: reach the VMs' services (route manager)
 
 Repository tokens are never settings values: only the files holding them are named here.
 
@@ -77,7 +78,7 @@ _TABLE_KEYS = {
     "cpu": {"min_free_percent", "min_free_memory_mib", "known_good_models", "document_db_roles",
             "document_db_attribute"},
     "site": {"sites_repo", "library_repo", "vault_password_file", "sites_token_file", "library_token_file",
-             "repos_dir", "manager_url"},
+             "repos_dir", "manager_url", "guest_proxy"},
 }
 #: [site] keys -> the environment variable that overrides each
 _SITE_ENV = {
@@ -87,6 +88,7 @@ _SITE_ENV = {
     "sites_token_file": "SITETK_SITES_TOKEN_FILE",
     "library_token_file": "SITETK_LIBRARY_TOKEN_FILE",
     "manager_url": "SITETK_MANAGER_URL",
+    "guest_proxy": "SITETK_GUEST_PROXY",
 }
 
 
@@ -130,8 +132,8 @@ class Settings:
     #: the trial-network manager's API (default: http://<the manager VM's address>:5000)
     manager_url: str = ""
     #: an HTTP proxy through which services inside the site's VMs are reached (the route manager's
-    #: API); "" reaches them directly, as a frontend on the default network does ($SITETK_GUEST_PROXY;
-    #: the embedded site is its own)
+    #: API); "" reaches them directly, as a frontend on the default network does ([site] guest_proxy
+    #: or $SITETK_GUEST_PROXY; the embedded site is its own)
     guest_proxy: str = ""
     #: setting name -> where its value came from ("env ONE_XMLRPC", "file ~/.one/one_auth", ...)
     sources: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), compare=False)
@@ -448,7 +450,7 @@ class _Resolver:
             library_token_file=_optional_path(site_values["library_token_file"]),
             repos_dir=_optional_path(site_values["repos_dir"]),
             manager_url=site_values["manager_url"],
-            guest_proxy=self.env.get("SITETK_GUEST_PROXY", ""),
+            guest_proxy=site_values["guest_proxy"],
             warnings=tuple(self.warnings),
             keys=MappingProxyType(dict((config or {}).get("keys", {}))),
         )

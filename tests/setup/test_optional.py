@@ -23,6 +23,7 @@ from tui.domain.site_config import SiteConfig
 from tui.procedures.audit import AUDIT_ENV
 from tui.sim import route_manager
 from tui.sim.appliances import DNS_APPLIANCE, DNS_TOKEN_ATTRIBUTE, ROUTE_MANAGER_APPLIANCE, ROUTE_MANAGER_TOKEN_ATTRIBUTE
+from tui.sim.platform import DEFAULT_VERSION
 from tui.sim.repos import EXISTING_SITE, SIM_VAULT_PASSWORD
 from tui.sim.server import SimServer
 
@@ -73,8 +74,9 @@ def _deploy_by_hand(server: SimServer, name: str) -> tuple[int, str, str]:
 
 
 @pytest.fixture
-def deployed(sim_factory, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> tuple[SimServer, Path]:
-    server: SimServer = sim_factory(scenario="deployed")
+def deployed(site_factory, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> tuple[SimServer, Path]:
+    # the appliances' steps use nothing that differs between platform versions: one version
+    server: SimServer = site_factory(scenario="deployed", one_version=DEFAULT_VERSION)
     point_at(server, monkeypatch, vault_file=False)
     monkeypatch.setenv("SITETK_GUEST_PROXY", server.market_url)
     monkeypatch.setenv(AUDIT_ENV, str(tmp_path / "audit.jsonl"))
@@ -206,11 +208,11 @@ def test_appliance_missing_from_the_marketplaces_and_a_vm_that_fails(deployed, c
     assert code == 1 and "failed" in err and len([r for r in _audit(tmp_path) if r["action"] == "appliance.instantiate"]) == 1
 
 
-def test_route_manager_api_over_http(sim_factory) -> None:
+def test_route_manager_api_over_http(site_factory) -> None:
     """The embedded route manager answers as route-manager-api v0.2.0 does, over real HTTP on loopback."""
     import httpx
 
-    server: SimServer = sim_factory(scenario="fresh")
+    server: SimServer = site_factory(scenario="fresh", one_version=DEFAULT_VERSION)
     vm_id, address, token = _deploy_by_hand(server, ROUTE_MANAGER_APPLIANCE)
     listing = asyncio.run(list_routes(address, token, proxy=server.market_url))
     assert listing.database_routes == () and any(r.startswith("default via") for r in listing.system_routes)
