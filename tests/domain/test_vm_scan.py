@@ -1,5 +1,6 @@
-"""The paged read of the VM pool (tui.domain.vm_scan): every VM listed throughout the read is
-taken exactly once, whatever leaves or joins the listing between two pages, in either order."""
+"""The paged read of the VM pool (tui.domain.vm_scan.PoolPager): every VM listed throughout the
+read is taken exactly once, whatever leaves or joins the listing between two pages, in either
+order; an answer that is not what was asked for is refused."""
 
 from __future__ import annotations
 
@@ -7,21 +8,28 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tui.domain.vm_scan import PageStitcher, PoolChanging, PoolOutOfOrder, VmPrefilter
+from tui.domain.vm_scan import MAX_WIDTH_PAGES, PageAsk, PoolOutOfOrder, PoolPager, VmPrefilter
 
 
 class Listing:
-    """A pool as the platform lists it: ids by oid, ascending or descending (API_LIST_ORDER),
-    paged as `ORDER BY oid LIMIT offset, size`."""
+    """A pool as the platform lists it (src/pool/PoolSQL.cc `dump` and `oid_filter`, release-7.0.2
+    168-193 and 412-428): ids by oid, ascending or descending (API_LIST_ORDER); `end < -1` is
+    `LIMIT start, -end`, else `start != -1` is the id range `oid >= start [AND oid <= end]`."""
 
     def __init__(self, ids: list[int], descending: bool) -> None:
         self.ids = sorted(ids)
         self.descending = descending
         self.next_id = max(ids, default=-1) + 1
+        self.asked: list[PageAsk] = []
 
-    def page(self, offset: int, size: int) -> list[int]:
+    def page(self, ask: PageAsk) -> list[int]:
+        self.asked.append(ask)
         ordered = sorted(self.ids, reverse=self.descending)
-        return ordered[offset:offset + size]
+        if ask.end < -1:
+            return ordered[max(ask.start, 0):max(ask.start, 0) - ask.end]
+        if ask.start != -1:
+            return [i for i in ordered if i >= ask.start and (ask.end == -1 or i <= ask.end)]
+        return ordered
 
     def remove(self, vm_id: int) -> None:
         self.ids.remove(vm_id)
@@ -32,66 +40,82 @@ class Listing:
         return self.next_id - 1
 
 
-def read_all(listing: Listing, size: int, between: list[list[tuple[str, int]]] | None = None) -> tuple[list[int], PageStitcher]:
+def read_all(listing: Listing, size: int, between: list[list[tuple[str, int]]] | None = None) -> tuple[list[int], PoolPager]:
     """Read `listing` in pages; before page n, apply the changes `between[n]` ("remove", index
     into the current ids, or "create")."""
-    stitcher = PageStitcher(size)
+    pager = PoolPager(size)
     taken: list[int] = []
     reads = 0
-    while not stitcher.done:
+    while pager.ask is not None:
         for kind, index in (between[reads] if between and reads < len(between) else []):
             if kind == "remove" and listing.ids:
                 listing.remove(sorted(listing.ids)[index % len(listing.ids)])
             elif kind == "create":
                 listing.create()
         reads += 1
-        ids = listing.page(stitcher.offset, size)
-        taken.extend(ids[i] for i in stitcher.take(ids))
+        ids = listing.page(pager.ask)
+        pager.take(ids)
+        taken.extend(ids)
         assert reads < 10_000, "the read does not end"
-    return taken, stitcher
+    return taken, pager
 
 
 @pytest.mark.parametrize("descending", [False, True])
 @pytest.mark.parametrize("count", [0, 1, 4, 5, 9, 12, 13])
 def test_a_quiet_pool_is_read_once_whole(descending: bool, count: int) -> None:
     listing = Listing(list(range(100, 100 + count)), descending)
-    taken, stitcher = read_all(listing, 5)
+    taken, pager = read_all(listing, 5)
     assert sorted(taken) == listing.ids and len(taken) == len(set(taken))
-    # pages overlap by one VM: 4 new VMs per page after the first
-    assert stitcher.pages == max(1, 1 + max(0, count - 1) // 4)
-    assert stitcher.steps_back == 0
+    assert taken == sorted(taken, reverse=descending)  # in the site's order
+    assert pager.listed == count
+    assert listing.asked[0] == PageAsk(0, -5)  # the first page by offset (0: MySQL refuses -1)
+    assert all(ask.is_range and ask.start >= 0 for ask in listing.asked[1:])  # the rest by id ranges
+
+
+def test_descending_ranges_go_down_to_id_0_and_ascending_ends_with_an_open_range() -> None:
+    down = Listing(list(range(12)), descending=True)
+    read_all(down, 5)
+    assert down.asked == [PageAsk(0, -5), PageAsk(2, 6), PageAsk(0, 1)]
+    up = Listing(list(range(12)), descending=False)
+    read_all(up, 5)
+    assert up.asked == [PageAsk(0, -5), PageAsk(5, 9), PageAsk(10, 14), PageAsk(15, 24), PageAsk(25, -1)]
+    # (10, 14) listed 2 of 5: the next range is twice as wide; an empty one ends with `oid >= 25`
 
 
 def test_a_vm_leaving_a_page_already_read_does_not_hide_the_next_one() -> None:
-    """Without the overlap, the first VM of the second page (id 5) would be skipped: VM 1 reached
-    DONE after page one, so every later VM moved one place back."""
+    """Offsets would shift when VM 1 reaches DONE after page one; id ranges do not."""
     listing = Listing(list(range(12)), descending=False)
-    taken, stitcher = read_all(listing, 5, between=[[], [("remove", 1)]])
-    assert 5 in taken
-    assert sorted(taken) == list(range(12))  # VM 1 was read before it left
-    assert stitcher.steps_back >= 1
+    taken, _ = read_all(listing, 5, between=[[], [("remove", 1)]])
+    assert sorted(taken) == list(range(12))  # VM 1 was read before it left, VM 5 is not skipped
 
 
-def test_many_vms_leaving_at_once_are_stepped_back_over() -> None:
-    listing = Listing(list(range(40)), descending=True)
-    removals = [("remove", 30)] * 9  # nine of the VMs already read leave
-    taken, stitcher = read_all(listing, 5, between=[[], [], removals])
-    survivors = set(listing.ids)
-    assert survivors <= set(taken) and len(taken) == len(set(taken))
-    assert stitcher.steps_back >= 2
+def test_sparse_ids_widen_the_ranges_and_a_dense_stretch_narrows_them_again() -> None:
+    """DONE VMs leave most ids unused: ranges double while they list less than half a page."""
+    ids = [0, 1, 2, 3] + list(range(4, 400, 40)) + list(range(400, 420))
+    listing = Listing(ids, descending=True)
+    taken, _ = read_all(listing, 4)
+    assert sorted(taken) == sorted(ids)
+    widths = [ask.end - ask.start + 1 for ask in listing.asked[1:]]
+    assert max(widths) > 4 and max(widths) <= MAX_WIDTH_PAGES * 4
+    assert len(listing.asked) < len(range(0, 420, 4))
 
 
 @settings(max_examples=300, deadline=None)
 @given(
     count=st.integers(0, 60),
+    gaps=st.lists(st.integers(0, 30), max_size=60),
     size=st.integers(2, 9),
     descending=st.booleans(),
     changes=st.lists(st.lists(st.tuples(st.sampled_from(["remove", "create"]), st.integers(0, 200)), max_size=6),
                      max_size=30),
 )
-def test_every_vm_listed_throughout_is_taken_exactly_once(count: int, size: int, descending: bool,
+def test_every_vm_listed_throughout_is_taken_exactly_once(count: int, gaps: list[int], size: int, descending: bool,
                                                            changes: list[list[tuple[str, int]]]) -> None:
-    listing = Listing(list(range(count)), descending)
+    ids, next_id = [], 0
+    for n in range(count):  # ids with gaps, as DONE VMs leave them
+        next_id += 1 + (gaps[n] if n < len(gaps) else 0)
+        ids.append(next_id)
+    listing = Listing(ids, descending)
     before = set(listing.ids)
     removed: set[int] = set()
     original_remove = listing.remove
@@ -103,36 +127,32 @@ def test_every_vm_listed_throughout_is_taken_exactly_once(count: int, size: int,
     taken, _ = read_all(listing, size, between=changes)
     assert len(taken) == len(set(taken)), "a VM was taken twice"
     assert (before - removed) <= set(taken), "a VM listed from start to end was skipped"
-    assert set(taken) <= before | set(range(count, listing.next_id)), "a VM that never existed"
+    assert set(taken) <= before | set(range(max(ids, default=-1) + 1, listing.next_id)), "a VM that never existed"
 
 
 def test_an_out_of_order_page_is_refused() -> None:
     with pytest.raises(PoolOutOfOrder):
-        PageStitcher(5).take([3, 1, 2])
-    stitcher = PageStitcher(3)
-    stitcher.take([1, 2, 3])
+        PoolPager(5).take([3, 1, 2])
+    pager = PoolPager(3)
+    pager.take([9, 8, 7])
     with pytest.raises(PoolOutOfOrder):
-        stitcher.take([9, 8, 7])  # the order flipped between pages
+        pager.take([1, 2, 3])  # the order flipped between pages
 
 
-def test_a_server_that_does_not_page_is_refused() -> None:
-    """An answer longer than the page asked for would be read again and again."""
+def test_a_server_that_does_not_page_or_filter_by_id_is_refused() -> None:
+    """An answer longer than the page asked for, or ids outside the range asked for."""
     with pytest.raises(PoolOutOfOrder, match="did not page"):
-        PageStitcher(3).take([1, 2, 3, 4])
-
-
-def test_a_pool_that_keeps_shrinking_gives_up() -> None:
-    stitcher = PageStitcher(3)
-    stitcher.take([1, 2, 3])
-    with pytest.raises(PoolChanging):
-        for _ in range(100):
-            stitcher.take([50, 51, 52])  # always past the anchor, at an offset that never reaches 0
-            stitcher.offset = 10
+        PoolPager(3).take([1, 2, 3, 4])
+    pager = PoolPager(3)
+    pager.take([9, 8, 7])
+    assert pager.ask == PageAsk(4, 6)
+    with pytest.raises(PoolOutOfOrder, match="did not filter by id"):
+        pager.take([9, 8])
 
 
 def test_page_size_and_prefilter_bounds() -> None:
     with pytest.raises(ValueError):
-        PageStitcher(1)  # -1 as end_id means "no limit" to the platform
+        PoolPager(1)  # -1 as end_id means "no limit" to the platform
     with pytest.raises(ValueError):
         VmPrefilter(texts=("",))  # contains("") holds for every VM
     assert VmPrefilter().empty and not VmPrefilter(ids=(3,)).empty

@@ -36,7 +36,7 @@ def _check(capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any]]:
 
 
 def _page_size(monkeypatch: pytest.MonkeyPatch, size: int) -> None:
-    monkeypatch.setattr("tui.adapters.cloud.VM_SCAN_PAGE_SIZE", size)
+    monkeypatch.setattr("tui.adapters.cloud.VM_PAGE_SIZE", size)
 
 
 def _listing(server: SimServer) -> list[int]:
@@ -93,7 +93,7 @@ def test_a_database_vm_beyond_the_first_page_is_found(sim_factory: Callable[...,
     _page_size(monkeypatch, 6)
     server = sim_factory(scenario="deployed", vms=40)
     listing = _listing(server)
-    flagged = listing[6]  # the second page is read at offset 5 (one VM of overlap): its first new VM
+    flagged = listing[6]  # the first VM of the second page (an id range below the first page)
     with server.site.lock:
         server.site.vms[flagged].user_template.append(("DOCUMENT_DB", "YES"))
         server.site.vms[flagged].touch()
@@ -109,9 +109,9 @@ def test_a_database_vm_beyond_the_first_page_is_found(sim_factory: Callable[...,
 
 def test_a_vm_leaving_the_listing_between_two_pages_hides_no_database_vm(
         sim_factory: Callable[..., SimServer], connect: Connect, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Listed oldest first in pages of 5: after the first page, one of its VMs reaches DONE and
-    every later VM moves one place back. The database VM that was sixth is still found (a plain
-    `offset += size` would skip it)."""
+    """Listed oldest first in pages of 5: after the first page, one of its VMs reaches DONE, which
+    moves every later VM one place back in the listing. The database VM that was sixth is still
+    found: the pages after the first are id ranges (tui.domain.vm_scan), not offsets."""
     _page_size(monkeypatch, 5)
     server = sim_factory(scenario="deployed", vms=20)
     with server.site.lock:
@@ -123,28 +123,28 @@ def test_a_vm_leaving_the_listing_between_two_pages_hides_no_database_vm(
         server.site.vms[database].touch()
     site = connect(server)
     cloud = site.cloud
-    original = cloud._raw_call
+    original = cloud._stream_pool
     pages: list[tuple[Any, ...]] = []
 
-    def raw_call(method: str, *params: Any) -> Any:
-        answer = original(method, *params)
+    def stream_pool(method: str, *args: Any) -> Any:
+        answer = original(method, *args)
         if method == METHOD:
-            pages.append(params)
+            pages.append(args[3:])
             if len(pages) == 1:
                 with server.site.lock:
                     server.site.vms[leaving].state = 6
                     server.site.vms[leaving].touch()
         return answer
 
-    monkeypatch.setattr(cloud, "_raw_call", raw_call)
+    monkeypatch.setattr(cloud, "_stream_pool", stream_pool)
 
     async def run() -> Any:
         return await load_inventory(site, record_vm_ids=())
 
     inventory = asyncio.run(run())
     assert database in {row.id for row in inventory.db_vms}
-    assert [p[1] for p in pages[:3]] == [0, 4, 0]  # the second page started past the anchor: read again
-    assert all(len(p) == 4 and p[2] == -5 for p in pages)  # offset and page size, never a query argument
+    assert pages[0][1:3] == (0, -5) and pages[1][1:3] == (listing[4] + 1, listing[4] + 5)  # then an id range
+    assert all(len(p) == 4 for p in pages)  # filter, start, end, state: never a query argument
     assert inventory.vms_searched == len(listing)  # the VM that left was read before it left
 
 

@@ -193,9 +193,12 @@ class Run:
         transport = client._transport
         post = transport.post
 
-        def captured(body: bytes, timeout: float | None = None) -> bytes:
+        def captured(body: bytes, timeout: float | None = None, sink: Callable[[bytes], None] | None = None) -> bytes:
             answer = post(body, timeout)
             self._capture(Exchange("", "xmlrpc", bytes(body), answer))
+            if sink is not None:  # a pool read while it arrives (tui.adapters.pool_stream)
+                sink(answer)
+                return b""
             return answer
 
         transport.post = captured  # type: ignore[method-assign]

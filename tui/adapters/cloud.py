@@ -38,8 +38,8 @@ from tui.adapters.cloud_transport import (
     decode_response,
     parse_document,
 )
+from tui.adapters.pool_stream import PoolStream
 from tui.adapters.retry import DEFAULT_POLICY, RetryPolicy, deadline_after, reconciled_write, retry_read
-from tui.adapters.vm_pool_cache import VmSummaryCache
 from tui.domain.attributes import Attributes
 from tui.domain.bounded import is_number_limit
 from tui.domain.endpoints import endpoint_secrets, redact_endpoint
@@ -59,7 +59,7 @@ if TYPE_CHECKING:  # pragma: no cover - models the first screen does not need lo
     from tui.domain.networks import Vnet
     from tui.domain.system import SystemConfig
     from tui.domain.users import Group, User
-    from tui.domain.vm_scan import VmPrefilter, VmScan
+    from tui.domain.vm_scan import PoolPager, VmPrefilter, VmScan
     from tui.domain.vms import VmDetail, VmSummary
     from tui.domain.vmtemplates import VmTemplate
 
@@ -71,11 +71,9 @@ TemplateInput = Union[str, Attributes, Sequence[tuple[str, Any]]]
 ALL_RESOURCES, MINE, MINE_AND_GROUPS = -2, -3, -1
 #: VM pool state filter
 ANY_STATE, ANY_BUT_DONE = -2, -1
-#: VMs per page of `scan_vms_detail`: every page makes the platform's database skip the VMs before
-#: it (`LIMIT offset, size`), so small pages cost it quadratically: at 50,000 VMs its sqlite spent
-#: 43 s on pages of 200 and 5 s on pages of 2,000 (0.9 s unpaged) for answers of 5 MB at most
-#: (bench/bench_db_search.py; README: Hosts, "Finding the document-database VMs")
-VM_SCAN_PAGE_SIZE = 2_000
+#: VMs per page of every read of the VM pool (`tui.domain.vm_scan.PoolPager`: the first page by
+#: offset, the rest by id ranges); measured in bench/bench_vm_pages.py (README: Benchmarks)
+VM_PAGE_SIZE = 2_000
 #: actions `one.vm.action` knows
 VM_ACTIONS = frozenset({
     "terminate", "terminate-hard", "undeploy", "undeploy-hard", "poweroff", "poweroff-hard", "reboot",
@@ -161,8 +159,6 @@ class CloudClient:
         self._server: Any = None  # pyone's proxy, made by the first call through it (`_pyone`)
         self._server_lock = threading.Lock()
         self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="cloud-rpc")
-        #: the VM list's VMs of the previous call (`list_vms`); `clear()` forgets them
-        self.vm_summary_cache = VmSummaryCache()
         #: how reads are retried and writes reconciled (`tui.adapters.retry`)
         self.retry_policy: RetryPolicy = DEFAULT_POLICY
 
@@ -311,11 +307,46 @@ class CloudClient:
         body = xmlrpc.client.dumps((self._session, *params), method, allow_none=False).encode("utf-8")
         return check_result(decode_response(self._transport.post(body), method))
 
+    def _stream_pool(self, method: str, pool_tag: str, item_tag: str, take: Callable[[list[etree._Element]], list[T]],
+                     *params: Any) -> list[T]:
+        """POST `method` and read its pool document while it arrives (`PoolStream`): `take` makes
+        results of each batch of complete items, which are then dropped (blocking: runs in a
+        worker thread)."""
+        body = xmlrpc.client.dumps((self._session, *params), method, allow_none=False).encode("utf-8")
+        stream = PoolStream(method, pool_tag, item_tag, take)
+        self._transport.post(body, sink=stream.feed)
+        return stream.close()
+
     async def _fast_pool(self, method: str, pool_tag: str, item_tag: str, build: Callable[[etree._Element], T],
                          *params: Any) -> tuple[T, ...]:
         def work() -> tuple[T, ...]:
-            return parse.pool(parse_document(self._raw_call(method, *params), method), pool_tag, item_tag, build)
+            return tuple(self._stream_pool(method, pool_tag, item_tag, lambda batch: [build(e) for e in batch], *params))
         return await self._read(method, work)
+
+    async def _vm_pages(self, method: str, take: Callable[[list[etree._Element]], list[T]], vm_id: Callable[[T], int],
+                        filter: int, state: int, page_size: int | None,
+                        on_page: Callable[[Sequence[T]], None] | None = None) -> tuple[list[T], "PoolPager"]:
+        """The whole VM pool in pages (`tui.domain.vm_scan.PoolPager`), each page read while it
+        arrives and retried on its own; `on_page` sees what has been read after each page. A page
+        that cannot be read fails the whole read with its SiteError: never a shorter answer."""
+        from tui.domain.vm_scan import PoolOutOfOrder, PoolPager
+
+        pager = PoolPager(int(VM_PAGE_SIZE if page_size is None else page_size))
+        read: list[T] = []
+        while pager.ask is not None:
+            ask = pager.ask
+            page = await self._read(method, lambda: self._stream_pool(
+                method, "VM_POOL", "VM", take, int(filter), ask.start, ask.end, int(state)))
+            try:
+                pager.take([vm_id(item) for item in page])
+            except PoolOutOfOrder as exc:
+                raise SiteError("The VM pool could not be read in pages",
+                                f"{method} (start {ask.start}, end {ask.end}): {exc}. Try again; if it persists, "
+                                "the platform is not paging as its source says.") from None
+            read.extend(page)
+            if on_page is not None:
+                on_page(read)
+        return read, pager
 
     async def _fast_scalar(self, method: str, kind: type[T], *params: Any) -> T:
         """`_scalar` without pyone (the same checks): for the start-up check."""
@@ -358,58 +389,50 @@ class CloudClient:
 
     # VMs ---------------------------------------------------------------------------------------
     async def list_vms(self, filter: int = ALL_RESOURCES, state: int = ANY_BUT_DONE,
-                       start: int = -1, end: int = -1) -> tuple[VmSummary, ...]:
-        """The VM list (short bodies), fast path; VMs unchanged since the previous call are not
-        parsed again (`VmSummaryCache`)."""
+                       start: int | None = None, end: int | None = None, *, page_size: int | None = None,
+                       on_page: Callable[[Sequence[VmSummary]], None] | None = None) -> tuple[VmSummary, ...]:
+        """The VM list (short bodies): the whole pool in pages (`_vm_pages`), each read while it
+        arrives; with `start` and `end`, that one call of the platform's as it is."""
         method = "one.vmpool.info"
-
-        def work() -> tuple[VmSummary, ...]:
-            value = self._raw_call(method, int(filter), int(start), int(end), int(state))
-            return self.vm_summary_cache.summaries(value, method)
-        return await self._read(method, work)
+        if start is not None or end is not None:
+            return await self._fast_pool(method, "VM_POOL", "VM", parse.vm_summary, int(filter),
+                                         -1 if start is None else int(start), -1 if end is None else int(end),
+                                         int(state))
+        vms, _ = await self._vm_pages(method, parse.vm_summaries, _summary_id, filter, state, page_size, on_page)
+        return tuple(vms)
 
     async def list_vms_detail(self, filter: int = ALL_RESOURCES, state: int = ANY_BUT_DONE,
-                              start: int = -1, end: int = -1) -> tuple[VmDetail, ...]:
-        """Full VM bodies (`infoextended`): CPU model, context, user template of every VM. The
-        platform's query argument is never sent: sqlite refuses it and MySQL matches substrings
-        of a JSON path (tui.domain.vm_scan); `scan_vms_detail` finds VMs by their template."""
-        return await self._fast_pool("one.vmpool.infoextended", "VM_POOL", "VM", parse.vm_detail,
-                                     int(filter), int(start), int(end), int(state))
+                              start: int | None = None, end: int | None = None, *,
+                              page_size: int | None = None) -> tuple[VmDetail, ...]:
+        """Full VM bodies (`infoextended`): CPU model, context, user template of every VM, in
+        pages as `list_vms`. The platform's query argument is never sent: sqlite refuses it and
+        MySQL matches substrings of a JSON path (tui.domain.vm_scan); `scan_vms_detail` finds
+        VMs by their template."""
+        method = "one.vmpool.infoextended"
+        if start is not None or end is not None:
+            return await self._fast_pool(method, "VM_POOL", "VM", parse.vm_detail, int(filter),
+                                         -1 if start is None else int(start), -1 if end is None else int(end),
+                                         int(state))
+        vms, _ = await self._vm_pages(method, lambda batch: [parse.vm_detail(e) for e in batch], _detail_id,
+                                      filter, state, page_size)
+        return tuple(vms)
 
     async def scan_vms_detail(self, wanted: "VmPrefilter", *, page_size: int | None = None,
                               filter: int = ALL_RESOURCES, state: int = ANY_BUT_DONE) -> "VmScan":
-        """The whole VM pool read in pages (`one.vmpool.infoextended(filter, offset, -page_size,
-        state)`; `page_size` defaults to VM_SCAN_PAGE_SIZE), overlapping by one VM so that none is
-        skipped while the pool changes (tui.domain.vm_scan), keeping the full record of each VM
-        whose body passes `wanted` (a superset: the caller decides with exact equality). A page
-        that cannot be read fails the whole scan with its SiteError: never a shorter answer."""
-        from tui.domain.vm_scan import PageStitcher, PoolChanging, PoolOutOfOrder, VmScan
+        """The whole VM pool's full bodies read in pages as `list_vms_detail`, keeping the full
+        record of each VM whose body passes `wanted` (a superset: the caller decides with exact
+        equality); the others are only counted."""
+        from tui.domain.vm_scan import VmScan
 
-        method = "one.vmpool.infoextended"
-        stitcher = PageStitcher(int(VM_SCAN_PAGE_SIZE if page_size is None else page_size))
         select = parse.vm_prefilter(wanted)
-        kept: list[VmDetail] = []
-        listed = 0
 
-        def page(offset: int) -> tuple[list[int], dict[int, VmDetail]]:
-            root = parse.expect_root(parse_document(
-                self._raw_call(method, int(filter), offset, -stitcher.size, int(state)), method), "VM_POOL")
-            ids = parse.vm_ids(root)
-            details = {detail.id: detail for detail in map(parse.vm_detail, select(root))}
-            return ids, details
+        def take(batch: list[etree._Element]) -> list[tuple[int, VmDetail | None]]:
+            return [(parse.vm_id(vm), parse.vm_detail(vm) if select(vm) else None) for vm in batch]
 
-        while not stitcher.done:
-            offset = stitcher.offset
-            ids, details = await self._read(method, lambda: page(offset))
-            try:
-                fresh = stitcher.take(ids)
-            except (PoolChanging, PoolOutOfOrder) as exc:
-                raise SiteError("The VM pool could not be read in pages",
-                                f"{method} (page of {stitcher.size} at offset {offset}): {exc}. Try again; "
-                                "if it persists, the platform is not paging as its source says.") from None
-            listed += len(fresh)
-            kept.extend(details[ids[i]] for i in fresh if ids[i] in details)
-        return VmScan(tuple(kept), listed, stitcher.pages, stitcher.steps_back, stitcher.size)
+        read, pager = await self._vm_pages("one.vmpool.infoextended", take, lambda item: item[0], filter, state,
+                                           page_size)
+        kept = tuple(detail for _, detail in read if detail is not None)
+        return VmScan(kept, pager.listed, pager.pages, pager.size)
 
     async def vm_info(self, vm_id: int) -> VmDetail:
         return await self._object("vm.info", "VM", parse.vm_detail, int(vm_id))
@@ -641,6 +664,14 @@ def _hex(value: str) -> str:
     except ValueError:
         raise SiteError(f"Not a hexadecimal ACL field: {value!r}", "ACL fields are hex numbers such as 100000005.") from None
     return text
+
+
+def _summary_id(vm: "VmSummary") -> int:
+    return vm.id
+
+
+def _detail_id(vm: "VmDetail") -> int:
+    return vm.id
 
 
 def _perm_args(perms: Permissions | Iterable[int]) -> tuple[int, ...]:

@@ -563,11 +563,16 @@ def system_config(elem: Element) -> SystemConfig:
 
 
 # the VM pool read in pages (tui.domain.vm_scan) -----------------------------------------------
-def vm_prefilter(wanted: "VmPrefilter") -> Callable[[Element], list[Element]]:
-    """The VM elements of a VM_POOL document that pass `wanted`: one XPath per page, evaluated
-    in C, so that only those are built into models (a full VM body takes ~0.4 ms to build; the
-    test a few microseconds). Every test is existential over repeated elements and uses
-    `contains`, so it holds whenever the models' exact equality can (see VmPrefilter)."""
+def vm_summaries(batch: list[Element]) -> list[VmSummary]:
+    """List rows of a batch of VM elements (`PoolStream`'s `take` for the VM list)."""
+    return [vm_summary(vm) for vm in batch]
+
+
+def vm_prefilter(wanted: "VmPrefilter") -> Callable[[Element], bool]:
+    """Whether a VM element passes `wanted`: one compiled XPath per VM, evaluated in C, so that
+    only those are built into models (a full VM body takes ~0.4 ms to build; the test a few
+    microseconds). Every test is existential over repeated elements and uses `contains`, so it
+    holds whenever the models' exact equality can (see VmPrefilter)."""
     tests: list[str] = []
     variables: dict[str, str] = {}
     for n, text in enumerate(wanted.texts):
@@ -581,21 +586,18 @@ def vm_prefilter(wanted: "VmPrefilter") -> Callable[[Element], list[Element]]:
         variables["ids"] = "," + ",".join(str(i) for i in wanted.ids) + ","
         tests.append('contains($ids, concat(",", normalize-space(ID), ","))')
     if not tests:
-        return lambda root: []
-    select = etree.XPath("VM[" + " or ".join(f"({test})" for test in tests) + "]")
+        return lambda vm: False
+    select = etree.XPath("boolean(self::VM[" + " or ".join(f"({test})" for test in tests) + "])")
 
-    def matching(root: Element) -> list[Element]:
-        return cast("list[Element]", select(root, **variables))
+    def matching(vm: Element) -> bool:
+        return bool(select(vm, **variables))
     return matching
 
 
-def vm_ids(root: Element) -> list[int]:
-    """The ID of every VM of a VM_POOL document, in the order listed (a VM without a numeric ID
-    makes the document unreadable: the page could not be stitched to the next)."""
-    ids: list[int] = []
-    for vm in root.iterchildren("VM"):
-        text = vm.findtext("ID")
-        if text is None or not text.strip().lstrip("-").isdigit():
-            raise MalformedResponse(f"a VM of the pool has no numeric ID ({text!r})")
-        ids.append(int(text))
-    return ids
+def vm_id(vm: Element) -> int:
+    """The ID of a VM element of a pool (a VM without a numeric ID makes the page unreadable: it
+    could not be placed among the pages)."""
+    text = vm.findtext("ID")
+    if text is None or not text.strip().lstrip("-").isdigit() or len(text) > 40:
+        raise MalformedResponse(f"a VM of the pool has no numeric ID ({text!r})")
+    return int(text)

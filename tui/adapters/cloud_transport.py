@@ -142,8 +142,10 @@ class CloudTransport(xmlrpc.client.Transport):
         timeout): a retried read keeps one deadline over all its attempts."""
         self._local.deadline = deadline
 
-    def post(self, body: bytes, timeout: float | None = None) -> bytes:
-        """POST one XML-RPC request and return the raw response body, within the deadline."""
+    def post(self, body: bytes, timeout: float | None = None, sink: Callable[[bytes], None] | None = None) -> bytes:
+        """POST one XML-RPC request and return the raw response body, within the deadline; with
+        `sink`, a successful (HTTP 200) answer goes to `sink` chunk by chunk as it is read instead,
+        and b"" is returned (an exception from `sink` ends the call and drops the connection)."""
         limit = self.timeout if timeout is None else timeout
         deadline = time.monotonic() + limit
         outer: float | None = getattr(self._local, "deadline", None)
@@ -165,7 +167,7 @@ class CloudTransport(xmlrpc.client.Transport):
             try:
                 sock, response = self._send(conn, body, remaining)
                 answered = True
-                chunks = self._read(sock, response, remaining)
+                chunks = self._read(sock, response, remaining, sink if response.status == 200 else None)
             except (http.client.RemoteDisconnected, ConnectionResetError, ConnectionAbortedError, BrokenPipeError) as exc:
                 self._drop(conn)
                 # a kept-alive connection the server had closed: the request never reached it,
@@ -205,7 +207,8 @@ class CloudTransport(xmlrpc.client.Transport):
         return sock, conn.getresponse()
 
     @staticmethod
-    def _read(sock: socket.socket, response: http.client.HTTPResponse, remaining: Callable[[], float]) -> list[bytes]:
+    def _read(sock: socket.socket, response: http.client.HTTPResponse, remaining: Callable[[], float],
+              sink: Callable[[bytes], None] | None = None) -> list[bytes]:
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -216,7 +219,10 @@ class CloudTransport(xmlrpc.client.Transport):
             size += len(chunk)
             if size > MAX_RPC_RESPONSE_BYTES:
                 raise MalformedResponse(f"the answer is larger than {MAX_RPC_RESPONSE_BYTES // 2**20} MiB")
-            chunks.append(chunk)
+            if sink is None:
+                chunks.append(chunk)
+            else:
+                sink(chunk)
         response.close()  # done with this answer: the kept-alive connection may carry the next
         return chunks
 

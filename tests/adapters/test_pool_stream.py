@@ -1,0 +1,234 @@
+"""Pool answers read while they arrive (tui.adapters.pool_stream.PoolStream) and the VM pool read in
+pages (CloudClient.list_vms, list_vms_detail, scan_vms_detail): cut into chunks anywhere, an answer
+gives exactly what parsing it whole gives, hostile text kept verbatim; a truncated, malformed or
+failed answer is a clear error (a SiteError from the client), never a traceback or a shorter list;
+a paged read takes every VM listed throughout exactly once while VMs come and go between pages."""
+
+from __future__ import annotations
+
+import xmlrpc.client
+from typing import Any, Callable
+
+import pytest
+
+from tests.conftest import SimFactory
+from tui.adapters import cloud_parse as parse
+from tui.adapters.cloud import CloudClient
+from tui.adapters.cloud_transport import (
+    ControlCharacterAnswer,
+    MalformedResponse,
+    PlatformFailure,
+    check_result,
+    decode_response,
+    parse_document,
+)
+from tui.adapters.pool_stream import PoolStream
+from tui.adapters.retry import NO_RETRY
+from tui.domain.vm_scan import VmPrefilter
+from tui.domain.vms import VmSummary
+from tui.errors import SiteError
+
+#: names a user may give a VM: markup, entities, CDATA ends, line ends, the XML-RPC envelope itself
+HOSTILE = ("a<b>&amp;c", "]]>x<![CDATA[", "line\r\nbreak\rcr", "</string></value>", "&#x41; &lt;",
+           "\u00e9\u4e2d\U0001f600", "'\"quotes\"'")
+
+
+def _vm(vm_id: int, name: str, extra: str = "") -> str:
+    cdata = name.replace("]]>", "]]]]><![CDATA[>")
+    return (f"<VM><ID>{vm_id}</ID><UID>0</UID><GID>0</GID><UNAME>oneadmin</UNAME><GNAME>oneadmin</GNAME>"
+            f"<NAME><![CDATA[{cdata}]]></NAME><STATE>3</STATE><LCM_STATE>3</LCM_STATE><STIME>1</STIME>"
+            f"<TEMPLATE><CPU>1</CPU><MEMORY>512</MEMORY><NIC><IP>10.0.0.{vm_id % 250}</IP></NIC></TEMPLATE>"
+            f"<USER_TEMPLATE>{extra}</USER_TEMPLATE><HISTORY_RECORDS/></VM>")
+
+
+def _document(count: int = 12) -> str:
+    bodies = [_vm(i, HOSTILE[i % len(HOSTILE)] + f" {i}",
+                  extra="<VM>not a pool item</VM>" if i == 3 else "") for i in range(count, 0, -1)]
+    return "<VM_POOL>" + "".join(bodies) + "</VM_POOL>"
+
+
+def _answer(document: str) -> bytes:
+    return xmlrpc.client.dumps(([True, document, 0],), methodresponse=True, encoding="UTF-8").encode("utf-8")
+
+
+def _whole(raw: bytes) -> list[VmSummary]:
+    return list(parse.pool(parse_document(check_result(decode_response(raw)), "test"), "VM_POOL", "VM",
+                           parse.vm_summary))
+
+
+def _stream(raw: bytes, chunk: int) -> list[VmSummary]:
+    stream = PoolStream("one.vmpool.info", "VM_POOL", "VM", parse.vm_summaries)
+    for start in range(0, len(raw), chunk):
+        stream.feed(raw[start:start + chunk])
+    return stream.close()
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5, 8, 13, 64, 1000, 1 << 20])
+def test_any_cut_gives_what_the_whole_answer_gives(chunk: int) -> None:
+    raw = _answer(_document())
+    expected = _whole(raw)
+    assert len(expected) == 12
+    assert _stream(raw, chunk) == expected
+    names = [vm.name for vm in expected]
+    # hostile text verbatim (an XML parser reads a CR LF or a lone CR in text as a line feed)
+    assert names[0] == HOSTILE[12 % len(HOSTILE)] + " 12"
+    assert {name.rsplit(" ", 1)[0] for name in names} == {h.replace("\r\n", "\n").replace("\r", "\n") for h in HOSTILE}
+
+
+def test_the_xmlrpc_c_envelope_and_escapes() -> None:
+    """oned's xmlrpc-c writes a double-quoted declaration, CR LF between elements, an <i4> code
+    and may escape a CR as a character reference."""
+    document = _document(3)
+    text = document.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\r", "&#x0d;")
+    raw = ('<?xml version="1.0" encoding="UTF-8"?>\r\n<methodResponse>\r\n<params>\r\n<param><value><array><data>\r\n'
+           f'<value><boolean>1</boolean></value>\r\n<value><string>{text}</string></value>\r\n'
+           '<value><i4>0</i4></value>\r\n</data></array></value></param>\r\n</params>\r\n</methodResponse>\r\n')
+    for chunk in (1, 7, 4096):
+        vms = _stream(raw.encode(), chunk)
+        assert [vm.id for vm in vms] == [3, 2, 1]
+    assert _stream(raw.encode(), 7) == _whole(raw.encode())
+
+
+def test_an_empty_pool_and_a_failure() -> None:
+    assert _stream(_answer("<VM_POOL/>"), 3) == []
+    failure = xmlrpc.client.dumps(([False, "[one.vmpool.info] User couldn't be authenticated", 256, -1],),
+                                  methodresponse=True).encode()
+    with pytest.raises(PlatformFailure) as info:
+        _stream(failure, 5)
+    assert info.value.code == 256
+    fault = xmlrpc.client.dumps(xmlrpc.client.Fault(-501, "Parameter that is supposed to be integer is not"),
+                                methodresponse=True).encode()
+    with pytest.raises(xmlrpc.client.Fault):
+        _stream(fault, 5)
+
+
+@pytest.mark.parametrize("cut", [0.0, 0.001, 0.3, 0.5, 0.99])
+def test_a_truncated_answer_is_malformed(cut: float) -> None:
+    raw = _answer(_document())
+    with pytest.raises(MalformedResponse):
+        _stream(raw[:int(len(raw) * cut)], 64)
+    with pytest.raises(MalformedResponse):  # the string ends but the document inside it does not
+        _stream(_answer(_document()[:int(len(_document()) * max(cut, 0.01))]), 64)
+
+
+@pytest.mark.parametrize("raw, match", [
+    (b"<html><body>502 Bad Gateway</body></html>", "methodResponse"),
+    (_answer("<VM_POOL>").replace(b"&lt;VM_POOL&gt;", b"<VM_POOL>"), "markup inside its string"),
+    (_answer("<HOST_POOL><HOST><ID>1</ID></HOST><VM><ID>1</ID></VM></HOST_POOL>"), "VM_POOL"),
+    (_answer("<VM_POOL><VM><ID>1</ID></VM></VM_POOL>").replace(b"</methodResponse>", b""), "XML"),
+    (_answer("<VM_POOL><VM><ID>1</ID><NAME>&#1;</NAME></VM></VM_POOL>"), "malformed"),
+])
+def test_malformed_answers(raw: bytes, match: str) -> None:
+    with pytest.raises(MalformedResponse, match=match):
+        _stream(raw, 16)
+
+
+def test_a_control_character_is_named() -> None:
+    raw = _answer(_vm(1, "x").join(("<VM_POOL>", "</VM_POOL>"))).replace(b"[x]", b"[bad\x01name]")
+    with pytest.raises(ControlCharacterAnswer) as info:
+        _stream(raw, 32)
+    assert info.value.char == "\x01" and "bad" in info.value.context and "name" in info.value.context
+
+
+# through the client ------------------------------------------------------------------------------
+def _canned(cloud: CloudClient, raw: bytes) -> None:
+    """Every call of `cloud` answered `raw`, in chunks of 7 bytes as a slow wire would."""
+    def post(body: bytes, timeout: float | None = None, sink: Callable[[bytes], None] | None = None) -> bytes:
+        if sink is None:
+            return raw
+        for start in range(0, len(raw), 7):
+            sink(raw[start:start + 7])
+        return b""
+    cloud._transport.post = post  # type: ignore[method-assign]
+
+
+@pytest.mark.parametrize("raw", [_answer(_document())[:-200], _answer(_document()[:-30]), b"not xml at all"])
+async def test_the_client_says_site_error_for_a_broken_answer(raw: bytes) -> None:
+    cloud = CloudClient("http://127.0.0.1:9/RPC2", "oneadmin:secret", 5)
+    cloud.retry_policy = NO_RETRY
+    _canned(cloud, raw)
+    try:
+        for call in (cloud.list_vms, cloud.list_vms_detail, lambda: cloud.scan_vms_detail(VmPrefilter(ids=(1,)))):
+            with pytest.raises(SiteError) as info:
+                await call()
+            assert "secret" not in str(info.value) + info.value.detail
+    finally:
+        await cloud.close()
+
+
+async def test_pages_take_every_vm_once_while_vms_come_and_go(sim_factory: SimFactory) -> None:
+    """Pages of 5 over 40 VMs, newest first: after each page a VM not read yet reaches DONE and a
+    VM is created. Every VM listed throughout is read once; none twice; pages are by id range."""
+    server = sim_factory(vms=40)
+    cloud = CloudClient(server.xmlrpc_url, server.session, 10)
+    with server.site.lock:
+        before = sorted(vm.id for vm in server.site.vms.values() if vm.state != 6)
+    asked: list[tuple[int, int]] = []
+    gone: list[int] = []
+    original = cloud._stream_pool
+
+    def stream_pool(method: str, pool_tag: str, item_tag: str, take: Any, *params: Any) -> Any:
+        page = original(method, pool_tag, item_tag, take, *params)
+        asked.append((params[1], params[2]))
+        with server.site.lock:
+            lowest_unread = min(vm.id for vm in server.site.vms.values() if vm.state != 6)
+            if lowest_unread not in gone and len(gone) < 4:
+                server.site.vms[lowest_unread].state = 6  # DONE before its page is read
+                server.site.vms[lowest_unread].touch()
+                gone.append(lowest_unread)
+        return page
+
+    cloud._stream_pool = stream_pool  # type: ignore[method-assign]
+    pages: list[int] = []
+    try:
+        vms = await cloud.list_vms(page_size=5, on_page=lambda read: pages.append(len(read)))
+    finally:
+        await cloud.close()
+    ids = [vm.id for vm in vms]
+    assert len(ids) == len(set(ids)), "a VM read twice"
+    assert set(before) - set(gone) <= set(ids), "a VM listed throughout was skipped"
+    assert ids == sorted(ids, reverse=True)  # the site's order (API_LIST_ORDER DESC)
+    assert asked[0] == (0, -5) and all(end >= 0 for _, end in asked[1:])  # offset 0, then id ranges
+    assert pages == sorted(pages) and pages[0] == 5 and pages[-1] == len(ids)
+
+
+async def test_paged_reads_agree_with_one_unpaged_call(sim_factory: SimFactory) -> None:
+    server = sim_factory(scenario="deployed", vms=30)
+    with server.site.lock:
+        server.site.system_config["API_LIST_ORDER"] = "ASC"
+        first = min(server.site.vms)
+        server.site.vms[first].user_template.append(("VM", "a user attribute named VM"))
+        server.site.vms[first].touch()
+    cloud = CloudClient(server.xmlrpc_url, server.session, 10)
+    try:
+        whole = await cloud.list_vms(start=-1, end=-1)
+        assert await cloud.list_vms(page_size=4) == whole
+        details = await cloud.list_vms_detail(page_size=3)
+        assert [d.summary for d in details] == list(whole)
+        scan = await cloud.scan_vms_detail(VmPrefilter(ids=(whole[0].id, whole[-1].id)), page_size=4)
+        assert [d.id for d in scan.vms] == [whole[0].id, whole[-1].id] and scan.listed == len(whole)
+    finally:
+        await cloud.close()
+    assert whole[0].id == first and len(whole) > 30
+
+
+def test_stream_results_are_kept_per_page_not_as_a_tree() -> None:
+    """Each item leaves the tree once `take` has seen it: `take` sees each VM element once, with
+    no earlier VM still attached to the pool element."""
+    seen: list[int] = []
+
+    def take(batch: list[Any]) -> list[int]:
+        parent = batch[0].getparent()
+        assert parent is not None
+        attached = [child for child in parent if child.tag == "VM"]
+        # the VMs of this batch, and at most the one being read: none of an earlier batch
+        assert all(any(child is vm for vm in batch) for child in attached[:len(batch)])
+        assert len(attached) <= len(batch) + 1
+        seen.extend(parse.vm_id(vm) for vm in batch)
+        return [parse.vm_id(vm) for vm in batch]
+
+    stream = PoolStream("one.vmpool.info", "VM_POOL", "VM", take)
+    raw = _answer(_document(30))
+    for start in range(0, len(raw), 50):
+        stream.feed(raw[start:start + 50])
+    assert stream.close() == list(range(30, 0, -1)) and seen == list(range(30, 0, -1))
