@@ -217,3 +217,36 @@ async def test_vm_named_with_markup_is_shown_as_is(sim_factory) -> None:  # type
         assert "a[red]b" in rendered_text(screen.query_one("#vm-detail-body"))
         await pilot.press("slash", *"a[red]")
         assert _keys(screen) == [vm_id]
+
+
+async def test_the_first_page_shows_while_the_rest_of_the_pool_is_read(sim_factory, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Pages of 5 over 25 VMs: the first 5 rows (the newest) are on screen, saying the rest is
+    being read, while the second page is held back; then all 25."""
+    import threading
+
+    monkeypatch.setattr("tui.adapters.cloud.VM_PAGE_SIZE", 5)
+    server = sim_factory(vms=25)
+    app = console_app(server)
+    release = threading.Event()
+    async with app.run_test(size=SIZE) as pilot:
+        cloud = app.site.cloud
+        original = cloud._stream_pool
+
+        def stream_pool(method: str, *args):  # type: ignore[no-untyped-def]
+            # (pool tag, item tag, take, filter, start, end, state): an end of -1 or more is an id range,
+            # a page after the first
+            if method == "one.vmpool.info" and args[5] >= -1:
+                assert release.wait(60), "the test never released the second page"
+            return original(method, *args)
+
+        cloud._stream_pool = stream_pool  # type: ignore[method-assign]
+        screen = app.screen
+        assert isinstance(screen, VmListScreen)
+        await wait_for(pilot, lambda: screen.table.row_count == 5, what="the first page")
+        assert not screen.loaded_once and screen.refreshing
+        assert sorted(_keys(screen)) == list(range(20, 25))
+        assert "the first 5 VMs; reading the rest" in rendered_text(screen.query_one("#vm-status"))
+        release.set()
+        await wait_for(pilot, lambda: screen.loaded_once and not screen.refreshing, what="the whole pool")
+        assert sorted(_keys(screen)) == list(range(25))
+        assert "25 VMs" in rendered_text(screen.query_one("#vm-status"))

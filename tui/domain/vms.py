@@ -59,7 +59,7 @@ def service_from_name(name: str) -> tuple[int | None, str]:
     return int(match.group("service")), match.group("role")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class VmSummary:
     """One row of the VM list, from the pool's short VM body."""
 

@@ -223,10 +223,12 @@ class VmListScreen(TableFilter, SiteScreen):
 
     @dataclass
     class Loaded(Message):
-        """A refresh finished: the VMs and their rows (built off the event loop)."""
+        """A refresh finished: the VMs and their rows (built off the event loop); `partial`: only
+        the first page of the first refresh, shown while the rest of the pool is read."""
         vms: Sequence[VmSummary]
         rows: list[TableRow]
         fetched_at: float
+        partial: bool = False
 
     @dataclass
     class Failed(Message):
@@ -319,16 +321,26 @@ class VmListScreen(TableFilter, SiteScreen):
     @work(exclusive=True, group="vm-list", exit_on_error=False)
     async def _refresh_worker(self) -> None:
         await self.shell.wait_connected()
-        timings = {"fetch_start": time.perf_counter()}
+        timings = self.timings = {"fetch_start": time.perf_counter()}
+        first_load = not self.loaded_once
+
+        def first_page(read: Sequence[VmSummary]) -> None:
+            # the first refresh shows its first page at once (later refreshes keep the whole list
+            # on screen until the new one is read: no list shrinking for a moment)
+            nonlocal first_load
+            if first_load:
+                first_load = False
+                timings["first_page"] = time.perf_counter()
+                page = list(read)
+                self.post_message(self.Loaded(page, vm_rows(page), time.monotonic(), partial=True))
         try:
-            vms = await list_vms(self.site)
+            vms = await list_vms(self.site, on_page=first_page)
         except SiteError as error:
             self.post_message(self.Failed(error))
             return
         timings["fetch_end"] = time.perf_counter()
         rows = await asyncio.to_thread(vm_rows, vms)
         timings["rows_built"] = time.perf_counter()
-        self.timings = timings
         self.post_message(self.Loaded(vms, rows, time.monotonic()))
 
     def worker_failed(self, worker: Worker[Any], error: BaseException) -> None:
@@ -339,6 +351,9 @@ class VmListScreen(TableFilter, SiteScreen):
 
     @on(Loaded)
     def _loaded(self, message: Loaded) -> None:
+        if message.partial:
+            self._first_page(message)
+            return
         self.refreshing = False
         self.refresh_count += 1
         self._last_refresh_at = message.fetched_at
@@ -362,6 +377,20 @@ class VmListScreen(TableFilter, SiteScreen):
         # after the rows are painted: the detail's first load imports pyone (~0.15 s), which
         # must not hold up the first frame of the list
         self.call_after_refresh(self._detail_follow_refresh)
+
+    def _first_page(self, message: Loaded) -> None:
+        """The first page of the first refresh: its rows at once, the status saying more come."""
+        if self.loaded_once or not message.rows:
+            return
+        self.vms = {vm.id: vm for vm in message.vms}
+        self.table.set_rows(message.rows)
+        self.shell.rows_shown(self)
+        self.call_after_refresh(self._first_page_painted)
+        self._hide_message()
+        self._paint_status()
+
+    def _first_page_painted(self) -> None:
+        self.timings.setdefault("first_page_painted", time.perf_counter())
 
     @on(Failed)
     def _failed(self, message: Failed) -> None:
@@ -396,6 +425,8 @@ class VmListScreen(TableFilter, SiteScreen):
         if self.loaded_once:
             total, shown = table.row_count, table.visible_count
             parts.append(f"{total:,} VMs" if shown == total else f"{shown:,} of {total:,} VMs")
+        elif table.row_count:
+            parts.append(f"the first {table.row_count:,} VMs; reading the rest")
         if table.filter_text:
             parts.append(f"filter “{table.filter_text}”")
         if table.sort_column:
