@@ -50,6 +50,7 @@ def demo_settings(server: Any, base: Any) -> Any:
         sites_token_file=None,
         library_token_file=None,
         repos_dir=Path(sim_site.state_dir) / "clones",
+        manager_url=server.flow_url,  # the site serves the manager's API on its own port (tui.sim.manager_api)
     )
 
 
@@ -100,7 +101,7 @@ def demo_settings_for(endpoints: Any, base: Any) -> Any:
         return settings
     return replace(settings, sites_repo=endpoints.sites_repo, library_repo=endpoints.library_repo,
                    vault_password_file=Path(endpoints.vault_password_file), sites_token_file=None,
-                   library_token_file=None, repos_dir=endpoints.state_dir / "clones")
+                   library_token_file=None, repos_dir=endpoints.state_dir / "clones", manager_url=endpoints.oneflow)
 
 
 def demo_connection(child: Any, settings: Any) -> Any:

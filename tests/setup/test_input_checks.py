@@ -16,14 +16,14 @@ from textual.widgets import Input
 from tests.setup.conftest import point_at, run, steps
 from tests.setup.inputs import BRANCH, write_inputs
 from tests.setup.observe import observe
-from tests.setup.test_screen import SIZE, setup_app
+from tests.setup.test_screen import SIZE, checklist_with_input, setup_app
 from tui.domain.setup_steps import StepId
 from tui.domain.toolkit_inputs import secret_names
 from tui.procedures.audit import AUDIT_ENV, AuditLog
 from tui.procedures.connection import SiteConnection
 from tui.procedures.setup_facts import target_from_file
 from tui.procedures.setup_run import RunOptions, SetupStopped, run_setup
-from tui.screens.setup import SecretsModal, SetupScreen
+from tui.screens.setup import SecretsModal
 from tui.screenshots import wait_for, wait_for_screen
 from tui.settings import Settings
 from tui.sim.repos import EXISTING_SITE, SIM_VAULT_PASSWORD
@@ -137,16 +137,7 @@ async def test_the_console_forgets_a_sites_token_the_checks_refuse(sim_factory, 
     _inputs(inputs, branch=EXISTING_SITE, leave_out=(TOKEN,))
     app = setup_app(server, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.info is not None, what="the connection")
-        app.open_screen("setup")
-        screen = await wait_for(pilot, lambda: isinstance(app.screen, SetupScreen) and app.screen, what="the setup")
-        await wait_for(pilot, lambda: screen.checklist is not None and not screen.reading, timeout=60,
-                       what="the checklist")
-        screen.input_path = str(inputs)
-        screen.reload()
-        await wait_for(pilot, lambda: not screen.reading and screen.checklist is not None, timeout=60,
-                       what="the checklist with the input file")
-        screen.table.move_cursor_to_key("core-yaml")
+        screen = await checklist_with_input(pilot, inputs, "core-yaml")
         await pilot.press("d")
         modal = await wait_for_screen(pilot, SecretsModal, what="the secret dialog")
         assert modal.names == [TOKEN]

@@ -48,6 +48,22 @@ async def front_door(pilot: Any) -> SetupScreen:
     return screen
 
 
+async def checklist_with_input(pilot: Any, inputs: Path, cursor: str) -> SetupScreen:
+    """:setup opened (not the front door), the input file given, the cursor on `cursor`."""
+    app: SiteToolkitApp = pilot.app
+    await wait_for(pilot, lambda: app.info is not None, what="the connection")
+    app.open_screen("setup")
+    screen = await wait_for(pilot, lambda: isinstance(app.screen, SetupScreen) and app.screen, what="the setup")
+    await wait_for(pilot, lambda: screen.checklist is not None and not screen.reading, timeout=60,
+                   what="the checklist")
+    screen.input_path = str(inputs)
+    screen.reload()
+    await wait_for(pilot, lambda: not screen.reading and screen.checklist is not None, timeout=60,
+                   what="the checklist with the input file")
+    screen.table.move_cursor_to_key(cursor)
+    return screen
+
+
 async def test_keys_only_from_a_fresh_site_to_set_up(sim_factory, tmp_path: Path) -> None:
     server: SimServer = sim_factory()
     inputs = tmp_path / "inputs.json"

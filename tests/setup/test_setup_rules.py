@@ -75,7 +75,7 @@ def test_checklist_complete_and_next() -> None:
     done = [SetupStep(step, step.value, StepState.DONE) for step in STEP_ORDER]
     assert SetupChecklist.ordered(done).complete
     mixed = list(reversed(done))
-    mixed[0] = SetupStep(StepId.ROUTE_MANAGER, "route", StepState.OPTIONAL, mandatory=False)
+    mixed[0] = SetupStep(mixed[0].id, "the last, optional", StepState.OPTIONAL, mandatory=False)
     mixed[-1] = SetupStep(StepId.PLATFORM, "platform", StepState.FAILED, action="fix it")
     checklist = SetupChecklist.ordered(mixed)
     assert [s.id for s in checklist.steps] == list(STEP_ORDER)

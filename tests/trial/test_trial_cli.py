@@ -7,6 +7,7 @@ the log); previews with curl lines holding no secret; audit records; read-only r
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -118,9 +119,11 @@ def test_a_slow_activation_stops_waiting_at_the_timeout_and_status_follows(trial
     server.site.faults.manager_activation_seconds = 500.0  # 10 s at the test's time scale
     code, data, _ = run(capsys, "trial", "run", "--yes", "--json", "--timeout", "0.5", *FAST)
     assert code == 1
-    assert "Trial network sitetktest is still activating after" in json.dumps(data), data
+    # the first poll may come before the manager has taken the activation (validated, then activating)
+    assert re.search(r"Trial network sitetktest is still (validated|activating) after", data["error"]["title"]), data
+    assert "The manager goes on with its pipeline" in data["error"]["detail"]
     code, data, _ = run(capsys, "trial", "status", "--json")
-    assert data["state"] == "activating"
+    assert data["state"] == "activating"  # the manager took the PUT long before: it runs 10 s
 
 
 def test_read_only_refuses_run_and_destroy_and_bad_ids_are_usage_errors(trial_site, capsys) -> None:

@@ -65,6 +65,8 @@ class StepId(str, Enum):
     SUBMITTED = "submitted"
     DNS = "dns"
     ROUTE_MANAGER = "route-manager"
+    #: a test trial network through the manager (the installer's optional last step)
+    TRIAL_RUN = "trial-run"
 
     @property
     def group(self) -> str:
@@ -80,7 +82,7 @@ _GROUPS: dict[StepId, str] = {
                               StepId.OBJECTSTORE_DISK)},
     **{s: "Sites repository" for s in (StepId.REPOSITORY, StepId.SITE_BRANCH, StepId.CORE_YAML,
                                        StepId.COMPONENTS, StepId.SUBMITTED)},
-    **{s: "Optional" for s in (StepId.DNS, StepId.ROUTE_MANAGER)},
+    **{s: "Optional" for s in (StepId.DNS, StepId.ROUTE_MANAGER, StepId.TRIAL_RUN)},
 }
 
 STEP_ORDER: tuple[StepId, ...] = tuple(StepId)

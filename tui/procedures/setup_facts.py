@@ -46,6 +46,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.marketplace import MarketCatalog
     from tui.procedures.site_verdict import SiteVerdict
     from tui.procedures.toolkit import ToolkitForm
+    from tui.procedures.trial_network import TrialFact
 
 T = TypeVar("T")
 SITE_CONFIG_FILE = "core.yaml"
@@ -72,6 +73,9 @@ class SetupTarget:
     warnings: tuple[str, ...] = ()
     #: the size the object store's data disk (disk0) is grown to (`sitetk setup ... --disk-size`)
     objectstore_disk_mb: int = DEFAULT_OBJECTSTORE_DISK_MB
+    #: the test trial network whose state the manager is asked for ("": the manager is not read;
+    #: `setup run --only trial-run` sets it, since reading it logs in to the manager)
+    trial_tn_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -156,6 +160,8 @@ class SetupFacts:
     site_record_problem: str = ""
     #: the object store role's VM, read whole (its disks), None when there is none or it was not read
     objectstore_vm: VmDetail | None = None
+    #: the manager's answer about `target.trial_tn_id` (None: not asked)
+    trial: "TrialFact | None" = None
 
     @property
     def default_network(self) -> Vnet | None:
@@ -487,6 +493,11 @@ async def read_setup_facts(site: "SiteConnection", target: SetupTarget | None = 
         _guard("service template documents", cloud.list_documents(SERVICE_TEMPLATE_DOCUMENT), notes),
         _guard("ACL rules", cloud.acl_list(), notes),
         _guard("the marketplaces' listings", load_catalog(site), notes))
+    trial = None
+    if target.trial_tn_id and service is not None:
+        from tui.procedures.trial_network import read_trial_fact
+
+        trial = await read_trial_fact(site, target.values, target.trial_tn_id, service)
     return SetupFacts(
         endpoint=info.endpoint, version=info.version, user=info.user, group=info.group, target=target,
         system=system, marketplaces=markets, configured_markets=tuple(site.settings.marketplace_urls),
@@ -497,6 +508,7 @@ async def read_setup_facts(site: "SiteConnection", target: SetupTarget | None = 
         vm_templates=vm_templates, service_template_docs=documents, acl_rules=rules,
         repo=repo_facts, site_verdict=verdict, input_checks=input_checks, cloud_login=login, notes=tuple(notes),
         naming=site.naming, site_record_problem=site_record_problem(site.settings), objectstore_vm=objectstore,
+        trial=trial,
     )
 
 

@@ -23,6 +23,7 @@ The steps and what runs them:
 | database-host | `move_many` of `plan_flagged` (operation 7), offered as soon as the manager VM has a host |
 | objectstore-disk | `ResizeObjectstoreDisk`: disk0 of the object store VM grown to the target's size (default 30G), waited for, an `Operation` |
 | site-branch, core-yaml | `CreateSite` (or open) and `FillSite` in the working clone, once the object store VM's address is known |
+| trial-run (optional, only with `--only`) | `RunTrialNetwork`: a test trial network through the manager's REST API (created, validated, activated, reported), an `Operation` |
 | dns, route-manager (optional, only with `--only`) | `setup_optional`: `DownloadAppliance`, then `DeployAppliance` (the VM on the default network with its inputs, waited for until ready), then the route manager's API checked with the VM's token and the address (and token) written into core.yaml, checked and submitted |
 | components | `setup_components`: each missing component of the minimal set (and the recommended ones the library offers) through `offer_component` (operation 9: appliances, grants, site variables), in the working clone |
 | submitted | `submit_checked`: the whole core.yaml checked with the cloud and the component library (`sitetk site check --cloud`), then `SubmitSite` (operation 6); any error or anything unchecked stops it, nothing committed |
@@ -168,6 +169,10 @@ async def run_setup(site: "SiteConnection", target: SetupTarget, options: RunOpt
     (event data `preview`) and nothing changes. `site_values` (the CLI's --set) and `ask_values`
     give the site's own values for the template's examples core.yaml still holds (public address,
     domain, name servers, the administrators' key); without either, the submit stops and says so."""
+    if options.only is StepId.TRIAL_RUN and not target.trial_tn_id:  # its state is the manager's: read when asked
+        from tui.procedures.trial_network import DEFAULT_TN_ID
+
+        target = replace(target, trial_tn_id=DEFAULT_TN_ID)
     last: tuple[StepId, StepState, tuple[str, ...]] | None = None
     started = time.monotonic()
     ran = 0
@@ -774,6 +779,22 @@ async def _plan_optional_write(site: "SiteConnection", facts: SetupFacts, step: 
     return StepPlan(step, preview, run)
 
 
+async def _plan_trial(site: "SiteConnection", facts: SetupFacts, step: SetupStep, options: RunOptions,
+                      ask: AskSecrets) -> StepPlan:
+    """The installer's optional last step: a test trial network through the manager (`trial_network`)."""
+    from tui.procedures.trial_network import RunTrialNetwork, plan_trial
+
+    target = facts.target
+    vault = target.vault_password.text if target.vault_password is not None else ""
+    try:
+        plan = await plan_trial(site, target.values, tn_id=target.trial_tn_id or "sitetktest", branch=target.branch,
+                                site_dir=target.site_dir, vault_text=vault)
+    except SiteError as error:
+        raise SetupStopped(step.id, f"{step.title!r} cannot be planned: {error.title}", error.detail) from None
+    operation = RunTrialNetwork(wait_timeout=options.step_timeout, poll_interval=options.poll_interval)
+    return operation_step(site, step, operation, plan)
+
+
 async def _site_config(site: "SiteConnection", repo: "GitRepo", branch: str, site_dir: str,
                        password: "VaultPassword") -> AsyncIterator[Progress]:
     """Create (or open) the site and fill core.yaml from the cloud in the working clone: each an
@@ -840,4 +861,5 @@ _PLANNERS: Mapping[StepId, Callable[..., Awaitable[StepPlan]]] = {
     StepId.COMPONENTS: _plan_components,
     StepId.DNS: _plan_optional,
     StepId.ROUTE_MANAGER: _plan_optional,
+    StepId.TRIAL_RUN: _plan_trial,
 }

@@ -794,10 +794,50 @@ def route_manager_step(facts: SetupFacts) -> SetupStep:
                           "then writes its address and token into core.yaml (previewed, token masked, then submitted).")
 
 
+def trial_run_step(facts: SetupFacts) -> SetupStep:
+    """The installer's optional last step: a test trial network activated through the manager. Its
+    state is the manager's (read only when asked: it logs in), never assumed."""
+    from tui.procedures.trial_network import DEFAULT_TN_ID
+
+    step_id, title = StepId.TRIAL_RUN, "A test trial network activates (optional)"
+    command = _run(step_id)
+    run = (f"`{command}` (or `sitetk trial run`) logs in to the manager, creates trial network {DEFAULT_TN_ID} from "
+           "the component library's tn_init sample and follows it until it is activated; `sitetk trial destroy` "
+           "removes it.")
+    if facts.service is None:
+        return _blocked(step_id, title, StepId.INSTANTIATE, "Deploy the toolkit first: the manager runs in it.",
+                        mandatory=False)
+    if facts.repo is None or facts.repo.remote_yaml is None:
+        return _blocked(step_id, title, StepId.SUBMITTED, "The manager validates a trial network against the site's "
+                        "core.yaml on its branch, which the sites repository does not hold (or was not read): submit "
+                        "it first. Then: " + run, mandatory=False)
+    trial = facts.trial
+    if trial is None:
+        return _step(step_id, title, StepState.OPTIONAL, ("not read: reading it logs in to the manager "
+                     "(`sitetk trial status` reads it)",), run, mandatory=False, command=command)
+    if trial.error:
+        return _step(step_id, title, StepState.OPTIONAL, (f"the manager could not be asked: {trial.error}",), run,
+                     mandatory=False, command=command)
+    where = f"the manager at {trial.url}"
+    if not trial.state:
+        return _step(step_id, title, StepState.OPTIONAL, (f"{where} has no trial network {trial.tn_id}",), run,
+                     mandatory=False, command=command)
+    evidence = (f"{where}: trial network {trial.tn_id} is {trial.state}"
+                + (f" (deploy pipeline {trial.pipeline})" if trial.pipeline else ""),)
+    if trial.state == "activated":
+        return _step(step_id, title, StepState.DONE, evidence, mandatory=False)
+    if trial.state in ("failed-activation", "failed-destruction"):
+        return _step(step_id, title, StepState.FAILED, evidence,
+                     f"`sitetk trial status --tn-id {trial.tn_id}` shows the manager's log; `sitetk trial destroy "
+                     f"--tn-id {trial.tn_id} --yes` removes it; then run again.", mandatory=False, command=command)
+    return _step(step_id, title, StepState.OPTIONAL, evidence, run, mandatory=False, command=command)
+
+
 STEP_RULES = (platform_step, services_step, cli_helper_step, gate_step, marketplaces_step, datastores_step, default_network_step,
               trial_network_step, forwarded_step, cloud_user_step, download_step, tagged_step, inputs_step,
               instantiate_step, record_step, grant_step, database_host_step, objectstore_disk_step, repository_step,
-              site_branch_step, core_yaml_step, components_step, submitted_step, dns_step, route_manager_step)
+              site_branch_step, core_yaml_step, components_step, submitted_step, dns_step, route_manager_step,
+              trial_run_step)
 
 
 def build_checklist(facts: SetupFacts) -> SetupChecklist:

@@ -289,6 +289,36 @@ def _pipeline(record: Mapping[str, Any] | None, key: str = "jenkins_deploy") -> 
     return str(jenkins.get("pipeline_name", "")) if isinstance(jenkins, Mapping) else ""
 
 
+@dataclass(frozen=True)
+class TrialFact:
+    """What the manager says of the setup's test trial network (its state, "" when it has none), or
+    why it could not be asked."""
+
+    tn_id: str
+    state: str = ""
+    pipeline: str = ""
+    url: str = ""
+    error: str = ""
+
+
+async def read_trial_fact(site: "SiteConnection", values: Mapping[str, str], tn_id: str, service: Any,
+                          timeout: float = 10.0) -> TrialFact:
+    """The manager's record of `tn_id` (log in, read); a failure is the fact's `error`, never a state."""
+    try:
+        access = await manager_access(site, values, service)
+    except SiteError as error:
+        return TrialFact(tn_id, error=f"{error.title}: {error.detail}")
+    try:
+        async with ManagerApi(access.url, timeout=timeout, secrets=(access.password,)) as api:
+            await api.login(access.user, access.password)
+            record = await api.get(tn_id)
+    except SiteError as error:
+        return TrialFact(tn_id, url=access.url, error=f"{error.title}: {error.detail}")
+    if record is None:
+        return TrialFact(tn_id, url=access.url)
+    return TrialFact(tn_id, str(record.get("state", "")), _pipeline(record), access.url)
+
+
 class ActivationFailed(SiteError):
     """The manager's deploy pipeline failed: the detail holds the pipeline and the log's end."""
 
@@ -349,7 +379,7 @@ class RunTrialNetwork(Operation[TrialPlan, TrialResult]):
             if state in ACTIVATE_FROM:
                 await self._activate(api, plan, context, started)
             elif state in TRANSITIONS:
-                await self._follow(api, plan, context, started, None)
+                await self._follow(api, plan, context, time.monotonic(), None)
             record = await api.get(tn)
             state = str(record.get("state", "")) if record else "(gone)"
             if state != "activated":
@@ -365,7 +395,7 @@ class RunTrialNetwork(Operation[TrialPlan, TrialResult]):
         call = asyncio.ensure_future(api.activate(plan.tn_id, timeout=self.wait_timeout + self.http_timeout))
         context.notes["activation_sent"] = True
         try:
-            await self._follow(api, plan, context, started, call)
+            await self._follow(api, plan, context, time.monotonic(), call)
             await call
         except ManagerError as error:
             record = await api.get(plan.tn_id)
@@ -389,7 +419,7 @@ class RunTrialNetwork(Operation[TrialPlan, TrialResult]):
             pipeline = _pipeline(record)
             context.report(Progress("activate", 3, 5, f"{plan.tn_id} {state}: waiting for the manager's deploy pipeline"
                                     f"{' ' + pipeline if pipeline else ''} ({elapsed:.0f} s of at most "
-                                    f"{self.wait_timeout:.0f} s)"))
+                                    f"{self.wait_timeout:g} s)"))
             if elapsed >= self.wait_timeout:
                 raise SiteError(f"Trial network {plan.tn_id} is still {state} after {elapsed:.0f} s",
                                 "The manager goes on with its pipeline (a run cannot stop it). Follow it with `sitetk "
