@@ -15,6 +15,7 @@ import pytest
 from tests.conftest import isolate_home
 from tests.setup.conftest import point_at
 from tests.setup.inputs import write_inputs
+from tui.domain.vm_states import LcmState, VmState
 from tui.procedures.audit import AUDIT_ENV
 from tui.sim.lifecycle import deploy_vm, vm_action
 from tui.sim.manager_api import manager_vm
@@ -48,10 +49,10 @@ def manager_ready(server: SimServer) -> int:
         vm = manager_vm(site)
         assert vm is not None
         host = next(h.id for h in site.hosts.values() if h.name == "kvm-cascadelake-01")
-    _until(server, lambda: vm.state == 3 and vm.lcm_state == 3, "the manager VM RUNNING")
+    _until(server, lambda: vm.state == VmState.ACTIVE and vm.lcm_state == LcmState.RUNNING, "the manager VM RUNNING")
     with site.lock:
         vm_action(site, "undeploy", vm.id)
-    _until(server, lambda: vm.state == 9, "the manager VM UNDEPLOYED")
+    _until(server, lambda: vm.state == VmState.UNDEPLOYED, "the manager VM UNDEPLOYED")
     with site.lock:
         deploy_vm(site, vm.id, host)
     _until(server, lambda: any(k == "READY" for k, _ in vm.user_template), "the manager VM READY")

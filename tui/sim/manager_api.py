@@ -72,6 +72,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from tui.domain.template_text import Template, first, scalar
+from tui.domain.vm_states import FAILURE_LCM_STATES, LcmState, VmState
 from tui.sim.appliances import DB_ERROR_ATTRIBUTE, role_of
 from tui.sim.flow_engine import input_values
 from tui.sim.state import SimAddressRange, SimSite, SimVm, SimVnet
@@ -171,13 +172,17 @@ def _log(tn: SimTrialNetwork, message: str, level: str = "INFO") -> None:
 def manager_vm(site: SimSite) -> SimVm | None:
     """The live manager role VM (newest first)."""
     role = site.naming.role_manager
-    found = [vm for vm in site.vms.values() if role_of(vm) == role and vm.state != 6]
+    found = [vm for vm in site.vms.values() if role_of(vm) == role and vm.state != VmState.DONE]
     return max(found, key=lambda vm: vm.id) if found else None
+
+
+def _running(vm: SimVm) -> bool:
+    return vm.state == VmState.ACTIVE and vm.lcm_state == LcmState.RUNNING
 
 
 def _listening(site: SimSite) -> bool:
     vm = manager_vm(site)
-    return (vm is not None and vm.state == 3 and vm.lcm_state == 3
+    return (vm is not None and _running(vm)
             and not scalar(vm.user_template, DB_ERROR_ATTRIBUTE, ""))
 
 
@@ -475,10 +480,10 @@ def _activate(site: SimSite, tn: SimTrialNetwork) -> Response:
                 return _fail_activation(site, tn, pipeline, entity, console)
         vm_ids = list(tn.vm_ids)
         booted = _wait_sim(site, PIPELINE_SECONDS + slow, None) and _wait_sim(
-            site, 0, lambda: all(site.vms[i].state == 3 and site.vms[i].lcm_state == 3 or site.vms[i].lcm_state in
-                                 (36, 37, 38) for i in vm_ids if i in site.vms))
+            site, 0, lambda: all(_running(site.vms[i]) or site.vms[i].lcm_state in FAILURE_LCM_STATES
+                                 for i in vm_ids if i in site.vms))
         with site.lock:
-            broken = [i for i in vm_ids if i in site.vms and site.vms[i].lcm_state != 3]
+            broken = [i for i in vm_ids if i in site.vms and not _running(site.vms[i])]
             if not booted or broken:
                 console.append(f"ansible: VM {broken or vm_ids} did not reach RUNNING")
                 return _fail_activation(site, tn, pipeline, entity, console)
@@ -574,10 +579,10 @@ def _destroy(site: SimSite, tn: SimTrialNetwork) -> Response:
         tn.state = "destroying"  # 726
         _log(tn, "Trial network destroying. In this transition, the trial network proceeds to the destruction of the "
              "components")
-        vm_ids = [i for i in tn.vm_ids if i in site.vms and site.vms[i].state != 6]
+        vm_ids = [i for i in tn.vm_ids if i in site.vms and site.vms[i].state != VmState.DONE]
         for vm_id in vm_ids:
             vm_action(site, "terminate-hard", vm_id)
-    done = _wait_sim(site, 0, lambda: all(site.vms[i].state == 6 for i in vm_ids if i in site.vms))
+    done = _wait_sim(site, 0, lambda: all(site.vms[i].state == VmState.DONE for i in vm_ids if i in site.vms))
     with site.lock:
         if not done:
             tn.state = "failed-destruction"  # 744-757
