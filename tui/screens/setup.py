@@ -134,6 +134,8 @@ class SecretsModal(SiteModal["dict[str, str] | None"]):
                               background: $surface; padding: 1 2; }
     SecretsModal .dialog-buttons { align: right middle; margin: 1 0 0 0; }
     SecretsModal Button { margin: 0 0 0 2; }
+    /* a Label is as wide as its text: 1fr wraps it inside the frame (80x24: nothing cut) */
+    SecretsModal .dialog-body Label { width: 1fr; }
     """
 
     #: the line above the fields
