@@ -4,7 +4,8 @@ on the deployed scenario, with a Bastion of an older build in the cloud and in c
 changes those two keys (previewed per key, the vault kept) and commits them to the site branch with
 the upgrade named; a test reads the decrypted core.yaml of the sites repository. The check gate of
 every submit applies: with errors the IDs stay edited in the working clone, and `sitetk site submit`
-finishes. `id_edits` touches only variables that held a replaced ID of the same kind."""
+finishes. `id_edits` touches only variables that held a replaced ID of the same kind. New site
+variables the library defines are written from `--set` in the same commit, the others listed."""
 
 from __future__ import annotations
 
@@ -235,3 +236,45 @@ def test_without_a_vault_password_or_an_id_in_core_yaml_nothing_is_committed(
     assert data["site"]["edits"] == [] and data["site"]["events"][-1]["state"] == "skipped"
     assert "holds none of the replaced IDs" in data["site"]["events"][-1]["message"]
     assert int(_git(deployed, "rev-list", "--count", EXISTING_SITE)) == commits
+
+
+def _library_needs(server: SimServer, tmp_path: Path, component: str, variable: str, about: str) -> None:
+    """The component library's newer version of `component` defines a site variable the site lacks
+    (its public.yaml gains it on the library's default branch)."""
+    from tui.domain.naming import DEFAULT_NAMING
+
+    clone = tmp_path / "library-clone"
+    subprocess.run(["git", "clone", "-q", str(server.site.library_repo), str(clone)], check=True)
+    public = clone / component / DEFAULT_NAMING.component_manager_dir / "public.yaml"
+    text = public.read_text()
+    assert "site_variables:\n" in text
+    public.write_text(text.replace("site_variables:\n", f'site_variables:\n  {variable}: "{about}"\n', 1))
+    identity = ["-c", "user.name=Library", "-c", "user.email=library@sim.invalid"]
+    subprocess.run(["git", "-C", str(clone), *identity, "commit", "-qam", f"{component}: {variable}"], check=True)
+    subprocess.run(["git", "-C", str(clone), "push", "-q", "origin", "HEAD"], check=True)
+
+
+def test_an_upgrade_writes_the_new_site_variables_given_and_lists_the_others(
+        deployed: SimServer, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    old_image, old_template = _old_bastion(deployed)
+    _into_core_yaml(capsys, old_image, old_template, "--override-reason", "the demo site's other values come later")
+    _library_needs(deployed, tmp_path, BASTION, "vpn_port", "UDP port of the bastion's VPN")
+    _library_needs(deployed, tmp_path / "again", BASTION, "vpn_subnet", "Subnet of the VPN's clients")
+    commits = int(_git(deployed, "rev-list", "--count", EXISTING_SITE))
+    code, data, err = run(capsys, "market", "upgrades", "--only", "Bastion", "--apply", "--datastore", "1", "--yes",
+                          "--override-reason", "the demo site's other values come later", "--poll", str(POLL),
+                          "--set", f"site_variables.{BASTION}.vpn_port=51820", "--set", "site_variables.nope=1", "--json")
+    assert code == 0, (data, err)
+    assert data["site"]["set"] == [f"site_variables.{BASTION}.vpn_port"]
+    assert data["site"]["missing"] == [{"path": f"site_variables.{BASTION}.vpn_subnet",
+                                        "about": "Subnet of the VPN's clients"}]
+    assert data["site"]["ignored"] == ["site_variables.nope"]
+    # previewed with the IDs, in the same commit, the value typed as YAML (an int)
+    [preview] = [e["data"]["preview"] for e in data["site"]["events"] if "preview" in e["data"]]
+    assert any(c["description"].startswith(f"site_variables.{BASTION}.vpn_port: ") for c in preview["changes"])
+    config = _pushed_config(deployed)
+    variables = config.component_variables(BASTION)
+    assert variables["vpn_port"] == 51820 and "vpn_subnet" not in variables and variables["image_id"] != old_image
+    assert int(_git(deployed, "rev-list", "--count", EXISTING_SITE)) == commits + 1
+    assert _git(deployed, "log", "-1", "--format=%s", EXISTING_SITE).strip().endswith(
+        "core.yaml image and template IDs; new site variables vpn_port")

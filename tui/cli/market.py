@@ -8,7 +8,7 @@
     sitetk market attrs APPLIANCE [--image ID ...] [--template ID] [--service-template ID]
                         [--write-file PATH [--force]] [--yes] [--dry-run] [--json]
     sitetk market upgrades [--only NAME ...] [--apply --datastore DS_ID [--branch B] [--site DIR]
-                           [--override-reason TEXT] [--no-site]] [--yes] [--dry-run] [--json]
+                           [--override-reason TEXT] [--no-site] [--set PATH=VALUE ...]] [--yes] [--dry-run] [--json]
 
 APPLIANCE is a record id (`service_toolkit`), a name (`"Site Toolkit"`) or a key as `list` shows
 it (`<marketplace url>#<id>`, or `<marketplace name>#<id>`). An id or name several marketplaces
@@ -227,6 +227,9 @@ async def _attrs(args: argparse.Namespace, site: SiteConnection) -> int:
 
 
 async def _upgrades(args: argparse.Namespace, site: SiteConnection) -> int:
+    from tui.cli.site_options import parse_set
+
+    parse_set(args.set)  # a malformed --set is refused before anything changes
     operation = ApplyUpgrades(only=tuple(args.only) if args.only else None, datastore_id=args.datastore,
                               step_timeout=args.timeout, poll_interval=args.poll)
     plan = await operation.plan(site)
@@ -264,7 +267,7 @@ async def _upgrades(args: argparse.Namespace, site: SiteConnection) -> int:
 async def _site_follows(args: argparse.Namespace, site: SiteConnection, plan: Any, upgraded: Upgraded,
                         answer: dict[str, Any] | None) -> int:
     """core.yaml changed to the new IDs and submitted with the upgrade named (tui.procedures.upgrade_site)."""
-    from tui.cli.site_options import vault_password, warn
+    from tui.cli.site_options import parse_set, vault_password, warn
     from tui.procedures.setup_facts import toolkit_service
     from tui.procedures.site_workspace import sites_repo
     from tui.procedures.upgrade_site import update_site_ids, upgrade_message
@@ -318,7 +321,8 @@ async def _site_follows(args: argparse.Namespace, site: SiteConnection, plan: An
     records = tuple(s.record.id for s in plan.steps if s.record is not None)
     try:
         async for event in update_site_ids(site, repo, branch, site_dir or branch, password, changes, message,
-                                           override_reason=args.override_reason, record_ids=records):
+                                           override_reason=args.override_reason, record_ids=records,
+                                           values=dict(parse_set(args.set)), ask=_variable_asker(args)):
             events.append(event)
             if args.json:
                 continue
@@ -332,12 +336,36 @@ async def _site_follows(args: argparse.Namespace, site: SiteConnection, plan: An
         repo.close()
     last = events[-1] if events else None
     missing = last.data.get("missing", []) if last is not None else []
+    written = last.data.get("set", []) if last is not None else []
     if not args.json:
         print(last.message if last is not None else "core.yaml: nothing to change")
+        for path in (last.data.get("ignored", []) if last is not None else []):
+            print(f"--set {path}: ignored, not a site variable the upgraded components need and core.yaml lacks")
         for item in missing:
-            print(f"new site variable to set: {item['path']} ({item['about']}): `sitetk site edit` then `sitetk site submit`")
+            print(f"new site variable to set: {item['path']} ({item['about']}): `sitetk site edit FILE --set "
+                  f"{item['path']}=VALUE` then `sitetk site submit` (or --set it on the next upgrade)")
     return finish(EXIT_OK, branch=branch, message=message, edits=last.data.get("edits", []) if last else [],
-                  missing=missing)
+                  set=written, missing=missing, ignored=last.data.get("ignored", []) if last else [])
+
+
+def _variable_asker(args: argparse.Namespace) -> Any:
+    """Asks each new site variable on a terminal (empty: left unset, listed); None without one."""
+    import sys
+
+    from tui.cli.site_options import parse_set
+
+    if args.json or not sys.stdin.isatty():
+        return None
+
+    async def ask(wanted: list[tuple[str, str]]) -> dict[str, Any]:
+        answers: dict[str, Any] = {}
+        for path, about in wanted:
+            answer = input(f"new site variable {path} ({about}; empty: leave it unset): ").strip()
+            if answer:
+                answers.update(parse_set([f"{path}={answer}"]))
+        return answers
+
+    return ask
 
 
 def _upgrade_table(plan: Any) -> Table:
@@ -417,6 +445,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--override-reason", metavar="TEXT", help="submit core.yaml's new IDs even when its check has errors "
                    "(the reason goes into the commit message and the audit log)")
     p.add_argument("--no-site", action="store_true", help="leave core.yaml alone (the IDs to change are listed)")
+    p.add_argument("--set", action="append", metavar="PATH=VALUE",
+                   help="a new site variable the upgraded components need (YAML value), written with the new IDs; "
+                        "those not given are asked on a terminal, else listed; repeatable")
     _waiting(p)
     _mutating(p)
     p.set_defaults(func=site_command(_upgrades))

@@ -9,7 +9,13 @@ template (`collector_image_id`, nested versions such as `cluster.131.template_id
 values equal to an old ID change, so a variable of another appliance is never touched.
 
 `missing_variables(config, definitions, records)` names the site variables the component library
-defines (public.yaml) for the components offering an upgraded appliance that core.yaml lacks.
+defines (public.yaml) for the components offering an upgraded appliance that core.yaml lacks: the
+new version's new variables (the library describes the version it holds now, so a variable never
+set before is asked the same way). `update_site_ids` takes their values given (`values`, the CLI's
+`--set PATH=VALUE`) or asks for the others (`ask`, a terminal's prompt); each answered one joins the
+same edit, preview and commit as the IDs; one left unanswered is listed with the command that sets
+it. A given path that is not one of them is ignored and said (`ignored`): the upgrade is done by
+then, and its IDs must reach core.yaml all the same.
 
 `update_site_ids(...)` does it with the site machinery every other core.yaml change uses: the site
 branch opened in the working clone (`open_site`), the `EditSite` operation (one preview line per
@@ -22,7 +28,7 @@ for `sitetk site submit`). Nothing in core.yaml to change: nothing is edited or 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 
 from tui.domain.site_config import SiteConfig
 from tui.errors import SiteError
@@ -121,11 +127,26 @@ def upgrade_message(plan: "UpgradePlan", appliances: Iterable[str]) -> str:
     return f"Upgrade {', '.join(rows) or ', '.join(sorted(names))}: core.yaml image and template IDs"
 
 
+#: asks the operator for site variables: (dotted path, what it is) -> {path: value}
+AskVariables = Callable[[list[tuple[str, str]]], Awaitable[Mapping[str, Any]]]
+
+
+def _variable_values(missing: Sequence[tuple[str, str]], values: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The given values of the missing variables, and the given paths that are not one of them
+    (ignored and said: the upgrade itself is done by then, and its IDs must still reach core.yaml)."""
+    wanted = {path for path, _ in missing}
+    stray = sorted(set(values) - wanted)
+    return {p: v for p, v in values.items() if p in wanted and v not in (None, "")}, stray
+
+
 async def update_site_ids(site: "SiteConnection", repo: "GitRepo", branch: str, site_dir: str,
                           password: "VaultPassword", changes: Sequence[IdChange], message: str, *,
-                          override_reason: str | None = None, record_ids: Sequence[str] = ()) -> AsyncIterator[Progress]:
-    """Edit and submit core.yaml (module docstring). The last event's data carries `edits` and
-    `missing` (site variables the library defines that core.yaml lacks)."""
+                          override_reason: str | None = None, record_ids: Sequence[str] = (),
+                          values: Mapping[str, Any] | None = None, ask: AskVariables | None = None
+                          ) -> AsyncIterator[Progress]:
+    """Edit and submit core.yaml (module docstring). The last event's data carries `edits`, `set`
+    (the new site variables written) and `missing` (those the library defines that core.yaml still
+    lacks)."""
     from tui.procedures.operation_stream import stream_operation
     from tui.procedures.setup_facts import library_definitions
     from tui.procedures.site_config import load_site_config
@@ -143,12 +164,24 @@ async def update_site_ids(site: "SiteConnection", repo: "GitRepo", branch: str, 
     except SiteError:
         definitions = None
     missing = missing_variables(config, definitions, record_ids) if definitions else ()
-    found = {"edits": [e.as_json() for e in edits], "missing": [{"path": p, "about": a} for p, a in missing]}
+    given, stray = _variable_values(missing, values or {})
     if not edits:
+        found: dict[str, Any] = {"edits": [], "set": [], "missing": [{"path": p, "about": a} for p, a in missing],
+                                 "ignored": stray}
         yield Progress("core.yaml", 1, 1, f"{ref.site_dir}/core.yaml on {branch} holds none of the replaced IDs: "
                        "nothing to change", "skipped", found)
         return
-    edit = EditSite(ref.path, password, [(e.path, e.new) for e in edits], definitions)
+    to_ask = [(p, a) for p, a in missing if p not in given]
+    if to_ask and ask is not None:
+        answers = await ask(to_ask)
+        given.update({p: v for p, v in answers.items() if p in dict(to_ask) and v not in (None, "")})
+    variables = [(p, given[p]) for p, _ in missing if p in given]
+    left = [(p, a) for p, a in missing if p not in given]
+    found = {"edits": [e.as_json() for e in edits], "set": [p for p, _ in variables],
+             "missing": [{"path": p, "about": a} for p, a in left], "ignored": stray}
+    if variables:
+        message += f"; new site variables {', '.join(p.rsplit('.', 1)[-1] for p, _ in variables)}"
+    edit = EditSite(ref.path, password, [(e.path, e.new) for e in edits] + variables, definitions)
     planned = await edit.plan(site)
     preview = edit.preview(planned)
     yield Progress("core.yaml", 0, 1, f"{len(edits)} key(s) of {ref.site_dir}/core.yaml to change", "running",
@@ -165,5 +198,5 @@ async def update_site_ids(site: "SiteConnection", repo: "GitRepo", branch: str, 
                         "despite the errors).") from None
     async for event in stream_operation(site, submit, plan):
         yield event
-    said = "; ".join(f"{e.path} {e.old} -> {e.new}" for e in edits)
+    said = "; ".join([f"{e.path} {e.old} -> {e.new}" for e in edits] + [f"{p} set" for p, _ in variables])
     yield Progress("core.yaml", 1, 1, f"{ref.site_dir}/core.yaml on {branch}: {said}", "done", found)
