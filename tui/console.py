@@ -50,7 +50,6 @@ def demo_settings(server: Any, base: Any) -> Any:
         sites_token_file=None,
         library_token_file=None,
         repos_dir=Path(sim_site.state_dir) / "clones",
-        manager_url=server.flow_url,  # the site serves the manager's API on its own port (tui.sim.manager_api)
     )
 
 
@@ -101,7 +100,7 @@ def demo_settings_for(endpoints: Any, base: Any) -> Any:
         return settings
     return replace(settings, sites_repo=endpoints.sites_repo, library_repo=endpoints.library_repo,
                    vault_password_file=Path(endpoints.vault_password_file), sites_token_file=None,
-                   library_token_file=None, repos_dir=endpoints.state_dir / "clones", manager_url=endpoints.oneflow)
+                   library_token_file=None, repos_dir=endpoints.state_dir / "clones")
 
 
 def demo_connection(child: Any, settings: Any) -> Any:

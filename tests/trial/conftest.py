@@ -22,7 +22,7 @@ from tui.sim.manager_api import manager_vm
 from tui.sim.repos import EXISTING_SITE, SIM_VAULT_PASSWORD
 from tui.sim.server import SimServer
 
-MANAGER_ENV = "SITETK_MANAGER_URL"
+PROXY_ENV = "SITETK_GUEST_PROXY"
 
 
 @pytest.fixture(autouse=True)
@@ -66,7 +66,7 @@ def trial_site(sim_factory, monkeypatch, tmp_path: Path) -> tuple[SimServer, Pat
     server: SimServer = sim_factory(scenario="deployed")
     manager_ready(server)
     point_at(server, monkeypatch)  # the vault password file: what the manager decrypts core.yaml with
-    monkeypatch.setenv(MANAGER_ENV, server.flow_url)
+    monkeypatch.setenv(PROXY_ENV, server.market_url)  # the VMs reached through the site's port
     audit = tmp_path / "audit.jsonl"
     monkeypatch.setenv(AUDIT_ENV, str(audit))
     inputs = tmp_path / "inputs.json"

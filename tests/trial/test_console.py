@@ -30,14 +30,14 @@ async def test_d_on_the_trial_run_step_activates_it_with_its_progress(trial_site
     data["custom_attrs_values"]["app_manager_admin_password"] = password
     inputs.write_text(json.dumps(data))
     settings = demo_settings(server, Settings(state_dir=tmp_path / "console-state", audit_log=tmp_path / "audit.log"))
-    assert settings.manager_url == server.flow_url
+    assert settings.guest_proxy == server.market_url and not settings.manager_url  # the VM's address, proxied
     app = SiteToolkitApp(SiteConnection(dataclasses.replace(settings, refresh_interval=3600.0)), clock=frozen_clock)
     async with app.run_test(size=(140, 40)) as pilot:
         screen = await checklist_with_input(pilot, inputs, "trial-run")
         screen.poll_interval = 0.02
         await pilot.press("d")
         modal = await wait_for_screen(pilot, ConfirmModal, timeout=60, what="the trial network's preview")
-        assert "curl -X PUT" in modal.command and password not in modal.command
+        assert " -X PUT " in modal.command and password not in modal.command
         await pilot.press("tab", "enter")
         await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmModal), what="the modal to close")
         await wait_for(pilot, lambda: not screen.running and not screen.reading, timeout=120, what="the step's end")

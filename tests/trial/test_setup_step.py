@@ -32,7 +32,7 @@ def test_setup_run_only_trial_run_activates_it_and_a_failed_one_fails_the_step(t
 
     code, data, err = run(capsys, "setup", "run", *file, "--only", STEP, "--dry-run", "--json")
     assert code == 0, (data, err)
-    assert [c["cli"].split(" ", 3)[:3] for c in data["preview"]["changes"]][2] == ["curl", "-X", "PUT"]
+    assert " -X PUT " in data["preview"]["changes"][2]["cli"]
 
     server.site.faults.manager_fail_activation = "ERROR: the bastion's VPN did not start"
     code, data, err = run(capsys, "setup", "run", *file, "--only", STEP, "--yes", "--poll", "0.02", "--json")

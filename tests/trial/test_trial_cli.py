@@ -37,8 +37,10 @@ def test_run_activates_reports_and_destroy_leaves_nothing(trial_site, capsys) ->
     code, data, err = run(capsys, "trial", "run", "--dry-run", "--json")
     assert code == 0, (data, err)
     commands = data["preview"]["changes"]
-    assert [c["cli"].split()[0:3] for c in commands][:3] == [["curl", "-X", "POST"], ["curl", "-X", "POST"],
-                                                              ["curl", "-X", "PUT"]]
+    proxy = f"curl -x {server.market_url}"  # the manager VM's address, through the site's port as a proxy
+    assert [c["cli"].split(" -H ")[0].split(" -u ")[0] for c in commands][:3] == [
+        f"{proxy} -X POST", f"{proxy} -X POST", f"{proxy} -X PUT"]
+    assert commands[2]["cli"].endswith(":5000/api/v1/trial-networks/sitetktest/activate")
     text = json.dumps(data)
     assert all(secret not in text for secret in _secrets(server)) and "demo-sites-token" not in text
     assert "deployment_site_token=<VAULT_PASSWORD_FILE" in commands[1]["cli"]
@@ -112,6 +114,22 @@ def test_an_unreachable_manager_is_said_with_its_address(trial_site, capsys, mon
     monkeypatch.setenv("SITETK_MANAGER_URL", f"http://127.0.0.1:{unused_port}")
     code, data, _ = run(capsys, "trial", "run", "--yes", "--json", *FAST)
     assert code == 1 and f"Nothing listening at http://127.0.0.1:{unused_port}" in json.dumps(data), data
+
+
+def test_a_manager_whose_database_is_down_does_not_answer(sim_factory, monkeypatch, capsys) -> None:
+    """The deployed scenario as it is: the manager VM on a host without AVX (DB_ERROR)."""
+    from tests.setup.conftest import point_at
+
+    server: SimServer = sim_factory(scenario="deployed")
+    point_at(server, monkeypatch)
+    monkeypatch.setenv("SITETK_GUEST_PROXY", server.market_url)
+    code, data, _ = run(capsys, "trial", "run", "--dry-run", "--json")
+    assert code == 0 and any("reports DB_ERROR" in w for w in data["preview"]["warnings"]), data
+    assert data["plan"]["manager"]["url"].endswith(":5000") and data["plan"]["manager"]["proxy"] == server.market_url
+    assert data["preview"]["changes"][0]["cli"].startswith(f"curl -x {server.market_url} -X POST -u ")
+    code, data, _ = run(capsys, "trial", "run", "--yes", "--json", *FAST)
+    assert code == 1 and "Nothing answering at http://" in data["error"]["title"], data
+    assert "(through the proxy" in data["error"]["title"]
 
 
 def test_a_slow_activation_stops_waiting_at_the_timeout_and_status_follows(trial_site, capsys) -> None:

@@ -40,13 +40,15 @@ class ManagerError(SiteError):
 
 
 class ManagerApi:
-    def __init__(self, base_url: str, *, timeout: float = 30.0, secrets: tuple[str, ...] = (),
+    def __init__(self, base_url: str, *, timeout: float = 30.0, secrets: tuple[str, ...] = (), proxy: str = "",
                  transport: httpx.AsyncBaseTransport | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
+        self.proxy = proxy
         self._secrets = tuple(s for s in secrets if s)
         self._token = ""
-        self._client = httpx.AsyncClient(timeout=timeout, transport=transport, follow_redirects=False)
+        self._client = httpx.AsyncClient(timeout=timeout, transport=transport, follow_redirects=False,
+                                         proxy=proxy or None, trust_env=not proxy)
 
     async def close(self) -> None:
         await self._client.aclose()
@@ -77,6 +79,12 @@ class ManagerApi:
             raise malformed(url, SERVICE, f"{what}: {error}") from None
         except httpx.HTTPError as error:
             raise transport_error(error, service=SERVICE, url=url, timeout=wait, hint=HINT, secrets=self._secrets) from None
+        if self.proxy and response.status_code in (502, 503, 504) and "json" not in response.headers.get(
+                "content-type", ""):  # the proxy's own answer: it could not reach the manager
+            raise SiteError(f"Nothing answering at {url} (through the proxy {self.proxy})",
+                            f"The proxy could not connect ({response.status_code}: "
+                            f"{self._hide(response.text.strip()[:200])}): is {SERVICE} running? Check {HINT}.",
+                            retryable=True)
         try:
             payload = json.loads(response.content or b"null")
         except (ValueError, UnicodeDecodeError):

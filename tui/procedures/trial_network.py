@@ -84,12 +84,21 @@ class ManagerAccess:
     vm_id: int | None = None
     #: why the manager may not answer (its VM not RUNNING, its database down): said, not refused
     warnings: tuple[str, ...] = ()
+    #: the HTTP proxy the VM's address is reached through (`Settings.guest_proxy`), "" directly
+    proxy: str = ""
+
+    def api(self, timeout: float, *secrets: str) -> ManagerApi:
+        return ManagerApi(self.url, timeout=timeout, secrets=(self.password, *secrets), proxy=self.proxy)
+
+    @property
+    def curl(self) -> str:
+        return f"curl -x {shlex.quote(self.proxy)}" if self.proxy else "curl"
 
     def curl_login(self) -> str:
-        return f"curl -X POST -u {shlex.quote(self.user)} {self.url}/api/v1/user/login   # asks the password"
+        return f"{self.curl} -X POST -u {shlex.quote(self.user)} {self.url}/api/v1/user/login   # asks the password"
 
     def as_json(self) -> dict[str, Any]:
-        return {"url": self.url, "url_source": self.url_source, "user": self.user, "user_source": self.user_source,
+        return {"url": self.url, "url_source": self.url_source, "proxy": self.proxy, "user": self.user, "user_source": self.user_source,
                 "vm_id": self.vm_id, "warnings": list(self.warnings)}
 
 
@@ -107,15 +116,15 @@ class TrialPlan:
     descriptor_path: str = SAMPLE_DESCRIPTOR
 
     def curls(self) -> tuple[str, ...]:
-        url, auth = self.access.url + "/api/v1", '-H "Authorization: Bearer $TOKEN"'
+        url, auth, curl = self.access.url + "/api/v1", '-H "Authorization: Bearer $TOKEN"', self.access.curl
         return (
             self.access.curl_login(),
-            f"curl -X POST {auth} -F tn_id={shlex.quote(self.tn_id)} -F descriptor=@{self.descriptor_path} "
+            f"{curl} -X POST {auth} -F tn_id={shlex.quote(self.tn_id)} -F descriptor=@{self.descriptor_path} "
             f"-F library_reference_type={self.library_type} -F library_reference_value={shlex.quote(self.library_value)} "
             f"-F sites_branch={shlex.quote(self.sites_branch)} -F deployment_site={shlex.quote(self.deployment_site)} "
             f"-F 'deployment_site_token=<VAULT_PASSWORD_FILE' '{url}/trial-network?validate=True'",
-            f"curl -X PUT {auth} {url}/trial-networks/{self.tn_id}/activate",
-            f"curl {auth} {url}/trial-networks/{self.tn_id}/report/content",
+            f"{curl} -X PUT {auth} {url}/trial-networks/{self.tn_id}/activate",
+            f"{curl} {auth} {url}/trial-networks/{self.tn_id}/report/content",
         )
 
     def preview(self) -> Preview:
@@ -201,10 +210,14 @@ async def manager_access(site: "SiteConnection", values: Mapping[str, str] | Non
                             f"Its CONTEXT lacks {user_name.upper()} or {password_name.upper()}: give them in the "
                             "input file (--input FILE).")
     REDACTOR.register(password)
+    proxy = ""
     if site.settings.manager_url:
         url, url_source = site.settings.manager_url.rstrip("/"), f"setting manager_url ({site.settings.sources.get('manager_url', 'config')})"
     elif vm is not None and vm.summary.ips:
         url, url_source = f"http://{vm.summary.ips[0]}:{MANAGER_PORT}", f"the manager VM {vm.id}'s address"
+        proxy = site.settings.guest_proxy
+        if proxy:
+            url_source += f", through the proxy {proxy} (guest_proxy)"
     else:
         raise SiteError("The manager's address is unknown",
                         "No live toolkit manager VM with an address: deploy the toolkit, or set manager_url in [site] "
@@ -216,7 +229,8 @@ async def manager_access(site: "SiteConnection", values: Mapping[str, str] | Non
         if db_error:
             warnings.append(f"the manager VM {vm.id} reports DB_ERROR ({escape_controls(db_error)}): its database is "
                             "down, so the manager does not answer (the setup's database-host step moves it)")
-    return ManagerAccess(url, url_source, user, password, source, vm.id if vm is not None else None, tuple(warnings))
+    return ManagerAccess(url, url_source, user, password, source, vm.id if vm is not None else None, tuple(warnings),
+                         proxy)
 
 
 async def plan_trial(site: "SiteConnection", values: Mapping[str, str] | None = None, *, tn_id: str = DEFAULT_TN_ID,
@@ -309,7 +323,7 @@ async def read_trial_fact(site: "SiteConnection", values: Mapping[str, str], tn_
     except SiteError as error:
         return TrialFact(tn_id, error=f"{error.title}: {error.detail}")
     try:
-        async with ManagerApi(access.url, timeout=timeout, secrets=(access.password,)) as api:
+        async with access.api(timeout) as api:
             await api.login(access.user, access.password)
             record = await api.get(tn_id)
     except SiteError as error:
@@ -351,8 +365,7 @@ class RunTrialNetwork(Operation[TrialPlan, TrialResult]):
     async def execute(self, site: "SiteConnection", plan: TrialPlan, context: RunContext) -> TrialResult:
         total, tn = 5, plan.tn_id
         started = time.monotonic()
-        async with ManagerApi(plan.access.url, timeout=self.http_timeout,
-                              secrets=(plan.access.password, plan.site_token)) as api:
+        async with plan.access.api(self.http_timeout, plan.site_token) as api:
             context.report(Progress("login", 0, total, f"logging in to {plan.access.url} as {plan.access.user!r}"))
             await api.login(plan.access.user, plan.access.password)
             context.report(Progress("login", 1, total, f"logged in as {plan.access.user!r}", "done"))
@@ -492,10 +505,10 @@ class DestroyPlan:
                           "none")]
         if "destroy" in self.steps:
             changes.append(Change(f"destroy trial network {self.tn_id} ({self.state}): the automation server's destroy "
-                                  "pipeline removes its VMs and networks", f"curl -X DELETE {auth} "
+                                  "pipeline removes its VMs and networks", f"{self.access.curl} -X DELETE {auth} "
                                   f"{url}/trial-networks/{self.tn_id}/destroy", "delete"))
         if "purge" in self.steps:
-            changes.append(Change("purge its record from the manager", f"curl -X DELETE {auth} "
+            changes.append(Change("purge its record from the manager", f"{self.access.curl} -X DELETE {auth} "
                                   f"{url}/trial-networks/{self.tn_id}/purge", "delete"))
         warnings = () if self.steps else (f"trial network {self.tn_id} is {self.state}: the manager destroys only "
                                           f"{', '.join(DESTROY_FROM)} and purges {', '.join(PURGE_FROM)}",)
@@ -518,7 +531,7 @@ class Destroyed:
 
 async def read_trial(access: ManagerAccess, tn_id: str, *, timeout: float = 30.0) -> tuple[dict[str, Any] | None, str, str]:
     """(record or None, report or "", log's end or "") of a trial network, read only."""
-    async with ManagerApi(access.url, timeout=timeout, secrets=(access.password,)) as api:
+    async with access.api(timeout) as api:
         await api.login(access.user, access.password)
         record = await api.get(tn_id)
         if record is None:
@@ -548,7 +561,7 @@ class DestroyTrialNetwork(Operation[DestroyPlan, Destroyed]):
         if problem:
             raise SiteError(f"Trial network id {self.tn_id!r} refused", f"The manager's rule: {problem}.")
         access = await manager_access(site, self.values)
-        async with ManagerApi(access.url, timeout=self.http_timeout, secrets=(access.password,)) as api:
+        async with access.api(self.http_timeout) as api:
             await api.login(access.user, access.password)
             record = await api.get(self.tn_id)
         return DestroyPlan(access, self.tn_id, str(record.get("state", "")) if record else "")
@@ -564,7 +577,7 @@ class DestroyTrialNetwork(Operation[DestroyPlan, Destroyed]):
 
     async def execute(self, site: "SiteConnection", plan: DestroyPlan, context: RunContext) -> Destroyed:
         total = len(plan.steps) + 1
-        async with ManagerApi(plan.access.url, timeout=self.http_timeout, secrets=(plan.access.password,)) as api:
+        async with plan.access.api(self.http_timeout) as api:
             context.report(Progress("login", 0, total, f"logging in to {plan.access.url}"))
             await api.login(plan.access.user, plan.access.password)
             record = await api.get(plan.tn_id)

@@ -3,6 +3,9 @@
 Reimplemented from the manager's public source, 6G-SANDBOX/TNLCM at tag v0.5.2 (read with
 `git show v0.5.2:<path>`; none of its code is copied). What is followed, with where:
 
+- served at `http://<the manager VM's address>:5000` through the site's port used as an HTTP
+  proxy (tui.sim.server `_guest`, `SITETK_GUEST_PROXY`; conf/gunicorn_conf.py 11, .env.template
+  127), and at the site's own URL under /api/v1/ (`manager_url`);
 - routes (app.py 41-47: the namespaces under /api/v1/...):
   - `POST /api/v1/user/login`: HTTP Basic; 201 `{access_token, refresh_token}`; no or incomplete
     credentials 401 "Could not verify user X", an unknown user 404 "User not found", a wrong
@@ -178,6 +181,21 @@ def manager_vm(site: SimSite) -> SimVm | None:
 
 def _running(vm: SimVm) -> bool:
     return vm.state == VmState.ACTIVE and vm.lcm_state == LcmState.RUNNING
+
+
+#: the manager's port: gunicorn binds 0.0.0.0:TNLCM_PORT (conf/gunicorn_conf.py 11), 5000 in the
+#: template environment (.env.template 127)
+PORT = 5000
+
+
+def serves(site: SimSite, host: str, port: int) -> bool:
+    """Whether `host:port` is the manager's API (the manager VM's address, port 5000)."""
+    if port != PORT:
+        return False
+    with site.lock:
+        vm = manager_vm(site)
+        return vm is not None and any(scalar(nic, "IP", "") == host for name, nic in vm.template
+                                      if name == "NIC" and isinstance(nic, list))
 
 
 def _listening(site: SimSite) -> bool:

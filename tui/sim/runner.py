@@ -72,11 +72,10 @@ def write_client_files(server: SimServer) -> None:
     (directory / "oneflow_endpoint").write_text(server.flow_url + "\n")
     lines = ["# the console's config file for the embedded site (sitetk sim)",
              f"state_dir = {_toml_string(str(directory / 'console'))}", "", "[site]"]
-    # the manager's API is served on the site's own port (tui.sim.manager_api): the VM's address is not;
-    # the route manager's API is reached through that port as through an HTTP proxy (tui.sim.route_manager)
+    # the VMs' services (the route manager, the trial-network manager) are reached through that port as
+    # through an HTTP proxy (tui.sim.route_manager, tui.sim.manager_api)
     for key, value in (("sites_repo", site.sites_repo), ("library_repo", site.library_repo),
-                       ("vault_password_file", site.vault_password_file), ("manager_url", server.flow_url),
-                       ("guest_proxy", server.market_url)):
+                       ("vault_password_file", site.vault_password_file), ("guest_proxy", server.market_url)):
         if value:
             lines.append(f"{key} = {_toml_string(str(value))}")
     (directory / "config.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")

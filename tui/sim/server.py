@@ -192,11 +192,17 @@ class _Handler(BaseHTTPRequestHandler):
 
         parts = urlsplit(url)
         site = self.server.site
+        path = parts.path + (f"?{parts.query}" if parts.query else "")
         with site.lock:
             manager = route_manager.find(site, parts.hostname or "", parts.port or 80)
             if manager is not None:
-                path = parts.path + (f"?{parts.query}" if parts.query else "")
                 return route_manager.handle(site, manager, method, path, self.headers, body)
+        from tui.sim.manager_api import DROP, handle_manager, serves
+
+        if serves(site, parts.hostname or "", parts.port or 80):  # the trial-network manager's API
+            answer = handle_manager(site, method, path, self.headers, body)
+            if answer[0] != DROP:
+                return answer
         return 502, {"Content-Type": "text/plain"}, f"connect to {parts.netloc} failed: connection refused\n".encode()
 
 
