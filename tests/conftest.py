@@ -24,6 +24,7 @@ from typing import Callable, Iterator
 
 import pytest
 
+from tui import timing
 from tui.adapters.vault import VaultPassword, read_password_file
 from tui.sim.platform import DEFAULT_VERSION, EMULATED_VERSIONS, TEST_ONLY_VERSIONS, version_key
 from tui.sim.runner import start_sim
@@ -176,6 +177,15 @@ def sim_factory(site_factory: SiteFactory, one_version: str) -> Iterator[SimFact
 @pytest.fixture
 def sim(sim_factory: SimFactory) -> SimServer:
     return sim_factory()
+
+
+@pytest.fixture
+def driven_clock(monkeypatch: pytest.MonkeyPatch) -> timing.Clock:
+    """The clock of the procedures' deadlines and heartbeats (`tui.timing`), this test's own: a test
+    of a timeout lets the site reach the situation, then advances it past the deadline."""
+    clock = timing.Clock()
+    monkeypatch.setattr(timing, "CLOCK", clock)
+    return clock
 
 
 # --- vault password files (one password for every test that encrypts a site file) ---------------

@@ -16,6 +16,7 @@ import pytest
 
 from tests.adapters.conftest import eventually
 from tui.adapters.cloud import CloudClient
+from tui.adapters.retry import NO_PAUSE
 from tui.errors import SiteError
 
 pytestmark = pytest.mark.usefixtures("sim_only")
@@ -178,6 +179,7 @@ async def test_one_slow_method_does_not_hold_the_others(sim: Any) -> None:
 
 
 async def test_injected_failures_are_site_errors_never_crashes(sim: Any, cloud: CloudClient) -> None:
+    cloud.retry_policy = NO_PAUSE  # every try fails: six tries a call, without the back-off's second
     sim.site.faults.fail_rate = 1.0
     calls: list[Callable[[], Awaitable[Any]]] = [
         cloud.version, cloud.list_vms, cloud.list_hosts, cloud.list_images, cloud.list_users,

@@ -12,6 +12,7 @@ import pytest
 
 from tests.adapters.conftest import CALL_TIMEOUT_S, SiteUnderTest
 from tui.adapters.marketplace import MarketplaceClient
+from tui.adapters.retry import NO_PAUSE
 from tui.domain.appliances import ApplianceType
 from tui.errors import SiteError
 
@@ -114,6 +115,7 @@ async def test_record_faults_and_slow_answers(sim_only: None, sim: Any) -> None:
 
 
 async def test_refused_and_injected_failures(sim_only: None, sim: Any, market: MarketplaceClient) -> None:
+    market.retry_policy = NO_PAUSE  # every try fails: the tries without the back-off's pauses
     sim.site.faults.fail_rate = 1.0
     try:
         for _ in range(6):

@@ -10,6 +10,7 @@ deployment view shows it and `m` opens the hosts screen's move for that VM.
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,10 @@ import pytest
 from tests.sim.flow_support import values_key
 from tests.toolkit.conftest import FAST
 from tests.ui.conftest import console_app
+from tests.waiting import wait_until
 from tui.__main__ import main
 from tui.cli.common import EXIT_FAILED
+from tui.domain.template_text import scalar
 from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
 from tui.procedures.deploy_waits import explain_roles, format_elapsed
@@ -28,6 +31,7 @@ from tui.procedures.toolkit import record_for_service
 from tui.settings import Settings
 from tui.sim.scenarios import AUTOMATION_PASSWORD
 from tui.sim.server import SimServer
+from tui.timing import Clock
 
 WESTMERE = 2
 
@@ -47,7 +51,8 @@ async def _site(server: SimServer) -> SiteConnection:
     return site
 
 
-async def test_a_role_that_stays_deploying_says_why_with_the_host_verdict_and_the_move(deployed: SimServer) -> None:
+async def test_a_role_that_stays_deploying_says_why_with_the_host_verdict_and_the_move(deployed: SimServer,
+                                                                                      driven_clock: Clock) -> None:
     site = await _site(deployed)
     try:
         [service] = await site.flow.list_services()
@@ -62,10 +67,12 @@ async def test_a_role_that_stays_deploying_says_why_with_the_host_verdict_and_th
 
         record = record_for_service(site, service, 0, "toolkit", "7.0.0", "tkauto")
         events: list[Any] = []
-        with pytest.raises(SiteError, match="not RUNNING after") as caught:
-            async for event in follow_deployment(site, record, timeout=3.0, key_timeout=5.0,
-                                                 poll_interval=FAST["poll_interval"], heartbeat=0.5):
+        with pytest.raises(SiteError, match="not RUNNING after 600 s") as caught:
+            async for event in follow_deployment(site, record, timeout=600.0, key_timeout=5.0,
+                                                 poll_interval=FAST["poll_interval"], heartbeat=0.2):
                 events.append(event)
+                if event.step == "service" and "elapsed_s" in event.data:  # a heartbeat came: now the deadline
+                    driven_clock.advance(601)
         beats = [e for e in events if e.step == "role manager" and "waiting" in e.data]
         assert beats, [e.message for e in events]
         assert "DEPLOYING for " in beats[-1].message and "waits for its VMs to run" in beats[-1].message
@@ -78,9 +85,11 @@ async def test_a_role_that_stays_deploying_says_why_with_the_host_verdict_and_th
 
 
 def test_the_cli_prints_why_and_the_move_command(deployed: SimServer, monkeypatch: pytest.MonkeyPatch,
-                                                 capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+                                                 capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                 driven_clock: Clock) -> None:
     """`toolkit deploy --wait` follows through the same procedure; here a new deployment whose
-    manager lands on a host without AVX (the compatible hosts are disabled first)."""
+    manager lands on a host without AVX (the compatible hosts are disabled first). Its timeout is
+    not waited out: once the new manager runs there, the follow's clock is moved past it."""
     monkeypatch.setenv("ONE_XMLRPC", deployed.xmlrpc_url)
     monkeypatch.setenv("ONE_AUTH", str(deployed.site.state_dir / "one_auth"))
     monkeypatch.setenv("ONEFLOW_URL", deployed.flow_url)
@@ -102,12 +111,30 @@ def test_the_cli_prints_why_and_the_move_command(deployed: SimServer, monkeypatc
         for host in deployed.site.hosts.values():
             if host.id not in (WESTMERE,):
                 host.state = 4
-    code = main(["toolkit", "deploy", "--input", str(path), "--wait", "--yes", "--timeout", "20", "--poll", "0.05",
-                 "--heartbeat", "0.5", "--another", "Site Toolkit second"])
+    with deployed.site.lock:
+        services_before = {d.id for d in deployed.site.documents.values() if d.type == 100}
+    with ThreadPoolExecutor(1) as pool:
+        run = pool.submit(main, ["toolkit", "deploy", "--input", str(path), "--wait", "--yes", "--timeout", "600",
+                                 "--poll", "0.05", "--heartbeat", "0.5", "--another", "Site Toolkit second"])
+        wait_until(lambda: run.done() or _new_manager_runs_on(deployed, WESTMERE, services_before), timeout=60,
+                   what="the new deployment's manager VM running on the host without AVX")
+        driven_clock.advance(601)
+        code = run.result(timeout=120)
     err = capsys.readouterr().err
     assert code == EXIT_FAILED
     assert "role manager" in err and "waits for its VMs to run and report READY=YES" in err
     assert "kvm-westmere-01" in err and "sitetk hosts move" in err
+
+
+def _new_manager_runs_on(server: SimServer, host_id: int, services_before: set[int]) -> bool:
+    """Whether a manager VM of a service created since is RUNNING (ACTIVE/RUNNING) on `host_id`."""
+    with server.site.lock:
+        for vm in server.site.vms.values():
+            service = scalar(vm.user_template, "SERVICE_ID")
+            if (scalar(vm.user_template, "ROLE_NAME") == "manager" and service and int(service) not in services_before
+                    and vm.history and vm.history[-1].host_id == host_id and (vm.state, vm.lcm_state) == (3, 3)):
+                return True
+    return False
 
 
 async def test_the_deployment_view_explains_and_m_opens_the_move(deployed: SimServer) -> None:

@@ -54,6 +54,9 @@ class RetryPolicy:
 DEFAULT_POLICY = RetryPolicy()
 #: one try only (for tests and callers that handle failures themselves)
 NO_RETRY = RetryPolicy(attempts=1)
+#: the tries of DEFAULT_POLICY without its pauses: a test of a site that fails every try sees each
+#: retry made without waiting the back-off out (about a second a call)
+NO_PAUSE = RetryPolicy(first_pause=0.0, max_pause=0.0, jitter=0.0)
 
 _rng = random.Random()
 

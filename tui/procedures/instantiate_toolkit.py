@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import shlex
-import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, AsyncIterator, Mapping
@@ -61,6 +60,7 @@ from tui.procedures.toolkit import (
     refresh_site_record,
     utc_now,
 )
+from tui.timing import monotonic
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection
@@ -460,7 +460,7 @@ async def follow_deployment(
     count = total if total is not None else done + len(follow_steps(role_names))
     follower = _Follower(site, record, done, count)
     service_id = record.service_id
-    started = time.monotonic()
+    started = monotonic()
     deadline = started + timeout
     next_beat = started + heartbeat
     since: dict[str, float] = {}
@@ -481,7 +481,7 @@ async def follow_deployment(
                 raise SiteError(f"Service {service_id} disappeared",
                                 "It was deleted while being followed (by another operator or an automatic "
                                 "deletion). Nothing was recorded beyond what the site record holds.") from None
-            if not error.retryable or time.monotonic() > deadline:
+            if not error.retryable or monotonic() > deadline:
                 raise
             yield Progress(STEP_SERVICE, follower.done, count, f"the site did not answer ({error.title}); retrying",
                            "running", {"service_id": service_id}, DeployStep(service_id))
@@ -492,7 +492,7 @@ async def follow_deployment(
             message = _role_message(role)
             if seen.get(key) != message:
                 seen[key] = message
-                since[key] = time.monotonic()
+                since[key] = monotonic()
                 state = _step_state(role.state_name)
                 at = follower.finish(key) if state == "done" else follower.done
                 yield Progress(key, at, count, message, state,
@@ -524,13 +524,13 @@ async def follow_deployment(
                 + f"\nThe service was left as it is: inspect it (`oneflow show {service_id}`), then retry with "
                   f"`oneflow recover {service_id}` or remove it with `{delete_command(service_id, service.state)}`.",
                 service_id, service.state_name, log)
-        now = time.monotonic()
+        now = monotonic()
         if now >= next_beat and now <= deadline:
             next_beat = now + heartbeat
             for beat in _waiting_events(await explain_roles(site, service), service, since, started, now,
                                         follower.done, count):
                 yield beat
-        if time.monotonic() > deadline:
+        if monotonic() > deadline:
             await follower.update_roles(service)
             stuck = await _diagnose(site, service)
             raise SiteError(f"Service {service_id} not RUNNING after {timeout:g} s",
@@ -558,7 +558,7 @@ async def _wait_for_key(follower: _Follower, key_timeout: float, poll_interval: 
         yield Progress(STEP_KEY, follower.done, follower.total,
                        f"waiting for VM {vm.vm_id if vm else '?'} to publish {attribute}", "running",
                        {"service_id": record.service_id}, DeployStep(record.service_id))
-        started = time.monotonic()
+        started = monotonic()
         deadline = started + key_timeout
         next_beat = started + heartbeat
         while True:
@@ -575,7 +575,7 @@ async def _wait_for_key(follower: _Follower, key_timeout: float, poll_interval: 
                                "skipped", {"service_id": record.service_id, "cancelled": True},
                                DeployStep(record.service_id, cancelled=True))
                 return
-            now = time.monotonic()
+            now = monotonic()
             if next_beat <= now <= deadline:
                 next_beat = now + heartbeat
                 vm = follower.record.automation_vm
@@ -585,7 +585,7 @@ async def _wait_for_key(follower: _Follower, key_timeout: float, poll_interval: 
                                f"{who} to publish {attribute}: its appliance does once its automation server runs",
                                "running", {"service_id": record.service_id, "elapsed_s": round(now - started, 1)},
                                DeployStep(record.service_id))
-            if time.monotonic() > deadline:
+            if monotonic() > deadline:
                 vm = follower.record.automation_vm
                 if vm is None:
                     message = (f"role {follower.record.automation_role} of service {record.service_id} has no VM yet, "
