@@ -3,6 +3,7 @@ reuses what the first created; nothing is created twice, neither exits with a si
 
 from __future__ import annotations
 
+import threading
 from typing import Callable
 
 from tests.faults.processes import POLL, Runner
@@ -19,16 +20,20 @@ def _named(server: SimServer, name: str) -> tuple[list[int], list[int], list[int
 
 def test_the_second_of_two_identical_downloads_waits_for_the_first_and_reuses_its_objects(
         sim_factory: Callable[..., SimServer], sitetk: Callable[[SimServer], Runner]) -> None:
-    server = sim_factory(time_scale=0.1)
+    server = sim_factory()
     runner = sitetk(server)
-    with server.site.lock:  # both plan before either has created anything: the first allocation is slow
-        server.site.faults.method_delay_ms["one.image.allocate"] = 4000
+    allocation = threading.Event()  # both plan before either has created anything: the first allocation is held
+    with server.site.lock:
+        server.site.faults.hold_methods["one.image.allocate"] = allocation
     argv = ("market", "download", f"{server.market_url}#service_dns", "--datastore", "1", "--name", "dns-race",
             "--yes", "--poll", POLL)
-    first = runner.start(*argv)
-    first.wait_for_line("creating the image")
-    second = runner.start(*argv)
-    waiting = second.wait_for_line("waiting for process")
+    try:
+        first = runner.start(*argv)
+        first.wait_for_line("creating the image")
+        second = runner.start(*argv)
+        waiting = second.wait_for_line("waiting for process")
+    finally:
+        allocation.set()
     assert f"process {first.process.pid} (" in waiting and "downloading the same appliance" in waiting
     assert first.finish() == 0, first.stderr
     assert second.finish() == 0, second.stderr
@@ -43,15 +48,19 @@ def test_the_second_of_two_identical_downloads_waits_for_the_first_and_reuses_it
 
 def test_a_second_download_that_waits_too_long_fails_naming_the_first_and_changes_nothing(
         sim_factory: Callable[..., SimServer], sitetk: Callable[[SimServer], Runner]) -> None:
-    server = sim_factory(time_scale=0.1)
+    server = sim_factory()
     runner = sitetk(server)
+    allocation = threading.Event()  # the first holds the lock until the second has given up
     with server.site.lock:
-        server.site.faults.method_delay_ms["one.image.allocate"] = 6000
+        server.site.faults.hold_methods["one.image.allocate"] = allocation
     argv = ("market", "download", f"{server.market_url}#service_dns", "--datastore", "1", "--name", "dns-slow",
             "--yes", "--poll", POLL)
     first = runner.start(*argv)
     first.wait_for_line("creating the image")
-    code, second = runner.run(*argv, "--timeout", "1")
+    try:
+        code, second = runner.run(*argv, "--timeout", "0.2")
+    finally:
+        allocation.set()
     assert code == 1, second.stderr
     assert "Another download of DNS Server" in second.stderr and "is still running" in second.stderr
     assert f"process {first.process.pid} (" in second.stderr and "Nothing was changed" in second.stderr

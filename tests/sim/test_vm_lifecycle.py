@@ -36,11 +36,34 @@ def _observe(client: Any, vm_id: int, final: tuple[int, int], timeout: float = 2
     return seen
 
 
+def _stepped(sim: SimServer, vm_id: int, final: tuple[int, int], steps: int = 500) -> list[tuple[int, int]]:
+    """Every distinct (STATE, LCM_STATE) the VM passes through until `final`, the site's events run
+    one at a time (a site started with time_scale=1000.0 runs none unless stepped): no state can be
+    missed between two polls, and nothing waits."""
+    client = one(sim)
+    seen = [states(client, vm_id)]
+    for _ in range(steps):
+        if seen[-1] == final:
+            return seen
+        assert sim.site.run_next_event(), f"nothing left to run, VM {vm_id} went through {seen}"
+        current = states(client, vm_id)
+        if current != seen[-1]:
+            seen.append(current)
+    raise AssertionError(f"VM {vm_id} not in {final} after {steps} events: {seen}")
+
+
+def _stepped_running(sim: SimServer) -> tuple[Any, int]:
+    client = one(sim)
+    vm_id = client.template.instantiate(0, "vm", False, "", False)
+    _stepped(sim, vm_id, (ACTIVE, 3))
+    return client, vm_id
+
+
 def test_a_new_vm_boots_through_prolog_and_boot_on_a_monitored_host(sim_factory) -> None:
-    sim = sim_factory(time_scale=0.1)
+    sim = sim_factory(time_scale=1000.0)  # no event runs unless stepped
     client = one(sim)
     vm_id = client.template.instantiate(0, "web")
-    assert _observe(client, vm_id, (ACTIVE, 3)) == [(PENDING, 0), (ACTIVE, 1), (ACTIVE, 2), (ACTIVE, 3)]
+    assert _stepped(sim, vm_id, (ACTIVE, 3)) == [(PENDING, 0), (ACTIVE, 1), (ACTIVE, 2), (ACTIVE, 3)]
     vm = client.vm.info(vm_id)
     history = vm.HISTORY_RECORDS.HISTORY
     assert len(history) == 1 and history[0].SEQ == 0
@@ -49,15 +72,15 @@ def test_a_new_vm_boots_through_prolog_and_boot_on_a_monitored_host(sim_factory)
 
 
 def test_undeploy_and_deploy_on_a_chosen_host_add_a_history_record(sim_factory) -> None:
-    sim = sim_factory(time_scale=0.1)
-    client, vm_id = _running(sim)
+    sim = sim_factory(time_scale=1000.0)  # no event runs unless stepped
+    client, vm_id = _stepped_running(sim)
     client.vm.action("undeploy", vm_id)
-    assert _observe(client, vm_id, (UNDEPLOYED, 0)) == [(ACTIVE, 29), (ACTIVE, 30), (UNDEPLOYED, 0)]
+    assert _stepped(sim, vm_id, (UNDEPLOYED, 0)) == [(ACTIVE, 29), (ACTIVE, 30), (UNDEPLOYED, 0)]
     first = client.vm.info(vm_id).HISTORY_RECORDS.HISTORY[0]
     assert first.ETIME > 0 and first.ACTION == 5
     target = 1 if first.HID != 1 else 0
     client.vm.deploy(vm_id, target)
-    assert _observe(client, vm_id, (ACTIVE, 3)) == [(ACTIVE, 31), (ACTIVE, 32), (ACTIVE, 3)]
+    assert _stepped(sim, vm_id, (ACTIVE, 3)) == [(ACTIVE, 31), (ACTIVE, 32), (ACTIVE, 3)]
     history = client.vm.info(vm_id).HISTORY_RECORDS.HISTORY
     assert [h.SEQ for h in history] == [0, 1]
     assert history[-1].HID == target and history[-1].HOSTNAME == sim.site.hosts[target].name
@@ -97,13 +120,13 @@ def test_deploy_from_hold_and_injected_deploy_failures(sim: SimServer) -> None:
 
 
 def test_terminate_releases_leases_and_images(sim_factory) -> None:
-    sim = sim_factory(time_scale=0.1)
-    client, vm_id = _running(sim)
+    sim = sim_factory(time_scale=1000.0)  # no event runs unless stepped
+    client, vm_id = _stepped_running(sim)
     ip = client.vm.info(vm_id).TEMPLATE["NIC"]["IP"]
     assert any(lease.VM == vm_id for ar in client.vn.info(0).AR_POOL.AR for lease in ar.LEASES.LEASE)
     assert client.image.info(0).RUNNING_VMS == 1 and client.image.info(0).STATE == 2
     client.vm.action("terminate", vm_id)
-    assert _observe(client, vm_id, (DONE, 0)) == [(ACTIVE, 12), (ACTIVE, 11), (DONE, 0)]
+    assert _stepped(sim, vm_id, (DONE, 0)) == [(ACTIVE, 12), (ACTIVE, 11), (DONE, 0)]
     assert ip not in [lease.IP for ar in client.vn.info(0).AR_POOL.AR for lease in (ar.LEASES.LEASE if ar.LEASES else [])]
     assert client.image.info(0).RUNNING_VMS == 0 and client.image.info(0).STATE == 1
     assert client.vm.info(vm_id).ETIME > 0
@@ -117,20 +140,20 @@ def test_terminate_of_pending_and_undeployed_vms_is_immediate(sim: SimServer) ->
 
 
 def test_poweroff_resume_suspend_and_stop(sim_factory) -> None:
-    sim = sim_factory(time_scale=0.1)
-    client, vm_id = _running(sim)
+    sim = sim_factory(time_scale=1000.0)  # no event runs unless stepped
+    client, vm_id = _stepped_running(sim)
     client.vm.action("poweroff", vm_id)
-    assert _observe(client, vm_id, (POWEROFF, 0)) == [(ACTIVE, 18), (POWEROFF, 0)]
+    assert _stepped(sim, vm_id, (POWEROFF, 0)) == [(ACTIVE, 18), (POWEROFF, 0)]
     client.vm.action("resume", vm_id)
-    assert _observe(client, vm_id, (ACTIVE, 3)) == [(ACTIVE, 20), (ACTIVE, 3)]
+    assert _stepped(sim, vm_id, (ACTIVE, 3)) == [(ACTIVE, 20), (ACTIVE, 3)]
     client.vm.action("suspend", vm_id)
-    assert _observe(client, vm_id, (SUSPENDED, 0)) == [(ACTIVE, 6), (SUSPENDED, 0)]
+    assert _stepped(sim, vm_id, (SUSPENDED, 0)) == [(ACTIVE, 6), (SUSPENDED, 0)]
     client.vm.action("resume", vm_id)
-    assert _observe(client, vm_id, (ACTIVE, 3)) == [(ACTIVE, 21), (ACTIVE, 3)]
+    assert _stepped(sim, vm_id, (ACTIVE, 3)) == [(ACTIVE, 21), (ACTIVE, 3)]
     client.vm.action("stop", vm_id)
-    assert _observe(client, vm_id, (STOPPED, 0)) == [(ACTIVE, 5), (ACTIVE, 10), (STOPPED, 0)]
+    assert _stepped(sim, vm_id, (STOPPED, 0)) == [(ACTIVE, 5), (ACTIVE, 10), (STOPPED, 0)]
     client.vm.action("resume", vm_id)
-    assert _observe(client, vm_id, (ACTIVE, 3)) == [(PENDING, 0), (ACTIVE, 9), (ACTIVE, 22), (ACTIVE, 3)]
+    assert _stepped(sim, vm_id, (ACTIVE, 3)) == [(PENDING, 0), (ACTIVE, 9), (ACTIVE, 22), (ACTIVE, 3)]
 
 
 def test_resume_of_an_undeployed_vm_goes_back_through_the_scheduler(sim: SimServer) -> None:

@@ -23,7 +23,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
-from tui.sim.state import SimSite
+from tui.sim.state import HOLD_LIMIT_S, SimSite
 from tui.sim.xmlrpc_api import handle_xmlrpc, internal_error, method_name, refused_call
 
 _MAX_BODY = 64 * 1024 * 1024
@@ -118,6 +118,9 @@ class _Handler(BaseHTTPRequestHandler):
             faults.expired_credentials = True
         if rpc_method and faults.method_delay_ms.get(rpc_method, 0) > 0:
             time.sleep(faults.method_delay_ms[rpc_method] / 1000)
+        held = faults.hold_methods.get(rpc_method) if rpc_method else None
+        if held is not None:
+            held.wait(HOLD_LIMIT_S)
         site.advance()
         with site.lock:
             failing = site.should_fail()

@@ -269,6 +269,10 @@ class SimAcl:
     zone: int
 
 
+#: the longest a held call waits for its release (a test that never releases it fails, not hangs)
+HOLD_LIMIT_S = 120.0
+
+
 @dataclass
 class Faults:
     """Fault injection switches, read by the protocol servers on every request."""
@@ -291,6 +295,9 @@ class Faults:
     disk_resize_seconds: float = 0.0
     #: extra delay per XML-RPC method name, in milliseconds
     method_delay_ms: dict[str, int] = field(default_factory=dict)
+    #: calls of these XML-RPC methods wait until their event is set (by the test that holds them; at
+    #: most HOLD_LIMIT_S): a known point in an operation, without slowing the site
+    hold_methods: dict[str, threading.Event] = field(default_factory=dict)
     #: the next N calls of each named XML-RPC method are refused with an ACTION error (decremented per call)
     fail_methods: dict[str, int] = field(default_factory=dict)
     #: calls of a method named in `fail_methods` answered normally before its refusals start
