@@ -13,9 +13,10 @@ import re
 from dataclasses import dataclass
 
 from tui.domain.error_codes import INTERNAL
+from tui.domain.permissions import Permissions
 from tui.sim.platform import version_key as _version_key
 from tui.sim.rpc_errors import OneError
-from tui.sim.state import Perms, SimAcl, SimSite, SimUser
+from tui.sim.state import SimAcl, SimSite, SimUser
 
 INDIVIDUAL_ID = 0x100000000
 GROUP_ID = 0x200000000
@@ -220,7 +221,7 @@ def is_admin(user: SimUser) -> bool:
     return user.id == 0 or user.gid == 0 or 0 in user.groups
 
 
-def _perm_bits(perms: Perms, op: str) -> tuple[int, int, int]:
+def _perm_bits(perms: Permissions, op: str) -> tuple[int, int, int]:
     suffix = {"USE": "u", "MANAGE": "m", "ADMIN": "a"}.get(op)
     if suffix is None:
         return (0, 0, 0)
@@ -239,7 +240,7 @@ def authorize(
     oid: int = -1,
     owner: int = -1,
     group: int = -1,
-    perms: Perms | None = None,
+    perms: Permissions | None = None,
     cluster_ids: tuple[int, ...] = (0,),
 ) -> bool:
     """Whether `user` may perform `op` (USE, MANAGE, ADMIN, CREATE) on the object."""

@@ -28,8 +28,9 @@ from datetime import datetime, timezone
 from typing import Any
 
 from tui.domain.naming import NamingProfile
+from tui.domain.permissions import Permissions
 from tui.sim.market_monitor import monitor_all, start_monitoring
-from tui.sim.state import Perms, SimMarketplace, SimSite
+from tui.sim.state import SimMarketplace, SimSite
 
 MAIN_PREFIX = ""
 COMMUNITY_PREFIX = "/community"
@@ -474,7 +475,7 @@ def marketplace_names(naming: NamingProfile) -> dict[str, str]:
 _DESCRIPTIONS = {MAIN_PREFIX: "Appliances of the site toolkit and its components",
                  COMMUNITY_PREFIX: "Community appliances"}
 #: the bootstrap marketplaces' permissions (`set_permissions(1, 1, 1, 1, 0, 0, 1, 0, 0)`)
-_BOOTSTRAP_PERMS = Perms(1, 1, 1, 1, 0, 0, 1, 0, 0)
+_BOOTSTRAP_PERMS = Permissions(1, 1, 1, 1, 0, 0, 1, 0, 0)
 
 
 def bootstrap_marketplaces(site: SimSite) -> None:

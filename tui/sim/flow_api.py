@@ -28,6 +28,7 @@ from typing import Any, Mapping
 
 from tui.domain.error_codes import AUTHENTICATION, AUTHORIZATION, NO_EXISTS
 from tui.domain.object_names import name_problem
+from tui.domain.permissions import Permissions
 from tui.sim import acl, flow_templates, sched_actions
 from tui.sim.flow_engine import (
     SERVICE_TYPE,
@@ -44,7 +45,7 @@ from tui.sim.flow_engine import (
 )
 from tui.sim.platform import invalid_name_chars
 from tui.sim.rpc_errors import OneError, no_exists, not_authorized
-from tui.sim.state import Perms, SimDocument, SimSite, SimUser
+from tui.sim.state import SimDocument, SimSite, SimUser
 from tui.sim.toolkit_deploy import deploy_toolkit_now
 
 __all__ = ["deploy_toolkit_now", "envelope", "handle_flow"]
@@ -159,7 +160,7 @@ def _route(site: SimSite, user: SimUser, method: str, path: str, raw: bytes) -> 
 
 
 # envelopes ------------------------------------------------------------------------------------
-def _perm_envelope(perms: Perms) -> dict[str, str]:
+def _perm_envelope(perms: Permissions) -> dict[str, str]:
     return {
         "OWNER_U": str(perms.owner_u), "OWNER_M": str(perms.owner_m), "OWNER_A": str(perms.owner_a),
         "GROUP_U": str(perms.group_u), "GROUP_M": str(perms.group_m), "GROUP_A": str(perms.group_a),
@@ -333,8 +334,7 @@ def _ownership(site: SimSite, user: SimUser, doc: SimDocument, action: str, para
         octet = str(params.get("octet", ""))
         if not re.fullmatch(r"[0-7]{3}", octet):
             raise FlowError(500, f"[one.document.chmod] Wrong permissions octet: {octet}")
-        bits = [int(c) for c in octet]
-        doc.perms = Perms(*(b >> s & 1 for b in bits for s in (2, 1, 0)))
+        doc.perms = Permissions.from_octal(octet)
         return True
     name = params.get("name")
     if not isinstance(name, str) or not name.strip():

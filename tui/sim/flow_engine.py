@@ -33,7 +33,7 @@ from tui.sim.lifecycle import instantiate_vm_template, recover_vm, terminate_vm,
 from tui.sim.platform import version_key
 from tui.sim.rpc_context import parse_text
 from tui.sim.rpc_errors import OneError
-from tui.sim.state import Perms, SimDocument, SimSite, SimUser, SimVm
+from tui.sim.state import OWNER_ONLY, SimDocument, SimSite, SimUser, SimVm
 from tui.sim.xml_render import owner_names
 
 SERVICE_TYPE = 100
@@ -162,7 +162,7 @@ def instantiate(site: SimSite, template: SimDocument, merge: Any, user: SimUser)
         type=SERVICE_TYPE,
         body=body,
         regtime=now,
-        perms=Perms(),
+        perms=OWNER_ONLY,
     )
     site.documents[doc.id] = doc
     return doc

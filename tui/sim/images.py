@@ -13,10 +13,11 @@ from __future__ import annotations
 import time
 
 from tui.domain.error_codes import ACTION, ALLOCATE, INTERNAL, XML_RPC_API
+from tui.domain.permissions import Permissions
 from tui.domain.template_text import Template, scalar
 from tui.sim.platform import invalid_name_chars
 from tui.sim.rpc_errors import OneError, name_refusal, name_taken, no_exists
-from tui.sim.state import Perms, SimImage, SimSite
+from tui.sim.state import SimImage, SimSite
 
 #: simulated seconds: a fixed part plus one second per `_MB_PER_SECOND` of app size
 _BASE_COPY_TIME = 4.0
@@ -88,7 +89,7 @@ def allocate_image(site: SimSite, attrs: Template, ds_id: int, uid: int, gid: in
     image = SimImage(
         id=image_id, name=name, uid=uid, gid=gid, datastore_id=ds_id, state=4, size_mb=size_mb,
         template=kept, type=_TYPES[type_word], persistent=persistent, path=path, format=fmt,
-        source=f"/var/lib/one//datastores/{ds_id}/{image_id:032x}", perms=Perms(1, 1, 0, 0, 0, 0, 0, 0, 0),
+        source=f"/var/lib/one//datastores/{ds_id}/{image_id:032x}", perms=Permissions(1, 1, 0, 0, 0, 0, 0, 0, 0),
     )
     image.modtime = image.regtime
     site.images[image_id] = image

@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Protocol, Sequence, TypeVar
 
 from tui.domain.error_codes import INTERNAL, XML_RPC_API
+from tui.domain.permissions import Permissions
 from tui.domain.template_text import Template, TemplateSyntaxError, parse_template
 from tui.sim.acl import authorize, is_admin
 from tui.sim.platform import invalid_name_chars
 from tui.sim.rpc_errors import OneError, name_refusal, no_exists, not_authorized
-from tui.sim.state import Perms, SimSite, SimUser
+from tui.sim.state import SimSite, SimUser
 
 Handler = Callable[..., Any]
 
@@ -140,13 +141,12 @@ def apply_update(current: Template, text: str, append: int) -> Template:
 # permissions ----------------------------------------------------------------------------------
 
 
-def chmod(perms: Perms, values: Sequence[int]) -> None:
-    names = ("owner_u", "owner_m", "owner_a", "group_u", "group_m", "group_a", "other_u", "other_m", "other_a")
+def chmod(perms: Permissions, values: Sequence[int]) -> Permissions:
+    """`perms` with each of the nine values that is not -1 (unchanged) set."""
     if any(v not in (-1, 0, 1) for v in values):
         raise OneError(XML_RPC_API, "Wrong permissions: each value must be -1, 0 or 1.")
-    for name, value in zip(names, values):
-        if value != -1:
-            setattr(perms, name, value)
+    given = [*values, *[-1] * (9 - len(values))]
+    return Permissions(*(old if value == -1 else value for old, value in zip(perms.as_args(), given)))
 
 
 def chown(call: Call, obj: Any, uid: int, gid: int) -> None:

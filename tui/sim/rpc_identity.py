@@ -31,7 +31,7 @@ from tui.sim.market_monitor import monitor
 from tui.sim.platform import market_allocate_refuses_with_allocate
 from tui.sim.rpc_context import Call, apply_update, check_update_type, method, parse_text, refuse_name
 from tui.sim.rpc_errors import OneError, name_taken, no_exists
-from tui.sim.state import Perms, SimGroup, SimMarketplace, SimUser
+from tui.sim.state import OWNER_ONLY, SimGroup, SimMarketplace, SimUser
 
 FIRST_USER_GROUP = 100
 
@@ -110,7 +110,7 @@ def market_allocate(call: Call, text: str) -> int:
     # (PoolObjectSQL::set_umask, src/pool/PoolObjectSQL.cc; a 7.0.2 frontend reads back 600)
     call.site.marketplaces[market_id] = SimMarketplace(market_id, name, attrs.get("MARKET_MAD", "one"),
                                                        attrs.get("ENDPOINT", ""), template,
-                                                       uid=call.user.id, gid=call.user.gid, perms=Perms())
+                                                       uid=call.user.id, gid=call.user.gid, perms=OWNER_ONLY)
     return market_id
 
 

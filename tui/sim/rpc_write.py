@@ -23,7 +23,7 @@ from tui.sim.rpc_context import (
     update_text,
 )
 from tui.sim.rpc_errors import OneError, name_taken, no_exists
-from tui.sim.state import Perms, SimDocument, SimSite, SimVmTemplate
+from tui.sim.state import OWNER_ONLY, SimDocument, SimSite, SimVmTemplate
 
 
 def _get(call: Call, table: dict[int, Any], kind: str, oid: int, op: str) -> Any:
@@ -39,7 +39,8 @@ def _register_ownership(prefix: str, kind: str, table: Callable[[SimSite], dict[
     """one.<prefix>.chmod (id + 9 bits, -1 unchanged) and one.<prefix>.chown (id, uid, gid)."""
 
     def do_chmod(call: Call, oid: int, *values: Any) -> int:
-        chmod(_get(call, table(call.site), kind, oid, "MANAGE").perms, values[:9])
+        obj = _get(call, table(call.site), kind, oid, "MANAGE")
+        obj.perms = chmod(obj.perms, values[:9])
         return oid
 
     def do_chown(call: Call, oid: int, uid: int, gid: int) -> int:
@@ -177,7 +178,7 @@ def document_allocate(call: Call, text: str, doc_type: int) -> int:
     doc_id = call.site.next_id("document")
     name = scalar(attrs, "NAME", "") or str(body.get("name", ""))
     call.site.documents[doc_id] = SimDocument(doc_id, name, call.user.id, call.user.gid, doc_type, body,
-                                              perms=Perms(), template=rest)
+                                              perms=OWNER_ONLY, template=rest)
     return doc_id
 
 

@@ -16,13 +16,13 @@ import secrets
 import threading
 import time
 
+from tui.domain.permissions import Permissions
 from tui.domain.template_text import Template
 from tui.sim.acl import add_rule, add_vdc_rules
 from tui.sim.leases import ip_at, mac_at, mac_for_ip
 from tui.sim.platform import version_key
 from tui.sim.repos import seed_site_repositories
 from tui.sim.state import (
-    Perms,
     SimAddressRange,
     SimDatastore,
     SimGroup,
@@ -200,14 +200,14 @@ def seed_base_content(site: SimSite) -> None:
     site.images[0] = SimImage(0, "Ubuntu 22.04", 0, 0, 1, 1, 2252,
                               [("DEV_PREFIX", "vd"), ("DRIVER", "qcow2")], source="/var/lib/one//datastores/1/0ubuntu2204",
                               path="https://marketplace.opennebula.io/appliance/ubuntu2204/download/0", regtime=now,
-                              perms=Perms(1, 1, 0, 1, 0, 0, 1, 0, 0))
+                              perms=Permissions(1, 1, 0, 1, 0, 0, 1, 0, 0))
     site.images[0].modtime = now
     site.reserve_ids("image", 0)
     site.templates[0] = SimVmTemplate(0, "ubuntu-22.04", 0, 0, [
         ("CONTEXT", [("NETWORK", "YES"), ("SSH_PUBLIC_KEY", "$USER[SSH_PUBLIC_KEY]")]),
         ("CPU", "1"), ("DISK", [("IMAGE_ID", "0")]), ("GRAPHICS", [("LISTEN", "0.0.0.0"), ("TYPE", "VNC")]),
         ("MEMORY", "2048"), ("NIC", [("NETWORK_ID", "0")]), ("OS", [("ARCH", "x86_64")]), ("VCPU", "2"),
-    ], regtime=now, perms=Perms(1, 1, 0, 1, 0, 0, 1, 0, 0))
+    ], regtime=now, perms=Permissions(1, 1, 0, 1, 0, 0, 1, 0, 0))
     site.reserve_ids("template", 0)
     site.system_config.update(_SYSTEM_CONFIG)
 

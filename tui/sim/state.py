@@ -19,20 +19,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from tui.domain.naming import DEFAULT_NAMING, NamingProfile
+from tui.domain.permissions import Permissions
 from tui.domain.template_text import Template
 
-
-@dataclass
-class Perms:
-    owner_u: int = 1
-    owner_m: int = 1
-    owner_a: int = 0
-    group_u: int = 0
-    group_m: int = 0
-    group_a: int = 0
-    other_u: int = 0
-    other_m: int = 0
-    other_a: int = 0
+#: a new object's permissions when nobody says otherwise: `um-------` (the platform's default UMASK 177)
+OWNER_ONLY = Permissions(owner_u=1, owner_m=1)
 
 
 @dataclass
@@ -83,7 +74,7 @@ class SimDatastore:
     template: Template = field(default_factory=list)
     uid: int = 0
     gid: int = 0
-    perms: Perms = field(default_factory=lambda: Perms(1, 1, 0, 1, 0, 0, 0, 0, 0))
+    perms: Permissions = Permissions(1, 1, 0, 1, 0, 0, 0, 0, 0)
     state: int = 0  # 0 READY, 1 DISABLED
 
 
@@ -111,7 +102,7 @@ class SimVnet:
     vlan_id: str = ""
     uid: int = 0
     gid: int = 0
-    perms: Perms = field(default_factory=lambda: Perms(1, 1, 0, 1, 0, 0, 0, 0, 0))
+    perms: Permissions = Permissions(1, 1, 0, 1, 0, 0, 0, 0, 0)
 
 
 @dataclass
@@ -130,7 +121,7 @@ class SimImage:
     source: str = ""
     path: str = ""
     format: str = "qcow2"
-    perms: Perms = field(default_factory=Perms)
+    perms: Permissions = OWNER_ONLY
     running_vms: int = 0
     prev_state: int = 0
     #: ids of the VMs whose disks use this image
@@ -146,7 +137,7 @@ class SimVmTemplate:
     gid: int
     template: Template = field(default_factory=list)
     regtime: int = field(default_factory=lambda: int(time.time()))
-    perms: Perms = field(default_factory=Perms)
+    perms: Permissions = OWNER_ONLY
 
 
 @dataclass
@@ -191,7 +182,7 @@ class SimVm:
     stime: int = field(default_factory=lambda: int(time.time()))
     etime: int = 0
     deploy_id: str = ""
-    perms: Perms = field(default_factory=Perms)
+    perms: Permissions = OWNER_ONLY
     #: bumped on every change, so renderers can cache a VM's XML
     revision: int = 0
     #: bumped on every state change; a timed transition scheduled under an older epoch is stale
@@ -217,7 +208,7 @@ class SimMarketplace:
     template: Template = field(default_factory=list)
     uid: int = 0
     gid: int = 0
-    perms: Perms = field(default_factory=lambda: Perms(1, 1, 0, 1, 0, 0, 1, 0, 0))
+    perms: Permissions = Permissions(1, 1, 0, 1, 0, 0, 1, 0, 0)
     state: int = 0  # 0 ENABLED, 1 DISABLED
 
 
@@ -243,7 +234,7 @@ class SimMarketApp:
     broken: bool = False
     uid: int = 0
     gid: int = 0
-    perms: Perms = field(default_factory=lambda: Perms(1, 1, 0, 1, 0, 0, 1, 0, 0))
+    perms: Permissions = Permissions(1, 1, 0, 1, 0, 0, 1, 0, 0)
 
 
 @dataclass
@@ -255,7 +246,7 @@ class SimDocument:
     type: int  # 100 service, 101 service template
     body: dict[str, Any]
     regtime: int = field(default_factory=lambda: int(time.time()))
-    perms: Perms = field(default_factory=Perms)
+    perms: Permissions = OWNER_ONLY
     #: template attributes other than BODY (BODY is `body`, rendered as JSON)
     template: Template = field(default_factory=list)
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
+from tui.domain.permissions import Permissions
 from tui.domain.template_text import Attr, Template
 from tui.domain.vm_states import LcmState, VmState
 from tui.sim.platform import version_key
-from tui.sim.state import Perms, SimHistory, SimSite, SimVm
+from tui.sim.state import SimHistory, SimSite, SimVm
 
 # primitives -----------------------------------------------------------------------------------
 
@@ -66,7 +67,7 @@ def template_xml(tag: str, attrs: Iterable[Attr], order: dict[str, int] | None =
     return f"<{tag}>{inner}</{tag}>" if inner else f"<{tag}/>"
 
 
-def perms_xml(perms: Perms) -> str:
+def perms_xml(perms: Permissions) -> str:
     p = perms
     return (
         f"<PERMISSIONS><OWNER_U>{p.owner_u}</OWNER_U><OWNER_M>{p.owner_m}</OWNER_M><OWNER_A>{p.owner_a}</OWNER_A>"
