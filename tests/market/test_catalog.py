@@ -64,11 +64,12 @@ async def test_a_disabled_marketplace_is_not_read_as_registered(sim: SimServer, 
     catalog = await load_catalog(site)
     community = next(s for s in catalog.sources if s.url == community_url(sim))
     assert community.origin == "settings" and not community.registered
-    ubuntu = catalog.find(f"{community_url(sim)}#" + next(
-        e.record.id for e in catalog.entries if e.record.name == "Ubuntu 24.04"))
-    assert ubuntu.cloud is not None and ubuntu.cloud.app is None
-    assert ubuntu.cloud.title == f"Marketplace {market_id} (Community Marketplace) is disabled"
-    assert f"onemarket enable {market_id}" in ubuntu.cloud.detail
+    # an appliance the community lists for 6.10 and 7.x alike (its Ubuntu 24.04 is 7.x only)
+    debian = catalog.find(f"{community_url(sim)}#" + next(
+        e.record.id for e in catalog.entries if e.record.name == "Debian 12 (arm64)"))
+    assert debian.cloud is not None and debian.cloud.app is None
+    assert debian.cloud.title == f"Marketplace {market_id} (Community Marketplace) is disabled"
+    assert f"onemarket enable {market_id}" in debian.cloud.detail
 
 
 def test_sources_keep_cloud_marketplaces_with_an_http_endpoint_first() -> None:
