@@ -70,6 +70,8 @@ def unescape(text: bytes) -> bytes:
     if b"&" not in text:
         return text
     text = text.replace(b"&lt;", b"<").replace(b"&gt;", b">")
+    if b"&" not in text:  # the common case: one scan more, not four
+        return text
     if b"&#" in text:
         text = _CHARREF.sub(_charref, text)
     if b"&quot;" in text:

@@ -53,6 +53,8 @@ _SERVICE_NAME = re.compile(r"^(?P<role>.+)_(?P<index>\d+)_\(service_(?P<service>
 
 def service_from_name(name: str) -> tuple[int | None, str]:
     """(service id, role) from a role VM's name `<role>_<n>_(service_<id>)`, else (None, "")."""
+    if not name.endswith((")", ")\n")):  # most names: no regex run (`$` also matches before a final \n)
+        return None, ""
     match = _SERVICE_NAME.match(name)
     if not match:
         return None, ""

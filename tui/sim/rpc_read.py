@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from tui.domain.error_codes import AUTHORIZATION, XML_RPC_API
 from tui.domain.vm_states import VmState
@@ -66,7 +66,13 @@ def _vm_pool(call: Call, flag: int, start: int, end: int, state: int, query: str
     matcher = query_matcher(call.site.config.db_backend, query, state_filtered=state != -2) if query else None
     if state < -2 or state > 11:
         raise OneError(XML_RPC_API, vm_state_refusal(call.site.config.one_version, state))
-    vms = call.site.vms.values()
+    vms: Iterable[SimVm] = call.site.vms.values()
+    if end >= -1 and start != -1 and end != -1 and end - start + 1 < len(call.site.vms):
+        # an id range (PoolSQL.cc `oid_filter`, release-7.0.2 412-428): the database reads an index
+        # range of the primary key, so only the VMs of those ids are looked at (filter_pool applies
+        # the range again, and the order)
+        by_id = call.site.vms
+        vms = [by_id[i] for i in range(max(start, 0), end + 1) if i in by_id]
     selected: Iterator[SimVm]
     if state == -1:
         selected = (vm for vm in vms if vm.state != VmState.DONE)
