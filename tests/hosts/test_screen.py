@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from textual.widgets import Button, Static
@@ -144,9 +145,9 @@ async def test_put_back_where_it_was(sim_factory) -> None:  # type: ignore[no-un
 
 
 async def test_cancel_mid_move_then_resume(sim_factory) -> None:  # type: ignore[no-untyped-def]
-    # the undeploy lasts seconds (shutdown and epilog at half speed), not a fraction of one: under
-    # load the cancel below could otherwise land after it, in a later step
-    server: SimServer = sim_factory(scenario="deployed", time_scale=0.5)
+    # no event of the site runs unless stepped (time_scale 1000): the undeploy stays in its first
+    # state until the cancel below has landed in the step that waits for it, however loaded the machine
+    server: SimServer = sim_factory(scenario="deployed", time_scale=1000.0)
     async with console_app(server).run_test(size=SIZE) as pilot:
         await open_hosts(pilot)
         modal = await open_move(pilot)
@@ -156,8 +157,21 @@ async def test_cancel_mid_move_then_resume(sim_factory) -> None:  # type: ignore
         await wait_for(pilot, lambda: not modal.running and "is now" in result_text(modal), timeout=30,
                        what="the cancel and the state read")
         assert "Cancelled during step “wait undeployed”" in result_text(modal)
-        await click_shown(pilot, "#mv-resume")
-        await wait_for(pilot, lambda: "✔ Done." in result_text(modal), timeout=30, what="the resumed move")
+        stepping = threading.Event()
+        events = threading.Thread(target=_run_events, args=(server, stepping), daemon=True)
+        events.start()  # the site runs again, event by event, for the resumed move
+        try:
+            await click_shown(pilot, "#mv-resume")
+            await wait_for(pilot, lambda: "✔ Done." in result_text(modal), timeout=30, what="the resumed move")
+        finally:
+            stepping.set()
+            events.join(5)
+
+
+def _run_events(server: SimServer, stop: threading.Event) -> None:
+    """Run the site's events one after the other (simulated time jumps to each) until `stop`."""
+    while not stop.wait(0.005):
+        server.site.run_next_event()
 
 
 async def test_read_only_mode_offers_no_move(sim_factory) -> None:  # type: ignore[no-untyped-def]
