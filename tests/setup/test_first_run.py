@@ -23,9 +23,11 @@ from textual.widgets import Input, TextArea
 from tests.setup.conftest import point_at, run
 from tests.setup.inputs import SITE_VALUES, input_values
 from tests.setup.test_screen import front_door, setup_app
+from tests.ui.conftest import rendered_text
 from tui.domain.naming import DEFAULT_NAMING
 from tui.domain.setup_steps import StepState
 from tui.domain.toolkit_inputs import secret_names
+from tui.screens.marketplace import MarketplaceScreen
 from tui.screens.setup import SecretsModal, SetupScreen
 from tui.screens.toolkit import ToolkitScreen
 from tui.screens.toolkit_fields import MultilineField
@@ -180,6 +182,14 @@ async def test_screens_are_current_when_shown_again(sim_factory, tmp_path: Path)
         form = await wait_for_screen(pilot, ToolkitScreen, what=":toolkit")
         await wait_for(pilot, lambda: form.load_error is not None, timeout=30, what="the form's failure")
         assert "not in the cloud" in form.load_error.title  # type: ignore[union-attr]
+        # the form names the keys to the Marketplace screen, seen whole at 80x24; they lead there
+        header = form.query_one("#tk-header")
+        shown = await wait_for(pilot, lambda: (text := " ".join(rendered_text(header).split())) and "first" in text and text,
+                               what="the header laid out with its detail")
+        assert "on the Marketplace screen: press : and type market, enter; select Site Toolkit" in shown, shown
+        assert "and press d." in shown, shown
+        await pilot.press("colon", *"market", "enter")
+        await wait_for_screen(pilot, MarketplaceScreen, what="the Marketplace screen the form names")
         await download_newest_toolkit(app.site)  # by another screen, the CLI or by hand
         await pilot.press("colon", *"setup", "enter")
         await wait_for(pilot, lambda: app.screen is screen, what=":setup")

@@ -116,10 +116,16 @@ async def find_toolkit_template(site: "SiteConnection", template_id: int | None 
             raise
     found = await list_toolkit_templates(site)
     if not found:
-        raise SiteError("The toolkit's service template is not in the cloud",
-                        f"Download the {site.naming.toolkit_appliance_name} appliance first (Marketplace screen, "
-                        "operation 2); it creates the service template this form instantiates.")
+        raise ToolkitTemplateMissing(
+            "The toolkit's service template is not in the cloud",
+            f"Download the {site.naming.toolkit_appliance_name} appliance first (operation 2: the console's Marketplace "
+            "screen, or `sitetk market download KEY --datastore ID` with the key `sitetk market list` shows); it creates the service template this form instantiates.")
     return found[0]
+
+
+class ToolkitTemplateMissing(SiteError):
+    """No toolkit service template in the cloud: the appliance is not downloaded yet (the console's
+    toolkit form names the keys to the Marketplace screen)."""
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,7 @@ from tui.procedures.site_record import load_site_record
 from tui.procedures.toolkit import (
     NAME_FIELD,
     ToolkitForm,
+    ToolkitTemplateMissing,
     find_toolkit_template,
     list_toolkit_templates,
     load_form,
@@ -83,6 +84,19 @@ from widgets.validated_field import ValidatedField
 
 NAME_HELP = ("Name of the service instance. It is advisable to include the toolkit version in it; "
              "names do not affect later steps.")
+
+
+def download_hint(appliance: str) -> str:
+    """The keys to the Marketplace screen and its download, for a form with no toolkit in the cloud
+    (issue 20 item 9): read from the screen registry and the marketplace's bindings."""
+    from tui.screens.marketplace import MarketplaceScreen
+    from tui.screens.registry import SCREENS
+
+    market = next(spec for spec in SCREENS if spec.target.endswith(f":{MarketplaceScreen.__name__}"))
+    download = next(b.key for b in MarketplaceScreen.BINDINGS if isinstance(b, Binding) and b.action == "download")
+    return (f"Download the {appliance} appliance first, on the {market.title} screen: press : and type {market.name}, "
+            f"enter; select {appliance} (the newest build) and press {download}. This form reads the cloud again "
+            "when you come back.")
 
 
 class ToolkitScreen(InputFileActions):
@@ -236,7 +250,10 @@ class ToolkitScreen(InputFileActions):
     def on_toolkit_screen_load_failed(self, message: LoadFailed) -> None:
         self.load_pending = False
         self.load_error = message.error
-        header = Text.assemble(("✘ ", "bold red"), (message.error.title, "bold"), "\n", message.error.detail)
+        detail = message.error.detail
+        if isinstance(message.error, ToolkitTemplateMissing):
+            detail = download_hint(self.site.naming.toolkit_appliance_name)
+        header = Text.assemble(("✘ ", "bold red"), (message.error.title, "bold"), "\n", detail)
         self.query_one("#tk-header", Static).update(header)
 
     def _header(self) -> None:
