@@ -89,7 +89,7 @@ def test_info_names_the_real_frontend(real: RealSite) -> None:
     assert real.env["ONE_XMLRPC"] in json.dumps(data)
 
 
-def test_host_verdicts_are_the_embedded_sites(real: RealSite, sim_factory: Any) -> None:
+def test_host_verdicts_are_the_embedded_sites(real: RealSite, site_factory: Any) -> None:
     """The same hosts (names, CPU facts, states) get the same verdicts on both sites."""
     def rows(code: int, run: Any) -> dict[str, tuple[Any, ...]]:
         data = _json(code, run)
@@ -97,7 +97,7 @@ def test_host_verdicts_are_the_embedded_sites(real: RealSite, sim_factory: Any) 
                             h["cpu_verdict"], tuple(h["reasons"])) for h in data["hosts"]}
 
     on_real = rows(*real.sitetk("hosts", "list", "--json"))
-    sim = sim_factory(one_version=_emulated(real))
+    sim = site_factory(one_version=_emulated(real))
     runner = real.runner
     saved = dict(runner.real_env)
     runner.real_env.update({"ONE_XMLRPC": sim.xmlrpc_url, "ONE_AUTH": str(sim.site.state_dir / "one_auth"),
