@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 
 import pytest
 
@@ -134,14 +135,18 @@ def test_a_manager_whose_database_is_down_does_not_answer(sim_factory, monkeypat
 
 def test_a_slow_activation_stops_waiting_at_the_timeout_and_status_follows(trial_site, capsys) -> None:
     server, _, _ = trial_site
-    server.site.faults.manager_activation_seconds = 500.0  # 10 s at the test's time scale
-    code, data, _ = run(capsys, "trial", "run", "--yes", "--json", "--timeout", "0.5", *FAST)
-    assert code == 1
-    # the first poll may come before the manager has taken the activation (validated, then activating)
-    assert re.search(r"Trial network sitetktest is still (validated|activating) after", data["error"]["title"]), data
-    assert "The manager goes on with its pipeline" in data["error"]["detail"]
-    code, data, _ = run(capsys, "trial", "status", "--json")
-    assert data["state"] == "activating"  # the manager took the PUT long before: it runs 10 s
+    held = server.site.faults.manager_hold = threading.Event()  # the pipeline runs until the test releases it
+    try:
+        code, data, _ = run(capsys, "trial", "run", "--yes", "--json", "--timeout", "0.5", *FAST)
+        assert code == 1
+        # the first poll may come before the manager has taken the activation (validated, then activating)
+        assert re.search(r"Trial network sitetktest is still (validated|activating) after",
+                         data["error"]["title"]), data
+        assert "The manager goes on with its pipeline" in data["error"]["detail"]
+        code, data, _ = run(capsys, "trial", "status", "--json")
+        assert data["state"] == "activating"  # the manager took the PUT before the run stopped waiting
+    finally:
+        held.set()
 
 
 def test_read_only_refuses_run_and_destroy_and_bad_ids_are_usage_errors(trial_site, capsys) -> None:

@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import asyncio
 import shlex
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
+from tui import timing
 from tui.adapters.manager_api import ManagerApi, ManagerError
 from tui.domain.printable import escape_controls
 from tui.errors import SiteError
@@ -364,7 +364,7 @@ class RunTrialNetwork(Operation[TrialPlan, TrialResult]):
 
     async def execute(self, site: "SiteConnection", plan: TrialPlan, context: RunContext) -> TrialResult:
         total, tn = 5, plan.tn_id
-        started = time.monotonic()
+        started = timing.monotonic()
         async with plan.access.api(self.http_timeout, plan.site_token) as api:
             context.report(Progress("login", 0, total, f"logging in to {plan.access.url} as {plan.access.user!r}"))
             await api.login(plan.access.user, plan.access.password)
@@ -392,13 +392,13 @@ class RunTrialNetwork(Operation[TrialPlan, TrialResult]):
             if state in ACTIVATE_FROM:
                 await self._activate(api, plan, context, started)
             elif state in TRANSITIONS:
-                await self._follow(api, plan, context, time.monotonic(), None)
+                await self._follow(api, plan, context, timing.monotonic(), None)
             record = await api.get(tn)
             state = str(record.get("state", "")) if record else "(gone)"
             if state != "activated":
                 raise await self._failed(api, plan, record, context, f"the trial network is {state}")
             report = await api.report(tn)
-            seconds = time.monotonic() - started
+            seconds = timing.monotonic() - started
             context.report(Progress("report", total, total, f"trial network {tn} activated in {seconds:.0f} s", "done",
                                     {"state": state}))
             return TrialResult(tn, state, report, _pipeline(record), seconds)
@@ -408,7 +408,7 @@ class RunTrialNetwork(Operation[TrialPlan, TrialResult]):
         call = asyncio.ensure_future(api.activate(plan.tn_id, timeout=self.wait_timeout + self.http_timeout))
         context.notes["activation_sent"] = True
         try:
-            await self._follow(api, plan, context, time.monotonic(), call)
+            await self._follow(api, plan, context, timing.monotonic(), call)
             await call
         except ManagerError as error:
             record = await api.get(plan.tn_id)
@@ -428,7 +428,7 @@ class RunTrialNetwork(Operation[TrialPlan, TrialResult]):
             state = str(record.get("state", "")) if record else "(gone)"
             if call is None and state not in TRANSITIONS:
                 return
-            elapsed = time.monotonic() - started
+            elapsed = timing.monotonic() - started
             pipeline = _pipeline(record)
             context.report(Progress("activate", 3, 5, f"{plan.tn_id} {state}: waiting for the manager's deploy pipeline"
                                     f"{' ' + pipeline if pipeline else ''} ({elapsed:.0f} s of at most "

@@ -55,7 +55,7 @@ writes the report; destroy terminates the VM and deletes the network. Names assu
 
 Faults (`site.faults`): `manager_fail_activation` (text: the pipeline fails with it as its console
 output after creating what it created), `manager_activation_seconds` (a slow pipeline, simulated
-seconds).
+seconds), `manager_hold` (the pipeline waits for the event: a test's long activation).
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ from tui.domain.template_text import Template, first, scalar
 from tui.domain.vm_states import FAILURE_LCM_STATES, LcmState, VmState
 from tui.sim.appliances import DB_ERROR_ATTRIBUTE, role_of
 from tui.sim.flow_engine import input_values
-from tui.sim.state import SimAddressRange, SimSite, SimVm, SimVnet
+from tui.sim.state import HOLD_LIMIT_S, SimAddressRange, SimSite, SimVm, SimVnet
 
 Response = tuple[int, dict[str, str], bytes]
 #: status that tells the server to drop the connection (nothing listens)
@@ -474,7 +474,7 @@ def _activate(site: SimSite, tn: SimTrialNetwork) -> Response:
         _log(tn, "Trial network activating. In this transition, the trial network proceeds to the deployment of the "
              "components defined in the descriptor")
         faults = site.faults
-        slow, failure = faults.manager_activation_seconds, faults.manager_fail_activation
+        slow, failure, held = faults.manager_activation_seconds, faults.manager_fail_activation, faults.manager_hold
         entities = dict((tn.raw_descriptor.get("trial_network") or {}).items())
     for number, (entity, data) in enumerate(entities.items(), start=1):
         with site.lock:
@@ -497,6 +497,8 @@ def _activate(site: SimSite, tn: SimTrialNetwork) -> Response:
                 console.append(f"terraform: Error: {error}")
                 return _fail_activation(site, tn, pipeline, entity, console)
         vm_ids = list(tn.vm_ids)
+        if held is not None:
+            held.wait(HOLD_LIMIT_S)
         booted = _wait_sim(site, PIPELINE_SECONDS + slow, None) and _wait_sim(
             site, 0, lambda: all(_running(site.vms[i]) or site.vms[i].lcm_state in FAILURE_LCM_STATES
                                  for i in vm_ids if i in site.vms))

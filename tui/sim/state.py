@@ -310,6 +310,9 @@ class Faults:
     manager_fail_activation: str = ""
     #: simulated seconds the manager's deploy pipeline takes on top of its own (a slow activation)
     manager_activation_seconds: float = 0.0
+    #: the manager's deploy pipeline waits until this is set (at most HOLD_LIMIT_S): an activation
+    #: that a test keeps going without slowing the site, then releases
+    manager_hold: threading.Event | None = None
 
 
 @dataclass
