@@ -173,6 +173,17 @@ def test_appliances_deployed_ready_and_written_only_when_asked(deployed, capsys,
     assert _commits(server) == before + 2
     code, data, _ = run(capsys, "setup", "status", "--input", str(inputs), "--json")
     assert steps(data)["route-manager"]["state"] == "done" and steps(data)["dns"]["state"] == "done"
+    assert f"its API: http://{rm_ip}:8172/routes/ answered core.yaml's token" in steps(data)["route-manager"]["evidence"][-1]
+    # the status asks the API with core.yaml's token every time: refused, the step is failed with the fix
+    with server.site.lock:
+        route_manager.managers(server.site)[rm_vm].token = "rotated-on-the-vm"
+    code, refused, _ = run(capsys, "setup", "status", "--input", str(inputs), "--json")
+    failed = steps(refused)["route-manager"]
+    assert failed["state"] == "failed" and "refused the token (401)" in failed["evidence"][-1]
+    assert "does not take core.yaml's site_routemanager.token" in failed["action"]
+    with server.site.lock:
+        route_manager.managers(server.site)[rm_vm].token = token
+    data["refused"] = refused
 
     records = _audit(tmp_path)
     deployed_vms = [r for r in records if r["action"] == "appliance.instantiate" and r["outcome"] == "ok"]

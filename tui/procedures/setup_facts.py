@@ -44,6 +44,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.hosts import HostInventory
     from tui.procedures.input_site_checks import SiteCheckReport
     from tui.procedures.marketplace import MarketCatalog
+    from tui.procedures.setup_optional import RouteManagerAnswer
     from tui.procedures.site_verdict import SiteVerdict
     from tui.procedures.toolkit import ToolkitForm
     from tui.procedures.trial_network import TrialFact
@@ -162,6 +163,8 @@ class SetupFacts:
     objectstore_vm: VmDetail | None = None
     #: the manager's answer about `target.trial_tn_id` (None: not asked)
     trial: "TrialFact | None" = None
+    #: what the route manager core.yaml names answered its token (None: core.yaml names none)
+    route_manager: "RouteManagerAnswer | None" = None
 
     @property
     def default_network(self) -> Vnet | None:
@@ -498,6 +501,9 @@ async def read_setup_facts(site: "SiteConnection", target: SetupTarget | None = 
         from tui.procedures.trial_network import read_trial_fact
 
         trial = await read_trial_fact(site, target.values, target.trial_tn_id, service)
+    from tui.procedures.setup_optional import probe_route_manager
+
+    route_manager = await probe_route_manager(site, repo_facts.core_plain)
     return SetupFacts(
         endpoint=info.endpoint, version=info.version, user=info.user, group=info.group, target=target,
         system=system, marketplaces=markets, configured_markets=tuple(site.settings.marketplace_urls),
@@ -508,7 +514,7 @@ async def read_setup_facts(site: "SiteConnection", target: SetupTarget | None = 
         vm_templates=vm_templates, service_template_docs=documents, acl_rules=rules,
         repo=repo_facts, site_verdict=verdict, input_checks=input_checks, cloud_login=login, notes=tuple(notes),
         naming=site.naming, site_record_problem=site_record_problem(site.settings), objectstore_vm=objectstore,
-        trial=trial,
+        trial=trial, route_manager=route_manager,
     )
 
 

@@ -205,6 +205,43 @@ async def plan_optional(site: "SiteConnection", repo: "GitRepo", branch: str, si
     return OptionalPlan(title, ref, label, changes, preview.changes, sources, secrets, address=address)
 
 
+@dataclass(frozen=True)
+class RouteManagerAnswer:
+    """What the route manager core.yaml names answered core.yaml's token (`setup status` asks it)."""
+
+    ok: bool
+    said: str
+    refused: bool = False
+
+
+async def probe_route_manager(site: "SiteConnection", core_plain: str | None) -> RouteManagerAnswer | None:
+    """`GET /routes/` at core.yaml's `site_routemanager.api_endpoint` with its token; None when
+    core.yaml names no route manager (or names it as a URL, which the step reports itself)."""
+    from tui.adapters.route_manager import RouteManagerRefused, list_routes
+    from tui.domain.site_config import SiteConfig
+    from tui.procedures.audit import REDACTOR
+
+    if not core_plain:
+        return None
+    try:
+        config = SiteConfig.parse(core_plain, site.naming)
+    except (ValueError, SiteError):
+        return None
+    names = OptionalNames.of(site.naming)
+    address, token = config.get(names.endpoint_key), config.get(names.token_key)
+    if not isinstance(address, str) or not address or "://" in address or not token:
+        return None
+    REDACTOR.register(str(token))
+    try:
+        listing = await list_routes(address, str(token), port=int(names.default_port), proxy=site.settings.guest_proxy,
+                                    timeout=5.0)
+    except RouteManagerRefused as error:
+        return RouteManagerAnswer(False, f"{error.title}: {error.detail}", refused=True)
+    except SiteError as error:
+        return RouteManagerAnswer(False, f"{error.title}: {error.detail}")
+    return RouteManagerAnswer(True, f"{listing.url} answered core.yaml's token: {listing.summary()}")
+
+
 async def check_route_manager(site: "SiteConnection", plan: OptionalPlan) -> AsyncIterator[Progress]:
     """The route manager's API lists its routes with the token (tui.adapters.route_manager); a
     refused token or no answer stops here, before core.yaml is written."""

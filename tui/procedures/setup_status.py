@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import shlex
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -789,9 +790,22 @@ def route_manager_step(facts: SetupFacts) -> SetupStep:
                      f":{names.default_port} itself)")
         return done, said
 
-    return _optional_step(facts, StepId.ROUTE_MANAGER, "Route-manager appliance (optional)", kind, written,
+    step = _optional_step(facts, StepId.ROUTE_MANAGER, "Route-manager appliance (optional)", kind, written,
                           f"`{_run(StepId.ROUTE_MANAGER)}` checks that its API lists its routes with the VM's token, "
                           "then writes its address and token into core.yaml (previewed, token masked, then submitted).")
+    answer = facts.route_manager
+    if step.state is not StepState.DONE or answer is None:
+        return step
+    evidence = step.evidence + (f"its API: {answer.said}",)
+    if answer.ok:
+        return replace(step, evidence=evidence)
+    vm = f"VM {step.found.vm_id}" if isinstance(step.found, ApplianceVm) else "the route manager's VM"
+    fix = (f"The API does not take core.yaml's {names.token_key}: compare it with {vm}'s "
+           f"{names.token_attribute} (`onevm show`), put the VM's into core.yaml (`ansible-vault edit`), then "
+           "`sitetk site submit`." if answer.refused else
+           f"Nothing answered: check that {vm} runs its service (port {names.default_port}) and that the frontend "
+           "reaches it, then `sitetk setup status` again.")
+    return replace(step, state=StepState.FAILED, evidence=evidence, action=fix)
 
 
 def trial_run_step(facts: SetupFacts) -> SetupStep:
