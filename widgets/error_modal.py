@@ -12,11 +12,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
-from textual.screen import ModalScreen
 from textual.widgets import Button, Label, TextArea
 
+from widgets.dialog import Dialog
 
-class ErrorModal(ModalScreen[None]):
+
+class ErrorModal(Dialog[None]):
     """Show `title` and `detail`; escape or Close dismisses it."""
 
     AUTO_FOCUS = "#error-close"
@@ -49,8 +50,8 @@ class ErrorModal(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label(Content(self.error_title), id="error-title")
-            yield TextArea(self.detail, read_only=True, soft_wrap=True, id="error-detail")
-            with Horizontal():
+            yield TextArea(self.detail, read_only=True, soft_wrap=True, id="error-detail", classes="dialog-body")
+            with Horizontal(classes="dialog-buttons"):  # docked: in sight under a long detail (80x24)
                 yield Button("Copy", id="error-copy")
                 yield Button("Close", id="error-close", variant="primary")
 

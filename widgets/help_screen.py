@@ -17,8 +17,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
-from textual.screen import ModalScreen, Screen
+from textual.screen import Screen
 from textual.widgets import Label, Static
+
+from widgets.dialog import Dialog
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,7 @@ def entries_for(screen: Screen) -> list[HelpEntry]:
     return [merged[i] for i in order]
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(Dialog[None]):
     """A modal listing keys by group."""
 
     BINDINGS: ClassVar[list[BindingType]] = [

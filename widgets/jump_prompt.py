@@ -15,9 +15,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.content import Content
-from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
+
+from widgets.dialog import Dialog
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class Choice:
         return text == self.name.lower() or text in (a.lower() for a in self.aliases)
 
 
-class JumpPrompt(ModalScreen["str | None"]):
+class JumpPrompt(Dialog["str | None"]):
     """`:` prompt: type a screen name, enter to jump."""
 
     AUTO_FOCUS = "#jump-input"

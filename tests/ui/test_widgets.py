@@ -254,3 +254,26 @@ async def test_dialog_buttons_have_accelerators_a_visible_focus_and_stay_in_sigh
             await pilot.press("d")
             await wait_for(pilot, lambda: app.results, what="the answer")
             assert app.results == [True]
+
+
+async def test_error_go_to_and_help_dialogs_share_the_dialog_base() -> None:
+    """The error, go-to and help dialogs are `widgets.dialog.Dialog`s like the others: the error
+    dialog's buttons have accelerator keys (Copy c, Close l) and the framed focus, at 80x24."""
+    from widgets.dialog import Dialog
+    from widgets.error_modal import ErrorModal
+    from widgets.help_screen import HelpScreen
+    from widgets.jump_prompt import JumpPrompt
+
+    assert issubclass(JumpPrompt, Dialog) and issubclass(HelpScreen, Dialog)
+    app = Harness()
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.push_screen(ErrorModal("Boom", "\n".join(f"line {n}" for n in range(60))), app.results.append)
+        modal = await wait_for_screen(pilot, ErrorModal, what="the error dialog")
+        close = await wait_for(pilot, lambda: (b := modal.query_one("#error-close", Button)).region.area and b,
+                               what="the buttons laid out")
+        assert isinstance(modal, Dialog) and close.region.bottom <= 24
+        assert modal.query_one("#error-detail").region.bottom <= close.region.y, "the detail scrolls above the buttons"
+        assert modal.accelerator_of(modal.query_one("#error-copy", Button)) == "c" and modal.accelerator_of(close) == "l"
+        assert close.has_focus and close.styles.border_top[1] == Color.parse(app.theme_variables["accent"])
+        await pilot.press("l")
+        await wait_for(pilot, lambda: app.results == [None], what="closed by its accelerator")
