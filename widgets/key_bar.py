@@ -155,6 +155,8 @@ class KeyBar(Widget):
         screen_keys = [e for e in entries if not e.app_level]
         for n, entry in enumerate(screen_keys):
             rest = len(screen_keys) - n - 1
+            if rest == 0:
+                room += 3  # the last key: no `…` can follow it
             if entry.width() <= room and (rest == 0 or entry.width() + 3 * rest <= room or not shown):
                 shown.append(entry)
                 room -= entry.width()

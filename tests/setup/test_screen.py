@@ -25,6 +25,7 @@ from tui.screens.toolkit_files import InputFileModal
 from tui.screenshots import frozen_clock, wait_for, wait_for_screen
 from tui.settings import Settings
 from tui.sim.repos import SIM_VAULT_PASSWORD
+from widgets.key_bar import KeyBar
 from tui.sim.server import SimServer
 from widgets.confirm_modal import ConfirmModal
 from widgets.help_screen import HelpScreen
@@ -76,6 +77,10 @@ async def test_keys_only_from_a_fresh_site_to_set_up(sim_factory, tmp_path: Path
     async with app.run_test(size=SIZE) as pilot:
         screen = await front_door(pilot)
         assert screen.checklist is not None and not screen.checklist.complete
+        bar = screen.query_one(KeyBar)
+        await wait_for(pilot, lambda: bar.slots, what="the keys painted")
+        # nothing runs: no cancel key taking the room of the others (at 80 columns it pushed their labels out)
+        assert [key for key, _text, _on in bar.keys()][:4] == ["n", "d", "i", "r"]
         await pilot.press("i")
         modal = await wait_for_screen(pilot, InputFileModal, what="the input file prompt")
         # the toolkit form's load dialog, saying where the setup asks for the secrets a file leaves out
@@ -90,6 +95,8 @@ async def test_keys_only_from_a_fresh_site_to_set_up(sim_factory, tmp_path: Path
             await pilot.press("n")
             await wait_for(pilot, lambda: screen.running or isinstance(app.screen, ConfirmModal), timeout=30,
                            what="the step to start")
+            if screen.running:
+                assert screen.check_action("cancel_step", ()) is True  # c cancels while a step runs
             while True:
                 state = await wait_for(pilot, lambda: (isinstance(app.screen, ConfirmModal) and "confirm")
                                        or (isinstance(app.screen, ValuesModal) and "values")

@@ -13,7 +13,7 @@ from tests.ui.conftest import rendered_text
 from tui.screenshots import click_shown, wait_for, wait_for_screen
 from widgets.confirm_modal import ConfirmModal
 from widgets.context_bar import ContextBar
-from widgets.key_bar import KeyBar
+from widgets.key_bar import KeyBar, _Entry
 from widgets.progress_panel import ProgressPanel
 from widgets.secret_input import SecretInput
 from widgets.state_cell import StateLook, StatePalette
@@ -153,6 +153,17 @@ class KeyHarness(App[None]):
         if action == "press" and parameters == ("b",) and self.locked:
             return None  # shown, disabled
         return True
+
+
+def test_key_bar_gives_the_last_key_the_room_no_ellipsis_needs() -> None:
+    """The `…` is reserved only while a key could follow it: at 80 columns the setup's last key
+    (r Refresh) lost its description for want of the three cells it kept for nothing."""
+    entries = [_Entry("a", "Add", "a", True), _Entry("r", "Refresh", "r", True), _Entry("q", "Quit", "q", True, True)]
+    assert [(e.display, e.description) for e in KeyBar._fitted(entries, 26)] == [
+        ("a", "Add"), ("r", "Refresh"), ("q", "Quit")]
+    # one cell less: the last key alone, no `…` (nothing was left out)
+    assert [(e.display, e.description) for e in KeyBar._fitted(entries, 25)] == [
+        ("a", "Add"), ("r", ""), ("q", "Quit")]
 
 
 async def test_key_bar_shows_active_keys_dims_disabled_ones_and_presses_on_click() -> None:

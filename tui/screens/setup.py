@@ -337,7 +337,14 @@ class SetupScreen(SiteScreen):
         if step is not None:
             self.query_one("#setup-detail", Static).update(step_detail(step, self.read_only, self.input_path))
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        allowed = super().check_action(action, parameters)
+        if allowed and action == "cancel_step":
+            return bool(self.running)  # shown only while a step runs: at 80 columns its label pushed others out
+        return allowed
+
     def _paint_status(self) -> None:
+        self.refresh_bindings()
         parts = []
         if self.running:
             parts.append(f"running {self.running}… (c cancels)")
