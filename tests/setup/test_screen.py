@@ -25,10 +25,10 @@ from tui.screens.toolkit_files import InputFileModal
 from tui.screenshots import frozen_clock, wait_for, wait_for_screen
 from tui.settings import Settings
 from tui.sim.repos import SIM_VAULT_PASSWORD
-from widgets.key_bar import KeyBar
 from tui.sim.server import SimServer
 from widgets.confirm_modal import ConfirmModal
 from widgets.help_screen import HelpScreen
+from widgets.key_bar import KeyBar
 
 pytestmark = pytest.mark.timeout(300)
 SIZE = (140, 40)
