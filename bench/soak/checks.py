@@ -3,7 +3,10 @@
 - leftovers: an image LOCKED or in ERROR once no command runs; an image the soak's commands
   created that no VM template uses (part of no complete download); a VM template whose disk
   image is gone; a service template whose role templates are gone; a VM UNDEPLOYED without an
-  unfinished move in the move journal (nothing tells the operator to resume or put it back);
+  unfinished move in the move journal (nothing tells the operator to resume or put it back).
+  An image, VM template or service template recorded in the download journal is not a leftover
+  (a rollback could not delete it; the next download deletes it first and says so), as an
+  UNDEPLOYED VM recorded in the move journal is not;
 - duplicates: two VM templates or two service templates of one name, two images of one
   appliance version used by templates of one name, two live services of one template with the
   same inputs;
@@ -29,6 +32,7 @@ from ruamel.yaml import YAML
 
 from bench.soak.world import World
 from tui.adapters.vault import decrypt_text, read_password_file, read_vault_file
+from tui.procedures.download_journal import DownloadJournal
 from tui.procedures.move_journal import MoveJournal
 
 LOCKED, ERROR = 4, 5
@@ -81,23 +85,27 @@ def cloud_findings(world: World) -> list[Finding]:
         for template in templates.values():
             for image_id in _disk_images(template.template):
                 used.setdefault(image_id, []).append(template.name)
+        # the journals wherever the commands keep their state: the config file's state_dir
+        # (the embedded site's config.toml names <site>/console) or XDG_STATE_HOME
+        recorded = {(left.kind, left.id) for d in world.root.glob("**/downloads/*") if d.is_dir()
+                    for left in DownloadJournal(d).entries()}
         for image in images.values():
+            if ("image", image.id) in recorded:
+                continue
             if image.state in (LOCKED, ERROR):
                 findings.append(Finding("leftover", f"image {image.id} state", f"image {image.id} {image.name!r} left {('LOCKED', 'ERROR')[image.state == ERROR]}"))
             elif image.id not in world.baseline["image"] and image.id not in used:
                 findings.append(Finding("leftover", f"image {image.id} orphan", f"image {image.id} {image.name!r} belongs to no VM template (no complete download)"))
         for template in templates.values():
             missing = [i for i in _disk_images(template.template) if i not in images]
-            if missing:
+            if missing and ("VM template", template.id) not in recorded:
                 findings.append(Finding("leftover", f"template {template.id} orphan", f"VM template {template.id} {template.name!r} uses missing image(s) {missing}"))
         for doc in documents.values():
             if doc.type == SERVICE_TEMPLATE:
                 missing = [t for t in _role_templates(doc.body) if t not in templates]
-                if missing:
+                if missing and ("service template", doc.id) not in recorded:
                     findings.append(Finding("leftover", f"service template {doc.id} orphan",
                                             f"service template {doc.id} {doc.name!r} uses missing VM template(s) {missing}"))
-        # the move journals wherever the commands keep their state: the config file's state_dir
-        # (the embedded site's config.toml names <site>/console) or XDG_STATE_HOME
         journals = [MoveJournal(d) for d in world.root.glob("**/moves/*") if d.is_dir()]
         for vm in vms.values():
             if vm.state == UNDEPLOYED and not any(j.origin(vm.id) is not None for j in journals):

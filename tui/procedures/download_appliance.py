@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, ClassVar, Mapping, Sequence
 
@@ -48,6 +48,7 @@ from tui.domain.images import ERROR, IMAGE_DELETE, READY, USED, ImageInfo, image
 from tui.errors import OutcomeUnknown, SiteError
 from tui.procedures.attach_attributes import ImageResult, attach_attributes, plan_attach
 from tui.procedures.concurrent import gather
+from tui.procedures.download_journal import REMOVE_COMMANDS, Cleanup, DownloadJournal, Leftover, plan_cleanup
 from tui.procedures.download_lock import DownloadLock
 from tui.procedures.download_plan import (
     DownloadPlan,
@@ -104,6 +105,8 @@ class DownloadResult:
     attributes: tuple[ImageResult, ...] = ()
     #: orphans of an earlier download this run deleted and replaced: (kind, id)
     replaced: tuple[tuple[str, int], ...] = ()
+    #: what earlier downloads' rollbacks left (the download journal) this run deleted first
+    cleaned: tuple[dict[str, Any], ...] = ()
 
     @property
     def image_ids(self) -> tuple[int, ...]:
@@ -113,7 +116,7 @@ class DownloadResult:
         return {"name": self.name, "app_id": self.app_id, "image_ids": list(self.image_ids),
                 "images": [{"id": i, "name": n} for i, n in self.images], "template_ids": list(self.template_ids),
                 "service_template_id": self.service_template_id, "reused": list(self.reused),
-                "waited_for": self.waited_for}
+                "waited_for": self.waited_for} | ({"cleaned": list(self.cleaned)} if self.cleaned else {})
 
 
 # -- running it ----------------------------------------------------------------------------------
@@ -144,6 +147,8 @@ class DownloadLedger:
     #: orphans of an earlier download (VM templates, a service template) this run deleted and replaced
     replaced: list[dict[str, Any]] = field(default_factory=list)
     rolled_back: bool = False
+    #: what earlier downloads left (the download journal) this run deleted first
+    cleaned: list[dict[str, Any]] = field(default_factory=list)
 
     def details(self, plan: DownloadPlan) -> dict[str, Any]:
         """The audit record's details (what the export is, what this run made of it)."""
@@ -151,6 +156,8 @@ class DownloadLedger:
                                "created": self.created.as_json(), "cli": plan.export_cli}
         if self.replaced:
             out["replaced"] = list(self.replaced)
+        if self.cleaned:
+            out["cleaned"] = list(self.cleaned)
         return out
 
     def failure_details(self, plan: DownloadPlan) -> dict[str, Any]:
@@ -317,10 +324,14 @@ async def _export(site: "SiteConnection", plan: DownloadPlan, *, step_timeout: f
         except SiteError as error:
             async for event in _rollback(site, created, undo, done, total):
                 yield event
+            _journal_left(site, plan, undo)
             raise _rolled_back(error, created, undo) from None
     except (asyncio.CancelledError, GeneratorExit):
         # hard cancel (task cancelled, generator closed, maybe mid-rollback): finish the rollback without events
-        await _rollback_quietly(site, created, undo)
+        try:
+            await _rollback_quietly(site, created, undo)
+        finally:
+            _journal_left(site, plan, undo)
         raise
     finally:
         if created.objects or ledger.replaced:
@@ -359,7 +370,17 @@ class DownloadAppliance(Operation[DownloadPlan, DownloadResult]):
     action: ClassVar[str] = "marketapp.export"
 
     async def plan(self, site: "SiteConnection") -> DownloadPlan:
-        return await plan_download(site, self.app_id, self.datastore_id, self.name, tag=self.tag)
+        cleanup = await plan_cleanup(site, DownloadJournal.of(site.settings))
+        if cleanup.clean:
+            # what an earlier run of this same download left in a good state is reused, not deleted
+            # (the next run completes with it: tests/faults/test_rollback.py)
+            try:
+                seen = await plan_download(site, self.app_id, self.datastore_id, self.name, tag=self.tag)
+            except SiteError:
+                seen = None  # e.g. a name a leftover in ERROR holds: planned below as deleted
+            if seen is not None:
+                cleanup = cleanup.adopting(seen.reused_objects)
+        return await plan_download(site, self.app_id, self.datastore_id, self.name, tag=self.tag, cleanup=cleanup)
 
     def preview(self, plan: DownloadPlan) -> Preview:
         return plan.preview()
@@ -370,6 +391,8 @@ class DownloadAppliance(Operation[DownloadPlan, DownloadResult]):
     async def execute(self, site: "SiteConnection", plan: DownloadPlan, context: RunContext) -> DownloadResult:
         result: DownloadResult | None = None
         ledger = context.notes.setdefault("download", DownloadLedger())
+        async for event in clean_leftovers(site, plan.cleanup, len(plan.steps(self.attach)), ledger.cleaned):
+            context.report(event)
         async for event in download_appliance(site, plan, step_timeout=self.step_timeout,
                                               poll_interval=self.poll_interval, cancel=context.cancel,
                                               attach=self.attach, ledger=ledger):
@@ -377,7 +400,10 @@ class DownloadAppliance(Operation[DownloadPlan, DownloadResult]):
                 result = event.outcome
             context.report(event)
         assert result is not None, "a finished download names what it created"
-        return result
+        journal = DownloadJournal.of(site.settings)
+        for left in plan.cleanup.adopted:  # part of a complete download now
+            journal.forget(left.kind, left.id)
+        return replace(result, cleaned=tuple(ledger.cleaned)) if ledger.cleaned else result
 
     def audit_object(self, plan: DownloadPlan) -> str:
         return f"app {plan.app.id} -> {plan.name!r}"
@@ -395,6 +421,8 @@ class DownloadAppliance(Operation[DownloadPlan, DownloadResult]):
                                 "cli": f"{REMOVE_COMMANDS[kind]} {i}"} for kind, i in result.replaced]
         if result.waited_for:
             out["waited_for"] = result.waited_for
+        if result.cleaned:
+            out["cleaned"] = list(result.cleaned)
         if self.attach:
             out["attributes"] = [image.as_json() for image in result.attributes]
         return out
@@ -514,9 +542,6 @@ async def _pause(seconds: float, cancel: asyncio.Event | None) -> None:
         pass
 
 
-#: the platform CLI command that deletes each kind of object (what is left is named with it)
-REMOVE_COMMANDS = {IMAGE: "oneimage delete", VM_TEMPLATE: "onetemplate delete",
-                   SERVICE_TEMPLATE: "oneflow-template delete"}
 #: why a run deleted an orphan of an earlier download, by kind
 _ORPHAN_REASONS = {VM_TEMPLATE: "orphan of an earlier download (its disk images are gone), replaced",
                    SERVICE_TEMPLATE: "orphan of an earlier download (its roles' VM templates are gone), replaced"}
@@ -529,6 +554,8 @@ class _Undo:
 
     deleted: list[tuple[str, int, str]] = field(default_factory=list)
     left: list[tuple[str, int, str, str]] = field(default_factory=list)
+    #: whether what is left is in the download journal (`_journal_left`)
+    journalled: str = ""
 
     def as_json(self) -> dict[str, Any]:
         return {"deleted": [{"kind": k, "id": i, "name": n} for k, i, n in self.deleted],
@@ -545,6 +572,8 @@ class _Undo:
         if self.left:
             parts.append("Left in the cloud (the rollback could not delete them): " + "; ".join(
                 f"{k} {i} {n!r} ({r}): remove it with `{REMOVE_COMMANDS[k]} {i}`" for k, i, n, r in self.left) + ".")
+            if self.journalled:
+                parts.append(self.journalled)
         else:
             parts.append("Nothing is left of this run.")
         return " ".join(parts)
@@ -650,6 +679,54 @@ def _deletions(site: "SiteConnection", created: _Created) -> list[tuple[str, int
              IMAGE: site.cloud.image_delete}
     return [(kind, object_id, name, calls[kind]) for order in _DELETE_ORDER
             for kind, object_id, name in reversed(created.objects) if kind == order]
+
+
+def _journal_left(site: "SiteConnection", plan: DownloadPlan, undo: _Undo) -> None:
+    """Record what the rollback left in the download journal, before the failure is reported, so
+    that the next download deletes it (`undo.journalled` says so, or that it could not be recorded)."""
+    if not undo.left:
+        return
+    journal = DownloadJournal.of(site.settings)
+    try:
+        for kind, object_id, name, why in undo.left:
+            journal.record(Leftover(kind, object_id, name, f"{plan.app.name} {plan.app.version}", why))
+    except OSError as exc:
+        undo.journalled = (f"They could not be recorded for the next download to delete "
+                           f"({journal.directory}: {exc.strerror or exc}): remove them with the commands above.")
+        return
+    undo.journalled = "The next `sitetk market download` deletes them first (they are in the download journal)."
+
+
+async def clean_leftovers(site: "SiteConnection", cleanup: Cleanup, total: int,
+                          cleaned: list[dict[str, Any]]) -> AsyncIterator[Progress]:
+    """Delete what the download journal names and `plan_cleanup` found unused (service templates,
+    VM templates, images), forgetting each; forget the gone ones silently and the ones now in use
+    with a note. A delete that fails stops the run before anything is created (the entry stays)."""
+    journal = DownloadJournal.of(site.settings)
+    for left in cleanup.gone:
+        journal.forget(left.kind, left.id)
+    for left, note in cleanup.in_use:
+        journal.forget(left.kind, left.id)
+        yield Progress(f"leftover {left.kind} {left.id}", 0, total, f"{left.label} no longer recorded as a "
+                       f"leftover: {note}", "skipped", {"kind": left.kind, "id": left.id, "note": note})
+    calls: dict[str, Callable[[int], Awaitable[Any]]] = {SERVICE_TEMPLATE: partial(_flow_template_delete, site), VM_TEMPLATE: site.cloud.template_delete,
+             IMAGE: site.cloud.image_delete}
+    for left in cleanup.clean:
+        step = f"clean up {left.kind} {left.id}"
+        yield Progress(step, 0, total, f"deleting {left.label}, left by a download of {left.appliance}")
+        try:
+            await _delete_settled(calls[left.kind], partial(_gone, site, left.kind), left.id)
+        except SiteError as error:
+            raise SiteError(f"{left.label} cannot be deleted: {error.title}",
+                            f"{error.detail} It is left by an earlier download of {left.appliance}, whose rollback "
+                            f"could not delete it; nothing of this download was created. Remove it with "
+                            f"`{left.delete_cli}`, or run the download again.".strip(),
+                            retryable=error.retryable, code=error.code) from None
+        journal.forget(left.kind, left.id)
+        cleaned.append(left.as_json())
+        site.note_change()
+        yield Progress(step, 0, total, f"deleted {left.label}", "done", {"kind": left.kind, "id": left.id,
+                                                                         "cli": left.delete_cli})
 
 
 def _rolled_back(error: SiteError, created: _Created, undo: _Undo) -> SiteError:

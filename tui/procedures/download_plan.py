@@ -46,6 +46,7 @@ from tui.domain.vmtemplates import VmTemplate
 from tui.errors import SiteError
 from tui.procedures.attach_attributes import FILE_PLACEHOLDER, role_template_ids, role_templates, tag_for_app
 from tui.procedures.concurrent import gather
+from tui.procedures.download_journal import Cleanup
 from tui.procedures.preview import Change, Preview
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -149,6 +150,8 @@ class DownloadPlan:
     templates: tuple[PlannedTemplate, ...] = ()
     service: PlannedService | None = None
     warnings: tuple[str, ...] = ()
+    #: what earlier downloads' rollbacks left (the download journal) that this run deletes first
+    cleanup: Cleanup = field(default_factory=Cleanup)
 
     @property
     def size_mb(self) -> int:
@@ -157,6 +160,15 @@ class DownloadPlan:
     @property
     def export_cli(self) -> str:
         return f"onemarketapp export {self.app.id} {shlex.quote(self.name)} --datastore {self.datastore.id}"
+
+    @property
+    def reused_objects(self) -> set[tuple[str, int]]:
+        """(kind, id) of each object that exists and is reused."""
+        found = {("image", i.existing_id) for i in self.images if i.existing_id is not None}
+        found |= {("VM template", t.existing_id) for t in self.templates if t.existing_id is not None}
+        if self.service is not None and self.service.existing_id is not None:
+            found.add(("service template", self.service.existing_id))
+        return found
 
     @property
     def complete(self) -> bool:
@@ -185,7 +197,15 @@ class DownloadPlan:
         return self.steps(attach=True)
 
     def preview(self) -> Preview:
-        changes: list[Change] = []
+        changes: list[Change] = [
+            Change(f"delete {left.label}, left by a download of {left.appliance} whose rollback could not delete it "
+                   f"({left.why}); nothing uses it", left.delete_cli, "delete") for left in self.cleanup.clean]
+        changes += [Change(f"forget {left.label} (left by a download of {left.appliance}): {note}", "", "none")
+                    for left, note in self.cleanup.in_use]
+        changes += [Change(f"reuse {left.label}, left by an earlier run of this download; it is no longer recorded "
+                           "as a leftover once this download completes", "", "none") for left in self.cleanup.adopted]
+        changes += [Change(f"keep {left.label} (left by a download of {left.appliance}) recorded: {note}", "", "none")
+                    for left, note in self.cleanup.kept]
         cli = self.export_cli
         ds = f"datastore {self.datastore.id} ({self.datastore.name})"
         if self.service is not None and self.service.replaces is not None:
@@ -245,7 +265,7 @@ class DownloadPlan:
             {"name": self.service.name, "existing_id": self.service.existing_id,
              "replaces": None if self.service.replaces is None else self.service.replaces.id},
             "warnings": list(self.warnings),
-        }
+        } | ({"cleanup": self.cleanup.as_json()} if self.cleanup else {})
 
 
 
@@ -318,17 +338,22 @@ async def find_market_app(site: "SiteConnection", record: ApplianceRecord) -> Ma
 
 
 async def plan_download(site: "SiteConnection", app_id: int, datastore_id: int, name: str,
-                        *, tag: ApplianceTag | None = None) -> DownloadPlan:
+                        *, tag: ApplianceTag | None = None, cleanup: Cleanup | None = None) -> DownloadPlan:
     """Resolve the app tree and check the datastore and names; nothing is created.
 
     `tag` is what the images will carry (default: the app's own name and version, which mirror
-    the marketplace record's).
+    the marketplace record's). `cleanup`'s objects are planned as gone (the run deletes them first).
     """
     final = check_name(name)
     app, apps, datastores, images, templates, documents = await gather(
         site.cloud.marketapp_info(app_id), site.cloud.list_marketapps(), site.cloud.list_datastores(),
         site.cloud.list_images(), site.cloud.list_templates(), site.cloud.list_documents(SERVICE_TEMPLATE_DOCUMENT),
     )
+    if cleanup:
+        dropped = {(left.kind, left.id) for left in cleanup.clean}
+        images = tuple(i for i in images if ("image", i.id) not in dropped)
+        templates = tuple(t for t in templates if ("VM template", t.id) not in dropped)
+        documents = tuple(d for d in documents if ("service template", d.id) not in dropped)
     if app.state_name != "READY":
         raise SiteError(f"App {app.id} ({app.name}) is {app.state_name}", "Only READY apps can be exported; "
                         "wait for the marketplace to finish importing it.")
@@ -348,6 +373,8 @@ async def plan_download(site: "SiteConnection", app_id: int, datastore_id: int, 
     plan = await _check_orphans_unused(site, plan)
     if tag is not None:
         plan = replace(plan, tag=tag)
+    if cleanup:
+        plan = replace(plan, cleanup=cleanup)
     _check_reused_builds(plan, images, site.naming)
     if datastore.state_name != "READY":
         plan = replace(plan, warnings=plan.warnings + (f"datastore {datastore.name} is {datastore.state_name}",))
