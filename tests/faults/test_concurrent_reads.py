@@ -140,7 +140,9 @@ async def test_market_upgrades_reads(deployed: SimServer, connect: SiteFactory) 
     site = await connect(deployed)
     await load_upgrade_plan(site)  # the plan reads as the list does (above); applying reads the objects once
     error = await _expire_during(site, deployed, read_objects, "one.templatepool.info", "one.imagepool.info")
-    assert error.title == "Authentication failed (one.templatepool.info)"
+    # the document pool is read beside the template pool: sent just after the expiry, its refusal can
+    # come back first (the whole suite as 6.10.0 saw it)
+    assert error.title in ("Authentication failed (one.templatepool.info)", "Authentication failed (one.documentpool.info)")
 
 
 # -- the commands: one message, no traceback -------------------------------------------------------
