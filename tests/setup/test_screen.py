@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.widgets import Input, Static
+from textual.widgets import Button, Input, Static
 
 from tests.setup.inputs import BRANCH, SITE_VALUES, write_inputs
 from tests.setup.observe import observe
@@ -112,7 +112,9 @@ async def test_keys_only_from_a_fresh_site_to_set_up(sim_factory, tmp_path: Path
                                    and bool(dialog.query("#ok")), what="the dialog's fields and buttons")
                     for name in dialog.names:
                         dialog.query_one(f"#secret-{name}", Input).value = SITE_VALUES[name]
-                    await pilot.click("#ok")
+                    # pressed, not clicked: a click could land before the wrapped labels settled the layout
+                    # (the whole suite as 6.10.0 saw the dialog stay open)
+                    dialog.query_one("#ok", Button).press()
                     await wait_for(pilot, lambda: not isinstance(app.screen, ValuesModal), what="the dialog to close")
                     continue
                 await wait_for_screen(pilot, ConfirmModal, what="the preview")
