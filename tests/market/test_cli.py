@@ -128,8 +128,10 @@ def test_attrs_writes_the_file_and_tags_the_images(sim: SimServer, env, capsys, 
     assert code == EXIT_OK and [e["data"].get("result") for e in data["events"] if "result" in e["data"]] == ["updated"]
     code, data = run(capsys, "attrs", f"{sim.market_url}#service_toolkit", "--image", "0", "--yes", "--json")
     assert [e["data"].get("result") for e in data["events"] if "result" in e["data"]] == ["unchanged"]
-    code, data = run(capsys, "attrs", f"{sim.market_url}#service_dns", "--json")
-    assert code == EXIT_USAGE and "no image of DNS Server" in data["error"]["detail"]
+    # an appliance not downloaded is a state of the cloud, not bad usage (issue 22: the soak saw exit 2)
+    code, data = run(capsys, "attrs", f"{sim.market_url}#service_dns", "--yes", "--json")
+    assert code == EXIT_FAILED and data["error"]["title"] == "DNS Server is not downloaded"
+    assert "sitetk market download" in data["error"]["detail"]
 
 
 def test_read_only_refuses_mutations(sim: SimServer, env, capsys) -> None:  # type: ignore[no-untyped-def]

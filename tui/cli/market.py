@@ -51,6 +51,7 @@ from tui.cli.common import (
 )
 from tui.cli.runner import print_event, run_cli
 from tui.domain.attribute_file import ApplianceTag
+from tui.domain.upgrades import InstallState
 from tui.errors import SiteError
 from tui.procedures.attach_attributes import (
     AttachAttributes,
@@ -201,6 +202,20 @@ async def _attach_targets(args: argparse.Namespace, site: SiteConnection, entry:
     return tuple(dict.fromkeys(ids))
 
 
+def _nothing_to_tag(args: argparse.Namespace, entry: CatalogEntry) -> SiteError:
+    """No image to tag: a state of the cloud (exit 1, as other "not there" refusals), not bad usage."""
+    name = entry.record.name
+    named = bool(args.image or args.template or args.service_template is not None)
+    if not named and entry.status.state is InstallState.NOT_DOWNLOADED:
+        return SiteError(f"{name} is not downloaded",
+                         f"No image in the cloud looks like {name}: download it first (`sitetk market download "
+                         f"{entry.key} --datastore ID`), or name the images with --image, --template or "
+                         "--service-template.")
+    where = "the templates named use no image" if named else "no untagged image, nor one tagged with this version"
+    return SiteError(f"No image of {name} to tag",
+                     f"{where.capitalize()}: name the images with --image, --template or --service-template.")
+
+
 async def _attrs(args: argparse.Namespace, site: SiteConnection) -> int:
     entry = (await load_catalog(site, all_versions=True)).find(args.appliance)
     tag = tag_for_record(entry.record)
@@ -218,8 +233,7 @@ async def _attrs(args: argparse.Namespace, site: SiteConnection) -> int:
         return EXIT_OK
     ids = await _attach_targets(args, site, entry)
     if not ids:
-        return usage(f"no image of {entry.record.name} found: name them with --image, --template or "
-                      "--service-template", args.json)
+        raise _nothing_to_tag(args, entry)
     file_name = str(written) if written else (args.write_file or "<attribute file>")
     extra = {"file": text, "written": str(written) if written else None}
     return await run_cli(args, site, AttachAttributes(tag, ids, file_name), extra=extra,
