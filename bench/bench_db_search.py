@@ -38,7 +38,7 @@ from bench.sim_process import SimProcess
 from tui.adapters.cloud import CloudClient
 from tui.domain.naming import DEFAULT_NAMING
 from tui.domain.vm_scan import PoolPager
-from tui.procedures.hosts import document_db_prefilter
+from tui.procedures.hosts.cpu_inventory import document_db_prefilter
 
 GROUP = "database-VM search (issue 19)"
 SIZES: tuple[int, ...] = (10_000, 50_000)

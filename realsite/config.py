@@ -6,7 +6,7 @@ every listener on 127.0.0.1 on the ports the harness chose, sqlite, the dummy dr
 scheduler placing VMs within seconds, short monitoring periods, only the dummy VM and IM drivers
 (the stock kvm, qemu and lxc ones go: each is one more Ruby process to start within oned's and
 monitord's driver timeouts, which a loaded machine missed), a ONEGATE_ENDPOINT that is not
-loopback (the console's setup refuses a loopback gate: `tui/procedures/setup_status.py`
+loopback (the console's setup refuses a loopback gate: `tui/procedures/setup/status.py`
 `gate_step`) on which nothing needs to listen. What differs by version:
 
 - 7.x: oned runs the scheduler as its `SCHED_MAD`; its `-o one_drs` optimiser needs Python PuLP,

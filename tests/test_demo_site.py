@@ -219,10 +219,10 @@ async def test_the_demo_keeps_its_state_in_its_temporary_folder(tmp_path: Path, 
     from tui.console import demo_connection
     from tui.domain.site_record import SiteRecord
     from tui.procedures.audit import AUDIT_ENV
-    from tui.procedures.download_lock import download_lock_file
-    from tui.procedures.move_journal import MoveJournal, MoveOrigin
+    from tui.procedures.hosts.move_journal import MoveJournal, MoveOrigin
+    from tui.procedures.market.download_lock import download_lock_file
+    from tui.procedures.site.workspace import repos_dir
     from tui.procedures.site_record import load_site_record, save_site_record
-    from tui.procedures.site_workspace import repos_dir
 
     home = tmp_path / "home"
     home.mkdir()

@@ -1,7 +1,7 @@
 """The console's start-up path imports no heavy library it does not use before its first rows.
 
 ansible (the vault) takes ~0.3 s to import on this project's machines; when the front door's check
-(`toolkit_deployed`, tui/procedures/setup_facts.py) pulled it in, `sitetk --demo` went from 1.45x to
+(`toolkit_deployed`, then in tui/procedures/setup_facts.py) pulled it in, `sitetk --demo` went from 1.45x to
 2.84x the bare Textual app in `make bench`. This guards the cause rather than timing anything.
 """
 
@@ -14,7 +14,8 @@ import sys
 START_UP_MODULES = (
     "tui.console",
     "tui.app",
-    "tui.procedures.setup_facts",
+    "tui.procedures.setup.facts",
+    "tui.procedures.toolkit.service",
     "tui.screens.setup",
     "tui.screens.vms",
 )

@@ -344,7 +344,7 @@ class SiteToolkitApp(App[int]):
     @work(exclusive=True, group="front-door", exit_on_error=False)
     async def _open_front_door(self) -> None:
         """A site without the toolkit opens on the setup checklist (a failed read keeps the first screen)."""
-        from tui.procedures.setup_facts import toolkit_deployed
+        from tui.procedures.toolkit.service import toolkit_deployed
 
         try:
             deployed = await toolkit_deployed(self.site)

@@ -32,8 +32,8 @@ from ruamel.yaml import YAML
 
 from bench.soak.world import World
 from tui.adapters.vault import decrypt_text, read_password_file, read_vault_file
-from tui.procedures.download_journal import DownloadJournal
-from tui.procedures.move_journal import MoveJournal
+from tui.procedures.hosts.move_journal import MoveJournal
+from tui.procedures.market.download_journal import DownloadJournal
 
 LOCKED, ERROR = 4, 5
 UNDEPLOYED = 9

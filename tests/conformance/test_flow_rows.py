@@ -32,7 +32,7 @@ from tui.domain.services import ROLE_STATES, SERVICE_STATES, can_delete, delete_
 from tui.errors import SiteError
 from tui.procedures.audit import AUDIT_ENV
 from tui.procedures.connection import SiteConnection
-from tui.procedures.download_appliance import download_appliance, plan_download
+from tui.procedures.market.download import download_appliance, plan_download
 from tui.settings import Settings
 from tui.sim.flow_engine import role_nodes
 from tui.sim.server import SimServer

@@ -23,9 +23,9 @@ from tui.cli.exit_codes import EXIT_FAILED
 from tui.domain.error_codes import AUTHENTICATION
 from tui.errors import SiteError
 from tui.procedures.concurrent import gather
-from tui.procedures.hosts import load_inventory
-from tui.procedures.marketplace import load_catalog
-from tui.procedures.upgrades import load_upgrade_plan, read_objects
+from tui.procedures.hosts.cpu_inventory import load_inventory
+from tui.procedures.market.marketplaces import load_catalog
+from tui.procedures.market.upgrades import load_upgrade_plan, read_objects
 from tui.sim.server import SimServer
 
 #: long enough to be still in flight when the other read's refusal comes back (never waited out:

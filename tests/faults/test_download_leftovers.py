@@ -1,6 +1,6 @@
 """What a download's rollback could not delete is recorded, and the next download deletes it first
 (issue 22: the soak's leftover at step 771, an image left in ERROR when the session expired during
-the download of a broken appliance): the download journal, `tui.procedures.download_journal`."""
+the download of a broken appliance): the download journal, `tui.procedures.market.download_journal`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from tests.cli_run import run_cli
 from tests.faults.conftest import PointAt
 from tui.domain.images import ERROR
-from tui.procedures.download_journal import DownloadJournal, Leftover
+from tui.procedures.market.download_journal import DownloadJournal, Leftover
 from tui.sim.server import SimServer
 
 BROKEN = "service_traffic_generator"  # its image ends in ERROR (tui/sim/images.py `copied`)

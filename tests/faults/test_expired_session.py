@@ -26,8 +26,8 @@ from tui.adapters.flow_errors import flow_http_error
 from tui.cli.exit_codes import EXIT_FAILED, EXIT_FINDINGS
 from tui.domain.error_codes import AUTHENTICATION, AUTHORIZATION
 from tui.errors import AuthenticationFailed, SiteError
-from tui.procedures.setup_facts import read_setup_facts
-from tui.procedures.setup_status import build_checklist
+from tui.procedures.setup.facts import read_setup_facts
+from tui.procedures.setup.status import build_checklist
 from tui.sim.server import SimServer
 
 
@@ -149,11 +149,11 @@ async def test_every_reader_reports_a_refused_session_as_itself(deployed: SimSer
     """Each of these turned the refusal into something else: no fact, a check skipped, a VM
     gone, a VM that cannot move, a role waiting, an unknown version."""
     from tui.domain.services import SERVICE_DONE
-    from tui.procedures.deploy_waits import explain_roles
-    from tui.procedures.input_site_checks import check_cloud_user
-    from tui.procedures.move_plan import plan_flagged
-    from tui.procedures.site_fill import gather_cloud_facts
-    from tui.procedures.toolkit import list_toolkit_templates, recorded_roles, toolkit_version
+    from tui.procedures.hosts.move_plan import plan_flagged
+    from tui.procedures.site.fill import gather_cloud_facts
+    from tui.procedures.toolkit.deploy_waits import explain_roles
+    from tui.procedures.toolkit.input_checks import check_cloud_user
+    from tui.procedures.toolkit.service import list_toolkit_templates, recorded_roles, toolkit_version
 
     site = await connect(deployed)
     [service] = [s for s in await site.flow.list_services() if s.state != SERVICE_DONE]

@@ -21,9 +21,9 @@ from tests.faults.processes import Runner
 from tests.hosts.conftest import FAST, collect, settings_for
 from tui.adapters.file_lock import Holder, hold, probe, read_holder
 from tui.procedures.connection import SiteConnection
-from tui.procedures.move_lock import MoveBusy, move_lock_file
-from tui.procedures.move_plan import plan_move
-from tui.procedures.move_vm import MoveLedger, move_vm
+from tui.procedures.hosts.move_lock import MoveBusy, move_lock_file
+from tui.procedures.hosts.move_plan import plan_move
+from tui.procedures.hosts.move_vm import MoveLedger, move_vm
 from tui.sim.server import SimServer
 
 BROADWELL, ACTIVE = 1, 3

@@ -20,8 +20,8 @@ from tests.hosts.conftest import FAST, collect
 from tests.hosts.test_move import BROADWELL, WESTMERE
 from tui.__main__ import main
 from tui.procedures.connection import SiteConnection
-from tui.procedures.move_plan import move_command, plan_move, plan_redeploy
-from tui.procedures.move_vm import MoveFailed, MoveLedger, move_vm
+from tui.procedures.hosts.move_plan import move_command, plan_move, plan_redeploy
+from tui.procedures.hosts.move_vm import MoveFailed, MoveLedger, move_vm
 from tui.settings import Settings
 from tui.sim.server import SimServer
 

@@ -1,6 +1,6 @@
 """The console's second deploy says what it does (issue 22 item 10): with a recorded deployment, the
 question warned "this creates another service", then the run followed the first (a service made
-from the same inputs is followed, `tui.procedures.own_service`). It now plans as the run will and
+from the same inputs is followed, `tui.procedures.toolkit.own_service`). It now plans as the run will and
 says the service is followed; the header says the same; no second service appears."""
 
 from __future__ import annotations

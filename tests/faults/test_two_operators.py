@@ -2,7 +2,7 @@
 
 Each test runs the real command line in separate processes against one vault-encrypted file (the
 site configuration), as two operators on one frontend would. Issue 15 found that two `site edit`
-processes lost each other's changes while both exited 0; the lock (tui.procedures.site_lock)
+processes lost each other's changes while both exited 0; the lock (tui.procedures.site.lock)
 makes the second wait and apply its change to what the first wrote.
 """
 
@@ -22,8 +22,8 @@ from tui.adapters.file_lock import hold
 from tui.adapters.vault import VaultPassword, read_vault_file
 from tui.cli.exit_codes import EXIT_FAILED, EXIT_OK
 from tui.errors import SiteError
-from tui.procedures.site_config import edit_file, encrypt_file, load_site_config, save_text
-from tui.procedures.site_lock import LOCK_TIMEOUT_ENV, config_lock_file
+from tui.procedures.site.config import edit_file, encrypt_file, load_site_config, save_text
+from tui.procedures.site.lock import LOCK_TIMEOUT_ENV, config_lock_file
 from tui.sim.repos import template_core_yaml
 
 

@@ -21,8 +21,8 @@ from tui.domain.object_names import console_name_problem, control_problem, fit_n
 from tui.domain.printable import escape_controls, has_controls
 from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
-from tui.procedures.download_plan import check_name
-from tui.procedures.setup_identity import plan_cloud_user
+from tui.procedures.market.download_plan import check_name
+from tui.procedures.setup.identity import plan_cloud_user
 from tui.settings import Settings
 from tui.sim import catalog
 from tui.sim.server import SimServer

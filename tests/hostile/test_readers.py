@@ -175,7 +175,7 @@ def test_read_text_file_bounds_size_and_encoding(tmp_path: Path) -> None:
 
 def test_a_non_utf8_token_file_is_a_clear_error(tmp_path: Path) -> None:
     from tui.errors import SiteError
-    from tui.procedures.site_workspace import read_token
+    from tui.procedures.site.workspace import read_token
 
     path = tmp_path / "token"
     path.write_bytes(b"ghp_\xff\xfe\n")

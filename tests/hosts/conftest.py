@@ -16,8 +16,8 @@ import pytest
 
 from tests.conftest import isolate_home
 from tui.procedures.connection import SiteConnection
-from tui.procedures.move_plan import MoveTimeouts
-from tui.procedures.move_vm import MoveLedger
+from tui.procedures.hosts.move_plan import MoveTimeouts
+from tui.procedures.hosts.move_vm import MoveLedger
 from tui.settings import Settings
 from tui.sim.server import SimServer
 

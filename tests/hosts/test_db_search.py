@@ -15,7 +15,7 @@ import pytest
 from tests.hosts.conftest import Connect
 from tui.__main__ import main
 from tui.cli.common import EXIT_FAILED, EXIT_FINDINGS, EXIT_OK
-from tui.procedures.hosts import load_inventory
+from tui.procedures.hosts.cpu_inventory import load_inventory
 from tui.sim.server import SimServer
 
 METHOD = "one.vmpool.infoextended"
@@ -174,7 +174,7 @@ def test_a_page_that_cannot_be_read_is_an_error_not_none_found(sim_factory: Call
 def test_the_site_record_and_the_name_find_vms_without_role_name(sim_factory: Callable[..., SimServer],
                                                                  connect: Connect) -> None:
     """A VM named `manager_<n>_(service_<id>)` without ROLE_NAME, and a VM the site record lists,
-    are database VMs too (tui.procedures.hosts.document_db_reason); a VM whose ROLE_NAME only
+    are database VMs too (tui.procedures.hosts.cpu_inventory.document_db_reason); a VM whose ROLE_NAME only
     contains the role (`manager-backup`) is not."""
     server = sim_factory(vms=6)
     listing = _listing(server)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from tests.hosts.conftest import Connect
 from tests.waiting import wait_until
 from tui.domain.cpu import HostVerdictKind, VmVerdictKind
-from tui.procedures.hosts import load_inventory
+from tui.procedures.hosts.cpu_inventory import load_inventory
 from tui.procedures.site_record import RecordedRole, RecordedVm, SiteRecord, save_site_record, site_record_path
 from tui.sim.server import SimServer
 

@@ -11,9 +11,9 @@ from tui.domain.cpu import HOST_PASSTHROUGH, VmVerdictKind
 from tui.domain.vms import VmDetail
 from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
-from tui.procedures.hosts import load_inventory
-from tui.procedures.move_journal import MoveJournal
-from tui.procedures.move_plan import (
+from tui.procedures.hosts.cpu_inventory import load_inventory
+from tui.procedures.hosts.move_journal import MoveJournal
+from tui.procedures.hosts.move_plan import (
     PASSTHROUGH_WARNING,
     STEP_DEPLOY,
     STEP_SET_MODEL,
@@ -25,7 +25,7 @@ from tui.procedures.move_plan import (
     plan_redeploy,
     preview_move,
 )
-from tui.procedures.move_vm import UPDATECONF_SECTIONS, MoveFailed, MoveLedger, move_many, move_vm
+from tui.procedures.hosts.move_vm import UPDATECONF_SECTIONS, MoveFailed, MoveLedger, move_many, move_vm
 from tui.sim.server import SimServer
 
 WESTMERE, CASCADELAKE, BROADWELL, LEGACY, ARM, BROADWELL_DISABLED = 2, 0, 1, 3, 4, 5
@@ -269,8 +269,8 @@ async def test_flagged_vms_planned_together_do_not_share_room_for_one(deployed: 
                                                                        ledger: MoveLedger) -> None:
     from dataclasses import replace
 
-    from tui.procedures.hosts import rank_targets
-    from tui.procedures.move_plan import reserve
+    from tui.procedures.hosts.cpu_inventory import rank_targets
+    from tui.procedures.hosts.move_plan import reserve
 
     site = connect(deployed)
     manager = await _manager(site)

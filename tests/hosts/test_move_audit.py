@@ -14,11 +14,11 @@ from tests.hosts.conftest import FAST, Connect
 from tests.operating import operate
 from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
-from tui.procedures.hosts import load_inventory
-from tui.procedures.move_journal import MAX_ENTRY_BYTES, MoveJournal, MoveOrigin
-from tui.procedures.move_operation import MoveVms, RedeployVm
-from tui.procedures.move_plan import STEP_DEPLOY, STEP_WAIT_UNDEPLOYED, STEPS
-from tui.procedures.move_vm import MoveCancelled, MoveFailed
+from tui.procedures.hosts.cpu_inventory import load_inventory
+from tui.procedures.hosts.move_journal import MAX_ENTRY_BYTES, MoveJournal, MoveOrigin
+from tui.procedures.hosts.move_operation import MoveVms, RedeployVm
+from tui.procedures.hosts.move_plan import STEP_DEPLOY, STEP_WAIT_UNDEPLOYED, STEPS
+from tui.procedures.hosts.move_vm import MoveCancelled, MoveFailed
 from tui.procedures.operation import RunContext
 from tui.procedures.progress import Progress
 from tui.sim.server import SimServer

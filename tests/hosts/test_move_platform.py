@@ -11,8 +11,8 @@ import pytest
 from tests.hosts.conftest import FAST, Connect, collect
 from tests.hosts.test_move import BROADWELL, WESTMERE, _actions, _manager, _sections
 from tui.errors import SiteError
-from tui.procedures.move_plan import STEP_UNDEPLOY, STEP_WAIT_RUNNING, plan_move, plan_redeploy, preview_move
-from tui.procedures.move_vm import MoveFailed, MoveLedger, move_vm
+from tui.procedures.hosts.move_plan import STEP_UNDEPLOY, STEP_WAIT_RUNNING, plan_move, plan_redeploy, preview_move
+from tui.procedures.hosts.move_vm import MoveFailed, MoveLedger, move_vm
 from tui.sim.server import SimServer
 
 

@@ -14,9 +14,9 @@ import pytest
 from tests.hosts.conftest import Connect, collect
 from tui.domain.attributes import Attributes
 from tui.domain.guest_ready import cannot_report_ready
-from tui.procedures.hosts import load_inventory
-from tui.procedures.move_plan import STEP_WAIT_READY, STEPS, MoveTimeouts, plan_move, preview_move
-from tui.procedures.move_vm import MoveLedger, move_vm
+from tui.procedures.hosts.cpu_inventory import load_inventory
+from tui.procedures.hosts.move_plan import STEP_WAIT_READY, STEPS, MoveTimeouts, plan_move, preview_move
+from tui.procedures.hosts.move_vm import MoveLedger, move_vm
 from tui.sim.server import SimServer
 
 CASCADELAKE = 0

@@ -19,8 +19,8 @@ from tui.cli.common import EXIT_FINDINGS, EXIT_OK
 from tui.domain.cpu import HOST_CHECKED, HostVerdictKind, VmVerdictKind, evaluate_host
 from tui.domain.hosts import Host
 from tui.errors import SiteError
-from tui.procedures.hosts import load_inventory
-from tui.procedures.move_plan import plan_move, plan_redeploy
+from tui.procedures.hosts.cpu_inventory import load_inventory
+from tui.procedures.hosts.move_plan import plan_move, plan_redeploy
 from tui.sim.server import SimServer
 
 WESTMERE, BROADWELL_DISABLED, CASCADELAKE_OFFLINE = 2, 5, 6

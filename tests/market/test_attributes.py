@@ -12,7 +12,7 @@ from tui.domain.appliances import parse_record
 from tui.domain.attribute_file import ApplianceTag, installed_version_from_image_template
 from tui.domain.naming import NamingProfile
 from tui.errors import SiteError
-from tui.procedures.attach_attributes import (
+from tui.procedures.market.attributes import (
     AttachAttributes,
     attach_attributes,
     attribute_text,
@@ -23,7 +23,7 @@ from tui.procedures.attach_attributes import (
     tag_for_record,
     write_attribute_file,
 )
-from tui.procedures.marketplace import load_catalog
+from tui.procedures.market.marketplaces import load_catalog
 from tui.procedures.operation import ReadOnlyRefused
 from tui.sim.catalog import TOOLKIT_OLD_VERSION
 from tui.sim.server import SimServer
@@ -162,7 +162,7 @@ async def test_images_downloaded_earlier_without_attributes_are_found_and_tagged
                                                                                  connect: SiteFactory) -> None:
     site = await connect(sim)
     record = (await load_catalog(site)).find("service_bastion").record
-    from tui.procedures.download_appliance import download_appliance, find_market_app, plan_download
+    from tui.procedures.market.download import download_appliance, find_market_app, plan_download
 
     app = await find_market_app(site, record)
     plan = await plan_download(site, app.id, 1, "bastion image")

@@ -14,9 +14,9 @@ from tui.domain.attribute_file import installed_version_from_image_template
 from tui.domain.documents import SERVICE_TEMPLATE_DOCUMENT
 from tui.domain.images import READY
 from tui.errors import SiteError
-from tui.procedures.attach_attributes import role_templates, tag_for_record
 from tui.procedures.connection import SiteConnection
-from tui.procedures.download_appliance import (
+from tui.procedures.market.attributes import role_templates, tag_for_record
+from tui.procedures.market.download import (
     DownloadAppliance,
     DownloadCancelled,
     DownloadPlan,
@@ -24,7 +24,7 @@ from tui.procedures.download_appliance import (
     find_market_app,
     plan_download,
 )
-from tui.procedures.marketplace import load_catalog
+from tui.procedures.market.marketplaces import load_catalog
 from tui.procedures.operation import RunContext
 from tui.procedures.progress import Progress
 from tui.sim.server import SimServer
@@ -337,7 +337,7 @@ async def test_a_record_of_an_unregistered_marketplace_cannot_be_exported(sim: S
 
 
 def test_the_platform_time_is_left_out_of_an_image_error() -> None:
-    from tui.procedures.download_appliance import error_reason
+    from tui.procedures.market.download import error_reason
 
     raw = "Sun Nov 22 01:20:01 2026 : Error copying image in the datastore: MD5 mismatch"
     assert error_reason(raw) == "Error copying image in the datastore: MD5 mismatch"
@@ -347,7 +347,7 @@ def test_the_platform_time_is_left_out_of_an_image_error() -> None:
 def test_the_suggested_final_name_is_one_the_platform_takes() -> None:
     """A record's name may hold characters src/pool/PoolObjectSQL.cc `name_is_valid` refuses: the
     suggestion replaces them, and a plain name is kept as it is."""
-    from tui.procedures.download_appliance import default_download_name
+    from tui.procedures.market.download import default_download_name
 
     assert default_download_name("Site Toolkit", "v0.5.0-20250403-1109") == "Site Toolkit v0.5.0"
     assert default_download_name("DNS: primary/secondary", "v1.0") == "DNS- primary-secondary v1.0"

@@ -17,8 +17,8 @@ from tests.market.test_cli import env  # noqa: F401 (fixture)
 from tui.__main__ import main
 from tui.cli.common import EXIT_OK, EXIT_USAGE
 from tui.errors import SiteError
-from tui.procedures.download_appliance import DownloadAppliance, DownloadCancelled, DownloadResult, find_market_app
-from tui.procedures.marketplace import load_catalog
+from tui.procedures.market.download import DownloadAppliance, DownloadCancelled, DownloadResult, find_market_app
+from tui.procedures.market.marketplaces import load_catalog
 from tui.procedures.operation import Operation, ReadOnlyRefused, RunContext, run_operation
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress

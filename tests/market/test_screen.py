@@ -169,7 +169,7 @@ async def test_read_only_hides_the_download_and_the_mutating_buttons(sim_factory
 
 
 async def test_attributes_flow_tags_an_untagged_image(sim: SimServer) -> None:
-    from tui.procedures.download_appliance import download_appliance, plan_download
+    from tui.procedures.market.download import download_appliance, plan_download
 
     app = console_app(sim)
     async with app.run_test(size=SIZE) as pilot:

@@ -8,8 +8,8 @@ from typing import Any
 
 from tests.market.conftest import POLL, collect, community_url
 from tests.ui.conftest import SIZE, console_app, wait_for
-from tui.procedures.download_appliance import download_appliance, find_market_app, plan_download
-from tui.procedures.marketplace import load_catalog
+from tui.procedures.market.download import download_appliance, find_market_app, plan_download
+from tui.procedures.market.marketplaces import load_catalog
 from tui.screens.marketplace import MarketplaceScreen
 from tui.sim.catalog import TOOLKIT_OLD_VERSION, TOOLKIT_VERSION
 from tui.sim.server import SimServer
@@ -23,7 +23,7 @@ async def _download_toolkit(site: Any) -> None:
     catalog = await load_catalog(site)
     entry = next(e for e in catalog.entries if e.record.id == "service_toolkit" and e.record.version == TOOLKIT_VERSION)
     app = await find_market_app(site, entry.record)
-    from tui.procedures.attach_attributes import tag_for_record
+    from tui.procedures.market.attributes import tag_for_record
 
     plan = await plan_download(site, app.id, 1, "Site Toolkit v0.5.0", tag=tag_for_record(entry.record))
     await collect(download_appliance(site, plan, poll_interval=POLL))

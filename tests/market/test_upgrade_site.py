@@ -21,13 +21,13 @@ from tests.market.conftest import POLL
 from tui.adapters.vault import VaultPassword, decrypt_text
 from tui.domain.attribute_file import installed_version_from_image_template
 from tui.domain.site_config import SiteConfig
-from tui.procedures.attach_attributes import tag_for_record
 from tui.procedures.connection import SiteConnection
-from tui.procedures.download_appliance import DownloadAppliance, find_market_app
-from tui.procedures.marketplace import load_catalog
+from tui.procedures.market.attributes import tag_for_record
+from tui.procedures.market.download import DownloadAppliance, find_market_app
+from tui.procedures.market.marketplaces import load_catalog
+from tui.procedures.market.upgrades import IdChange
 from tui.procedures.operation import RunContext, run_operation
-from tui.procedures.upgrade_site import id_edits, missing_variables
-from tui.procedures.upgrades import IdChange
+from tui.procedures.site.follow_upgrade import id_edits, missing_variables
 from tui.settings import Settings
 from tui.sim.repos import EXISTING_SITE, SIM_VAULT_PASSWORD
 from tui.sim.server import SimServer

@@ -11,10 +11,8 @@ from tui.domain.attribute_file import installed_version_from_image_template
 from tui.domain.upgrades import StepKind
 from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
-from tui.procedures.download_appliance import DownloadResult
-from tui.procedures.operation import Confirmation, RunContext, run_operation
-from tui.procedures.progress import Progress
-from tui.procedures.upgrades import (
+from tui.procedures.market.download import DownloadResult
+from tui.procedures.market.upgrades import (
     ApplyUpgrades,
     Removal,
     apply_upgrade_plan,
@@ -23,6 +21,8 @@ from tui.procedures.upgrades import (
     removal_for,
     upgrade_preview,
 )
+from tui.procedures.operation import Confirmation, RunContext, run_operation
+from tui.procedures.progress import Progress
 from tui.sim.server import SimServer
 
 OLD, NEW = "v0.4.0-20250219-2235", "v0.5.0-20250403-1109"
@@ -162,9 +162,9 @@ async def _rebuild_published(site: SiteConnection, isolated: Path) -> dict[int, 
     """DNS Server v1.1.0 downloaded under its default name ("DNS Server v1.1.0"), its images then
     tagged with an older build of the same software version: the marketplace now offers a rebuild
     (v1.1.0-20250520-0931) whose default name is the same as the installed objects'."""
-    from tui.procedures.attach_attributes import tag_for_record
-    from tui.procedures.download_appliance import DownloadAppliance, default_download_name, find_market_app
-    from tui.procedures.marketplace import load_catalog
+    from tui.procedures.market.attributes import tag_for_record
+    from tui.procedures.market.download import DownloadAppliance, default_download_name, find_market_app
+    from tui.procedures.market.marketplaces import load_catalog
 
     entry = (await load_catalog(site)).newest("service_dns")
     app = await find_market_app(site, entry.record)

@@ -41,7 +41,7 @@ def test_oned_listens_on_loopback_with_dummy_drivers(text: str, version: tuple[i
 def test_the_gate_is_not_loopback_so_the_setup_accepts_it(text: str, version: tuple[int, ...]) -> None:
     gate = _oned(text, version).scalar("ONEGATE_ENDPOINT") or ""
     host = urlsplit(gate).hostname or ""
-    assert not ipaddress.ip_address(host).is_loopback  # tui/procedures/setup_status.py gate_step
+    assert not ipaddress.ip_address(host).is_loopback  # tui/procedures/setup/status.py gate_step
 
 
 def test_7x_runs_the_rank_scheduler_without_the_drs_optimiser() -> None:

@@ -28,7 +28,7 @@ from tui.domain.permissions import Permissions
 from tui.domain.template_text import parse_template, render_template
 from tui.domain.vm_scan import VmPrefilter
 from tui.errors import SiteError
-from tui.procedures.setup_identity import group_rule
+from tui.procedures.setup.identity import group_rule
 
 #: a loopback port nothing listens on (a marketplace the scenario registers must not import anything)
 DEAD_ENDPOINT = "http://127.0.0.1:9/"

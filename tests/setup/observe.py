@@ -12,8 +12,8 @@ from pathlib import Path
 from tui.adapters.vault import VaultPassword, decrypt_text, is_vault_text
 from tui.domain.services import SERVICE_DONE
 from tui.procedures.connection import SiteConnection
-from tui.procedures.hosts import load_inventory
-from tui.procedures.toolkit import list_toolkit_templates
+from tui.procedures.hosts.cpu_inventory import load_inventory
+from tui.procedures.toolkit.service import list_toolkit_templates
 from tui.settings import Settings
 from tui.sim.server import SimServer
 

@@ -14,7 +14,7 @@ from tests.setup.conftest import point_at, run, steps
 from tests.setup.inputs import write_inputs
 from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
-from tui.procedures.setup_identity import group_rule
+from tui.procedures.setup.identity import group_rule
 from tui.settings import Settings
 from tui.sim.server import SimServer
 
@@ -219,7 +219,7 @@ def test_the_identity_steps_are_operations(sim_factory, monkeypatch, tmp_path: P
     read or changed, a run reports each part, the password is in no preview, plan or audit entry."""
     from tui.procedures.audit import AUDIT_ENV, AuditLog
     from tui.procedures.operation import ReadOnlyRefused, RunContext, run_operation
-    from tui.procedures.setup_identity import CreateCloudUser, RegisterMarketplace
+    from tui.procedures.setup.identity import CreateCloudUser, RegisterMarketplace
 
     server: SimServer = sim_factory()
     audit_path = tmp_path / "audit.jsonl"
@@ -283,7 +283,7 @@ def test_registering_a_marketplace_that_lists_names_the_cloud_holds_is_previewed
     (src/market/MarketPlaceAppPool.cc 211-223 at release-7.0.2): registering the community
     marketplace, which lists older builds under the site's appliance names, would make the cloud's
     toolkit app hold its v0.4.0. The plan says so before anything is registered."""
-    from tui.procedures.setup_identity import plan_marketplace
+    from tui.procedures.setup.identity import plan_marketplace
 
     server: SimServer = sim_factory()
     url = server.market_url + "/community"

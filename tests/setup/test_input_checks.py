@@ -21,8 +21,8 @@ from tui.domain.setup_steps import StepId
 from tui.domain.toolkit_inputs import secret_names
 from tui.procedures.audit import AUDIT_ENV, AuditLog
 from tui.procedures.connection import SiteConnection
-from tui.procedures.setup_facts import target_from_file
-from tui.procedures.setup_run import RunOptions, SetupStopped, run_setup
+from tui.procedures.setup.facts import target_from_file
+from tui.procedures.setup.run import RunOptions, SetupStopped, run_setup
 from tui.screens.setup import SecretsModal
 from tui.screenshots import wait_for, wait_for_screen
 from tui.settings import Settings

@@ -54,7 +54,7 @@ def test_the_checklist_screen_shows_the_older_build(sim_factory, monkeypatch: py
 
     from tui.console import demo_settings
     from tui.procedures.connection import SiteConnection
-    from tui.procedures.setup_status import setup_status
+    from tui.procedures.setup.status import setup_status
     from tui.screens.setup import step_detail, step_row
     from tui.settings import Settings
 

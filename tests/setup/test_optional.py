@@ -51,7 +51,7 @@ def _deploy_by_hand(server: SimServer, name: str) -> tuple[int, str, str]:
     an operator would (`onemarketapp export`, `onetemplate instantiate --nic 0`); once its token is
     published: (VM id, address, token)."""
     from tui.procedures.connection import SiteConnection
-    from tui.procedures.download_appliance import download_appliance, plan_download
+    from tui.procedures.market.download import download_appliance, plan_download
     from tui.settings import Settings
 
     async def go() -> int:

@@ -180,7 +180,7 @@ def test_a_download_done_by_hand_is_recognised(fresh, capsys) -> None:
     server, inputs, values = fresh
 
     async def by_hand() -> None:
-        from tui.procedures.download_appliance import download_appliance, plan_download
+        from tui.procedures.market.download import download_appliance, plan_download
 
         site = SiteConnection(Settings.for_site(server.xmlrpc_url, server.session, server.flow_url))
         try:

@@ -185,7 +185,7 @@ def test_a_bad_input_file_is_a_usage_error(sim_factory, monkeypatch: pytest.Monk
 @pytest.mark.parametrize("backend", ["sqlite", "mysql"])
 def test_the_database_step_finds_the_manager_on_either_backend(sim_factory, monkeypatch: pytest.MonkeyPatch, capsys,
                                                                backend: str) -> None:
-    """The database VMs are read from the whole pool in pages (tui.procedures.hosts): sqlite, which
+    """The database VMs are read from the whole pool in pages (tui.procedures.hosts.cpu_inventory): sqlite, which
     refuses the pool query, and MySQL, which matches it as a substring, give the same step; a page
     the platform refuses leaves the step unknown, never done."""
     server: SimServer = sim_factory(scenario="deployed", db_backend=backend)

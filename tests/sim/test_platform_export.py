@@ -268,7 +268,7 @@ def test_the_consoles_download_makes_what_the_platforms_export_makes(sim: SimSer
     import asyncio
 
     from tui.procedures.connection import SiteConnection
-    from tui.procedures.download_appliance import download_appliance, plan_download
+    from tui.procedures.market.download import download_appliance, plan_download
     from tui.settings import Settings
 
     app_id = _toolkit_app_id(sim)

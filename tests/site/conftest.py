@@ -15,10 +15,10 @@ from tui.adapters.vault import VaultPassword
 from tui.console import demo_settings
 from tui.procedures.audit import AuditLog
 from tui.procedures.connection import SiteConnection
-from tui.procedures.site_config import load_site_config
-from tui.procedures.site_repo import open_site
-from tui.procedures.site_verdict import SubmitGate, submit_gate, verdict_of
-from tui.procedures.site_workspace import sites_repo
+from tui.procedures.site.config import load_site_config
+from tui.procedures.site.repo import open_site
+from tui.procedures.site.verdict import SubmitGate, submit_gate, verdict_of
+from tui.procedures.site.workspace import sites_repo
 from tui.settings import Settings
 from tui.sim.repos import EXISTING_SITE, SIM_VAULT_PASSWORD, seed_repositories
 from tui.sim.server import SimServer

@@ -11,7 +11,7 @@ from tui.adapters.git_repo import GitRemote, GitRepo
 from tui.domain.components import ComponentDefinitionError, appliance_record_id, parse_public_yaml
 from tui.domain.naming import NamingProfile
 from tui.domain.site_checks import MINIMAL_COMPONENT_SET
-from tui.procedures.component_library import load_library
+from tui.procedures.site.component_library import load_library
 from tui.sim.repos import seed_repositories
 
 PUBLIC = """

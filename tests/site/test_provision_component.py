@@ -15,17 +15,17 @@ from tui.adapters.vault import VaultPassword, read_vault_file
 from tui.domain.components import ComponentDefinition, ComponentLibrary, VariableSpec
 from tui.domain.site_config import SiteConfig
 from tui.errors import SiteError
-from tui.procedures.component_library import load_library
+from tui.procedures.components.enable_operation import EnableComponent
+from tui.procedures.components.provision import ComponentProvisioner, offer_component, plan_provision, provision_component
 from tui.procedures.connection import SiteConnection
-from tui.procedures.download_appliance import download_appliance, find_market_app, plan_download
-from tui.procedures.enable_operation import EnableComponent
-from tui.procedures.marketplace import load_catalog
+from tui.procedures.market.download import download_appliance, find_market_app, plan_download
+from tui.procedures.market.marketplaces import load_catalog
 from tui.procedures.operation import RunContext, run_operation
-from tui.procedures.provision_component import ComponentProvisioner, offer_component, plan_provision, provision_component
-from tui.procedures.site_config import enable_component
-from tui.procedures.site_repo import current_site, preview_submit, submit_site
-from tui.procedures.site_verdict import site_verdict, submit_gate
-from tui.procedures.site_workspace import library_repo, sites_repo, vault_password
+from tui.procedures.site.component_library import load_library
+from tui.procedures.site.config import enable_component
+from tui.procedures.site.repo import current_site, preview_submit, submit_site
+from tui.procedures.site.verdict import site_verdict, submit_gate
+from tui.procedures.site.workspace import library_repo, sites_repo, vault_password
 from tui.sim.acl import rule_of
 from tui.sim.server import SimServer
 

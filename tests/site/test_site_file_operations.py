@@ -18,7 +18,7 @@ from tui.cli.common import EXIT_OK, EXIT_USAGE
 from tui.procedures.audit import AuditLog
 from tui.procedures.connection import SiteConnection
 from tui.procedures.operation import ReadOnlyRefused, RunContext, run_operation
-from tui.procedures.site_file_operations import SaveSite
+from tui.procedures.site.file_operations import SaveSite
 from tui.settings import Settings
 from tui.sim.repos import template_core_yaml
 

@@ -12,9 +12,9 @@ from tui.domain.site_checks import check_site_config
 from tui.domain.site_config import SiteConfig
 from tui.domain.site_record import RecordedRole, RecordedVm, SiteRecord
 from tui.procedures.connection import SiteConnection
-from tui.procedures.site_fill import fill_site_file, gather_cloud_facts, plan_fill
+from tui.procedures.site.fill import fill_site_file, gather_cloud_facts, plan_fill
+from tui.procedures.site.workspace import vault_password
 from tui.procedures.site_record import save_site_record
-from tui.procedures.site_workspace import vault_password
 from tui.sim.repos import DEMO_ADMIN_KEY, template_core_yaml
 from tui.sim.server import SimServer
 

@@ -19,11 +19,11 @@ from tui.domain.components import ComponentDefinition
 from tui.domain.site_config import SiteConfig
 from tui.errors import SiteError
 from tui.procedures.audit import AuditLog
-from tui.procedures.component_library import load_library
 from tui.procedures.connection import SiteConnection
 from tui.procedures.operation import RunContext, run_operation
 from tui.procedures.progress import Progress
-from tui.procedures.site_config import (
+from tui.procedures.site.component_library import load_library
+from tui.procedures.site.config import (
     check_site_file,
     edit_file,
     enable_component,
@@ -31,9 +31,9 @@ from tui.procedures.site_config import (
     preview_edit,
     save_text,
 )
-from tui.procedures.site_file_operations import EncryptSite
-from tui.procedures.site_repo import create_site, current_site, list_sites, open_site, preview_submit, submit_site
-from tui.procedures.site_verdict import SubmitGate, submit_gate, verdict_of
+from tui.procedures.site.file_operations import EncryptSite
+from tui.procedures.site.repo import create_site, current_site, list_sites, open_site, preview_submit, submit_site
+from tui.procedures.site.verdict import SubmitGate, submit_gate, verdict_of
 from tui.settings import Settings
 from tui.sim.repos import SIM_VAULT_PASSWORD, template_core_yaml
 

@@ -278,8 +278,8 @@ async def test_the_site_screen_finds_the_branch_the_setup_opened_when_shown(depl
     """Issue 20 item 11: "No site open" right after the setup opened the site branch. The setup opens
     the branch in the same working clone (`setup_components.plan_components` -> `open_site`); the
     site screen, shown again, takes it without ctrl+o."""
-    from tui.procedures.site_repo import open_site
-    from tui.procedures.site_workspace import sites_repo
+    from tui.procedures.site.repo import open_site
+    from tui.procedures.site.workspace import sites_repo
 
     app = site_app(deployed, tmp_path)
     async with app.run_test(size=SIZE) as pilot:

@@ -13,14 +13,15 @@ from tui.domain.severity import Severity
 from tui.domain.site_checks import check_placeholders, check_site_config
 from tui.domain.site_config import SiteConfig
 from tui.errors import SiteError
+from tui.procedures.components.enable_operation import EnableComponent, EnableReview
+from tui.procedures.components.provision import offer_component, plan_provision
 from tui.procedures.connection import SiteConnection
-from tui.procedures.enable_operation import EnableComponent, EnableReview
 from tui.procedures.operation import RunContext, run_operation
 from tui.procedures.preview import Preview
-from tui.procedures.provision_component import offer_component, plan_provision
-from tui.procedures.site_config import load_site_config
-from tui.procedures.site_confirmations import ConfirmApplianceId, confirmations_path, plan_confirmation
-from tui.procedures.site_fill import gather_cloud_facts
+from tui.procedures.site.config import load_site_config
+from tui.procedures.site.confirm_operation import ConfirmApplianceId, plan_confirmation
+from tui.procedures.site.confirmations import confirmations_path
+from tui.procedures.site.fill import gather_cloud_facts
 from tui.sim.repos import template_core_yaml
 from tui.sim.server import SimServer
 

@@ -26,7 +26,7 @@ from tests.conftest import isolate_home
 from tui.domain.input_file import InputFile
 from tui.domain.services import ServiceTemplate
 from tui.procedures.connection import SiteConnection
-from tui.procedures.toolkit import ToolkitForm, find_toolkit_template
+from tui.procedures.toolkit.service import ToolkitForm, find_toolkit_template
 from tui.screenshots import download_newest_toolkit, only_database_hosts
 from tui.settings import Settings
 from tui.sim.server import SimServer

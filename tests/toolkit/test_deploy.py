@@ -19,8 +19,10 @@ from tui.domain.secret_names import MASK
 from tui.domain.severity import Severity
 from tui.domain.ssh_keys import parse_public_key
 from tui.errors import SiteError
-from tui.procedures.deploy_operation import DeployToolkit
-from tui.procedures.instantiate_toolkit import (
+from tui.procedures.operation import RunContext, run_operation
+from tui.procedures.site_record import load_site_record, load_site_records, site_record_path
+from tui.procedures.toolkit.deploy_operation import DeployToolkit
+from tui.procedures.toolkit.instantiate import (
     DeploymentFailed,
     InvalidInputs,
     KeyNotPublished,
@@ -29,9 +31,7 @@ from tui.procedures.instantiate_toolkit import (
     follow_deployment,
     plan_deploy,
 )
-from tui.procedures.operation import RunContext, run_operation
-from tui.procedures.site_record import load_site_record, load_site_records, site_record_path
-from tui.procedures.toolkit import find_toolkit_template, load_form, toolkit_vms
+from tui.procedures.toolkit.service import find_toolkit_template, load_form, toolkit_vms
 
 
 async def test_form_is_generated_from_the_template_and_prefilled(toolkit_site: ToolkitSite) -> None:

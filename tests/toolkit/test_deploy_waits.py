@@ -25,9 +25,9 @@ from tui.cli.common import EXIT_FAILED
 from tui.domain.template_text import scalar
 from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
-from tui.procedures.deploy_waits import explain_roles, format_elapsed
-from tui.procedures.instantiate_toolkit import follow_deployment
-from tui.procedures.toolkit import record_for_service
+from tui.procedures.toolkit.deploy_waits import explain_roles, format_elapsed
+from tui.procedures.toolkit.instantiate import follow_deployment
+from tui.procedures.toolkit.service import record_for_service
 from tui.settings import Settings
 from tui.sim.scenarios import AUTOMATION_PASSWORD
 from tui.sim.server import SimServer
@@ -166,7 +166,7 @@ async def test_the_deployment_view_explains_and_m_opens_the_move(deployed: SimSe
 
 async def test_the_key_wait_says_how_long_and_for_what(deployed: SimServer) -> None:
     from tui.domain.site_record import RecordedRole, RecordedVm
-    from tui.procedures.instantiate_toolkit import KeyNotPublished, capture_automation_key
+    from tui.procedures.toolkit.instantiate import KeyNotPublished, capture_automation_key
 
     site = await _site(deployed)
     try:

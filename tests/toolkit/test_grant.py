@@ -16,10 +16,10 @@ from tui.domain.ssh_keys import parse_public_key
 from tui.domain.template_text import render_template
 from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
-from tui.procedures.deploy_operation import DeployToolkit
-from tui.procedures.grant_ssh_key import GrantKey, grant_ssh_key, plan_grant
 from tui.procedures.site_record import load_site_record
-from tui.procedures.toolkit import load_form
+from tui.procedures.toolkit.deploy_operation import DeployToolkit
+from tui.procedures.toolkit.grant_key import GrantKey, grant_ssh_key, plan_grant
+from tui.procedures.toolkit.service import load_form
 from tui.sim.server import SimServer
 
 

@@ -16,9 +16,9 @@ from tests.ui.conftest import console_app
 from tui.adapters.cloud import json_document_template
 from tui.app import SiteToolkitApp
 from tui.domain.documents import SERVICE_TEMPLATE_DOCUMENT
-from tui.procedures.instantiate_toolkit import deploy_toolkit, plan_deploy
 from tui.procedures.site_record import load_site_record
-from tui.procedures.toolkit import load_form
+from tui.procedures.toolkit.instantiate import deploy_toolkit, plan_deploy
+from tui.procedures.toolkit.service import load_form
 from tui.screens.toolkit import ToolkitScreen
 from tui.screens.toolkit_files import InputFileModal
 from tui.screens.toolkit_key import KeyScreen

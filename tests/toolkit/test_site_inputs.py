@@ -23,8 +23,8 @@ from tui.console import demo_settings
 from tui.domain.input_file import KEY_VALUES_6, KEY_VALUES_7
 from tui.domain.input_site import Outcome
 from tui.procedures.connection import SiteConnection
-from tui.procedures.input_site_checks import check_inputs_on_site
-from tui.procedures.toolkit import find_toolkit_template, load_form
+from tui.procedures.toolkit.input_checks import check_inputs_on_site
+from tui.procedures.toolkit.service import find_toolkit_template, load_form
 from tui.settings import Settings
 from tui.sim.repos import EXISTING_SITE, SIM_VAULT_PASSWORD
 from tui.sim.server import SimServer

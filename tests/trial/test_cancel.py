@@ -17,7 +17,7 @@ from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
 from tui.procedures.operation import OperationCancelled, RunContext, run_operation
 from tui.procedures.progress import Progress
-from tui.procedures.trial_network import RunTrialNetwork, plan_trial
+from tui.procedures.trial.network import RunTrialNetwork, plan_trial
 from tui.settings import Settings
 
 pytestmark = pytest.mark.timeout(300)

@@ -17,7 +17,7 @@ from textual.widgets import LoadingIndicator
 
 from tests.ui.conftest import SIZE, console_app, rendered_text, wait_for
 from tui.app import SiteToolkitApp
-from tui.procedures.download_appliance import DownloadAppliance
+from tui.procedures.market.download import DownloadAppliance
 from tui.screens.hosts import HostsScreen
 from tui.screens.market_download import DownloadModal
 from tui.screens.marketplace import MarketplaceScreen

@@ -26,9 +26,9 @@ from tui.cli.common import EXIT_FAILED, EXIT_FINDINGS, EXIT_OK, emit_json, posit
 from tui.cli.runner import run_cli
 from tui.domain.cpu import VM_CHECKED
 from tui.procedures.connection import SiteConnection
-from tui.procedures.hosts import DbVmRow, HostInventory, HostRow, load_inventory
-from tui.procedures.move_operation import MoveOperation, MoveSet, MoveVms, RedeployVm
-from tui.procedures.move_plan import MoveTimeouts
+from tui.procedures.hosts.cpu_inventory import DbVmRow, HostInventory, HostRow, load_inventory
+from tui.procedures.hosts.move_operation import MoveOperation, MoveSet, MoveVms, RedeployVm
+from tui.procedures.hosts.move_plan import MoveTimeouts
 
 
 def _flag(value: bool | None) -> str:

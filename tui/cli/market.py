@@ -25,7 +25,7 @@ there is refused unless `--force` (which replaces it atomically, never writing t
 old version (with `--yes`: removes without asking); then the site's core.yaml (the live toolkit's
 sites branch, or --branch) gets the new image and template IDs where it held the old ones (each
 key previewed, vault kept) and is submitted with the upgrade named in the commit message
-(tui.procedures.upgrade_site); site variables the library defines that it lacks are listed. Exit codes: see `tui.cli.common`.
+(tui.procedures.site.follow_upgrade); site variables the library defines that it lacks are listed. Exit codes: see `tui.cli.common`.
 """
 
 from __future__ import annotations
@@ -53,7 +53,8 @@ from tui.cli.runner import print_event, run_cli
 from tui.domain.attribute_file import ApplianceTag
 from tui.domain.upgrades import InstallState
 from tui.errors import SiteError
-from tui.procedures.attach_attributes import (
+from tui.procedures.connection import SiteConnection
+from tui.procedures.market.attributes import (
     AttachAttributes,
     attribute_text,
     default_targets,
@@ -62,8 +63,7 @@ from tui.procedures.attach_attributes import (
     tag_for_record,
     write_attribute_file,
 )
-from tui.procedures.connection import SiteConnection
-from tui.procedures.download_appliance import (
+from tui.procedures.market.download import (
     DEFAULT_POLL_INTERVAL,
     DEFAULT_STEP_TIMEOUT,
     DownloadAppliance,
@@ -71,10 +71,10 @@ from tui.procedures.download_appliance import (
     default_download_name,
     find_market_app,
 )
-from tui.procedures.marketplace import CatalogEntry, MarketCatalog, load_catalog
+from tui.procedures.market.marketplaces import CatalogEntry, MarketCatalog, load_catalog
+from tui.procedures.market.upgrades import ApplyUpgrades, IdChange, Upgraded, upgrade_plan_json
 from tui.procedures.preview import Preview
 from tui.procedures.progress import Progress
-from tui.procedures.upgrades import ApplyUpgrades, IdChange, Upgraded, upgrade_plan_json
 
 #: glyphs of the install states (never colour alone)
 STATE_MARKS = {"not downloaded": "-", "up to date": "=", "update available": "^", "untagged image found": "?",
@@ -280,11 +280,11 @@ async def _upgrades(args: argparse.Namespace, site: SiteConnection) -> int:
 
 async def _site_follows(args: argparse.Namespace, site: SiteConnection, plan: Any, upgraded: Upgraded,
                         answer: dict[str, Any] | None) -> int:
-    """core.yaml changed to the new IDs and submitted with the upgrade named (tui.procedures.upgrade_site)."""
+    """core.yaml changed to the new IDs and submitted with the upgrade named (tui.procedures.site.follow_upgrade)."""
     from tui.cli.site_options import parse_set, vault_password, warn
-    from tui.procedures.setup_facts import toolkit_service
-    from tui.procedures.site_workspace import sites_repo
-    from tui.procedures.upgrade_site import update_site_ids, upgrade_message
+    from tui.procedures.site.follow_upgrade import update_site_ids, upgrade_message
+    from tui.procedures.site.workspace import sites_repo
+    from tui.procedures.toolkit.service import toolkit_service
 
     changes = [c for c in upgraded.core_yaml if c.old >= 0 and c.new is not None]
     payload: dict[str, Any] = {"site": None}

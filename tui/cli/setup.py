@@ -51,7 +51,7 @@ from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
 from tui.procedures.preview import Preview
 from tui.procedures.progress import Progress
-from tui.procedures.setup_facts import SetupTarget, target_from_file
+from tui.procedures.setup.facts import SetupTarget, target_from_file
 
 
 def load_target(path: str | None, site: SiteConnection, disk_mb: int = DEFAULT_OBJECTSTORE_DISK_MB) -> SetupTarget:
@@ -98,7 +98,7 @@ def checklist_text(checklist: SetupChecklist) -> str:
 
 
 async def _status(args: argparse.Namespace, site: SiteConnection) -> int:
-    from tui.procedures.setup_status import setup_status
+    from tui.procedures.setup.status import setup_status
 
     target = load_target(args.input, site, args.disk_size)
     checklist, _facts = await setup_status(site, target)
@@ -176,8 +176,8 @@ async def _with_secrets(target: SetupTarget, site: SiteConnection, dry_run: bool
     from dataclasses import replace
 
     from tui.domain.toolkit_inputs import form_fields
-    from tui.procedures.setup_facts import toolkit_service
-    from tui.procedures.site_workspace import prompted_password
+    from tui.procedures.site.workspace import prompted_password
+    from tui.procedures.toolkit.service import toolkit_service
 
     naming = site.naming
     token = naming.input_name(f"{naming.role_automation}_sites_token")
@@ -207,8 +207,8 @@ async def _no_secrets(names: list[str]) -> dict[str, str]:
 
 
 async def _run(args: argparse.Namespace, site: SiteConnection) -> int:
-    from tui.procedures.setup_run import RunOptions, SetupStopped, run_setup
-    from tui.procedures.setup_status import setup_status
+    from tui.procedures.setup.run import RunOptions, SetupStopped, run_setup
+    from tui.procedures.setup.status import setup_status
 
     # read-only: the checklist and the next step's preview, then the pipeline refuses the first step
     # that changes something (`refuse_if_read_only`: one audit record); no secret is asked for

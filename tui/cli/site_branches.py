@@ -1,8 +1,8 @@
 """`sitetk site branches|open|create|submit`: the sites repository's site branches.
 
-`create` is the `CreateSite` operation (tui.procedures.site_file_operations) through the CLI
+`create` is the `CreateSite` operation (tui.procedures.site.file_operations) through the CLI
 runner (preview with the git and ansible-vault commands, --dry-run, --json, read-only refusal).
-`submit` is the `SubmitSite` operation (tui.procedures.submit_operation) through the CLI runner:
+`submit` is the `SubmitSite` operation (tui.procedures.site.submit_operation) through the CLI runner:
 the decrypted diff, the check and its gate first (check errors refuse with exit 3 unless
 `--override-reason`), then the preview, the question (`--yes`) and the commit and push.
 `site enable --submit` runs the same `submit` after the enable.
@@ -32,9 +32,9 @@ from tui.cli.site_options import (
 )
 from tui.errors import SiteError
 from tui.procedures.progress import Progress
-from tui.procedures.site_config import load_site_config
-from tui.procedures.site_file_operations import CreateSite
-from tui.procedures.site_repo import (
+from tui.procedures.site.config import load_site_config
+from tui.procedures.site.file_operations import CreateSite
+from tui.procedures.site.repo import (
     SiteRef,
     current_site,
     list_sites,
@@ -42,8 +42,8 @@ from tui.procedures.site_repo import (
     open_site,
     preview_submit,
 )
-from tui.procedures.site_verdict import SiteVerdict, SubmitGate, site_verdict, submit_gate
-from tui.procedures.submit_operation import SubmitPlan, SubmitSite
+from tui.procedures.site.submit_operation import SubmitPlan, SubmitSite
+from tui.procedures.site.verdict import SiteVerdict, SubmitGate, site_verdict, submit_gate
 
 
 async def submit_verdict(args: argparse.Namespace, path: Path, password: VaultPassword) -> SiteVerdict:

@@ -1,7 +1,7 @@
 """`sitetk site components` and `sitetk site enable`: the component library and offering a
 component (spec operation 9).
 
-`enable` is the `EnableComponent` operation (tui.procedures.enable_operation) through the CLI
+`enable` is the `EnableComponent` operation (tui.procedures.components.enable_operation) through the CLI
 runner: with the cloud (the component has appliances, the cloud is reachable, no `--no-cloud`)
 the appliances are downloaded and granted before the component is listed; without it only the
 site variables are written. `--submit` then runs `site submit`'s operation, and one JSON answer
@@ -30,9 +30,9 @@ from tui.cli.site_options import (
     warn,
 )
 from tui.domain.components import ComponentDefinition
-from tui.procedures.enable_operation import EnableComponent
-from tui.procedures.provision_component import GRANT_POLICY
-from tui.procedures.site_repo import current_site
+from tui.procedures.components.enable_operation import EnableComponent
+from tui.procedures.components.provision import GRANT_POLICY
+from tui.procedures.site.repo import current_site
 
 
 def _component_text(definition: ComponentDefinition) -> str:
@@ -116,7 +116,7 @@ def cloud_user_of(args: argparse.Namespace) -> str | None:
     from tui.domain.naming import DEFAULT_NAMING
     from tui.domain.toolkit_inputs import secret_names
     from tui.errors import SiteError
-    from tui.procedures.toolkit import read_input_file
+    from tui.procedures.toolkit.service import read_input_file
 
     try:
         loaded = read_input_file(path, secret_names(DEFAULT_NAMING))

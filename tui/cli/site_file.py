@@ -33,12 +33,12 @@ from tui.cli.site_options import (
     vault_password,
     warn,
 )
-from tui.procedures.fill_operation import FillSite
-from tui.procedures.site_config import ConfigWritten, load_site_config
-from tui.procedures.site_confirmations import ConfirmApplianceId
-from tui.procedures.site_file_operations import EditSite, EncryptSite
-from tui.procedures.site_fill import gather_cloud_facts
-from tui.procedures.site_verdict import verdict_of
+from tui.procedures.site.config import ConfigWritten, load_site_config
+from tui.procedures.site.confirm_operation import ConfirmApplianceId
+from tui.procedures.site.file_operations import EditSite, EncryptSite
+from tui.procedures.site.fill import gather_cloud_facts
+from tui.procedures.site.fill_operation import FillSite
+from tui.procedures.site.verdict import verdict_of
 
 
 async def encrypt_command(args: argparse.Namespace) -> int:

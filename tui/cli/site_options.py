@@ -23,10 +23,10 @@ from tui.domain.components import ComponentDefinition, ComponentLibrary
 from tui.domain.naming import DEFAULT_NAMING
 from tui.domain.site_checks import Finding
 from tui.errors import SiteError
-from tui.procedures.component_library import load_library
 from tui.procedures.connection import SiteConnection
-from tui.procedures.site_repo import default_workdir
-from tui.procedures.site_workspace import library_repo, sites_repo
+from tui.procedures.site.component_library import load_library
+from tui.procedures.site.repo import default_workdir
+from tui.procedures.site.workspace import library_repo, sites_repo
 from tui.settings import Settings
 
 PASSWORD_FILE_ENV = "SITETK_VAULT_PASSWORD_FILE"

@@ -36,8 +36,8 @@ from tui.cli.toolkit_disk import disk_command, disk_size
 from tui.cli.toolkit_inputs import inputs_command, validate_command
 from tui.cli.toolkit_key import key_command, vms_command
 from tui.domain.disk_size import DEFAULT_OBJECTSTORE_DISK_MB, format_mb
-from tui.procedures.instantiate_toolkit import DEFAULT_HEARTBEAT, DEFAULT_KEY_TIMEOUT, DEFAULT_TIMEOUT
-from tui.procedures.objectstore_disk import DEFAULT_WAIT
+from tui.procedures.toolkit.instantiate import DEFAULT_HEARTBEAT, DEFAULT_KEY_TIMEOUT, DEFAULT_TIMEOUT
+from tui.procedures.toolkit.objectstore_disk import DEFAULT_WAIT
 
 
 def register(subparsers: Any) -> None:

@@ -19,11 +19,11 @@ from tui.cli.runner import run_cli
 from tui.cli.toolkit_inputs import print_problems, problem_json, read_inputs, toolkit_form
 from tui.domain.site_record import SiteRecord
 from tui.procedures.connection import SiteConnection
-from tui.procedures.deploy_operation import Deployed, DeployToolkit
-from tui.procedures.input_site_checks import SiteCheckReport, check_inputs_on_site
-from tui.procedures.instantiate_toolkit import DeployPlan, InvalidInputs, plan_deploy
-from tui.procedures.own_service import SecondToolkitRefused
-from tui.procedures.toolkit import ToolkitForm
+from tui.procedures.toolkit.deploy_operation import Deployed, DeployToolkit
+from tui.procedures.toolkit.input_checks import SiteCheckReport, check_inputs_on_site
+from tui.procedures.toolkit.instantiate import DeployPlan, InvalidInputs, plan_deploy
+from tui.procedures.toolkit.own_service import SecondToolkitRefused
+from tui.procedures.toolkit.service import ToolkitForm
 
 #: what stands for a secret that is asked only when the deployment runs (previews, dry runs)
 ASKED_LATER = "(asked at deploy time)"

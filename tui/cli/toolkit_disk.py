@@ -13,7 +13,7 @@ from tui.cli.runner import run_cli
 from tui.domain.disk_size import SizeError, human_mb, parse_size_mb
 from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
-from tui.procedures.objectstore_disk import DiskPlan, DiskResized, ResizeObjectstoreDisk
+from tui.procedures.toolkit.objectstore_disk import DiskPlan, DiskResized, ResizeObjectstoreDisk
 
 
 def disk_size(text: str) -> int:

@@ -16,8 +16,15 @@ from tui.domain.severity import Severity
 from tui.domain.toolkit_inputs import Problem, form_fields, secret_names, validate_inputs
 from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
-from tui.procedures.input_site_checks import OFFLINE_NOTE, SiteCheckReport, check_inputs_on_site
-from tui.procedures.toolkit import NAME_FIELD, ToolkitForm, find_toolkit_template, load_form, read_input_file, save_input_file
+from tui.procedures.toolkit.input_checks import OFFLINE_NOTE, SiteCheckReport, check_inputs_on_site
+from tui.procedures.toolkit.service import (
+    NAME_FIELD,
+    ToolkitForm,
+    find_toolkit_template,
+    load_form,
+    read_input_file,
+    save_input_file,
+)
 from tui.settings import Settings
 
 

@@ -15,11 +15,17 @@ from tui.cli.runner import run_cli
 from tui.domain.site_record import SiteRecord, record_to_json
 from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
-from tui.procedures.grant_ssh_key import GrantKey, KeyGranted
-from tui.procedures.instantiate_toolkit import capture_automation_key
-from tui.procedures.setup_facts import toolkit_service
 from tui.procedures.site_record import load_site_record, save_site_record, set_aside_unreadable
-from tui.procedures.toolkit import platform_version, read_automation_key, record_for_service, refresh_site_record, toolkit_vms
+from tui.procedures.toolkit.grant_key import GrantKey, KeyGranted
+from tui.procedures.toolkit.instantiate import capture_automation_key
+from tui.procedures.toolkit.service import (
+    platform_version,
+    read_automation_key,
+    record_for_service,
+    refresh_site_record,
+    toolkit_service,
+    toolkit_vms,
+)
 
 
 async def _record(args: argparse.Namespace, site: SiteConnection) -> SiteRecord:

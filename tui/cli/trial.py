@@ -29,7 +29,7 @@ from tui.cli.exit_codes import EXIT_FAILED
 from tui.cli.runner import run_cli
 from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
-from tui.procedures.trial_network import (
+from tui.procedures.trial.network import (
     DEFAULT_TN_ID,
     DEFAULT_WAIT,
     Destroyed,

@@ -19,7 +19,7 @@ host CPU through; MODEL_LACKS_FLAGS when the model (per `CPU_MODEL_TABLE`) or th
 AVX or SSE4.2; FINE when the model is known to expose both (or is known good, or is host-model on
 a compatible host); UNKNOWN otherwise (no model set: the hypervisor default decides; a model
 not in the table). Whether an UNKNOWN verdict puts the VM at risk depends on its readiness,
-which `tui.procedures.hosts` adds.
+which `tui.procedures.hosts.cpu_inventory` adds.
 """
 
 from __future__ import annotations

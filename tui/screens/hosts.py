@@ -34,7 +34,7 @@ from textual.widgets import Label, Static
 from tui.domain.cpu import HostVerdictKind, VmVerdictKind
 from tui.domain.printable import escape_controls
 from tui.errors import SiteError
-from tui.procedures.hosts import DbVmRow, HostInventory, HostRow, load_inventory
+from tui.procedures.hosts.cpu_inventory import DbVmRow, HostInventory, HostRow, load_inventory
 from tui.screens.base import ReloadingScreen
 from widgets.state_cell import StateLook, StatePalette
 from widgets.virtual_table import Column, TableRow, VirtualTable
@@ -60,7 +60,7 @@ VM_VERDICT_WORDS: dict[VmVerdictKind, str] = {
     VmVerdictKind.MODEL_LACKS_FLAGS: "lacks AVX/SSE4.2",
     VmVerdictKind.UNKNOWN: "unknown",
 }
-#: an unknown verdict on a VM that is not ready (tui.procedures.hosts.DbVmRow.at_risk)
+#: an unknown verdict on a VM that is not ready (tui.procedures.hosts.cpu_inventory.DbVmRow.at_risk)
 AT_RISK_UNKNOWN = "unknown, not ready"
 VM_VERDICT_PALETTE = StatePalette(
     {

@@ -30,11 +30,11 @@ from textual.message import Message
 from textual.widgets import Button, Checkbox, Label, Select, Static
 
 from tui.errors import SiteError
-from tui.procedures.hosts import HostInventory
+from tui.procedures.hosts.cpu_inventory import HostInventory
+from tui.procedures.hosts.move_operation import Moved, MoveSet, MoveVms, RedeployVm, ResumeMoves
+from tui.procedures.hosts.move_plan import DEFAULT_TIMEOUTS, PASSTHROUGH_WARNING, MovePlan, MoveTimeouts, passthrough_candidates
+from tui.procedures.hosts.move_vm import MoveCancelled, MoveFailed, describe_state
 from tui.procedures.inventory import vm_detail
-from tui.procedures.move_operation import Moved, MoveSet, MoveVms, RedeployVm, ResumeMoves
-from tui.procedures.move_plan import DEFAULT_TIMEOUTS, PASSTHROUGH_WARNING, MovePlan, MoveTimeouts, passthrough_candidates
-from tui.procedures.move_vm import MoveCancelled, MoveFailed, describe_state
 from tui.procedures.operation import OperationCancelled
 from tui.procedures.preview import Preview
 from tui.screens.error_text import error_text

@@ -25,7 +25,7 @@ from textual.widgets import Button, Input, Label, Static
 
 from tui.domain.printable import escape_controls as shown
 from tui.errors import SiteError
-from tui.procedures.attach_attributes import (
+from tui.procedures.market.attributes import (
     FAILED,
     UNCHANGED,
     UPDATED,
@@ -40,7 +40,7 @@ from tui.procedures.attach_attributes import (
     tag_for_record,
     write_attribute_file,
 )
-from tui.procedures.marketplace import CatalogEntry
+from tui.procedures.market.marketplaces import CatalogEntry
 from tui.procedures.preview import Preview
 from tui.screens.error_text import error_text
 from tui.screens.operation_modal import OperationModal

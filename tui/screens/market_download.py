@@ -31,8 +31,8 @@ from tui.domain.datastores import Datastore
 from tui.domain.marketapps import MarketApp
 from tui.domain.printable import escape_controls as shown
 from tui.errors import SiteError
-from tui.procedures.attach_attributes import tag_for_record
-from tui.procedures.download_appliance import (
+from tui.procedures.market.attributes import tag_for_record
+from tui.procedures.market.download import (
     DownloadAppliance,
     DownloadCancelled,
     DownloadPlan,
@@ -42,7 +42,7 @@ from tui.procedures.download_appliance import (
     find_market_app,
     list_image_datastores,
 )
-from tui.procedures.marketplace import CatalogEntry
+from tui.procedures.market.marketplaces import CatalogEntry
 from tui.procedures.preview import Preview
 from tui.procedures.progress import Progress
 from tui.screens.operation_modal import OperationModal

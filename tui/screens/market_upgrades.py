@@ -27,10 +27,10 @@ from textual.widgets import Button, DataTable, Label, Select, Static
 from tui.domain.datastores import Datastore
 from tui.domain.upgrades import UPGRADE_TABLE_HEADER, UpgradePlan
 from tui.errors import SiteError
-from tui.procedures.download_appliance import list_image_datastores
-from tui.procedures.marketplace import MarketCatalog
+from tui.procedures.market.download import list_image_datastores
+from tui.procedures.market.marketplaces import MarketCatalog
+from tui.procedures.market.upgrades import ApplyUpgrades, IdChange, Upgraded
 from tui.procedures.preview import Preview
-from tui.procedures.upgrades import ApplyUpgrades, IdChange, Upgraded
 from tui.screens.error_text import error_text
 from tui.screens.market_download import datastore_label
 from tui.screens.operation_modal import OperationModal

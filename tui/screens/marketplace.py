@@ -37,7 +37,7 @@ from textual.widgets import Input, Label, Markdown, Static
 
 from tui.domain.printable import escape_controls as shown
 from tui.errors import SiteError
-from tui.procedures.marketplace import CatalogEntry, MarketCatalog, load_catalog
+from tui.procedures.market.marketplaces import CatalogEntry, MarketCatalog, load_catalog
 from tui.screens.base import ReloadingScreen
 from tui.screens.table_filter import TableFilter
 from widgets.state_cell import StateLook, StatePalette

@@ -1,6 +1,6 @@
 """The setup checklist screen (`:setup`): from a bare frontend to a working site, one key a step.
 
-Every step of `tui.procedures.setup_status` with its state (glyph, word and colour: `✔ done`,
+Every step of `tui.procedures.setup.status` with its state (glyph, word and colour: `✔ done`,
 `○ to do`, `■ blocked`, `✖ failed`, `· optional`), its group, and below the one under the cursor:
 the evidence it read, what to do or the fix, the command. The summary line says how many
 mandatory steps remain and which is next; after every operation it says what comes next. On a
@@ -101,7 +101,7 @@ def step_detail(step: SetupStep, read_only: bool, input_path: str = "") -> Text:
 
 
 def summary(checklist: SetupChecklist, input_path: str, read_only: bool) -> str:
-    from tui.procedures.setup_run import choose
+    from tui.procedures.setup.run import choose
 
     counts = checklist.counts()
     parts = [f"{counts['done']}/{len(checklist.steps)} done"]
@@ -268,8 +268,8 @@ class SetupScreen(SiteScreen):
         from dataclasses import replace
 
         from tui.domain.toolkit_inputs import secret_names
-        from tui.procedures.setup_facts import SetupTarget, target_from_file
-        from tui.procedures.site_workspace import prompted_password
+        from tui.procedures.setup.facts import SetupTarget, target_from_file
+        from tui.procedures.site.workspace import prompted_password
 
         if not self.input_path:
             return SetupTarget()
@@ -290,7 +290,7 @@ class SetupScreen(SiteScreen):
 
     @work(exclusive=True, group="setup-load", exit_on_error=False)
     async def _load_worker(self) -> None:
-        from tui.procedures.setup_status import setup_status
+        from tui.procedures.setup.status import setup_status
 
         try:
             checklist, _facts = await setup_status(self.site, self._target())
@@ -398,7 +398,7 @@ class SetupScreen(SiteScreen):
             self.shell.toast("Wait for the current step to finish (c cancels it)", severity="warning")
             return
         if not self.input_path:
-            from tui.procedures.setup_run import choose
+            from tui.procedures.setup.run import choose
 
             if self.checklist is None:
                 self.shell.toast("The site could not be read: r reads it again", severity="warning")
@@ -447,7 +447,7 @@ class SetupScreen(SiteScreen):
 
     @work(exclusive=True, group="setup-run", exit_on_error=False)
     async def _run_worker(self, only: StepId | None) -> None:
-        from tui.procedures.setup_run import RunOptions, run_setup
+        from tui.procedures.setup.run import RunOptions, run_setup
 
         poll = getattr(self, "poll_interval", 2.0)
         options = RunOptions(only=only, max_steps=1, poll_interval=poll)

@@ -4,7 +4,7 @@
    with its descriptions, site variables, appliances and inputs beside the list.
 2. Site variables: one field per variable with its description from public.yaml, prefilled with
    the current values. IDs that the component's appliance will give may stay empty.
-3. Review: the `EnableComponent` operation (tui.procedures.enable_operation) plans it: downloads
+3. Review: the `EnableComponent` operation (tui.procedures.components.enable_operation) plans it: downloads
    (or reuse) with `onemarketapp export`, the ACL rules with `oneacl create`, the site-variable
    changes with `ansible-vault edit`. Nothing has changed.
 4. Progress: download, grants, core.yaml re-encrypted; cancel (escape) rolls a download back.
@@ -32,11 +32,11 @@ from tui.domain.components import ComponentDefinition, ComponentLibrary
 from tui.domain.site_config import MISSING, SiteConfig, SiteConfigError, lookup, parse_value
 from tui.domain.site_fill import appliance_leaves
 from tui.errors import SiteError
-from tui.procedures.enable_operation import ComponentEnabled, EnableComponent, EnableReview
+from tui.procedures.components.enable_operation import ComponentEnabled, EnableComponent, EnableReview
+from tui.procedures.components.provision import GRANT_POLICY
 from tui.procedures.preview import Preview
 from tui.procedures.progress import Progress
-from tui.procedures.provision_component import GRANT_POLICY
-from tui.procedures.site_config import VaultPassword
+from tui.procedures.site.config import VaultPassword
 from tui.screens.error_text import error_text
 from tui.screens.operation_modal import OperationModal
 from tui.screens.site_dialogs import local_text, localize, preview_text

@@ -40,12 +40,12 @@ from tui.domain.site_checks import Finding
 from tui.domain.site_config import SiteConfig, SiteConfigError
 from tui.domain.site_fill import CloudFacts
 from tui.errors import SiteError
-from tui.procedures.component_library import load_library
 from tui.procedures.operation import RunContext, run_operation
-from tui.procedures.site_config import VaultPassword, load_site_config
-from tui.procedures.site_file_operations import CreatePlan, CreateSite, SaveSite
-from tui.procedures.site_fill import FillPlan, fill_text, gather_cloud_facts, plan_fill
-from tui.procedures.site_repo import (
+from tui.procedures.site.component_library import load_library
+from tui.procedures.site.config import VaultPassword, load_site_config
+from tui.procedures.site.file_operations import CreatePlan, CreateSite, SaveSite
+from tui.procedures.site.fill import FillPlan, fill_text, gather_cloud_facts, plan_fill
+from tui.procedures.site.repo import (
     SiteListing,
     SiteRef,
     SubmitPreview,
@@ -54,9 +54,9 @@ from tui.procedures.site_repo import (
     open_site,
     preview_submit,
 )
-from tui.procedures.site_verdict import SiteVerdict, site_verdict, submit_gate, verdict_of
-from tui.procedures.site_workspace import library_repo, prompted_password, sites_repo, vault_password
-from tui.procedures.submit_operation import SubmitPlan, SubmitSite
+from tui.procedures.site.submit_operation import SubmitPlan, SubmitSite
+from tui.procedures.site.verdict import SiteVerdict, site_verdict, submit_gate, verdict_of
+from tui.procedures.site.workspace import library_repo, prompted_password, sites_repo, vault_password
 from tui.screens.base import SiteScreen
 from tui.screens.site_components import ComponentFlowModal
 from tui.screens.site_dialogs import OpenSiteModal, PasswordModal, PreviewModal, SubmitModal, localize

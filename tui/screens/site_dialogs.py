@@ -31,10 +31,10 @@ from textual.widgets.option_list import Option
 
 from tui.errors import SiteError
 from tui.procedures.preview import Preview
-from tui.procedures.site_config import VaultPassword
-from tui.procedures.site_confirmations import check_reason
-from tui.procedures.site_repo import SiteListing, check_name
-from tui.procedures.site_verdict import SiteVerdict
+from tui.procedures.site.config import VaultPassword
+from tui.procedures.site.confirmations import check_reason
+from tui.procedures.site.repo import SiteListing, check_name
+from tui.procedures.site.verdict import SiteVerdict
 from tui.screens.site_modal import SiteModal
 from widgets.secret_input import SecretInput
 

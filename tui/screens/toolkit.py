@@ -1,6 +1,6 @@
 """The toolkit screen: the instantiation form (operation 3) and the live deployment (operation 4).
 
-The form is built from the toolkit's service template (`procedures.toolkit.load_form`): every
+The form is built from the toolkit's service template (`procedures.toolkit.service.load_form`): every
 input the template declares, joined with the spec's meaning as help and grouped by component
 (object store, automation server, manager, time series, then any other input), plus the
 service instance name (suggested with the toolkit version) and one network Select per template
@@ -10,7 +10,7 @@ connected to, its user).
 
 - Inline validation: a field shows its reason once touched; Deploy (ctrl+g) validates every
   field, focuses the first invalid one and stays blocked while any is invalid. Then it checks the
-  inputs against the site (`procedures.input_site_checks`: the cloud user exists, the default
+  inputs against the site (`procedures.toolkit.input_checks`: the cloud user exists, the default
   network is the bridged OAM /24 and not the VXLAN one, the sites branch exists, the vault secret
   is the branch's vault password); their findings sit next to the fields like the others while
   the values they checked are unchanged. Warnings (a loopback endpoint, TLS endpoints, a branch
@@ -50,10 +50,13 @@ from tui.domain.severity import Severity
 from tui.domain.site_record import SiteRecord
 from tui.domain.toolkit_inputs import Problem
 from tui.errors import SiteError
-from tui.procedures.deploy_operation import DeployToolkit, follow_again
-from tui.procedures.hosts import load_inventory
-from tui.procedures.input_site_checks import SiteCheckReport, check_inputs_on_site
-from tui.procedures.instantiate_toolkit import (
+from tui.procedures.hosts.cpu_inventory import load_inventory
+from tui.procedures.operation import RunContext, run_operation
+from tui.procedures.progress import Progress
+from tui.procedures.site_record import load_site_record
+from tui.procedures.toolkit.deploy_operation import DeployToolkit, follow_again
+from tui.procedures.toolkit.input_checks import SiteCheckReport, check_inputs_on_site
+from tui.procedures.toolkit.instantiate import (
     DEFAULT_HEARTBEAT,
     DEFAULT_KEY_TIMEOUT,
     DEFAULT_POLL_INTERVAL,
@@ -63,11 +66,8 @@ from tui.procedures.instantiate_toolkit import (
     InvalidInputs,
     plan_deploy,
 )
-from tui.procedures.operation import RunContext, run_operation
-from tui.procedures.own_service import SecondToolkitRefused, find_own_services
-from tui.procedures.progress import Progress
-from tui.procedures.site_record import load_site_record
-from tui.procedures.toolkit import (
+from tui.procedures.toolkit.own_service import SecondToolkitRefused, find_own_services
+from tui.procedures.toolkit.service import (
     NAME_FIELD,
     ToolkitForm,
     ToolkitTemplateMissing,

@@ -23,9 +23,9 @@ from textual.widgets import Static
 
 from tui.domain.site_record import SiteRecord
 from tui.errors import SiteError
-from tui.procedures.deploy_waits import RoleWait
-from tui.procedures.instantiate_toolkit import DeploymentFailed, DeployPlan, DeployStep, follow_steps
 from tui.procedures.progress import Progress
+from tui.procedures.toolkit.deploy_waits import RoleWait
+from tui.procedures.toolkit.instantiate import DeploymentFailed, DeployPlan, DeployStep, follow_steps
 from widgets.progress_panel import ProgressPanel
 
 Phase = Literal["idle", "running", "done", "failed", "cancelled"]

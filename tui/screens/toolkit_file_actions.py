@@ -3,7 +3,7 @@
 `InputFileActions` is the base of `ToolkitScreen` that holds them: loading fills every field and
 network Select the file names (secrets it leaves out stay empty, to type in the form; inputs this
 template does not declare are named and ignored); saving writes the spec's JSON shape mode 0600,
-with or without the secrets (`procedures.toolkit.read_input_file` / `save_input_file`).
+with or without the secrets (`procedures.toolkit.service.read_input_file` / `save_input_file`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from textual.widgets import Select
 
 from tui.domain.input_file import InputFile
 from tui.errors import SiteError
-from tui.procedures.toolkit import NAME_FIELD, ToolkitForm, network_field, read_input_file, save_input_file
+from tui.procedures.toolkit.service import NAME_FIELD, ToolkitForm, network_field, read_input_file, save_input_file
 from tui.screens.base import SiteScreen
 from tui.screens.toolkit_fields import FieldWidget, widget_id
 from tui.screens.toolkit_files import FileChoice, InputFileModal

@@ -33,12 +33,12 @@ from textual.worker import Worker
 from tui.domain.site_record import SiteRecord
 from tui.domain.ssh_keys import SshKeyError, parse_public_key
 from tui.errors import SiteError
-from tui.procedures.grant_ssh_key import GrantKey, GrantPlan, plan_grant
-from tui.procedures.instantiate_toolkit import DEFAULT_KEY_TIMEOUT, DEFAULT_POLL_INTERVAL, capture_automation_key
 from tui.procedures.operation import RunContext, run_operation
 from tui.procedures.progress import Progress
 from tui.procedures.site_record import load_site_record, save_site_record
-from tui.procedures.toolkit import AutomationKey, read_automation_key, refresh_site_record
+from tui.procedures.toolkit.grant_key import GrantKey, GrantPlan, plan_grant
+from tui.procedures.toolkit.instantiate import DEFAULT_KEY_TIMEOUT, DEFAULT_POLL_INTERVAL, capture_automation_key
+from tui.procedures.toolkit.service import AutomationKey, read_automation_key, refresh_site_record
 from tui.screens.base import SiteScreen
 from tui.screens.operation_modal import confirmation_modal
 

@@ -94,8 +94,8 @@ async def prepare_setup_blocked(ctx: SceneContext) -> None:
 
 async def prepare_setup_done(ctx: SceneContext) -> None:
     """The whole setup done headless first (the same procedures), then the health view."""
-    from tui.procedures.setup_facts import target_from_file
-    from tui.procedures.setup_run import RunOptions, run_setup
+    from tui.procedures.setup.facts import target_from_file
+    from tui.procedures.setup.run import RunOptions, run_setup
     from tui.domain.toolkit_inputs import secret_names
 
     assert ctx.server is not None

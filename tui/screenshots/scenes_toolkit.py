@@ -32,7 +32,7 @@ def only_database_hosts(server: "SimServer | None") -> None:
 
 async def download_newest_toolkit(site: Any) -> int:
     """Operation 2 for the newest toolkit app the cloud lists; returns the service template's ID."""
-    from tui.procedures.download_appliance import DownloadResult, download_appliance, plan_download
+    from tui.procedures.market.download import DownloadResult, download_appliance, plan_download
 
     apps = await site.cloud.list_marketapps()
     name = site.naming.toolkit_appliance_name

@@ -1,0 +1,55 @@
+"""Reading the component library: every component's public.yaml from the library repository.
+
+Each top-level non-hidden directory holding `<manager dir>/public.yaml` is a component; it is read
+from the default branch of the remote (no checkout needed). A component whose public.yaml is
+broken is reported as a problem and the others are still listed.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
+
+from tui.adapters.git_repo import GitRepo
+from tui.domain.components import ComponentDefinitionError, ComponentLibrary, parse_public_yaml
+from tui.domain.naming import DEFAULT_NAMING, NamingProfile
+from tui.procedures.audit import REDACTOR
+from tui.procedures.site.workspace import library_repo
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tui.domain.components import ComponentDefinition
+    from tui.procedures.connection import SiteConnection
+
+PUBLIC_FILE = "public.yaml"
+
+
+async def load_library(repo: GitRepo, naming: NamingProfile = DEFAULT_NAMING, ref: str | None = None) -> ComponentLibrary:
+    """Clone or fetch the library, then parse each component's public.yaml at `ref` (default branch)."""
+    if repo.remote.token:
+        REDACTOR.register(repo.remote.token)
+    await repo.sync()
+    ref = ref or f"origin/{await repo.default_branch()}"
+    components: dict[str, str] = {}
+    for path in await repo.list_files(ref):
+        parts = PurePosixPath(path).parts
+        if len(parts) == 3 and parts[1] == naming.component_manager_dir and parts[2] == PUBLIC_FILE and not parts[0].startswith("."):
+            components[parts[0]] = path
+    definitions = []
+    problems = []
+    for name in sorted(components):
+        text = await repo.read_file(ref, components[name])
+        try:
+            definitions.append(parse_public_yaml(name, text or ""))
+        except ComponentDefinitionError as error:
+            problems.append(str(error))
+    return ComponentLibrary(tuple(definitions), tuple(problems))
+
+
+async def library_definitions(site: "SiteConnection") -> "dict[str, ComponentDefinition]":
+    """The component library's definitions (SiteError when it is not configured or unreadable)."""
+    await site.wait_for_repositories()
+    repo = library_repo(site.settings)
+    try:
+        return dict((await load_library(repo, site.naming)).as_mapping())
+    finally:
+        repo.close()
