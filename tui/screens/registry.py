@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 if TYPE_CHECKING:  # pragma: no cover
     from textual.screen import Screen
@@ -32,12 +32,13 @@ class ScreenSpec:
     aliases: tuple[str, ...] = ()
     description: str = ""
 
-    def load(self) -> type["Screen"]:
+    def load(self) -> type["Screen[Any]"]:
         module_name, _, class_name = self.target.partition(":")
         module = importlib.import_module(module_name)
-        return getattr(module, class_name)
+        screen: type[Screen[Any]] = getattr(module, class_name)
+        return screen
 
-    def create(self) -> "Screen":
+    def create(self) -> "Screen[Any]":
         return self.load()()
 
 
