@@ -4,6 +4,7 @@ the download of a broken appliance): the download journal, `tui.procedures.marke
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -11,8 +12,15 @@ import pytest
 
 from tests.cli_run import run_cli
 from tests.faults.conftest import PointAt
+from tui.cli.common import connect_site
 from tui.domain.images import ERROR
+from tui.procedures.market.attributes import tag_for_record
+from tui.procedures.market.download import DownloadResult, download_appliance
 from tui.procedures.market.download_journal import DownloadJournal, Leftover
+from tui.procedures.market.download_plan import DownloadPlan, find_market_app, plan_download
+from tui.procedures.market.marketplaces import load_catalog
+from tui.procedures.progress import Progress
+from tui.settings import Settings
 from tui.sim.server import SimServer
 
 BROKEN = "service_traffic_generator"  # its image ends in ERROR (tui/sim/images.py `copied`)
@@ -100,3 +108,28 @@ def test_a_recorded_object_gone_is_forgotten_silently_one_in_use_with_a_note(
     notes = [e for e in answer["events"] if e["step"] == f"leftover image {in_use}"]
     assert notes and "uses it" in notes[0]["message"], answer["events"]
     assert _journal(tmp_path) == []
+
+
+def test_every_download_cleans_the_journal_not_only_market_download(
+        sim: SimServer, env: PointAt, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`market upgrades` and `site enable` download through `plan_download` and `download_appliance`
+    without `market download`'s operation: the journal is read and cleaned there (issue 22 review)."""
+    env(sim)
+    image_id = _download_broken_with_the_session_expiring(sim, capsys)
+
+    async def download_as_upgrades_do() -> tuple[DownloadPlan, list[Progress]]:
+        site = await connect_site(Settings.load())
+        try:
+            entry = (await load_catalog(site)).newest("service_dns")
+            app = await find_market_app(site, entry.record)
+            plan = await plan_download(site, app.id, 1, "dns", tag=tag_for_record(entry.record))
+            return plan, [event async for event in download_appliance(site, plan, poll_interval=0.02)]
+        finally:
+            await site.close()
+
+    plan, events = asyncio.run(download_as_upgrades_do())
+    assert ("image", image_id) in {(left.kind, left.id) for left in plan.cleanup.clean}, plan.cleanup
+    assert image_id not in sim.site.images and _journal(tmp_path) == []
+    assert [e.state for e in events if e.step == f"clean up image {image_id}"][-1] == "done"
+    result = events[-1].outcome
+    assert isinstance(result, DownloadResult) and [c["id"] for c in result.cleaned if c["kind"] == "image"] == [image_id]

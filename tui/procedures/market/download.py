@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, ClassVar, Mapping, Sequence
 
@@ -48,7 +48,7 @@ from tui.domain.images import ERROR, IMAGE_DELETE, READY, USED, ImageInfo, image
 from tui.errors import OutcomeUnknown, SiteError
 from tui.procedures.concurrent import gather
 from tui.procedures.market.attributes import ImageResult, attach_attributes, plan_attach
-from tui.procedures.market.download_journal import REMOVE_COMMANDS, Cleanup, DownloadJournal, Leftover, plan_cleanup
+from tui.procedures.market.download_journal import REMOVE_COMMANDS, Cleanup, DownloadJournal, Leftover
 from tui.procedures.market.download_lock import DownloadLock
 from tui.procedures.market.download_plan import (
     DownloadPlan,
@@ -260,6 +260,10 @@ async def download_appliance(
             yield Progress(step, 0, total, f"{lock.describe_holder()} finished after {lock.waited:.0f} s; planned "
                            f"again: {found} object(s) it left are reused, none is created twice", "running",
                            {"waited_for": waited_for, "reused": found})
+        # what earlier downloads' rollbacks left (the download journal, read by `plan_download`) is
+        # deleted first, under the lock, whichever command downloads (before anything is created)
+        async for event in clean_leftovers(site, plan.cleanup, len(plan.steps(attach)), ledger.cleaned):
+            yield event
         export = _export(site, plan, step_timeout=step_timeout, poll_interval=poll_interval, cancel=cancel,
                          attach=attach, waited_for=waited_for, ledger=ledger)
         try:
@@ -345,9 +349,12 @@ async def _export(site: "SiteConnection", plan: DownloadPlan, *, step_timeout: f
             if event.step == "attributes":
                 continue
             yield event
+    journal = DownloadJournal.of(site.settings)
+    for left in plan.cleanup.adopted:  # part of a complete download now
+        journal.forget(left.kind, left.id)
     result = DownloadResult(plan.name, plan.app.id, tuple(zip(ids.images, (i.name for i in plan.images))),
                             tuple(ids.templates), ids.service, tuple(reused), waited_for, tuple(attributes),
-                            tuple((r["kind"], r["id"]) for r in ledger.replaced))
+                            tuple((r["kind"], r["id"]) for r in ledger.replaced), tuple(ledger.cleaned))
     yield Progress("attributes" if attach else "download", total, total,
                    f"{plan.name}: {len(result.image_ids)} image(s) READY" + (", attributes in place" if attach else ""),
                    "done", {"download": result.as_json()}, result)
@@ -370,17 +377,7 @@ class DownloadAppliance(Operation[DownloadPlan, DownloadResult]):
     action: ClassVar[str] = "marketapp.export"
 
     async def plan(self, site: "SiteConnection") -> DownloadPlan:
-        cleanup = await plan_cleanup(site, DownloadJournal.of(site.settings))
-        if cleanup.clean:
-            # what an earlier run of this same download left in a good state is reused, not deleted
-            # (the next run completes with it: tests/faults/test_rollback.py)
-            try:
-                seen = await plan_download(site, self.app_id, self.datastore_id, self.name, tag=self.tag)
-            except SiteError:
-                seen = None  # e.g. a name a leftover in ERROR holds: planned below as deleted
-            if seen is not None:
-                cleanup = cleanup.adopting(seen.reused_objects)
-        return await plan_download(site, self.app_id, self.datastore_id, self.name, tag=self.tag, cleanup=cleanup)
+        return await plan_download(site, self.app_id, self.datastore_id, self.name, tag=self.tag)
 
     def preview(self, plan: DownloadPlan) -> Preview:
         return plan.preview()
@@ -391,8 +388,6 @@ class DownloadAppliance(Operation[DownloadPlan, DownloadResult]):
     async def execute(self, site: "SiteConnection", plan: DownloadPlan, context: RunContext) -> DownloadResult:
         result: DownloadResult | None = None
         ledger = context.notes.setdefault("download", DownloadLedger())
-        async for event in clean_leftovers(site, plan.cleanup, len(plan.steps(self.attach)), ledger.cleaned):
-            context.report(event)
         async for event in download_appliance(site, plan, step_timeout=self.step_timeout,
                                               poll_interval=self.poll_interval, cancel=context.cancel,
                                               attach=self.attach, ledger=ledger):
@@ -400,10 +395,7 @@ class DownloadAppliance(Operation[DownloadPlan, DownloadResult]):
                 result = event.outcome
             context.report(event)
         assert result is not None, "a finished download names what it created"
-        journal = DownloadJournal.of(site.settings)
-        for left in plan.cleanup.adopted:  # part of a complete download now
-            journal.forget(left.kind, left.id)
-        return replace(result, cleaned=tuple(ledger.cleaned)) if ledger.cleaned else result
+        return result
 
     def audit_object(self, plan: DownloadPlan) -> str:
         return f"app {plan.app.id} -> {plan.name!r}"

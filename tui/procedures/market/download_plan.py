@@ -46,7 +46,7 @@ from tui.domain.vmtemplates import VmTemplate
 from tui.errors import SiteError
 from tui.procedures.concurrent import gather
 from tui.procedures.market.attributes import FILE_PLACEHOLDER, role_template_ids, role_templates, tag_for_app
-from tui.procedures.market.download_journal import Cleanup
+from tui.procedures.market.download_journal import Cleanup, DownloadJournal, plan_cleanup
 from tui.procedures.preview import Change, Preview
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -338,12 +338,31 @@ async def find_market_app(site: "SiteConnection", record: ApplianceRecord) -> Ma
 
 
 async def plan_download(site: "SiteConnection", app_id: int, datastore_id: int, name: str,
-                        *, tag: ApplianceTag | None = None, cleanup: Cleanup | None = None) -> DownloadPlan:
+                        *, tag: ApplianceTag | None = None) -> DownloadPlan:
     """Resolve the app tree and check the datastore and names; nothing is created.
 
     `tag` is what the images will carry (default: the app's own name and version, which mirror
-    the marketplace record's). `cleanup`'s objects are planned as gone (the run deletes them first).
+    the marketplace record's). Every download is planned here, whoever runs it (`market download`,
+    `setup run`, `site enable`, `market upgrades`), so here the download journal is read: what
+    earlier rollbacks left is planned as gone (`download_appliance` deletes it first), except what
+    this download reuses (an earlier run of it left it in a good state: adopted, not deleted).
     """
+    cleanup = await plan_cleanup(site, DownloadJournal.of(site.settings))
+    if cleanup.clean:
+        # what an earlier run of this same download left in a good state is reused, not deleted
+        # (the next run completes with it: tests/faults/test_rollback.py)
+        try:
+            seen = await _plan_download(site, app_id, datastore_id, name, tag=tag)
+        except SiteError:
+            seen = None  # e.g. a name a leftover in ERROR holds: planned below as deleted
+        if seen is not None:
+            cleanup = cleanup.adopting(seen.reused_objects)
+    return await _plan_download(site, app_id, datastore_id, name, tag=tag, cleanup=cleanup)
+
+
+async def _plan_download(site: "SiteConnection", app_id: int, datastore_id: int, name: str,
+                         *, tag: ApplianceTag | None = None, cleanup: Cleanup | None = None) -> DownloadPlan:
+    """`plan_download` with `cleanup`'s objects planned as gone."""
     final = check_name(name)
     app, apps, datastores, images, templates, documents = await gather(
         site.cloud.marketapp_info(app_id), site.cloud.list_marketapps(), site.cloud.list_datastores(),
