@@ -1,5 +1,5 @@
 """The lxml builders and the state tables: shapes the sim may not produce (unknown codes, missing
-elements, several NICs, role VMs named by OneFlow), read without raising."""
+elements, several NICs, role VMs named by OneFlow), read without raising; a malformed number is a MalformedResponse."""
 
 from __future__ import annotations
 
@@ -150,3 +150,22 @@ def test_wrong_root_is_malformed() -> None:
         parse.vm_detail(xml("<HOST><ID>1</ID></HOST>"))
     with pytest.raises(MalformedResponse):
         parse.pool(xml("<VM_POOL/>"), "HOST_POOL", "HOST", parse.host)
+
+
+@pytest.mark.parametrize("bad", ["abc", "12abc", "nan", "inf", "1" * 41])
+def test_a_malformed_number_is_a_malformed_answer_not_a_silent_zero(bad: str) -> None:
+    """A state, ID or count the platform sends as garbage is never read as 0 (state 0 is INIT,
+    ID 0 oneadmin's), nor a missing optional number as None (issue 22 review)."""
+    with pytest.raises(MalformedResponse, match="number"):
+        parse.vm_summary(xml(f"<VM><ID>7</ID><STATE>{bad}</STATE><LCM_STATE>3</LCM_STATE></VM>"))
+    with pytest.raises(MalformedResponse, match="number"):
+        parse.vm_summary(xml(f"<VM><ID>7</ID><STATE>3</STATE><HISTORY_RECORDS><HISTORY><HID>{bad}</HID>"
+                             "</HISTORY></HISTORY_RECORDS></VM>"))
+    with pytest.raises(MalformedResponse, match="number"):
+        parse.vm_summary(xml(f"<VM><ID>7</ID><MONITORING><CPU>{bad}</CPU></MONITORING></VM>"))
+
+
+def test_missing_or_empty_numbers_still_read_as_their_defaults() -> None:
+    vm = parse.vm_summary(xml("<VM><ID>7</ID><STATE></STATE><TEMPLATE><CPU>0.5</CPU><MEMORY>512.0</MEMORY></TEMPLATE>"
+                              "<HISTORY_RECORDS><HISTORY><HID></HID></HISTORY></HISTORY_RECORDS></VM>"))
+    assert (vm.id, vm.state, vm.host_id, vm.cpu, vm.memory_mb, vm.cpu_usage) == (7, 0, None, 0.5, 512, None)

@@ -4,11 +4,12 @@ One builder per kind, used both for pools (parsed straight from the wire with lx
 of a console, several times faster than pyone's generated parser) and for single objects (the
 element pyone parsed, `gds_elementtree_node_`, which also keeps what pyone's bindings drop).
 Builders tolerate missing elements (defaults) and unknown state codes; a document whose root is
-not the expected one raises `MalformedResponse`.
+not the expected one, or a number element holding no number, raises `MalformedResponse`.
 """
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Callable, TypeVar, cast
 
 from lxml import etree
@@ -38,36 +39,61 @@ T = TypeVar("T")
 
 
 # small readers -----------------------------------------------------------------------------
+#: no number the platform keeps is longer (int() refuses over 4,300 digits; int(float()) of a long one overflows)
+_NUMBER_MAX = 40
+
+
+def _not_a_number(text: str) -> MalformedResponse:
+    """A malformed number is an unreadable answer, never a silent 0 (a count, an ID or a state
+    read as 0 would be believed: state 0 is INIT, ID 0 is oneadmin's or the first host's)."""
+    if len(text) > _NUMBER_MAX:
+        return MalformedResponse(f"a number of {len(text):,} characters where the platform's are at most {_NUMBER_MAX}")
+    return MalformedResponse(f"{text!r} where the platform sends a number")
+
+
 def _int(text: str | None, default: int = 0) -> int:
-    if not text:
+    """An integer element's text; `default` when it is missing or empty, `MalformedResponse` when
+    it is not a number (a decimal one is truncated, as the platform's own readers do)."""
+    if text is None or not text.strip():
         return default
-    if len(text) > 40:  # no count the platform keeps is that long (int() refuses over 4,300 digits,
-        return default  # int(float()) of a long one overflows)
+    if len(text) > _NUMBER_MAX:
+        raise _not_a_number(text)
     try:
         return int(text)
     except ValueError:
         try:
             return int(float(text))
-        except (ValueError, OverflowError):
-            return default
+        except (ValueError, OverflowError):  # garbage, or inf/nan
+            raise _not_a_number(text) from None
 
 
 def _opt_int(text: str | None) -> int | None:
-    if text is None or not text.strip() or len(text) > 40:
+    """An optional integer element's text: None when missing or empty, `MalformedResponse` when
+    it is not an integer."""
+    if text is None or not text.strip():
         return None
+    if len(text) > _NUMBER_MAX:
+        raise _not_a_number(text)
     try:
         return int(text)
     except ValueError:
-        return None
+        raise _not_a_number(text) from None
 
 
 def _float(text: str | None, default: float = 0.0) -> float:
-    if not text:
+    """A decimal element's text; `default` when missing or empty, `MalformedResponse` when it is
+    not a finite number."""
+    if text is None or not text.strip():
         return default
+    if len(text) > _NUMBER_MAX:
+        raise _not_a_number(text)
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
-        return default
+        raise _not_a_number(text) from None
+    if not math.isfinite(value):
+        raise _not_a_number(text)
+    return value
 
 
 def _texts(elem: Element) -> dict[str, str]:
