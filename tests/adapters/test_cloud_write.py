@@ -17,6 +17,7 @@ from tui.domain.permissions import Permissions
 from tui.domain.vm_scan import VmPrefilter
 from tui.domain.vms import VmDetail
 from tui.errors import SiteError
+from tui.sim.platform import version_key
 
 pytestmark = pytest.mark.usefixtures("sim_only")
 
@@ -97,10 +98,12 @@ async def test_vm_poweroff_resume_and_hard_undeploy(cloud: CloudClient) -> None:
     await _state_walk(cloud, vm_id, "unde", [])
 
 
-async def test_vm_disk_resize_walks_its_states_and_refuses_as_the_platform(cloud: CloudClient, sim: Any) -> None:
+async def test_vm_disk_resize_walks_its_states_and_refuses_as_the_platform(cloud: CloudClient, sim: Any,
+                                                                          one_version: str) -> None:
     """one.vm.diskresize (tui.sim.disk_resize; RequestManagerVirtualMachine.cc 3522 at release-7.0.2):
     the size text first, then the disk, then the size, then the state; RUNNING -> DISK_RESIZE ->
-    RUNNING with the new SIZE, and from POWEROFF through DISK_RESIZE_POWEROFF back to POWEROFF."""
+    RUNNING with the new SIZE, and from POWEROFF through DISK_RESIZE_POWEROFF back to POWEROFF. The
+    answer is the disk's ID before 7.4 and the VM's from 7.4 on (recorded: tests/recordings/7.4.0.json)."""
     vm_id = await _new_vm(cloud, "contract-diskresize")
     with pytest.raises(SiteError) as info:  # not yet RUNNING: the size is checked, then the state
         await cloud.vm_disk_resize(vm_id, 0, 10**6)
@@ -121,7 +124,7 @@ async def test_vm_disk_resize_walks_its_states_and_refuses_as_the_platform(cloud
         await cloud.raw("one.vm.diskresize", 10**6, 0, "5")
     assert info.value.code == 0x0400
     sim.site.faults.disk_resize_seconds = 50.0  # one simulated minute: about a second here
-    assert await cloud.vm_disk_resize(vm_id, 0, size + 1024) == 0
+    assert await cloud.vm_disk_resize(vm_id, 0, size + 1024) == (vm_id if version_key(one_version) >= (7, 4) else 0)
     resizing = await cloud.vm_info(vm_id)
     assert resizing.summary.status == "DISK_RESIZE" and resizing.disks[0].size_mb == size + 1024
     assert resizing.disks[0].attributes.get("SIZE_PREV") == str(size)

@@ -274,6 +274,18 @@ async def scenario(run: Run) -> None:
     # by offset (one.vmpool.infoextended(-2, 0, -size, -1)); a site smaller than a page is one
     # page; judged in the console
     await run.call("vms: scan pages (database-VM search)", admin.scan_vms_detail(VmPrefilter(ids=(vm.id,))))
+    # a pool of three read in pages of two: the first page (the newest two) is full, so the next is
+    # asked by ID range (one.vmpool.infoextended(-2, <start>, <end>, -1)) and holds the first VM
+    held = []
+    for label in ("b", "c"):
+        held_id = await run.need(f"vm: instantiate another on hold ({label}: a pool of three)",
+                                 admin.template_instantiate(template.id, run.name(f"vm-{label}"), hold=True))
+        held.append(run.bind("vm", held_id, label))
+    await run.call("vms: scan pages of two (an ID-range page)",
+                   admin.scan_vms_detail(VmPrefilter(ids=(vm.id,)), page_size=2))
+    for other in held:
+        await run.call(f"vm: terminate a held one ({other.symbol})", admin.vm_action("terminate-hard", other.id))
+        await _wait_vm(run, admin, other, DONE)
     # the pool query the console no longer sends: refused on sqlite, a JSON path on MySQL
     await run.call("refused: vm pool query ROLE_NAME=manager",
                    admin.raw("one.vmpool.infoextended", -2, -1, -1, -1, "ROLE_NAME=manager"))

@@ -18,7 +18,8 @@ src/rm/api/VirtualMachineAPI.cc 2125-2305 at release-7.4.0), in its order:
    (`VirtualMachineDisks::set_up_resize`, src/vm/VirtualMachineDisk.cc 1368-1395), and the VM
    goes to ACTIVE/DISK_RESIZE (62), or DISK_RESIZE_POWEROFF (63) / DISK_RESIZE_UNDEPLOYED (64)
    from those states (include/VirtualMachine.h 137-139 at release-7.0.2, 136-138 at 6.10.0,
-   138-140 at 7.4.0); the answer is the disk id.
+   138-140 at 7.4.0); the answer is the disk id (the request answers the VM's from 7.4 on:
+   `platform.disk_resize_answers_vm_id`).
 
 The driver's answer (the dummy drivers answer success after their action: src/vmm_mad/dummy/
 one_vmm_dummy.rb 194-198 `resize_disk`) completes it (`LifeCycleManager::trigger_disk_resize_success`,

@@ -95,6 +95,14 @@ def market_allocate_refuses_with_allocate(version: str) -> bool:
     return version_key(version) >= (7, 4)
 
 
+def disk_resize_answers_vm_id(version: str) -> bool:
+    """Whether `one.vm.diskresize` answers the VM's ID: from 7.4 on (`VirtualMachineDiskResizeXRPC`,
+    src/rm/xml-rpc/VirtualMachineXRPC.cc line 316, `response(ec, oid, att)`); 6.10 and 7.0 answer
+    the disk's ID (src/rm/RequestManagerVirtualMachine.cc line 3708 at release-7.0.2,
+    `success_response(did, att)`). Recorded: 7.4.0 answered 10 for disk 0 of VM 10."""
+    return version_key(version) >= (7, 4)
+
+
 def invalid_name_chars(version: str) -> str:
     """The characters `PoolObjectSQL::name_is_valid` refuses in object names: tab, newline,
     vertical tab, form feed and carriage return join the set in release-6.10.4

@@ -25,7 +25,7 @@ from tui.domain.template_text import Template
 from tui.domain.vm_states import LcmState, VmState
 from tui.sim import lifecycle
 from tui.sim.disk_resize import disk_resize, parse_size
-from tui.sim.platform import updateconf_has_append
+from tui.sim.platform import disk_resize_answers_vm_id, updateconf_has_append
 from tui.sim.rpc_context import Call, merge_template, method, parse_text, refuse_name
 from tui.sim.rpc_errors import OneError, no_exists
 from tui.sim.state import SimVm
@@ -179,7 +179,8 @@ def vm_diskresize(call: Call, vm_id: int, disk_id: int, size: str) -> int:
     """`onevm disk-resize`: the size text is checked before the VM is looked up (tui.sim.disk_resize);
     a MANAGE operation (`disk-resize` in VM_MANAGE_OPERATIONS, share/etc/oned.conf 770-772 at release-7.0.2)."""
     new_size = parse_size(size)
-    return disk_resize(call.site, _vm(call, vm_id), disk_id, new_size, by=(call.user.id, call.user.gid))
+    answer = disk_resize(call.site, _vm(call, vm_id), disk_id, new_size, by=(call.user.id, call.user.gid))
+    return vm_id if disk_resize_answers_vm_id(call.site.config.one_version) else answer
 
 
 @method("one.vm.recover", "ii")
