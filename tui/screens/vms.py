@@ -83,25 +83,36 @@ def format_cpu(cpu: float) -> str:
 
 def vm_rows(vms: Sequence[VmSummary]) -> list[TableRow]:
     """Table rows for VMs: plain string cells (cheap), one shared state `Text` per state, a search
-    string over name, IPs, host and state, and sort values per column."""
-    state_texts: dict[tuple[str, str], Text] = {}
+    string over name, IPs, host and state, and sort values per column. What depends only on the
+    state codes (the state cell, the state words of the search string), the CPU or the memory is
+    made once per distinct value: a site's VMs share a few of each (about 40% of the time this
+    took at 10,000 VMs)."""
+    looks: dict[tuple[int, int], tuple[Text, str]] = {}
+    cpus: dict[float, str] = {}
+    memories: dict[int, str] = {}
     rows: list[TableRow] = []
     append = rows.append
     for vm in vms:
-        kind = vm.kind
-        state_key = (vm.state_name, kind)
-        state = state_texts.get(state_key)
-        if state is None:
-            state = state_texts[state_key] = VM_STATE_PALETTE.text(vm.state_name, kind)
+        look = looks.get((vm.state, vm.lcm_state))
+        if look is None:  # the state name, long name and kind are functions of the two codes
+            look = looks[(vm.state, vm.lcm_state)] = (VM_STATE_PALETTE.text(vm.state_name, vm.kind),
+                                                      f" {vm.state_name} {vm.status}")
+        state, state_words = look
+        cpu = cpus.get(vm.cpu)
+        if cpu is None:
+            cpu = cpus[vm.cpu] = format_cpu(vm.cpu)
+        memory = memories.get(vm.memory_mb)
+        if memory is None:
+            memory = memories[vm.memory_mb] = format_memory(vm.memory_mb)
         ips = ",".join(vm.ips)
-        service = "" if vm.service_id is None else str(vm.service_id)
+        name, service_id = vm.name, vm.service_id
         append(TableRow(
             vm.id,
-            (str(vm.id), vm.name, vm.owner, state, vm.host, ips, format_cpu(vm.cpu),
-             format_memory(vm.memory_mb), service, vm.role_name),
-            f"{vm.name} {ips} {vm.host} {vm.state_name} {vm.status}".lower(),
-            (vm.id, vm.name.lower(), vm.owner, vm.state_name, vm.host, vm.ips, vm.cpu, vm.memory_mb,
-             -1 if vm.service_id is None else vm.service_id, vm.role_name),
+            (str(vm.id), name, vm.owner, state, vm.host, ips, cpu, memory,
+             "" if service_id is None else str(service_id), vm.role_name),
+            f"{name} {ips} {vm.host}{state_words}".lower(),
+            (vm.id, name.lower(), vm.owner, vm.state_name, vm.host, vm.ips, vm.cpu, vm.memory_mb,
+             -1 if service_id is None else service_id, vm.role_name),
         ))
     return rows
 
@@ -323,23 +334,37 @@ class VmListScreen(TableFilter, SiteScreen):
         await self.shell.wait_connected()
         timings = self.timings = {"fetch_start": time.perf_counter()}
         first_load = not self.loaded_once
+        loop = asyncio.get_running_loop()
+        # each page's rows are built in a thread of their own while the next page is read (its
+        # wait for the site's answer would leave the interpreter idle otherwise)
+        pages: list[asyncio.Future[list[TableRow]]] = []
+        taken = 0
 
-        def first_page(read: Sequence[VmSummary]) -> None:
-            # the first refresh shows its first page at once (later refreshes keep the whole list
-            # on screen until the new one is read: no list shrinking for a moment)
-            nonlocal first_load
+        def page_read(read: Sequence[VmSummary]) -> None:
+            nonlocal first_load, taken
+            page = list(read[taken:])
+            taken = len(read)
             if first_load:
+                # the first refresh shows its first page at once (later refreshes keep the whole
+                # list on screen until the new one is read: no list shrinking for a moment)
                 first_load = False
                 timings["first_page"] = time.perf_counter()
-                page = list(read)
-                self.post_message(self.Loaded(page, vm_rows(page), time.monotonic(), partial=True))
+                rows = vm_rows(page)
+                built: asyncio.Future[list[TableRow]] = loop.create_future()
+                built.set_result(rows)
+                pages.append(built)
+                self.post_message(self.Loaded(page, rows, time.monotonic(), partial=True))
+            else:
+                pages.append(loop.run_in_executor(None, vm_rows, page))
         try:
-            vms = await list_vms(self.site, on_page=first_page)
+            vms = await list_vms(self.site, on_page=page_read)
         except SiteError as error:
             self.post_message(self.Failed(error))
             return
         timings["fetch_end"] = time.perf_counter()
-        rows = await asyncio.to_thread(vm_rows, vms)
+        if taken < len(vms):  # a read that did not report its pages
+            pages.append(loop.run_in_executor(None, vm_rows, list(vms[taken:])))
+        rows = [row for page_rows in await asyncio.gather(*pages) for row in page_rows]
         timings["rows_built"] = time.perf_counter()
         self.post_message(self.Loaded(vms, rows, time.monotonic()))
 
