@@ -250,20 +250,26 @@ class SiteToolkitApp(App[int]):
     def _stop_requested(self, signum: int) -> None:
         """SIGTERM, SIGHUP (a dropped SSH session) or SIGINT: every running operation is cancelled
         as its Cancel button would (it stops between two platform calls, undoes what it created,
-        writes its audit entry), then the app exits with 128+N; further signals change nothing."""
+        writes its audit entry), then the app exits with 128+N; further signals change nothing. A
+        change a screen runs inline (a toolkit deployment, a grant, a site submit) is cancelled the
+        same way, wherever its screen is."""
         from tui.screens.operation_modal import OperationModal  # imported late: not needed to start
+        from tui.screens.operation_run import runs_on
 
         if self.stop_signal is not None:
             return
         self.stop_signal = signum
-        running = [s for s in self.screen_stack if isinstance(s, OperationModal) and s.running]
-        for modal in running:
+        modals = [s for s in self.screen_stack if isinstance(s, OperationModal) and s.running]
+        for modal in modals:
             modal.cancel_operation()
-        self._exit_when_stopped(running, signum)
+        runs = runs_on(self.site)
+        for run in runs:
+            run.cancel()
+        self._exit_when_stopped([*modals, *runs], signum)
 
     @work(exclusive=True, group="stop-signal", exit_on_error=False)
     async def _exit_when_stopped(self, running: list[Any], signum: int) -> None:
-        while any(modal.running for modal in running):
+        while any(each.running for each in running):
             await asyncio.sleep(STOP_POLL_S)
         self.exit(exit_code_for(signum), return_code=exit_code_for(signum))
 

@@ -10,22 +10,31 @@ A screen subclasses `SiteScreen`, sets `SCREEN_NAME` (its registry name) and `TI
   `@work(exclusive=True, group="...", exit_on_error=False)` that raises ends up in
   `worker_failed()`, which by default reports it (toast for a `SiteError`, error modal with the
   traceback for anything unexpected). Override `worker_failed` to show an error state instead;
-- `palette_commands()`: extra entries for the ctrl+p palette while the screen is current.
+- `palette_commands()`: extra entries for the ctrl+p palette while the screen is current;
+- `run_change(operation, plan)`: the one way a screen runs a change it shows inline (not in the
+  operation modal): an `OperationRun` (tui.screens.operation_run) whose progress goes to
+  `change_step` (or the `on_step` given) and which `esc` cancels while it runs (`CANCEL_CHANGE` in
+  the screen's BINDINGS: the key bar shows "esc Cancel" then); a question the operation asks mid-run is a confirmation, Cancel by default.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Iterable
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, TypeVar
 
 from textual import on
 from textual.app import ComposeResult, SystemCommand
+from textual.binding import Binding
 from textual.message import Message
 from textual.reactive import var
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from tui.errors import SiteError
+from tui.procedures.operation import Confirmation, Operation
+from tui.procedures.progress import Progress
+from tui.screens.operation_modal import ask_confirmation
+from tui.screens.operation_run import OperationRun
 from tui.screens.shell import Shell, shell_of
 from widgets.context_bar import ContextBar
 from widgets.key_bar import KeyBar
@@ -43,6 +52,14 @@ CONTEXT_SLOTS: tuple[tuple[str, str], ...] = (
     ("mode", ""),
 )
 
+#: esc cancels the change a screen runs inline (`run_change`), shown only while one runs; a screen
+#: that runs one lists it last in its BINDINGS (in the base, its key would come first in every key
+#: bar). Priority: an editor or a field with the focus does not keep esc from the running change.
+CANCEL_CHANGE = Binding("escape", "cancel_change", "Cancel", priority=True, id="screen.cancel-change")
+
+PlanT = TypeVar("PlanT")
+ResultT = TypeVar("ResultT")
+
 
 class SiteScreen(Screen[None]):
     """A top-level console screen (see the module docstring)."""
@@ -51,6 +68,8 @@ class SiteScreen(Screen[None]):
     SCREEN_NAME: ClassVar[str] = ""
     #: actions hidden and refused in read-only mode
     MUTATING_ACTIONS: ClassVar[frozenset[str]] = frozenset()
+    #: the change this screen runs or ran last (`run_change`); `change.running` while under way
+    change: OperationRun[Any, Any] | None = None
 
     def compose(self) -> ComposeResult:
         yield ContextBar(CONTEXT_SLOTS, id="context-bar")
@@ -74,9 +93,47 @@ class SiteScreen(Screen[None]):
         return self.shell.read_only
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "cancel_change":
+            return self.changing
         if action in self.MUTATING_ACTIONS and self.read_only:
             return False
         return True
+
+    # ------------------------------------------------------------------ the one way to run a change
+
+    @property
+    def changing(self) -> bool:
+        """A change of this screen's runs now."""
+        return self.change is not None and self.change.running
+
+    async def run_change(self, operation: Operation[PlanT, ResultT], plan: PlanT, *,
+                         on_step: Callable[[Progress], None] | None = None) -> ResultT:
+        """Run a planned change from one of this screen's workers (see the module docstring): its
+        typed result, or the `SiteError` that stopped it (`OperationCancelled` after esc)."""
+        run = OperationRun(self.site, operation, plan, on_step=on_step or self.change_step, ask=self.ask_change)
+        self.change = run
+        self.refresh_bindings()
+        try:
+            return await run.run()
+        finally:
+            self.refresh_bindings()
+
+    def change_step(self, event: Progress) -> None:
+        """Where a change's progress goes by default: override to show it (a status line)."""
+
+    async def ask_change(self, question: Confirmation) -> bool:
+        """A question the running change asks: the operation's confirmation, Cancel by default."""
+        return await ask_confirmation(self.app, question)
+
+    def action_cancel_change(self) -> None:
+        """esc while a change runs: ask it to stop between two platform calls."""
+        if self.change is not None and self.change.cancel():
+            self.refresh_bindings()
+            self.change_cancelling()
+
+    def change_cancelling(self) -> None:
+        """The cancel was asked for: say so (override for the operation's words)."""
+        self.shell.toast("Cancelling: the change stops between two platform calls")
 
     def unsaved_changes(self) -> str | None:
         """What quitting now would lose, named for the operator ("unsaved changes to ..."), or

@@ -1,4 +1,4 @@
-"""The one operation modal: every change the console makes runs through it.
+"""The one operation modal: a change planned, previewed, confirmed and run in a modal.
 
 An operation (tui.procedures.operation) goes form -> planning -> ready -> running -> finished,
 and `OperationModal` holds that machinery once: the `phase` (a reactive that sets the `-running`
@@ -14,7 +14,8 @@ guard and `dismiss(changed)`. A subclass keeps only its form and its result view
 - `show_plan`, `show_result`, `show_failure` draw what the operator reads.
 
 Every worker failure reaches the one error path (`report_error`: toast or error modal) and leaves
-the modal closable; a `SiteError` from planning or running is shown inline instead.
+the modal closable; a `SiteError` from planning or running is shown inline instead. The run itself
+is an `OperationRun` (tui.screens.operation_run), the one way the console runs a change.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from rich.text import Text
 from textual import on, work
+from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.reactive import reactive
@@ -32,10 +34,11 @@ from textual.widgets import Button, Static
 from textual.worker import Worker
 
 from tui.errors import SiteError
-from tui.procedures.operation import Confirmation, Operation, OperationCancelled, RunContext, run_operation
+from tui.procedures.operation import Confirmation, Operation, OperationCancelled
 from tui.procedures.preview import Preview
 from tui.procedures.progress import Progress
 from tui.screens.error_text import error_text
+from tui.screens.operation_run import OperationRun
 from tui.screens.site_modal import SiteModal
 from widgets.confirm_modal import ConfirmModal
 from widgets.dialog import plain
@@ -69,6 +72,11 @@ def confirmation_modal(question: Confirmation, *, command: str | None = None) ->
     the object named, the detail and the equivalent command; Cancel has the focus."""
     return ConfirmModal(question.verb, question.target, detail=question.detail,
                         command=question.command if command is None else command, destructive=question.destructive)
+
+
+async def ask_confirmation(app: App[Any], question: Confirmation) -> bool:
+    """A question a running operation asks (from a worker): `confirmation_modal`, True only on its verb."""
+    return bool(await app.push_screen_wait(confirmation_modal(question)))  # type: ignore[arg-type]  # App[object] wants Screen[object]
 
 
 class OperationModal(SiteModal[bool], Generic[PlanT, ResultT]):
@@ -304,13 +312,14 @@ class OperationModal(SiteModal[bool], Generic[PlanT, ResultT]):
             return
         self.changed = True
         self.events = []
-        self.cancel_event = asyncio.Event()
+        run = OperationRun(self.shell.site, operation, plan, on_step=self._post_step, ask=self.ask)
+        self.cancel_event = run.cancel_event
         self.phase = "running"
         self.run_started(plan)
         cancel = self._button("cancel")
         if cancel is not None:
             cancel.focus()
-        self._run = self._run_worker(operation, plan)
+        self._run = self._run_worker(run)
 
     def run_started(self, plan: PlanT) -> None:
         """The run begins: by default the progress panel lists the plan's steps."""
@@ -319,13 +328,9 @@ class OperationModal(SiteModal[bool], Generic[PlanT, ResultT]):
             panel.set_steps(list(steps) if steps is not None else [])
 
     @work(exclusive=True, group="operation-run", exit_on_error=False)
-    async def _run_worker(self, operation: Operation[PlanT, ResultT], plan: PlanT) -> None:
-        def emit(event: Progress) -> None:
-            self.post_message(self.Stepped(event))
-
-        context = RunContext(emit=emit, cancel=self.cancel_event, ask=self.ask)
+    async def _run_worker(self, run: OperationRun[PlanT, ResultT]) -> None:
         try:
-            result = await run_operation(self.shell.site, operation, plan, context)
+            result = await run.run()
         except SiteError as error:
             self.post_message(self.Finished(error=error))
             return
@@ -334,9 +339,12 @@ class OperationModal(SiteModal[bool], Generic[PlanT, ResultT]):
             raise
         self.post_message(self.Finished(result=result))
 
+    def _post_step(self, event: Progress) -> None:
+        self.post_message(self.Stepped(event))
+
     async def ask(self, question: Confirmation) -> bool:
         """A question the running operation asks (a removal): a `ConfirmModal`, Cancel by default."""
-        return bool(await self.app.push_screen_wait(confirmation_modal(question)))  # type: ignore[arg-type]  # App[object] wants Screen[object]
+        return await ask_confirmation(self.app, question)
 
     @on(Stepped)
     def _stepped(self, message: Stepped) -> None:

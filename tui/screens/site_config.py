@@ -40,7 +40,7 @@ from tui.domain.site_checks import Finding
 from tui.domain.site_config import SiteConfig, SiteConfigError
 from tui.domain.site_fill import CloudFacts
 from tui.errors import SiteError
-from tui.procedures.operation import RunContext, run_operation
+from tui.procedures.progress import Progress
 from tui.procedures.site.component_library import load_library
 from tui.procedures.site.config import VaultPassword, load_site_config
 from tui.procedures.site.file_operations import CreatePlan, CreateSite, SaveSite
@@ -57,7 +57,7 @@ from tui.procedures.site.repo import (
 from tui.procedures.site.submit_operation import SubmitPlan, SubmitSite
 from tui.procedures.site.verdict import SiteVerdict, site_verdict, submit_gate, verdict_of
 from tui.procedures.site.workspace import library_repo, prompted_password, sites_repo, vault_password
-from tui.screens.base import SiteScreen
+from tui.screens.base import CANCEL_CHANGE, SiteScreen
 from tui.screens.site_components import ComponentFlowModal
 from tui.screens.site_dialogs import OpenSiteModal, PasswordModal, PreviewModal, SubmitModal, localize
 from tui.screens.site_panel import SitePanel, components_text, findings_text, parse_text
@@ -84,6 +84,7 @@ class SiteConfigScreen(SiteScreen):
         Binding("ctrl+t", "submit", "Submit", id="site.submit"),
         Binding("ctrl+r", "reload", "Reload", id="site.reload"),
         Binding("ctrl+g", "goto_error", "Go to error", show=False, id="site.goto-error"),
+        CANCEL_CHANGE,
     ]
 
     # ------------------------------------------------------------------ messages
@@ -228,7 +229,18 @@ class SiteConfigScreen(SiteScreen):
             text.append(" · read-only", "bold yellow")
         if self.busy:
             text.append(f" · {self.busy}…", "yellow")
+            if self.changing and self.change is not None:
+                step = self.change.events[-1].message if self.change.events else ""
+                text.append(f" {step}" if step else "", "dim")
+                text.append(" · cancelling" if self.change.cancelling else " · esc cancels", "dim")
         self._status(text)
+
+    def change_step(self, event: Progress) -> None:
+        """A save, create or submit reports a step: the status line follows it."""
+        self._show_site_status()
+
+    def change_cancelling(self) -> None:
+        self._show_site_status()
 
     # ------------------------------------------------------------------ workers: repository and library
 
@@ -357,7 +369,7 @@ class SiteConfigScreen(SiteScreen):
     @work(exclusive=True, group="site-io", exit_on_error=False)
     async def _create_worker(self, operation: CreateSite, plan: CreatePlan) -> None:
         """The `CreateSite` operation: read-only refusal and the audit record are the operation type's."""
-        site_ref = (await run_operation(self.site, operation, plan, RunContext(emit=lambda event: None))).site
+        site_ref = (await self.run_change(operation, plan)).site
         self.site_ref = site_ref
         self.post_message(self.Loaded(site_ref, ""))
 
@@ -528,7 +540,7 @@ class SiteConfigScreen(SiteScreen):
         definitions = self.library.as_mapping() if self.library is not None else None
         operation = SaveSite(self.site_ref.path, self.password, text, self.saved_text, definitions)
         plan = await operation.plan(self.site)
-        written = await run_operation(self.site, operation, plan, RunContext(emit=lambda event: None))
+        written = await self.run_change(operation, plan)
         self.post_message(self.Saved(text, written.changed))
 
     @on(Saved)
@@ -667,9 +679,9 @@ class SiteConfigScreen(SiteScreen):
         """The `SubmitSite` operation on the plan the operator confirmed (diff, check, gate)."""
         assert self.site_ref is not None and self.password is not None
         operation = SubmitSite(self._repo(), self.site_ref, self.password)
-        context = RunContext(emit=lambda event: None)
-        await run_operation(self.site, operation, plan, context)
-        self.post_message(self.Submitted(context.events[-1].message if context.events else ""))
+        await self.run_change(operation, plan)
+        events = self.change.events if self.change is not None else []
+        self.post_message(self.Submitted(events[-1].message if events else ""))
 
     @on(Submitted)
     def _submitted(self, message: Submitted) -> None:

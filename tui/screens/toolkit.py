@@ -51,7 +51,7 @@ from tui.domain.site_record import SiteRecord
 from tui.domain.toolkit_inputs import Problem
 from tui.errors import SiteError
 from tui.procedures.hosts.cpu_inventory import load_inventory
-from tui.procedures.operation import RunContext, run_operation
+from tui.procedures.operation import RunContext
 from tui.procedures.progress import Progress
 from tui.procedures.site_record import load_site_record
 from tui.procedures.toolkit.deploy_operation import DeployToolkit, follow_again
@@ -624,21 +624,23 @@ class ToolkitScreen(InputFileActions):
         def emit(event: Progress) -> None:
             self.post_message(self.DeployProgress(event))
 
-        context = RunContext(emit=emit, cancel=self._cancel)
+        # following a recorded deployment changes nothing: a read with its own context and cancel
+        following = RunContext(emit=emit, cancel=self._cancel)
         try:
             if plan is not None:
                 assert self.form is not None
                 operation = DeployToolkit(self.form, self.current_file(), timeout=self.deploy_timeout,
                                           key_timeout=self.key_timeout, poll_interval=self.poll_interval,
                                           heartbeat=self.heartbeat)
-                deployed = await run_operation(self.site, operation, plan, context)
+                deployed = await self.run_change(operation, plan, on_step=emit)
             else:
                 assert record is not None
-                deployed = await follow_again(self.site, record, context, timeout=self.deploy_timeout,
+                deployed = await follow_again(self.site, record, following, timeout=self.deploy_timeout,
                                               key_timeout=self.key_timeout, poll_interval=self.poll_interval,
                                               heartbeat=self.heartbeat)
         except SiteError as error:
-            steps = [e.outcome for e in context.events if isinstance(e.outcome, DeployStep)]
+            events = self.change.events if plan is not None and self.change is not None else following.events
+            steps = [e.outcome for e in events if isinstance(e.outcome, DeployStep)]
             service_id = steps[-1].service_id if steps else (record.service_id if record is not None else None)
             found = load_site_record(self.site.settings, service_id) if service_id is not None else None
             self.post_message(self.DeployEnded("failed", error, found))
@@ -695,6 +697,8 @@ class ToolkitScreen(InputFileActions):
             return
         if self.deploy_view.running:
             self._cancel.set()
+            if self.change is not None:
+                self.change.cancel()
             self.shell.toast("Stopping: the service is left as it is")
             return
         self.query_one(ContentSwitcher).current = "tk-form-pane"

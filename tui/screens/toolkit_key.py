@@ -9,7 +9,8 @@ is among them.
 `g` gives the key to that user (operation 5, the `GrantKey` operation): the preview shown here
 (merge-mode update of SSH_PUBLIC_KEY only, the keys already there kept, and `oneuser update
 <user> <file> --append`), the operation's confirmation as the operation modal asks it
-(`confirmation_modal`), then `run_operation` (read-only refusal, the update, read back). A second grant changes nothing and says so. `c`
+(`confirmation_modal`), then the run (`run_change`: read-only refusal, the update, read back; its
+steps on the status line, esc cancels). A second grant changes nothing and says so. `c`
 waits for the key when the VM has not published it yet; `r` refreshes. With `--read-only` the
 view shows everything but offers no grant.
 """
@@ -33,13 +34,12 @@ from textual.worker import Worker
 from tui.domain.site_record import SiteRecord
 from tui.domain.ssh_keys import SshKeyError, parse_public_key
 from tui.errors import SiteError
-from tui.procedures.operation import RunContext, run_operation
 from tui.procedures.progress import Progress
 from tui.procedures.site_record import load_site_record, save_site_record
 from tui.procedures.toolkit.grant_key import GrantKey, GrantPlan, plan_grant
 from tui.procedures.toolkit.instantiate import DEFAULT_KEY_TIMEOUT, DEFAULT_POLL_INTERVAL, capture_automation_key
 from tui.procedures.toolkit.service import AutomationKey, read_automation_key, refresh_site_record
-from tui.screens.base import SiteScreen
+from tui.screens.base import CANCEL_CHANGE, SiteScreen
 from tui.screens.operation_modal import confirmation_modal
 
 
@@ -75,6 +75,7 @@ class KeyScreen(SiteScreen):
         Binding("g", "grant", "Give key to user", id="key.grant"),
         Binding("c", "capture", "Wait for key", id="key.capture"),
         Binding("r", "refresh", "Refresh", id="key.refresh"),
+        CANCEL_CHANGE,
     ]
 
     capture_timeout: float = DEFAULT_KEY_TIMEOUT
@@ -307,16 +308,14 @@ class KeyScreen(SiteScreen):
     @work(exclusive=True, group="key-grant", exit_on_error=False)
     async def grant(self, operation: GrantKey, plan: GrantPlan) -> None:
         """Run the grant operation (read-only refusal, audit and read-back in the operation)."""
-        seen: list[Progress] = []
-
-        def emit(event: Progress) -> None:
-            seen.append(event)
-            self.post_message(self.Status(Text(event.message)))
+        def step(event: Progress) -> None:
+            self.post_message(self.Status(Text.assemble(event.message, ("  · esc cancels", "dim"))))
 
         try:
-            await run_operation(self.site, operation, plan, RunContext(emit=emit))
+            await self.run_change(operation, plan, on_step=step)
         finally:
             self.busy = False
+        seen = self.change.events if self.change is not None else []
         if seen:
             self.post_message(self.Status(Text(seen[-1].message), toast=seen[-1].message))
         self.refresh_view()
