@@ -46,7 +46,7 @@ VMS = next(s for s in SCREENS if s.name == "vms")
 #: where a `RunContext` may be built outside the runner, and why
 READS_WITH_A_CONTEXT = {
     # following a recorded deployment again changes nothing (`follow_again` reads the service)
-    "tui/screens/toolkit.py",
+    "tui/screens/toolkit_deploy_actions.py",
 }
 
 

@@ -23,8 +23,7 @@ one is asked again with the reason. Repositories come from the settings (`[site]
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import on, work
@@ -42,33 +41,28 @@ from tui.domain.site_fill import CloudFacts
 from tui.errors import SiteError
 from tui.procedures.progress import Progress
 from tui.procedures.site.component_library import load_library
-from tui.procedures.site.config import VaultPassword, load_site_config
-from tui.procedures.site.file_operations import CreatePlan, CreateSite, SaveSite
+from tui.procedures.site.config import load_site_config
+from tui.procedures.site.file_operations import SaveSite
 from tui.procedures.site.fill import FillPlan, fill_text, gather_cloud_facts, plan_fill
 from tui.procedures.site.repo import (
-    SiteListing,
-    SiteRef,
     SubmitPreview,
-    current_site,
-    list_sites,
-    open_site,
     preview_submit,
 )
 from tui.procedures.site.submit_operation import SubmitPlan, SubmitSite
 from tui.procedures.site.verdict import SiteVerdict, site_verdict, submit_gate, verdict_of
-from tui.procedures.site.workspace import library_repo, prompted_password, sites_repo, vault_password
-from tui.screens.base import CANCEL_CHANGE, SiteScreen
+from tui.procedures.site.workspace import library_repo
+from tui.screens.base import CANCEL_CHANGE
 from tui.screens.site_components import ComponentFlowModal
-from tui.screens.site_dialogs import OpenSiteModal, PasswordModal, PreviewModal, SubmitModal, localize
+from tui.screens.site_dialogs import PreviewModal, SubmitModal, localize
+from tui.screens.site_file import SiteFileActions
 from tui.screens.site_panel import SitePanel, components_text, findings_text, parse_text
 from widgets.confirm_modal import ConfirmModal
 
 #: seconds of quiet typing before the text is parsed and checked again
 PARSE_DEBOUNCE = 0.3
-_WRONG_PASSWORD = "Wrong vault password"
 
 
-class SiteConfigScreen(SiteScreen):
+class SiteConfigScreen(SiteFileActions):
     """core.yaml of one site: editor, side panel, open, fill, save, components, submit."""
 
     SCREEN_NAME = "site"
@@ -90,23 +84,8 @@ class SiteConfigScreen(SiteScreen):
     # ------------------------------------------------------------------ messages
 
     @dataclass
-    class Listed(Message):
-        listing: SiteListing
-        choose: bool
-
-    @dataclass
     class LibraryLoaded(Message):
         library: ComponentLibrary
-
-    @dataclass
-    class Loaded(Message):
-        site_ref: SiteRef
-        text: str
-
-    @dataclass
-    class PasswordRejected(Message):
-        error: SiteError
-        retry: Callable[[], None]
 
     @dataclass
     class FactsLoaded(Message):
@@ -135,10 +114,6 @@ class SiteConfigScreen(SiteScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.repo: Any = None
-        self.listing: SiteListing | None = None
-        self.site_ref: SiteRef | None = None
-        self.password: VaultPassword | None = None
         self.library: ComponentLibrary | None = None
         self.facts: CloudFacts | None = None
         #: the decrypted text as last loaded or saved (what "unsaved changes" compares with)
@@ -149,7 +124,6 @@ class SiteConfigScreen(SiteScreen):
         self.parse_error: SiteConfigError | None = None
         self.findings: tuple[Finding, ...] = ()
         self.verdict: SiteVerdict | None = None
-        self.busy = ""
         self._parse_timer: Timer | None = None
         self._loading = False
 
@@ -197,26 +171,8 @@ class SiteConfigScreen(SiteScreen):
         if self.site_ref is None and not self.busy and self.listing is not None:
             self._find_open_site()
 
-    @work(exclusive=True, group="site-find", exit_on_error=False)
-    async def _find_open_site(self) -> None:
-        try:
-            site_ref = await current_site(self._repo())
-        except SiteError:
-            return  # the clone is on no site branch: "No site open" is the truth
-        if self.site_ref is not None or not site_ref.path.is_file():
-            return
-        self.site_ref = site_ref
-        self.busy = f"opening {site_ref.branch}"
-        self._show_site_status()
-        self.post_message(self.Loaded(site_ref, ""))
-
     def _status(self, text: Text | str) -> None:
         self.query_one("#site-status", Static).update(text if isinstance(text, Text) else Text(text))
-
-    def _site_label(self) -> str:
-        if self.site_ref is None:
-            return "no site open"
-        return f"{self.site_ref.site_dir}/core.yaml on branch {self.site_ref.branch}"
 
     def _show_site_status(self) -> None:
         if self.site_ref is None:
@@ -244,11 +200,6 @@ class SiteConfigScreen(SiteScreen):
 
     # ------------------------------------------------------------------ workers: repository and library
 
-    def _repo(self) -> Any:
-        if self.repo is None:
-            self.repo = sites_repo(self.site.settings)
-        return self.repo
-
     @work(exclusive=True, group="site-library", exit_on_error=False)
     async def _load_library(self) -> None:
         await self.site.wait_for_repositories()
@@ -268,135 +219,12 @@ class SiteConfigScreen(SiteScreen):
         if self.saved_text is not None:
             self._gather_facts()  # what the listed components' appliances are needs the library
 
-    @work(exclusive=True, group="site-io", exit_on_error=False)
-    async def _list_sites(self, choose: bool = False) -> None:
-        await self.site.wait_for_repositories()
-        self.post_message(self.Listed(await list_sites(self._repo()), choose))
-
-    @on(Listed)
-    def _listed(self, message: Listed) -> None:
-        self.listing = message.listing
-        self._show_site_status()
-        if message.choose:
-            self._choose_site(message.listing)
-
-    def _choose_site(self, listing: SiteListing) -> None:
-        def chosen(result: tuple[str, str] | None) -> None:
-            if result is None:
-                return
-            verb, branch = result
-            if verb == "create":
-                self._with_password(lambda: self._create(branch), f"The new site {branch}")
-            else:
-                self._open(branch)
-
-        name = Path(self.site.settings.sites_repo.rstrip("/")).name
-        self.app.push_screen(OpenSiteModal(listing, name, read_only=self.read_only), chosen)
-
     # ------------------------------------------------------------------ the vault password
-
-    def _with_password(self, then: Callable[[], None], what: str, error: str = "") -> None:
-        """Run `then` once a password is known: the configured file, else the prompt."""
-        if self.password is not None and not error:
-            then()
-            return
-        if not error:
-            try:
-                configured = vault_password(self.site.settings)
-            except SiteError as failure:
-                self.shell.report_error(failure)
-                configured = None
-            if configured is not None:
-                self.password = configured
-                for warning in configured.warnings:
-                    self.shell.toast(warning, title="Vault password file", severity="warning")
-                then()
-                return
-
-        def typed(text: str | None) -> None:
-            if text:
-                self.password = prompted_password(text)
-                then()
-
-        self.app.push_screen(PasswordModal(what, error), typed)
-
-    @on(PasswordRejected)
-    def _password_rejected(self, message: PasswordRejected) -> None:
-        from_file = self.password is not None and self.password.source != "prompt"
-        self.password = None
-        if from_file:
-            self.shell.report_error(message.error)
-        self._with_password(message.retry, self._site_label(), error=f"{message.error.title}: {message.error.detail}")
 
     # ------------------------------------------------------------------ open, create, load
 
-    def _open(self, branch: str) -> None:
-        if self.dirty:
-            self.shell.toast("Save or reload first: the editor has unsaved changes", severity="warning")
-            return
-        self.busy = f"opening {branch}"
-        self._show_site_status()
-        self._open_worker(branch)
-
-    @work(exclusive=True, group="site-io", exit_on_error=False)
-    async def _open_worker(self, branch: str) -> None:
-        site_ref: SiteRef | None = None
-        async for event in open_site(self._repo(), branch):
-            if isinstance(event.outcome, SiteRef):
-                site_ref = event.outcome
-        assert site_ref is not None
-        self.site_ref = site_ref
-        self.post_message(self.Loaded(site_ref, ""))
-
-    def _create(self, branch: str) -> None:
-        self._create_preview(branch)
-
-    @work(exclusive=True, group="site-io", exit_on_error=False)
-    async def _create_preview(self, branch: str) -> None:
-        assert self.password is not None
-        operation = CreateSite(self._repo(), branch, branch, self.password)
-        plan = await operation.plan(self.site)
-
-        def confirmed(ok: bool | None) -> None:
-            if ok:
-                self.busy = f"creating {branch}"
-                self._show_site_status()
-                self._create_worker(operation, plan)
-
-        preview = localize(operation.preview(plan), self._repo().workdir, self.password)
-        self.app.push_screen(PreviewModal(preview, f"Create {branch}"), confirmed)
-
-    @work(exclusive=True, group="site-io", exit_on_error=False)
-    async def _create_worker(self, operation: CreateSite, plan: CreatePlan) -> None:
-        """The `CreateSite` operation: read-only refusal and the audit record are the operation type's."""
-        site_ref = (await self.run_change(operation, plan)).site
-        self.site_ref = site_ref
-        self.post_message(self.Loaded(site_ref, ""))
-
-    @on(Loaded)
-    def _loaded_ref(self, message: Loaded) -> None:
-        """A site is checked out: decrypt its core.yaml (asking for the password if needed)."""
-        if message.text:
-            return
-        self._with_password(self._decrypt, f"{message.site_ref.site_dir}/core.yaml")
-
-    def _decrypt(self) -> None:
-        self._decrypt_worker()
-
-    @work(exclusive=True, group="site-io", exit_on_error=False)
-    async def _decrypt_worker(self) -> None:
-        assert self.site_ref is not None
-        try:
-            loaded = await load_site_config(self.site_ref.path, self.password, self.site.naming)
-        except SiteError as error:
-            if error.title == _WRONG_PASSWORD:
-                self.post_message(self.PasswordRejected(error, self._decrypt))
-                return
-            raise
-        self.post_message(self.Loaded(self.site_ref, loaded.config.text))
-
-    @on(Loaded)
-    def _loaded_text(self, message: Loaded) -> None:
+    @on(SiteFileActions.Loaded)
+    def _loaded_text(self, message: SiteFileActions.Loaded) -> None:
         if not message.text:
             return
         self.busy = ""
