@@ -2,13 +2,16 @@
 
 Prints one line per step on stderr (with any new problem), then the table; `--json -` prints the
 figures as JSON on stdout instead, `--json FILE` writes them there too. Exit 0 when no crash,
-leftover, duplicate or lost change was seen, 1 otherwise.
+leftover, duplicate or lost change was seen, 1 otherwise. SIGINT or SIGTERM (also when started in
+the background, where SIGINT is ignored) stops it after killing the step's commands: the figures of
+the steps run so far are printed and written, with `stopped` saying where, and it exits 1.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -26,6 +29,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.ops < 1:
         parser.error("--ops must be at least 1")
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
     figures = soak(args.ops, args.seed, progress=None if args.quiet else main_progress,
                    root=Path(args.keep) if args.keep else None, keep=bool(args.keep))
     data = figures.as_json()
@@ -35,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
         print(figures.table())
         if args.json:
             Path(args.json).write_text(json.dumps(data, indent=2) + "\n")
-    return 0 if figures.clean() else 1
+    return 0 if figures.clean() and not figures.stopped else 1
 
 
 if __name__ == "__main__":

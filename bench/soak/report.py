@@ -35,6 +35,8 @@ class Figures:
     examples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     #: clean failures by operation and first line of the error title (what the operator read)
     failure_reasons: Counter[str] = field(default_factory=Counter)
+    #: why the run ended before its last step ("" when it ran them all): its figures are of the steps before
+    stopped: str = ""
 
     def count_step(self, step: "Step") -> None:
         self.operations += 1
@@ -60,7 +62,9 @@ class Figures:
         if step.same_vm:
             self.faults["two moves of one VM"] += 1
 
-    def count_outcome(self, step: "Step", op: "Operation", outcome: "Outcome", documented: frozenset[int], traceback: str) -> None:
+    def count_outcome(self, step: "Step", op: "Operation", outcome: "Outcome", documented: frozenset[int],
+                      traceback: str) -> str:
+        """Count one command's outcome; returns what crashed ("" for none), for the step's log line."""
         if outcome.signal:
             self.faults[f"{outcome.signal} sent"] += 1
         crash = ""
@@ -76,11 +80,13 @@ class Figures:
         if crash:
             self.crashes += 1
             self._example("crash", step, f"{op.name}: {crash}; stderr: {_tail(outcome.stderr)}")
-        elif outcome.code == 0 or (outcome.code == EXIT_FINDINGS and op.name == "site check"):
+            return f"{op.name}: {crash}"
+        if outcome.code == 0 or (outcome.code == EXIT_FINDINGS and op.name == "site check"):
             self.succeeded += 1  # a check that found problems did its job
         else:
             self.failures += 1
             self.failure_reasons[f"{op.name}: {_reason(outcome)}"] += 1
+        return ""
 
     def add_finding(self, finding: "Finding", step: "Step", seed: int) -> None:
         self.findings[finding.kind] += 1
@@ -109,7 +115,7 @@ class Figures:
             "changes_without_a_record": self.findings["change without a record"],
             "failure_reasons": dict(self.failure_reasons.most_common(30)),
             "examples": self.examples,
-        }
+        } | ({"stopped": self.stopped} if self.stopped else {})
 
     def clean(self) -> bool:
         return not (self.crashes or self.findings["leftover"] or self.findings["duplicate"] or self.findings["lost change"]
@@ -124,7 +130,7 @@ class Figures:
                 ("changes without a record", data["changes_without_a_record"])]
         rows += [(f"fault: {name}", count) for name, count in data["faults_injected"].items()]
         width = max(len(name) for name, _ in rows)
-        lines = [f"soak, seed {self.seed}, {data['seconds']} s"] + [f"  {name:<{width}}  {value:>6}" for name, value in rows]
+        lines = [f"soak, seed {self.seed}, {data['seconds']} s" + (f"; {self.stopped}" if self.stopped else "")] + [f"  {name:<{width}}  {value:>6}" for name, value in rows]
         for kind in ("crash", "leftover", "duplicate", "lost change", "change without a record"):
             for example in self.examples.get(kind, [])[:8]:
                 lines.append(f"  {kind} at step {example['step']} (seed {example['seed']}): {example['what']}\n      ran: {example['step_ran']}")

@@ -10,6 +10,7 @@ import json
 import os
 import random
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -20,7 +21,7 @@ from typing import Any, Callable
 from bench.soak.checks import change_state, cloud_findings, config_findings, remote_findings, unrecorded_findings
 from bench.soak.operations import Operation, draw, same_vm_moves, twin
 from bench.soak.report import Figures
-from bench.soak.world import DOWNLOADABLE, Outcome, World, finish, pick
+from bench.soak.world import DOWNLOADABLE, Command, Outcome, World, finish, pick
 from tui.cli import exit_codes
 from tui.sim.scenarios import AUTOMATION_PASSWORD
 
@@ -195,6 +196,21 @@ def run_step(world: World, step: Step) -> list[Outcome]:
 def _run_commands(world: World, step: Step) -> list[Outcome]:
     commands = [world.spawn(op.argv) for op in step.operations]
     processes = [c.process for c in commands]
+    try:
+        return _follow_commands(world, step, commands, processes)
+    except BaseException:  # the soak is stopped: its commands (each in a session of its own) go too
+        for process in processes:
+            if process.poll() is None:
+                try:
+                    os.killpg(process.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            process.wait()
+        raise
+
+
+def _follow_commands(world: World, step: Step, commands: list[Command], processes: list[subprocess.Popen[str]]
+                     ) -> list[Outcome]:
     outage: threading.Thread | None = None
     if step.outage_after >= 0:
         def down() -> None:
@@ -235,40 +251,48 @@ def soak(ops: int, seed: int, *, progress: Callable[[str], None] | None = None, 
     try:
         prepare(world)
         _count_injected(world, figures)
-        for index in range(ops):
-            step = draw_step(rng, world, index)
-            figures.count_step(step)
-            before = dict(promised)
-            state_before, records_before = change_state(world), world.audit_lines()
-            outcomes = run_step(world, step)
-            touched: set[str] = set()
-            for op, outcome in zip(step.operations, outcomes):
-                figures.count_outcome(step, op, outcome, documented, TRACEBACK)
-                touched |= set(op.writes)
-            written = [op for op, out in zip(step.operations, outcomes) if out.code == 0 and op.writes]
-            together = len(step.operations) > 1 and len({k for op in step.operations for k in op.writes}) < sum(len(op.writes) for op in step.operations)
-            for op, outcome in zip(step.operations, outcomes):
-                if op.writes and (outcome.code != 0 or together):
-                    for key in op.writes:  # written or not, in an order nobody knows: no promise
-                        promised.pop(key, None)
-            for op in written:
-                if not together:
-                    promised.update(op.writes)
-            findings = cloud_findings(world) + config_findings(world, promised)
-            findings += unrecorded_findings(world, step.index, state_before, records_before)
-            if any(op.submits and out.code == 0 for op, out in zip(step.operations, outcomes)):
-                settled = {k: v for k, v in before.items() if k not in touched}
-                findings += remote_findings(world, settled, SITE_BRANCH, SITE_DIR)
-            new = [f for f in findings if f.key not in seen]
-            for finding in new:
-                seen.add(finding.key)
-                figures.add_finding(finding, step, seed)
-                if finding.kind == "lost change" and finding.key.startswith("core "):
-                    promised.pop(finding.key.removeprefix("core "), None)
-            if progress is not None:
-                codes = ",".join(f"{o.code}{'/' + o.signal if o.signal else ''}" for o in outcomes)
-                progress(f"[{index + 1}/{ops}] exit {codes}  {step.describe()}"
-                         + "".join(f"\n    ! {f.kind}: {f.text}" for f in new))
+        index = 0
+        try:
+            for index in range(ops):
+                step = draw_step(rng, world, index)
+                before = dict(promised)
+                state_before, records_before = change_state(world), world.audit_lines()
+                outcomes = run_step(world, step)  # a step stopped while its commands run is not counted
+                figures.count_step(step)
+                touched: set[str] = set()
+                crashes: list[str] = []
+                for op, outcome in zip(step.operations, outcomes):
+                    crash = figures.count_outcome(step, op, outcome, documented, TRACEBACK)
+                    crashes += [crash] if crash else []
+                    touched |= set(op.writes)
+                written = [op for op, out in zip(step.operations, outcomes) if out.code == 0 and op.writes]
+                together = len(step.operations) > 1 and len({k for op in step.operations for k in op.writes}) < sum(len(op.writes) for op in step.operations)
+                for op, outcome in zip(step.operations, outcomes):
+                    if op.writes and (outcome.code != 0 or together):
+                        for key in op.writes:  # written or not, in an order nobody knows: no promise
+                            promised.pop(key, None)
+                for op in written:
+                    if not together:
+                        promised.update(op.writes)
+                findings = cloud_findings(world) + config_findings(world, promised)
+                findings += unrecorded_findings(world, step.index, state_before, records_before)
+                if any(op.submits and out.code == 0 for op, out in zip(step.operations, outcomes)):
+                    settled = {k: v for k, v in before.items() if k not in touched}
+                    findings += remote_findings(world, settled, SITE_BRANCH, SITE_DIR)
+                new = [f for f in findings if f.key not in seen]
+                for finding in new:
+                    seen.add(finding.key)
+                    figures.add_finding(finding, step, seed)
+                    if finding.kind == "lost change" and finding.key.startswith("core "):
+                        promised.pop(finding.key.removeprefix("core "), None)
+                if progress is not None:
+                    codes = ",".join(f"{o.code}{'/' + o.signal if o.signal else ''}" for o in outcomes)
+                    progress(f"[{index + 1}/{ops}] exit {codes}  {step.describe()}"
+                             + "".join(f"\n    ! crash: {c}" for c in crashes)
+                             + "".join(f"\n    ! {f.kind}: {f.text}" for f in new))
+        except KeyboardInterrupt:  # SIGINT or SIGTERM (bench.soak's main): the steps run so far are counted
+            # stopped while a step's commands ran: that step is not counted; during its checks: it is, unchecked
+            figures.stopped = f"stopped during step {index + 1} of {ops}; {figures.operations} steps counted"
     finally:
         world.stop(remove=not keep)
     return figures
