@@ -44,7 +44,7 @@ def format_table(rows: list[Row]) -> str:
             )
         )
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(line, widths)) for line in lines)
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)) for line in lines)
 
 
 def main(argv: list[str]) -> int:

@@ -84,7 +84,7 @@ class Dialog(ModalScreen[ResultType]):
         buttons = list(self.query(Button))
         labels = [plain(button.label) for button in buttons]
         self.accelerators = {}
-        for button, label, key in zip(buttons, labels, choose_keys(labels, self.RESERVED_KEYS)):
+        for button, label, key in zip(buttons, labels, choose_keys(labels, self.RESERVED_KEYS), strict=True):
             if key:
                 self.accelerators[key] = button
                 # set_reactive: a Content equal in text (spans aside) would not count as a change

@@ -394,7 +394,7 @@ class VirtualTable(ScrollView, can_focus=True):
         console = self.app.console
         segments: list[Segment] = []
         sep = Segment(" ", style)
-        for n, (column, width) in enumerate(zip(self._columns, self._widths)):
+        for n, (column, width) in enumerate(zip(self._columns, self._widths, strict=True)):
             if n:
                 segments.append(sep)
             value = cells[n] if n < len(cells) else ""
@@ -491,7 +491,7 @@ class VirtualTable(ScrollView, can_focus=True):
 
     def _column_at(self, x: int) -> str | None:
         position = 0
-        for column, width in zip(self._columns, self._widths):
+        for column, width in zip(self._columns, self._widths, strict=True):
             if position <= x < position + width + 1:
                 return column.key
             position += width + 1

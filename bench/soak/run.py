@@ -233,7 +233,7 @@ def _follow_commands(world: World, step: Step, commands: list[Command], processe
                     delivered = step.signal
                 except OSError:
                     pass
-    outcomes = [finish(c, op.argv, delivered) for c, op in zip(commands, step.operations)]
+    outcomes = [finish(c, op.argv, delivered) for c, op in zip(commands, step.operations, strict=True)]
     if outage is not None:
         outage.join()
     world.clear_faults()
@@ -261,13 +261,13 @@ def soak(ops: int, seed: int, *, progress: Callable[[str], None] | None = None, 
                 figures.count_step(step)
                 touched: set[str] = set()
                 crashes: list[str] = []
-                for op, outcome in zip(step.operations, outcomes):
+                for op, outcome in zip(step.operations, outcomes, strict=True):
                     crash = figures.count_outcome(step, op, outcome, documented, TRACEBACK)
                     crashes += [crash] if crash else []
                     touched |= set(op.writes)
-                written = [op for op, out in zip(step.operations, outcomes) if out.code == 0 and op.writes]
+                written = [op for op, out in zip(step.operations, outcomes, strict=True) if out.code == 0 and op.writes]
                 together = len(step.operations) > 1 and len({k for op in step.operations for k in op.writes}) < sum(len(op.writes) for op in step.operations)
-                for op, outcome in zip(step.operations, outcomes):
+                for op, outcome in zip(step.operations, outcomes, strict=True):
                     if op.writes and (outcome.code != 0 or together):
                         for key in op.writes:  # written or not, in an order nobody knows: no promise
                             promised.pop(key, None)
@@ -276,7 +276,7 @@ def soak(ops: int, seed: int, *, progress: Callable[[str], None] | None = None, 
                         promised.update(op.writes)
                 findings = cloud_findings(world) + config_findings(world, promised)
                 findings += unrecorded_findings(world, step.index, state_before, records_before)
-                if any(op.submits and out.code == 0 for op, out in zip(step.operations, outcomes)):
+                if any(op.submits and out.code == 0 for op, out in zip(step.operations, outcomes, strict=True)):
                     settled = {k: v for k, v in before.items() if k not in touched}
                     findings += remote_findings(world, settled, SITE_BRANCH, SITE_DIR)
                 new = [f for f in findings if f.key not in seen]

@@ -166,7 +166,7 @@ async def test_exported_toolkit_deploys_each_role_from_its_own_template(
     plan = await plan_download(site, _toolkit_app(sim), IMAGE_DS, "TK")
     events = [event async for event in download_appliance(site, plan, poll_interval=POLL, attach=False)]
     result = events[-1].data["download"]
-    exported = {role: tid for template, tid in zip(plan.templates, result["template_ids"]) for role in template.roles}
+    exported = {role: tid for template, tid in zip(plan.templates, result["template_ids"], strict=True) for role in template.roles}
     sent = plan.service.document_body(result["template_ids"])  # type: ignore[union-attr]
     assert platform_roles(sent, one_version) == exported
     assert all("template_id" not in role for role in sent["roles"])

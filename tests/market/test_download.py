@@ -117,7 +117,7 @@ async def test_toolkit_service_app_exports_a_template_per_role_with_its_own_imag
     document = await site.cloud.document_info(result["service_template_id"])
     assert document.type == SERVICE_TEMPLATE_DOCUMENT and document.body["name"] == "TK"
     roles = dict(role_templates(document.body))
-    assert roles == {t.roles[0]: tid for t, tid in zip(plan.templates, result["template_ids"])}
+    assert roles == {t.roles[0]: tid for t, tid in zip(plan.templates, result["template_ids"], strict=True)}
     for template_id in roles.values():
         template = await site.cloud.template_info(template_id)
         assert set(template.image_ids) <= set(result["image_ids"])

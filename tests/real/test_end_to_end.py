@@ -163,7 +163,7 @@ def _input_file(real: RealSite, work: Path) -> Path:
 
 
 def test_toolkit_deploy_follows_the_real_oneflow_to_running(real: RealSite, scenario: dict[str, Any]) -> None:
-    for name, host in _hosts(real).items():
+    for host in _hosts(real).values():
         features = {f.strip().replace(".", "_") for f in text(host, "TEMPLATE/KVM_CPU_FEATURES").split(",")}
         if text(host, "STATE") == "2" and not {"sse4_2", "avx"} <= features:
             real.rpc.call("one.host.status", int(text(host, "ID")), 1)

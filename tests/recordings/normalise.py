@@ -203,7 +203,7 @@ def _xmlrpc(context: Context, exchange: Exchange) -> dict[str, Any]:
     if method == "one.acl.addrule":
         request += [_acl_param(context, method, i, str(v)) for i, v in enumerate(rest)]
     else:
-        request += [_param(context, value, kind) for value, kind in zip(rest, _param_kinds(method, len(rest)))]
+        request += [_param(context, value, kind) for value, kind in zip(rest, _param_kinds(method, len(rest)), strict=True)]
     record: dict[str, Any] = {"step": exchange.step, "call": method, "request": request}
     try:
         (result,), _ = xmlrpc.client.loads(exchange.answer)

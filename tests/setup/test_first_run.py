@@ -70,7 +70,7 @@ async def fill_form(pilot: Any, form: ToolkitScreen) -> list[str]:
             continue
         await tab_to(pilot, widget)
         await type_into(pilot, wanted)
-        await wait_for(pilot, lambda: widget.value == wanted, what=f"{name} typed")
+        await wait_for(pilot, lambda widget=widget, wanted=wanted: widget.value == wanted, what=f"{name} typed")
         typed.append(name)
     return typed
 
@@ -80,7 +80,7 @@ async def answer(pilot: Any, dialog: SecretsModal) -> None:
     for name in dialog.names:
         value = SITE_VALUES[name] if name in SITE_VALUES else WANTED[name]
         field = dialog.query_one(f"#secret-{name}", Input)
-        await wait_for(pilot, lambda: dialog.focused is field, what=f"the focus on {name}")
+        await wait_for(pilot, lambda field=field: dialog.focused is field, what=f"the focus on {name}")
         await type_into(pilot, value)
         await pilot.press("enter")
 
@@ -144,7 +144,7 @@ async def test_first_run_with_keys_alone(sim_factory, tmp_path: Path, monkeypatc
                 dialog = app.screen
                 assert isinstance(dialog, SecretsModal)
                 await answer(pilot, dialog)
-                await wait_for(pilot, lambda: app.screen is not dialog, what="the dialog to close")
+                await wait_for(pilot, lambda dialog=dialog: app.screen is not dialog, what="the dialog to close")
             else:
                 dialog = app.screen
                 assert isinstance(dialog, ConfirmModal)
@@ -153,7 +153,7 @@ async def test_first_run_with_keys_alone(sim_factory, tmp_path: Path, monkeypatc
                 key = dialog.accelerator_of(confirm)  # type: ignore[arg-type]
                 assert key, "the action has an accelerator key"
                 await pilot.press(key)
-                await wait_for(pilot, lambda: app.screen is not dialog, what="the confirmation to close")
+                await wait_for(pilot, lambda dialog=dialog: app.screen is not dialog, what="the confirmation to close")
         else:
             raise AssertionError(f"not set up after {len(seen)} rounds: {seen}")
         assert screen.checklist is not None and screen.checklist.complete, screen.step_log

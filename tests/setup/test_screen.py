@@ -95,7 +95,7 @@ async def test_keys_only_from_a_fresh_site_to_set_up(sim_factory, tmp_path: Path
             before = screen.step_log
             await pilot.press("n")
             # a quick step can start and end between two looks: its new log says it started
-            await wait_for(pilot, lambda: screen.running or isinstance(app.screen, ConfirmModal)
+            await wait_for(pilot, lambda before=before: screen.running or isinstance(app.screen, ConfirmModal)
                            or screen.step_log is not before, timeout=30, what="the step to start")
             if screen.running:
                 assert screen.check_action("cancel_step", ()) is True  # c cancels while a step runs
@@ -110,7 +110,7 @@ async def test_keys_only_from_a_fresh_site_to_set_up(sim_factory, tmp_path: Path
                     dialog = app.screen
                     assert isinstance(dialog, ValuesModal) and sorted(dialog.names) == sorted(SITE_VALUES)
                     # its fields and buttons mount after the dialog itself (nested containers)
-                    await wait_for(pilot, lambda: all(dialog.query(f"#secret-{name}") for name in dialog.names)
+                    await wait_for(pilot, lambda dialog=dialog: all(dialog.query(f"#secret-{name}") for name in dialog.names)
                                    and bool(dialog.query("#ok")), what="the dialog's fields and buttons")
                     for name in dialog.names:
                         dialog.query_one(f"#secret-{name}", Input).value = SITE_VALUES[name]

@@ -10,13 +10,13 @@ import pytest
 from tests.setup.conftest import point_at, run, steps
 from tui.sim.platform import version_key
 from tui.sim.server import SimServer
-from tui.sim.state import SimAddressRange
+from tui.sim.state import SimAddressRange, SimVnet
 
 pytestmark = pytest.mark.timeout(300)
 
 
-def _template_set(vnet: object, name: str, value: str) -> None:
-    template = getattr(vnet, "template")
+def _template_set(vnet: SimVnet, name: str, value: str) -> None:
+    template = vnet.template
     template[:] = [(k, v) for k, v in template if k != name] + ([(name, value)] if value else [])
 
 

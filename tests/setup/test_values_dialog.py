@@ -35,12 +35,12 @@ async def test_every_label_of_the_values_dialog_is_seen_whole_at_80x24() -> None
             app.push_screen(dialog)
             modal = await wait_for_screen(pilot, type(dialog), what="the dialog")
             body = modal.query_one(".dialog-body")
-            labels = await wait_for(pilot, lambda: [label for label in modal.query(Label) if label.region.area] or None,
+            labels = await wait_for(pilot, lambda modal=modal: [label for label in modal.query(Label) if label.region.area] or None,
                                     what="the labels laid out")
             for label in labels:
                 full = _words(str(label.render()))
                 assert label.region.right <= body.content_region.right, f"cut at the frame: {full}"
                 assert _words(rendered_text(label)) == full, rendered_text(label)
                 body.scroll_to_widget(label, animate=False)  # the text scrolls; each label comes into sight whole
-                await wait_for(pilot, lambda label=label: body.region.contains_region(label.region),
+                await wait_for(pilot, lambda label=label, body=body: body.region.contains_region(label.region),
                                what=f"{full[:30]}... in sight")

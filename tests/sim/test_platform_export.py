@@ -238,7 +238,7 @@ def _check_export(sim: SimServer, result: Exported, version: str) -> None:
             image_ids = [int(dict(v)["IMAGE_ID"]) for k, v in template.template if k == "DISK"]
             assert len(image_ids) == len(disk_apps)
             made.update(image_ids)
-            for image_id, disk_app in zip(image_ids, disk_apps):
+            for image_id, disk_app in zip(image_ids, disk_apps, strict=True):
                 image = site.images[image_id]
                 assert scalar(image.template, "FROM_APP") == str(apps[disk_app].id)
                 assert scalar(image.template, "FROM_APP_NAME") == disk_app and apps[disk_app].version == version

@@ -247,7 +247,7 @@ async def test_dialog_buttons_have_accelerators_a_visible_focus_and_stay_in_sigh
             app.push_screen(ConfirmModal("Download", "the toolkit", detail=long_detail, command="onemarketapp export 0"),
                             app.results.append)
             modal = await wait_for_screen(pilot, ConfirmModal, what="the confirmation")
-            await wait_for(pilot, lambda: modal.query_one("#confirm").region.area, what="the buttons laid out")
+            await wait_for(pilot, lambda modal=modal: modal.query_one("#confirm").region.area, what="the buttons laid out")
             confirm, cancel = modal.query_one("#confirm", Button), modal.query_one("#cancel", Button)
             assert confirm.region.bottom <= size[1] and cancel.region.bottom <= size[1], "the buttons are in sight"
             assert modal.accelerator_of(cancel) == "c" and modal.accelerator_of(confirm) == "d"
@@ -257,13 +257,13 @@ async def test_dialog_buttons_have_accelerators_a_visible_focus_and_stay_in_sigh
             assert cancel.has_focus and cancel.styles.border_top[1] == accent and "underline" in str(cancel.styles.text_style)
             assert confirm.styles.border_top[1] != accent
             await pilot.press("tab")
-            await wait_for(pilot, lambda: confirm.has_focus, what="the focus on the action")
+            await wait_for(pilot, lambda confirm=confirm: confirm.has_focus, what="the focus on the action")
             assert confirm.styles.border_top[1] == accent and cancel.styles.border_top[1] != accent
             body = modal.query_one("#confirm-body")
             await pilot.press("pagedown")
-            await wait_for(pilot, lambda: body.scroll_y > 0, what="the text to scroll from the buttons")
+            await wait_for(pilot, lambda body=body: body.scroll_y > 0, what="the text to scroll from the buttons")
             await pilot.press("d")
-            await wait_for(pilot, lambda: app.results, what="the answer")
+            await wait_for(pilot, lambda app=app: app.results, what="the answer")
             assert app.results == [True]
 
 

@@ -24,6 +24,7 @@ import threading
 import time
 import xmlrpc.client
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Mapping, Sequence, TypeVar, Union, cast
 
 from lxml import etree
@@ -335,8 +336,8 @@ class CloudClient:
         read: list[T] = []
         while pager.ask is not None:
             ask = pager.ask
-            page = await self._read(method, lambda: self._stream_pool(
-                method, "VM_POOL", "VM", take, int(filter), ask.start, ask.end, int(state)))
+            page = await self._read(method, partial(
+                self._stream_pool, method, "VM_POOL", "VM", take, int(filter), ask.start, ask.end, int(state)))
             try:
                 pager.take([vm_id(item) for item in page])
             except PoolOutOfOrder as exc:

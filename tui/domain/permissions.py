@@ -32,7 +32,7 @@ class Permissions:
     def text(self) -> str:
         """`"um-u-----"`, as the platform CLI lists it."""
         letters = "uma" * 3
-        return "".join(letter if bit else "-" for letter, bit in zip(letters, self.as_args()))
+        return "".join(letter if bit else "-" for letter, bit in zip(letters, self.as_args(), strict=True))
 
     @classmethod
     def from_octal(cls, octal: str) -> "Permissions":

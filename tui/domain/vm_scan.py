@@ -43,6 +43,7 @@ DONE VMs is still read in few calls.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import TYPE_CHECKING, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -158,7 +159,7 @@ class PoolPager:
             raise PoolOutOfOrder(f"a page of {self.size} VMs listed {len(ids)}: the platform did not page")
         if len(ids) >= 2:
             descending = ids[1] < ids[0]
-            if not all((b < a) if descending else (b > a) for a, b in zip(ids, ids[1:])):
+            if not all((b < a) if descending else (b > a) for a, b in pairwise(ids)):
                 raise PoolOutOfOrder(f"the VM ids of a page are not in one order: {list(ids)[:20]}")
             if self.descending is None:
                 self.descending = descending

@@ -500,7 +500,7 @@ def _activate(site: SimSite, tn: SimTrialNetwork) -> Response:
         if held is not None:
             held.wait(HOLD_LIMIT_S)
         booted = _wait_sim(site, PIPELINE_SECONDS + slow, None) and _wait_sim(
-            site, 0, lambda: all(_running(site.vms[i]) or site.vms[i].lcm_state in FAILURE_LCM_STATES
+            site, 0, lambda vm_ids=vm_ids: all(_running(site.vms[i]) or site.vms[i].lcm_state in FAILURE_LCM_STATES
                                  for i in vm_ids if i in site.vms))
         with site.lock:
             broken = [i for i in vm_ids if i in site.vms and not _running(site.vms[i])]

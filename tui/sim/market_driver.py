@@ -230,7 +230,7 @@ def monitor_app(record: dict[str, Any], url: str, one_version: str, *, disk_name
         _put(attrs, "SIZE", 0)
         disks = [str(d) for d in record.get("disks") or []]
         names = disk_names or [disk_vector_name(record_id, n) for n in range(len(disks))]
-        for name, disk in zip(names, disks):
+        for name, disk in zip(names, disks, strict=True):
             attrs.append(("DISK", [("NAME", name), ("APP", disk)]))
         if vm_template is not None:
             _put(attrs, "APPTEMPLATE64", b64(template_to_str(vm_template, one_version)))

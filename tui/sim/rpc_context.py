@@ -146,7 +146,7 @@ def chmod(perms: Permissions, values: Sequence[int]) -> Permissions:
     if any(v not in (-1, 0, 1) for v in values):
         raise OneError(XML_RPC_API, "Wrong permissions: each value must be -1, 0 or 1.")
     given = [*values, *[-1] * (9 - len(values))]
-    return Permissions(*(old if value == -1 else value for old, value in zip(perms.as_args(), given)))
+    return Permissions(*(old if value == -1 else value for old, value in zip(perms.as_args(), given, strict=True)))
 
 
 def chown(call: Call, obj: Any, uid: int, gid: int) -> None:

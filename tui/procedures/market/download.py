@@ -352,7 +352,7 @@ async def _export(site: "SiteConnection", plan: DownloadPlan, *, step_timeout: f
     journal = DownloadJournal.of(site.settings)
     for left in plan.cleanup.adopted:  # part of a complete download now
         journal.forget(left.kind, left.id)
-    result = DownloadResult(plan.name, plan.app.id, tuple(zip(ids.images, (i.name for i in plan.images))),
+    result = DownloadResult(plan.name, plan.app.id, tuple(zip(ids.images, (i.name for i in plan.images), strict=True)),
                             tuple(ids.templates), ids.service, tuple(reused), waited_for, tuple(attributes),
                             tuple((r["kind"], r["id"]) for r in ledger.replaced), tuple(ledger.cleaned))
     yield Progress("attributes" if attach else "download", total, total,

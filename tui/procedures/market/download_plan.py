@@ -676,7 +676,7 @@ def _orphan_service(found: Document, service: PlannedService, template_ids_prese
     skip_top = frozenset({"name", "roles", "registration_time"})
     if any(body.get(k) != v for k, v in _scalars(service.body, skip_top).items()):
         return None
-    for app_role, doc_role in zip(app_roles, doc_roles):
+    for app_role, doc_role in zip(app_roles, doc_roles, strict=True):
         if any(doc_role.get(k) != v for k, v in _scalars(app_role, _ROLE_TEMPLATE_KEYS).items()):
             return None
     missing = tuple(sorted(set(ids.values())))

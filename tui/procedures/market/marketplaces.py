@@ -352,7 +352,7 @@ async def load_catalog(site: "SiteConnection", *, all_versions: bool = False) ->
     hidden = 0
     other_series: list[tuple[str, str]] = []
     series = platform_series(platform_version)
-    for source, listing in zip(sources, listings):
+    for source, listing in zip(sources, listings, strict=True):
         if isinstance(listing, SourceFailure):
             failures.append(listing)
             continue
@@ -370,7 +370,7 @@ async def load_catalog(site: "SiteConnection", *, all_versions: bool = False) ->
     entries = tuple(
         CatalogEntry(record, source, status, None if apps is None else cloud_app_for(
             record.marketplace_url, record.id, record.name, record.version, marketplaces, apps, platform_version))
-        for (record, source), status in zip(chosen, statuses))
+        for (record, source), status in zip(chosen, statuses, strict=True))
     return MarketCatalog(platform_version, sources, entries, tuple(failures), tuple(record_errors), hidden,
                          tuple(images), tuple(other_series))
 

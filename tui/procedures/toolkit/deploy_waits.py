@@ -109,7 +109,7 @@ async def explain_roles(site: "SiteConnection", service: Service) -> tuple[RoleW
     ids = [node.vm_id for role in waiting for node in role.nodes]
     if not waiting:
         return ()
-    found = dict(zip(ids, await gather(*(_vm(site, i) for i in ids))))
+    found = dict(zip(ids, await gather(*(_vm(site, i) for i in ids)), strict=True))
     vms = [vm for vm in found.values() if isinstance(vm, VmDetail)]
     risky = await _database_risks(site, vms)
     out: list[RoleWait] = []

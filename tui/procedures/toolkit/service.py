@@ -340,7 +340,7 @@ async def toolkit_vms(site: "SiteConnection", record: SiteRecord) -> tuple[Toolk
     pairs = [(role.name, vm) for role in record.roles for vm in role.vms]
     details = await gather(*(_vm_or_none(site, vm.vm_id) for _, vm in pairs))
     out: list[ToolkitVm] = []
-    for (role, vm), detail in zip(pairs, details):
+    for (role, vm), detail in zip(pairs, details, strict=True):
         if detail is None:
             out.append(ToolkitVm(role, vm.vm_id, vm.name, "gone", "no such VM", "", vm.ips, False))
             continue
@@ -353,7 +353,7 @@ async def toolkit_vms(site: "SiteConnection", record: SiteRecord) -> tuple[Toolk
 async def recorded_roles(site: "SiteConnection", service: Service) -> tuple[RecordedRole, ...]:
     """Each role's VMs as the service's role nodes list them, names and addresses read by VM ID."""
     ids = [node.vm_id for role in service.roles for node in role.nodes]
-    details = dict(zip(ids, await gather(*(_vm_or_none(site, i) for i in ids))))
+    details = dict(zip(ids, await gather(*(_vm_or_none(site, i) for i in ids)), strict=True))
     roles: list[RecordedRole] = []
     for role in service.roles:
         vms: list[RecordedVm] = []
