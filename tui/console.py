@@ -16,15 +16,24 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import TYPE_CHECKING, Any
 
 from tui.errors import SiteError
+
+if TYPE_CHECKING:  # pragma: no cover - annotations only: the console imports these when it runs
+    from tui.app import SiteToolkitApp
+    from tui.demo_site import SimChild, SimEndpoints
+    from tui.procedures.connection import SiteConnection
+    from tui.settings import Settings
+    from tui.sim.server import SimServer
+    from tui.sim.state import SimSite
 
 #: how long the demo waits for its site's git repositories at most
 _REPOSITORIES_TIMEOUT_S = 60.0
 
 
-def demo_settings(server: Any, base: Any) -> Any:
+def demo_settings(server: SimServer, base: Settings | None) -> Settings:
     """Settings pointing at a running embedded site (endpoints and session from the server, its
     sites repository, component library and vault password file, working clones in its state dir)."""
     from dataclasses import replace
@@ -53,7 +62,7 @@ def demo_settings(server: Any, base: Any) -> Any:
     )
 
 
-async def _demo_repositories(sim_site: Any) -> None:
+async def _demo_repositories(sim_site: SimSite) -> None:
     """Wait until the demo site's repositories are built (`repositories_ready` of its connection)."""
     ready = sim_site.repositories_ready
     if not ready.is_set() and not await asyncio.to_thread(ready.wait, _REPOSITORIES_TIMEOUT_S):
@@ -64,7 +73,7 @@ async def _demo_repositories(sim_site: Any) -> None:
         raise SiteError("Demo repositories could not be built", f"{type(error).__name__}: {error}")
 
 
-def _run_app(app: Any) -> int:
+def _run_app(app: SiteToolkitApp) -> int:
     """Run the app; under the start-up benchmark hook (tui.app.BENCH_EXIT_ENV), print when its first
     rows were painted, now that the terminal is restored."""
     from tui.app import BENCH_EXIT_ENV, BENCH_MARK
@@ -75,7 +84,7 @@ def _run_app(app: Any) -> int:
     return code
 
 
-def demo_state(base: Any, state_dir: Path) -> Any:
+def demo_state(base: Settings, state_dir: Path) -> Settings:
     """`base` with every file the console writes (audit log, toolkit records, move journal, locks,
     working clones) under `<state_dir>/console`: the demo's own temporary folder, which its site
     removes on exit. Before, `--demo` wrote its audit records, toolkit records and move journal
@@ -86,7 +95,7 @@ def demo_state(base: Any, state_dir: Path) -> Any:
     return replace(base, state_dir=console, audit_log=console / "audit.log", repos_dir=Path(state_dir) / "clones")
 
 
-def demo_settings_for(endpoints: Any, base: Any) -> Any:
+def demo_settings_for(endpoints: SimEndpoints, base: Settings) -> Settings:
     """Settings pointing at the demo site running in a child process (`tui.demo_site.SimEndpoints`),
     its state kept in the site's temporary folder (`demo_state`)."""
     from dataclasses import replace
@@ -103,7 +112,7 @@ def demo_settings_for(endpoints: Any, base: Any) -> Any:
                    library_token_file=None, repos_dir=endpoints.state_dir / "clones")
 
 
-def demo_connection(child: Any, settings: Any) -> Any:
+def demo_connection(child: SimChild, settings: Settings) -> SiteConnection:
     """The console's connection to the demo site in `child` (a started `SimChild`): its settings
     once the site announced itself, every file the console writes in the child's temporary folder
     (`demo_state`; `$SITETK_AUDIT_LOG` is not followed either), removed with it."""
@@ -113,24 +122,26 @@ def demo_connection(child: Any, settings: Any) -> Any:
     async def settings_ready() -> Settings:
         return demo_settings_for(await child.endpoints(), settings)
 
+    if child.state_dir is None:
+        raise RuntimeError("the demo site's child process was not started")
     starting = Settings.for_site(endpoint="the demo site (starting)", session="", flow_url="",
                                  base=demo_state(settings, child.state_dir))
     return SiteConnection(starting, settings_ready=settings_ready, repositories_ready=child.repositories,
                           warm_up=child.request_repositories, audit_from_env=False)
 
 
-def _start_demo_site(args: argparse.Namespace) -> Any:
+def _start_demo_site(args: argparse.Namespace) -> SimChild:
     """Spawn the demo site's child process (it starts while the console imports Textual)."""
     from tui.demo_site import SimChild
 
     return SimChild(("--scenario", str(args.scenario), "--vms", str(max(0, int(args.vms or 0))))).start()
 
 
-def _stop_on_signals(child: Any, app: Any) -> dict[int, Any]:
+def _stop_on_signals(child: SimChild, app: SiteToolkitApp) -> dict[int, Any]:
     """On SIGTERM or SIGHUP stop the demo site at once, then let the app exit (the terminal is
     restored, `finally` blocks run); returns the handlers replaced."""
 
-    def handle(signum: int, _frame: Any) -> None:
+    def handle(signum: int, _frame: FrameType | None) -> None:
         child.close()
         try:
             loop = asyncio.get_running_loop()
@@ -156,7 +167,7 @@ def run_console(args: argparse.Namespace) -> int:
             child.close()
 
 
-def _run_console(args: argparse.Namespace, child: Any) -> int:
+def _run_console(args: argparse.Namespace, child: SimChild | None) -> int:
     from tui.app import SiteToolkitApp
     from tui.procedures.connection import SiteConnection
     from tui.settings import Settings

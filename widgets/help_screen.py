@@ -8,7 +8,7 @@ lists key and description. Nothing is written by hand, so the help cannot drift 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Sequence
+from typing import Any, ClassVar, Sequence
 
 from rich.columns import Columns
 from rich.table import Table
@@ -40,7 +40,7 @@ def _group_name(node: object) -> str:
     return type(node).__name__
 
 
-def entries_for(screen: Screen) -> list[HelpEntry]:
+def entries_for(screen: Screen[Any]) -> list[HelpEntry]:
     """The active bindings of `screen`, one entry per action (keys sharing an action are joined)."""
     app = screen.app
     merged: dict[tuple[str, str], HelpEntry] = {}
@@ -87,7 +87,7 @@ class HelpScreen(Dialog[None]):
         self.intro = intro
 
     @classmethod
-    def for_screen(cls, screen: Screen, title: str | None = None) -> "HelpScreen":
+    def for_screen(cls, screen: Screen[Any], title: str | None = None) -> "HelpScreen":
         """The keys of `screen`, after its `HELP_INTRO` (what the screen is for, the path) if any."""
         intro = getattr(screen, "HELP_INTRO", "")
         return cls(entries_for(screen), title or f"Keys: {_group_name(screen)}", intro if isinstance(intro, str) else "")

@@ -29,7 +29,12 @@ import signal
 import sys
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Iterator, Mapping, TextIO, TypeVar
 
-from tui.cli.exit_codes import EXIT_FAILED, EXIT_FINDINGS, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE  # noqa: F401 (re-exported)
+# re-exported (`X as X`): the commands and their tests take the exit codes from here
+from tui.cli.exit_codes import EXIT_FAILED as EXIT_FAILED
+from tui.cli.exit_codes import EXIT_FINDINGS as EXIT_FINDINGS
+from tui.cli.exit_codes import EXIT_INTERRUPTED as EXIT_INTERRUPTED
+from tui.cli.exit_codes import EXIT_OK as EXIT_OK
+from tui.cli.exit_codes import EXIT_USAGE as EXIT_USAGE
 from tui.domain.printable import escape_controls
 from tui.errors import SiteError
 from tui.procedures.preview import Preview

@@ -40,7 +40,7 @@ _ROWS: tuple[tuple[str, str], ...] = (
 )
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("info", help="show the endpoints, credentials source and paths in use")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=run)

@@ -405,7 +405,7 @@ def _waiting(parser: argparse.ArgumentParser) -> None:
                         help=argparse.SUPPRESS)
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("market", help="appliance marketplaces: list, download, attributes, upgrades",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     verbs = parser.add_subparsers(dest="verb", required=True)

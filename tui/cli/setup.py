@@ -250,7 +250,7 @@ async def _run(args: argparse.Namespace, site: SiteConnection) -> int:
     return EXIT_OK
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("setup", help="the first-time setup checklist: status and run",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     verbs = parser.add_subparsers(dest="verb", required=True)

@@ -52,7 +52,7 @@ _probability = _number(
 _port = _number(int, lambda v: f"{v} is not a TCP port (0-65535, 0 picks a free one)" if not 0 <= v <= 65535 else "")
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("sim", help="run the embedded simulated site in the foreground",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scenario", choices=("fresh", "deployed"), default="fresh",

@@ -45,7 +45,7 @@ from tui.cli.site_file import check_command, confirm_command, decrypt_command, e
 from tui.cli.site_options import common_options, library_options, repo_options
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     site = subparsers.add_parser("site", help="site configuration, sites repository and components")
     verbs = site.add_subparsers(dest="verb", required=True)
 

@@ -27,7 +27,6 @@ The verbs live beside this registration: `toolkit_inputs` (inputs, validate), `t
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from tui.cli.common import non_negative_seconds, site_command
 from tui.cli.toolkit_deploy import ask_secrets as ask_secrets  # re-exported: `sitetk setup` asks its secrets with it
@@ -40,7 +39,7 @@ from tui.procedures.toolkit.instantiate import DEFAULT_HEARTBEAT, DEFAULT_KEY_TI
 from tui.procedures.toolkit.objectstore_disk import DEFAULT_WAIT
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("toolkit", help="the toolkit's inputs, deployment, VMs and automation key",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     verbs = parser.add_subparsers(dest="verb", required=True)
