@@ -55,8 +55,8 @@ async def opened(pilot: Any) -> SiteConfigScreen:
     await choose(pilot)
     await wait_for(pilot, lambda: any(isinstance(s, SiteConfigScreen) for s in pilot.app.screen_stack), what="the site screen")
     screen = site_screen(pilot.app)
-    await wait_for(pilot, lambda: screen.saved_text is not None and screen.library is not None and screen.facts is not None
-                   and screen.facts.identity is not None and screen.checked_text == screen.editor.text and not screen.busy,
+    await wait_for(pilot, lambda: screen.saved_text is not None and screen.checks.library is not None and screen.checks.facts is not None
+                   and screen.checks.facts.identity is not None and screen.checks.checked_text == screen.editor.text and not screen.busy,
                    what="the site loaded")
     return screen
 
@@ -65,7 +65,7 @@ async def edited(pilot: Any, screen: SiteConfigScreen, old: str, new: str) -> No
     text = screen.editor.text
     assert old in text
     screen.editor.replace(text.replace(old, new, 1), (0, 0), screen.editor.document.end)
-    await wait_for(pilot, lambda: screen.checked_text == screen.editor.text, what="the debounced parse")
+    await wait_for(pilot, lambda: screen.checks.checked_text == screen.editor.text, what="the debounced parse")
 
 
 def panel_text(screen: SiteConfigScreen) -> str:
@@ -94,16 +94,16 @@ async def test_open_parse_error_and_save(deployed: SimServer, tmp_path: Path) ->
         path = screen.site_ref.path  # type: ignore[union-attr]
         before = path.read_bytes()
         assert screen.editor.text == read_vault_file(path, PASSWORD)
-        assert screen.parse_error is None and not screen.dirty
+        assert screen.checks.parse_error is None and not screen.dirty
         # a YAML error: line and column, the file untouched, save refused
         await click_shown(pilot, "#site-editor")
         await wait_for(pilot, lambda: app.focused is screen.editor, what="the editor's focus")
         screen.editor.move_cursor((11, 0))
         await pilot.press(*"bad: [", "enter")
-        await wait_for(pilot, lambda: screen.parse_error is not None and screen.checked_text == screen.editor.text, what="the parse error")
+        await wait_for(pilot, lambda: screen.checks.parse_error is not None and screen.checks.checked_text == screen.editor.text, what="the parse error")
         with pytest.raises(SiteConfigError) as expected:
             SiteConfig.parse(screen.editor.text)
-        error = screen.parse_error
+        error = screen.checks.parse_error
         assert error is not None and (error.line, error.column) == (expected.value.line, expected.value.column) and error.line >= 12
         assert f"line {error.line}, column {error.column}" in str(screen.editor.border_subtitle)
         await pilot.press("ctrl+s")
@@ -111,9 +111,9 @@ async def test_open_parse_error_and_save(deployed: SimServer, tmp_path: Path) ->
         assert path.read_bytes() == before
         # fixed, saved: vault text on disk that decrypts to the editor's text
         await edited(pilot, screen, "bad: [\n", "")
-        assert screen.parse_error is None and not screen.dirty
+        assert screen.checks.parse_error is None and not screen.dirty
         await edited(pilot, screen, 'site_domain: "trial.demo.internal"', 'site_domain: "trial.lab.internal"')
-        assert screen.parse_error is None and screen.dirty
+        assert screen.checks.parse_error is None and screen.dirty
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: not screen.dirty and not screen.busy, what="the save")
         raw = path.read_text()
@@ -133,7 +133,7 @@ async def test_fill_from_the_cloud_goes_into_the_editor(deployed: SimServer, tmp
         assert "site_s3_server.endpoint" in str(modal.preview.changes[0].description)
         assert all("<vault password file> demo-site/core.yaml" in c.cli for c in modal.preview.changes)
         await click_shown(pilot, "#preview-confirm")
-        await wait_for(pilot, lambda: screen.dirty and screen.checked_text == screen.editor.text, what="the filled editor")
+        await wait_for(pilot, lambda: screen.dirty and screen.checks.checked_text == screen.editor.text, what="the filled editor")
         assert 'endpoint: "https://10.11.28.20:9000"' in screen.editor.text and 'site_onegate: "10.11.28.1"' in screen.editor.text
         assert screen.site_ref.path.read_bytes() == before  # nothing written until saved  # type: ignore[union-attr]
 
@@ -171,8 +171,8 @@ async def test_component_flow_and_submit(deployed: SimServer, tmp_path: Path, mo
         rules = {rule_of(acl).to_str() for acl in deployed.site.acls.values()}
         assert f"#2 IMAGE/#{learned['image_id']} USE #0" in rules
         # the panel follows without a refresh: vm_kvm now holds its appliance, tn_bastion still the Ubuntu 0s
-        await wait_for(pilot, lambda: screen.facts is not None and screen.checked_text == screen.editor.text
-                       and not any(f.path.startswith("site_variables.vm_kvm") for f in screen.findings)
+        await wait_for(pilot, lambda: screen.checks.facts is not None and screen.checks.checked_text == screen.editor.text
+                       and not any(f.path.startswith("site_variables.vm_kvm") for f in screen.checks.findings)
                        and "✔ vm_kvm  complete" in panel_text(screen), what="the refreshed panel")
         assert "✘ tn_bastion  incomplete" in panel_text(screen) and "tn_bastion  complete" not in panel_text(screen)
         # submit: the check's errors refuse it until a reason is given; the decrypted diff, then commit and push

@@ -18,6 +18,11 @@ editor does not accept edits.
 
 The vault password comes from the configured vault password file, else a masked prompt; a wrong
 one is asked again with the reason. Repositories come from the settings (`[site]` table).
+
+The screen is split by what each part holds: this module the layout, the editor and its status
+line; `site_file` the open site and its password (`SiteFileActions`); `site_changes` save, fill,
+components and submit (`SiteChangeActions`); `site_panel` the checks and the side panel
+(`SiteChecks`, `SitePanel`); `site_dialogs` and `site_components` the modals.
 """
 
 from __future__ import annotations
@@ -35,34 +40,22 @@ from textual.timer import Timer
 from textual.widgets import Static, TextArea
 
 from tui.domain.components import ComponentLibrary
-from tui.domain.site_checks import Finding
-from tui.domain.site_config import SiteConfig, SiteConfigError
 from tui.domain.site_fill import CloudFacts
-from tui.errors import SiteError
 from tui.procedures.progress import Progress
 from tui.procedures.site.component_library import load_library
-from tui.procedures.site.config import load_site_config
-from tui.procedures.site.file_operations import SaveSite
-from tui.procedures.site.fill import FillPlan, fill_text, gather_cloud_facts, plan_fill
-from tui.procedures.site.repo import (
-    SubmitPreview,
-    preview_submit,
-)
-from tui.procedures.site.submit_operation import SubmitPlan, SubmitSite
-from tui.procedures.site.verdict import SiteVerdict, site_verdict, submit_gate, verdict_of
+from tui.procedures.site.fill import gather_cloud_facts
 from tui.procedures.site.workspace import library_repo
 from tui.screens.base import CANCEL_CHANGE
-from tui.screens.site_components import ComponentFlowModal
-from tui.screens.site_dialogs import PreviewModal, SubmitModal, localize
+from tui.screens.site_changes import SiteChangeActions
 from tui.screens.site_file import SiteFileActions
-from tui.screens.site_panel import SitePanel, components_text, findings_text, parse_text
+from tui.screens.site_panel import SiteChecks, SitePanel
 from widgets.confirm_modal import ConfirmModal
 
 #: seconds of quiet typing before the text is parsed and checked again
 PARSE_DEBOUNCE = 0.3
 
 
-class SiteConfigScreen(SiteFileActions):
+class SiteConfigScreen(SiteChangeActions):
     """core.yaml of one site: editor, side panel, open, fill, save, components, submit."""
 
     SCREEN_NAME = "site"
@@ -91,39 +84,14 @@ class SiteConfigScreen(SiteFileActions):
     class FactsLoaded(Message):
         facts: CloudFacts
 
-    @dataclass
-    class Saved(Message):
-        text: str
-        changed: bool
-
-    @dataclass
-    class FillPlanned(Message):
-        plan: FillPlan
-        config: SiteConfig
-
-    @dataclass
-    class SubmitPlanned(Message):
-        preview: SubmitPreview
-        verdict: SiteVerdict
-
-    @dataclass
-    class Submitted(Message):
-        message: str
-
     # ------------------------------------------------------------------ state
 
     def __init__(self) -> None:
         super().__init__()
-        self.library: ComponentLibrary | None = None
-        self.facts: CloudFacts | None = None
         #: the decrypted text as last loaded or saved (what "unsaved changes" compares with)
         self.saved_text: str | None = None
-        #: the text the panel was last computed from, and what it found
-        self.checked_text: str | None = None
-        self.config: SiteConfig | None = None
-        self.parse_error: SiteConfigError | None = None
-        self.findings: tuple[Finding, ...] = ()
-        self.verdict: SiteVerdict | None = None
+        #: the parsed text, the library, the cloud facts and what the checks found (the side panel)
+        self.checks = SiteChecks()
         self._parse_timer: Timer | None = None
         self._loading = False
 
@@ -212,7 +180,7 @@ class SiteConfigScreen(SiteFileActions):
 
     @on(LibraryLoaded)
     def _library_loaded(self, message: LibraryLoaded) -> None:
-        self.library = message.library
+        self.checks.library = message.library
         for problem in message.library.problems:
             self.shell.toast(problem, title="Component library", severity="warning")
         self._recheck()
@@ -255,51 +223,23 @@ class SiteConfigScreen(SiteFileActions):
         self._parse_timer = self.set_timer(PARSE_DEBOUNCE, self._reparse)
 
     def _reparse(self) -> None:
-        text = self.editor.text
-        try:
-            self.config = SiteConfig.parse(text, self.site.naming)
-            self.parse_error = None
-        except SiteConfigError as error:
-            self.parse_error = error
-        self.checked_text = text
-        self._recheck()
-
-    def _recheck(self) -> None:
-        if self.config is not None and self.parse_error is None:
-            self.verdict = verdict_of(self.config, naming=self.site.naming,
-                                      definitions=self.library.as_mapping() if self.library is not None else None, facts=self.facts)
-            self.findings = self.verdict.findings
+        self.checks.parse(self.editor.text, self.site.naming)
         self._render_panel()
 
-    def _cloud_note(self) -> str:
-        if self.facts is None:
-            return "cloud: not consulted yet (IDs and MTU are checked once it answers)"
-        facts = self.facts
-        parts = ["cloud: IDs checked against the cloud"]
-        if facts.nic_mtu is not None:
-            parts.append(f"NIC MTU {facts.nic_mtu}")
-        text = ", ".join(parts)
-        for note in facts.notes:
-            text += f"\n  note: {note}"
-        return text
+    def _recheck(self) -> None:
+        self.checks.recheck(self.site.naming)
+        self._render_panel()
 
     def _render_panel(self) -> None:
         panel = self.query_one("#site-panel", SitePanel)
         if self.saved_text is None:
             panel.show(Text("No site open.", "dim"), Text(""), Text(""))
             return
-        dirty = self.dirty
-        error = self.parse_error
-        self.editor.border_subtitle = f"✘ line {error.line}, column {error.column}" if error is not None and error.line else (
-            "● unsaved" if dirty else "")
-        findings = findings_text(self.findings, self._cloud_note())
-        if error is not None:
-            findings = Text.assemble(("(as of the last text that parsed)\n", "dim"), findings)
-        verified = self.facts is not None and self.facts.identity is not None
-        panel.show(parse_text(error, dirty=dirty), components_text(self.config, self.library, self.findings, verified=verified), findings)
+        self.editor.border_subtitle = self.checks.subtitle(dirty=self.dirty)
+        self.checks.show(panel, dirty=self.dirty)
 
     def action_goto_error(self) -> None:
-        error = self.parse_error
+        error = self.checks.parse_error
         if error is None or not error.line:
             self.shell.toast("The text parses: no error to go to")
             return
@@ -310,13 +250,13 @@ class SiteConfigScreen(SiteFileActions):
 
     @work(exclusive=True, group="site-facts", exit_on_error=False)
     async def _gather_facts(self) -> None:
-        definitions = self.library.as_mapping() if self.library is not None else None
-        facts = await gather_cloud_facts(self.site, self.config, definitions)
+        definitions = self.checks.definitions
+        facts = await gather_cloud_facts(self.site, self.checks.config, definitions)
         self.post_message(self.FactsLoaded(facts))
 
     @on(FactsLoaded)
     def _facts_loaded(self, message: FactsLoaded) -> None:
-        self.facts = message.facts
+        self.checks.facts = message.facts
         self._recheck()
 
     # ------------------------------------------------------------------ actions
@@ -329,23 +269,6 @@ class SiteConfigScreen(SiteFileActions):
             return None  # shown disabled until a site is open
         return True
 
-    def _ready(self, *, saved: bool = False, parsed: bool = True) -> bool:
-        if self.site_ref is None or self.password is None or self.saved_text is None:
-            self.shell.toast("Open a site first (ctrl+o)", severity="warning")
-            return False
-        if self.busy:
-            self.shell.toast(f"Busy: {self.busy}", severity="warning")
-            return False
-        if parsed:
-            self._reparse()
-            if self.parse_error is not None:
-                self.shell.toast(f"Fix the YAML first: {self.parse_error}", severity="error")
-                return False
-        if saved and self.dirty:
-            self.shell.toast("Save first (ctrl+s): the editor has unsaved changes", severity="warning")
-            return False
-        return True
-
     def action_open_site(self) -> None:
         if not self.site.settings.sites_repo:
             self.shell.toast("No sites repository configured (sites_repo in the [site] table)", severity="warning")
@@ -354,30 +277,6 @@ class SiteConfigScreen(SiteFileActions):
             self.shell.toast("Save or reload first: the editor has unsaved changes", severity="warning")
             return
         self._list_sites(choose=True)
-
-    def action_save(self) -> None:
-        if not self._ready():
-            return
-        self.busy = "saving"
-        self._show_site_status()
-        self._save_worker(self.editor.text)
-
-    @work(exclusive=True, group="site-io", exit_on_error=False)
-    async def _save_worker(self, text: str) -> None:
-        assert self.site_ref is not None and self.password is not None
-        definitions = self.library.as_mapping() if self.library is not None else None
-        operation = SaveSite(self.site_ref.path, self.password, text, self.saved_text, definitions)
-        plan = await operation.plan(self.site)
-        written = await self.run_change(operation, plan)
-        self.post_message(self.Saved(text, written.changed))
-
-    @on(Saved)
-    def _saved(self, message: Saved) -> None:
-        self.busy = ""
-        self.saved_text = message.text
-        self._show_site_status()
-        self._render_panel()
-        self.shell.toast("Saved: vault-encrypted, mode 0600" if message.changed else "No change to save")
 
     def action_reload(self) -> None:
         if self.site_ref is None:
@@ -396,127 +295,9 @@ class SiteConfigScreen(SiteFileActions):
 
     # fill ---------------------------------------------------------------------------------------
 
-    def action_fill(self) -> None:
-        if not self._ready():
-            return
-        assert self.config is not None
-        self.busy = "reading the cloud"
-        self._show_site_status()
-        self._fill_worker(self.config)
-
-    @work(exclusive=True, group="site-io", exit_on_error=False)
-    async def _fill_worker(self, config: SiteConfig) -> None:
-        assert self.site_ref is not None and self.password is not None
-        definitions = self.library.as_mapping() if self.library is not None else None
-        plan = await plan_fill(self.site, self.site_ref.path, self.password, definitions, config=config)
-        self.post_message(self.FillPlanned(plan, config))
-
-    @on(FillPlanned)
-    def _fill_planned(self, message: FillPlanned) -> None:
-        self.busy = ""
-        self._show_site_status()
-        plan = message.plan
-        self.facts = plan.facts
-        self._recheck()
-        if not plan.changes:
-            notes = f" ({'; '.join(plan.notes)})" if plan.notes else ""
-            self.shell.toast(f"Already in line with the cloud{notes}")
-            return
-        assert self.password is not None
-
-        def confirmed(ok: bool | None) -> None:
-            if not ok:
-                return
-            if self.editor.text != message.config.text:
-                self.shell.toast("The editor changed meanwhile: fill again", severity="warning")
-                return
-            filled = fill_text(message.config, plan.changes)
-            self.editor.replace(filled.text, (0, 0), self.editor.document.end)
-            self._reparse()
-            self.shell.toast(f"{len(plan.changes)} value(s) filled in the editor: save (ctrl+s) to write them")
-
-        preview = localize(plan.preview(self.password), self._repo().workdir, self.password)
-        self.app.push_screen(PreviewModal(preview, "Apply to the editor",
-                                          note="The values go into the editor; ctrl+s saves them vault-encrypted."), confirmed)
-
     # components -----------------------------------------------------------------------------------
 
-    def action_components(self) -> None:
-        if not self._ready(saved=True):
-            return
-        if self.library is None:
-            self.shell.toast("The component library is not loaded (library_repo in the [site] table)", severity="warning")
-            return
-        assert self.config is not None and self.site_ref is not None and self.password is not None
-
-        def done(changed: bool | None) -> None:
-            if changed:
-                self.saved_text = None
-                self._decrypt()
-
-        modal = ComponentFlowModal(self.library, self.config, self.site_ref.path, self.password, label=self._site_label(),
-                                   clone=self._repo().workdir)
-        self.app.push_screen(modal, done)
-
     # submit ---------------------------------------------------------------------------------------
-
-    def action_submit(self) -> None:
-        if not self._ready(saved=True):
-            return
-        self.busy = "comparing with the branch"
-        self._show_site_status()
-        self._submit_preview_worker()
-
-    @work(exclusive=True, group="site-io", exit_on_error=False)
-    async def _submit_preview_worker(self) -> None:
-        assert self.site_ref is not None and self.password is not None
-        preview = await preview_submit(self._repo(), self.site_ref, self.password)
-        config = (await load_site_config(self.site_ref.path, self.password, self.site.naming)).config
-        definitions = self.library.as_mapping() if self.library is not None else None
-        verdict = await site_verdict(config, site=self.site, definitions=definitions)
-        self.post_message(self.SubmitPlanned(preview, verdict))
-
-    @on(SubmitPlanned)
-    def _submit_planned(self, message: SubmitPlanned) -> None:
-        self.busy = ""
-        self._show_site_status()
-        preview = message.preview
-        if not preview.pending:
-            self.shell.toast(f"{preview.site.branch} is up to date on the remote: nothing to submit")
-            return
-
-        def confirmed(reason: str | None) -> None:
-            if reason is None:
-                return
-            try:
-                gate = submit_gate(message.verdict, reason)
-            except SiteError as error:
-                self.shell.report_error(error)
-                return
-            self.busy = "submitting"
-            self._show_site_status()
-            self._submit_worker(SubmitPlan(preview, message.verdict, gate))
-
-        self.app.push_screen(SubmitModal(
-            message.verdict, preview.as_preview(), f"Commit and push to {preview.site.branch}", diff=preview.diff,
-            diff_title=f"Decrypted diff against {preview.base} (secret values masked)",
-        ), confirmed)
-
-    @work(exclusive=True, group="site-io", exit_on_error=False)
-    async def _submit_worker(self, plan: SubmitPlan) -> None:
-        """The `SubmitSite` operation on the plan the operator confirmed (diff, check, gate)."""
-        assert self.site_ref is not None and self.password is not None
-        operation = SubmitSite(self._repo(), self.site_ref, self.password)
-        await self.run_change(operation, plan)
-        events = self.change.events if self.change is not None else []
-        self.post_message(self.Submitted(events[-1].message if events else ""))
-
-    @on(Submitted)
-    def _submitted(self, message: Submitted) -> None:
-        self.busy = ""
-        self._show_site_status()
-        self.shell.toast(message.message or "Submitted")
-        self._gather_facts()  # the panel follows the cloud after day-2 work, without a manual refresh
 
     # ------------------------------------------------------------------ palette and teardown
 

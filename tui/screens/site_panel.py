@@ -1,5 +1,9 @@
 """The side panel of the site configuration screen: parse state, components, findings.
 
+`SiteChecks` holds what the panel shows, computed from the editor's text: the parsed
+configuration or its first YAML error, the component library, the cloud facts, the verdict and its
+findings; `show(panel, dirty=...)` paints it.
+
 Pure rendering from values (the configuration, the component library, the findings) to Rich
 `Text`; every string from the file or the library is plain text, never markup. Components show
 whether they are complete (a glyph and a word, not colour alone), each site variable with its
@@ -8,7 +12,7 @@ value (secret values masked) and its description from the component's public.yam
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -19,10 +23,13 @@ from textual.widgets import Static
 
 from tui.domain.appliance_identity import id_kind
 from tui.domain.components import ComponentDefinition, ComponentLibrary
+from tui.domain.naming import NamingProfile
 from tui.domain.secret_names import MASK, is_secret_key
 from tui.domain.severity import Severity
 from tui.domain.site_checks import Finding
 from tui.domain.site_config import MISSING, SiteConfig, SiteConfigError, lookup
+from tui.domain.site_fill import CloudFacts
+from tui.procedures.site.verdict import SiteVerdict, verdict_of
 
 OK, PROBLEM, WARN, UNKNOWN = ("✔", "green"), ("✘", "bold red"), ("!", "yellow"), ("?", "magenta")
 
@@ -180,3 +187,65 @@ class SitePanel(VerticalScroll):
         self.query_one("#panel-parse", Static).update(parse)
         self.query_one("#panel-components", Static).update(components)
         self.query_one("#panel-findings", Static).update(findings)
+
+
+class SiteChecks:
+    """What the side panel shows (see the module docstring): the screen parses the editor's text
+    into it (debounced), and gives it the library and the cloud facts when they arrive."""
+
+    def __init__(self) -> None:
+        self.library: ComponentLibrary | None = None
+        self.facts: CloudFacts | None = None
+        #: the text the panel was last computed from, and what it found
+        self.checked_text: str | None = None
+        self.config: SiteConfig | None = None
+        self.parse_error: SiteConfigError | None = None
+        self.findings: tuple[Finding, ...] = ()
+        self.verdict: SiteVerdict | None = None
+
+    @property
+    def definitions(self) -> Mapping[str, ComponentDefinition] | None:
+        """The library's component definitions, once it is loaded."""
+        return self.library.as_mapping() if self.library is not None else None
+
+    def parse(self, text: str, naming: NamingProfile) -> None:
+        """Parse `text` and check it again; a YAML error keeps the findings of the last text that parsed."""
+        try:
+            self.config = SiteConfig.parse(text, naming)
+            self.parse_error = None
+        except SiteConfigError as error:
+            self.parse_error = error
+        self.checked_text = text
+        self.recheck(naming)
+
+    def recheck(self, naming: NamingProfile) -> None:
+        """Check the last text that parsed again (the library or the cloud facts changed)."""
+        if self.config is not None and self.parse_error is None:
+            self.verdict = verdict_of(self.config, naming=naming, definitions=self.definitions, facts=self.facts)
+            self.findings = self.verdict.findings
+
+    def cloud_note(self) -> str:
+        facts = self.facts
+        if facts is None:
+            return "cloud: not consulted yet (IDs and MTU are checked once it answers)"
+        parts = ["cloud: IDs checked against the cloud"]
+        if facts.nic_mtu is not None:
+            parts.append(f"NIC MTU {facts.nic_mtu}")
+        text = ", ".join(parts)
+        for note in facts.notes:
+            text += f"\n  note: {note}"
+        return text
+
+    def subtitle(self, *, dirty: bool) -> str:
+        """The editor's border subtitle: where the YAML error is, or that the text is unsaved."""
+        error = self.parse_error
+        return f"✘ line {error.line}, column {error.column}" if error is not None and error.line else (
+            "● unsaved" if dirty else "")
+
+    def show(self, panel: "SitePanel", *, dirty: bool) -> None:
+        findings = findings_text(self.findings, self.cloud_note())
+        if self.parse_error is not None:
+            findings = Text.assemble(("(as of the last text that parsed)\n", "dim"), findings)
+        verified = self.facts is not None and self.facts.identity is not None
+        panel.show(parse_text(self.parse_error, dirty=dirty),
+                   components_text(self.config, self.library, self.findings, verified=verified), findings)

@@ -25,6 +25,11 @@ connected to, its user).
   service; a failed service shows its log. `k` opens the key view.
 
 The whole screen changes the cloud, so `--read-only` hides it (registry `mutates=True`).
+
+The screen is split by what each part holds: this module the form (its fields, values, validation);
+`toolkit_file_actions` loading and saving input files (`InputFileActions`); `toolkit_deploy_actions`
+the site check, confirmation, deploy and follow (`DeployActions`); `toolkit_deploy` the deployment
+view; `toolkit_fields` the field widgets.
 """
 
 from __future__ import annotations

@@ -39,8 +39,8 @@ async def site_loaded(ctx: SceneContext) -> Any:
     branches.highlighted = 0
     await ctx.pilot.press("enter")
     screen = await ctx.wait_for(lambda: _site_screen(ctx), what="the site screen")
-    await ctx.wait_for(lambda: screen.saved_text is not None and screen.library is not None and screen.facts is not None
-                       and screen.facts.identity is not None and screen.checked_text == screen.editor.text and not screen.busy,
+    await ctx.wait_for(lambda: screen.saved_text is not None and screen.checks.library is not None and screen.checks.facts is not None
+                       and screen.checks.facts.identity is not None and screen.checks.checked_text == screen.editor.text and not screen.busy,
                        what="the site configuration")
     await ctx.pilot.pause()
     return screen
@@ -53,7 +53,7 @@ async def site_edited(ctx: SceneContext, screen: Any, edits: Any) -> None:
         assert old in text, old
         text = text.replace(old, new, 1)
     screen.editor.replace(text, (0, 0), screen.editor.document.end)
-    await ctx.wait_for(lambda: screen.checked_text == screen.editor.text, what="the parse of the edited text")
+    await ctx.wait_for(lambda: screen.checks.checked_text == screen.editor.text, what="the parse of the edited text")
     await ctx.pilot.pause()
 
 
@@ -64,7 +64,7 @@ async def prepare_site_valid(ctx: SceneContext) -> None:
 async def prepare_site_parse_error(ctx: SceneContext) -> None:
     screen = await site_loaded(ctx)
     await site_edited(ctx, screen, (('site_domain: "trial.demo.internal"', 'site_domain: "trial.demo.internal\n  dns: [unclosed'),))
-    await ctx.wait_for(lambda: screen.parse_error is not None, what="the parse error")
+    await ctx.wait_for(lambda: screen.checks.parse_error is not None, what="the parse error")
     await ctx.pilot.press("ctrl+g")
 
 
