@@ -253,3 +253,18 @@ async def test_m_on_a_host_preselects_it_as_target(sim_factory) -> None:  # type
         await pilot.pause()
         modal = await open_move(pilot)
         assert modal.plans[0].target_host_id == CASCADELAKE
+
+
+async def test_the_move_modal_keeps_its_buttons_on_an_80x24_terminal(sim_factory) -> None:  # type: ignore[no-untyped-def]
+    """At 80x24 the preview is longer than the modal: it scrolls, and Move… and Close stay on screen
+    (they were cut off below the preview, so a keyboard-less operator could not start the move)."""
+    server: SimServer = sim_factory(scenario="deployed")
+    async with console_app(server).run_test(size=(80, 24)) as pilot:
+        await open_hosts(pilot)
+        modal = await open_move(pilot)
+        for button in ("#mv-close", "#mv-start"):
+            region = modal.query_one(button, Button).region
+            assert region.area and pilot.app.screen.region.contains_region(region), button
+        await click_shown(pilot, "#mv-start")
+        confirm = await wait_for_screen(pilot, ConfirmModal, what="the confirmation")
+        assert confirm.object_name == "VM 3 manager_0_(service_1)"

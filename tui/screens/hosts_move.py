@@ -64,7 +64,8 @@ class MoveModal(OperationModal[MoveSet, Moved]):
     MoveModal .mv-label { text-style: bold; }
     MoveModal #mv-options { height: auto; }
     MoveModal #mv-passthrough-warning { color: $text-warning; width: 1fr; height: auto; }
-    MoveModal #mv-body { height: auto; max-height: 26; margin: 1 0 0 0; }
+    MoveModal #mv-body { height: 1fr; max-height: 26; margin: 1 0 0 0; }
+    MoveModal #mv-buttons { dock: bottom; }
     MoveModal #mv-preview { width: 1fr; height: auto; }
     MoveModal.-running #mv-form, MoveModal.-finished #mv-form,
     MoveModal.-running #mv-preview, MoveModal.-finished #mv-preview { display: none; }
