@@ -31,3 +31,23 @@ def test_start_up_does_not_import_ansible() -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]"
+
+
+#: what the demo site's child process (`sitetk sim`, tui.demo_site) loads before it announces itself:
+#: `sitetk --demo` waits for that announcement before it can read its first rows
+SIM_START_UP_MODULES = ("tui.cli.sim", "tui.sim.runner", "tui.sim.server", "tui.sim.scenarios")
+#: libraries the site does not need to start: uuid pulls in `platform` (tui.sim.uuids writes the
+#: site's UUIDs instead), xml.sax.saxutils pulls in urllib.request (~65 ms together at load 20)
+SIM_NEEDLESS = ("uuid", "platform", "xml.sax.saxutils", "urllib.request")
+
+
+def test_demo_site_start_up_imports_no_needless_library() -> None:
+    script = (
+        "import importlib, sys\n"
+        f"for name in {SIM_START_UP_MODULES!r}:\n"
+        "    importlib.import_module(name)\n"
+        f"print(sorted(m for m in {SIM_NEEDLESS!r} if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"

@@ -22,7 +22,6 @@ import functools
 import hashlib
 import json
 import re
-import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -31,6 +30,7 @@ from tui.domain.naming import NamingProfile
 from tui.domain.permissions import Permissions
 from tui.sim.market_monitor import monitor_all, start_monitoring
 from tui.sim.state import SimMarketplace, SimSite
+from tui.sim.uuids import uuid5_text
 
 MAIN_PREFIX = ""
 COMMUNITY_PREFIX = "/community"
@@ -41,7 +41,7 @@ TOOLKIT_VERSION = "v0.5.0-20250403-1109"
 TOOLKIT_OLD_VERSION = "v0.4.0-20250219-2235"
 
 GIB = 1024**3
-_UUID_NAMESPACE = uuid.UUID("6c1f3f0e-8f4a-4d8e-9a55-3b1c2a7d9e10")
+_UUID_NAMESPACE = "6c1f3f0e-8f4a-4d8e-9a55-3b1c2a7d9e10"
 
 
 @dataclass(frozen=True)
@@ -447,7 +447,7 @@ def community_catalog(naming: NamingProfile) -> list[ApplianceSpec]:
     """The community marketplace: UUID ids for its own records, older builds of some appliances."""
 
     def uid(name: str) -> str:
-        return str(uuid.uuid5(_UUID_NAMESPACE, name))
+        return uuid5_text(_UUID_NAMESPACE, name)
 
     pub = "Community"
     return _toolkit(naming, TOOLKIT_OLD_VERSION, "6.8, 6.10, 7.0", newest=False) + [

@@ -9,7 +9,6 @@ keep in VM/TEMPLATE move to USER_TEMPLATE. Failures raise `OneError` and release
 from __future__ import annotations
 
 import re
-import uuid
 
 from tui.domain.error_codes import ALLOCATE
 from tui.domain.template_text import Template, Vector, first, scalar
@@ -17,6 +16,7 @@ from tui.sim.leases import ip_at, lease, mac_at, release
 from tui.sim.platform import INHERIT_VNET_ATTR, context_network_variables, inherit_datastore_attr, version_key
 from tui.sim.rpc_errors import OneError
 from tui.sim.state import SimImage, SimSite, SimVnet
+from tui.sim.uuids import uuid4_text
 from tui.sim.xml_render import split_vm_template
 
 #: attributes the platform writes itself at allocation (a copied value is replaced)
@@ -264,7 +264,7 @@ def build_vm_templates(site: SimSite, vm_id: int, attrs: Template, uid: int, gid
         result.append(("OS", []))
     # every VM gets a UUID in OS (VirtualMachine::parse_os, src/vm/VirtualMachineParser.cc 221-227 at
     # release-6.10.0 and 7.0.0)
-    result = [(name, [*value, ("UUID", str(uuid.UUID(int=site.rng.getrandbits(128), version=4)))]
+    result = [(name, [*value, ("UUID", uuid4_text(site.rng.getrandbits(128)))]
                if name == "OS" and isinstance(value, list) and not _vget(value, "UUID") else value)
               for name, value in result]
     return result, user_attrs, images

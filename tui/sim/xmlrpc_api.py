@@ -18,7 +18,6 @@ import re
 import xmlrpc.client
 from typing import Any
 from xml.parsers.expat import ExpatError
-from xml.sax.saxutils import escape
 
 # importing the method modules registers their methods
 from tui.domain.error_codes import ACTION, AUTHENTICATION, INTERNAL, NO_EXISTS
@@ -26,6 +25,7 @@ from tui.sim import rpc_identity, rpc_read, rpc_vm, rpc_write  # noqa: F401
 from tui.sim.rpc_context import METHODS, Call, Method, WireEscaped
 from tui.sim.rpc_errors import OneError
 from tui.sim.state import SimSite
+from tui.sim.xml_render import wire_escape
 
 #: `replication_idx` starts as UINT64_MAX (include/RequestAttributes.h); as an xmlrpc-c i8 it reads -1
 NO_REPLICATION_INDEX = -1
@@ -65,7 +65,7 @@ def _success(value: Any) -> bytes:
 def failure(method: str, code: int, message: str, oid: int = -1) -> bytes:
     """The failure array; `oid` goes out only for NO_EXISTS (see the module docstring)."""
     resp_id = oid if code == NO_EXISTS else -1
-    text = escape(f"[{method}] {message}")
+    text = wire_escape(f"[{method}] {message}")
     # written by hand: xmlrpc.client cannot send an <i8>, the type xmlrpc-c gives the index
     return (
         "<?xml version='1.0'?>\n<methodResponse>\n<params>\n<param>\n<value><array><data>\n"
