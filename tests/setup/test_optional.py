@@ -255,3 +255,43 @@ def test_route_manager_api_over_http(site_factory) -> None:
         server.site.vms[vm_id].state = 8
     with pytest.raises(RouteManagerUnreachable):
         asyncio.run(list_routes(address, token, proxy=server.market_url))
+
+
+def test_fresh_site_setup_run_then_dns_and_route_manager(site_factory, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys, tmp_path: Path) -> None:
+    """Issue 21's done-when from a fresh embedded site: the whole `setup run` leaves disk0 at 30 GB;
+    `--only dns` and `--only route-manager` then leave each appliance's VM RUNNING in the cloud, its
+    token published, and core.yaml (read decrypted) naming its address (and the route manager's token)."""
+    from tests.setup.inputs import BRANCH, SITE_SETS
+
+    server: SimServer = site_factory(scenario="fresh", one_version=DEFAULT_VERSION)
+    point_at(server, monkeypatch, vault_file=False)
+    monkeypatch.setenv("SITETK_GUEST_PROXY", server.market_url)
+    inputs = tmp_path / "inputs.json"
+    password = write_inputs(inputs)[TOKEN]
+    code, _, err = run(capsys, "setup", "run", "--input", str(inputs), "--yes", *FAST, *SITE_SETS)
+    assert code == 0 and "every mandatory step is done" in err, err
+    seen = observe(server, BRANCH, password)
+    assert seen.objectstore_disk_mb == 30 * 1024
+    commits = seen.branch_commits
+    config = SiteConfig.parse(seen.core_yaml, DEFAULT_NAMING)
+    assert config.get("site_routemanager.token") in (None, "")
+
+    code, _, err = run(capsys, "setup", "run", "--input", str(inputs), "--only", "dns", "--yes", *FAST)
+    assert code == 0, err
+    dns_vm, dns_ip, dns_template = _vm(server, DNS_APPLIANCE)
+    code, _, err = run(capsys, "setup", "run", "--input", str(inputs), "--only", "route-manager", "--yes", *FAST)
+    assert code == 0, err
+    rm_vm, rm_ip, rm_template = _vm(server, ROUTE_MANAGER_APPLIANCE)
+    with server.site.lock:
+        assert [(server.site.vms[v].state, server.site.vms[v].lcm_state) for v in (dns_vm, rm_vm)] == [(3, 3), (3, 3)]
+    assert dns_template[DNS_TOKEN_ATTRIBUTE] and rm_template[ROUTE_MANAGER_TOKEN_ATTRIBUTE]
+
+    seen = observe(server, BRANCH, password)
+    assert seen.branch_commits == commits + 2 and seen.objectstore_disk_mb == 30 * 1024
+    config = SiteConfig.parse(seen.core_yaml, DEFAULT_NAMING)
+    assert config.get("site_dns").split(",")[0] == dns_ip
+    assert config.get("site_routemanager.api_endpoint") == rm_ip
+    assert config.get("site_routemanager.token") == rm_template[ROUTE_MANAGER_TOKEN_ATTRIBUTE]
+    code, data, _ = run(capsys, "setup", "status", "--input", str(inputs), "--json")
+    assert code == 0 and {steps(data)[s]["state"] for s in ("dns", "route-manager", "objectstore-disk")} == {"done"}
