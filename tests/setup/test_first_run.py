@@ -15,92 +15,24 @@ import asyncio
 import json
 import stat
 from pathlib import Path
-from typing import Any
 
 import pytest
-from textual.widgets import Input, TextArea
 
 from tests.setup.conftest import point_at, run
-from tests.setup.inputs import SITE_VALUES, input_values
-from tests.setup.test_screen import front_door, setup_app
+from tests.setup.driving import answer, fill_form, front_door, setup_app, type_into, where
 from tests.ui.conftest import rendered_text
 from tui.domain.naming import DEFAULT_NAMING
 from tui.domain.setup_steps import StepState
 from tui.domain.toolkit_inputs import secret_names
 from tui.screens.marketplace import MarketplaceScreen
-from tui.screens.setup import SecretsModal, SetupScreen
+from tui.screens.setup import SecretsModal
 from tui.screens.toolkit import ToolkitScreen
-from tui.screens.toolkit_fields import MultilineField
 from tui.screens.toolkit_files import InputFileModal
 from tui.screenshots import wait_for, wait_for_screen
-from tui.sim.repos import SIM_VAULT_PASSWORD
 from tui.sim.server import SimServer
 from widgets.confirm_modal import ConfirmModal
 
 pytestmark = pytest.mark.timeout(600)
-
-#: the operator's answers: the values a newcomer types where the form's prefill is not the site's
-WANTED = {**input_values(), "app_automation_sites_token": SIM_VAULT_PASSWORD}
-
-
-async def type_into(pilot: Any, value: str) -> None:
-    """Replace the focused input's text, key by key (end, ctrl+u clears it, then the characters)."""
-    await pilot.press("end", "ctrl+u", *value)
-
-
-async def tab_to(pilot: Any, container: Any, limit: int = 400) -> Any:
-    """Press tab until the focus is on a text field inside `container` (keys only)."""
-    app = pilot.app
-    for _ in range(limit):
-        focused = app.focused
-        if isinstance(focused, (Input, TextArea)) and container in focused.ancestors:
-            return focused
-        await pilot.press("tab")
-    raise AssertionError(f"tab never reached {container!r} (focus on {app.focused!r})")
-
-
-async def fill_form(pilot: Any, form: ToolkitScreen) -> list[str]:
-    """Type every input whose prefilled value is not the operator's (tab from field to field); the
-    names typed. Secrets are typed later, when the setup asks for them (the file leaves them out)."""
-    secrets = secret_names(DEFAULT_NAMING)
-    typed = []
-    for name, widget in form.fields.items():
-        wanted = WANTED.get(name)
-        if wanted is None or name in secrets or widget.value == wanted or isinstance(widget, MultilineField):
-            continue
-        await tab_to(pilot, widget)
-        await type_into(pilot, wanted)
-        await wait_for(pilot, lambda widget=widget, wanted=wanted: widget.value == wanted, what=f"{name} typed")
-        typed.append(name)
-    return typed
-
-
-async def answer(pilot: Any, dialog: SecretsModal) -> None:
-    """Type each asked value; enter goes to the next field, and on the last one uses them."""
-    for name in dialog.names:
-        value = SITE_VALUES[name] if name in SITE_VALUES else WANTED[name]
-        field = dialog.query_one(f"#secret-{name}", Input)
-        await wait_for(pilot, lambda field=field: dialog.focused is field, what=f"the focus on {name}")
-        await type_into(pilot, value)
-        await pilot.press("enter")
-
-
-def where(app: Any, checklist: SetupScreen) -> str:
-    """What the operator is looking at, once it is shown whole ("" while something is under way)."""
-    shown = app.screen
-    if not shown.is_mounted or not shown.query("Button, Static"):
-        return ""
-    if isinstance(shown, ConfirmModal):
-        return "confirm" if shown.query("#confirm") else ""
-    if isinstance(shown, SecretsModal):
-        return "ask" if shown.query(Input) else ""
-    if isinstance(shown, InputFileModal):
-        return "save" if shown.query(Input) else ""
-    if isinstance(shown, ToolkitScreen):
-        return "form" if shown.ready and not shown.load_pending else ""
-    if shown is checklist and not checklist.running and not checklist.reading:
-        return "idle"
-    return ""
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])

@@ -14,9 +14,9 @@ import pytest
 from textual.widgets import Input
 
 from tests.setup.conftest import point_at, run, steps
+from tests.setup.driving import SIZE, checklist_with_input, setup_app
 from tests.setup.inputs import BRANCH, write_inputs
 from tests.setup.observe import observe
-from tests.setup.test_screen import SIZE, checklist_with_input, setup_app
 from tui.domain.setup_steps import StepId
 from tui.domain.toolkit_inputs import secret_names
 from tui.procedures.audit import AUDIT_ENV, AuditLog

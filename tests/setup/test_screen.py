@@ -5,25 +5,20 @@ read-only hiding the keys that change the site."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from textual.widgets import Button, Input, Static
 
+from tests.setup.driving import SIZE, front_door, setup_app
 from tests.setup.inputs import BRANCH, SITE_VALUES, write_inputs
 from tests.setup.observe import observe
 from tests.setup.test_run import assert_set_up
-from tui.app import SiteToolkitApp
-from tui.console import demo_settings
 from tui.domain.setup_steps import StepState
-from tui.procedures.connection import SiteConnection
 from tui.screens.setup import SetupScreen, ValuesModal
 from tui.screens.toolkit_files import InputFileModal
-from tui.screenshots import frozen_clock, wait_for, wait_for_screen
-from tui.settings import Settings
+from tui.screenshots import wait_for, wait_for_screen
 from tui.sim.repos import SIM_VAULT_PASSWORD
 from tui.sim.server import SimServer
 from widgets.confirm_modal import ConfirmModal
@@ -31,38 +26,6 @@ from widgets.help_screen import HelpScreen
 from widgets.key_bar import KeyBar
 
 pytestmark = pytest.mark.timeout(300)
-SIZE = (140, 40)
-
-
-def setup_app(server: SimServer, tmp_path: Path, *, read_only: bool = False) -> SiteToolkitApp:
-    settings = demo_settings(server, Settings(state_dir=tmp_path / "console-state", audit_log=tmp_path / "audit.log"))
-    settings = dataclasses.replace(settings, refresh_interval=3600.0, theme="textual-dark")
-    return SiteToolkitApp(SiteConnection(settings), read_only=read_only, clock=frozen_clock, front_door=True)
-
-
-async def front_door(pilot: Any) -> SetupScreen:
-    app: SiteToolkitApp = pilot.app
-    screen = await wait_for(pilot, lambda: isinstance(app.screen, SetupScreen) and app.screen, timeout=30,
-                            what="the setup checklist as the front door")
-    await wait_for(pilot, lambda: screen.checklist is not None and not screen.reading, timeout=60, what="the checklist")
-    screen.poll_interval = 0.05
-    return screen
-
-
-async def checklist_with_input(pilot: Any, inputs: Path, cursor: str) -> SetupScreen:
-    """:setup opened (not the front door), the input file given, the cursor on `cursor`."""
-    app: SiteToolkitApp = pilot.app
-    await wait_for(pilot, lambda: app.info is not None, what="the connection")
-    app.open_screen("setup")
-    screen = await wait_for(pilot, lambda: isinstance(app.screen, SetupScreen) and app.screen, what="the setup")
-    await wait_for(pilot, lambda: screen.checklist is not None and not screen.reading, timeout=60,
-                   what="the checklist")
-    screen.input_path = str(inputs)
-    screen.reload()
-    await wait_for(pilot, lambda: not screen.reading and screen.checklist is not None, timeout=60,
-                   what="the checklist with the input file")
-    screen.table.move_cursor_to_key(cursor)
-    return screen
 
 
 async def test_keys_only_from_a_fresh_site_to_set_up(sim_factory, tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.setup.test_screen import checklist_with_input
+from tests.setup.driving import checklist_with_input
 from tui.app import SiteToolkitApp
 from tui.console import demo_settings
 from tui.procedures.connection import SiteConnection

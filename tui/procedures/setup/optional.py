@@ -53,6 +53,8 @@ from tui.errors import SiteError
 from tui.procedures.operation import Confirmation, Operation, OperationCancelled, RunContext
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress
+from tui.procedures.waiting import Waiting
+from tui.procedures.waiting import wait_ready as shared_wait
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.adapters.git_repo import GitRepo
@@ -347,39 +349,38 @@ async def wait_ready(site: "SiteConnection", kind: ApplianceKind, vm_id: int, *,
                      poll_interval: float, cancel: "asyncio.Event | None" = None,
                      report: Callable[[Progress], None] | None = None) -> "VmDetail":
     """Follow VM `vm_id` until it RUNs with an address and has published `kind.ready_attribute`
-    (its VmDetail); a failure state or the timeout is a SiteError saying what to do."""
+    (its VmDetail); a failure state or the timeout is a SiteError saying what to do (the wait
+    itself: tui.procedures.waiting, shared with the trial network's)."""
     from tui.domain.vms import state_kind
 
-    started = time.monotonic()
-    while True:
+    async def look() -> VmDetail | Waiting:
         vm = await site.cloud.vm_info(vm_id)
         summary = vm.summary
-        elapsed = time.monotonic() - started
-        published = bool(vm.user_template.get(kind.ready_attribute, ""))
-        if summary.running and summary.ips and published:
+        if summary.running and summary.ips and vm.user_template.get(kind.ready_attribute, ""):
             return vm
         if state_kind(summary.state, summary.lcm_state) == "failed" or summary.state in DEAD_STATES:
             raise SiteError(f"VM {vm_id} of the {kind.label} appliance is {summary.status}",
                             f"It will not become ready by itself. Read why with `onevm show {vm_id}` (and "
                             f"/var/log/one/{vm_id}.log on the frontend); remove it with `onevm recover --delete {vm_id}` "
                             f"(or `onevm terminate --hard {vm_id}`), then run again: a new VM is deployed.")
-        waiting = (f"VM {vm_id} {summary.status}" if not summary.running
-                   else f"VM {vm_id} RUNNING, {kind.ready_attribute} not published yet")
+        return Waiting(f"VM {vm_id} {summary.status}" if not summary.running
+                       else f"VM {vm_id} RUNNING, {kind.ready_attribute} not published yet")
+
+    def heartbeat(waiting: str, elapsed: float) -> None:
         if report is not None:
             report(Progress("wait", 1, 2, f"{waiting} ({elapsed:.0f} s of at most {timeout:.0f} s)"))
-        if elapsed >= timeout:
-            raise SiteError(f"The {kind.label} appliance is not ready after {elapsed:.0f} s: {waiting}",
-                            f"Check it with `onevm show {vm_id}`; running this again waits for the same VM, never "
-                            "a second one.", retryable=True)
-        if cancel is None:
-            await asyncio.sleep(poll_interval)
-            continue
-        try:
-            await asyncio.wait_for(cancel.wait(), poll_interval)
-        except TimeoutError:
-            continue
-        raise OperationCancelled("Cancelled", f"stopped waiting for VM {vm_id}: it is left as it is; running this "
-                                 "again waits for it", retryable=True)
+
+    ready = await shared_wait(
+        look, timeout=timeout, poll_interval=poll_interval, report=heartbeat, cancel=cancel,
+        timed_out=lambda waiting, elapsed: SiteError(
+            f"The {kind.label} appliance is not ready after {elapsed:.0f} s: {waiting}",
+            f"Check it with `onevm show {vm_id}`; running this again waits for the same VM, never a second one.",
+            retryable=True),
+        cancelled=lambda: OperationCancelled(
+            "Cancelled", f"stopped waiting for VM {vm_id}: it is left as it is; running this again waits for it",
+            retryable=True))
+    assert ready is not None  # no `until`: the wait ends ready or raises
+    return ready
 
 
 @dataclass(frozen=True)

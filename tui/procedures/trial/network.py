@@ -39,6 +39,7 @@ from tui.procedures.audit import REDACTOR
 from tui.procedures.operation import Confirmation, Operation, OperationCancelled, RunContext
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress
+from tui.procedures.waiting import Waiting, wait_ready
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection
@@ -390,9 +391,9 @@ class RunTrialNetwork(Operation[TrialPlan, TrialResult]):
             else:
                 context.report(Progress("create", 2, total, f"trial network {tn} is {state}: activated again", "skipped"))
             if state in ACTIVATE_FROM:
-                await self._activate(api, plan, context, started)
+                await self._activate(api, plan, context)
             elif state in TRANSITIONS:
-                await self._follow(api, plan, context, timing.monotonic(), None)
+                await self._follow(api, plan, context, None)
             record = await api.get(tn)
             state = str(record.get("state", "")) if record else "(gone)"
             if state != "activated":
@@ -403,12 +404,12 @@ class RunTrialNetwork(Operation[TrialPlan, TrialResult]):
                                     {"state": state}))
             return TrialResult(tn, state, report, _pipeline(record), seconds)
 
-    async def _activate(self, api: ManagerApi, plan: TrialPlan, context: RunContext, started: float) -> None:
+    async def _activate(self, api: ManagerApi, plan: TrialPlan, context: RunContext) -> None:
         context.report(Progress("activate", 2, 5, f"activating {plan.tn_id}: the manager runs its deploy pipeline"))
         call = asyncio.ensure_future(api.activate(plan.tn_id, timeout=self.wait_timeout + self.http_timeout))
         context.notes["activation_sent"] = True
         try:
-            await self._follow(api, plan, context, timing.monotonic(), call)
+            await self._follow(api, plan, context, call)
             await call
         except ManagerError as error:
             record = await api.get(plan.tn_id)
@@ -418,35 +419,35 @@ class RunTrialNetwork(Operation[TrialPlan, TrialResult]):
                 call.cancel()
         context.report(Progress("activate", 4, 5, f"{plan.tn_id} activated", "done"))
 
-    async def _follow(self, api: ManagerApi, plan: TrialPlan, context: RunContext, started: float,
+    async def _follow(self, api: ManagerApi, plan: TrialPlan, context: RunContext,
                       call: "asyncio.Future[str] | None") -> None:
-        """Poll the state until the call answers (or, following, the state leaves its transition)."""
-        while True:
-            if call is not None and call.done():
-                return
+        """Poll the state until the call answers (or, following, the state leaves its transition);
+        the wait itself: tui.procedures.waiting, shared with the appliances' (setup.optional)."""
+        last = {"state": ""}
+
+        async def look() -> bool | Waiting:
             record = await api.get(plan.tn_id)
-            state = str(record.get("state", "")) if record else "(gone)"
+            state = last["state"] = str(record.get("state", "")) if record else "(gone)"
             if call is None and state not in TRANSITIONS:
-                return
-            elapsed = timing.monotonic() - started
+                return True
             pipeline = _pipeline(record)
-            context.report(Progress("activate", 3, 5, f"{plan.tn_id} {state}: waiting for the manager's deploy pipeline"
-                                    f"{' ' + pipeline if pipeline else ''} ({elapsed:.0f} s of at most "
-                                    f"{self.wait_timeout:g} s)"))
-            if elapsed >= self.wait_timeout:
-                raise SiteError(f"Trial network {plan.tn_id} is still {state} after {elapsed:.0f} s",
-                                "The manager goes on with its pipeline (a run cannot stop it). Follow it with `sitetk "
-                                f"trial status --tn-id {plan.tn_id}`; running this again follows it, creates nothing "
-                                "twice.", retryable=True)
-            waits: list[Any] = [asyncio.ensure_future(context.cancel.wait())]
-            if call is not None:
-                waits.append(call)
-            done, _ = await asyncio.wait(waits, timeout=self.poll_interval, return_when=asyncio.FIRST_COMPLETED)
-            waits[0].cancel()
-            if context.cancel.is_set():
-                raise OperationCancelled("Cancelled", f"stopped waiting for trial network {plan.tn_id}: the manager goes "
-                                         f"on with its pipeline (`sitetk trial status --tn-id {plan.tn_id}`; `sitetk "
-                                         f"trial destroy --tn-id {plan.tn_id}` removes it)", retryable=True)
+            return Waiting(f"{plan.tn_id} {state}: waiting for the manager's deploy pipeline"
+                           f"{' ' + pipeline if pipeline else ''}")
+
+        def heartbeat(waiting: str, elapsed: float) -> None:
+            context.report(Progress("activate", 3, 5, f"{waiting} ({elapsed:.0f} s of at most {self.wait_timeout:g} s)"))
+
+        def timed_out(waiting: str, elapsed: float) -> SiteError:
+            return SiteError(f"Trial network {plan.tn_id} is still {last['state']} after {elapsed:.0f} s",
+                             "The manager goes on with its pipeline (a run cannot stop it). Follow it with `sitetk "
+                             f"trial status --tn-id {plan.tn_id}`; running this again follows it, creates nothing "
+                             "twice.", retryable=True)
+
+        await wait_ready(look, timeout=self.wait_timeout, poll_interval=self.poll_interval, timed_out=timed_out,
+                         report=heartbeat, cancel=context.cancel, until=call, cancelled=lambda: OperationCancelled(
+                             "Cancelled", f"stopped waiting for trial network {plan.tn_id}: the manager goes on with "
+                             f"its pipeline (`sitetk trial status --tn-id {plan.tn_id}`; `sitetk trial destroy --tn-id "
+                             f"{plan.tn_id}` removes it)", retryable=True))
 
     async def _failed(self, api: ManagerApi, plan: TrialPlan, record: Mapping[str, Any] | None, context: RunContext,
                       said: str) -> SiteError:
