@@ -278,3 +278,61 @@ def test_an_upgrade_writes_the_new_site_variables_given_and_lists_the_others(
     assert int(_git(deployed, "rev-list", "--count", EXISTING_SITE)) == commits + 1
     assert _git(deployed, "log", "-1", "--format=%s", EXISTING_SITE).strip().endswith(
         "core.yaml image and template IDs; new site variables vpn_port")
+
+
+def test_the_console_dialog_previews_core_yaml_per_key_and_the_new_site_variables(
+        deployed: SimServer, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The console's upgrade dialog, once the plan is applied, reads the site branch's core.yaml
+    decrypted and shows each key the upgrade changes (old -> new) as the CLI previews it, the new site
+    variable the library defines for the upgraded component, and the commands that write them."""
+    import dataclasses
+
+    from tests.market.conftest import free_old_images
+    from tests.market.test_screen import _market
+    from tests.ui.conftest import SIZE, rendered_text
+    from tui.app import SiteToolkitApp
+    from tui.console import demo_settings
+    from tui.screens.market_upgrades import UpgradePlanModal
+    from tui.screenshots import click_shown, frozen_clock, wait_for, wait_for_screen
+    from widgets.confirm_modal import ConfirmModal
+
+    old_image, old_template = _old_bastion(deployed)
+    _into_core_yaml(capsys, old_image, old_template, "--override-reason", "the demo site's other values come later")
+    _library_needs(deployed, tmp_path, BASTION, "vpn_port", "UDP port of the bastion's VPN")
+    free_old_images(deployed)
+    commits = int(_git(deployed, "rev-list", "--count", EXISTING_SITE))
+    settings = demo_settings(deployed, Settings(state_dir=tmp_path / "console", audit_log=tmp_path / "audit.log"))
+    app = SiteToolkitApp(SiteConnection(dataclasses.replace(settings, refresh_interval=3600.0, theme="textual-dark")),
+                         clock=frozen_clock)
+    async def drive() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await _market(pilot, app)
+            await pilot.press("u")
+            modal = await wait_for_screen(pilot, UpgradePlanModal, what="the upgrade plan modal")
+            await wait_for(pilot, lambda: not modal.query_one("#up-apply").disabled, timeout=30, what="the datastore")
+            await click_shown(pilot, "#up-apply")
+            while not modal.has_class("-finished"):  # each removal asks on its own
+                await wait_for(pilot, lambda: modal.has_class("-finished") or isinstance(app.screen, ConfirmModal),
+                               timeout=60, what="a removal confirmation or the end of the upgrade")
+                if isinstance(app.screen, ConfirmModal):
+                    await click_shown(pilot, "#confirm")
+                    await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmModal), what="the confirmation closed")
+            preview = await wait_for(pilot, lambda: modal.site_ids, timeout=60, what="core.yaml read")
+            assert preview.reason == "", preview.reason
+            new = {e.path: e.new for e in preview.edits}
+            assert {e.path: e.old for e in preview.edits} == {f"site_variables.{BASTION}.image_id": old_image,
+                                                              f"site_variables.{BASTION}.template_id": old_template}
+            shown = await wait_for(pilot, lambda: (text := rendered_text(modal.query_one("#up-result")))
+                                   and "key(s) to change" in text and text, what="the preview drawn")
+            flat = " ".join(shown.split())
+            assert f"{EXISTING_SITE}/core.yaml on {EXISTING_SITE} (read decrypted): 2 key(s) to change" in flat
+            for path, old in ((f"site_variables.{BASTION}.image_id", old_image),
+                              (f"site_variables.{BASTION}.template_id", old_template)):
+                assert f"{path} {old} -> {new[path]}" in flat, flat
+            assert f"site_variables.{BASTION}.vpn_port UDP port of the bastion's VPN" in flat
+            assert f"--set site_variables.{BASTION}.image_id={new[f'site_variables.{BASTION}.image_id']}" in flat
+            assert "sitetk site submit" in flat
+
+    asyncio.run(drive())
+    # a preview: nothing committed
+    assert int(_git(deployed, "rev-list", "--count", EXISTING_SITE)) == commits

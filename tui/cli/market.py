@@ -282,9 +282,8 @@ async def _site_follows(args: argparse.Namespace, site: SiteConnection, plan: An
                         answer: dict[str, Any] | None) -> int:
     """core.yaml changed to the new IDs and submitted with the upgrade named (tui.procedures.site.follow_upgrade)."""
     from tui.cli.site_options import parse_set, vault_password, warn
-    from tui.procedures.site.follow_upgrade import update_site_ids, upgrade_message
+    from tui.procedures.site.follow_upgrade import site_branch, update_site_ids, upgrade_message
     from tui.procedures.site.workspace import sites_repo
-    from tui.procedures.toolkit.service import toolkit_service
 
     changes = [c for c in upgraded.core_yaml if c.old >= 0 and c.new is not None]
     payload: dict[str, Any] = {"site": None}
@@ -312,11 +311,8 @@ async def _site_follows(args: argparse.Namespace, site: SiteConnection, plan: An
         return finish(EXIT_OK, skipped=why, changes=[c.as_json() for c in changes])
     branch, site_dir = args.branch, args.site
     if not branch:
-        service = toolkit_service(tuple(await site.flow.list_services()), site.naming)
-        values = service.input_values if service is not None else {}
-        branch = str(values.get(site.naming.input_name(f"{site.naming.role_manager}_sites_branch"), "") or "")
-        site_dir = site_dir or str(values.get(site.naming.input_name(f"{site.naming.role_manager}_deployment_site"), "")
-                                   or "") or None
+        branch, named_dir = await site_branch(site)
+        site_dir = site_dir or named_dir or None
     if not branch:
         error = SiteError("No site branch to update", f"The IDs to change: {listed}. Name the site with --branch BRANCH "
                           "[--site DIR] (the live toolkit service names none), then run `sitetk site edit` and "

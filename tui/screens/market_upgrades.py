@@ -5,8 +5,12 @@ steps follow the spec's upgrade rules in order (attributes before update, downlo
 old only after confirmation, then the core.yaml IDs to change); blocked appliances and notes
 (the manager's own upgrade instructions) are shown above. Applying needs an IMAGE datastore; each
 removal opens a confirmation naming the old version (default Cancel) with the equivalent CLI.
-At the end the modal lists every ID core.yaml must change, old -> new. Applying is hidden in
-read-only mode. Returns True when it changed the cloud.
+At the end the modal lists every ID core.yaml must change, old -> new, then reads the site branch's
+core.yaml (decrypted in memory, tui.procedures.site.follow_upgrade.preview_site_ids) and shows it
+per key as the CLI's `market upgrades --apply` previews it (key, old -> new, the appliance), the
+new site variables the upgraded components need and core.yaml lacks (they are asked for when the
+IDs are written), and the commands that write them; what it could not read is said. Applying is
+hidden in read-only mode. Returns True when it changed the cloud.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from tui.procedures.market.download import list_image_datastores
 from tui.procedures.market.marketplaces import MarketCatalog
 from tui.procedures.market.upgrades import ApplyUpgrades, IdChange, Upgraded
 from tui.procedures.preview import Preview
+from tui.procedures.site.follow_upgrade import SiteIdsPreview, preview_site_ids
 from tui.screens.error_text import error_text
 from tui.screens.market_download import datastore_label
 from tui.screens.operation_modal import OperationModal
@@ -66,6 +71,32 @@ def core_yaml_renderable(changes: tuple[IdChange, ...]) -> RenderableType:
     return Group(table, Text("Add any new site variables of the upgraded components too.", style="dim"))
 
 
+def site_ids_renderable(changes: tuple[IdChange, ...], preview: SiteIdsPreview | None) -> RenderableType:
+    """The IDs the upgrade replaced, then core.yaml's keys they change (or why it was not read)."""
+    if preview is None:
+        return Group(core_yaml_renderable(changes), Text("Reading the site's core.yaml…", style="dim"))
+    if preview.reason:
+        return Group(core_yaml_renderable(changes), Text(f"core.yaml not read: {preview.reason}", style="yellow"))
+    where = f"{preview.site_dir}/core.yaml on {preview.branch}"
+    if not preview.edits:
+        return Group(core_yaml_renderable(changes), Text(f"{where} holds none of the replaced IDs: nothing to change.",
+                                                         style="green"))
+    table = Table("KEY", "OLD", "", "NEW", "APPLIANCE", box=None, padding=(0, 1), header_style="bold",
+                  title=f"{where} (read decrypted): {len(preview.edits)} key(s) to change", title_justify="left",
+                  title_style="bold")
+    for edit in preview.edits:
+        table.add_row(Text(edit.path), Text(str(edit.old)), Text("->", style="dim"), Text(str(edit.new), style="green"),
+                      Text(f"{edit.appliance} {edit.kind}"))
+    parts: list[RenderableType] = [table]
+    if preview.missing:
+        parts.append(Text("New site variables the upgraded components need (asked when the IDs are written):",
+                          style="bold yellow"))
+        parts.extend(Text.assemble("  ", (path, "bold"), f"  {about}") for path, about in preview.missing)
+    parts.append(Text("Write them with:", style="dim"))
+    parts.extend(Text(f"  {command}", style="dim") for command in preview.commands)
+    return Group(*parts)
+
+
 class UpgradePlanModal(OperationModal[UpgradePlan, Upgraded]):
     """The upgrade plan of the site's appliances (see the module docstring)."""
 
@@ -89,10 +120,16 @@ class UpgradePlanModal(OperationModal[UpgradePlan, Upgraded]):
     class DatastoresRead(Message):
         datastores: tuple[Datastore, ...]
 
+    @dataclass
+    class SiteIdsRead(Message):
+        preview: SiteIdsPreview
+
     def __init__(self, catalog: MarketCatalog, *, read_only: bool = False) -> None:
         super().__init__()
         self.catalog = catalog
         self.read_only = read_only
+        #: core.yaml's keys the applied upgrade changes, once read
+        self.site_ids: SiteIdsPreview | None = None
 
     @property
     def core_yaml(self) -> tuple[IdChange, ...]:
@@ -173,9 +210,28 @@ class UpgradePlanModal(OperationModal[UpgradePlan, Upgraded]):
             [f"{s.kind.value}" + (f": {s.appliance}" if s.appliance else "") for s in plan.steps])
 
     def show_result(self, result: Upgraded) -> None:
-        self.show_result_text(core_yaml_renderable(result.core_yaml) if result.core_yaml
+        changes = tuple(c for c in result.core_yaml if c.old >= 0 and c.new is not None)
+        self.show_result_text(site_ids_renderable(result.core_yaml, None) if changes
+                              else core_yaml_renderable(result.core_yaml) if result.core_yaml
                               else Text("✔ Done.", style="bold green"))
         self.query_one("#up-close", Button).focus()
+        if changes:
+            self._site_ids_worker(changes)
+
+    @work(exclusive=True, group="upgrades-site-ids", exit_on_error=False)
+    async def _site_ids_worker(self, changes: tuple[IdChange, ...]) -> None:
+        records = tuple(s.record.id for s in self.plan.steps if s.record is not None) if self.plan is not None else ()
+        try:
+            preview = await preview_site_ids(self.shell.site, changes, records)
+        except SiteError as error:
+            preview = SiteIdsPreview(reason=f"{error.title}: {error.detail}")
+        self.post_message(self.SiteIdsRead(preview))
+
+    @on(SiteIdsRead)
+    def _site_ids_read(self, message: SiteIdsRead) -> None:
+        self.site_ids = message.preview
+        if self.result is not None:
+            self.show_result_text(site_ids_renderable(self.result.core_yaml, message.preview))
 
     def show_failure(self, error: SiteError) -> None:
         self.show_result_text(error_text(error))

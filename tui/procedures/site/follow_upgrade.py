@@ -23,6 +23,12 @@ key, old -> new, re-encrypted with the same vault password, comments kept, its o
 then the `SubmitSite` operation with a commit message naming the upgrade (the check gate of every
 submit: errors refuse unless an override reason is given; the edit then stays in the working clone
 for `sitetk site submit`). Nothing in core.yaml to change: nothing is edited or committed.
+
+`site_branch(site)` is the site branch and directory the live toolkit service names (its manager's
+sites_branch and deployment_site inputs). `preview_site_ids(...)` is what the console's upgrade
+dialog shows once an upgrade is applied: the same per-key edits and missing site variables, read
+from the pushed core.yaml of that branch (decrypted in memory with the configured vault password),
+changing nothing; what it could not read is said (`reason`).
 """
 
 from __future__ import annotations
@@ -125,6 +131,85 @@ def upgrade_message(plan: "UpgradePlan", appliances: Iterable[str]) -> str:
     names = set(appliances)
     rows = [f"{row.software} {row.previous.label} -> {row.new.label}" for row in plan.rows if row.software in names]
     return f"Upgrade {', '.join(rows) or ', '.join(sorted(names))}: core.yaml image and template IDs"
+
+
+async def site_branch(site: "SiteConnection") -> tuple[str, str]:
+    """(branch, site directory) the live toolkit service names ("" each when none)."""
+    from tui.procedures.toolkit.service import toolkit_service
+
+    naming = site.naming
+    service = toolkit_service(tuple(await site.flow.list_services()), naming)
+    values = service.input_values if service is not None else {}
+    branch = str(values.get(naming.input_name(f"{naming.role_manager}_sites_branch"), "") or "")
+    site_dir = str(values.get(naming.input_name(f"{naming.role_manager}_deployment_site"), "") or "")
+    return branch, site_dir
+
+
+@dataclass(frozen=True)
+class SiteIdsPreview:
+    """core.yaml's keys an applied upgrade changes, and the new site variables it needs."""
+
+    branch: str = ""
+    site_dir: str = ""
+    edits: tuple[IdEdit, ...] = ()
+    missing: tuple[tuple[str, str], ...] = ()
+    #: why core.yaml was not read ("" when it was)
+    reason: str = ""
+    #: the working clone `sitetk site open` checks the branch out in
+    clone: str = ""
+
+    @property
+    def commands(self) -> tuple[str, ...]:
+        """The commands that apply it by hand (the CLI's `market upgrades --apply` does it itself)."""
+        if self.reason or not (self.edits or self.missing):
+            return ()
+        sets = " ".join(f"--set {e.path}={e.new}" for e in self.edits)
+        sets += "".join(f" --set {path}=VALUE" for path, _ in self.missing)
+        site_dir = self.site_dir or self.branch
+        return (f"sitetk site open {self.branch}" + (f" --site {site_dir}" if site_dir != self.branch else ""),
+                f"sitetk site edit {self.clone or 'CLONE'}/{site_dir}/core.yaml {sets.strip()}",
+                "sitetk site submit")
+
+
+async def preview_site_ids(site: "SiteConnection", changes: Sequence[IdChange], record_ids: Sequence[str] = ()
+                           ) -> SiteIdsPreview:
+    """Read the site branch's pushed core.yaml and say which keys `changes` changes (module docstring)."""
+    from tui.adapters.git_repo import SITE_CONFIG_FILE
+    from tui.adapters.vault import decrypt_text_async, is_vault_text
+    from tui.procedures.site.component_library import library_definitions
+    from tui.procedures.site.workspace import sites_repo, vault_password
+
+    if not site.settings.sites_repo:
+        return SiteIdsPreview(reason="no sites repository is configured (sites_repo in the [site] table)")
+    branch, site_dir = await site_branch(site)
+    if not branch:
+        return SiteIdsPreview(reason="the live toolkit service names no site branch")
+    site_dir = site_dir or branch
+    try:
+        password = vault_password(site.settings)
+    except SiteError as error:
+        return SiteIdsPreview(branch, site_dir, reason=f"{error.title}")
+    if password is None:
+        return SiteIdsPreview(branch, site_dir, reason="no vault password file is configured (vault_password_file)")
+    repo = sites_repo(site.settings)
+    try:
+        await repo.sync()
+        text = await repo.read_file(f"origin/{branch}", f"{site_dir}/{SITE_CONFIG_FILE}")
+        if text is None:
+            return SiteIdsPreview(branch, site_dir, reason=f"{branch} holds no {site_dir}/{SITE_CONFIG_FILE}")
+        if is_vault_text(text):
+            text = await decrypt_text_async(text, password, f"{branch}:{site_dir}/{SITE_CONFIG_FILE}")
+    except SiteError as error:
+        return SiteIdsPreview(branch, site_dir, reason=f"{error.title}: {error.detail}")
+    finally:
+        repo.close()
+    config = SiteConfig.parse(text, site.naming)
+    try:
+        definitions: Mapping[str, ComponentDefinition] | None = await library_definitions(site)
+    except SiteError:
+        definitions = None
+    missing = missing_variables(config, definitions, record_ids) if definitions else ()
+    return SiteIdsPreview(branch, site_dir, id_edits(config, changes), missing, clone=str(repo.workdir))
 
 
 #: asks the operator for site variables: (dotted path, what it is) -> {path: value}
