@@ -46,6 +46,8 @@ def test_run_activates_reports_and_destroy_leaves_nothing(trial_site, capsys) ->
     assert all(secret not in text for secret in _secrets(server)) and "demo-sites-token" not in text
     assert "deployment_site_token=<VAULT_PASSWORD_FILE" in commands[1]["cli"]
     assert data["plan"]["manager"]["user_source"].startswith("the manager VM")
+    assert data["plan"]["checked_against"].startswith("TNLCM v0.5.2")
+    assert "its API as TNLCM v0.5.2" in commands[0]["description"]
     assert _live(server, "sitetktest") == ([], [])
 
     code, data, err = run(capsys, "trial", "run", "--yes", "--json", *FAST)
@@ -98,6 +100,8 @@ def test_a_failing_activation_shows_the_pipeline_and_log_and_destroy_leaves_noth
     code, data, err = run(capsys, "trial", "destroy", "--yes", "--json")
     assert code == 0 and data["result"]["steps"] == ["destroy", "purge"], (data, err)
     assert _live(server, "sitetktest") == ([], [])
+    with server.site.lock:  # purged: the manager holds no record of it either
+        assert manager_of(server.site).trial_networks == {}
 
 
 def test_a_wrong_admin_password_is_refused_by_the_manager(trial_site, capsys) -> None:

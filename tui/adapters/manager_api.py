@@ -28,6 +28,10 @@ from tui.adapters.http_errors import ResponseTooLarge, bounded_request, malforme
 from tui.errors import AuthenticationFailed, SiteError, redact
 
 API = "/api/v1"
+#: the manager's source this client (and the embedded site's manager) was checked against: its newest
+#: tag and its main branch, which differ only by a route the console does not call (README, "Proving
+#: the site works": the differences, file and line); the previews and unknown states name it
+CHECKED_AGAINST = "TNLCM v0.5.2 (and main be212ac of 2025-06-30)"
 #: what says where the manager is, in the errors
 HINT = "the manager's address (the manager VM's, port 5000; SITETK_MANAGER_URL or manager_url in [site])"
 SERVICE = "the trial-network manager"

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
 from tui import timing
-from tui.adapters.manager_api import ManagerApi, ManagerError
+from tui.adapters.manager_api import CHECKED_AGAINST, ManagerApi, ManagerError
 from tui.domain.printable import escape_controls
 from tui.errors import SiteError
 from tui.procedures.audit import REDACTOR
@@ -54,6 +54,14 @@ ACTIVATE_FROM = ("validated", "failed-activation", "destroyed")
 DESTROY_FROM = ("activated", "failed-activation", "failed-destruction")
 PURGE_FROM = ("validated", "destroyed", "created")
 TRANSITIONS = ("validating", "activating", "destroying", "suspending")
+#: every state the manager defines (STATE_MACHINE, core/models/trial_network.py 16-33 at TNLCM v0.5.2)
+STATES = ("activated", "created", "destroyed", "failed-activation", "failed-destruction", "validated", *TRANSITIONS)
+
+
+def state_said(state: str) -> str:
+    """The state as the manager reported it, and a note when the manager's source defines no such state."""
+    known = state in STATES or state in ("", "(gone)")
+    return state if known else f"{state} (a state {CHECKED_AGAINST} does not define: a newer manager?)"
 
 
 def check_tn_id(tn_id: str) -> str | None:
@@ -131,7 +139,8 @@ class TrialPlan:
     def preview(self) -> Preview:
         c = self.curls()
         changes = (
-            Change(f"log in to the manager at {self.access.url} as {self.access.user!r} ({self.access.user_source})",
+            Change(f"log in to the manager at {self.access.url} as {self.access.user!r} ({self.access.user_source}; its "
+                   f"API as {CHECKED_AGAINST} defines it)",
                    c[0], "none"),
             Change(f"create trial network {self.tn_id!r} from the component library's {self.descriptor_path} "
                    f"({self.library_type} {self.library_value}) for site {self.deployment_site!r} of branch "
@@ -148,7 +157,7 @@ class TrialPlan:
         return {"manager": self.access.as_json(), "tn_id": self.tn_id, "sites_branch": self.sites_branch,
                 "deployment_site": self.deployment_site, "token_source": self.token_source,
                 "library_reference_type": self.library_type, "library_reference_value": self.library_value,
-                "descriptor": self.descriptor_path, "commands": list(self.curls())}
+                "descriptor": self.descriptor_path, "commands": list(self.curls()), "checked_against": CHECKED_AGAINST}
 
 
 @dataclass(frozen=True)
@@ -397,7 +406,7 @@ class RunTrialNetwork(Operation[TrialPlan, TrialResult]):
             record = await api.get(tn)
             state = str(record.get("state", "")) if record else "(gone)"
             if state != "activated":
-                raise await self._failed(api, plan, record, context, f"the trial network is {state}")
+                raise await self._failed(api, plan, record, context, f"the trial network is {state_said(state)}")
             report = await api.report(tn)
             seconds = timing.monotonic() - started
             context.report(Progress("report", total, total, f"trial network {tn} activated in {seconds:.0f} s", "done",
