@@ -282,8 +282,9 @@ async def _site_follows(args: argparse.Namespace, site: SiteConnection, plan: An
                         answer: dict[str, Any] | None) -> int:
     """core.yaml changed to the new IDs and submitted with the upgrade named (tui.procedures.site.follow_upgrade)."""
     from tui.cli.site_options import parse_set, vault_password, warn
-    from tui.procedures.site.follow_upgrade import site_branch, update_site_ids, upgrade_message
+    from tui.procedures.site.follow_upgrade import update_site_ids, upgrade_message
     from tui.procedures.site.workspace import sites_repo
+    from tui.procedures.toolkit.service import site_branch
 
     changes = [c for c in upgraded.core_yaml if c.old >= 0 and c.new is not None]
     payload: dict[str, Any] = {"site": None}

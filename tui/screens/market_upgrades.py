@@ -36,6 +36,7 @@ from tui.procedures.market.marketplaces import MarketCatalog
 from tui.procedures.market.upgrades import ApplyUpgrades, IdChange, Upgraded
 from tui.procedures.preview import Preview
 from tui.procedures.site.follow_upgrade import SiteIdsPreview, preview_site_ids
+from tui.procedures.toolkit.service import site_branch
 from tui.screens.error_text import error_text
 from tui.screens.market_download import datastore_label
 from tui.screens.operation_modal import OperationModal
@@ -222,7 +223,8 @@ class UpgradePlanModal(OperationModal[UpgradePlan, Upgraded]):
     async def _site_ids_worker(self, changes: tuple[IdChange, ...]) -> None:
         records = tuple(s.record.id for s in self.plan.steps if s.record is not None) if self.plan is not None else ()
         try:
-            preview = await preview_site_ids(self.shell.site, changes, records)
+            branch, site_dir = await site_branch(self.shell.site)
+            preview = await preview_site_ids(self.shell.site, branch, site_dir, changes, records)
         except SiteError as error:
             preview = SiteIdsPreview(reason=f"{error.title}: {error.detail}")
         self.post_message(self.SiteIdsRead(preview))

@@ -24,11 +24,11 @@ then the `SubmitSite` operation with a commit message naming the upgrade (the ch
 submit: errors refuse unless an override reason is given; the edit then stays in the working clone
 for `sitetk site submit`). Nothing in core.yaml to change: nothing is edited or committed.
 
-`site_branch(site)` is the site branch and directory the live toolkit service names (its manager's
-sites_branch and deployment_site inputs). `preview_site_ids(...)` is what the console's upgrade
-dialog shows once an upgrade is applied: the same per-key edits and missing site variables, read
-from the pushed core.yaml of that branch (decrypted in memory with the configured vault password),
-changing nothing; what it could not read is said (`reason`).
+`preview_site_ids(...)` is what the console's upgrade dialog shows once an upgrade is applied: the
+same per-key edits and missing site variables, read from the pushed core.yaml of the site branch
+(the one the live toolkit names, `tui.procedures.toolkit.service.site_branch`), decrypted in
+memory with the configured vault password, changing nothing; what it could not read is said
+(`reason`).
 """
 
 from __future__ import annotations
@@ -133,18 +133,6 @@ def upgrade_message(plan: "UpgradePlan", appliances: Iterable[str]) -> str:
     return f"Upgrade {', '.join(rows) or ', '.join(sorted(names))}: core.yaml image and template IDs"
 
 
-async def site_branch(site: "SiteConnection") -> tuple[str, str]:
-    """(branch, site directory) the live toolkit service names ("" each when none)."""
-    from tui.procedures.toolkit.service import toolkit_service
-
-    naming = site.naming
-    service = toolkit_service(tuple(await site.flow.list_services()), naming)
-    values = service.input_values if service is not None else {}
-    branch = str(values.get(naming.input_name(f"{naming.role_manager}_sites_branch"), "") or "")
-    site_dir = str(values.get(naming.input_name(f"{naming.role_manager}_deployment_site"), "") or "")
-    return branch, site_dir
-
-
 @dataclass(frozen=True)
 class SiteIdsPreview:
     """core.yaml's keys an applied upgrade changes, and the new site variables it needs."""
@@ -171,8 +159,8 @@ class SiteIdsPreview:
                 "sitetk site submit")
 
 
-async def preview_site_ids(site: "SiteConnection", changes: Sequence[IdChange], record_ids: Sequence[str] = ()
-                           ) -> SiteIdsPreview:
+async def preview_site_ids(site: "SiteConnection", branch: str, site_dir: str, changes: Sequence[IdChange],
+                           record_ids: Sequence[str] = ()) -> SiteIdsPreview:
     """Read the site branch's pushed core.yaml and say which keys `changes` changes (module docstring)."""
     from tui.adapters.git_repo import SITE_CONFIG_FILE
     from tui.adapters.vault import decrypt_text_async, is_vault_text
@@ -181,7 +169,6 @@ async def preview_site_ids(site: "SiteConnection", changes: Sequence[IdChange], 
 
     if not site.settings.sites_repo:
         return SiteIdsPreview(reason="no sites repository is configured (sites_repo in the [site] table)")
-    branch, site_dir = await site_branch(site)
     if not branch:
         return SiteIdsPreview(reason="the live toolkit service names no site branch")
     site_dir = site_dir or branch

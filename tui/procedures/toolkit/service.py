@@ -510,3 +510,13 @@ async def toolkit_deployed(site: "SiteConnection") -> bool:
     """Whether the site has a live toolkit service (the console's front door opens the checklist
     when it has none)."""
     return toolkit_service(await site.flow.list_services(), site.naming) is not None
+
+
+async def site_branch(site: "SiteConnection") -> tuple[str, str]:
+    """(branch, site directory) the live toolkit service names ("" each when none)."""
+    naming = site.naming
+    service = toolkit_service(tuple(await site.flow.list_services()), naming)
+    values = service.input_values if service is not None else {}
+    branch = str(values.get(naming.input_name(f"{naming.role_manager}_sites_branch"), "") or "")
+    site_dir = str(values.get(naming.input_name(f"{naming.role_manager}_deployment_site"), "") or "")
+    return branch, site_dir
