@@ -5,7 +5,8 @@ deadlines and heartbeats with `monotonic()`. It is `time.monotonic()` plus an of
 test moves (`CLOCK.advance(seconds)`, tests/conftest.py `driven_clock`): a test of what happens at
 a timeout lets the embedded site reach the situation it wants, then moves the clock past the
 deadline instead of waiting the timeout out. The pauses between polls stay real (`asyncio.sleep`):
-the site is polled as it runs.
+the site is polled as it runs. A screenshot scene stops it (`CLOCK.stop()`, then `advance`) so the
+elapsed seconds it shows are the same every time; `CLOCK.resume()` lets it run again from there.
 """
 
 from __future__ import annotations
@@ -19,11 +20,26 @@ class Clock:
 
     def __init__(self) -> None:
         self._offset = 0.0
+        #: the real time the clock was stopped at (None: it runs)
+        self._stopped: float | None = None
         self._lock = threading.Lock()
 
     def monotonic(self) -> float:
         with self._lock:
-            return time.monotonic() + self._offset
+            return (time.monotonic() if self._stopped is None else self._stopped) + self._offset
+
+    def stop(self) -> None:
+        """Stop the clock where it is: it then moves only with `advance` (a picture's elapsed seconds)."""
+        with self._lock:
+            if self._stopped is None:
+                self._stopped = time.monotonic()
+
+    def resume(self) -> None:
+        """Let a stopped clock run again from where it stands (it never goes back)."""
+        with self._lock:
+            if self._stopped is not None:
+                self._offset -= time.monotonic() - self._stopped
+                self._stopped = None
 
     def advance(self, seconds: float) -> None:
         """Move the clock `seconds` forward: every deadline measured with it comes that much closer."""

@@ -15,10 +15,8 @@ import pytest
 from tests.conftest import isolate_home
 from tests.setup.conftest import point_at
 from tests.setup.inputs import write_inputs
-from tui.domain.vm_states import LcmState, VmState
 from tui.procedures.audit import AUDIT_ENV
-from tui.sim.lifecycle import deploy_vm, vm_action
-from tui.sim.manager_api import manager_vm
+from tui.sim.manager_api import manager_vm, ready_manager_step
 from tui.sim.repos import EXISTING_SITE, SIM_VAULT_PASSWORD
 from tui.sim.server import SimServer
 
@@ -44,19 +42,11 @@ def _until(server: SimServer, probe: Callable[[], Any], what: str, timeout: floa
 
 def manager_ready(server: SimServer) -> int:
     """Move the manager VM to an AVX host (undeploy, deploy) and wait until it reports READY."""
-    site = server.site
-    with site.lock:
-        vm = manager_vm(site)
+    _until(server, lambda: ready_manager_step(server.site), "the manager VM READY on a host that runs its database")
+    with server.site.lock:
+        vm = manager_vm(server.site)
         assert vm is not None
-        host = next(h.id for h in site.hosts.values() if h.name == "kvm-cascadelake-01")
-    _until(server, lambda: vm.state == VmState.ACTIVE and vm.lcm_state == LcmState.RUNNING, "the manager VM RUNNING")
-    with site.lock:
-        vm_action(site, "undeploy", vm.id)
-    _until(server, lambda: vm.state == VmState.UNDEPLOYED, "the manager VM UNDEPLOYED")
-    with site.lock:
-        deploy_vm(site, vm.id, host)
-    _until(server, lambda: any(k == "READY" for k, _ in vm.user_template), "the manager VM READY")
-    return vm.id
+        return vm.id
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ step (the site is left as it is: `n` continues from there); `r` reads the site a
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -196,6 +197,19 @@ class ValuesModal(SecretsModal):
     SECRET = False
 
 
+
+#: what a wait's heartbeat ends with: "(12 s of at most 1800 s)" (tui.procedures.waiting's callers)
+_HEARTBEAT = re.compile(r"\(\d+ s of at most [\d.]+ s\)$")
+
+
+def _heartbeat_of(last: str, line: str) -> bool:
+    """`line` and `last` are heartbeats of one wait (the same step and phase, each saying its elapsed
+    seconds): the newer replaces the older in the step log."""
+    prefix = line.split(": ", 2)[:2]
+    return (last.startswith("… ") and line.startswith("… ") and last.split(": ", 2)[:2] == prefix
+            and bool(_HEARTBEAT.search(last)) and bool(_HEARTBEAT.search(line)))
+
+
 class SetupScreen(SiteScreen):
     """The first-time setup checklist and its health view (spec operation 8)."""
 
@@ -357,7 +371,11 @@ class SetupScreen(SiteScreen):
         if self.read_only:
             parts.append("read-only: n and d hidden")
         self.query_one("#setup-status", Label).update(Content(" · ".join(parts)))
-        self.query_one("#setup-log", Static).update(Text("\n".join(self.step_log[-6:]), style="dim"))
+        log = self.query_one("#setup-log", Static)
+        # the newest lines that fit (it is 2 high: the last six drew the oldest two of them, and a
+        # wait's heartbeat was never in sight)
+        shown = max(1, log.size.height or 2)
+        log.update(Text("\n".join(self.step_log[-shown:]), style="dim"))
 
     # ------------------------------------------------------------------ actions
 
@@ -456,7 +474,11 @@ class SetupScreen(SiteScreen):
             async for event in run_setup(self.site, self._target(), options, confirm=self._confirm,
                                          ask_secrets=self._ask, ask_values=self._ask_values):
                 mark = {"done": "✔", "failed": "✖", "skipped": "·"}.get(event.state, "…")
-                self.step_log.append(f"{mark} {event.step}: {event.message}")
+                line = f"{mark} {event.step}: {event.message}"
+                if self.step_log and _heartbeat_of(self.step_log[-1], line):
+                    self.step_log[-1] = line  # a wait's newer heartbeat replaces its last one
+                else:
+                    self.step_log.append(line)
                 message = event.message
                 self._paint_status()
         except SiteError as error:

@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator
 
+from tui import timing
 from tui.screenshots.scene import SCENE_HOST, SCENE_PORT, Scene, SceneContext, frozen_clock
 from tui.settings import Settings
 
@@ -53,6 +54,7 @@ def scene_site(scene: Scene, state_dir: Path) -> Iterator["SimServer | None"]:
             yield server
         finally:
             server.stop()
+            timing.CLOCK.resume()  # a scene may stop the procedures' clock for its picture
 
 
 def scene_settings(scene: Scene, server: "SimServer | None") -> Settings:

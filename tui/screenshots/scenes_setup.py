@@ -167,6 +167,46 @@ async def prepare_setup_save(ctx: SceneContext) -> None:
     await ctx.wait_for(lambda: modal.query("#file-ok"), what="its buttons")
 
 
+async def prepare_setup_trial(ctx: SceneContext) -> None:
+    """d on the optional trial-run step of the deployed site, its manager up: the activation held
+    (the manager's deploy pipeline waits), the procedures' clock stopped then moved 42 s, so the step
+    log says what it waits for with the same elapsed seconds every time (tui.timing)."""
+    import threading
+
+    from tui import timing
+    from tui.sim.manager_api import _admin, manager_vm, ready_manager_step
+    from tui.sim.repos import EXISTING_SITE, SIM_VAULT_PASSWORD
+    from widgets.confirm_modal import ConfirmModal
+
+    assert ctx.server is not None
+    site = ctx.server.site
+
+    def ready() -> bool:
+        site.advance()
+        return ready_manager_step(site)
+
+    await ctx.wait_for(ready, timeout=60, what="the manager VM READY on a host that runs its database")
+    site.faults.manager_hold = threading.Event()  # activating until the scene's site stops
+    path = scene_inputs(site.state_dir, EXISTING_SITE, SIM_VAULT_PASSWORD)
+    data = json.loads(path.read_text())
+    with site.lock:
+        manager = manager_vm(site)
+        assert manager is not None
+        data["custom_attrs_values"]["app_manager_admin_password"] = _admin(site, manager)[1]
+    path.write_text(json.dumps(data))
+    screen = await setup_loaded(ctx, path, cursor="trial-run")
+    timing.CLOCK.stop()  # the harness lets it run again after the picture (scene_site)
+    await ctx.pilot.press("d")
+    await ctx.wait_for_screen(ConfirmModal, timeout=60, what="the trial network's preview")
+    await ctx.pilot.press("tab", "enter")
+    await ctx.wait_for(lambda: any("(0 s of at most" in line for line in screen.step_log), timeout=60,
+                       what="the wait for the manager's pipeline")
+    timing.CLOCK.advance(42)
+    await ctx.wait_for(lambda: "activating: waiting" in screen.step_log[-1]
+                       and "(42 s of at most 1800 s)" in screen.step_log[-1], timeout=30,
+                       what="the wait's heartbeat after 42 s, the trial network activating")
+
+
 SCENES: list[Scene] = [
     Scene("setup", "fresh", prepare_setup_fresh),
     Scene("setup", "halfway", prepare_setup_halfway, scenario="deployed"),
@@ -176,4 +216,5 @@ SCENES: list[Scene] = [
     Scene("setup", "confirm-80x24", prepare_setup_confirm, size=SMALL),
     Scene("setup", "values-80x24", prepare_setup_values, size=SMALL),
     Scene("setup", "save-80x24", prepare_setup_save, size=SMALL),
+    Scene("setup", "trial", prepare_setup_trial, scenario="deployed"),
 ]

@@ -627,3 +627,29 @@ def _purge(site: SimSite, tn: SimTrialNetwork) -> Response:
         manager_of(site).trial_networks.pop(tn.tn_id, None)  # 874-875
         return _message(200, f"Trial network with identifier {tn.tn_id} has been purged. In this state, the trial "
                         "network has been deleted and cannot be recovered")
+
+
+#: the deployed scenario's host whose CPU runs the manager's database (AVX, tui/sim/scenarios.py)
+DATABASE_HOST = "kvm-cascadelake-01"
+
+
+def ready_manager_step(site: SimSite) -> bool:
+    """One step of moving the manager VM to a host whose CPU runs its database, as the setup's
+    database-host step does (undeploy, then deploy there); True once it reports READY. Called
+    repeatedly as the site's clock advances (tests, screenshot scenes)."""
+    from tui.sim.lifecycle import deploy_vm, vm_action
+
+    with site.lock:
+        vm = manager_vm(site)
+        if vm is None:
+            return False
+        if any(key == "READY" for key, _ in vm.user_template):
+            return True
+        host = next(h.id for h in site.hosts.values() if h.name == DATABASE_HOST)
+        on_host = bool(vm.history) and vm.history[-1].host_id == host
+        if vm.state == VmState.ACTIVE and vm.lcm_state == LcmState.RUNNING and not on_host:
+            vm_action(site, "undeploy", vm.id)
+        elif vm.state == VmState.UNDEPLOYED:
+            deploy_vm(site, vm.id, host)
+    return False
+
