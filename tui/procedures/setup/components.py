@@ -22,8 +22,16 @@ from typing import TYPE_CHECKING, AsyncIterator, Sequence
 from tui.adapters.vault import VaultPassword
 from tui.domain.components import ComponentDefinition
 from tui.errors import SiteError
+from tui.procedures.components.enable_operation import EnableComponent, EnableReview
+from tui.procedures.components.provision import plan_provision
+from tui.procedures.operation_stream import stream_operation
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress
+from tui.procedures.site.component_library import library_definitions
+from tui.procedures.site.config import check_enable_inputs, load_site_config, preview_enable_component
+from tui.procedures.site.repo import locate_site, open_site
+from tui.procedures.site.submit_operation import SubmitSite
+from tui.procedures.site.verdict import site_verdict
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.adapters.git_repo import GitRepo
@@ -61,8 +69,6 @@ class ComponentsPlan:
 
 
 async def _definitions(site: "SiteConnection") -> dict[str, ComponentDefinition]:
-    from tui.procedures.site.component_library import library_definitions
-
     return await library_definitions(site)
 
 
@@ -70,10 +76,6 @@ async def plan_components(site: "SiteConnection", repo: "GitRepo", branch: str, 
                           password: VaultPassword, missing: Sequence[str], recommended: Sequence[str],
                           cloud_user: str) -> ComponentsPlan:
     """What enabling the missing components means (module docstring); changes nothing on the site."""
-    from tui.procedures.components.provision import plan_provision
-    from tui.procedures.site.config import check_enable_inputs, preview_enable_component
-    from tui.procedures.site.repo import locate_site, open_site
-
     async for _ in open_site(repo, branch, site_dir):
         pass
     ref = locate_site(repo, branch, site_dir)
@@ -117,9 +119,6 @@ async def enable_components(site: "SiteConnection", repo: "GitRepo", plan: Compo
                             step_timeout: float = 1800.0) -> AsyncIterator[Progress]:
     """Enable each planned component (the `EnableComponent` operation) in the working clone; the
     submit is the setup's last step (`submit_checked`)."""
-    from tui.procedures.components.enable_operation import EnableComponent, EnableReview
-    from tui.procedures.operation_stream import stream_operation
-
     for why in plan.skipped:
         yield Progress("recommended components", 1, 1, f"not enabled: {why}", "skipped")
     for step in plan.steps:
@@ -136,11 +135,6 @@ async def submit_checked(site: "SiteConnection", repo: "GitRepo", ref: "SiteRef"
     `sitetk site check --cloud`); no error and nothing left unchecked: commit and push it (the
     `SubmitSite` operation through `run_operation`: the read-only refusal and its one audit record,
     which then says the check passed with nothing unchecked)."""
-    from tui.procedures.operation_stream import stream_operation
-    from tui.procedures.site.config import load_site_config
-    from tui.procedures.site.submit_operation import SubmitSite
-    from tui.procedures.site.verdict import site_verdict
-
     definitions = await _definitions(site)
     operation = SubmitSite(repo, ref, password, definitions=definitions)
     config = (await load_site_config(ref.path, password, site.naming)).config

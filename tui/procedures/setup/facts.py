@@ -8,15 +8,21 @@ service that is not DONE and has the toolkit's roles), its VMs by ID from its ro
 `SetupTarget` is what the operator intends, from the toolkit input file when one is given (the
 spec's JSON: the automation cloud user, the sites branch and directory, the default network and
 the site secret that is also the vault password), else from the live toolkit service's inputs.
+
+The console imports this module before its first rows (the front door's check; guarded by
+tests/test_startup_imports.py): what only reading the site needs and the console has not loaded by
+then (the inventory, the marketplaces' listings, the input checks, the leases, the manager's client,
+about a dozen modules, 0.6 s at load 24 here) is imported inside the function that reads it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Mapping, TypeVar
 
 from tui.adapters.vault import VaultPassword, decrypt_text_async, is_vault_text
+from tui.domain.bounded import BoundedInputError, read_text_file
 from tui.domain.datastores import Datastore
 from tui.domain.disk_size import DEFAULT_OBJECTSTORE_DISK_MB
 from tui.domain.documents import SERVICE_TEMPLATE_DOCUMENT
@@ -26,15 +32,19 @@ from tui.domain.marketapps import MarketApp, Marketplace
 from tui.domain.naming import DEFAULT_NAMING, NamingProfile
 from tui.domain.networks import Vnet
 from tui.domain.services import Service, ServiceTemplate
-from tui.domain.setup_networks import Lease
+from tui.domain.setup_networks import Lease, default_candidates
+from tui.domain.site_config import SiteConfig, SiteConfigError
+from tui.domain.ssh_keys import SshKeyError, parse_public_key
 from tui.domain.system import SystemConfig
 from tui.domain.users import User
 from tui.domain.vms import VmDetail, VmSummary
 from tui.errors import AuthenticationFailed, SiteError
 from tui.procedures.concurrent import gather
 from tui.procedures.site.component_library import library_definitions
+from tui.procedures.site.verdict import site_verdict
+from tui.procedures.site.workspace import prompted_password, sites_repo, vault_password
 from tui.procedures.site_record import site_record_problem
-from tui.procedures.toolkit.service import toolkit_service
+from tui.procedures.toolkit.service import list_toolkit_templates, load_form, read_input_file, toolkit_service
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.domain.acls import AclRule
@@ -169,8 +179,6 @@ class SetupFacts:
 
     @property
     def default_network(self) -> Vnet | None:
-        from tui.domain.setup_networks import default_candidates
-
         if self.vnets is None:
             return None
         wanted = self.default_network_id
@@ -221,9 +229,6 @@ async def _guard(what: str, call: Awaitable[T], notes: list[str], failed: dict[s
 
 def target_from_file(path: str | Path, secrets: frozenset[str], naming: Any) -> SetupTarget:
     """The intent of a toolkit input file (SiteError when it cannot be read or is malformed)."""
-    from tui.procedures.site.workspace import prompted_password
-    from tui.procedures.toolkit.service import read_input_file
-
     loaded = read_input_file(path, secrets)
     values = loaded.file.value_map()
     network = next((int(i) for _, i in loaded.file.networks if str(i).strip().isdigit()), None)
@@ -249,7 +254,6 @@ def with_service_inputs(target: SetupTarget, service: Service | None, naming: An
     if service is None:
         return target
     values = service.input_values
-    from dataclasses import replace
 
     def pick(current: str, suffix: str) -> str:
         return current or str(values.get(naming.input_name(suffix), ""))
@@ -263,6 +267,7 @@ def with_service_inputs(target: SetupTarget, service: Service | None, naming: An
 
 async def _toolkit_images(site: "SiteConnection", templates: tuple[ServiceTemplate, ...] | None,
                           notes: list[str]) -> tuple[int, ...] | None:
+    # imported here, not at the top: keeps the console's start-up light (module docstring)
     from tui.procedures.market.attributes import images_of_service_template
 
     if not templates:
@@ -279,8 +284,6 @@ async def _automation_key(site: "SiteConnection", service: Service | None,
     role = service.role(site.naming.role_automation)
     if role is None or not role.vm_ids:
         return "", ""
-    from tui.domain.ssh_keys import SshKeyError, parse_public_key
-
     detail = await _guard(f"the automation VM {role.vm_ids[0]}", site.cloud.vm_info(role.vm_ids[0]), notes)
     if detail is None:
         return None, ""
@@ -294,6 +297,7 @@ async def _automation_key(site: "SiteConnection", service: Service | None,
 
 
 async def _inventory(site: "SiteConnection", service: Service | None, notes: list[str]) -> "HostInventory | None":
+    # imported here, not at the top: keeps the console's start-up light (module docstring)
     from tui.procedures.hosts.cpu_inventory import load_inventory
 
     ids: tuple[int, ...] = ()
@@ -304,8 +308,6 @@ async def _inventory(site: "SiteConnection", service: Service | None, notes: lis
 
 async def _form(site: "SiteConnection", templates: tuple[ServiceTemplate, ...] | None,
                 notes: list[str]) -> "ToolkitForm | None":
-    from tui.procedures.toolkit.service import load_form
-
     if not templates:
         return None
     return await _guard("toolkit input form", load_form(site, templates[0]), notes)
@@ -314,8 +316,6 @@ async def _form(site: "SiteConnection", templates: tuple[ServiceTemplate, ...] |
 async def read_repo(site: "SiteConnection", target: SetupTarget) -> RepoFacts:
     """The sites repository: reachable, writable, the site branch and its core.yaml (decrypted
     when the vault password is known)."""
-    from tui.procedures.site.workspace import sites_repo, vault_password
-
     settings = site.settings
     if not settings.sites_repo:
         return RepoFacts()
@@ -364,8 +364,6 @@ async def read_repo(site: "SiteConnection", target: SetupTarget) -> RepoFacts:
 
 def _clone_file(path: Path) -> str | None:
     """The working clone's core.yaml of the site (None when it has none or it cannot be read)."""
-    from tui.domain.bounded import BoundedInputError, read_text_file
-
     try:
         return read_text_file(path, str(path))
     except (OSError, BoundedInputError):
@@ -375,9 +373,6 @@ def _clone_file(path: Path) -> str | None:
 async def whole_verdict(site: "SiteConnection", repo: RepoFacts, notes: list[str]) -> "SiteVerdict | None":
     """The whole check of the site's core.yaml as it stands: the cloud's facts and the component
     library's definitions (what `sitetk site check --cloud` runs); None when it does not open."""
-    from tui.domain.site_config import SiteConfig, SiteConfigError
-    from tui.procedures.site.verdict import site_verdict
-
     if repo.core_plain is None:
         return None
     try:
@@ -393,6 +388,7 @@ async def _input_checks(site: "SiteConnection", target: SetupTarget, form: "Tool
     """The input file checked against the site (with the form: every check of
     `check_inputs_on_site`), and the automation cloud user's login (also without the form, once the
     user exists)."""
+    # imported here, not at the top: keeps the console's start-up light (module docstring)
     from tui.procedures.toolkit.input_checks import check_cloud_login, check_inputs_on_site
 
     naming = site.naming
@@ -409,14 +405,15 @@ async def _input_checks(site: "SiteConnection", target: SetupTarget, form: "Tool
 
 async def read_setup_facts(site: "SiteConnection", target: SetupTarget | None = None) -> SetupFacts:
     """Read the whole site once (see the module docstring)."""
+    # imported here, not at the top: keeps the console's start-up light (module docstring)
     from tui.adapters.vnet_leases import vnet_leases
-    from tui.procedures.toolkit.service import list_toolkit_templates
+    from tui.procedures.market.marketplaces import load_catalog
+    from tui.procedures.setup.optional import probe_route_manager
 
     if site.info is None:
         await site.connect()
     info = site.info
     assert info is not None
-    from tui.procedures.market.marketplaces import load_catalog
 
     target = target or SetupTarget()
     notes: list[str] = []
@@ -465,11 +462,10 @@ async def read_setup_facts(site: "SiteConnection", target: SetupTarget | None = 
         _guard("the marketplaces' listings", load_catalog(site), notes))
     trial = None
     if target.trial_tn_id and service is not None:
+        # imported here, not at the top: keeps the console's start-up light (module docstring)
         from tui.procedures.trial.network import read_trial_fact
 
         trial = await read_trial_fact(site, target.values, target.trial_tn_id, service)
-    from tui.procedures.setup.optional import probe_route_manager
-
     route_manager = await probe_route_manager(site, repo_facts.core_plain)
     return SetupFacts(
         endpoint=info.endpoint, version=info.version, user=info.user, group=info.group, target=target,

@@ -38,6 +38,7 @@ from tui.domain.marketapps import endpoint_slash_problem
 from tui.domain.object_names import USER_EXTRA_CHARS, console_name_problem, name_problem
 from tui.domain.printable import escape_controls
 from tui.errors import SiteError
+from tui.procedures.audit import REDACTOR
 from tui.procedures.concurrent import gather
 from tui.procedures.operation import Confirmation, Operation, RunContext
 from tui.procedures.preview import Change, Preview
@@ -142,8 +143,6 @@ async def _read(site: "SiteConnection"):  # type: ignore[no-untyped-def]
 
 async def create_cloud_user(site: "SiteConnection", plan: CloudUserPlan, password: str) -> AsyncIterator[Progress]:
     """Create what the plan lacks, in order (group, user, admin, rule), reading the site again first."""
-    from tui.procedures.audit import REDACTOR
-
     if not password:
         raise SiteError("No password for the cloud user", "Give app_automation_cloud_password in the input file.")
     REDACTOR.register(password)

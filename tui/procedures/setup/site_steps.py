@@ -7,9 +7,13 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
+from tui.adapters.vault import is_vault_text
+from tui.domain.appliance_identity import as_object_id, id_kind
+from tui.domain.object_grants import CloudObject, already_usable
 from tui.domain.setup_steps import ComponentsMissing, ExamplesLeft, SetupStep, StepId, StepState
 from tui.domain.severity import Severity
-from tui.domain.site_checks import example_values
+from tui.domain.site_checks import Requirement, check_site_config, example_values, minimal_component_set
+from tui.domain.site_config import SiteConfig, SiteConfigError
 from tui.procedures.setup.facts import SITE_CONFIG_FILE, SetupFacts
 from tui.procedures.setup.step_forms import blocked as _blocked
 from tui.procedures.setup.step_forms import run_command as _run
@@ -78,14 +82,11 @@ def site_branch_step(facts: SetupFacts) -> SetupStep:
 def core_yaml_step(facts: SetupFacts) -> SetupStep:
     """Filled from the cloud and vault-encrypted; the whole check (the cloud and the component
     library) is the submitted step's, after the components are enabled."""
-    from tui.domain.site_checks import check_site_config
-
     title = "core.yaml filled from the cloud, vault-encrypted"
     repo = facts.repo
     path = _where(facts)
     if repo.core_yaml is None:
         return _blocked(StepId.CORE_YAML, title, StepId.SITE_BRANCH, "The site branch has no core.yaml yet.")
-    from tui.adapters.vault import is_vault_text
 
     if not is_vault_text(repo.core_yaml):
         return _step(StepId.CORE_YAML, title, StepState.FAILED, (f"{path} is plain text",),
@@ -126,9 +127,8 @@ def core_yaml_step(facts: SetupFacts) -> SetupStep:
                              "and the component library, comes before the submit)"])
 
 
-def parse_core_yaml(facts: SetupFacts):  # type: ignore[no-untyped-def]
-    from tui.domain.site_config import SiteConfig, SiteConfigError
-
+def parse_core_yaml(facts: SetupFacts) -> SiteConfig | None:
+    """core.yaml as read (decrypted), None when it was not read or does not parse."""
     if facts.repo.core_plain is None:
         return None
     try:
@@ -141,8 +141,6 @@ def component_gaps(config: Any, name: str, facts: SetupFacts) -> list[str]:
     """Why the listed-or-not component `name` is not enabled ([] when it is): listed, and each ID
     among its site variables names the appliance's object, not the template's placeholder 0 (an
     image must carry the marketplace appliance attribute the download attaches)."""
-    from tui.domain.appliance_identity import as_object_id, id_kind
-
     if name not in config.components():
         return ["not listed"]
     tagged = {i.id for i in facts.images or () if i.attributes.get(facts.naming.appliance_name_attribute)}
@@ -175,9 +173,6 @@ _GRANT_KINDS = {"image": "image", "VM template": "template", "service template":
 def use_gaps(variables: Any, facts: SetupFacts) -> list[str]:
     """Why the input's automation cloud user cannot USE the objects a component's IDs name (and the
     images of each VM template): [] when it can. Unknown (rules or objects unreadable) is a gap."""
-    from tui.domain.appliance_identity import as_object_id, id_kind
-    from tui.domain.object_grants import CloudObject, already_usable
-
     ids: list[tuple[str, int]] = []
 
     def collect(value: Any, path: str) -> None:
@@ -233,8 +228,6 @@ def use_gaps(variables: Any, facts: SetupFacts) -> list[str]:
 
 
 def components_step(facts: SetupFacts) -> SetupStep:
-    from tui.domain.site_checks import Requirement, minimal_component_set
-
     title = "Minimal component set enabled"
     config = parse_core_yaml(facts)
     if config is None:
