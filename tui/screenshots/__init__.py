@@ -13,9 +13,11 @@ module (`scenes_vms`, `scenes_market`, `scenes_toolkit`, `scenes_site`, `scenes_
 where `async def prepare_hosts_normal(ctx: SceneContext) -> None` drives `ctx.pilot` (and may use
 `ctx.server`, the running `SimServer`, and `ctx.wait_for(...)`).
 
-Scenes are deterministic: the site listens on a fixed loopback address (so endpoints in the
-picture do not change; a lock file serializes concurrent runs), the clock is frozen, the terminal
-size is fixed and auto-refresh is off.
+Scenes are deterministic: the site is named by a fixed loopback address (so endpoints in the
+picture do not change), the clock is frozen, the terminal size is fixed and auto-refresh is off.
+Each pytest-xdist worker's scene sites listen on a loopback address of their own, reached through
+the fixed one (`harness.scene_site`), so the snapshot tests run on every worker at once; a lock
+file per listening address serializes the runs that share one.
 
 The package: `scene` (Scene, SceneContext, the shared address, clock and size), `pilot_waits`
 (waiting on real state, clicking shown widgets), one `scenes_<screen>` module per screen,

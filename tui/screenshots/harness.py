@@ -1,4 +1,4 @@
-"""Running a scene: its demo site at the fixed scene address, the app pointed at it, the driver
+"""Running a scene: its demo site named by the fixed scene address, the app pointed at it, the driver
 that prepares it, and the SVG (and PNG) written from the result."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ import contextlib
 import dataclasses
 import fcntl
 import re
+import socket
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator
@@ -24,13 +25,22 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 OUTPUT_DIR = Path("screenshots")
-_LOCK_PATH = Path(tempfile.gettempdir()) / "sitetk-scene-site.lock"
+
+
+def worker_listen_host(worker: str) -> str:
+    """The loopback address the scene sites of pytest-xdist worker `worker` (`gw3`) listen on:
+    127.47.48.1 for gw0, 127.47.48.2 for gw1...; SCENE_HOST for any other process (`master`)."""
+    if worker.startswith("gw") and worker[2:].isdigit():
+        number = int(worker[2:])
+        return f"127.47.{48 + number // 254}.{number % 254 + 1}"
+    return SCENE_HOST
 
 
 @contextlib.contextmanager
-def _scene_lock() -> Iterator[None]:
-    """Serialize scenes across processes: they share one fixed address."""
-    with open(_LOCK_PATH, "a+") as handle:
+def _scene_lock(listen_host: str) -> Iterator[None]:
+    """Serialize the scenes that listen on one address, across processes (two test runs, or the
+    screenshot command beside a test run)."""
+    with open(Path(tempfile.gettempdir()) / f"sitetk-scene-site-{listen_host}.lock", "a+") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
@@ -39,17 +49,44 @@ def _scene_lock() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def scene_site(scene: Scene, state_dir: Path) -> Iterator["SimServer | None"]:
-    """The demo site a scene needs, at the fixed scene address (None when the scene wants it down)."""
+def _routed(listen_host: str) -> Iterator[None]:
+    """Connections of this process to the scene address go to `listen_host` (same port): the app,
+    its pictures and the site's own URLs keep naming SCENE_HOST:SCENE_PORT. The route is taken
+    where every client connects, `socket.socket.connect` (http.client's create_connection, and
+    asyncio's sock_connect under httpx, which resolves no IP literal)."""
+    if listen_host == SCENE_HOST:
+        yield
+        return
+    connect = socket.socket.connect
+
+    def routed(self: socket.socket, address: Any) -> None:
+        if isinstance(address, tuple) and address[:2] == (SCENE_HOST, SCENE_PORT):
+            address = (listen_host, SCENE_PORT, *address[2:])
+        connect(self, address)
+
+    setattr(socket.socket, "connect", routed)
+    try:
+        yield
+    finally:
+        setattr(socket.socket, "connect", connect)
+
+
+@contextlib.contextmanager
+def scene_site(scene: Scene, state_dir: Path, listen_host: str = SCENE_HOST) -> Iterator["SimServer | None"]:
+    """The demo site a scene needs, at the fixed scene address (None when the scene wants it down).
+
+    Its URLs always name SCENE_HOST:SCENE_PORT (the pictures show them). It listens on `listen_host`
+    (`worker_listen_host`: each test worker its own), and this process's connections to the scene
+    address are routed there while the scene runs, so the scenes of several workers run at once."""
     from tui.sim.runner import start_sim
     from tui.sim.state import SimConfig
 
-    with _scene_lock():
+    with _scene_lock(listen_host), _routed(listen_host):
         if not scene.site_up:
             yield None
             return
         config = SimConfig(scenario=scene.scenario, extra_vms=scene.extra_vms, time_scale=scene.time_scale)
-        server = start_sim(config, state_dir=state_dir, host=SCENE_HOST, port=SCENE_PORT)
+        server = start_sim(config, state_dir=state_dir, host=SCENE_HOST, port=SCENE_PORT, listen_host=listen_host)
         try:
             yield server
         finally:

@@ -34,11 +34,12 @@ def _write_private(path: Path, text: str) -> None:
 
 def start_sim(config: SimConfig, state_dir: Path | None = None, host: str = "127.0.0.1", port: int = 0,
               naming: NamingProfile = DEFAULT_NAMING, *, repositories_in_background: bool = False,
-              repositories_on_request: bool = False) -> SimServer:
+              repositories_on_request: bool = False, listen_host: str | None = None) -> SimServer:
     """A started, seeded simulated site; stop it with `SimServer.stop()`. With
     `repositories_in_background` its git repositories are built in a thread: wait for
     `server.site.repositories_ready` before using them; with `repositories_on_request` too, the
-    thread starts at `tui.sim.repos.request_repositories(server.site)` (tui.sim.repos)."""
+    thread starts at `tui.sim.repos.request_repositories(server.site)` (tui.sim.repos). Its URLs name
+    `host`; it listens on `listen_host` when given (`SimServer`)."""
     if config.time_scale <= 0:
         raise ValueError(f"time_scale must be positive, not {config.time_scale}")
     if config.extra_vms < 0:
@@ -46,7 +47,7 @@ def start_sim(config: SimConfig, state_dir: Path | None = None, host: str = "127
     directory = Path(state_dir) if state_dir is not None else Path(tempfile.mkdtemp(prefix="sitetk-sim-"))
     directory.mkdir(parents=True, exist_ok=True)
     site = SimSite(config, directory, naming)
-    server = SimServer(site, host, port).start()
+    server = SimServer(site, host, port, listen_host=listen_host).start()
     try:
         with site.lock:
             seed(site, repositories_in_background=repositories_in_background,

@@ -241,19 +241,24 @@ class _SiteHTTPServer(ThreadingHTTPServer):
 
 
 class SimServer:
-    """The simulated site on `host:port` (port 0 picks a free one, kept across stop/start)."""
+    """The simulated site on `host:port` (port 0 picks a free one, kept across stop/start).
 
-    def __init__(self, site: SimSite, host: str = "127.0.0.1", port: int = 0) -> None:
+    `host` is the address its URLs name; it listens there, or on `listen_host` when given (the
+    screenshot scenes of several test workers all name one address, each listening on its own:
+    tui.screenshots.harness.scene_site)."""
+
+    def __init__(self, site: SimSite, host: str = "127.0.0.1", port: int = 0, *, listen_host: str | None = None) -> None:
         self.site = site
         self.host = host
         self.port = port
+        self.listen_host = listen_host or host
         self._httpd: _SiteHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
     def start(self) -> "SimServer":
         if self._httpd is not None:
             return self
-        httpd = _SiteHTTPServer((self.host, self.port), self.site)
+        httpd = _SiteHTTPServer((self.listen_host, self.port), self.site)
         self.port = httpd.server_address[1]
         self.site.base_url = self.market_url
         self._httpd = httpd
