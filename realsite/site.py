@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from realsite import config, mysql, patches, populate
-from realsite.facts import DATASTORE_FREE_MB, DATASTORE_TOTAL_MB, scenario, write_fact_files
+from realsite.facts import DATASTORE_FREE_MB, DATASTORE_TOTAL_MB, Scenario, scenario, write_fact_files
 from realsite.layout import Install, LayoutError, build_location, clear_stale_lock, open_install
 from realsite.ports import DEAD_URL, busy_ports, choose_ports, free_port
 from realsite.processes import (
@@ -306,19 +306,24 @@ def log_public_urls(location: Path) -> list[str]:
     return hits
 
 
-# -- start -----------------------------------------------------------------------------------------
-def start(prefix: Path, state: Path, *, fresh: bool = False, db: str = "sqlite", say: Say = print) -> dict[str, Any]:
-    timings = Timings()
-    install = open_install(prefix)
+def _database_binaries(install: Install, db: str) -> tuple[str, str, str] | None:
+    """MariaDB's (server, install-db, client) for `--db mysql` (its oned must be built with MySQL),
+    None for sqlite; LayoutError for another backend or an oned without MySQL."""
     if db not in ("sqlite", "mysql"):
         raise LayoutError(f"unknown database backend {db!r}: sqlite or mysql")
-    if db == "mysql":
-        if not mysql.oned_has_mysql(install.prefix / "bin" / "oned"):
-            raise LayoutError(f"{install.prefix}/bin/oned was built without MySQL (it holds the "
-                              f"'{mysql.STUB.decode()}' stub): --db mysql needs an oned built with -DMYSQL_DB "
-                              f"(shared/reference/real-platform.md)")
-        mysql_bins = mysql.binaries()
-    state = state.resolve()
+    if db == "sqlite":
+        return None
+    if not mysql.oned_has_mysql(install.prefix / "bin" / "oned"):
+        raise LayoutError(f"{install.prefix}/bin/oned was built without MySQL (it holds the "
+                          f"'{mysql.STUB.decode()}' stub): --db mysql needs an oned built with -DMYSQL_DB "
+                          f"(shared/reference/real-platform.md)")
+    return mysql.binaries()
+
+
+def _previous_state(install: Install, state: Path, db: str, fresh: bool) -> dict[str, Any]:
+    """The state of the frontend `state` holds to restart ({} when it is to be laid out anew: none,
+    not configured, or `fresh`, its files then removed); SiteError while one runs from it, or for
+    one of another install or database without `fresh`."""
     state.mkdir(parents=True, exist_ok=True)
     os.chmod(state, 0o700)
     running = [d for d in load(state) if alive(d)]
@@ -330,17 +335,83 @@ def start(prefix: Path, state: Path, *, fresh: bool = False, db: str = "sqlite",
         raise SiteError(f"{state} holds a frontend of {previous.get('prefix')}; use --fresh to discard it")
     if previous and previous.get("db", "sqlite") != db and not fresh:
         raise SiteError(f"{state} holds a frontend on {previous.get('db', 'sqlite')}; use --fresh to discard it")
-    if fresh or not previous.get("configured"):
-        for name in ("one", "sim", "facts", "console", "home", "ruby", "logs", "mysql", "repos", STATE_FILE, "env",
-                     "cli.env",
-                     "config.toml", "one_auth", "base-image.qcow2"):
-            target = state / name
-            if target.is_dir() and not target.is_symlink():
-                shutil.rmtree(target)
-            else:
-                target.unlink(missing_ok=True)
-        previous = {}
-    location, logs, facts_dir = state / "one", state / "logs", state / "facts"
+    if not fresh and previous.get("configured"):
+        return previous
+    for name in ("one", "sim", "facts", "console", "home", "ruby", "logs", "mysql", "repos", STATE_FILE, "env",
+                 "cli.env", "config.toml", "one_auth", "base-image.qcow2"):
+        target = state / name
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        else:
+            target.unlink(missing_ok=True)
+    return {}
+
+
+def _lay_out(install: Install, state: Path, db: str, site_facts: Scenario,
+             say: Say) -> tuple[config.Ports, dict[str, Any]]:
+    """A new frontend in `state`: free ports, its location built and configured, the host facts and
+    oneadmin's password written; its ports and its state (saved: configured, not populated)."""
+    location = state / "one"
+    ports = choose_ports()
+    db_port = free_port(ports.all().values()) if db == "mysql" else 0
+    say(f"laying out {install.version} from {install.prefix} in {location}")
+    build_location(install, location)
+    db_vector = mysql.db_vector(mysql.Server(state / "mysql", db_port)) if db == "mysql" else None
+    configure(install, location, ports, state / "facts", db_vector)
+    write_fact_files(state / "facts", site_facts.hosts)
+    _write_private(state / "one_auth", f"oneadmin:{_password()}\n")
+    previous = {"prefix": str(install.prefix), "version": install.version, "ports": ports.all(),
+                "configured": True, "populated": False, "db": db, "db_port": db_port}
+    write_state(state, previous)
+    return ports, previous
+
+
+def _start_mariadb(binaries: tuple[str, str, str], db_server: mysql.Server, state: Path, env: dict[str, str],
+                   daemons: list[Daemon], say: Say) -> None:
+    """The frontend's own MariaDB server, initialised, started (among `daemons`) and answering."""
+    server_bin, install_bin, client_bin = binaries
+    mysql.initialise(install_bin, db_server)
+    daemons.append(spawn("mariadb", mysql.server_argv(server_bin, db_server), env=env,
+                         log=state / "logs" / "mariadb.out"))
+    save(state, daemons)
+    _wait("MariaDB", lambda: mysql.answers(client_bin, db_server), ONED_TIMEOUT, daemons[-1], db_server.log)
+    mysql.run_sql(client_bin, db_server, mysql.setup_sql(mysql.password(db_server)))
+    say(f"MariaDB answers on {config.LOOPBACK}:{db_server.port}")
+
+
+def _populate_and_monitor(rpc: OneRpc, site_facts: Scenario, previous: dict[str, Any], state: Path, market_url: str,
+                          oned_daemon: Daemon, timings: Timings, say: Say) -> None:
+    """A new frontend populated (infrastructure, host states, then content once the datastores are
+    monitored: `previous` saved as populated); every start waits for the hosts' and datastores'
+    monitoring."""
+    var = state / "one" / "var"
+    fresh = not previous.get("populated")
+    if fresh:
+        made = populate.populate_infrastructure(rpc, site_facts)
+        say(f"populated: {len(made.host_ids)} hosts, networks {sorted(made.vnet_ids)}; waiting for monitoring")
+        _wait("the hosts' first monitoring", lambda: populate.hosts_missing(rpc, site_facts, states=False),
+              HOSTS_TIMEOUT, oned_daemon, var / "monitor.log")
+        populate.apply_host_states(rpc, site_facts)
+    _wait("the hosts' monitoring", lambda: populate.hosts_missing(rpc, site_facts), HOSTS_TIMEOUT,
+          oned_daemon, var / "monitor.log")
+    _wait("the datastores' monitoring", lambda: populate.datastores_missing(rpc), HOSTS_TIMEOUT, oned_daemon,
+          var / "oned.log")
+    timings.mark("monitored")
+    say(f"hosts and datastores monitored ({timings.marks['monitored']} s)")
+    if fresh:
+        made = populate.populate_content(rpc, site_facts, made, market_url + "/", state)
+        previous.update(populated=True, market_id=made.market_id, host_ids=made.host_ids)
+        write_state(state, previous)
+
+
+# -- start -----------------------------------------------------------------------------------------
+def start(prefix: Path, state: Path, *, fresh: bool = False, db: str = "sqlite", say: Say = print) -> dict[str, Any]:
+    timings = Timings()
+    install = open_install(prefix)
+    mysql_bins = _database_binaries(install, db)
+    state = state.resolve()
+    previous = _previous_state(install, state, db, fresh)
+    location, logs = state / "one", state / "logs"
     logs.mkdir(exist_ok=True)
     site_facts = scenario(SIM_VERSION.get(install.series, "7.0.0"))
     if previous:
@@ -353,31 +424,15 @@ def start(prefix: Path, state: Path, *, fresh: bool = False, db: str = "sqlite",
         if clear_stale_lock(location):  # none of its daemons runs (checked above): a killed oned's
             say("removed the lock file a stopped oned left (var/lock/.lock)")
     else:
-        ports = choose_ports()
-        db_port = free_port(ports.all().values()) if db == "mysql" else 0
-        say(f"laying out {install.version} from {install.prefix} in {location}")
-        build_location(install, location)
-        db_vector = mysql.db_vector(mysql.Server(state / "mysql", db_port)) if db == "mysql" else None
-        configure(install, location, ports, facts_dir, db_vector)
-        write_fact_files(facts_dir, site_facts.hosts)
-        _write_private(state / "one_auth", f"oneadmin:{_password()}\n")
-        previous = {"prefix": str(install.prefix), "version": install.version, "ports": ports.all(),
-                    "configured": True, "populated": False, "db": db, "db_port": db_port}
-        write_state(state, previous)
-    db_server = mysql.Server(state / "mysql", int(previous.get("db_port", 0))) if db == "mysql" else None
+        ports, previous = _lay_out(install, state, db, site_facts, say)
+    db_server = mysql.Server(state / "mysql", int(previous.get("db_port", 0))) if mysql_bins is not None else None
     session = (state / "one_auth").read_text().strip()
     timings.mark("configured")
     env = daemon_env(state, location, ports.xmlrpc_url)
     daemons: list[Daemon] = []
     try:
-        if db_server is not None:
-            server_bin, install_bin, client_bin = mysql_bins
-            mysql.initialise(install_bin, db_server)
-            daemons.append(spawn("mariadb", mysql.server_argv(server_bin, db_server), env=env, log=logs / "mariadb.out"))
-            save(state, daemons)
-            _wait("MariaDB", lambda: mysql.answers(client_bin, db_server), ONED_TIMEOUT, daemons[-1], db_server.log)
-            mysql.run_sql(client_bin, db_server, mysql.setup_sql(mysql.password(db_server)))
-            say(f"MariaDB answers on {config.LOOPBACK}:{db_server.port}")
+        if db_server is not None and mysql_bins is not None:
+            _start_mariadb(mysql_bins, db_server, state, env, daemons, say)
         # the embedded site's marketplace server (the whole embedded site; only its marketplace is used)
         sim_log = logs / "sim.log"
         sim_dir = state / "sim"
@@ -417,24 +472,7 @@ def start(prefix: Path, state: Path, *, fresh: bool = False, db: str = "sqlite",
         _wait("OneFlow", _flow_answers(ports.oneflow_url, session), FLOW_TIMEOUT, daemons[-1], flow_log)
         timings.mark("oneflow")
         say(f"OneFlow answers on {ports.oneflow_url}; marketplace server on {market_url}")
-        monitord_log = location / "var" / "monitor.log"
-        if not previous.get("populated"):
-            made = populate.populate_infrastructure(rpc, site_facts)
-            say(f"populated: {len(made.host_ids)} hosts, networks {sorted(made.vnet_ids)}; waiting for monitoring")
-        if not previous.get("populated"):
-            _wait("the hosts' first monitoring", lambda: populate.hosts_missing(rpc, site_facts, states=False),
-                  HOSTS_TIMEOUT, oned_daemon, monitord_log)
-            populate.apply_host_states(rpc, site_facts)
-        _wait("the hosts' monitoring", lambda: populate.hosts_missing(rpc, site_facts), HOSTS_TIMEOUT,
-              oned_daemon, monitord_log)
-        _wait("the datastores' monitoring", lambda: populate.datastores_missing(rpc), HOSTS_TIMEOUT, oned_daemon,
-              oned_log)
-        timings.mark("monitored")
-        say(f"hosts and datastores monitored ({timings.marks['monitored']} s)")
-        if not previous.get("populated"):
-            made = populate.populate_content(rpc, site_facts, made, market_url + "/", state)
-            previous.update(populated=True, market_id=made.market_id, host_ids=made.host_ids)
-            write_state(state, previous)
+        _populate_and_monitor(rpc, site_facts, previous, state, market_url, oned_daemon, timings, say)
         market_id = int(previous["market_id"])
         expected = populate.served_records(market_url, version)
         _wait("the marketplace import", lambda: populate.market_missing(rpc, market_id, expected), MARKET_TIMEOUT,

@@ -17,7 +17,7 @@ an adapter gains a method this scenario does not send (tests/recordings/test_rec
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from tests.recordings.wire import MISSING, Ref, Run, ScenarioStopped
 from tui.adapters.cloud import json_document_template
@@ -123,19 +123,17 @@ def _pick(items: list[Any], what: str) -> Any:
     return items[0]
 
 
-async def scenario(run: Run) -> None:
-    admin = run.cloud()
-    flow = run.flow()
+class _Found(NamedTuple):
+    host_a: Ref
+    host_b: Ref
+    image_ds: Ref
+    oam: Ref
+    image_app: Any  # the READY image app the scenario exports
 
-    # system and credentials ----------------------------------------------------------------------
-    await run.need("system: version", admin.version())
-    await run.call("system: config", admin.system_config())
-    await run.call("system: whoami", admin.whoami())
-    bad = run.cloud(f"{run.endpoints.user}:wrong-{run.token}", "wrong-password")
-    await run.call("refused: wrong password (xml-rpc)", bad.version())
-    await run.call("refused: wrong password (flow)", run.flow(password=f"wrong-{run.token}").list_services())
 
-    # what the scenario cannot create: found by what it is ------------------------------------------
+async def _found(run: Run, admin: Any) -> _Found:
+    """What the scenario cannot create, found by what it is: two hosts, the image datastore, a
+    bridged network, a READY app of each type (listed and read in this order: the recordings')."""
     hosts = await run.need("hosts: list", admin.list_hosts())
     usable = sorted((h for h in hosts if h.state == 2 and h.arch == "x86_64"), key=lambda h: h.id)
     if len(usable) < 2:
@@ -183,6 +181,22 @@ async def scenario(run: Run) -> None:
     for app_ref in app_refs.values():
         await run.call(f"marketapps: info ({app_ref.symbol})", admin.marketapp_info(app_ref.id))
     await run.call("missing: marketapp info", admin.marketapp_info(MISSING))
+    return _Found(host_a, host_b, image_ds, oam, next(a for a in ready if a.id == app_refs[1].id))
+
+
+async def scenario(run: Run) -> None:
+    admin = run.cloud()
+    flow = run.flow()
+
+    # system and credentials ----------------------------------------------------------------------
+    await run.need("system: version", admin.version())
+    await run.call("system: config", admin.system_config())
+    await run.call("system: whoami", admin.whoami())
+    bad = run.cloud(f"{run.endpoints.user}:wrong-{run.token}", "wrong-password")
+    await run.call("refused: wrong password (xml-rpc)", bad.version())
+    await run.call("refused: wrong password (flow)", run.flow(password=f"wrong-{run.token}").list_services())
+
+    host_a, host_b, image_ds, oam, image_app = await _found(run, admin)
 
     # identities and ACL rules ----------------------------------------------------------------------
     group_name = run.name("group")
@@ -217,10 +231,9 @@ async def scenario(run: Run) -> None:
     await run.call("user session: acl list (refused)", as_user.acl_list())
 
     # an image exported from a marketplace app, as the console downloads one --------------------------
-    app = next(a for a in ready if a.id == app_refs[1].id)
     image_name = run.name("image")
-    image_text = render_template([a for a in parse_template(app.app_template) if a[0] != "NAME"]
-                                 + [("NAME", image_name), ("FROM_APP", str(app.id))])
+    image_text = render_template([a for a in parse_template(image_app.app_template) if a[0] != "NAME"]
+                                 + [("NAME", image_name), ("FROM_APP", str(image_app.id))])
     iid = await run.need("image: allocate from a marketplace app",
                          admin.image_allocate(image_text, image_ds.id))
     image = run.bind("image", iid, "os")

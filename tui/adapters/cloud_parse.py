@@ -167,48 +167,14 @@ def vm_summary(vm: Element) -> VmSummary:
             monitoring = child
         else:
             values[tag] = child.text or ""
-    cpu = vcpu = memory = ""
-    ips: list[str] = []
-    # iterchildren(tags) filters in C: no Python objects for the DISK, GRAPHICS, ... not read here
-    if template is not None:
-        for child in template.iterchildren("CPU", "VCPU", "MEMORY", "NIC", "NIC_ALIAS"):
-            tag = cast(str, child.tag)
-            if tag == "CPU":
-                cpu = child.text or ""
-            elif tag == "VCPU":
-                vcpu = child.text or ""
-            elif tag == "MEMORY":
-                memory = child.text or ""
-            else:
-                ips.extend(sub.text for sub in child.iterchildren("IP", "IP6_GLOBAL", "IP6") if sub.text)
-    host = ""
-    host_id: int | None = None
-    if history is not None and len(history):
-        for sub in history[-1].iterchildren("HOSTNAME", "HID"):
-            if sub.tag == "HOSTNAME":
-                host = sub.text or ""
-            else:
-                host_id = _opt_int(sub.text)
-    service_id: int | None = None
-    role = ""
-    if user_template is not None:
-        for child in user_template.iterchildren("SERVICE_ID", "ROLE_NAME"):
-            if child.tag == "SERVICE_ID":
-                service_id = _opt_int(child.text)
-            else:
-                role = child.text or ""
+    cpu, vcpu, memory, ips = _sizes_and_ips(template)
+    host, host_id = _last_host(history)
+    service_id, role = _service_role(user_template)
     name = values.get("NAME", "")
     if service_id is None:
         service_id, name_role = service_from_name(name)
         role = role or name_role
-    cpu_usage: float | None = None
-    memory_usage: int | None = None
-    if monitoring is not None:
-        for child in monitoring.iterchildren("CPU", "MEMORY"):
-            if child.tag == "CPU":
-                cpu_usage = _float(child.text)
-            else:
-                memory_usage = _int(child.text)
+    cpu_usage, memory_usage = _usage(monitoring)
     state = _int(values.get("STATE"))
     lcm_state = _int(values.get("LCM_STATE"))
     status, short = state_names(state, lcm_state)
@@ -235,6 +201,64 @@ def vm_summary(vm: Element) -> VmSummary:
         role_name=role,
         stime=_int(values.get("STIME")),
     )
+
+
+# vm_summary's readers of one child each (iterchildren(tags) filters in C: no Python objects for
+# the DISK, GRAPHICS, ... not read)
+def _sizes_and_ips(template: Element | None) -> tuple[str, str, str, list[str]]:
+    """TEMPLATE's CPU, VCPU and MEMORY texts and its NICs' addresses."""
+    cpu = vcpu = memory = ""
+    ips: list[str] = []
+    if template is not None:
+        for child in template.iterchildren("CPU", "VCPU", "MEMORY", "NIC", "NIC_ALIAS"):
+            tag = cast(str, child.tag)
+            if tag == "CPU":
+                cpu = child.text or ""
+            elif tag == "VCPU":
+                vcpu = child.text or ""
+            elif tag == "MEMORY":
+                memory = child.text or ""
+            else:
+                ips.extend(sub.text for sub in child.iterchildren("IP", "IP6_GLOBAL", "IP6") if sub.text)
+    return cpu, vcpu, memory, ips
+
+
+def _last_host(history: Element | None) -> tuple[str, int | None]:
+    """The host name and ID of the last history record ("", None without one)."""
+    host, host_id = "", None
+    if history is not None and len(history):
+        for sub in history[-1].iterchildren("HOSTNAME", "HID"):
+            if sub.tag == "HOSTNAME":
+                host = sub.text or ""
+            else:
+                host_id = _opt_int(sub.text)
+    return host, host_id
+
+
+def _service_role(user_template: Element | None) -> tuple[int | None, str]:
+    """USER_TEMPLATE's SERVICE_ID and ROLE_NAME (OneFlow sets them on a service's VMs)."""
+    service_id: int | None = None
+    role = ""
+    if user_template is not None:
+        for child in user_template.iterchildren("SERVICE_ID", "ROLE_NAME"):
+            if child.tag == "SERVICE_ID":
+                service_id = _opt_int(child.text)
+            else:
+                role = child.text or ""
+    return service_id, role
+
+
+def _usage(monitoring: Element | None) -> tuple[float | None, int | None]:
+    """MONITORING's CPU and MEMORY (KB) usage, None where it is not monitored."""
+    cpu_usage: float | None = None
+    memory_usage: int | None = None
+    if monitoring is not None:
+        for child in monitoring.iterchildren("CPU", "MEMORY"):
+            if child.tag == "CPU":
+                cpu_usage = _float(child.text)
+            else:
+                memory_usage = _int(child.text)
+    return cpu_usage, memory_usage
 
 
 def _nic(values: dict[str, str]) -> Nic:

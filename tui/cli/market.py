@@ -284,7 +284,6 @@ async def _site_follows(args: argparse.Namespace, site: SiteConnection, plan: An
     from tui.cli.site_options import parse_set, vault_password, warn
     from tui.procedures.site.follow_upgrade import update_site_ids, upgrade_message
     from tui.procedures.site.workspace import sites_repo
-    from tui.procedures.toolkit.service import site_branch
 
     changes = [c for c in upgraded.core_yaml if c.old >= 0 and c.new is not None]
     payload: dict[str, Any] = {"site": None}
@@ -310,10 +309,7 @@ async def _site_follows(args: argparse.Namespace, site: SiteConnection, plan: An
         if not args.json:
             print(f"core.yaml not changed ({why}): change these IDs in it: {listed}")
         return finish(EXIT_OK, skipped=why, changes=[c.as_json() for c in changes])
-    branch, site_dir = args.branch, args.site
-    if not branch:
-        branch, named_dir = await site_branch(site)
-        site_dir = site_dir or named_dir or None
+    branch, site_dir = await _site_branch(args, site)
     if not branch:
         error = SiteError("No site branch to update", f"The IDs to change: {listed}. Name the site with --branch BRANCH "
                           "[--site DIR] (the live toolkit service names none), then run `sitetk site edit` and "
@@ -345,18 +341,32 @@ async def _site_follows(args: argparse.Namespace, site: SiteConnection, plan: An
         return finish(EXIT_FAILED, error, branch=branch, message=message)
     finally:
         repo.close()
-    last = events[-1] if events else None
-    missing = last.data.get("missing", []) if last is not None else []
-    written = last.data.get("set", []) if last is not None else []
+    last = events[-1].data if events else {}
     if not args.json:
-        print(last.message if last is not None else "core.yaml: nothing to change")
-        for path in (last.data.get("ignored", []) if last is not None else []):
-            print(f"--set {path}: ignored, not a site variable the upgraded components need and core.yaml lacks")
-        for item in missing:
-            print(f"new site variable to set: {item['path']} ({item['about']}): `sitetk site edit FILE --set "
-                  f"{item['path']}=VALUE` then `sitetk site submit` (or --set it on the next upgrade)")
-    return finish(EXIT_OK, branch=branch, message=message, edits=last.data.get("edits", []) if last else [],
-                  set=written, missing=missing, ignored=last.data.get("ignored", []) if last else [])
+        print(events[-1].message if events else "core.yaml: nothing to change")
+        _print_site_variables(last.get("ignored", []), last.get("missing", []))
+    return finish(EXIT_OK, branch=branch, message=message, edits=last.get("edits", []), set=last.get("set", []),
+                  missing=last.get("missing", []), ignored=last.get("ignored", []))
+
+
+async def _site_branch(args: argparse.Namespace, site: SiteConnection) -> tuple[str, str | None]:
+    """The site branch and folder to change: `--branch` and `--site`, else the ones the live toolkit
+    service names (`toolkit.service.site_branch`); "" when none is known."""
+    from tui.procedures.toolkit.service import site_branch
+
+    if args.branch:
+        return args.branch, args.site
+    branch, named_dir = await site_branch(site)
+    return branch, args.site or named_dir or None
+
+
+def _print_site_variables(ignored: list[str], missing: list[dict[str, str]]) -> None:
+    """The `--set` values core.yaml did not take, and the new site variables still to set."""
+    for path in ignored:
+        print(f"--set {path}: ignored, not a site variable the upgraded components need and core.yaml lacks")
+    for item in missing:
+        print(f"new site variable to set: {item['path']} ({item['about']}): `sitetk site edit FILE --set "
+              f"{item['path']}=VALUE` then `sitetk site submit` (or --set it on the next upgrade)")
 
 
 def _variable_asker(args: argparse.Namespace) -> Any:

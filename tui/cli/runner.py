@@ -29,6 +29,7 @@ from tui.procedures.operation import (
     refuse_if_read_only,
     run_operation,
 )
+from tui.procedures.preview import Preview
 from tui.procedures.progress import Progress
 from tui.procedures.stop_signals import StopRequests, exit_code_for, on_stop_signals, signal_name
 
@@ -84,6 +85,48 @@ async def run_cli(args: argparse.Namespace, site: "SiteConnection", operation: O
     as_json = bool(getattr(args, "json", False))
     if plan is _NO_PLAN:
         plan = await operation.plan(site)
+    ready = await _ready_to_run(args, site, operation, plan, as_json, extra=extra, before=before,
+                                nothing_to_do=nothing_to_do, prepare=prepare, answer_to=answer_to)
+    if isinstance(ready, int):
+        return ready
+    plan, preview, answer = ready
+    context = RunContext(emit=(lambda event: None) if as_json else print_event,
+                         ask=_asker(as_json, bool(getattr(args, "yes", False))))
+    stops = StopRequests()
+    try:
+        with on_stop_signals(_stopper(stops, context, operation)):
+            result = await run_operation(site, operation, plan, context, timeout=timeout)
+    except SiteError as error:
+        failure = getattr(error, "as_json", None)
+        signalled = {"signal": signal_name(stops.first)} if stops.first is not None else {}
+        print_error(error, as_json, **answer, **({"failure": failure()} if callable(failure) else {}),
+                    events=[e.as_json() for e in context.events], **signalled)
+        return exit_code_for(stops.first) if stops.first is not None else EXIT_FAILED
+    except asyncio.CancelledError:  # ctrl+c: say where it stopped and how to go on
+        if operation.resumable:
+            last = context.events[-1] if context.events else None
+            where = f" during step “{last.step}”" if last else ""
+            print(f"interrupted{where}: run the same command again to resume", file=sys.stderr)
+        raise
+    code = _stopped_code(stops, result)
+    if as_json:
+        answer_to({"ok": True, **answer, "preview": preview.as_json(), "events": [e.as_json() for e in context.events],
+                   "result": result_json(result)})
+    elif describe is not None:
+        print(describe(result))
+    return code
+
+
+async def _ready_to_run(args: argparse.Namespace, site: "SiteConnection", operation: Operation[PlanT, ResultT],
+                        plan: PlanT, as_json: bool, *,
+                        extra: Mapping[str, Any] | Callable[[PlanT], Mapping[str, Any]] | None,
+                        before: str | Callable[[PlanT], None],
+                        nothing_to_do: Callable[[PlanT], str | None] | None,
+                        prepare: Callable[[PlanT], Awaitable[PlanT]] | None,
+                        answer_to: Callable[[dict[str, Any]], None]) -> tuple[PlanT, Preview, dict[str, Any]] | int:
+    """`run_cli`'s steps before the run: the preview (a dry run stops there), the read-only
+    refusal, `prepare`, an empty plan, the confirmation. The plan, its preview and the JSON answer
+    so far when the run may go on, else the exit code."""
     preview = operation.preview(plan)
     more = extra(plan) if callable(extra) else (extra or {})
     answer: dict[str, Any] = {"plan": operation.plan_json(plan), **more}
@@ -110,10 +153,14 @@ async def run_cli(args: argparse.Namespace, site: "SiteConnection", operation: O
         else:
             print(idle)
         return EXIT_OK
-    assume_yes = bool(getattr(args, "yes", False))
     question = operation.confirmation(plan)
-    if question is not None and not confirm(question.prompt, assume_yes):
+    if question is not None and not confirm(question.prompt, bool(getattr(args, "yes", False))):
         return EXIT_USAGE
+    return plan, preview, answer
+
+
+def _asker(as_json: bool, assume_yes: bool) -> Callable[[Confirmation], Awaitable[bool]]:
+    """The run's questions (a confirmation asked during the run) on the terminal, or `--yes`."""
 
     async def ask(question: Confirmation) -> bool:
         if question.command and not as_json:
@@ -121,10 +168,13 @@ async def run_cli(args: argparse.Namespace, site: "SiteConnection", operation: O
         detail = f": {question.detail}" if question.detail else ""
         return await asyncio.to_thread(confirm, f"{question.prompt}{detail}", assume_yes)
 
-    context = RunContext(emit=(lambda event: None) if as_json else print_event, ask=ask)
-    stops = StopRequests()
+    return ask
 
-    def stop(signum: int) -> None:  # INT, TERM, HUP: the same cancel (tui.procedures.stop_signals)
+
+def _stopper(stops: StopRequests, context: RunContext, operation: Operation[Any, Any]) -> Callable[[int], None]:
+    """The handler of INT, TERM and HUP: the same cancel (tui.procedures.stop_signals)."""
+
+    def stop(signum: int) -> None:
         if stops.note(signum):
             context.cancel.set()
             note = f"{signal_name(signum)}: {operation.on_stop}"
@@ -132,30 +182,16 @@ async def run_cli(args: argparse.Namespace, site: "SiteConnection", operation: O
             note = f"{signal_name(signum)}: {operation.still_stopping}"
         _say(note)
 
-    try:
-        with on_stop_signals(stop):
-            result = await run_operation(site, operation, plan, context, timeout=timeout)
-    except SiteError as error:
-        failure = getattr(error, "as_json", None)
-        signalled = {"signal": signal_name(stops.first)} if stops.first is not None else {}
-        print_error(error, as_json, **answer, **({"failure": failure()} if callable(failure) else {}),
-                    events=[e.as_json() for e in context.events], **signalled)
-        return exit_code_for(stops.first) if stops.first is not None else EXIT_FAILED
-    except asyncio.CancelledError:  # ctrl+c: say where it stopped and how to go on
-        if operation.resumable:
-            last = context.events[-1] if context.events else None
-            where = f" during step “{last.step}”" if last else ""
-            print(f"interrupted{where}: run the same command again to resume", file=sys.stderr)
-        raise
-    # an operation that stops by returning (a deploy stops following its service) says so in its result
-    stopped = stops.first is not None and bool(getattr(result, "cancelled", False))
-    if stops.first is not None:
-        _say(f"{signal_name(stops.first)}: stopped; what was made is left as the result says; run the same command "
-             "again to continue with it" if stopped else
-             f"{signal_name(stops.first)} came too late to stop it: the operation had finished")
-    if as_json:
-        answer_to({"ok": True, **answer, "preview": preview.as_json(), "events": [e.as_json() for e in context.events],
-                   "result": result_json(result)})
-    elif describe is not None:
-        print(describe(result))
-    return exit_code_for(stops.first) if stopped and stops.first is not None else EXIT_OK
+    return stop
+
+
+def _stopped_code(stops: StopRequests, result: Any) -> int:
+    """The exit code of a run that returned: a stop signal's when it stopped the operation (a deploy
+    stops following its service and says so in its result), else 0; says what the signal did."""
+    if stops.first is None:
+        return EXIT_OK
+    stopped = bool(getattr(result, "cancelled", False))
+    _say(f"{signal_name(stops.first)}: stopped; what was made is left as the result says; run the same command "
+         "again to continue with it" if stopped else
+         f"{signal_name(stops.first)} came too late to stop it: the operation had finished")
+    return exit_code_for(stops.first) if stopped else EXIT_OK

@@ -102,9 +102,14 @@ class Rule:
                 f"{rights} {_selector(self.zone, (INDIVIDUAL_ID, ALL_ID))}")
 
     def malformed(self) -> str:
-        """The reasons the rule is malformed, joined by "; ", or "" when it is well formed."""
+        """The reasons the rule is malformed, joined by "; ", or "" when it is well formed (in the
+        order of AclRule::malformed: user, resource, rights, zone)."""
+        return "; ".join([*self._user_errors(), *self._resource_errors(), *self._rights_errors(), *self._zone_errors()])
+
+    def _user_errors(self) -> list[str]:
+        """What is wrong with the user selector."""
         errors: list[str] = []
-        user, res, zone = self.user, self.resource, self.zone
+        user = self.user
         if user & INDIVIDUAL_ID and user & GROUP_ID:
             errors.append("[user] INDIVIDUAL (#) and GROUP (@) bits are exclusive")
         if user & INDIVIDUAL_ID and user & ALL_ID:
@@ -117,6 +122,12 @@ class Rule:
             errors.append("[user] ID cannot be negative")
         if user & ALL_ID and _low_id(user) != 0:
             errors.append("when using the ALL bit, [user] ID must be 0")
+        return errors
+
+    def _resource_errors(self) -> list[str]:
+        """What is wrong with the resource's selector and types."""
+        errors: list[str] = []
+        res = self.resource
         selectors = res & SELECTORS
         if any(res & bit and selectors != bit for bit in (INDIVIDUAL_ID, GROUP_ID, CLUSTER_ID, ALL_ID)):
             errors.append("[resource] INDIVIDUAL (#), GROUP (@), CLUSTER (%) and ALL (*) bits are exclusive")
@@ -135,10 +146,22 @@ class Rule:
             errors.append("[resource] type is missing")
         if res & 0xFE80000000000000:
             errors.append("wrong [resource] type")
+        return errors
+
+    def _rights_errors(self) -> list[str]:
+        """What is wrong with the rights."""
+        errors: list[str] = []
         if self.rights == 0:
             errors.append("wrong [rights], it cannot be 0")
         if self.rights > 0xF:
             errors.append("wrong [rights], it cannot be bigger than 0xF")
+        return errors
+
+    def _zone_errors(self) -> list[str]:
+        """What is wrong with the zone, alone and with the resource it is applied to."""
+        errors: list[str] = []
+        res, zone = self.resource, self.zone
+        res_types = res & 0xFFFFFFF000000000
         if zone & GROUP_ID:
             errors.append("[zone] GROUP (@) bit is not supported")
         if zone & INDIVIDUAL_ID and zone & ALL_ID:
@@ -153,8 +176,7 @@ class Rule:
             errors.append(
                 "[resource] INDIVIDUAL(#) selector cannot be applied to ALL zones, except for USER, GROUP and ZONE types"
             )
-        return "; ".join(errors)
-
+        return errors
 
 def rule_of(acl: SimAcl) -> Rule:
     return Rule(acl.user, acl.resource, acl.rights, acl.zone)

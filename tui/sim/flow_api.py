@@ -312,31 +312,39 @@ def _ownership(site: SimSite, user: SimUser, doc: SimDocument, action: str, para
         raise FlowError(401, f"[one.document.{action}] "
                              f"{not_authorized(user.id, 'MANAGE', 'DOCUMENT', doc.id).message}")
     if action in ("chown", "chgrp"):
-        uid = _int_param(params, "owner_id", -1) if action == "chown" else -1
-        gid = _int_param(params, "group_id", -1)
-        if uid >= 0 and uid not in site.users:
-            raise FlowError(404, f"[one.document.chown] {no_exists('USER', uid).message}")
-        if gid >= 0 and gid not in site.groups:
-            raise FlowError(404, f"[one.document.chown] {no_exists('GROUP', gid).message}")
-        if not acl.is_admin(user) and (uid not in (-1, user.id) or (gid >= 0 and gid not in set(user.groups) | {user.gid})):
-            raise FlowError(401, f"[one.document.chown] "
-                                 f"{not_authorized(user.id, 'ADMIN', 'DOCUMENT', doc.id).message}")
-        targets: list[Any] = [doc] + (role_nodes(site, doc) if doc.type == SERVICE_TYPE else [])
-        for obj in targets:
-            if uid >= 0:
-                obj.uid = uid
-            if gid >= 0:
-                obj.gid = gid
-            if hasattr(obj, "touch"):
-                obj.touch()
-        return True
-    if action == "chmod":
+        _chown(site, user, doc, _int_param(params, "owner_id", -1) if action == "chown" else -1,
+               _int_param(params, "group_id", -1))
+    elif action == "chmod":
         octet = str(params.get("octet", ""))
         if not re.fullmatch(r"[0-7]{3}", octet):
             raise FlowError(500, f"[one.document.chmod] Wrong permissions octet: {octet}")
         doc.perms = Permissions.from_octal(octet)
-        return True
-    name = params.get("name")
+    else:
+        _rename(site, doc, params.get("name"))
+    return True
+
+
+def _chown(site: SimSite, user: SimUser, doc: SimDocument, uid: int, gid: int) -> None:
+    """one.document.chown (-1 keeps the owner or group), and on a service's VMs too."""
+    if uid >= 0 and uid not in site.users:
+        raise FlowError(404, f"[one.document.chown] {no_exists('USER', uid).message}")
+    if gid >= 0 and gid not in site.groups:
+        raise FlowError(404, f"[one.document.chown] {no_exists('GROUP', gid).message}")
+    if not acl.is_admin(user) and (uid not in (-1, user.id) or (gid >= 0 and gid not in set(user.groups) | {user.gid})):
+        raise FlowError(401, f"[one.document.chown] "
+                             f"{not_authorized(user.id, 'ADMIN', 'DOCUMENT', doc.id).message}")
+    targets: list[Any] = [doc] + (role_nodes(site, doc) if doc.type == SERVICE_TYPE else [])
+    for obj in targets:
+        if uid >= 0:
+            obj.uid = uid
+        if gid >= 0:
+            obj.gid = gid
+        if hasattr(obj, "touch"):
+            obj.touch()
+
+
+def _rename(site: SimSite, doc: SimDocument, name: Any) -> None:
+    """one.document.rename, the name in the template's body too."""
     if not isinstance(name, str) or not name.strip():
         raise FlowError(500, "[one.document.rename] Invalid NAME, it cannot be empty")
     # one.document.rename answers ACTION with `PoolObjectSQL::name_is_valid`'s text (src/rm/RequestManagerRename.cc
@@ -347,7 +355,6 @@ def _ownership(site: SimSite, user: SimUser, doc: SimDocument, action: str, para
     doc.name = name
     if isinstance(doc.body, dict):
         doc.body["name"] = name
-    return True
 
 
 def _int_param(params: dict[str, Any], key: str, default: int) -> int:

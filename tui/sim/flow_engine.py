@@ -620,30 +620,10 @@ def recover(site: SimSite, doc: SimDocument, delete: bool = False) -> None:
         undeploy(site, doc, force=True)
         return
     if state in (FAILED_DEPLOYING, DEPLOYING, PENDING):
-        for role in _roles(body):
-            if role.get("state") not in (FAILED_DEPLOYING, DEPLOYING):
-                continue
-            kept = []
-            for node in role.get("nodes", []):
-                vm = site.vms.get(_node_id(node))
-                status = _vm_status(vm, gate=False)
-                if status == "failed" and vm is not None:
-                    try:
-                        recover_vm(site, vm.id, RECOVER_RETRY)
-                    except OneError as exc:
-                        _log(body, "E", f"Role {role.get('name')} : Retry failed for VM {vm.id}; {exc.message}")
-                if status != "done":  # DONE nodes are dropped and deployed again
-                    kept.append(node)
-            role["nodes"] = kept
-            role["state"] = PENDING
-        _set_state(body, DEPLOYING)
-        evaluate(site, doc)
-        schedule(site, doc.id)
-        return
-    if state in (DEPLOYING_NETS, 13):  # RECOVER_DEPLOY_NETS_STATES
+        _recover_deployment(site, doc)
+    elif state in (DEPLOYING_NETS, 13):  # RECOVER_DEPLOY_NETS_STATES
         deploy_nets(site, doc)
-        return
-    if state in (FAILED_UNDEPLOYING, UNDEPLOYING, 14):
+    elif state in (FAILED_UNDEPLOYING, UNDEPLOYING, 14):
         for role in _roles(body):
             if role.get("state") == FAILED_UNDEPLOYING:
                 role["state"] = RUNNING
@@ -652,13 +632,37 @@ def recover(site: SimSite, doc: SimDocument, delete: bool = False) -> None:
         evaluate(site, doc)
         if doc.id in site.documents:
             schedule(site, doc.id)
-        return
-    if state == COOLDOWN:
+    elif state == COOLDOWN:
         for role in _roles(body):
             role["state"] = RUNNING
         _set_state(body, RUNNING)
-        return
-    raise FlowError(500, f"Service cannot be recovered in state: {state_name(state)}")
+    else:
+        raise FlowError(500, f"Service cannot be recovered in state: {state_name(state)}")
+
+
+def _recover_deployment(site: SimSite, doc: SimDocument) -> None:
+    """`recover` of a failed or stuck deployment: each deploying role's failed VMs retried in place,
+    its DONE ones dropped (deployed again), the role PENDING, the service DEPLOYING."""
+    body = doc.body
+    for role in _roles(body):
+        if role.get("state") not in (FAILED_DEPLOYING, DEPLOYING):
+            continue
+        kept = []
+        for node in role.get("nodes", []):
+            vm = site.vms.get(_node_id(node))
+            status = _vm_status(vm, gate=False)
+            if status == "failed" and vm is not None:
+                try:
+                    recover_vm(site, vm.id, RECOVER_RETRY)
+                except OneError as exc:
+                    _log(body, "E", f"Role {role.get('name')} : Retry failed for VM {vm.id}; {exc.message}")
+            if status != "done":  # DONE nodes are dropped and deployed again
+                kept.append(node)
+        role["nodes"] = kept
+        role["state"] = PENDING
+    _set_state(body, DEPLOYING)
+    evaluate(site, doc)
+    schedule(site, doc.id)
 
 
 def role_nodes(site: SimSite, doc: SimDocument, role_name: str | None = None) -> list[SimVm]:

@@ -17,7 +17,7 @@ from tui.domain.permissions import Permissions
 from tui.domain.template_text import Template, scalar
 from tui.sim.platform import invalid_name_chars
 from tui.sim.rpc_errors import OneError, name_refusal, name_taken, no_exists
-from tui.sim.state import SimImage, SimSite
+from tui.sim.state import SimDatastore, SimImage, SimMarketApp, SimSite
 
 #: simulated seconds: a fixed part plus one second per `_MB_PER_SECOND` of app size
 _BASE_COPY_TIME = 4.0
@@ -34,14 +34,19 @@ def _set(image: SimImage, name: str, value: str) -> None:
     image.template = [a for a in image.template if a[0] != name] + [(name, value)]
 
 
-def allocate_image(site: SimSite, attrs: Template, ds_id: int, uid: int, gid: int) -> SimImage:
-    """Register an image in an image datastore and start its copy; raises OneError like the platform."""
+def _image_datastore(site: SimSite, ds_id: int) -> SimDatastore:
+    """The image datastore `ds_id`; raises OneError like the platform for a missing or other one."""
     ds = site.datastores.get(ds_id)
     if ds is None:
         raise no_exists("DATASTORE", ds_id)
     if ds.type != 0:
         raise OneError(ALLOCATE, "Error allocating a new image. New images cannot be allocated in a "
                                  f"{'system' if ds.type == 1 else 'file'} datastore.", ds_id)
+    return ds
+
+
+def _free_image_name(site: SimSite, attrs: Template, uid: int) -> str:
+    """The new image's NAME; raises OneError for a name the platform refuses or `uid` already has."""
     name = scalar(attrs, "NAME", "").strip()
     refusal = name_refusal(name, invalid_name_chars(site.config.one_version), ALLOCATE, "Error allocating a new image. ")
     if refusal is not None:
@@ -51,15 +56,14 @@ def allocate_image(site: SimSite, attrs: Template, ds_id: int, uid: int, gid: in
         # src/image/ImagePool.cc `allocate` (line 156; 7.0.0 159, 6.10.0 232) through src/rm/api/ImageAPI.cc
         # (ALLOCATE, line 957; 6.10.0 and 7.0.0 src/rm/RequestManagerAllocate.cc line 716)
         raise name_taken("IMAGE", taken.id, ALLOCATE, "Error allocating a new image. ")
-    type_word = scalar(attrs, "TYPE", "OS").upper()
-    if type_word not in _TYPES:
-        raise OneError(ALLOCATE, f"Error allocating a new image. Unknown image type: {type_word}.")
-    persistent = 1 if scalar(attrs, "PERSISTENT", "NO").upper() in ("YES", "1", "TRUE") else 0
-    image_id = site.next_id("image")
-    size_mb = 0
+    return name
+
+
+def _image_source(site: SimSite, attrs: Template, type_word: str) -> tuple[int, str, str, SimMarketApp | None]:
+    """The new image's size (MB), format, path and the marketplace app it comes from (FROM_APP), if
+    any; raises OneError like the platform when there is none to read."""
     fmt = scalar(attrs, "FORMAT", "") or scalar(attrs, "DRIVER", "") or "qcow2"
     path = scalar(attrs, "PATH", "")
-    app = None
     from_app = scalar(attrs, "FROM_APP", "")
     if from_app.isdigit():
         app = site.marketapps.get(int(from_app))
@@ -67,17 +71,27 @@ def allocate_image(site: SimSite, attrs: Template, ds_id: int, uid: int, gid: in
             raise OneError(INTERNAL, "Cannot determine image SIZE.")
         if app.state != 1:
             raise OneError(ACTION, f"Marketplace app {app.id} is not in READY state.")
-        size_mb, fmt, path = app.size_mb, app.format or fmt, app.source or path
-    elif type_word == "DATABLOCK" and not path:
-        size_text = scalar(attrs, "SIZE", "")
+        return app.size_mb, app.format or fmt, app.source or path, app
+    size_text = scalar(attrs, "SIZE", "")
+    if type_word == "DATABLOCK" and not path:
         if not size_text.isdigit():
             raise OneError(XML_RPC_API, "Error allocating a new image. SIZE is needed for empty DATABLOCK images.")
-        size_mb = int(size_text)
-    elif not path and not scalar(attrs, "SOURCE", ""):
+        return int(size_text), fmt, path, None
+    if not path and not scalar(attrs, "SOURCE", ""):
         raise OneError(ALLOCATE, "Error allocating a new image. No PATH nor SOURCE in image template.")
-    else:
-        size_text = scalar(attrs, "SIZE", "")
-        size_mb = int(size_text) if size_text.isdigit() else 2048
+    return (int(size_text) if size_text.isdigit() else 2048), fmt, path, None
+
+
+def allocate_image(site: SimSite, attrs: Template, ds_id: int, uid: int, gid: int) -> SimImage:
+    """Register an image in an image datastore and start its copy; raises OneError like the platform."""
+    ds = _image_datastore(site, ds_id)
+    name = _free_image_name(site, attrs, uid)
+    type_word = scalar(attrs, "TYPE", "OS").upper()
+    if type_word not in _TYPES:
+        raise OneError(ALLOCATE, f"Error allocating a new image. Unknown image type: {type_word}.")
+    persistent = 1 if scalar(attrs, "PERSISTENT", "NO").upper() in ("YES", "1", "TRUE") else 0
+    image_id = site.next_id("image")
+    size_mb, fmt, path, app = _image_source(site, attrs, type_word)
     if size_mb > ds.free_mb:
         raise OneError(ACTION, f"Not enough space in datastore {ds.id}: {size_mb} MB needed, {ds.free_mb} MB free.")
     kept = [a for a in attrs if a[0] not in ("NAME", "TYPE", "PERSISTENT", "PATH", "SOURCE", "SIZE", "FORMAT")]

@@ -388,82 +388,119 @@ def vm_action(site: SimSite, action: str, vm_id: int, by: tuple[int, int] = SYST
     """one.vm.action for every action the console uses; raises OneError like the platform. `by`
     (UID, GID) asked it: the VM's history record says so."""
     vm = _get_vm(site, vm_id)
-    hard = action.endswith("-hard")
-    base = action.removesuffix("-hard")
-    running = vm.state == ACTIVE and vm.lcm_state in (RUNNING, UNKNOWN)
-    if base == "terminate":
-        # DispatchManager::terminate (src/dm/DispatchManagerActions.cc): a DONE VM is left alone,
-        # a failed one deleted, a SHUTDOWN one only overridden by --hard
-        if vm.state == DONE:
-            return
-        if vm.state in (INIT, PENDING, HOLD, STOPPED, UNDEPLOYED, 10, 11):
-            _finish(site, vm, action)
-        elif vm.state in (POWEROFF, SUSPENDED):
-            # a VM that is not running is shut down softly whatever was asked: TERMINATE_ACTION
-            # (DispatchManager::terminate, src/dm/DispatchManagerActions.cc 314-318;
-            # LifeCycleActions.cc 531, release-7.0.0)
-            _mark_action(vm, "terminate", by)
-            _epilog_then(site, vm, EPILOG, lambda: _finish(site, vm, "terminate"))
-        elif vm.state == ACTIVE and vm.lcm_state in FAILURE_LCM_STATES:
-            _finish(site, vm, action)
-        elif running or (vm.state == ACTIVE and vm.lcm_state == SHUTDOWN and hard):
-            _mark_action(vm, action, by)
-            _shutdown_then(site, vm, SHUTDOWN, hard,
-                           lambda: _epilog_then(site, vm, EPILOG, lambda: _finish(site, vm, action)))
-        else:
-            raise _wrong_state(action, vm)
-    elif base == "undeploy":
-        if running or (hard and vm.state == ACTIVE and vm.lcm_state == SHUTDOWN_UNDEPLOY):
-            _mark_action(vm, action, by)
-            _shutdown_then(site, vm, SHUTDOWN_UNDEPLOY, hard,
-                           lambda: _epilog_then(site, vm, EPILOG_UNDEPLOY, lambda: _to_undeployed(site, vm, action)))
-        elif vm.state == POWEROFF:
-            _mark_action(vm, action, by)
-            _epilog_then(site, vm, EPILOG_UNDEPLOY, lambda: _to_undeployed(site, vm, action))
-        else:
-            raise _wrong_state(action, vm)
-    elif base == "poweroff":
-        if not running:
-            raise _wrong_state(action, vm)
-        _mark_action(vm, action, by)
-        _shutdown_then(site, vm, SHUTDOWN_POWEROFF, hard, lambda: _set_state(vm, POWEROFF, LCM_INIT))
-    elif base == "stop":
-        if not running:
-            raise _wrong_state(action, vm)
-        _mark_action(vm, action, by)
-        _set_state(vm, ACTIVE, SAVE_STOP)
-        _later(site, vm, SAVE_TIME, lambda: _epilog_then(site, vm, EPILOG_STOP, lambda: _to_stopped(vm)))
-    elif base == "suspend":
-        if not running:
-            raise _wrong_state(action, vm)
-        _mark_action(vm, action, by)
-        _set_state(vm, ACTIVE, SAVE_SUSPEND)
-        _later(site, vm, SAVE_TIME, lambda: _set_state(vm, SUSPENDED, LCM_INIT))
-    elif base == "resume":
-        _resume(site, vm, action)
-    elif base == "hold":
-        if vm.state != PENDING:
-            raise _wrong_state(action, vm)
-        _set_state(vm, HOLD, LCM_INIT)
-    elif base == "release":
-        if vm.state != HOLD:
-            raise _wrong_state(action, vm)
-        _set_state(vm, PENDING, LCM_INIT)
-        _later(site, vm, SCHED_DELAY, lambda: _schedule(site, vm))
-    elif base == "reboot":
-        if not running:
-            raise _wrong_state(action, vm)
-        vm.epoch += 1  # pending appliance reports belong to the previous boot
-        vm.touch()
-        appliances.on_boot(site, vm)
-    elif base in ("resched", "unresched"):
-        if not (running or vm.state == POWEROFF):
-            raise _wrong_state(action, vm)
-        vm.resched = 1 if base == "resched" else 0
-        vm.touch()
-    else:
+    run = _ACTIONS.get(action.removesuffix("-hard"))
+    if run is None:
         # VirtualMachineAPI::action, rc -3 (src/rm/api/VirtualMachineAPI.cc)
         raise OneError(ACTION, f'Action "{action}" is not supported', vm_id)
+    run(site, vm, action, by)
+
+
+def _running(vm: SimVm) -> bool:
+    return vm.state == ACTIVE and vm.lcm_state in (RUNNING, UNKNOWN)
+
+
+def _terminate(site: SimSite, vm: SimVm, action: str, by: tuple[int, int]) -> None:
+    # DispatchManager::terminate (src/dm/DispatchManagerActions.cc): a DONE VM is left alone,
+    # a failed one deleted, a SHUTDOWN one only overridden by --hard
+    hard = action.endswith("-hard")
+    if vm.state == DONE:
+        return
+    if vm.state in (INIT, PENDING, HOLD, STOPPED, UNDEPLOYED, 10, 11):
+        _finish(site, vm, action)
+    elif vm.state in (POWEROFF, SUSPENDED):
+        # a VM that is not running is shut down softly whatever was asked: TERMINATE_ACTION
+        # (DispatchManager::terminate, src/dm/DispatchManagerActions.cc 314-318;
+        # LifeCycleActions.cc 531, release-7.0.0)
+        _mark_action(vm, "terminate", by)
+        _epilog_then(site, vm, EPILOG, lambda: _finish(site, vm, "terminate"))
+    elif vm.state == ACTIVE and vm.lcm_state in FAILURE_LCM_STATES:
+        _finish(site, vm, action)
+    elif _running(vm) or (vm.state == ACTIVE and vm.lcm_state == SHUTDOWN and hard):
+        _mark_action(vm, action, by)
+        _shutdown_then(site, vm, SHUTDOWN, hard,
+                       lambda: _epilog_then(site, vm, EPILOG, lambda: _finish(site, vm, action)))
+    else:
+        raise _wrong_state(action, vm)
+
+
+def _undeploy(site: SimSite, vm: SimVm, action: str, by: tuple[int, int]) -> None:
+    hard = action.endswith("-hard")
+    if _running(vm) or (hard and vm.state == ACTIVE and vm.lcm_state == SHUTDOWN_UNDEPLOY):
+        _mark_action(vm, action, by)
+        _shutdown_then(site, vm, SHUTDOWN_UNDEPLOY, hard,
+                       lambda: _epilog_then(site, vm, EPILOG_UNDEPLOY, lambda: _to_undeployed(site, vm, action)))
+    elif vm.state == POWEROFF:
+        _mark_action(vm, action, by)
+        _epilog_then(site, vm, EPILOG_UNDEPLOY, lambda: _to_undeployed(site, vm, action))
+    else:
+        raise _wrong_state(action, vm)
+
+
+def _poweroff(site: SimSite, vm: SimVm, action: str, by: tuple[int, int]) -> None:
+    if not _running(vm):
+        raise _wrong_state(action, vm)
+    _mark_action(vm, action, by)
+    _shutdown_then(site, vm, SHUTDOWN_POWEROFF, action.endswith("-hard"), lambda: _set_state(vm, POWEROFF, LCM_INIT))
+
+
+def _stop(site: SimSite, vm: SimVm, action: str, by: tuple[int, int]) -> None:
+    if not _running(vm):
+        raise _wrong_state(action, vm)
+    _mark_action(vm, action, by)
+    _set_state(vm, ACTIVE, SAVE_STOP)
+    _later(site, vm, SAVE_TIME, lambda: _epilog_then(site, vm, EPILOG_STOP, lambda: _to_stopped(vm)))
+
+
+def _suspend(site: SimSite, vm: SimVm, action: str, by: tuple[int, int]) -> None:
+    if not _running(vm):
+        raise _wrong_state(action, vm)
+    _mark_action(vm, action, by)
+    _set_state(vm, ACTIVE, SAVE_SUSPEND)
+    _later(site, vm, SAVE_TIME, lambda: _set_state(vm, SUSPENDED, LCM_INIT))
+
+
+def _hold(site: SimSite, vm: SimVm, action: str, by: tuple[int, int]) -> None:
+    if vm.state != PENDING:
+        raise _wrong_state(action, vm)
+    _set_state(vm, HOLD, LCM_INIT)
+
+
+def _release(site: SimSite, vm: SimVm, action: str, by: tuple[int, int]) -> None:
+    if vm.state != HOLD:
+        raise _wrong_state(action, vm)
+    _set_state(vm, PENDING, LCM_INIT)
+    _later(site, vm, SCHED_DELAY, lambda: _schedule(site, vm))
+
+
+def _reboot(site: SimSite, vm: SimVm, action: str, by: tuple[int, int]) -> None:
+    if not _running(vm):
+        raise _wrong_state(action, vm)
+    vm.epoch += 1  # pending appliance reports belong to the previous boot
+    vm.touch()
+    appliances.on_boot(site, vm)
+
+
+def _resched(site: SimSite, vm: SimVm, action: str, by: tuple[int, int]) -> None:
+    if not (_running(vm) or vm.state == POWEROFF):
+        raise _wrong_state(action, vm)
+    vm.resched = 1 if action.removesuffix("-hard") == "resched" else 0
+    vm.touch()
+
+
+#: one.vm.action's actions (without "-hard") -> what each does to the VM; `by` asked it
+_ACTIONS: dict[str, Callable[[SimSite, SimVm, str, tuple[int, int]], None]] = {
+    "terminate": _terminate,
+    "undeploy": _undeploy,
+    "poweroff": _poweroff,
+    "stop": _stop,
+    "suspend": _suspend,
+    "resume": lambda site, vm, action, by: _resume(site, vm, action),
+    "hold": _hold,
+    "release": _release,
+    "reboot": _reboot,
+    "resched": _resched,
+    "unresched": _resched,
+}
 
 
 def _resume(site: SimSite, vm: SimVm, action: str) -> None:

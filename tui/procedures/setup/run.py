@@ -124,11 +124,7 @@ async def run_setup(site: "SiteConnection", target: SetupTarget, options: RunOpt
             return
         outstanding = sum(1 for s in checklist.steps if s.outstanding)
         if step is None:
-            message = (f"{options.only.value} is done" if options.only else "every mandatory step is done")
-            if older:
-                message += f"; {older}"
-            yield Progress("setup", 1, 1, f"{message} ({time.monotonic() - started:.0f} s)", "done",
-                           {"checklist": checklist.as_json()}, outcome=checklist)
+            yield _all_done(checklist, options, older, time.monotonic() - started)
             return
         seen = (step.id, step.state, step.evidence)
         if seen == last:
@@ -147,19 +143,34 @@ async def run_setup(site: "SiteConnection", target: SetupTarget, options: RunOpt
         if not plan.wait_only and not plan.preview.is_noop and not await confirm(plan):
             raise SetupStopped(step.id, f"{step.title!r} not confirmed", "Nothing was changed; run again to continue.")
         step_started = time.monotonic()
-        try:
-            async for event in plan.run():
-                yield replace(event, step=f"{step.id.value}: {event.step}")
-        except SetupStopped:
-            raise
-        except ReadOnlyRefused as error:
-            raise SetupStopped(step.id, f"{step.title!r} refused: {error.title}", error.detail, refused=True) from None
-        except SiteError as error:
-            raise SetupStopped(step.id, f"{step.title!r} failed: {error.title}",
-                               f"{error.detail}\nThe site is left as it is: run again to continue from there.") from None
+        async for event in _run_step(step, plan):
+            yield event
         ran += 1
         just_ran = (step, plan.preview.title, time.monotonic() - step_started, round_number, total)
     raise SetupStopped(None, "Setup did not finish", f"{MAX_ROUNDS} steps ran without completing: run again.")
+
+
+def _all_done(checklist: SetupChecklist, options: RunOptions, older: str, seconds: float) -> Progress:
+    """The run's last event when no step is left (the one asked with --only, or every mandatory one)."""
+    message = (f"{options.only.value} is done" if options.only else "every mandatory step is done")
+    if older:
+        message += f"; {older}"
+    return Progress("setup", 1, 1, f"{message} ({seconds:.0f} s)", "done", {"checklist": checklist.as_json()},
+                    outcome=checklist)
+
+
+async def _run_step(step: SetupStep, plan: StepPlan) -> AsyncIterator[Progress]:
+    """`plan`'s run, its events named after `step`; a refusal or failure stops the setup there."""
+    try:
+        async for event in plan.run():
+            yield replace(event, step=f"{step.id.value}: {event.step}")
+    except SetupStopped:
+        raise
+    except ReadOnlyRefused as error:
+        raise SetupStopped(step.id, f"{step.title!r} refused: {error.title}", error.detail, refused=True) from None
+    except SiteError as error:
+        raise SetupStopped(step.id, f"{step.title!r} failed: {error.title}",
+                           f"{error.detail}\nThe site is left as it is: run again to continue from there.") from None
 
 
 def _after_step(checklist: SetupChecklist, step: SetupStep, action: str, seconds: float, index: int,

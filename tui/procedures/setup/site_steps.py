@@ -173,6 +173,32 @@ _GRANT_KINDS = {"image": "image", "VM template": "template", "service template":
 def use_gaps(variables: Any, facts: SetupFacts) -> list[str]:
     """Why the input's automation cloud user cannot USE the objects a component's IDs name (and the
     images of each VM template): [] when it can. Unknown (rules or objects unreadable) is a gap."""
+    ids = _named_ids(variables)
+    if not ids:
+        return []
+    name = facts.target.cloud_username
+    user = next((u for u in facts.users or () if u.name == name), None)
+    if not name:
+        return ["the automation cloud user is not named (app_automation_cloud_username of the input file)"]
+    if facts.users is None or facts.acl_rules is None:
+        return [f"not known whether {name} may use its objects (the users or the ACL rules could not be read)"]
+    if user is None:
+        return [f"no cloud user {name} to use its objects"]
+    objects, unknown = _used_objects(ids, facts)
+    gaps = [f"not known whether {name} may use {what} (not readable)" for what in unknown]
+    seen: set[tuple[str, int]] = set()
+    for obj in objects:
+        if (obj.kind, obj.id) in seen:
+            continue
+        seen.add((obj.kind, obj.id))
+        if not already_usable(obj, user, facts.acl_rules):
+            gaps.append(f"{name} may not USE {obj.label} (no ACL rule, owner, group or other USE right): "
+                        "the automation would get 'Not authorized to perform USE'")
+    return gaps
+
+
+def _named_ids(variables: Any) -> list[tuple[str, int]]:
+    """The (grant kind, ID) of every object a component's variables name by ID (placeholders left out)."""
     ids: list[tuple[str, int]] = []
 
     def collect(value: Any, path: str) -> None:
@@ -186,24 +212,19 @@ def use_gaps(variables: Any, facts: SetupFacts) -> list[str]:
             ids.append((_GRANT_KINDS[kind], object_id))
 
     collect(variables, "")
-    if not ids:
-        return []
-    name = facts.target.cloud_username
-    user = next((u for u in facts.users or () if u.name == name), None)
-    if not name:
-        return ["the automation cloud user is not named (app_automation_cloud_username of the input file)"]
-    if facts.users is None or facts.acl_rules is None:
-        return [f"not known whether {name} may use its objects (the users or the ACL rules could not be read)"]
-    if user is None:
-        return [f"no cloud user {name} to use its objects"]
-    images = {i.id: i for i in facts.images or ()}
-    templates = {t.id: t for t in facts.vm_templates or ()}
-    documents = {d.id: d for d in facts.service_template_docs or ()}
+    return ids
+
+
+def _used_objects(ids: list[tuple[str, int]], facts: SetupFacts) -> tuple[list[CloudObject], list[str]]:
+    """The objects `ids` name, with the images of each VM template, as read in `facts`; and the
+    ones that could not be read ("image 12")."""
+    pools: dict[str, dict[int, Any]] = {"image": {i.id: i for i in facts.images or ()},
+                                        "template": {t.id: t for t in facts.vm_templates or ()},
+                                        "service_template": {d.id: d for d in facts.service_template_docs or ()}}
     objects: list[CloudObject] = []
     unknown: list[str] = []
 
     def add(kind: str, object_id: int) -> None:
-        pools: dict[str, dict[int, Any]] = {"image": images, "template": templates, "service_template": documents}
         source = pools[kind].get(object_id)
         if source is None:
             unknown.append(f"{kind.replace('_', ' ')} {object_id}")
@@ -215,16 +236,7 @@ def use_gaps(variables: Any, facts: SetupFacts) -> list[str]:
 
     for kind, object_id in ids:
         add(kind, object_id)
-    gaps = [f"not known whether {name} may use {what} (not readable)" for what in unknown]
-    seen: set[tuple[str, int]] = set()
-    for obj in objects:
-        if (obj.kind, obj.id) in seen:
-            continue
-        seen.add((obj.kind, obj.id))
-        if not already_usable(obj, user, facts.acl_rules):
-            gaps.append(f"{name} may not USE {obj.label} (no ACL rule, owner, group or other USE right): "
-                        "the automation would get 'Not authorized to perform USE'")
-    return gaps
+    return objects, unknown
 
 
 def components_step(facts: SetupFacts) -> SetupStep:
