@@ -1,7 +1,7 @@
 """The console's start-up path imports no heavy library it does not use before its first rows.
 
 ansible (the vault) takes ~0.3 s to import on this project's machines; when the front door's check
-(`toolkit_deployed`, then in tui/procedures/setup_facts.py) pulled it in, `sitetk --demo` went from 1.45x to
+(`toolkit_deployed`, now in tui/procedures/toolkit/service.py) pulled it in, `sitetk --demo` went from 1.45x to
 2.84x the bare Textual app in `make bench`. This guards the cause rather than timing anything.
 """
 
