@@ -30,8 +30,10 @@ lint: $(STAMP)
 # one process. One run covers the three platform versions: every test that starts an embedded site
 # as the version under test runs once per version (6.10.0, 7.0.0, 7.4.0, the version in its id),
 # every other test once (tests/conftest.py); PYTEST_ARGS="--one-versions 7.4.0" narrows it.
+# Tests go to the workers one at a time (--maxschedchunk 1), the ones marked `slow` first
+# (tests/conftest.py), so that no worker ends the run alone on long tests collected together.
 PYTEST_WORKERS ?= 4
-PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS)
+PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --maxschedchunk 1
 
 test: lint
 	$(PYTEST) --ignore=tests/real $(PYTEST_ARGS)

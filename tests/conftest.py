@@ -101,6 +101,19 @@ def _parametrized_by_the_test(metafunc: pytest.Metafunc) -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "since_version(series): run only on the platform versions from this "
                                        "series on (e.g. \"7.0\"): behaviour the older versions do not have")
+    config.addinivalue_line("markers", "slow: a test of a minute or more on a loaded 2-core machine; it starts "
+                                       "before the others (pytest_collection_modifyitems)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tests marked `slow` run first, each in its place among them; then the others, in theirs.
+
+    make test hands the workers one test at a time (pytest-xdist `--maxschedchunk 1`), so each
+    worker starts on a long test and the short ones fill the gaps: a run no longer ends with one
+    worker on the long tests that happened to be collected last, together, while the others idle."""
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    if slow:
+        items[:] = slow + [item for item in items if not item.get_closest_marker("slow")]
 
 
 def versions_of(metafunc: pytest.Metafunc) -> list[str]:

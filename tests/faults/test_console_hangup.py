@@ -77,6 +77,7 @@ def test_a_hang_up_of_the_idle_console_ends_it_with_129(
     assert _objects(sim) == before and _audit(tmp_path) == []
 
 
+@pytest.mark.slow  # 96 s in the whole run at load 4-8
 def test_a_hang_up_during_a_download_rolls_it_back_audits_it_and_exits_129(
         sim_factory: Callable[..., SimServer], tmp_path: Path, terminals: list[Terminal]) -> None:
     server = sim_factory(time_scale=50.0)  # the image stays LOCKED for seconds: the hang-up finds the download running

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.toolkit.conftest import ToolkitSite, toolkit_site  # noqa: F401 - the fixture
 from tests.toolkit.test_screen import SIZE, open_form, start_deploy
 from tests.ui.conftest import console_app
@@ -14,6 +16,7 @@ from tui.screenshots import click_shown, toolkit_values, wait_for, wait_for_scre
 from widgets.confirm_modal import ConfirmModal
 
 
+@pytest.mark.slow  # about 55 s in the whole run at load 4-8
 async def test_a_second_deploy_from_the_same_inputs_says_it_follows_the_first(toolkit_site: ToolkitSite) -> None:  # noqa: F811
     server, site, _ = await toolkit_site()
     async with console_app(server).run_test(size=SIZE) as pilot:

@@ -19,6 +19,7 @@ SHORT_SEED = 15
 
 
 @pytest.mark.timeout(1200)
+@pytest.mark.slow  # 101 s in the whole run at load 4-8
 def test_short_soak_leaves_nothing_behind(tmp_path: Path) -> None:
     figures = soak(SHORT_OPS, SHORT_SEED, root=tmp_path / "soak")
     data = figures.as_json()

@@ -35,6 +35,7 @@ from widgets.confirm_modal import ConfirmModal
 pytestmark = pytest.mark.timeout(600)
 
 
+@pytest.mark.slow  # about 4 minutes each at load 4-8 (README: Tests)
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
 async def test_first_run_with_keys_alone(sim_factory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                          capsys: pytest.CaptureFixture[str], size: tuple[int, int]) -> None:

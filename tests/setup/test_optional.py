@@ -104,6 +104,7 @@ def _audit(tmp_path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
+@pytest.mark.slow  # with the next: about 3 minutes at two workers
 def test_appliances_deployed_ready_and_written_only_when_asked(deployed, capsys, tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     server, inputs = deployed
@@ -196,6 +197,7 @@ def test_appliances_deployed_ready_and_written_only_when_asked(deployed, capsys,
     assert raw.startswith("$ANSIBLE_VAULT") and token not in raw
 
 
+@pytest.mark.slow  # see above
 def test_appliance_missing_from_the_marketplaces_and_a_vm_that_fails(deployed, capsys, tmp_path: Path) -> None:
     server, inputs = deployed
     with server.site.lock:  # gone from the marketplaces (their monitoring brings nothing back) and the cloud
