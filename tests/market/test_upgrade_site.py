@@ -22,18 +22,15 @@ from tui.adapters.vault import VaultPassword, decrypt_text
 from tui.domain.attribute_file import installed_version_from_image_template
 from tui.domain.site_config import SiteConfig
 from tui.procedures.connection import SiteConnection
-from tui.procedures.market.attributes import tag_for_record
-from tui.procedures.market.download import DownloadAppliance, find_market_app
-from tui.procedures.market.marketplaces import load_catalog
 from tui.procedures.market.upgrades import IdChange
-from tui.procedures.operation import RunContext, run_operation
 from tui.procedures.site.follow_upgrade import id_edits, missing_variables
+from tui.screenshots.scenes_market import OLDER_BASTION_BUILD, install_older_bastion
 from tui.settings import Settings
 from tui.sim.repos import EXISTING_SITE, SIM_VAULT_PASSWORD
 from tui.sim.server import SimServer
 
 pytestmark = pytest.mark.timeout(300)
-OLD_BUILD = "20250101-0000"
+OLD_BUILD = OLDER_BASTION_BUILD
 BASTION = "tn_bastion"
 
 
@@ -56,20 +53,12 @@ run = run_cli
 def _old_bastion(server: SimServer) -> tuple[int, int]:
     """Bastion downloaded (operation 2), then its image tagged with an older build of the same
     version, as if installed before the marketplace's build: the upgrade plan offers the new one.
-    Returns (image id, VM template id)."""
+    Returns (image id, VM template id). (The `market-upgraded` scene does the same.)"""
     async def go() -> tuple[int, int]:
         site = SiteConnection(Settings.for_site(server.xmlrpc_url, server.session, server.flow_url))
         await site.connect()
         try:
-            entry = (await load_catalog(site)).newest("service_bastion")
-            assert entry is not None
-            app = await find_market_app(site, entry.record)
-            operation = DownloadAppliance(app.id, 1, "Bastion (installed earlier)", tag=tag_for_record(entry.record),
-                                          poll_interval=POLL)
-            result = await run_operation(site, operation, await operation.plan(site), RunContext(lambda event: None))
-            for image_id in result.image_ids:
-                await site.cloud.image_update(image_id, [(site.naming.appliance_version_attribute, OLD_BUILD)], 1)
-            return result.image_ids[0], result.template_ids[0]
+            return await install_older_bastion(site, POLL)
         finally:
             await site.close()
     return asyncio.run(go())
@@ -314,9 +303,10 @@ def test_the_console_dialog_previews_core_yaml_per_key_and_the_new_site_variable
             while not modal.has_class("-finished"):  # each removal asks on its own
                 await wait_for(pilot, lambda: modal.has_class("-finished") or isinstance(app.screen, ConfirmModal),
                                timeout=60, what="a removal confirmation or the end of the upgrade")
-                if isinstance(app.screen, ConfirmModal):
+                dialog = app.screen
+                if isinstance(dialog, ConfirmModal):  # the next removal's may follow at once: this one gone
                     await click_shown(pilot, "#confirm")
-                    await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmModal), what="the confirmation closed")
+                    await wait_for(pilot, lambda dialog=dialog: app.screen is not dialog, what="the confirmation closed")
             preview = await wait_for(pilot, lambda: modal.site_ids, timeout=60, what="core.yaml read")
             assert preview.reason == "", preview.reason
             new = {e.path: e.new for e in preview.edits}

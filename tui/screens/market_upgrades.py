@@ -93,7 +93,7 @@ def site_ids_renderable(changes: tuple[IdChange, ...], preview: SiteIdsPreview |
         parts.append(Text("New site variables the upgraded components need (asked when the IDs are written):",
                           style="bold yellow"))
         parts.extend(Text.assemble("  ", (path, "bold"), f"  {about}") for path, about in preview.missing)
-    parts.append(Text("Write them with:", style="dim"))
+    parts.append(Text("Write them with (CORE_YAML: the path `sitetk site open` prints):", style="dim"))
     parts.extend(Text(f"  {command}", style="dim") for command in preview.commands)
     return Group(*parts)
 
@@ -234,6 +234,8 @@ class UpgradePlanModal(OperationModal[UpgradePlan, Upgraded]):
         self.site_ids = message.preview
         if self.result is not None:
             self.show_result_text(site_ids_renderable(self.result.core_yaml, message.preview))
+            # the preview is what is left to do: in sight below the steps and their progress
+            self.call_after_refresh(self.query_one("#up-result").scroll_visible, animate=False, top=True)
 
     def show_failure(self, error: SiteError) -> None:
         self.show_result_text(error_text(error))

@@ -97,6 +97,89 @@ async def prepare_market_attributes(ctx: SceneContext) -> None:
     await ctx.wait_for(lambda: modal.plan is not None, what="the attributes preview")
 
 
+#: the build an older Bastion is tagged with (the marketplace lists 20250612-1045): the upgrade offers it
+OLDER_BASTION_BUILD = "20250101-0000"
+
+
+async def install_older_bastion(site: Any, poll_interval: float = 0.05) -> tuple[int, int]:
+    """Bastion downloaded, then its images tagged with an older build of the same version, as if
+    installed before the marketplace's build: the upgrade plan offers the new one. (image id, VM
+    template id)."""
+    from tui.procedures.market.attributes import tag_for_record
+    from tui.procedures.market.download import DownloadAppliance, find_market_app
+    from tui.procedures.market.marketplaces import load_catalog
+    from tui.procedures.operation import RunContext, run_operation
+
+    entry = (await load_catalog(site)).newest("service_bastion")
+    assert entry is not None
+    app = await find_market_app(site, entry.record)
+    operation = DownloadAppliance(app.id, 1, "Bastion (installed earlier)", tag=tag_for_record(entry.record),
+                                  poll_interval=poll_interval)
+    result = await run_operation(site, operation, await operation.plan(site), RunContext(lambda event: None))
+    for image_id in result.image_ids:
+        await site.cloud.image_update(image_id, [(site.naming.appliance_version_attribute, OLDER_BASTION_BUILD)], 1)
+    return result.image_ids[0], result.template_ids[0]
+
+
+async def prepare_market_upgraded(ctx: SceneContext) -> None:
+    """The deployed site with an older Bastion in the cloud and in core.yaml (its image and template
+    IDs, submitted): the plan applied (each removal confirmed), then core.yaml's preview per key."""
+    from tui.procedures.operation import RunContext, run_operation
+    from tui.procedures.site.file_operations import EditSite
+    from tui.procedures.site.repo import locate_site, open_site
+    from tui.procedures.site.submit_operation import SubmitSite
+    from tui.procedures.site.workspace import sites_repo, vault_password
+    from tui.screens.market_upgrades import UpgradePlanModal
+    from tui.sim.repos import EXISTING_SITE
+    from widgets.confirm_modal import ConfirmModal
+
+    assert ctx.server is not None
+    await ctx.wait_for(lambda: ctx.app.info is not None, what="the connection")
+    site = ctx.app.site
+    image_id, template_id = await install_older_bastion(site)
+    password = vault_password(site.settings)
+    assert password is not None
+    repo = sites_repo(site.settings)
+    try:
+        async for _ in open_site(repo, EXISTING_SITE, EXISTING_SITE):
+            pass
+        ref = locate_site(repo, EXISTING_SITE, EXISTING_SITE)
+        edit = EditSite(ref.path, password, [("site_variables.tn_bastion.image_id", image_id),
+                                             ("site_variables.tn_bastion.template_id", template_id)])
+        await run_operation(site, edit, await edit.plan(site), RunContext(lambda event: None))
+        submit = SubmitSite(repo, ref, password, "Bastion installed earlier", "the demo site's other values come later")
+        await run_operation(site, submit, await submit.plan(site), RunContext(lambda event: None))
+    finally:
+        repo.close()
+    with ctx.server.site.lock:  # the toolkit's VMs moved to the new version: its old images are free
+        for image in ctx.server.site.images.values():
+            image.running_vms, image.vm_ids = 0, []
+            if image.state == 2:  # USED
+                image.state = 1  # READY
+    await market_loaded(ctx)
+    await ctx.pilot.press("u")
+    modal = await ctx.wait_for_screen(UpgradePlanModal, what="the upgrade plan modal")
+    await ctx.wait_for(lambda: not modal.query_one("#up-apply").disabled, timeout=30, what="the datastore")
+    await ctx.click("#up-apply")
+    while not modal.has_class("-finished"):  # each removal asks on its own
+        await ctx.wait_for(lambda: modal.has_class("-finished") or isinstance(ctx.app.screen, ConfirmModal),
+                           timeout=60, what="a removal confirmation or the end of the upgrade")
+        dialog = ctx.app.screen
+        if isinstance(dialog, ConfirmModal):  # the next removal's may follow at once: this one gone
+            await ctx.click("#confirm")
+
+            def closed(shown: object = dialog) -> bool:
+                return ctx.app.screen is not shown
+
+            await ctx.wait_for(closed, what="the confirmation closed")
+    await ctx.wait_for(lambda: modal.site_ids is not None, timeout=60, what="core.yaml read")
+    body, result = modal.query_one("#up-body"), modal.query_one("#up-result")
+    await ctx.pilot.pause()
+    result.scroll_visible(animate=False, top=True)  # as the dialog does once it is laid out (not always yet here)
+    await ctx.wait_for(lambda: body.scroll_y > 0 and body.scroll_y == body.scroll_target_y, what="the preview in sight")
+    await ctx.pilot.pause()
+
+
 SCENES: list[Scene] = [
     Scene("market", "normal", prepare_market_normal, scenario="deployed"),
     Scene("market", "detail", prepare_market_detail),
@@ -104,6 +187,7 @@ SCENES: list[Scene] = [
     Scene("market", "download", prepare_market_download),
     Scene("market", "download-failed", prepare_market_download_failed),
     Scene("market", "plan", prepare_market_plan, scenario="deployed"),
+    Scene("market", "upgraded", prepare_market_upgraded, scenario="deployed"),
     Scene("market", "attributes", prepare_market_attributes, scenario="deployed", settings_overrides=_WITH_COMMUNITY),
     Scene("market", "review-80x24", prepare_market_review, size=(80, 24)),
     Scene("market", "normal-80x24", prepare_market_normal, size=(80, 24)),

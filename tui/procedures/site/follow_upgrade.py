@@ -143,19 +143,18 @@ class SiteIdsPreview:
     missing: tuple[tuple[str, str], ...] = ()
     #: why core.yaml was not read ("" when it was)
     reason: str = ""
-    #: the working clone `sitetk site open` checks the branch out in
-    clone: str = ""
 
     @property
     def commands(self) -> tuple[str, ...]:
-        """The commands that apply it by hand (the CLI's `market upgrades --apply` does it itself)."""
+        """The commands that apply it by hand (the CLI's `market upgrades --apply` does it itself);
+        CORE_YAML is the path `sitetk site open` prints (in the working clone)."""
         if self.reason or not (self.edits or self.missing):
             return ()
         sets = " ".join(f"--set {e.path}={e.new}" for e in self.edits)
         sets += "".join(f" --set {path}=VALUE" for path, _ in self.missing)
         site_dir = self.site_dir or self.branch
         return (f"sitetk site open {self.branch}" + (f" --site {site_dir}" if site_dir != self.branch else ""),
-                f"sitetk site edit {self.clone or 'CLONE'}/{site_dir}/core.yaml {sets.strip()}",
+                f"sitetk site edit CORE_YAML {sets.strip()}",
                 "sitetk site submit")
 
 
@@ -196,7 +195,7 @@ async def preview_site_ids(site: "SiteConnection", branch: str, site_dir: str, c
     except SiteError:
         definitions = None
     missing = missing_variables(config, definitions, record_ids) if definitions else ()
-    return SiteIdsPreview(branch, site_dir, id_edits(config, changes), missing, clone=str(repo.workdir))
+    return SiteIdsPreview(branch, site_dir, id_edits(config, changes), missing)
 
 
 #: asks the operator for site variables: (dotted path, what it is) -> {path: value}
