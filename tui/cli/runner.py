@@ -23,14 +23,17 @@ from tui.cli.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from tui.errors import SiteError
 from tui.procedures.operation import (
     Confirmation,
+    JsonShaped,
     Operation,
     ReadOnlyRefused,
     RunContext,
+    StopsEarly,
+    json_of,
     refuse_if_read_only,
     run_operation,
 )
 from tui.procedures.preview import Preview
-from tui.procedures.progress import Progress
+from tui.procedures.progress import Progress, ProgressState
 from tui.procedures.stop_signals import StopRequests, exit_code_for, on_stop_signals, signal_name
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -40,9 +43,12 @@ PlanT = TypeVar("PlanT")
 ResultT = TypeVar("ResultT")
 
 
+_MARKS = {ProgressState.DONE: "ok", ProgressState.FAILED: "FAILED", ProgressState.SKIPPED: "skip"}
+
+
 def print_event(event: Progress) -> None:
     """One progress line on stderr: `[    ok] step (done/total) message`."""
-    mark = {"done": "ok", "failed": "FAILED", "skipped": "skip"}.get(event.state, "..")
+    mark = _MARKS.get(event.state, "..")
     tail = f" {event.message}" if event.message else ""
     _say(f"[{mark:>6}] {event.step} ({event.done}/{event.total}){tail}")
 
@@ -57,8 +63,7 @@ def _say(text: str) -> None:
 
 def result_json(result: Any) -> Any:
     """A typed result in a JSON answer: its `as_json()`, else the value itself."""
-    as_json = getattr(result, "as_json", None)
-    return as_json() if callable(as_json) else result
+    return json_of(result)
 
 
 _NO_PLAN: Any = object()
@@ -97,9 +102,8 @@ async def run_cli(args: argparse.Namespace, site: "SiteConnection", operation: O
         with on_stop_signals(_stopper(stops, context, operation)):
             result = await run_operation(site, operation, plan, context, timeout=timeout)
     except SiteError as error:
-        failure = getattr(error, "as_json", None)
         signalled = {"signal": signal_name(stops.first)} if stops.first is not None else {}
-        print_error(error, as_json, **answer, **({"failure": failure()} if callable(failure) else {}),
+        print_error(error, as_json, **answer, **({"failure": error.as_json()} if isinstance(error, JsonShaped) else {}),
                     events=[e.as_json() for e in context.events], **signalled)
         return exit_code_for(stops.first) if stops.first is not None else EXIT_FAILED
     except asyncio.CancelledError:  # ctrl+c: say where it stopped and how to go on
@@ -190,7 +194,7 @@ def _stopped_code(stops: StopRequests, result: Any) -> int:
     stops following its service and says so in its result), else 0; says what the signal did."""
     if stops.first is None:
         return EXIT_OK
-    stopped = bool(getattr(result, "cancelled", False))
+    stopped = isinstance(result, StopsEarly) and result.cancelled
     _say(f"{signal_name(stops.first)}: stopped; what was made is left as the result says; run the same command "
          "again to continue with it" if stopped else
          f"{signal_name(stops.first)} came too late to stop it: the operation had finished")

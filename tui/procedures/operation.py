@@ -16,7 +16,9 @@ cancel into `OperationCancelled`. It also writes the one audit record of a run: 
 contributes the record's target and details (`audit_object`, `audit_target`, `audit_details` for a
 run that changed something, `audit_failure` for one that failed, was cancelled or timed out), so an
 operation's procedures do not record it again. What `execute` learns as it goes and a failure
-record needs (what a rollback deleted, where a move stopped) it keeps in `RunContext.notes`.
+record needs (what a rollback deleted, where a move stopped) is the operation's own typed record,
+which it keeps with `context.keep(record)` and reads back in `audit_failure` with
+`context.kept(RecordType)`: a download's `DownloadLedger`, a move's `MoveLedger`.
 Procedures that are still called outside an operation (the guided setup) record their changes
 themselves only when given an audit log (see README "Audit log").
 
@@ -44,18 +46,46 @@ from __future__ import annotations
 import asyncio
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, ClassVar, Generic, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, ClassVar, Generic, Mapping, Protocol, TypeVar, runtime_checkable
 
 from tui.errors import SiteError
 from tui.procedures.audit import AuditUnwritable
 from tui.procedures.preview import Preview
-from tui.procedures.progress import Progress
+from tui.procedures.progress import Progress, ProgressState
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection
 
 PlanT = TypeVar("PlanT")
 ResultT = TypeVar("ResultT")
+RecordT = TypeVar("RecordT")
+
+
+@runtime_checkable
+class JsonShaped(Protocol):
+    """A value with its own `--json` form: plans, results, a failure's record (`MoveFailed`)."""
+
+    def as_json(self) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class NamesSteps(Protocol):
+    """A plan that names its steps before the run: the progress panel lists them."""
+
+    @property
+    def step_names(self) -> tuple[str, ...]: ...
+
+
+@runtime_checkable
+class StopsEarly(Protocol):
+    """A result of a run that stops by returning (a deploy stops following its service): it says so."""
+
+    cancelled: bool
+
+
+def json_of(value: Any) -> Any:
+    """A value in a JSON answer: its `as_json()` (`JsonShaped`), else the value itself."""
+    return value.as_json() if isinstance(value, JsonShaped) else value
 
 
 class ReadOnlyRefused(SiteError):
@@ -102,12 +132,34 @@ class RunContext:
     ask: Callable[[Confirmation], Awaitable[bool]] = field(default=_never)
     #: every event emitted so far (a failure still reports what happened before it)
     events: list[Progress] = field(default_factory=list)
-    #: what `execute` keeps for its audit hooks as it goes (a run stopped hard still says what it did)
-    notes: dict[str, Any] = field(default_factory=dict)
+    #: the run's typed record (`keep`, `kept`)
+    _record: object = field(default=None, repr=False)
 
     def report(self, event: Progress) -> None:
         self.events.append(event)
         self.emit(event)
+
+    def keep(self, record: RecordT) -> RecordT:
+        """Keep the run's record: what `execute` did so far, kept as it goes (a run stopped hard,
+        its task cancelled or timed out, still says what it created, deleted or left). The
+        operation's `audit_failure` reads it back with `kept`."""
+        self._record = record
+        return record
+
+    def kept(self, kind: type[RecordT]) -> RecordT | None:
+        """The record `keep` kept, when it is a `kind` (None before the run kept one)."""
+        record = self._record
+        return record if isinstance(record, kind) else None
+
+    def relay(self, adapt: Callable[[Progress], Progress | None]) -> "RunContext":
+        """A context for a part of this run (an upgrade's download): the same cancel and
+        questions; its events go through `adapt` (relabelled, or None: dropped) to this one."""
+        def emit(event: Progress) -> None:
+            adapted = adapt(event)
+            if adapted is not None:
+                self.report(adapted)
+
+        return RunContext(emit, self.cancel, self.ask)
 
 
 class Operation(ABC, Generic[PlanT, ResultT]):
@@ -147,8 +199,7 @@ class Operation(ABC, Generic[PlanT, ResultT]):
 
     def plan_json(self, plan: PlanT) -> dict[str, Any]:
         """The plan in a `--json` answer (default: its `as_json()` when it has one)."""
-        as_json = getattr(plan, "as_json", None)
-        return as_json() if callable(as_json) else {}
+        return plan.as_json() if isinstance(plan, JsonShaped) else {}
 
     @abstractmethod
     async def execute(self, site: "SiteConnection", plan: PlanT, context: RunContext) -> ResultT:
@@ -252,7 +303,7 @@ def _record_failure(site: "SiteConnection", operation: Operation[PlanT, Any], pl
             return
         cancelled = isinstance(error, OperationCancelled) or context.cancel.is_set()
         outcome = outcome or ("cancelled" if cancelled else "failed")
-        steps = [event.step for event in context.events if event.state == "done"]
+        steps = [event.step for event in context.events if event.state is ProgressState.DONE]
         site.audit.record(operation.action or "operation", operation.audit_object(plan), outcome,
                           {**(extra or {}), "error": error.title, "steps_done": steps, **(details or {})})
     except AuditUnwritable as unkept:

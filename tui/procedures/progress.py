@@ -3,15 +3,25 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
+
+
+class ProgressState(StrEnum):
+    """Where a step is. A `StrEnum`: the `--json` event log writes its value ("done")."""
+
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    #: already in the wanted state: re-runs are idempotent and say so
+    SKIPPED = "skipped"
 
 
 @dataclass(frozen=True)
 class Progress:
     """One step of a procedure: `done` of `total` units finished, with a human message.
 
-    `state` is "running", "done", "failed" or "skipped" (already in the wanted state: re-runs are
-    idempotent and say so). `data` is the step's detail in the `--json` event log (ids created,
+    `state` is a `ProgressState` (running, done, failed, or skipped: already in the wanted state). `data` is the step's detail in the `--json` event log (ids created,
     values read) and nothing else: no layer reads it back. `outcome` is the typed value a step
     produced (a frozen dataclass: the finished download's `DownloadResult`, a write's
     `ConfigWritten`, a deployment's `DeployStep`, ...): operations and screens read results from
@@ -22,9 +32,12 @@ class Progress:
     done: int
     total: int
     message: str = ""
-    state: str = "running"
+    state: ProgressState = ProgressState.RUNNING
     data: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     outcome: object = field(default=None, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "state", ProgressState(self.state))  # "done" given as text is checked here
 
     @property
     def fraction(self) -> float:
@@ -36,6 +49,6 @@ class Progress:
             "done": self.done,
             "total": self.total,
             "message": self.message,
-            "state": self.state,
+            "state": self.state.value,
             "data": self.data,
         }

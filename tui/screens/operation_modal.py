@@ -34,7 +34,7 @@ from textual.widgets import Button, Static
 from textual.worker import Worker
 
 from tui.errors import SiteError
-from tui.procedures.operation import Confirmation, Operation, OperationCancelled
+from tui.procedures.operation import Confirmation, NamesSteps, Operation, OperationCancelled
 from tui.procedures.preview import Preview
 from tui.procedures.progress import Progress
 from tui.screens.error_text import error_text
@@ -323,9 +323,9 @@ class OperationModal(SiteModal[bool], Generic[PlanT, ResultT]):
 
     def run_started(self, plan: PlanT) -> None:
         """The run begins: by default the progress panel lists the plan's steps."""
-        steps = getattr(plan, "step_names", None)
+        steps = list(plan.step_names) if isinstance(plan, NamesSteps) else []
         for panel in self.query(f"#{self.PREFIX}-progress").results(ProgressPanel):
-            panel.set_steps(list(steps) if steps is not None else [])
+            panel.set_steps(steps)
 
     @work(exclusive=True, group="operation-run", exit_on_error=False)
     async def _run_worker(self, run: OperationRun[PlanT, ResultT]) -> None:

@@ -53,7 +53,7 @@ from tui.procedures.market.download import (
 )
 from tui.procedures.market.marketplaces import AmbiguousAppliance, load_catalog
 from tui.procedures.preview import Change, Preview
-from tui.procedures.progress import Progress
+from tui.procedures.progress import Progress, ProgressState
 from tui.procedures.site.config import enable_component, load_site_config
 from tui.procedures.site.fill import installed_from_catalog
 
@@ -301,17 +301,17 @@ async def plan_provision(
     return ProvisionPlan(definition, user, tuple(steps), plan_grants(objects, user, rules), tuple(notes))
 
 
-async def _grant(site: "SiteConnection", grant: Grant) -> tuple[str, str, int | None]:
+async def _grant(site: "SiteConnection", grant: Grant) -> tuple[ProgressState, str, int | None]:
     """Add one rule; (state, message, the new rule's ID). An existing rule counts as granted."""
     if not grant.needed:
-        return "skipped", f"{grant.user_name} may already use {grant.object.label}: {grant.already}", None
+        return ProgressState.SKIPPED, f"{grant.user_name} may already use {grant.object.label}: {grant.already}", None
     try:
         rule_id = await site.cloud.acl_add(grant.rule)
     except SiteError as error:
         if _DUPLICATE in error.detail or _DUPLICATE in error.title:
-            return "skipped", f"rule {grant.rule} exists already", None
+            return ProgressState.SKIPPED, f"rule {grant.rule} exists already", None
         raise
-    return "done", f"rule {rule_id}: {grant.rule}", rule_id
+    return ProgressState.DONE, f"rule {rule_id}: {grant.rule}", rule_id
 
 
 async def provision_component(
@@ -332,7 +332,7 @@ async def provision_component(
         if step.download is None:
             assert step.installed is not None
             installed[record.id] = step.installed
-            yield Progress(f"{record.name}: download", 1, 1, f"{record.version} downloaded already: reused", "skipped")
+            yield Progress(f"{record.name}: download", 1, 1, f"{record.version} downloaded already: reused", ProgressState.SKIPPED)
             continue
         result: DownloadResult | None = None
         async for event in download_appliance(site, step.download, step_timeout=step_timeout, poll_interval=poll_interval, cancel=cancel):
@@ -359,7 +359,7 @@ async def provision_component(
     yield Progress(
         f"provision {name}", 1, 1,
         f"{name}: {len(installed)} appliance(s) ready for {plan.user.name}" + (f" ({'; '.join(notes)})" if notes else ""),
-        "done",
+        ProgressState.DONE,
         {"values": values, "notes": list(notes), "appliances": {k: vars(v) for k, v in installed.items()},
          "grants": [g.as_json() for g in grants]},
         Provisioned(values, tuple(notes), dict(installed), tuple(grants)),
@@ -378,7 +378,7 @@ async def _undone(site: "SiteConnection", provisioner: "ComponentProvisioner", d
     failed: list[str] = []
     async for event in undo_provision(site, provisioner, f"enabling {definition.name} failed: {error.title}"):
         sink(event)
-        if event.state == "failed":
+        if event.state is ProgressState.FAILED:
             failed.append(event.message)
     note = f"Removed what it had created: {', '.join(removed)}."
     if failed:
@@ -445,10 +445,10 @@ async def undo_provision(site: "SiteConnection", provisioner: ComponentProvision
         try:
             await call(object_id)
         except SiteError as error:
-            yield Progress(step, n, total, f"could not delete {kind} {object_id}: {error.title}", "failed",
+            yield Progress(step, n, total, f"could not delete {kind} {object_id}: {error.title}", ProgressState.FAILED,
                            {"kind": kind, "id": object_id}, Undone(kind, object_id, why, error.title))
             continue
-        yield Progress(step, n, total, f"deleted {kind} {object_id}", "done", {"kind": kind, "id": object_id},
+        yield Progress(step, n, total, f"deleted {kind} {object_id}", ProgressState.DONE, {"kind": kind, "id": object_id},
                        Undone(kind, object_id, why))
     provisioner.rules.clear()
     provisioner.created.clear()

@@ -116,7 +116,7 @@ class MoveOperation(Operation[MoveSet, Moved]):
         return Confirmation(verb, preview.target, detail, destructive=True)
 
     async def execute(self, site: "SiteConnection", plan: MoveSet, context: RunContext) -> Moved:
-        ledger = context.notes.setdefault("move", MoveLedger())
+        ledger = context.keep(MoveLedger())
         async for event in move_many(site, plan.plans, timeouts=self.timeouts, cancel=context.cancel, ledger=ledger):
             context.report(event)
         return Moved(plan.plans, tuple(ledger.vms))
@@ -128,8 +128,8 @@ class MoveOperation(Operation[MoveSet, Moved]):
         return runs[0] if len(runs) == 1 else {"vms": runs}
 
     def audit_failure(self, plan: MoveSet, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
-        ledger = context.notes.get("move")
-        runs = [dict(entry) for entry in ledger.vms] if isinstance(ledger, MoveLedger) else []
+        ledger = context.kept(MoveLedger)
+        runs = [dict(entry) for entry in ledger.vms] if ledger is not None else []
         started = {entry["vm_id"] for entry in runs}
         waiting = [p.label for p in plan.plans if p.vm_id not in started]
         if not runs:

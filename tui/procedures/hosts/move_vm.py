@@ -88,7 +88,7 @@ from tui.procedures.hosts.move_plan import (
     updateconf_cli,
     updateconf_merges,
 )
-from tui.procedures.progress import Progress
+from tui.procedures.progress import Progress, ProgressState
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection
@@ -181,8 +181,8 @@ class _Run:
         self.step = STEPS[0]
         self.vm: VmDetail | None = None
 
-    def event(self, index: int, state: str, message: str, **data: Any) -> Progress:
-        done = index + (1 if state in ("done", "skipped") else 0)
+    def event(self, index: int, state: ProgressState, message: str, **data: Any) -> Progress:
+        done = index + (1 if state in (ProgressState.DONE, ProgressState.SKIPPED) else 0)
         return Progress(self.step, self.offset + done, self.total, message, state,
                         {"vm_id": self.plan.vm_id, **data})
 
@@ -248,7 +248,7 @@ class _Run:
                 if now != last:
                     last = now
                     pause = min(0.1, self.timeouts.poll_interval)
-                    yield self.event(index, "running", f"waiting for {what}: VM is {now}", vm_state=now)
+                    yield self.event(index, ProgressState.RUNNING, f"waiting for {what}: VM is {now}", vm_state=now)
             if time.monotonic() >= deadline:
                 extra = on_timeout() if callable(on_timeout) else on_timeout
                 raise self.fail(f"Waited {timeout:g} s for {what}." + (f" {extra}" if extra else ""))
@@ -298,11 +298,11 @@ async def _locked(site: "SiteConnection", plan: MovePlan, lock: MoveLock, timeou
     run = _Run(site, plan, timeouts, _offset, _total if _total is not None else len(steps), entry, cancel)
     if lock.stale is not None:
         entry["stale_lock"] = lock.stale_text()
-        yield Progress(steps[0], _offset, run.total, lock.stale_text(), "running",
+        yield Progress(steps[0], _offset, run.total, lock.stale_text(), ProgressState.RUNNING,
                        {"vm_id": plan.vm_id, "stale_lock": lock.stale.describe()})
     try:
         async for event in _steps(run):
-            if event.state in ("done", "skipped"):
+            if event.state in (ProgressState.DONE, ProgressState.SKIPPED):
                 entry["steps"].append({"step": event.step, "state": event.state})
             yield event
     except asyncio.CancelledError:
@@ -314,14 +314,14 @@ async def _locked(site: "SiteConnection", plan: MovePlan, lock: MoveLock, timeou
         cancelled = MoveCancelled(plan, run.step, stopped.vm_state)
         entry.update(outcome="cancelled", step=run.step, vm_state=cancelled.vm_state)
         yield Progress(run.step, run.offset + steps.index(run.step), run.total,
-                       f"cancelled: {plan.label} is {cancelled.vm_state}", "failed",
+                       f"cancelled: {plan.label} is {cancelled.vm_state}", ProgressState.FAILED,
                        {"vm_id": plan.vm_id, "vm_state": cancelled.vm_state})
         raise cancelled from None
     except SiteError as error:
         failure = error if isinstance(error, MoveFailed) else await run.state_after_error(error)
         entry.update(outcome="failed", step=failure.step, reason=failure.reason, vm_state=failure.vm_state)
         short = failure.reason if len(failure.reason) <= 100 else failure.reason[:99] + "…"
-        yield Progress(failure.step, run.offset + steps.index(failure.step), run.total, short, "failed",
+        yield Progress(failure.step, run.offset + steps.index(failure.step), run.total, short, ProgressState.FAILED,
                        {"vm_id": plan.vm_id, "vm_state": failure.vm_state, "reason": failure.reason})
         raise failure from None
     final = describe_state(run.vm) if run.vm is not None else ""
@@ -376,7 +376,7 @@ async def _steps(run: _Run) -> AsyncIterator[Progress]:
         # a boot that failed elsewhere (a CPU model that host cannot give): the platform leaves no way
         # out of BOOT_UNDEPLOY_FAILURE but recover; --success closes the failed boot, then an undeploy
         # --hard frees the host (the KVM driver's cancel is a no-op for a domain that is not there)
-        yield run.event(index, "running", f"closing the failed boot on host {vm.summary.host_id} {vm.summary.host}")
+        yield run.event(index, ProgressState.RUNNING, f"closing the failed boot on host {vm.summary.host_id} {vm.summary.host}")
         run.checkpoint()
         await cloud.vm_recover(plan.vm_id, RECOVER_SUCCESS)
         run.change("hosts.recover", {
@@ -384,16 +384,16 @@ async def _steps(run: _Run) -> AsyncIterator[Progress]:
         await cloud.vm_action("undeploy-hard", plan.vm_id)
         run.change("hosts.undeploy", {
             "vm_id": plan.vm_id, "hard": True, "cli": f"onevm undeploy --hard {plan.vm_id}"})
-        yield run.event(index, "done", "failed boot closed (onevm recover --success), undeploy --hard requested")
+        yield run.event(index, ProgressState.DONE, "failed boot closed (onevm recover --success), undeploy --hard requested")
     elif STEP_UNDEPLOY in skips:
-        yield run.event(index, "skipped", skips[STEP_UNDEPLOY])
+        yield run.event(index, ProgressState.SKIPPED, skips[STEP_UNDEPLOY])
     elif (state == ACTIVE and lcm in UNDEPLOYABLE_LCM) or state == VM_POWEROFF:
-        yield run.event(index, "running", f"undeploying from {plan.origin_label}")
+        yield run.event(index, ProgressState.RUNNING, f"undeploying from {plan.origin_label}")
         run.checkpoint()
         await cloud.vm_action("undeploy-hard" if plan.hard else "undeploy", plan.vm_id)
         run.change("hosts.undeploy", {
             "vm_id": plan.vm_id, "hard": plan.hard, "cli": f"onevm undeploy{' --hard' if plan.hard else ''} {plan.vm_id}"})
-        yield run.event(index, "done", "undeploy requested")
+        yield run.event(index, ProgressState.DONE, "undeploy requested")
     elif state == VM_SUSPENDED:
         raise run.fail(f"A SUSPENDED VM cannot be undeployed: resume it first (onevm resume {plan.vm_id}), then run "
                        "the move again.")
@@ -404,7 +404,7 @@ async def _steps(run: _Run) -> AsyncIterator[Progress]:
     # 2. wait undeployed
     run.step, index = STEP_WAIT_UNDEPLOYED, 1
     if STEP_WAIT_UNDEPLOYED in skips:
-        yield run.event(index, "skipped", skips[STEP_WAIT_UNDEPLOYED])
+        yield run.event(index, ProgressState.SKIPPED, skips[STEP_WAIT_UNDEPLOYED])
     else:
         def undeploy_broken(current: VmDetail) -> str:
             if _failed_lcm(current):
@@ -417,15 +417,15 @@ async def _steps(run: _Run) -> AsyncIterator[Progress]:
                                     undeploy_broken, "UNDEPLOYED",
                                     "" if plan.hard else "A guest that ignores the shutdown needs --hard."):
             yield event
-        yield run.event(index, "done", "VM is UNDEPLOYED")
+        yield run.event(index, ProgressState.DONE, "VM is UNDEPLOYED")
     vm = run.vm or vm
 
     # 3. set CPU model
     run.step, index = STEP_SET_MODEL, 2
     if vm.cpu_model == plan.cpu_model:
-        yield run.event(index, "skipped", f"CPU model already {plan.cpu_model or '(none)'}")
+        yield run.event(index, ProgressState.SKIPPED, f"CPU model already {plan.cpu_model or '(none)'}")
     else:
-        yield run.event(index, "running", f"setting CPU model {plan.cpu_model or '(none)'}")
+        yield run.event(index, ProgressState.RUNNING, f"setting CPU model {plan.cpu_model or '(none)'}")
         run.checkpoint()
         before = _sections(vm)
         if plan.cpu_model:
@@ -445,15 +445,15 @@ async def _steps(run: _Run) -> AsyncIterator[Progress]:
             changed = ", ".join(lost) if lost else "some of its sections"
             raise run.fail(f"The update changed the VM's other configuration ({changed}); check it with "
                            f"onevm show {plan.vm_id} before deploying.")
-        yield run.event(index, "done", f"CPU model {plan.cpu_model or '(none)'} set; other sections unchanged",
+        yield run.event(index, ProgressState.DONE, f"CPU model {plan.cpu_model or '(none)'} set; other sections unchanged",
                         cpu_model=plan.cpu_model)
 
     # 4. deploy
     run.step, index = STEP_DEPLOY, 3
     if _on_target(vm, plan):
-        yield run.event(index, "skipped", f"already deployed on {plan.target_label}")
+        yield run.event(index, ProgressState.SKIPPED, f"already deployed on {plan.target_label}")
     elif vm.summary.state in DEPLOYABLE:
-        yield run.event(index, "running", f"deploying on {plan.target_label}")
+        yield run.event(index, ProgressState.RUNNING, f"deploying on {plan.target_label}")
         run.checkpoint()
         if plan.wait_ready and ready_flag(vm):
             # a READY=YES left from the last boot would end the last wait at once
@@ -464,7 +464,7 @@ async def _steps(run: _Run) -> AsyncIterator[Progress]:
         run.change("hosts.deploy", {
             "vm_id": plan.vm_id, "host_id": plan.target_host_id,
             "cli": f"onevm deploy {plan.vm_id} {plan.target_host_id}"})
-        yield run.event(index, "done", f"deploy on {plan.target_label} requested")
+        yield run.event(index, ProgressState.DONE, f"deploy on {plan.target_label} requested")
     else:
         raise run.fail(f"The VM is {vm.summary.status}, not UNDEPLOYED: it cannot be deployed on {plan.target_label}.")
 
@@ -489,10 +489,10 @@ async def _steps(run: _Run) -> AsyncIterator[Progress]:
     if plan.ready_unreported:
         # nothing in the VM can report READY (tui.domain.guest_ready): say so instead of waiting for ever
         run.entry["ready_not_waited"] = plan.ready_unreported
-        yield run.event(index, "done", f"VM is RUNNING on {plan.target_label}; not waiting for READY=YES: "
+        yield run.event(index, ProgressState.DONE, f"VM is RUNNING on {plan.target_label}; not waiting for READY=YES: "
                         f"{plan.ready_unreported}", ready_not_waited=plan.ready_unreported)
         return
-    yield run.event(index, "done", f"VM is RUNNING on {plan.target_label}")
+    yield run.event(index, ProgressState.DONE, f"VM is RUNNING on {plan.target_label}")
 
     # 6. wait ready
     if not plan.wait_ready:
@@ -507,7 +507,7 @@ async def _steps(run: _Run) -> AsyncIterator[Progress]:
     async for event in run.wait(index, timeouts.ready, lambda v: v.ready, ready_broken, "the application to be ready",
                                 lambda: _appliance_errors(run.vm)):
         yield event
-    yield run.event(index, "done", "the application reports READY=YES")
+    yield run.event(index, ProgressState.DONE, "the application reports READY=YES")
 
 
 def _appliance_errors(vm: VmDetail | None) -> str:

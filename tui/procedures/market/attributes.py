@@ -40,7 +40,7 @@ from tui.errors import SiteError
 from tui.procedures.concurrent import gather
 from tui.procedures.operation import Confirmation, Operation, RunContext
 from tui.procedures.preview import Change, Preview
-from tui.procedures.progress import Progress
+from tui.procedures.progress import Progress, ProgressState
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection
@@ -263,7 +263,7 @@ async def attach_attributes(site: "SiteConnection", plan: AttachPlan, *, offset:
         if target.up_to_date:
             results.append(ImageResult(target.image_id, target.name, UNCHANGED))
             yield Progress(step, done, count, f"image {target.image_id} already carries {plan.tag.name} "
-                           f"{plan.tag.version.label}: unchanged", "skipped",
+                           f"{plan.tag.version.label}: unchanged", ProgressState.SKIPPED,
                            {"image_id": target.image_id, "result": UNCHANGED}, results[-1])
             continue
         yield Progress(step, done - 1, count, f"oneimage update {target.image_id} <file> --append")
@@ -277,19 +277,19 @@ async def attach_attributes(site: "SiteConnection", plan: AttachPlan, *, offset:
         except SiteError as error:
             failed.append(f"image {target.image_id}: {error.title}")
             results.append(ImageResult(target.image_id, target.name, FAILED, error.title, error.detail))
-            yield Progress(step, done, count, f"image {target.image_id}: {error.title}", "failed",
+            yield Progress(step, done, count, f"image {target.image_id}: {error.title}", ProgressState.FAILED,
                            {"image_id": target.image_id, "result": FAILED, "error": error.title}, results[-1])
             continue
         results.append(ImageResult(target.image_id, target.name, UPDATED))
         site.note_change()
-        yield Progress(step, done, count, f"image {target.image_id}: attributes attached", "done",
+        yield Progress(step, done, count, f"image {target.image_id}: attributes attached", ProgressState.DONE,
                        {"image_id": target.image_id, "result": UPDATED}, results[-1])
     if failed:
         raise SiteError(f"Attributes failed on {len(failed)} of {len(plan.targets)} image(s)",
                         "; ".join(failed) + ". The other images were updated; re-run to retry the failed ones.")
     attached = Attached(tuple(results))
     yield Progress("attributes", offset + len(plan.targets), count,
-                   _summary(results), "done", attached.as_json(), attached)
+                   _summary(results), ProgressState.DONE, attached.as_json(), attached)
 
 
 def _summary(results: list[ImageResult]) -> str:

@@ -66,7 +66,7 @@ from tui.procedures.market.download_plan import (
 )
 from tui.procedures.operation import Confirmation, Operation, OperationCancelled, RunContext
 from tui.procedures.preview import Preview
-from tui.procedures.progress import Progress
+from tui.procedures.progress import Progress, ProgressState
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection
@@ -251,14 +251,14 @@ async def download_appliance(
             total = len(plan.steps(attach))
             step = plan.steps(attach)[0]
             yield Progress(step, 0, total, f"waiting for {holder.describe()}, which is downloading the same appliance",
-                           "running", {"waiting_for": holder.describe()})
+                           ProgressState.RUNNING, {"waiting_for": holder.describe()})
             await lock.acquire(step_timeout, cancel)  # failing, it created nothing: the run's record says why
             waited_for = f"{lock.describe_holder()}, {lock.waited:.0f} s"
             plan = await plan_download(site, plan.app.id, plan.datastore.id, plan.name, tag=plan.tag)
             found = sum(1 for o in (*plan.images, *plan.templates, *((plan.service,) if plan.service else ()))
                         if o.existing_id is not None)
             yield Progress(step, 0, total, f"{lock.describe_holder()} finished after {lock.waited:.0f} s; planned "
-                           f"again: {found} object(s) it left are reused, none is created twice", "running",
+                           f"again: {found} object(s) it left are reused, none is created twice", ProgressState.RUNNING,
                            {"waited_for": waited_for, "reused": found})
         # what earlier downloads' rollbacks left (the download journal, read by `plan_download`) is
         # deleted first, under the lock, whichever command downloads (before anything is created)
@@ -294,7 +294,7 @@ async def _export(site: "SiteConnection", plan: DownloadPlan, *, step_timeout: f
                                "download left (the VM templates its roles point at are gone)")
                 await _delete_orphan_service(site, gone, step, ledger)
                 done += 1
-                yield Progress(step, done, total, f"service template {gone.id} deleted", "done",
+                yield Progress(step, done, total, f"service template {gone.id} deleted", ProgressState.DONE,
                                {"service_template_id": gone.id})
             for template in plan.templates:
                 if template.replaces is not None:
@@ -303,7 +303,7 @@ async def _export(site: "SiteConnection", plan: DownloadPlan, *, step_timeout: f
                                    "an earlier download left (its disk images are gone)")
                     await _delete_orphan(site, template.replaces, step, ledger)
                     done += 1
-                    yield Progress(step, done, total, f"VM template {template.replaces.id} deleted", "done",
+                    yield Progress(step, done, total, f"VM template {template.replaces.id} deleted", ProgressState.DONE,
                                    {"template_id": template.replaces.id})
             for creation in _creations(site, plan, ids):
                 step = steps[done]
@@ -312,7 +312,7 @@ async def _export(site: "SiteConnection", plan: DownloadPlan, *, step_timeout: f
                     reused.append(f"{creation.kind} {creation.existing_id}")
                     done += 1
                     yield Progress(step, done, total, f"exists ({creation.kind} {creation.existing_id}), reused",
-                                   "skipped", {key: creation.existing_id})
+                                   ProgressState.SKIPPED, {key: creation.existing_id})
                     continue
                 _check_cancel(cancel)
                 yield Progress(step, done, total, f"creating the {creation.kind}")
@@ -320,7 +320,7 @@ async def _export(site: "SiteConnection", plan: DownloadPlan, *, step_timeout: f
                 creation.store(new_id)
                 created.objects.append((creation.kind, new_id, creation.name))
                 done += 1
-                yield Progress(step, done, total, f"{creation.kind} {new_id} created", "done", {key: new_id})
+                yield Progress(step, done, total, f"{creation.kind} {new_id} created", ProgressState.DONE, {key: new_id})
             async for event in _follow_images(site, plan, ids.images, steps, done, total, step_timeout,
                                               poll_interval, cancel):
                 yield event
@@ -357,7 +357,7 @@ async def _export(site: "SiteConnection", plan: DownloadPlan, *, step_timeout: f
                             tuple((r["kind"], r["id"]) for r in ledger.replaced), tuple(ledger.cleaned))
     yield Progress("attributes" if attach else "download", total, total,
                    f"{plan.name}: {len(result.image_ids)} image(s) READY" + (", attributes in place" if attach else ""),
-                   "done", {"download": result.as_json()}, result)
+                   ProgressState.DONE, {"download": result.as_json()}, result)
 
 
 @dataclass(frozen=True)
@@ -387,7 +387,7 @@ class DownloadAppliance(Operation[DownloadPlan, DownloadResult]):
 
     async def execute(self, site: "SiteConnection", plan: DownloadPlan, context: RunContext) -> DownloadResult:
         result: DownloadResult | None = None
-        ledger = context.notes.setdefault("download", DownloadLedger())
+        ledger = context.keep(DownloadLedger())
         async for event in download_appliance(site, plan, step_timeout=self.step_timeout,
                                               poll_interval=self.poll_interval, cancel=context.cancel,
                                               attach=self.attach, ledger=ledger):
@@ -420,8 +420,7 @@ class DownloadAppliance(Operation[DownloadPlan, DownloadResult]):
         return out
 
     def audit_failure(self, plan: DownloadPlan, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
-        ledger = context.notes.get("download")
-        return (ledger if isinstance(ledger, DownloadLedger) else DownloadLedger()).failure_details(plan)
+        return (context.kept(DownloadLedger) or DownloadLedger()).failure_details(plan)
 
 
 _ERROR_TIME = re.compile(r"^[A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \d{4} : ")
@@ -502,17 +501,17 @@ async def _follow_images(site: "SiteConnection", plan: DownloadPlan, image_ids: 
             if info.state in (READY, USED):
                 finished += 1
                 del pending[info.id]
-                yield Progress(step, first + finished, total, f"image {info.id} READY", "done",
+                yield Progress(step, first + finished, total, f"image {info.id} READY", ProgressState.DONE,
                                {"image_id": info.id, "state": "READY", "elapsed": round(elapsed, 1)})
             elif info.state == ERROR:
                 reason = error_reason(info.error) or "the platform gave no reason (TEMPLATE/ERROR is empty)"
-                yield Progress(step, first + finished, total, f"image {info.id} ERROR: {reason}", "failed",
+                yield Progress(step, first + finished, total, f"image {info.id} ERROR: {reason}", ProgressState.FAILED,
                                {"image_id": info.id, "state": "ERROR", "error": reason})
                 raise SiteError(f"Image {info.id} ({name}) ended in ERROR", reason)
             elif last_state.get(info.id) != info.state:
                 last_state[info.id] = info.state
                 word = image_state_names(info.state)[0]
-                yield Progress(step, first + finished, total, f"image {info.id} {word}", "running",
+                yield Progress(step, first + finished, total, f"image {info.id} {word}", ProgressState.RUNNING,
                                {"image_id": info.id, "state": word})
         if pending and elapsed > step_timeout:
             stuck = ", ".join(f"image {i} ({name})" for i, (_, name) in pending.items())
@@ -632,10 +631,10 @@ async def _rollback(site: "SiteConnection", created: _Created, undo: _Undo, done
         step = f"rollback: delete {kind} {object_id}"
         if reason is not None:
             yield Progress(step, done, total, f"could not delete {name!r}: {reason}; "
-                           f"remove it with `{REMOVE_COMMANDS[kind]} {object_id}`", "failed",
+                           f"remove it with `{REMOVE_COMMANDS[kind]} {object_id}`", ProgressState.FAILED,
                            {"kind": kind, "id": object_id})
         else:
-            yield Progress(step, done, total, f"deleted {name!r}", "done", {"kind": kind, "id": object_id})
+            yield Progress(step, done, total, f"deleted {name!r}", ProgressState.DONE, {"kind": kind, "id": object_id})
 
 
 async def _rollback_quietly(site: "SiteConnection", created: _Created, undo: _Undo) -> None:
@@ -700,7 +699,7 @@ async def clean_leftovers(site: "SiteConnection", cleanup: Cleanup, total: int,
     for left, note in cleanup.in_use:
         journal.forget(left.kind, left.id)
         yield Progress(f"leftover {left.kind} {left.id}", 0, total, f"{left.label} no longer recorded as a "
-                       f"leftover: {note}", "skipped", {"kind": left.kind, "id": left.id, "note": note})
+                       f"leftover: {note}", ProgressState.SKIPPED, {"kind": left.kind, "id": left.id, "note": note})
     calls: dict[str, Callable[[int], Awaitable[Any]]] = {SERVICE_TEMPLATE: partial(_flow_template_delete, site), VM_TEMPLATE: site.cloud.template_delete,
              IMAGE: site.cloud.image_delete}
     for left in cleanup.clean:
@@ -717,7 +716,7 @@ async def clean_leftovers(site: "SiteConnection", cleanup: Cleanup, total: int,
         journal.forget(left.kind, left.id)
         cleaned.append(left.as_json())
         site.note_change()
-        yield Progress(step, 0, total, f"deleted {left.label}", "done", {"kind": left.kind, "id": left.id,
+        yield Progress(step, 0, total, f"deleted {left.label}", ProgressState.DONE, {"kind": left.kind, "id": left.id,
                                                                          "cli": left.delete_cli})
 
 

@@ -51,7 +51,7 @@ from tui.procedures.market.download import (
 from tui.procedures.market.marketplaces import MarketCatalog, load_catalog
 from tui.procedures.operation import Confirmation, Operation, RunContext
 from tui.procedures.preview import Change, Preview
-from tui.procedures.progress import Progress
+from tui.procedures.progress import Progress, ProgressState
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection
@@ -287,10 +287,10 @@ async def remove_old(site: "SiteConnection", removal: Removal) -> AsyncIterator[
             await call(object_id)
         except SiteError as error:
             failed.append(f"{kind} {object_id}: {error.title}")
-            yield Progress(step, n, len(deletions), error.title, "failed", {"kind": kind, "id": object_id},
+            yield Progress(step, n, len(deletions), error.title, ProgressState.FAILED, {"kind": kind, "id": object_id},
                            Deleted(kind, object_id, removal.appliance, removal.version, error.title))
             continue
-        yield Progress(step, n, len(deletions), f"deleted {kind} {object_id}", "done", {"kind": kind, "id": object_id},
+        yield Progress(step, n, len(deletions), f"deleted {kind} {object_id}", ProgressState.DONE, {"kind": kind, "id": object_id},
                        Deleted(kind, object_id, removal.appliance, removal.version))
     if failed:
         raise SiteError(f"Removing the old {removal.target} failed for {len(failed)} object(s)", "; ".join(failed))
@@ -374,7 +374,7 @@ async def apply_upgrade_plan(
     that is not ready (attributes missing, untagged images) raises before anything changes.
     """
     if plan.empty:
-        yield Progress("upgrade", 1, 1, "every installed appliance is up to date", "skipped", {"core_yaml": []},
+        yield Progress("upgrade", 1, 1, "every installed appliance is up to date", ProgressState.SKIPPED, {"core_yaml": []},
                        Upgraded(()))
         return
     if plan.blocked:
@@ -391,7 +391,7 @@ async def apply_upgrade_plan(
                                 f"{step.summary}. The spec requires the attributes before the update: tag image(s) "
                                 f"{', '.join(map(str, step.image_ids))} with the version they hold (`sitetk market "
                                 "attrs <appliance of that version> --image ID`). Nothing was changed.")
-            yield Progress(label, index, total, step.summary, "done")
+            yield Progress(label, index, total, step.summary, ProgressState.DONE)
         elif step.kind is StepKind.DOWNLOAD:
             assert step.record is not None
             result: DownloadResult | None = None
@@ -400,17 +400,17 @@ async def apply_upgrade_plan(
             async for event in _download(site, step.record, datastore_id, name, step_timeout, poll_interval, cancel):
                 if isinstance(event.outcome, DownloadResult):
                     result = event.outcome
-                yield replace(event, step=label, done=index - 1 if event.state != "failed" else index, total=total,
+                yield replace(event, step=label, done=index - 1 if event.state is not ProgressState.FAILED else index, total=total,
                               message=f"{event.step}: {event.message}",
-                              state="failed" if event.state == "failed" else "running")
+                              state=ProgressState.FAILED if event.state is ProgressState.FAILED else ProgressState.RUNNING)
             assert result is not None
             outcome.downloads[step.appliance] = result
             yield Progress(label, index, total, f"{result.name}: image(s) {', '.join(map(str, result.image_ids))}",
-                           "done", {"download": result.as_json()})
+                           ProgressState.DONE, {"download": result.as_json()})
         elif step.kind is StepKind.ATTACH_ATTRIBUTES:
             result = outcome.downloads.get(step.appliance)
             ids = ", ".join(map(str, result.image_ids)) if result else "none"
-            yield Progress(label, index, total, f"attached during the download to image(s) {ids}", "done")
+            yield Progress(label, index, total, f"attached during the download to image(s) {ids}", ProgressState.DONE)
         elif step.kind is StepKind.REMOVE_OLD:
             # read again: what the download created or reused is never removed, and the VMs now
             new = outcome.downloads.get(step.appliance)
@@ -418,27 +418,27 @@ async def apply_upgrade_plan(
             removal = removal_for(step, now, site.naming, new)
             if why := last_copy(new, now):
                 yield Progress(label, index, total, f"kept: {removal.describe()} is the last copy of "
-                               f"{step.appliance} ({why})", "skipped", {"removal": removal.as_json()})
+                               f"{step.appliance} ({why})", ProgressState.SKIPPED, {"removal": removal.as_json()})
                 continue
             outcome.removals[step.appliance] = removal
             if not removal.image_ids:
                 message = "nothing left to remove" + (f" ({removal.describe()})" if removal.kept else "")
-                yield Progress(label, index, total, message, "skipped", {"removal": removal.as_json()})
+                yield Progress(label, index, total, message, ProgressState.SKIPPED, {"removal": removal.as_json()})
                 continue
             if removal.in_use:
                 yield Progress(label, index, total, f"kept: {removal.describe()} still used by VMs; remove it once "
-                               "they run the new version", "skipped", {"removal": removal.as_json()})
+                               "they run the new version", ProgressState.SKIPPED, {"removal": removal.as_json()})
                 continue
             if not await confirm_removal(removal):
-                yield Progress(label, index, total, f"kept (not confirmed): {removal.describe()}", "skipped",
+                yield Progress(label, index, total, f"kept (not confirmed): {removal.describe()}", ProgressState.SKIPPED,
                                {"removal": removal.as_json()})
                 continue
             async for event in remove_old(site, removal):
                 if isinstance(event.outcome, Deleted):
                     outcome.deleted.append(event.outcome)
                 yield replace(event, step=label, done=index - 1, total=total,
-                              state=event.state if event.state == "failed" else "running")
-            yield Progress(label, index, total, f"removed {removal.describe()}", "done", {"removal": removal.as_json()})
+                              state=event.state if event.state is ProgressState.FAILED else ProgressState.RUNNING)
+            yield Progress(label, index, total, f"removed {removal.describe()}", ProgressState.DONE, {"removal": removal.as_json()})
         elif step.kind is StepKind.UPDATE_SITE_CONFIG:
             changes: list[IdChange] = []
             for appliance, removal in outcome.removals.items():
@@ -449,7 +449,7 @@ async def apply_upgrade_plan(
             message = "core.yaml: " + ("; ".join(f"{c.kind} {c.old} -> {c.new if c.new is not None else '(none)'}"
                                                  for c in changes if c.old >= 0) or "no ID to change")
             message += ". Add any new site variables of the upgraded components."
-            yield Progress(label, index, total, message, "done", {"core_yaml": [c.as_json() for c in changes]},
+            yield Progress(label, index, total, message, ProgressState.DONE, {"core_yaml": [c.as_json() for c in changes]},
                            Upgraded(tuple(changes), tuple(outcome.downloads.items()), tuple(outcome.deleted)))
 
 

@@ -26,7 +26,7 @@ from tui.procedures.components.enable_operation import EnableComponent, EnableRe
 from tui.procedures.components.provision import plan_provision
 from tui.procedures.operation_stream import stream_operation
 from tui.procedures.preview import Change, Preview
-from tui.procedures.progress import Progress
+from tui.procedures.progress import Progress, ProgressState
 from tui.procedures.site.component_library import library_definitions
 from tui.procedures.site.config import check_enable_inputs, load_site_config, preview_enable_component
 from tui.procedures.site.repo import locate_site, open_site
@@ -120,7 +120,7 @@ async def enable_components(site: "SiteConnection", repo: "GitRepo", plan: Compo
     """Enable each planned component (the `EnableComponent` operation) in the working clone; the
     submit is the setup's last step (`submit_checked`)."""
     for why in plan.skipped:
-        yield Progress("recommended components", 1, 1, f"not enabled: {why}", "skipped")
+        yield Progress("recommended components", 1, 1, f"not enabled: {why}", ProgressState.SKIPPED)
     for step in plan.steps:
         operation = EnableComponent(plan.site.path, password, step.definition, cloud_user=plan.cloud_user or None,
                                     poll_interval=poll_interval, step_timeout=step_timeout)
@@ -147,10 +147,10 @@ async def submit_checked(site: "SiteConnection", repo: "GitRepo", ref: "SiteRef"
         raise SiteError(f"core.yaml could not be checked whole after {after}: nothing was submitted",
                         "Not checked: " + "; ".join(verdict.unchecked()) + ". " + "; ".join(verdict.notes))
     yield Progress("check", 1, 1, f"core.yaml checked with the cloud and the component library: no error "
-                   f"({len(verdict.warnings)} warning(s))", "done")
+                   f"({len(verdict.warnings)} warning(s))", ProgressState.DONE)
     plan = await operation.plan(site)
     if not plan.pending:
-        yield Progress("submit", 1, 1, f"nothing to commit or push on {ref.branch}", "skipped")
+        yield Progress("submit", 1, 1, f"nothing to commit or push on {ref.branch}", ProgressState.SKIPPED)
         return
     async for event in stream_operation(site, operation, plan):
         yield event

@@ -42,7 +42,7 @@ from tui.procedures.audit import REDACTOR
 from tui.procedures.concurrent import gather
 from tui.procedures.operation import Confirmation, Operation, RunContext
 from tui.procedures.preview import Change, Preview
-from tui.procedures.progress import Progress
+from tui.procedures.progress import Progress, ProgressState
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection
@@ -151,38 +151,38 @@ async def create_cloud_user(site: "SiteConnection", plan: CloudUserPlan, passwor
     gid = plan.group_id
     if gid is None:
         gid = await site.cloud.group_allocate(plan.group_name)
-        yield Progress(step, 1, total, f"group {plan.group_name} created (ID {gid})", "running",
+        yield Progress(step, 1, total, f"group {plan.group_name} created (ID {gid})", ProgressState.RUNNING,
                        outcome=Made("group", plan.group_name, (("group_id", gid),)))
     else:
-        yield Progress(step, 1, total, f"group {plan.group_name} exists (ID {gid})", "skipped")
+        yield Progress(step, 1, total, f"group {plan.group_name} exists (ID {gid})", ProgressState.SKIPPED)
     uid = plan.user_id
     if uid is None:
         uid = await site.cloud.user_allocate(plan.user_name, password, "core", (gid,))
-        yield Progress(step, 2, total, f"user {plan.user_name} created (ID {uid}) in {plan.group_name}", "running",
+        yield Progress(step, 2, total, f"user {plan.user_name} created (ID {uid}) in {plan.group_name}", ProgressState.RUNNING,
                        outcome=Made("user", plan.user_name, (("user_id", uid), ("group_id", gid))))
     else:
-        yield Progress(step, 2, total, f"user {plan.user_name} exists (ID {uid})", "skipped")
+        yield Progress(step, 2, total, f"user {plan.user_name} exists (ID {uid})", ProgressState.SKIPPED)
     user_groups = plan.user_group_ids if plan.user_id is not None else (gid,)
     if plan.is_admin:
-        yield Progress(step, 3, total, f"{plan.user_name} administers {plan.group_name} already", "skipped")
+        yield Progress(step, 3, total, f"{plan.user_name} administers {plan.group_name} already", ProgressState.SKIPPED)
     elif gid in user_groups:
         await site.cloud.group_addadmin(gid, uid)
-        yield Progress(step, 3, total, f"{plan.user_name} administers {plan.group_name}", "running",
+        yield Progress(step, 3, total, f"{plan.user_name} administers {plan.group_name}", ProgressState.RUNNING,
                        outcome=Made("group admin", plan.group_name, (("group_id", gid), ("user_id", uid))))
     else:
-        yield Progress(step, 3, total, f"{plan.user_name} is not in {plan.group_name}: not made its admin", "skipped")
+        yield Progress(step, 3, total, f"{plan.user_name} is not in {plan.group_name}: not made its admin", ProgressState.SKIPPED)
     rule = group_rule(gid)
     if plan.rule_exists:
-        yield Progress(step, total, total, f"rule {rule} exists", "skipped")
+        yield Progress(step, total, total, f"rule {rule} exists", ProgressState.SKIPPED)
         return
     try:
         rule_id = await site.cloud.acl_add(rule)
     except SiteError as error:
         if _DUPLICATE in error.detail or _DUPLICATE in error.title:
-            yield Progress(step, total, total, f"rule {rule} exists", "skipped")
+            yield Progress(step, total, total, f"rule {rule} exists", ProgressState.SKIPPED)
             return
         raise
-    yield Progress(step, total, total, f"rule {rule_id}: {rule}", "done",
+    yield Progress(step, total, total, f"rule {rule_id}: {rule}", ProgressState.DONE,
                    outcome=Made("ACL rule", rule, (("rule_id", rule_id), ("group_id", gid))))
 
 
@@ -275,19 +275,19 @@ async def register_marketplace(site: "SiteConnection", plan: MarketplacePlan) ->
     for n, (market_id, endpoint) in enumerate(plan.mend, start=1):
         await site.cloud.market_update(market_id, f'ENDPOINT = "{endpoint}/"\n', True)
         yield Progress(f"marketplace {market_id}", n, total, f"ENDPOINT of marketplace {market_id} is now {endpoint}/; "
-                       "the cloud rebuilds its apps at its next marketplace monitoring", "done",
+                       "the cloud rebuilds its apps at its next marketplace monitoring", ProgressState.DONE,
                        outcome=Made("marketplace ENDPOINT", f"{endpoint}/", (("market_id", market_id),)))
     if plan.existing is not None:
-        yield Progress(step, total, total, f"registered already as marketplace {plan.existing}", "skipped")
+        yield Progress(step, total, total, f"registered already as marketplace {plan.existing}", ProgressState.SKIPPED)
         return
     if plan.disabled is not None:
         await site.cloud.market_enable(plan.disabled, True)
         yield Progress(step, total, total, f"enabled marketplace {plan.disabled}; the cloud imports its apps at once",
-                       "done", outcome=Made("marketplace enabled", plan.url, (("market_id", plan.disabled),)))
+                       ProgressState.DONE, outcome=Made("marketplace enabled", plan.url, (("market_id", plan.disabled),)))
         return
     market_id = await site.cloud.market_allocate(plan.template())
     yield Progress(step, total, total, f"registered as marketplace {market_id} {plan.name!r}; the platform lists its "
-                   "apps once it has monitored it", "done",
+                   "apps once it has monitored it", ProgressState.DONE,
                    outcome=Made("marketplace", plan.name, (("market_id", market_id),)))
 
 
@@ -314,7 +314,7 @@ async def _report(events: AsyncIterator[Progress], context: RunContext, what: st
     async for event in events:
         context.report(event)
         messages.append(event.message)
-        changed = changed or event.state != "skipped"
+        changed = changed or event.state is not ProgressState.SKIPPED
     return IdentityDone(what, changed, tuple(messages), _made(context))
 
 

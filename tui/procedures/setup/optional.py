@@ -52,7 +52,7 @@ from tui.domain.vm_states import VmState
 from tui.errors import SiteError
 from tui.procedures.operation import Confirmation, Operation, OperationCancelled, RunContext
 from tui.procedures.preview import Change, Preview
-from tui.procedures.progress import Progress
+from tui.procedures.progress import Progress, ProgressState
 from tui.procedures.waiting import Waiting
 from tui.procedures.waiting import wait_ready as shared_wait
 
@@ -258,7 +258,7 @@ async def check_route_manager(site: "SiteConnection", plan: OptionalPlan) -> Asy
     yield Progress(step, 0, 1, f"GET http://{plan.address}:{names.default_port}/routes/ with the VM's token")
     listing = await list_routes(plan.address, plan.secrets[0], port=int(names.default_port),
                                 proxy=site.settings.guest_proxy)
-    yield Progress(step, 1, 1, f"{listing.url} answered with the token: {listing.summary()}", "done",
+    yield Progress(step, 1, 1, f"{listing.url} answered with the token: {listing.summary()}", ProgressState.DONE,
                    {"url": listing.url, "database_routes": len(listing.database_routes),
                     "system_routes": list(listing.system_routes)})
 
@@ -271,7 +271,7 @@ async def write_optional(site: "SiteConnection", repo: "GitRepo", plan: Optional
     from tui.procedures.site.file_operations import EditSite
 
     if plan.is_noop:
-        yield Progress(plan.title, 1, 1, f"already in {plan.site.site_dir}/core.yaml", "skipped")
+        yield Progress(plan.title, 1, 1, f"already in {plan.site.site_dir}/core.yaml", ProgressState.SKIPPED)
         return
     async for event in stream_operation(site, EditSite(plan.site.path, password, list(plan.changes))):
         yield event
@@ -384,6 +384,13 @@ async def wait_ready(site: "SiteConnection", kind: ApplianceKind, vm_id: int, *,
 
 
 @dataclass(frozen=True)
+class _Instantiated:
+    """The VM a run created, for its failure record (what is left, how to remove it)."""
+
+    vm_id: int
+
+
+@dataclass(frozen=True)
 class DeployAppliance(Operation[AppliancePlan, ApplianceDeployed]):
     """Instantiate the appliance's VM template with its inputs and wait until it is ready."""
 
@@ -420,21 +427,22 @@ class DeployAppliance(Operation[AppliancePlan, ApplianceDeployed]):
             vm_id = await site.cloud.template_instantiate(plan.template_id, plan.vm_name, extra=plan.extra())
         finally:
             site.note_change()
-        context.notes["vm_id"] = vm_id
-        context.report(Progress("instantiate", 1, 2, f"VM {vm_id} {plan.vm_name!r} created", "done", {"vm_id": vm_id}))
+        context.keep(_Instantiated(vm_id))
+        context.report(Progress("instantiate", 1, 2, f"VM {vm_id} {plan.vm_name!r} created", ProgressState.DONE, {"vm_id": vm_id}))
         vm = await wait_ready(site, plan.kind, vm_id, timeout=self.wait_timeout, poll_interval=self.poll_interval,
                               cancel=context.cancel, report=context.report)
         address = vm.summary.ips[0]
         seconds = time.monotonic() - started
         context.report(Progress("wait", 2, 2, f"VM {vm_id} RUNNING at {address}, {plan.kind.ready_attribute} published "
-                                f"({seconds:.0f} s)", "done", {"vm_id": vm_id, "address": address}))
+                                f"({seconds:.0f} s)", ProgressState.DONE, {"vm_id": vm_id, "address": address}))
         return ApplianceDeployed(vm_id, address, seconds)
 
     def audit_details(self, plan: AppliancePlan, result: ApplianceDeployed) -> Mapping[str, Any] | None:
         return {**plan.as_json(), "vm_id": result.vm_id, "address": result.address, "seconds": round(result.seconds, 1)}
 
     def audit_failure(self, plan: AppliancePlan, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
-        vm_id = context.notes.get("vm_id")
+        made = context.kept(_Instantiated)
+        vm_id = made.vm_id if made is not None else None
         return {**plan.as_json(), "vm_id": vm_id,
                 "left": f"VM {vm_id}" if vm_id is not None else "nothing (no VM was created)",
                 "fix": (f"`onevm show {vm_id}`; `onevm recover --delete {vm_id}` removes it" if vm_id is not None

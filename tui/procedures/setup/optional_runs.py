@@ -17,7 +17,7 @@ from tui.errors import SiteError
 from tui.procedures.market.download import DownloadAppliance
 from tui.procedures.market.download_plan import default_download_name
 from tui.procedures.preview import Change, Preview
-from tui.procedures.progress import Progress
+from tui.procedures.progress import Progress, ProgressState
 from tui.procedures.setup.facts import SetupFacts
 from tui.procedures.setup.network_steps import default_network_step
 from tui.procedures.setup.optional import (
@@ -78,7 +78,7 @@ async def plan_appliance(request: PlanRequest, step: SetupStep) -> StepPlan:
             for event in events[-1:]:
                 yield event
             yield Progress("wait", 2, 2, f"VM {vm_id} RUNNING at {ready.summary.ips[0]}, {kind.ready_attribute} "
-                           "published", "done")
+                           "published", ProgressState.DONE)
 
         return StepPlan(step, preview, wait, wait_only=True)
     return await _plan_optional_write(site, facts, step, kind.step, vm.id, request.ask)

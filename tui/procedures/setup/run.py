@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Mapping
 from tui.domain.setup_steps import ComponentsMissing, SetupChecklist, SetupStep, StepId, StepState
 from tui.errors import SiteError
 from tui.procedures.operation import ReadOnlyRefused
-from tui.procedures.progress import Progress
+from tui.procedures.progress import Progress, ProgressState
 from tui.procedures.setup.facts import SetupFacts, SetupTarget
 from tui.procedures.setup.status import setup_status
 from tui.procedures.setup.step_plan import (
@@ -116,10 +116,10 @@ async def run_setup(site: "SiteConnection", target: SetupTarget, options: RunOpt
             just_ran = None
         older = older_build_note(checklist)
         if round_number == 1 and older:  # said first: the run goes on with the build the cloud holds
-            yield Progress("toolkit build", 1, 1, older, "done", {"older_build": checklist.step(StepId.DOWNLOAD).data})
+            yield Progress("toolkit build", 1, 1, older, ProgressState.DONE, {"older_build": checklist.step(StepId.DOWNLOAD).data})
         step = choose(checklist, options.only)
         if step is not None and options.max_steps is not None and ran >= options.max_steps:
-            yield Progress("setup", 1, 1, f"next: {step.title} ({step.state.value})", "done",
+            yield Progress("setup", 1, 1, f"next: {step.title} ({step.state.value})", ProgressState.DONE,
                            {"checklist": checklist.as_json(), "next": step.id.value}, outcome=checklist)
             return
         outstanding = sum(1 for s in checklist.steps if s.outstanding)
@@ -136,7 +136,7 @@ async def run_setup(site: "SiteConnection", target: SetupTarget, options: RunOpt
         # the steps of this run so far and to come: the chosen one counts even when it is not an
         # outstanding one (an optional step asked with --only), never `(1/0)` (issue 20 item 11)
         total = round_number - 1 + outstanding + (0 if step.outstanding else 1)
-        yield Progress(step.id.value, round_number, total, plan.preview.title, "running",
+        yield Progress(step.id.value, round_number, total, plan.preview.title, ProgressState.RUNNING,
                        {"preview": plan.preview.as_json(), "step": step.as_json()}, outcome=plan.preview)
         if dry_run:
             return
@@ -155,7 +155,7 @@ def _all_done(checklist: SetupChecklist, options: RunOptions, older: str, second
     message = (f"{options.only.value} is done" if options.only else "every mandatory step is done")
     if older:
         message += f"; {older}"
-    return Progress("setup", 1, 1, f"{message} ({seconds:.0f} s)", "done", {"checklist": checklist.as_json()},
+    return Progress("setup", 1, 1, f"{message} ({seconds:.0f} s)", ProgressState.DONE, {"checklist": checklist.as_json()},
                     outcome=checklist)
 
 
@@ -185,7 +185,7 @@ def _after_step(checklist: SetupChecklist, step: SetupStep, action: str, seconds
     else:
         found = f": {now.evidence[0]}" if now.evidence else ""
         message = f"{action}: done in {seconds:.0f} s; {step.title!r} is not done yet ({now.state.value}{found})"
-    return Progress(step.id.value, index, total, message, "done", {"step": now.as_json()})
+    return Progress(step.id.value, index, total, message, ProgressState.DONE, {"step": now.as_json()})
 
 
 # -- planning each step ---------------------------------------------------------------------------

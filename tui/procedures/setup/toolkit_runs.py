@@ -30,7 +30,7 @@ from tui.procedures.market.attributes import AttachAttributes, tag_for_app
 from tui.procedures.market.download import DownloadAppliance
 from tui.procedures.market.download_plan import default_download_name, image_datastores
 from tui.procedures.preview import Change, Preview
-from tui.procedures.progress import Progress
+from tui.procedures.progress import Progress, ProgressState
 from tui.procedures.setup.facts import SetupFacts
 from tui.procedures.setup.identity import CreateCloudUser, RegisterMarketplace
 from tui.procedures.setup.preflight_steps import datastores_step, toolkit_app
@@ -113,7 +113,7 @@ async def wait_images(site: "SiteConnection", ids: tuple[int, ...], options: Run
         elapsed = time.monotonic() - started
         yield Progress("wait for images", len(images) - len(waiting), len(images),
                        f"{', '.join(f'{i.id} {i.status}' for i in images)} ({elapsed:.0f} s)",
-                       "done" if not waiting else "running")
+                       ProgressState.DONE if not waiting else ProgressState.RUNNING)
         if not waiting:
             return
         if elapsed > options.step_timeout:
@@ -193,7 +193,7 @@ async def _follow(site: "SiteConnection", facts: SetupFacts, options: RunOptions
         elapsed = time.monotonic() - started
         yield Progress("database VMs placed", int(placed), 1,
                        ", ".join(f"VM {r.id} {r.vm.summary.status} on {r.host_name or '(no host yet)'}" for r in rows) +
-                       f" ({elapsed:.0f} s)", "done" if placed else "running")
+                       f" ({elapsed:.0f} s)", ProgressState.DONE if placed else ProgressState.RUNNING)
         if placed:
             if any(r.flagged for r in rows):
                 return  # the next round moves them (operation 7) before waiting for RUNNING

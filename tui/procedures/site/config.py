@@ -38,7 +38,7 @@ from tui.errors import SiteError
 from tui.procedures.audit import REDACTOR, AuditLog
 from tui.procedures.operation import OperationCancelled
 from tui.procedures.preview import Change, Preview
-from tui.procedures.progress import Progress
+from tui.procedures.progress import Progress, ProgressState
 from tui.procedures.site.lock import config_lock
 
 #: downloads a component's appliances and grants the automation cloud user permissions on their
@@ -142,14 +142,14 @@ async def encrypt_file(path: Path, password: VaultPassword, *, naming: NamingPro
         yield Progress(step, 1, total, f"read {path}")
         if is_vault_text(raw):
             await decrypt_text_async(raw, password, str(path))  # a wrong password still says so
-            yield Progress(step, total, total, f"{path} is already vault-encrypted", state="skipped", data={"path": str(path), "changed": False},
+            yield Progress(step, total, total, f"{path} is already vault-encrypted", state=ProgressState.SKIPPED, data={"path": str(path), "changed": False},
                            outcome=ConfigWritten(path, False))
             return
         parse_config(raw, path, naming)
         yield Progress(step, 2, total, "valid YAML")
         encrypted = await encrypt_text_async(raw, password)
         write_atomic(path, encrypted)
-    yield Progress(step, total, total, f"encrypted {path} (mode 0600)", state="done", data={"path": str(path), "changed": True},
+    yield Progress(step, total, total, f"encrypted {path} (mode 0600)", state=ProgressState.DONE, data={"path": str(path), "changed": True},
                    outcome=ConfigWritten(path, True))
 
 
@@ -285,7 +285,7 @@ async def _write_config(
         "findings": [f.as_json() for f in findings],
     }
     if after.text == before.text:
-        yield Progress(step, total, total, "no change: file left as it was", state="skipped", data={**data, "changed": False},
+        yield Progress(step, total, total, "no change: file left as it was", state=ProgressState.SKIPPED, data={**data, "changed": False},
                        outcome=ConfigWritten(path, False, _shown(changed), tuple(findings)))
         return
     encrypted = await encrypt_text_async(after.text, password)
@@ -293,7 +293,7 @@ async def _write_config(
     write_atomic(path, encrypted)
     if audit is not None:  # a direct caller; an operation records the run itself (`write_details`)
         audit.record(action, str(path), details=write_details(path, password, {p: new for p, _old, new in changed}))
-    yield Progress(step, total, total, f"wrote {path} (vault-encrypted, mode 0600)", state="done", data={**data, "changed": True},
+    yield Progress(step, total, total, f"wrote {path} (vault-encrypted, mode 0600)", state=ProgressState.DONE, data={**data, "changed": True},
                    outcome=ConfigWritten(path, True, _shown(changed), tuple(findings), {p: new for p, _old, new in changed}))
 
 
@@ -486,10 +486,10 @@ async def enable_component(
             raise _missing_error(definition, early, nothing_created=provision_appliances is not None and bool(definition.appliances))
     learned: Mapping[str, Any] = {}
     if not definition.appliances:
-        yield Progress(step, 2, total, f"{definition.name} uses no appliance", state="skipped")
+        yield Progress(step, 2, total, f"{definition.name} uses no appliance", state=ProgressState.SKIPPED)
     elif provision_appliances is None:
         ids = ", ".join(definition.appliance_record_ids())
-        yield Progress(step, 2, total, f"appliances ({ids}) not downloaded here: give their IDs as site variables", state="skipped")
+        yield Progress(step, 2, total, f"appliances ({ids}) not downloaded here: give their IDs as site variables", state=ProgressState.SKIPPED)
     else:
         yield Progress(step, 2, total, f"downloading appliances and granting permissions: {', '.join(definition.appliance_record_ids())}")
         learned = dict(await provision_appliances(definition))
@@ -508,7 +508,7 @@ async def enable_component(
         if plan.missing and not allow_incomplete:
             raise _missing_error(definition, plan.missing)
         if plan.after.text == before.text:
-            yield Progress(step, total, total, f"{definition.name} already enabled as requested", state="skipped", data={"path": str(path), "changed": False},
+            yield Progress(step, total, total, f"{definition.name} already enabled as requested", state=ProgressState.SKIPPED, data={"path": str(path), "changed": False},
                            outcome=ConfigWritten(path, False, (), tuple(findings)))
             return
         write_atomic(path, await encrypt_text_async(plan.after.text, password))
@@ -520,7 +520,7 @@ async def enable_component(
         total,
         total,
         f"{definition.name} enabled in {path}",
-        state="done",
+        state=ProgressState.DONE,
         data={"path": str(path), "changed": True, "changes": [{"path": p, "old": show_value(p, o), "new": show_value(p, n)} for p, o, n in plan.changed]},
         outcome=ConfigWritten(path, True, _shown(plan.changed), tuple(findings), {p: new for p, _old, new in plan.changed}),
     )

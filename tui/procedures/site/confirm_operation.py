@@ -28,7 +28,7 @@ from tui.errors import SiteError
 from tui.procedures.operation import Confirmation as OperationQuestion
 from tui.procedures.operation import Operation, RunContext
 from tui.procedures.preview import Change, Preview
-from tui.procedures.progress import Progress
+from tui.procedures.progress import Progress, ProgressState
 from tui.procedures.site.confirmations import FORMAT_VERSION, check_reason, confirmations_path, load_confirmations
 from tui.procedures.site.fill import gather_cloud_facts
 from tui.procedures.site_record import write_private_atomically
@@ -140,7 +140,7 @@ class ConfirmApplianceId(Operation[ConfirmPlan, ConfirmationRecorded]):
 
     async def execute(self, site: "SiteConnection", plan: ConfirmPlan, context: RunContext) -> ConfirmationRecorded:
         written = confirm_appliance_id(site, plan)
-        context.report(Progress("confirm", 1, 1, f"recorded in {written} (audit-logged)", "done"))
+        context.report(Progress("confirm", 1, 1, f"recorded in {written} (audit-logged)", ProgressState.DONE))
         return ConfirmationRecorded(plan.confirmation, written)
 
     def audit_details(self, plan: ConfirmPlan, result: ConfirmationRecorded) -> Mapping[str, Any] | None:

@@ -27,6 +27,7 @@ from tui.domain.components import ComponentDefinition
 from tui.errors import SiteError
 from tui.procedures.operation import Confirmation, Operation, OperationCancelled, RunContext
 from tui.procedures.preview import Change, Preview
+from tui.procedures.progress import ProgressState
 from tui.procedures.site.config import (
     ConfigWritten,
     VaultPassword,
@@ -238,7 +239,7 @@ class CreateSite(Operation[CreatePlan, Created]):
         async for event in create_site(self.repo, self.branch, self.site_dir, self.password, initial=self.initial,
                                        naming=site.naming):
             if isinstance(event.outcome, SiteRef):
-                created = Created(event.outcome, event.state == "done")
+                created = Created(event.outcome, event.state is ProgressState.DONE)
             context.report(event)
         if created is None:
             raise SiteError("The site was not created", "The working clone is not on the site branch; create it again.")

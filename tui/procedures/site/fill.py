@@ -45,7 +45,7 @@ from tui.procedures.concurrent import gather
 from tui.procedures.market.attributes import role_template_ids
 from tui.procedures.market.marketplaces import MarketCatalog, load_catalog
 from tui.procedures.preview import Change, Preview
-from tui.procedures.progress import Progress
+from tui.procedures.progress import Progress, ProgressState
 from tui.procedures.site.config import ConfigWritten, edit_file, load_site_config, show_value, vault_cli
 from tui.procedures.site.confirmations import load_confirmations
 from tui.procedures.site_record import load_site_record
@@ -370,7 +370,7 @@ async def fill_site_file(
     `record=False`: the caller (the `FillSite` operation) writes the audit record; the guided
     setup still calls this outside an operation, so by default the write records itself."""
     if not plan.changes:
-        yield Progress("fill", 1, 1, "already in line with the cloud", state="skipped", data={"path": str(plan.path), "changed": False},
+        yield Progress("fill", 1, 1, "already in line with the cloud", state=ProgressState.SKIPPED, data={"path": str(plan.path), "changed": False},
                        outcome=ConfigWritten(plan.path, False))
         return
     async for event in edit_file(plan.path, password, as_edits(plan.changes), naming=site.naming, definitions=definitions,

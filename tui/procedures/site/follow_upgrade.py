@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Itera
 from tui.domain.site_config import SiteConfig
 from tui.errors import SiteError
 from tui.procedures.market.upgrades import IdChange
-from tui.procedures.progress import Progress
+from tui.procedures.progress import Progress, ProgressState
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.adapters.git_repo import GitRepo
@@ -240,7 +240,7 @@ async def update_site_ids(site: "SiteConnection", repo: "GitRepo", branch: str, 
         found: dict[str, Any] = {"edits": [], "set": [], "missing": [{"path": p, "about": a} for p, a in missing],
                                  "ignored": stray}
         yield Progress("core.yaml", 1, 1, f"{ref.site_dir}/core.yaml on {branch} holds none of the replaced IDs: "
-                       "nothing to change", "skipped", found)
+                       "nothing to change", ProgressState.SKIPPED, found)
         return
     to_ask = [(p, a) for p, a in missing if p not in given]
     if to_ask and ask is not None:
@@ -255,7 +255,7 @@ async def update_site_ids(site: "SiteConnection", repo: "GitRepo", branch: str, 
     edit = EditSite(ref.path, password, [(e.path, e.new) for e in edits] + variables, definitions)
     planned = await edit.plan(site)
     preview = edit.preview(planned)
-    yield Progress("core.yaml", 0, 1, f"{len(edits)} key(s) of {ref.site_dir}/core.yaml to change", "running",
+    yield Progress("core.yaml", 0, 1, f"{len(edits)} key(s) of {ref.site_dir}/core.yaml to change", ProgressState.RUNNING,
                    {**found, "preview": preview.as_json()}, preview)
     async for event in stream_operation(site, edit, planned):
         yield event
@@ -270,4 +270,4 @@ async def update_site_ids(site: "SiteConnection", repo: "GitRepo", branch: str, 
     async for event in stream_operation(site, submit, plan):
         yield event
     said = "; ".join([f"{e.path} {e.old} -> {e.new}" for e in edits] + [f"{p} set" for p, _ in variables])
-    yield Progress("core.yaml", 1, 1, f"{ref.site_dir}/core.yaml on {branch}: {said}", "done", found)
+    yield Progress("core.yaml", 1, 1, f"{ref.site_dir}/core.yaml on {branch}: {said}", ProgressState.DONE, found)

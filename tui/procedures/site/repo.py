@@ -30,7 +30,7 @@ from tui.errors import SiteError
 from tui.procedures.audit import REDACTOR, AuditLog
 from tui.procedures.operation import OperationCancelled
 from tui.procedures.preview import Change, Preview
-from tui.procedures.progress import Progress
+from tui.procedures.progress import Progress, ProgressState
 from tui.procedures.site.config import invalid_yaml, parse_config, vault_cli
 from tui.procedures.site.lock import clone_lock
 from tui.procedures.site.verdict import SubmitGate
@@ -184,7 +184,7 @@ async def _open_site(repo: GitRepo, branch: str, site_dir: str | None = None) ->
     site = locate_site(repo, branch, site_dir)
     if not site.path.is_file():
         raise SiteError("Site configuration missing", f"{branch} has no {site.site_dir}/{SITE_CONFIG_FILE}.")
-    yield Progress(step, total, total, f"site configuration at {site.path}", state="done", data=site.as_json(), outcome=site)
+    yield Progress(step, total, total, f"site configuration at {site.path}", state=ProgressState.DONE, data=site.as_json(), outcome=site)
 
 
 async def preview_create_site(
@@ -261,7 +261,7 @@ async def _create_site(repo: GitRepo, creation: SiteCreation, password: VaultPas
     events, _ = await uninterrupted(_make_site(repo, creation, password, step, total))
     for event in events:
         yield event
-    if audit is not None and events[-1].state == "done":  # a direct caller (the guided setup); the `CreateSite` operation records the run itself
+    if audit is not None and events[-1].state is ProgressState.DONE:  # a direct caller (the guided setup); the `CreateSite` operation records the run itself
         audit.record("site.create", branch, details=create_details(site_dir, template_dir, initial))
 
 
@@ -271,7 +271,7 @@ async def _make_site(repo: GitRepo, creation: SiteCreation, password: VaultPassw
     if branch in await repo.branches():
         await repo.checkout(branch)
         site = locate_site(repo, branch, site_dir)
-        return [Progress(step, total, total, f"{branch} exists already: opened it", state="skipped", data=site.as_json(), outcome=site)]
+        return [Progress(step, total, total, f"{branch} exists already: opened it", state=ProgressState.SKIPPED, data=site.as_json(), outcome=site)]
     await _check_template(repo, creation)
     path = await repo.start_site(branch, site_dir, template_dir)
     site = SiteRef(branch, site_dir, path)
@@ -279,7 +279,7 @@ async def _make_site(repo: GitRepo, creation: SiteCreation, password: VaultPassw
     raw = read_text(path)
     if is_vault_text(raw):
         await decrypt_text_async(raw, password, str(path))
-        return [*events, Progress(step, total, total, f"{site_dir}/{SITE_CONFIG_FILE} already encrypted", state="skipped",
+        return [*events, Progress(step, total, total, f"{site_dir}/{SITE_CONFIG_FILE} already encrypted", state=ProgressState.SKIPPED,
                                   data=site.as_json(), outcome=site)]
     config = parse_config(raw, path, creation.naming)
     if initial:
@@ -289,7 +289,7 @@ async def _make_site(repo: GitRepo, creation: SiteCreation, password: VaultPassw
             raise invalid_yaml(error, path) from None
     events.append(Progress(step, 3, total, f"template read ({len(config.components())} components listed)"))
     write_atomic(path, await encrypt_text_async(config.text, password))
-    return [*events, Progress(step, total, total, f"{site_dir}/{SITE_CONFIG_FILE} encrypted; submit to push the branch", state="done",
+    return [*events, Progress(step, total, total, f"{site_dir}/{SITE_CONFIG_FILE} encrypted; submit to push the branch", state=ProgressState.DONE,
                               data=site.as_json(), outcome=site)]
 
 
@@ -396,13 +396,13 @@ async def _submit_site(
     # a commit is local and short: a stop signal waits for it (git is never stopped half-way
     # through writing the index), then the run stops before the push
     sha, stopped = await uninterrupted(repo.commit(gate.commit_message(message or default_message(site)), [site.site_dir]))
-    yield Progress(step, 2, total, f"committed {sha[:12]}" if sha else "nothing new to commit", state="running" if sha else "skipped",
+    yield Progress(step, 2, total, f"committed {sha[:12]}" if sha else "nothing new to commit", state=ProgressState.RUNNING if sha else ProgressState.SKIPPED,
                    data={"commit": sha} if sha else {}, outcome=Committed(sha) if sha else None)
     unpushed = await repo.unpushed(site.branch)
     if stopped and unpushed:
         raise SubmitStopped(site, await repo.head(), "before the push")
     if not unpushed:
-        yield Progress(step, total, total, f"{site.branch} is up to date on the remote", state="skipped", data={**site.as_json(), "commit": None, "pushed": False},
+        yield Progress(step, total, total, f"{site.branch} is up to date on the remote", state=ProgressState.SKIPPED, data={**site.as_json(), "commit": None, "pushed": False},
                        outcome=Submitted(site, None, False))
         return
     head = await repo.head()
@@ -410,7 +410,7 @@ async def _submit_site(
     yield Progress(step, 3, total, f"pushed {site.branch}")
     if audit is not None:  # a direct caller (the guided setup); the `SubmitSite` operation records the run itself
         audit.record("site.submit", site.branch, details=submit_details(repo, site, head, gate))
-    yield Progress(step, total, total, f"{site.branch} submitted", state="done", data={**site.as_json(), "commit": head, "pushed": True},
+    yield Progress(step, total, total, f"{site.branch} submitted", state=ProgressState.DONE, data={**site.as_json(), "commit": head, "pushed": True},
                    outcome=Submitted(site, head, True))
 
 

@@ -30,7 +30,7 @@ from tui.domain.users import SSH_PUBLIC_KEY, User, split_keys
 from tui.errors import SiteError
 from tui.procedures.operation import Confirmation, Operation, RunContext
 from tui.procedures.preview import Change, Preview
-from tui.procedures.progress import Progress
+from tui.procedures.progress import Progress, ProgressState
 from tui.procedures.site_record import load_site_record, save_site_record
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -128,13 +128,13 @@ async def grant_ssh_key(site: "SiteConnection", plan: GrantPlan, *,
     label = f"user {plan.user_id} {plan.user_name}"
     yield Progress("read user", 0, total, f"reading {label}")
     current = plan_for_user(await site.cloud.user_info(plan.user_id), plan.key)
-    yield Progress("read user", 1, total, f"{label} has {len(current.existing)} key(s)", "done",
+    yield Progress("read user", 1, total, f"{label} has {len(current.existing)} key(s)", ProgressState.DONE,
                    {"user_id": plan.user_id, "keys": len(current.existing)})
     if current.already:
         _remember(site, record, plan.user_name)
         yield Progress("update user", 2, total, f"{label} already has the key {plan.key.fingerprint}; unchanged",
-                       "skipped", {"user_id": plan.user_id, "changed": False})
-        yield Progress("verify", 3, total, "nothing to verify", "skipped", {"user_id": plan.user_id, "changed": False},
+                       ProgressState.SKIPPED, {"user_id": plan.user_id, "changed": False})
+        yield Progress("verify", 3, total, "nothing to verify", ProgressState.SKIPPED, {"user_id": plan.user_id, "changed": False},
                        KeyGranted(plan.user_id, plan.user_name, False))
         return
     yield Progress("update user", 1, total, current.cli())
@@ -143,19 +143,19 @@ async def grant_ssh_key(site: "SiteConnection", plan: GrantPlan, *,
         after = await site.cloud.user_info(plan.user_id)
     finally:
         site.note_change()  # sent, whatever came back
-    yield Progress("update user", 2, total, f"SSH_PUBLIC_KEY of {label} updated (merge mode)", "done",
+    yield Progress("update user", 2, total, f"SSH_PUBLIC_KEY of {label} updated (merge mode)", ProgressState.DONE,
                    {"user_id": plan.user_id, "changed": True})
     value = after.template.get(SSH_PUBLIC_KEY)
     lost = [line for line in current.existing if line not in split_keys(value)]
     if not has_key(value, plan.key) or lost:
         why = "the key is missing" if not has_key(value, plan.key) else f"{len(lost)} earlier key(s) are missing"
-        yield Progress("verify", 2, total, f"read back: {why}", "failed", {"user_id": plan.user_id})
+        yield Progress("verify", 2, total, f"read back: {why}", ProgressState.FAILED, {"user_id": plan.user_id})
         raise SiteError(f"User {plan.user_name}'s keys are not as written",
                         f"The cloud accepted the update but reading {label} back shows that {why}. Check it with "
                         f"`oneuser show {shlex.quote(plan.user_name)}`; the grant can be run again safely.")
     _remember(site, record, plan.user_name)
     yield Progress("verify", 3, total, f"{label} now has {len(split_keys(value))} key(s), the automation key among them",
-                   "done", {"user_id": plan.user_id, "changed": True, "keys": len(split_keys(value))},
+                   ProgressState.DONE, {"user_id": plan.user_id, "changed": True, "keys": len(split_keys(value))},
                    KeyGranted(plan.user_id, plan.user_name, True, len(current.existing), len(split_keys(value))))
 
 
@@ -224,9 +224,9 @@ class GrantKey(Operation[GrantPlan, KeyGranted]):
     def audit_failure(self, plan: GrantPlan, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
         steps = {(event.step, event.state) for event in context.events}
         check = f"oneuser show {shlex.quote(plan.user_name)}"
-        if ("update user", "done") in steps:
+        if ("update user", ProgressState.DONE) in steps:
             keys = f"updated, but the read-back disagrees: check them with `{check}`"
-        elif ("update user", "running") in steps:
+        elif ("update user", ProgressState.RUNNING) in steps:
             keys = f"the update was sent and failed: check them with `{check}`"
         else:
             keys = "unchanged (no update was sent)"

@@ -46,7 +46,7 @@ from tui.domain.toolkit_inputs import Problem
 from tui.errors import SiteError
 from tui.procedures.audit import REDACTOR
 from tui.procedures.preview import Change, Preview
-from tui.procedures.progress import Progress
+from tui.procedures.progress import Progress, ProgressState
 from tui.procedures.site_record import load_site_record, save_site_record
 from tui.procedures.toolkit.deploy_waits import RoleWait, explain_roles, format_elapsed
 from tui.procedures.toolkit.own_service import find_own_services
@@ -288,7 +288,7 @@ async def deploy_toolkit(
     """Instantiate, then follow (see the module docstring). Events carry `data["service_id"]`."""
     steps = plan.step_names
     total = len(steps)
-    yield Progress(STEP_INSTANTIATE, 0, total, f"{plan.cli()} ({plan.values_key})", "running",
+    yield Progress(STEP_INSTANTIATE, 0, total, f"{plan.cli()} ({plan.values_key})", ProgressState.RUNNING,
                    {"values_key": plan.values_key})
     own = await find_own_services(site, plan)
     if own:
@@ -298,14 +298,14 @@ async def deploy_toolkit(
                        f"service {own[0].id} {own[0].name!r} ({own[0].state_name}) was made earlier from the same inputs: "
                        "following it instead of creating another"
                        + (f" (services {others} were made from them too: `oneflow delete <id>` removes one)"
-                          if others else ""), "skipped",
+                          if others else ""), ProgressState.SKIPPED,
                        {"service_id": record.service_id, "values_key": plan.values_key, "reused": True,
                         "same_inputs": [s.id for s in own], "record": record_to_json(record)},
                        DeployStep(record.service_id, record=record, reused=True))
     else:
         record = await instantiate_service(site, plan)
         yield Progress(STEP_INSTANTIATE, 1, total, f"service {record.service_id} {record.service_name!r} created",
-                       "done", {"service_id": record.service_id, "values_key": plan.values_key,
+                       ProgressState.DONE, {"service_id": record.service_id, "values_key": plan.values_key,
                                 "record": record_to_json(record)},
                        DeployStep(record.service_id, record=record))
     if not wait:
@@ -319,12 +319,12 @@ async def deploy_toolkit(
 # -- following --------------------------------------------------------------------------------
 
 
-def _step_state(state_name: str) -> str:
+def _step_state(state_name: str) -> ProgressState:
     if state_name == "RUNNING":
-        return "done"
+        return ProgressState.DONE
     if any(word in state_name for word in _FAILED_WORDS):
-        return "failed"
-    return "running"
+        return ProgressState.FAILED
+    return ProgressState.RUNNING
 
 
 def format_log(service: Service) -> tuple[str, ...]:
@@ -405,7 +405,7 @@ async def _key_event(follower: _Follower, service: Service | None) -> Progress |
     follower.save(automation_public_key=found.key.line)
     done = follower.finish(STEP_KEY)
     return Progress(STEP_KEY, done, follower.total,
-                    f"VM {found.vm_id} published {found.key.short()}", "done",
+                    f"VM {found.vm_id} published {found.key.short()}", ProgressState.DONE,
                     {"vm_id": found.vm_id, "public_key": found.key.line, "fingerprint": found.key.fingerprint},
                     DeployStep(record.service_id))
 
@@ -423,7 +423,7 @@ def _waiting_events(waits: tuple[RoleWait, ...], service: Service, since: dict[s
         key = role_step(wait.role)
         why = " ".join(f"{vm.why}." for vm in wait.vms)
         message = f"{wait.state} for {format_elapsed(now - since.get(key, started))}: waits for {wait.waits_for}"
-        events.append(Progress(key, done, total, message + (f". {why}" if why else ""), "running",
+        events.append(Progress(key, done, total, message + (f". {why}" if why else ""), ProgressState.RUNNING,
                                {"service_id": service.id, "role": wait.role, "state": wait.state,
                                 "elapsed_s": round(now - since.get(key, started), 1), "waiting": wait.as_json(),
                                 "moves": [vm.as_json() for vm in wait.moves]},
@@ -431,7 +431,7 @@ def _waiting_events(waits: tuple[RoleWait, ...], service: Service, since: dict[s
     names = ", ".join(f"{w.role} ({w.state})" for w in waits) or "the service's state to change"
     events.append(Progress(STEP_SERVICE, done, total,
                            f"service {service.id} {service.state_name} for {format_elapsed(now - started)}: waits for "
-                           f"roles {names}", "running",
+                           f"roles {names}", ProgressState.RUNNING,
                            {"service_id": service.id, "state": service.state_name,
                             "elapsed_s": round(now - started, 1)}, DeployStep(service.id)))
     return events
@@ -471,7 +471,7 @@ async def follow_deployment(
             if service is not None:
                 await follower.update_roles(service)
             yield Progress(STEP_SERVICE, follower.done, count,
-                           f"stopped following; service {service_id} is left as it is and keeps deploying", "skipped",
+                           f"stopped following; service {service_id} is left as it is and keeps deploying", ProgressState.SKIPPED,
                            {"service_id": service_id, "cancelled": True}, DeployStep(service_id, cancelled=True))
             return
         try:
@@ -484,7 +484,7 @@ async def follow_deployment(
             if not error.retryable or monotonic() > deadline:
                 raise
             yield Progress(STEP_SERVICE, follower.done, count, f"the site did not answer ({error.title}); retrying",
-                           "running", {"service_id": service_id}, DeployStep(service_id))
+                           ProgressState.RUNNING, {"service_id": service_id}, DeployStep(service_id))
             await _pause(poll_interval, cancel)
             continue
         for role in service.roles:
@@ -494,14 +494,14 @@ async def follow_deployment(
                 seen[key] = message
                 since[key] = monotonic()
                 state = _step_state(role.state_name)
-                at = follower.finish(key) if state == "done" else follower.done
+                at = follower.finish(key) if state is ProgressState.DONE else follower.done
                 yield Progress(key, at, count, message, state,
                                {"service_id": service_id, "role": role.name, "state": role.state_name,
                                 "vm_ids": list(role.vm_ids)}, DeployStep(service_id, role.name))
         if seen.get(STEP_SERVICE) != service.state_name:
             seen[STEP_SERVICE] = service.state_name
             state = _step_state(service.state_name)
-            at = follower.finish(STEP_SERVICE) if state == "done" else follower.done
+            at = follower.finish(STEP_SERVICE) if state is ProgressState.DONE else follower.done
             note = service_state_note(service.state)
             yield Progress(STEP_SERVICE, at, count,
                            f"service {service_id} {service.state_name}" + (f": {note}" if note else ""), state,
@@ -515,7 +515,7 @@ async def follow_deployment(
             await follower.update_roles(service)
             log = format_log(service)
             roles = "; ".join(f"{r.name} {r.state_name}" for r in service.roles)
-            yield Progress(STEP_SERVICE, follower.done, count, f"service {service_id} {service.state_name}", "failed",
+            yield Progress(STEP_SERVICE, follower.done, count, f"service {service_id} {service.state_name}", ProgressState.FAILED,
                            {"service_id": service_id, "state": service.state_name, "log": list(log)},
                            DeployStep(service_id, log=log))
             raise DeploymentFailed(
@@ -542,7 +542,7 @@ async def follow_deployment(
     record = await follower.update_roles(service)
     summary = "; ".join(f"{r.name}: " + ", ".join(f"VM {vm.vm_id} {'/'.join(vm.ips) or '-'}" for vm in r.vms)
                         for r in record.roles)
-    yield Progress(STEP_RECORD, follower.finish(STEP_RECORD), count, summary, "done",
+    yield Progress(STEP_RECORD, follower.finish(STEP_RECORD), count, summary, ProgressState.DONE,
                    {"service_id": service_id, "roles": {r.name: list(r.vm_ids) for r in record.roles}})
     async for event in _wait_for_key(follower, key_timeout, poll_interval, cancel, heartbeat):
         yield event
@@ -556,7 +556,7 @@ async def _wait_for_key(follower: _Follower, key_timeout: float, poll_interval: 
     if follower.key is None or follower.key.key is None:
         vm = record.automation_vm
         yield Progress(STEP_KEY, follower.done, follower.total,
-                       f"waiting for VM {vm.vm_id if vm else '?'} to publish {attribute}", "running",
+                       f"waiting for VM {vm.vm_id if vm else '?'} to publish {attribute}", ProgressState.RUNNING,
                        {"service_id": record.service_id}, DeployStep(record.service_id))
         started = monotonic()
         deadline = started + key_timeout
@@ -572,7 +572,7 @@ async def _wait_for_key(follower: _Follower, key_timeout: float, poll_interval: 
             if cancel is not None and cancel.is_set():
                 yield Progress(STEP_KEY, follower.done, follower.total,
                                "stopped waiting for the key; capture it later from the key view or `sitetk toolkit key`",
-                               "skipped", {"service_id": record.service_id, "cancelled": True},
+                               ProgressState.SKIPPED, {"service_id": record.service_id, "cancelled": True},
                                DeployStep(record.service_id, cancelled=True))
                 return
             now = monotonic()
@@ -583,7 +583,7 @@ async def _wait_for_key(follower: _Follower, key_timeout: float, poll_interval: 
                 yield Progress(STEP_KEY, follower.done, follower.total,
                                f"waiting {format_elapsed(now - started)} (at most {format_elapsed(key_timeout)}) for "
                                f"{who} to publish {attribute}: its appliance does once its automation server runs",
-                               "running", {"service_id": record.service_id, "elapsed_s": round(now - started, 1)},
+                               ProgressState.RUNNING, {"service_id": record.service_id, "elapsed_s": round(now - started, 1)},
                                DeployStep(record.service_id))
             if monotonic() > deadline:
                 vm = follower.record.automation_vm
@@ -595,7 +595,7 @@ async def _wait_for_key(follower: _Follower, key_timeout: float, poll_interval: 
                     message = (f"VM {vm.vm_id} has not published {attribute} in its USER_TEMPLATE within "
                                f"{key_timeout:g} s")
                     check = f"`onevm show {vm.vm_id}`"
-                yield Progress(STEP_KEY, follower.done, follower.total, message, "failed",
+                yield Progress(STEP_KEY, follower.done, follower.total, message, ProgressState.FAILED,
                                {"service_id": record.service_id}, DeployStep(record.service_id))
                 raise KeyNotPublished(
                     "The automation VM's public key did not appear",
@@ -604,7 +604,7 @@ async def _wait_for_key(follower: _Follower, key_timeout: float, poll_interval: 
             await _pause(poll_interval, cancel)
     final = follower.record
     yield Progress(STEP_DONE, follower.total, follower.total,
-                   f"service {final.service_id} {final.state}; VMs and the automation key recorded", "done",
+                   f"service {final.service_id} {final.state}; VMs and the automation key recorded", ProgressState.DONE,
                    {"service_id": final.service_id, "record": record_to_json(final)},
                    DeployStep(final.service_id, record=final))
 

@@ -40,7 +40,7 @@ from tui.domain.vms import Disk, VmDetail
 from tui.errors import SiteError
 from tui.procedures.operation import Confirmation, Operation, OperationCancelled, RunContext
 from tui.procedures.preview import Change, Preview
-from tui.procedures.progress import Progress
+from tui.procedures.progress import Progress, ProgressState
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.domain.datastores import Datastore
@@ -239,6 +239,16 @@ async def _plan_for(site: "SiteConnection", service_id: int, vm: VmDetail, size_
     return disk_plan(service_id, vm, datastores, size_mb, disk_id, note)
 
 
+@dataclass
+class _ResizeRecord:
+    """What a resize run did so far, for its failure record."""
+
+    before_mb: int
+    sent: bool = False
+    #: the size read after a resize the platform's driver failed
+    after_mb: int | None = None
+
+
 @dataclass(frozen=True)
 class ResizeObjectstoreDisk(Operation[DiskPlan, DiskResized]):
     """Grow disk0 of the object store VM to `size_mb` (see the module docstring)."""
@@ -272,41 +282,41 @@ class ResizeObjectstoreDisk(Operation[DiskPlan, DiskResized]):
         context.report(Progress("read VM", 0, total, f"reading VM {plan.vm_id}"))
         vm = await site.cloud.vm_info(plan.vm_id)
         current = await _plan_for(site, plan.service_id, vm, plan.wanted_mb, plan.disk_id)
-        context.notes["before_mb"] = current.current_mb
+        record = context.keep(_ResizeRecord(current.current_mb))
         context.report(Progress("read VM", 1, total, f"{label}: {human_mb(current.current_mb)}, VM {current.vm_state}",
-                                "done", {"size_mb": current.current_mb, "state": current.vm_state}))
+                                ProgressState.DONE, {"size_mb": current.current_mb, "state": current.vm_state}))
         if current.already:
             context.report(Progress("resize", 3, total, f"{label} is already {human_mb(current.current_mb)}: nothing sent",
-                                    "skipped", {"changed": False}))
+                                    ProgressState.SKIPPED, {"changed": False}))
             return DiskResized(plan.vm_id, plan.disk_id, current.current_mb, current.current_mb, False)
         started = time.monotonic()
         if current.resizing:
             context.report(Progress("resize", 2, total, f"a resize of VM {plan.vm_id} is already under way "
-                                    f"({current.vm_state}): waiting for it, nothing sent", "skipped"))
+                                    f"({current.vm_state}): waiting for it, nothing sent", ProgressState.SKIPPED))
         else:
             if current.problems:
                 raise SiteError(f"Disk {plan.disk_id} of VM {plan.vm_id} cannot be resized now",
                                 "\n".join(current.problems) + "\nNothing was sent.")
             context.report(Progress("resize", 1, total, current.cli()))
-            context.notes["sent"] = True
+            record.sent = True
             try:
                 await site.cloud.vm_disk_resize(plan.vm_id, plan.disk_id, plan.wanted_mb)
             finally:
                 site.note_change()
-            context.report(Progress("resize", 2, total, f"the platform accepted the resize of {label}", "done"))
+            context.report(Progress("resize", 2, total, f"the platform accepted the resize of {label}", ProgressState.DONE))
         after = await self._wait(site, current, context, started)
         size = data_disk(after, plan.disk_id).size_mb or 0
         seconds = time.monotonic() - started
         if size < plan.wanted_mb:
-            context.notes["after_mb"] = size
+            record.after_mb = size
             context.report(Progress("wait", 2, total, f"{label} is {human_mb(size)} after the resize: the platform's "
-                                    "driver failed it", "failed", {"size_mb": size}))
+                                    "driver failed it", ProgressState.FAILED, {"size_mb": size}))
             raise SiteError(f"The resize of disk {plan.disk_id} of VM {plan.vm_id} failed",
                             f"The VM left the resize ({after.summary.status}) with the disk at {human_mb(size)}: the "
                             f"platform's driver failed it and put the old size back. Its reason is in the VM's log "
                             f"(`onevm show {plan.vm_id}`; /var/log/one/{plan.vm_id}.log on the frontend); fix it and run "
                             "again.")
-        context.report(Progress("wait", 3, total, f"{label} is {human_mb(size)} ({seconds:.0f} s)", "done",
+        context.report(Progress("wait", 3, total, f"{label} is {human_mb(size)} ({seconds:.0f} s)", ProgressState.DONE,
                                 {"size_mb": size, "changed": True}))
         return DiskResized(plan.vm_id, plan.disk_id, current.current_mb, size, True, seconds)
 
@@ -340,10 +350,10 @@ class ResizeObjectstoreDisk(Operation[DiskPlan, DiskResized]):
                 "datastore_id": plan.room.datastore_id if plan.room else None, "seconds": round(result.seconds, 1)}
 
     def audit_failure(self, plan: DiskPlan, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
-        sent = bool(context.notes.get("sent"))
+        record = context.kept(_ResizeRecord) or _ResizeRecord(plan.current_mb)
         return {"vm_id": plan.vm_id, "disk_id": plan.disk_id, "wanted_mb": plan.wanted_mb,
-                "size_before_mb": context.notes.get("before_mb", plan.current_mb), "request_sent": sent,
-                **({"size_after_mb": context.notes["after_mb"]} if "after_mb" in context.notes else {}),
+                "size_before_mb": record.before_mb, "request_sent": record.sent,
+                **({"size_after_mb": record.after_mb} if record.after_mb is not None else {}),
                 "fix": f"`onevm show {plan.vm_id}`, then `sitetk toolkit disk --size {format_mb(plan.wanted_mb)} --apply` "
                        "(it sends nothing when the disk is already at the size)"}
 

@@ -38,7 +38,7 @@ from tui.errors import SiteError
 from tui.procedures.audit import REDACTOR
 from tui.procedures.operation import Confirmation, Operation, OperationCancelled, RunContext
 from tui.procedures.preview import Change, Preview
-from tui.procedures.progress import Progress
+from tui.procedures.progress import Progress, ProgressState
 from tui.procedures.waiting import Waiting, wait_ready
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -343,6 +343,21 @@ async def read_trial_fact(site: "SiteConnection", values: Mapping[str, str], tn_
     return TrialFact(tn_id, str(record.get("state", "")), _pipeline(record), access.url)
 
 
+@dataclass
+class _TrialRecord:
+    """What a trial run did so far, for its failure record."""
+
+    created: bool = False
+    activation_sent: bool = False
+    #: the state and pipeline the manager reported when the activation failed
+    state: str = ""
+    pipeline: str = ""
+
+
+def _record(context: RunContext) -> _TrialRecord:
+    return context.kept(_TrialRecord) or context.keep(_TrialRecord())
+
+
 class ActivationFailed(SiteError):
     """The manager's deploy pipeline failed: the detail holds the pipeline and the log's end."""
 
@@ -375,30 +390,31 @@ class RunTrialNetwork(Operation[TrialPlan, TrialResult]):
     async def execute(self, site: "SiteConnection", plan: TrialPlan, context: RunContext) -> TrialResult:
         total, tn = 5, plan.tn_id
         started = timing.monotonic()
+        track = context.keep(_TrialRecord())
         async with plan.access.api(self.http_timeout, plan.site_token) as api:
             context.report(Progress("login", 0, total, f"logging in to {plan.access.url} as {plan.access.user!r}"))
             await api.login(plan.access.user, plan.access.password)
-            context.report(Progress("login", 1, total, f"logged in as {plan.access.user!r}", "done"))
+            context.report(Progress("login", 1, total, f"logged in as {plan.access.user!r}", ProgressState.DONE))
             record = await api.get(tn)
             state = str(record.get("state", "")) if record else ""
             if state == "activated":
                 context.report(Progress("create", 4, total, f"trial network {tn} is already activated: nothing created",
-                                        "skipped"))
+                                        ProgressState.SKIPPED))
                 report = await api.report(tn)
                 return TrialResult(tn, state, report, _pipeline(record), already=True)
             if state in ("", "created"):
                 context.report(Progress("create", 1, total, f"creating trial network {tn} (validated by the manager)"))
                 created = await api.create(tn, plan.descriptor, plan.descriptor_path.rsplit("/", 1)[-1], plan.library_type,
                                            plan.library_value, plan.sites_branch, plan.deployment_site, plan.site_token)
-                context.notes["created"] = True
+                track.created = True
                 state = str(created.get("state", ""))
                 context.report(Progress("create", 2, total, f"trial network {tn} {state} (library commit "
                                         f"{str(created.get('library_commit_id', ''))[:12]}, sites commit "
-                                        f"{str(created.get('sites_commit_id', ''))[:12]})", "done", {"state": state}))
+                                        f"{str(created.get('sites_commit_id', ''))[:12]})", ProgressState.DONE, {"state": state}))
             elif state in TRANSITIONS:
-                context.report(Progress("create", 2, total, f"trial network {tn} is {state}: followed", "skipped"))
+                context.report(Progress("create", 2, total, f"trial network {tn} is {state}: followed", ProgressState.SKIPPED))
             else:
-                context.report(Progress("create", 2, total, f"trial network {tn} is {state}: activated again", "skipped"))
+                context.report(Progress("create", 2, total, f"trial network {tn} is {state}: activated again", ProgressState.SKIPPED))
             if state in ACTIVATE_FROM:
                 await self._activate(api, plan, context)
             elif state in TRANSITIONS:
@@ -409,14 +425,14 @@ class RunTrialNetwork(Operation[TrialPlan, TrialResult]):
                 raise await self._failed(api, plan, record, context, f"the trial network is {state_said(state)}")
             report = await api.report(tn)
             seconds = timing.monotonic() - started
-            context.report(Progress("report", total, total, f"trial network {tn} activated in {seconds:.0f} s", "done",
+            context.report(Progress("report", total, total, f"trial network {tn} activated in {seconds:.0f} s", ProgressState.DONE,
                                     {"state": state}))
             return TrialResult(tn, state, report, _pipeline(record), seconds)
 
     async def _activate(self, api: ManagerApi, plan: TrialPlan, context: RunContext) -> None:
         context.report(Progress("activate", 2, 5, f"activating {plan.tn_id}: the manager runs its deploy pipeline"))
         call = asyncio.ensure_future(api.activate(plan.tn_id, timeout=self.wait_timeout + self.http_timeout))
-        context.notes["activation_sent"] = True
+        _record(context).activation_sent = True
         try:
             await self._follow(api, plan, context, call)
             await call
@@ -426,7 +442,7 @@ class RunTrialNetwork(Operation[TrialPlan, TrialResult]):
         finally:
             if not call.done():
                 call.cancel()
-        context.report(Progress("activate", 4, 5, f"{plan.tn_id} activated", "done"))
+        context.report(Progress("activate", 4, 5, f"{plan.tn_id} activated", ProgressState.DONE))
 
     async def _follow(self, api: ManagerApi, plan: TrialPlan, context: RunContext,
                       call: "asyncio.Future[str] | None") -> None:
@@ -466,9 +482,10 @@ class RunTrialNetwork(Operation[TrialPlan, TrialResult]):
             log = log_tail(await api.log(tn))
         except SiteError as error:
             log = f"(the log could not be read: {error.title})"
-        context.notes.update({"state": state, "pipeline": pipeline})
+        track = _record(context)
+        track.state, track.pipeline = state, pipeline
         context.report(Progress("activate", 3, 5, f"{tn} {state}" + (f": pipeline {pipeline} failed" if pipeline else ""),
-                                "failed", {"state": state}))
+                                ProgressState.FAILED, {"state": state}))
         return ActivationFailed(
             f"Trial network {tn} failed to activate ({state})",
             f"The pipeline that failed: {pipeline or '(none named)'}.\nThe manager said: {escape_controls(said)}\n"
@@ -484,8 +501,9 @@ class RunTrialNetwork(Operation[TrialPlan, TrialResult]):
                 "seconds": round(result.seconds, 1)}
 
     def audit_failure(self, plan: TrialPlan, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
-        return {"tn_id": plan.tn_id, "manager": plan.access.url, "created": bool(context.notes.get("created")),
-                "state": context.notes.get("state", ""), "pipeline": context.notes.get("pipeline", ""),
+        track = _record(context)
+        return {"tn_id": plan.tn_id, "manager": plan.access.url, "created": track.created,
+                "state": track.state, "pipeline": track.pipeline,
                 "fix": f"`sitetk trial status --tn-id {plan.tn_id}`, then `sitetk trial destroy --tn-id {plan.tn_id}`"}
 
     def audit_object(self, plan: TrialPlan) -> str:
@@ -592,7 +610,7 @@ class DestroyTrialNetwork(Operation[DestroyPlan, Destroyed]):
             await api.login(plan.access.user, plan.access.password)
             record = await api.get(plan.tn_id)
             state = str(record.get("state", "")) if record else ""
-            context.report(Progress("login", 1, total, f"trial network {plan.tn_id}: {state or 'none'}", "done"))
+            context.report(Progress("login", 1, total, f"trial network {plan.tn_id}: {state or 'none'}", ProgressState.DONE))
             done: list[str] = []
             if state in DESTROY_FROM:
                 context.report(Progress("destroy", 1, total, f"destroying {plan.tn_id}: the manager runs its destroy "
@@ -605,11 +623,11 @@ class DestroyTrialNetwork(Operation[DestroyPlan, Destroyed]):
                                     f"The end of the manager's log:\n{log}") from None
                 done.append("destroy")
                 state = "destroyed"
-                context.report(Progress("destroy", 2, total, f"{plan.tn_id} destroyed", "done"))
+                context.report(Progress("destroy", 2, total, f"{plan.tn_id} destroyed", ProgressState.DONE))
             if state in PURGE_FROM:
                 await api.purge(plan.tn_id)
                 done.append("purge")
-                context.report(Progress("purge", total, total, f"{plan.tn_id} purged from the manager", "done"))
+                context.report(Progress("purge", total, total, f"{plan.tn_id} purged from the manager", ProgressState.DONE))
             elif state:
                 raise SiteError(f"Trial network {plan.tn_id} is {state}", f"The manager destroys only "
                                 f"{', '.join(DESTROY_FROM)} and purges {', '.join(PURGE_FROM)}; wait, then run again.",
