@@ -8,11 +8,13 @@ import asyncio
 import json
 import os
 import stat
+from functools import partial
 from urllib.parse import urlsplit
 
 import pytest
 
-from tests.toolkit.conftest import FAST, ToolkitSite, collect, eventually, filled
+from tests.procedure_run import collect
+from tests.toolkit.conftest import FAST, ToolkitSite, eventually, filled
 from tui.adapters.cloud import json_document_template
 from tui.domain.documents import SERVICE_TEMPLATE_DOCUMENT
 from tui.domain.secret_names import MASK
@@ -20,10 +22,11 @@ from tui.domain.severity import Severity
 from tui.domain.ssh_keys import parse_public_key
 from tui.errors import SiteError
 from tui.procedures.operation import RunContext, run_operation
+from tui.procedures.progress import Progress
 from tui.procedures.site_record import load_site_record, load_site_records, site_record_path
-from tui.procedures.toolkit.deploy_operation import DeployToolkit
 from tui.procedures.toolkit.instantiate import (
     DeploymentFailed,
+    DeployToolkit,
     InvalidInputs,
     KeyNotPublished,
     capture_automation_key,
@@ -99,7 +102,7 @@ async def test_a_template_with_an_unknown_extra_input_gets_a_field(toolkit_site:
     assert "at most 8" in bad["site_region"]
 
     file, _ = filled(form, app_manager_log_level="debug", site_region="north")
-    events = await collect(deploy_toolkit(site, plan_deploy(form, file), wait=False))
+    events = await collect(partial(deploy_toolkit, site, plan_deploy(form, file), wait=False))
     record = load_site_record(site.settings, events[-1].data["service_id"])
     service = await site.flow.get_service(record.service_id)
     assert service.input_values["app_manager_log_level"] == "debug"
@@ -117,7 +120,7 @@ async def test_deploy_follows_the_service_to_running_and_records_the_vms(
     plan = plan_deploy(form, file)
     assert plan.values_key == values_key
     assert plan.preview().changes[0].cli == f"oneflow-template instantiate {template.id} <input file>"
-    events = await collect(deploy_toolkit(site, plan, **FAST))
+    events = await collect(partial(deploy_toolkit, site, plan, **FAST))
 
     assert events[0].data["values_key"] == values_key
     service_id = events[1].data["service_id"]
@@ -159,8 +162,7 @@ async def test_a_failing_role_ends_the_follow_with_the_service_log(toolkit_site:
     file, _ = filled(form)
     events: list = []
     with pytest.raises(DeploymentFailed) as caught:
-        async for event in deploy_toolkit(site, plan_deploy(form, file), **FAST):
-            events.append(event)
+        await collect(partial(deploy_toolkit, site, plan_deploy(form, file), **FAST), on_event=events.append)
     error = caught.value
     assert error.state == "FAILED_DEPLOYING"
     assert any("Role automation" in line and "[E]" in line for line in error.log)
@@ -180,8 +182,8 @@ async def test_two_deployments_side_by_side_do_not_mix(toolkit_site: ToolkitSite
     form = await load_form(site, template)
     first, _ = filled(form, name="toolkit A")
     second, _ = filled(form, name="toolkit B")
-    runs = await asyncio.gather(collect(deploy_toolkit(site, plan_deploy(form, first), **FAST)),
-                                collect(deploy_toolkit(site, plan_deploy(form, second), **FAST)))
+    runs = await asyncio.gather(collect(partial(deploy_toolkit, site, plan_deploy(form, first), **FAST)),
+                                collect(partial(deploy_toolkit, site, plan_deploy(form, second), **FAST)))
     ids = [events[1].data["service_id"] for events in runs]
     records = {r.service_id: r for r in load_site_records(site.settings)}
     assert set(records) == set(ids) and ids[0] != ids[1]
@@ -206,11 +208,13 @@ async def test_cancel_stops_waiting_and_leaves_the_service_alone(toolkit_site: T
     form = await load_form(site, template)
     file, _ = filled(form)
     cancel = asyncio.Event()
-    events = []
-    async for event in deploy_toolkit(site, plan_deploy(form, file), cancel=cancel, **FAST):
-        events.append(event)
+
+    def cancel_at_service(event: Progress) -> None:
         if event.step == "service" and event.state == "running":
             cancel.set()
+
+    events = await collect(partial(deploy_toolkit, site, plan_deploy(form, file), **FAST), cancel=cancel,
+                           on_event=cancel_at_service)
     assert events[-1].state == "skipped" and events[-1].data["cancelled"] is True
     service_id = events[-1].data["service_id"]
     # nothing was undone: the service goes on deploying by itself and reaches RUNNING
@@ -219,7 +223,7 @@ async def test_cancel_stops_waiting_and_leaves_the_service_alone(toolkit_site: T
 
     await eventually(running, "the service to reach RUNNING on its own")
     # following again picks it up where it is
-    resumed = await collect(follow_deployment(site, load_site_record(site.settings), **FAST))
+    resumed = await collect(partial(follow_deployment, site, load_site_record(site.settings), **FAST))
     assert resumed[-1].step == "deployment" and resumed[-1].state == "done"
 
 
@@ -227,7 +231,7 @@ async def test_timeout_says_which_role_is_stuck_and_why(toolkit_site: ToolkitSit
     server, site, template = await toolkit_site(compatible_only=False)
     form = await load_form(site, template)
     file, _ = filled(form)
-    events = await collect(deploy_toolkit(site, plan_deploy(form, file), wait=False))
+    events = await collect(partial(deploy_toolkit, site, plan_deploy(form, file), wait=False))
     record = load_site_record(site.settings, events[-1].data["service_id"])
 
     async def manager_up_but_not_ready() -> bool:
@@ -238,7 +242,7 @@ async def test_timeout_says_which_role_is_stuck_and_why(toolkit_site: ToolkitSit
 
     await eventually(manager_up_but_not_ready, "the manager VM running on an incompatible host")
     with pytest.raises(SiteError) as caught:
-        await collect(follow_deployment(site, record, timeout=0, key_timeout=1, poll_interval=0.05))
+        await collect(partial(follow_deployment, site, record, timeout=0, key_timeout=1, poll_interval=0.05))
     assert "not RUNNING after" in caught.value.title
     assert "role manager" in caught.value.detail and "READY=YES" in caught.value.detail
     service = await site.flow.get_service(record.service_id)
@@ -325,14 +329,14 @@ async def test_key_capture_reports_a_key_that_never_appears(toolkit_site: Toolki
     server, site, template = await toolkit_site()
     form = await load_form(site, template)
     file, _ = filled(form)
-    events = await collect(deploy_toolkit(site, plan_deploy(form, file), wait=False))
+    events = await collect(partial(deploy_toolkit, site, plan_deploy(form, file), wait=False))
     record = load_site_record(site.settings, events[-1].data["service_id"])
     # right after instantiation the automation role waits for the object store: no VM, no key
     with pytest.raises(KeyNotPublished) as caught:
-        await collect(capture_automation_key(site, record, timeout=0, poll_interval=0.05))
+        await collect(partial(capture_automation_key, site, record, timeout=0, poll_interval=0.05))
     assert "AUTOMATION_SSH_PUBLIC_KEY" in caught.value.detail and "sitetk toolkit key" in caught.value.detail
     # later it is captured
-    events = await collect(capture_automation_key(site, record, timeout=60, poll_interval=0.05))
+    events = await collect(partial(capture_automation_key, site, record, timeout=60, poll_interval=0.05))
     assert events[-1].state == "done"
     assert parse_public_key(load_site_record(site.settings).automation_public_key)
 
@@ -341,7 +345,7 @@ async def test_an_invalid_published_key_is_refused(toolkit_site: ToolkitSite) ->
     server, site, template = await toolkit_site()
     form = await load_form(site, template)
     file, _ = filled(form)
-    events = await collect(deploy_toolkit(site, plan_deploy(form, file), wait=False))
+    events = await collect(partial(deploy_toolkit, site, plan_deploy(form, file), wait=False))
     service_id = events[-1].data["service_id"]
 
     async def automation_vm() -> tuple[int, ...]:
@@ -350,6 +354,6 @@ async def test_an_invalid_published_key_is_refused(toolkit_site: ToolkitSite) ->
     vm_id = (await eventually(automation_vm, "the automation VM"))[0]
     await site.cloud.vm_update(vm_id, 'AUTOMATION_SSH_PUBLIC_KEY = "ssh-ed25519 AAAAB3NzaC1yc2E= broken"', 1)
     with pytest.raises(SiteError) as caught:
-        await collect(capture_automation_key(site, load_site_record(site.settings), timeout=60, poll_interval=0.05))
+        await collect(partial(capture_automation_key, site, load_site_record(site.settings), timeout=60, poll_interval=0.05))
     assert caught.value.title == "The automation VM published an invalid public key"
     assert "ssh-rsa" in caught.value.detail  # the blob says ssh-rsa, the line says ssh-ed25519

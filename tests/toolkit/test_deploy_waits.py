@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.procedure_run import run_procedure
 from tests.sim.flow_support import values_key
 from tests.toolkit.conftest import FAST
 from tests.ui.conftest import console_app
@@ -25,6 +27,7 @@ from tui.cli.common import EXIT_FAILED
 from tui.domain.template_text import scalar
 from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
+from tui.procedures.progress import Progress
 from tui.procedures.toolkit.deploy_waits import explain_roles, format_elapsed
 from tui.procedures.toolkit.instantiate import follow_deployment
 from tui.procedures.toolkit.service import record_for_service
@@ -67,12 +70,15 @@ async def test_a_role_that_stays_deploying_says_why_with_the_host_verdict_and_th
 
         record = record_for_service(site, service, 0, "toolkit", "7.0.0", "tkauto")
         events: list[Any] = []
+
+        def seen(event: Progress) -> None:
+            events.append(event)
+            if event.step == "service" and "elapsed_s" in event.data:  # a heartbeat came: now the deadline
+                driven_clock.advance(601)
+
         with pytest.raises(SiteError, match="not RUNNING after 600 s") as caught:
-            async for event in follow_deployment(site, record, timeout=600.0, key_timeout=5.0,
-                                                 poll_interval=FAST["poll_interval"], heartbeat=0.2):
-                events.append(event)
-                if event.step == "service" and "elapsed_s" in event.data:  # a heartbeat came: now the deadline
-                    driven_clock.advance(601)
+            await run_procedure(partial(follow_deployment, site, record, timeout=600.0, key_timeout=5.0,
+                                        poll_interval=FAST["poll_interval"], heartbeat=0.2), on_event=seen)
         beats = [e for e in events if e.step == "role manager" and "waiting" in e.data]
         assert beats, [e.message for e in events]
         assert "DEPLOYING for " in beats[-1].message and "waits for its VMs to run" in beats[-1].message
@@ -180,8 +186,8 @@ async def test_the_key_wait_says_how_long_and_for_what(deployed: SimServer) -> N
                                    record.state, record.updated)
         events: list[Any] = []
         with pytest.raises(KeyNotPublished):
-            async for event in capture_automation_key(site, record, timeout=2.0, poll_interval=0.05, heartbeat=0.3):
-                events.append(event)
+            await run_procedure(partial(capture_automation_key, site, record, timeout=2.0, poll_interval=0.05,
+                                        heartbeat=0.3), on_event=events.append)
     finally:
         await site.close()
     beats = [e for e in events if "elapsed_s" in e.data]

@@ -17,8 +17,8 @@ from tui.domain.template_text import render_template
 from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
 from tui.procedures.site_record import load_site_record
-from tui.procedures.toolkit.deploy_operation import DeployToolkit
 from tui.procedures.toolkit.grant_key import GrantKey, grant_ssh_key, plan_grant
+from tui.procedures.toolkit.instantiate import DeployToolkit
 from tui.procedures.toolkit.service import load_form
 from tui.sim.server import SimServer
 

@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 import os
 import stat
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from textual.widgets import Input, Label, Select
 
-from tests.toolkit.conftest import FAST, ToolkitSite, collect, filled
+from tests.procedure_run import collect
+from tests.toolkit.conftest import FAST, ToolkitSite, filled
 from tests.ui.conftest import console_app
 from tui.adapters.cloud import json_document_template
 from tui.app import SiteToolkitApp
@@ -203,7 +205,7 @@ async def test_key_view_grants_once_and_hides_the_grant_in_read_only(toolkit_sit
     server, site, template = await toolkit_site()
     form = await load_form(site, template)
     file, _ = filled(form)
-    await collect(deploy_toolkit(site, plan_deploy(form, file), **FAST))
+    await collect(partial(deploy_toolkit, site, plan_deploy(form, file), **FAST))
     record = load_site_record(site.settings)
 
     async with console_app(server, read_only=True).run_test(size=SIZE) as pilot:

@@ -45,7 +45,7 @@ RUNNER = ROOT / "tui" / "screens" / "operation_run.py"
 VMS = next(s for s in SCREENS if s.name == "vms")
 #: where a `RunContext` may be built outside the runner, and why
 READS_WITH_A_CONTEXT = {
-    # following a recorded deployment again changes nothing (`follow_again` reads the service)
+    # following a recorded deployment again changes nothing (`follow_deployment` reads the service)
     "tui/screens/toolkit_deploy_actions.py",
 }
 

@@ -19,9 +19,8 @@ from tui.cli.runner import run_cli
 from tui.cli.toolkit_inputs import print_problems, problem_json, read_inputs, toolkit_form
 from tui.domain.site_record import SiteRecord
 from tui.procedures.connection import SiteConnection
-from tui.procedures.toolkit.deploy_operation import Deployed, DeployToolkit
 from tui.procedures.toolkit.input_checks import SiteCheckReport, check_inputs_on_site
-from tui.procedures.toolkit.instantiate import DeployPlan, InvalidInputs, plan_deploy
+from tui.procedures.toolkit.instantiate import Deployed, DeployPlan, DeployToolkit, InvalidInputs, plan_deploy
 from tui.procedures.toolkit.own_service import SecondToolkitRefused
 from tui.procedures.toolkit.service import ToolkitForm
 

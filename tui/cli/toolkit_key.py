@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from tui.cli.common import EXIT_OK, UsageError, emit_json, follow
@@ -15,6 +16,7 @@ from tui.cli.runner import run_cli
 from tui.domain.site_record import SiteRecord, record_to_json
 from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
+from tui.procedures.operation_stream import stream_run
 from tui.procedures.site_record import load_site_record, save_site_record, set_aside_unreadable
 from tui.procedures.toolkit.grant_key import GrantKey, KeyGranted
 from tui.procedures.toolkit.instantiate import capture_automation_key
@@ -78,7 +80,8 @@ async def key_command(args: argparse.Namespace, site: SiteConnection) -> int:
         if found.problem:
             raise SiteError("The automation VM published an invalid public key", found.problem)
         if found.key is None:
-            await follow(capture_automation_key(site, record, timeout=args.wait, poll_interval=args.poll), args.json)
+            await follow(stream_run(partial(capture_automation_key, site, record, timeout=args.wait,
+                                            poll_interval=args.poll)), args.json)
         else:
             record = _with_key(record, found.key.line)
             save_site_record(site.settings, record)

@@ -139,6 +139,13 @@ class RunContext:
         self.events.append(event)
         self.emit(event)
 
+    async def pause(self, seconds: float) -> None:
+        """Wait `seconds` between two polls, waking early when the run is cancelled."""
+        try:
+            await asyncio.wait_for(self.cancel.wait(), seconds)
+        except TimeoutError:
+            pass
+
     def keep(self, record: RecordT) -> RecordT:
         """Keep the run's record: what `execute` did so far, kept as it goes (a run stopped hard,
         its task cancelled or timed out, still says what it created, deleted or left). The

@@ -1,15 +1,16 @@
-"""An operation run as a stream of progress events, for callers that compose several.
+"""An operation (or a procedure) run as a stream of progress events, for callers that compose several.
 
 `stream_operation(site, operation, plan)` (planned first when no plan is given) runs it through `run_operation` (the read-only refusal,
 the time limit, the cancel, the one audit record) and yields each event as it comes; the run's
 error is raised after the events before it, and its typed result goes to `on_result`. The guided setup's steps and the setup's component step use it, so an operation
-run there is the same run as in the console or the CLI.
+run there is the same run as in the console or the CLI. `stream_run(run)` is the same for a
+procedure that only waits (a follow, the key's capture): `run(context)` reports to the context.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, TypeVar
 
 from tui.procedures.operation import Operation, RunContext, run_operation
 from tui.procedures.progress import Progress
@@ -29,12 +30,25 @@ async def stream_operation(site: "SiteConnection", operation: Operation[Any, Res
     """Run `operation` with `plan` through `run_operation`, yielding its events (module docstring)."""
     if plan is _UNPLANNED:
         plan = await operation.plan(site)
+    planned = plan
+
+    async def run(context: RunContext) -> ResultT:
+        return await run_operation(site, operation, planned, context, timeout=timeout)
+
+    async for event in stream_run(run, cancel=cancel, on_result=on_result):
+        yield event
+
+
+async def stream_run(run: Callable[[RunContext], Awaitable[ResultT]], *, cancel: asyncio.Event | None = None,
+                     on_result: Callable[[ResultT], None] | None = None) -> AsyncIterator[Progress]:
+    """Run `run(context)`, yielding the events it reports as they come; its error is raised after
+    them, its result goes to `on_result`. Closing the stream cancels the run."""
     queue: asyncio.Queue[Progress | None] = asyncio.Queue()
     context = RunContext(queue.put_nowait, cancel if cancel is not None else asyncio.Event())
 
     async def go() -> None:
         try:
-            result = await run_operation(site, operation, plan, context, timeout=timeout)
+            result = await run(context)
             if on_result is not None:
                 on_result(result)
         finally:

@@ -28,16 +28,17 @@ from tui.procedures.hosts.cpu_inventory import load_inventory
 from tui.procedures.operation import RunContext
 from tui.procedures.progress import Progress
 from tui.procedures.site_record import load_site_record
-from tui.procedures.toolkit.deploy_operation import DeployToolkit, follow_again
 from tui.procedures.toolkit.input_checks import SiteCheckReport, check_inputs_on_site
 from tui.procedures.toolkit.instantiate import (
     DEFAULT_HEARTBEAT,
     DEFAULT_KEY_TIMEOUT,
     DEFAULT_POLL_INTERVAL,
     DEFAULT_TIMEOUT,
+    DeployLedger,
     DeployPlan,
-    DeployStep,
+    DeployToolkit,
     InvalidInputs,
+    follow_deployment,
     plan_deploy,
 )
 from tui.procedures.toolkit.own_service import SecondToolkitRefused, find_own_services
@@ -240,13 +241,13 @@ class DeployActions(InputFileActions):
                 deployed = await self.run_change(operation, plan, on_step=emit)
             else:
                 assert record is not None
-                deployed = await follow_again(self.site, record, following, timeout=self.deploy_timeout,
-                                              key_timeout=self.key_timeout, poll_interval=self.poll_interval,
-                                              heartbeat=self.heartbeat)
+                deployed = await follow_deployment(self.site, record, following, timeout=self.deploy_timeout,
+                                                   key_timeout=self.key_timeout, poll_interval=self.poll_interval,
+                                                   heartbeat=self.heartbeat)
         except SiteError as error:
-            events = self.change.events if plan is not None and self.change is not None else following.events
-            steps = [e.outcome for e in events if isinstance(e.outcome, DeployStep)]
-            service_id = steps[-1].service_id if steps else (record.service_id if record is not None else None)
+            # the service the deployment made or followed, when it got so far (its typed record)
+            made = self.change.context.kept(DeployLedger) if plan is not None and self.change is not None else None
+            service_id = made.service_id if made is not None else (record.service_id if record is not None else None)
             found = load_site_record(self.site.settings, service_id) if service_id is not None else None
             self.post_message(self.DeployEnded("failed", error, found))
             return

@@ -18,6 +18,7 @@ view shows everything but offers no grant.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, ClassVar
 
 from rich.console import Group, RenderableType
@@ -34,6 +35,7 @@ from textual.worker import Worker
 from tui.domain.site_record import SiteRecord
 from tui.domain.ssh_keys import SshKeyError, parse_public_key
 from tui.errors import SiteError
+from tui.procedures.operation_stream import stream_run
 from tui.procedures.progress import Progress
 from tui.procedures.site_record import load_site_record, save_site_record
 from tui.procedures.toolkit.grant_key import GrantKey, GrantPlan, plan_grant
@@ -278,8 +280,8 @@ class KeyScreen(SiteScreen):
     @work(exclusive=True, group="key-capture", exit_on_error=False)
     async def capture(self, record: SiteRecord) -> None:
         try:
-            async for event in capture_automation_key(self.site, record, timeout=self.capture_timeout,
-                                                      poll_interval=self.poll_interval):
+            async for event in stream_run(partial(capture_automation_key, self.site, record,
+                                                  timeout=self.capture_timeout, poll_interval=self.poll_interval)):
                 self.post_message(self.Status(Text(event.message)))
         finally:
             self.busy = False

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from functools import partial
 from typing import TYPE_CHECKING, AsyncIterator, Mapping
 
 from tui.domain.input_file import InputFile
@@ -29,6 +30,8 @@ from tui.procedures.hosts.move_plan import DEFAULT_TIMEOUTS, plan_flagged
 from tui.procedures.market.attributes import AttachAttributes, tag_for_app
 from tui.procedures.market.download import DownloadAppliance
 from tui.procedures.market.download_plan import default_download_name, image_datastores
+from tui.procedures.operation import RunContext
+from tui.procedures.operation_stream import stream_run
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress, ProgressState
 from tui.procedures.setup.facts import SetupFacts
@@ -45,10 +48,9 @@ from tui.procedures.setup.step_plan import (
 )
 from tui.procedures.setup.toolkit_steps import MOVABLE_STATES, inputs_step
 from tui.procedures.site_record import save_site_record
-from tui.procedures.toolkit.deploy_operation import DeployToolkit
 from tui.procedures.toolkit.grant_key import GrantKey
 from tui.procedures.toolkit.input_checks import check_inputs_on_site
-from tui.procedures.toolkit.instantiate import InvalidInputs, capture_automation_key, follow_deployment
+from tui.procedures.toolkit.instantiate import DeployToolkit, InvalidInputs, capture_automation_key, follow_deployment
 from tui.procedures.toolkit.objectstore_disk import ResizeObjectstoreDisk
 from tui.procedures.toolkit.service import record_for_service
 
@@ -142,7 +144,7 @@ async def plan_instantiate(request: PlanRequest, step: SetupStep) -> StepPlan:
         preview = Preview(f"Follow service {service.id} to RUNNING",
                           (Change("no change: wait for the database VMs to get a host, then for RUNNING",
                                   f"oneflow show {service.id}", "none"),))
-        return StepPlan(step, preview, lambda: _follow(site, facts, options), wait_only=True)
+        return StepPlan(step, preview, lambda: stream_run(partial(_follow, site, facts, options)), wait_only=True)
     form, target = facts.form, facts.target
     if form is None or not target.input_path:
         raise stop(inputs_step(facts))
@@ -172,7 +174,7 @@ async def _check_on_site(site: "SiteConnection", facts: SetupFacts, values: Mapp
                            + "\nNothing was changed.", rejected=tuple(c.name for c in report.errors if c.name in asked))
 
 
-async def _follow(site: "SiteConnection", facts: SetupFacts, options: RunOptions) -> AsyncIterator[Progress]:
+async def _follow(site: "SiteConnection", facts: SetupFacts, options: RunOptions, context: RunContext) -> None:
     """Wait until every database VM of the service has a host; when one is flagged, stop here (the
     move comes next); else follow the service to RUNNING, recording VMs and the key."""
     assert facts.service is not None
@@ -191,9 +193,10 @@ async def _follow(site: "SiteConnection", facts: SetupFacts, options: RunOptions
         placed = bool(ids) and len(rows) == len(ids) and all(
             r.host_id is not None and (not r.flagged or r.vm.summary.status in MOVABLE_STATES) for r in rows)
         elapsed = time.monotonic() - started
-        yield Progress("database VMs placed", int(placed), 1,
-                       ", ".join(f"VM {r.id} {r.vm.summary.status} on {r.host_name or '(no host yet)'}" for r in rows) +
-                       f" ({elapsed:.0f} s)", ProgressState.DONE if placed else ProgressState.RUNNING)
+        context.report(Progress("database VMs placed", int(placed), 1,
+                                ", ".join(f"VM {r.id} {r.vm.summary.status} on {r.host_name or '(no host yet)'}"
+                                          for r in rows) + f" ({elapsed:.0f} s)",
+                                ProgressState.DONE if placed else ProgressState.RUNNING))
         if placed:
             if any(r.flagged for r in rows):
                 return  # the next round moves them (operation 7) before waiting for RUNNING
@@ -201,11 +204,10 @@ async def _follow(site: "SiteConnection", facts: SetupFacts, options: RunOptions
         if elapsed > options.step_timeout:
             raise SiteError("The database VMs got no host in time", f"Service {service.id} after {elapsed:.0f} s: "
                             "check the scheduler's messages (onevm show) and the hosts' capacity.")
-        await asyncio.sleep(options.poll_interval)
+        await context.pause(options.poll_interval)
     record = _record(site, facts, service)
-    async for event in follow_deployment(site, record, timeout=options.deploy_timeout, key_timeout=options.key_timeout,
-                                         poll_interval=options.poll_interval):
-        yield event
+    await follow_deployment(site, record, context, timeout=options.deploy_timeout, key_timeout=options.key_timeout,
+                            poll_interval=options.poll_interval)
 
 
 def _record(site: "SiteConnection", facts: SetupFacts, service: "Service") -> "SiteRecord":
@@ -224,8 +226,9 @@ async def plan_record(request: PlanRequest, step: SetupStep) -> StepPlan:
     record = _record(site, facts, facts.service)
     preview = Preview("Wait for the automation VM's public key",
                       (Change("no change: read the key the automation VM publishes", "onevm show <automation VM>", "none"),))
-    return StepPlan(step, preview, lambda: capture_automation_key(site, record, timeout=options.key_timeout,
-                                                                  poll_interval=options.poll_interval), wait_only=True)
+    return StepPlan(step, preview, lambda: stream_run(partial(capture_automation_key, site, record,
+                                                              timeout=options.key_timeout,
+                                                              poll_interval=options.poll_interval)), wait_only=True)
 
 
 async def plan_grant(request: PlanRequest, step: SetupStep) -> StepPlan:
