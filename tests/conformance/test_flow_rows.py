@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import json
 import xmlrpc.client
+from functools import partial
 from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable
 from xml.etree import ElementTree
@@ -26,6 +27,7 @@ import httpx
 import pytest
 
 from tests.conftest import SimFactory
+from tests.procedure_run import collect
 from tests.waiting import wait_until
 from tui.adapters.flow_errors import flow_http_error
 from tui.domain.services import ROLE_STATES, SERVICE_STATES, can_delete, delete_command, service_state_note
@@ -164,7 +166,7 @@ async def test_exported_toolkit_deploys_each_role_from_its_own_template(
     sim = sim_factory(one_version=one_version)
     site = await connect(sim)
     plan = await plan_download(site, _toolkit_app(sim), IMAGE_DS, "TK")
-    events = [event async for event in download_appliance(site, plan, poll_interval=POLL, attach=False)]
+    events = await collect(partial(download_appliance, site, plan, poll_interval=POLL, attach=False))
     result = events[-1].data["download"]
     exported = {role: tid for template, tid in zip(plan.templates, result["template_ids"], strict=True) for role in template.roles}
     sent = plan.service.document_body(result["template_ids"])  # type: ignore[union-attr]

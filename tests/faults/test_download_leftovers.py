@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from tests.cli_run import run_cli
 from tests.faults.conftest import PointAt
+from tests.procedure_run import collect
 from tui.cli.common import connect_site
 from tui.domain.images import ERROR
 from tui.procedures.market.attributes import tag_for_record
@@ -123,7 +125,7 @@ def test_every_download_cleans_the_journal_not_only_market_download(
             entry = (await load_catalog(site)).newest("service_dns")
             app = await find_market_app(site, entry.record)
             plan = await plan_download(site, app.id, 1, "dns", tag=tag_for_record(entry.record))
-            return plan, [event async for event in download_appliance(site, plan, poll_interval=0.02)]
+            return plan, await collect(partial(download_appliance, site, plan, poll_interval=0.02))
         finally:
             await site.close()
 

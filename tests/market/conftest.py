@@ -11,7 +11,6 @@ import pytest
 
 from tui.procedures.audit import AUDIT_ENV
 from tui.procedures.connection import SiteConnection
-from tui.procedures.progress import Progress
 from tui.settings import Settings
 from tui.sim.server import SimServer
 
@@ -93,10 +92,6 @@ async def connect(tmp_path: Path) -> AsyncIterator[SiteFactory]:
     yield factory
     for site in opened:
         await site.close()
-
-
-async def collect(events: AsyncIterator[Progress]) -> list[Progress]:
-    return [event async for event in events]
 
 
 def audit_entries(path: Path) -> list[dict[str, Any]]:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from tests.market.conftest import SiteFactory, audit_entries, collect
+from tests.market.conftest import SiteFactory, audit_entries
 from tests.operating import operate
+from tests.procedure_run import collect
 from tui.domain.appliances import parse_record
 from tui.domain.attribute_file import ApplianceTag, installed_version_from_image_template
 from tui.domain.naming import NamingProfile
@@ -106,7 +108,7 @@ async def test_merge_mode_keeps_the_other_image_attributes_and_a_rerun_changes_n
     # the procedure itself writes no record (the pipeline does) and counts the change
     changes = site.changes
     other = tag_for_record(_record("Ubuntu Base VM", "v1.3.0-20250401-0900"))
-    await collect(attach_attributes(site, await plan_attach(site, other, [0])))
+    await collect(partial(attach_attributes, site, await plan_attach(site, other, [0])))
     assert len([e for e in audit_entries(isolated) if e["action"] == "image.attributes"]) == 1
     assert site.changes == changes + 1
 
@@ -151,7 +153,7 @@ async def test_every_image_of_the_toolkit_service_gets_the_attributes(sim_factor
     other = ApplianceTag("Site Toolkit", "20990101-0000", "v9.0.0")
     retag = await plan_attach(site, other, images)
     assert len(retag.to_update) == 5 and len(retag.preview().warnings) == 5
-    events = await collect(attach_attributes(site, retag))
+    events = await collect(partial(attach_attributes, site, retag))
     assert sum(1 for e in events if e.data.get("result") == "updated") == 5
     for image_id in images:
         image = await site.cloud.image_info(image_id)
@@ -166,12 +168,12 @@ async def test_images_downloaded_earlier_without_attributes_are_found_and_tagged
 
     app = await find_market_app(site, record)
     plan = await plan_download(site, app.id, 1, "bastion image")
-    await collect(download_appliance(site, plan, poll_interval=0.02, attach=False))
+    await collect(partial(download_appliance, site, plan, poll_interval=0.02, attach=False))
     entry = (await load_catalog(site)).find("service_bastion")
     assert entry.state.value == "untagged image found"
     targets = default_targets(entry.status)
     assert len(targets) == 1
-    await collect(attach_attributes(site, await plan_attach(site, tag_for_record(record), targets)))
+    await collect(partial(attach_attributes, site, await plan_attach(site, tag_for_record(record), targets)))
     assert (await load_catalog(site)).find("service_bastion").state.value == "up to date"
 
 

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
 import pytest
 
-from tests.market.conftest import POLL, SiteFactory, audit_entries, collect
+from tests.market.conftest import POLL, SiteFactory, audit_entries
 from tests.operating import operate
+from tests.procedure_run import collect
 from tui.domain.attribute_file import installed_version_from_image_template
 from tui.domain.documents import SERVICE_TEMPLATE_DOCUMENT
 from tui.domain.images import READY
@@ -47,7 +49,7 @@ async def _plan(site: SiteConnection, ref: str, name: str, datastore: int = IMAG
 
 
 async def _run(site: SiteConnection, plan: DownloadPlan, **kwargs: object) -> list[Progress]:
-    return await collect(download_appliance(site, plan, poll_interval=POLL, **kwargs))  # type: ignore[arg-type]
+    return await collect(partial(download_appliance, site, plan, poll_interval=POLL, **kwargs))  # type: ignore[arg-type]
 
 
 async def test_image_app_becomes_a_ready_image_and_template_carrying_its_attributes(
@@ -139,8 +141,7 @@ async def test_broken_app_ends_in_error_with_the_reason_and_everything_is_rolled
     plan = await _plan(site, "service_traffic_generator", "traffic")
     events: list[Progress] = []
     with pytest.raises(SiteError) as caught:
-        async for event in download_appliance(site, plan, poll_interval=POLL):
-            events.append(event)
+        await collect(partial(download_appliance, site, plan, poll_interval=POLL), on_event=events.append)
     assert "ended in ERROR" in caught.value.title
     assert "MD5" in caught.value.detail and "Rolled back" in caught.value.detail
     failed = [e for e in events if e.state == "failed"]
@@ -211,12 +212,14 @@ async def test_cancel_rolls_back_what_was_created(sim: SimServer, connect: SiteF
     before = await _snapshot(site)
     plan = await _plan(site, "service_toolkit", "TK-cancelled")
     cancel = asyncio.Event()
-    events: list[Progress] = []
+
+    def cancel_when_locked(event: Progress) -> None:
+        if event.step.startswith("download ") and event.data.get("state") == "LOCKED":
+            cancel.set()
+
     with pytest.raises(DownloadCancelled) as caught:
-        async for event in download_appliance(site, plan, poll_interval=POLL, cancel=cancel):
-            events.append(event)
-            if event.step.startswith("download ") and event.data.get("state") == "LOCKED":
-                cancel.set()
+        await collect(partial(download_appliance, site, plan, poll_interval=POLL), cancel=cancel,
+                      on_event=cancel_when_locked)
     detail = caught.value.detail
     assert detail.count("image ") == 5 and detail.count("VM template ") == 4 and detail.count("service template ") == 1
     assert "Rolled back: deleted service template" in detail and "Nothing is left of this run." in detail
@@ -229,10 +232,12 @@ async def test_a_hard_task_cancel_rolls_back_too(sim: SimServer, connect: SiteFa
     plan = await _plan(site, "service_toolkit_automation", "auto")
     created = asyncio.Event()
 
+    def seen(event: Progress) -> None:
+        if event.step.startswith("create VM template") and event.state == "done":
+            created.set()
+
     async def run() -> None:
-        async for event in download_appliance(site, plan, poll_interval=POLL):
-            if event.step.startswith("create VM template") and event.state == "done":
-                created.set()
+        await collect(partial(download_appliance, site, plan, poll_interval=POLL), on_event=seen)
 
     task = asyncio.create_task(run())
     await created.wait()

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from textual.widgets import Button, DataTable, Markdown
 
 from tests.market.conftest import community_url, free_old_images, fresh_appliances, served_series
+from tests.procedure_run import run_procedure
 from tests.ui.conftest import SIZE, console_app, rendered_text, wait_for
 from tui.app import SiteToolkitApp
 from tui.screens.market_attributes import AttributesModal
@@ -176,8 +178,7 @@ async def test_attributes_flow_tags_an_untagged_image(sim: SimServer) -> None:
         screen = await _market(pilot, app)
         app_id = next(a.id for a in await app.site.cloud.list_marketapps() if a.name == "Bastion")
         plan = await plan_download(app.site, app_id, 1, "bastion image")
-        async for _ in download_appliance(app.site, plan, poll_interval=0.02, attach=False):
-            pass
+        await run_procedure(partial(download_appliance, app.site, plan, poll_interval=0.02, attach=False))
         screen.reload()
         await wait_for(pilot, lambda: not screen.reloading, what="the reload")
         await _cursor_to(pilot, screen, "service_bastion")

@@ -4,9 +4,11 @@ reads the statuses again when the cloud changed (no `r`)."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
-from tests.market.conftest import POLL, collect, community_url
+from tests.market.conftest import POLL, community_url
+from tests.procedure_run import collect
 from tests.ui.conftest import SIZE, console_app, wait_for
 from tui.procedures.market.download import download_appliance, find_market_app, plan_download
 from tui.procedures.market.marketplaces import load_catalog
@@ -26,7 +28,7 @@ async def _download_toolkit(site: Any) -> None:
     from tui.procedures.market.attributes import tag_for_record
 
     plan = await plan_download(site, app.id, 1, "Site Toolkit v0.5.0", tag=tag_for_record(entry.record))
-    await collect(download_appliance(site, plan, poll_interval=POLL))
+    await collect(partial(download_appliance, site, plan, poll_interval=POLL))
 
 
 async def test_after_a_service_download_its_parts_follow_and_the_older_build_is_not_up_to_date(

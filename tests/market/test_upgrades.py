@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from tests.market.conftest import POLL, SiteFactory, audit_entries, collect, free_old_images
+from tests.market.conftest import POLL, SiteFactory, audit_entries, free_old_images
+from tests.procedure_run import collect
 from tui.domain.attribute_file import installed_version_from_image_template
 from tui.domain.upgrades import StepKind
 from tui.errors import SiteError
@@ -59,7 +61,7 @@ async def test_a_fresh_site_has_nothing_to_upgrade(sim: SimServer, connect: Site
     site = await connect(sim)
     plan = await load_upgrade_plan(site)
     assert plan.empty and plan.steps == ()
-    events = await collect(apply_upgrade_plan(site, plan, datastore_id=1, confirm_removal=_never))
+    events = await collect(partial(apply_upgrade_plan, site, plan, datastore_id=1, confirm_removal=_never))
     assert [e.state for e in events] == ["skipped"]
 
 
@@ -72,7 +74,7 @@ async def test_applying_downloads_the_new_version_and_keeps_the_old_one_while_vm
     site = await connect(deployed)
     old_images = await _toolkit_images(site)
     plan = await load_upgrade_plan(site)
-    events = await collect(apply_upgrade_plan(site, plan, datastore_id=1, confirm_removal=_never,
+    events = await collect(partial(apply_upgrade_plan, site, plan, datastore_id=1, confirm_removal=_never,
                                               poll_interval=POLL))
     kept = [e for e in events if e.step.startswith("remove old version")][-1]
     assert kept.state == "skipped" and "still used by VMs" in kept.message
@@ -137,7 +139,7 @@ async def test_a_declined_removal_keeps_the_old_version(deployed: SimServer, con
     async def decline(removal: Removal) -> bool:
         return False
 
-    events = await collect(apply_upgrade_plan(site, await load_upgrade_plan(site), datastore_id=1,
+    events = await collect(partial(apply_upgrade_plan, site, await load_upgrade_plan(site), datastore_id=1,
                                               confirm_removal=decline, poll_interval=POLL))
     assert any("kept (not confirmed)" in e.message for e in events)
     assert set(old_images) <= set(await _toolkit_images(site))
@@ -154,7 +156,7 @@ async def test_images_without_attributes_block_the_upgrade_before_any_change(dep
     plan = await load_upgrade_plan(site)
     assert plan.rows and not plan.ready
     with pytest.raises(SiteError, match="attributes"):
-        await collect(apply_upgrade_plan(site, plan, datastore_id=1, confirm_removal=_never, poll_interval=POLL))
+        await collect(partial(apply_upgrade_plan, site, plan, datastore_id=1, confirm_removal=_never, poll_interval=POLL))
     assert await site.cloud.list_images() == images_before
 
 
@@ -199,7 +201,7 @@ async def test_a_download_named_as_the_installed_build_is_refused_before_any_cha
     templates_before = {t.id for t in await site.cloud.list_templates()}
     images_before = {i.id for i in await site.cloud.list_images()}
     with pytest.raises(SiteError) as caught:
-        await collect(apply_upgrade_plan(site, await load_upgrade_plan(site), datastore_id=1, confirm_removal=_never,
+        await collect(partial(apply_upgrade_plan, site, await load_upgrade_plan(site), datastore_id=1, confirm_removal=_never,
                                          names={"DNS Server": "DNS Server v1.1.0"}, poll_interval=POLL))
     [image_id] = installed
     assert caught.value.title == f"Image {image_id} 'DNS Server v1.1.0' holds DNS Server v1.1.0-20240101-0000"
@@ -240,14 +242,14 @@ async def test_without_the_new_version_in_the_cloud_the_old_one_is_the_last_copy
     async def confirm(removal: Removal) -> bool:
         raise AssertionError("the last copy must not even be offered for removal")
 
-    events: list[Progress] = []
-    async for event in apply_upgrade_plan(site, await load_upgrade_plan(site), datastore_id=1,
-                                          confirm_removal=confirm, poll_interval=POLL):
-        events.append(event)
+    def drop_new_images(event: Progress) -> None:
         if event.step.startswith("download new version") and event.state == "done":
             for image_id in event.data["download"]["image_ids"]:
                 with deployed.site.lock:
                     deployed.site.images.pop(image_id)
+
+    events = await collect(partial(apply_upgrade_plan, site, await load_upgrade_plan(site), datastore_id=1,
+                                   confirm_removal=confirm, poll_interval=POLL), on_event=drop_new_images)
     [kept] = [e for e in events if e.step.startswith("remove old version")]
     assert kept.state == "skipped" and "last copy of Site Toolkit" in kept.message
     assert set(old_images) <= set(await _toolkit_images(site))

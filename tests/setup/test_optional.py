@@ -9,10 +9,12 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
+from functools import partial
 from pathlib import Path
 
 import pytest
 
+from tests.procedure_run import run_procedure
 from tests.setup.conftest import point_at, run, steps
 from tests.setup.inputs import write_inputs
 from tests.setup.observe import observe
@@ -60,8 +62,8 @@ def _deploy_by_hand(server: SimServer, name: str) -> tuple[int, str, str]:
             await site.connect()
             app = next(a for a in await site.cloud.list_marketapps() if a.name == name)
             plan = await plan_download(site, app.id, 1, f"{name} test")
-            events = [e async for e in download_appliance(site, plan, poll_interval=0.02)]
-            template_id = int(events[-1].data["download"]["template_ids"][0])
+            _, result = await run_procedure(partial(download_appliance, site, plan, poll_interval=0.02))
+            template_id = result.template_ids[0]
             return await site.cloud.template_instantiate(template_id, f"{name} VM", extra='NIC = [ NETWORK_ID = "0" ]')
         finally:
             await site.close()

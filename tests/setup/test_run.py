@@ -8,10 +8,12 @@ import json
 import os
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
 
+from tests.procedure_run import run_procedure
 from tests.setup.conftest import point_at, run, steps
 from tests.setup.inputs import BRANCH, SITE_SETS, write_inputs
 from tests.setup.observe import Observed, observe
@@ -188,8 +190,7 @@ def test_a_download_done_by_hand_is_recognised(fresh, capsys) -> None:
             app = max((a for a in await site.cloud.list_marketapps() if a.name == site.naming.toolkit_appliance_name),
                       key=lambda a: a.version)
             plan = await plan_download(site, app.id, 1, "Site Toolkit by hand")
-            async for _ in download_appliance(site, plan, poll_interval=0.05, step_timeout=60):
-                pass
+            await run_procedure(partial(download_appliance, site, plan, poll_interval=0.05, step_timeout=60))
         finally:
             await site.close()
 

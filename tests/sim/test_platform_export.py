@@ -26,11 +26,13 @@ import base64
 import json
 import xmlrpc.client
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Callable
 from xml.etree import ElementTree
 
 import pytest
 
+from tests.procedure_run import run_procedure
 from tests.waiting import wait_until
 from tui.domain.template_text import parse_template, scalar
 from tui.sim import catalog, flow_templates, market_monitor
@@ -279,7 +281,7 @@ def test_the_consoles_download_makes_what_the_platforms_export_makes(sim: SimSer
         await site.connect()
         try:
             plan = await plan_download(site, app_id, 1, "by-the-console")
-            return [event async for event in download_appliance(site, plan, poll_interval=0.02)][-1].outcome
+            return (await run_procedure(partial(download_appliance, site, plan, poll_interval=0.02)))[1]
         finally:
             await site.close()
 

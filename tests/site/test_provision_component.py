@@ -4,10 +4,12 @@ core.yaml written, submitted; re-runs, duplicates and failures."""
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import pytest
 
+from tests.procedure_run import run_procedure
 from tests.site.conftest import collect, open_demo_site
 from tui.adapters.cloud import CloudClient
 from tui.adapters.cloud_errors import AUTHORIZATION
@@ -146,7 +148,7 @@ async def test_an_existing_rule_counts_as_granted(cloud: SiteConnection, deploye
     entry = (await load_catalog(cloud)).find("service_vm_kvm")
     app = await find_market_app(cloud, entry.record)
     download = await plan_download(cloud, app.id, 1, "Ubuntu Base VM v1.2.0")
-    await collect(download_appliance(cloud, download, poll_interval=POLL))
+    await run_procedure(partial(download_appliance, cloud, download, poll_interval=POLL))
     plan = await plan_provision(cloud, vm_kvm, cloud_user=USER)
     assert all(step.reused for step in plan.appliances)
     image_grant = next(g for g in plan.grants if g.object.kind == "image")

@@ -32,16 +32,15 @@ def only_database_hosts(server: "SimServer | None") -> None:
 
 async def download_newest_toolkit(site: Any) -> int:
     """Operation 2 for the newest toolkit app the cloud lists; returns the service template's ID."""
-    from tui.procedures.market.download import DownloadResult, download_appliance, plan_download
+    from tui.procedures.market.download import download_appliance, plan_download
+    from tui.procedures.operation import RunContext
 
     apps = await site.cloud.list_marketapps()
     name = site.naming.toolkit_appliance_name
     app = max((a for a in apps if a.name == name), key=lambda a: a.version)
     plan = await plan_download(site, app.id, 1, f"{name} {app.version.split('-', 1)[0]}")
-    template_id: int | None = None
-    async for event in download_appliance(site, plan, poll_interval=0.05, step_timeout=60.0):
-        if isinstance(event.outcome, DownloadResult):
-            template_id = event.outcome.service_template_id
+    result = await download_appliance(site, plan, RunContext(lambda event: None), poll_interval=0.05, step_timeout=60.0)
+    template_id = result.service_template_id
     if template_id is None:
         raise AssertionError("the toolkit download created no service template")
     return int(template_id)

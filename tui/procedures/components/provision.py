@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping
 
@@ -52,6 +53,7 @@ from tui.procedures.market.download import (
     plan_download,
 )
 from tui.procedures.market.marketplaces import AmbiguousAppliance, load_catalog
+from tui.procedures.operation_stream import stream_run
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress, ProgressState
 from tui.procedures.site.config import enable_component, load_site_config
@@ -334,13 +336,11 @@ async def provision_component(
             installed[record.id] = step.installed
             yield Progress(f"{record.name}: download", 1, 1, f"{record.version} downloaded already: reused", ProgressState.SKIPPED)
             continue
-        result: DownloadResult | None = None
-        async for event in download_appliance(site, step.download, step_timeout=step_timeout, poll_interval=poll_interval, cancel=cancel):
-            if isinstance(event.outcome, DownloadResult):
-                result = event.outcome
+        results: list[DownloadResult] = []
+        download = partial(download_appliance, site, step.download, step_timeout=step_timeout, poll_interval=poll_interval)
+        async for event in stream_run(download, cancel=cancel, on_result=results.append):
             yield replace(event, step=f"{record.name}: {event.step}")
-        if result is None:
-            raise SiteError(f"{record.name}: the download ended without a result", "Nothing was granted; run the step again.")
+        [result] = results
         template_ids = [t for t in result.template_ids if t >= 0]
         installed[record.id] = InstalledAppliance(
             record.id, record.name, record.version,

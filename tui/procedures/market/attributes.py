@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, AsyncIterator, ClassVar, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, ClassVar, Iterable, Mapping, Sequence
 
 from tui.adapters.output_file import OutputFileExists, write_output_file
 from tui.domain.appliances import ApplianceRecord
@@ -246,27 +246,28 @@ class Attached:
         return {"results": [r.as_json() for r in self.images]}
 
 
-async def attach_attributes(site: "SiteConnection", plan: AttachPlan, *, offset: int = 0,
-                            total: int | None = None) -> AsyncIterator[Progress]:
+async def attach_attributes(site: "SiteConnection", plan: AttachPlan, context: RunContext, *, offset: int = 0,
+                            total: int | None = None, results: list[ImageResult] | None = None) -> Attached:
     """Apply the plan: one `image update --append` per image that needs it, each read back.
 
-    `offset` and `total` place these events inside a longer procedure (a download). Each image's
-    last event carries its `ImageResult` as `outcome`, the last event the `Attached` result.
-    Raises `SiteError` at the end when any image failed; the others are updated regardless.
+    Reports to `context`; `offset` and `total` place these events inside a longer procedure (a
+    download). Each image's `ImageResult` is added to `results` as it is known (an operation's
+    failure record), and the `Attached` result is returned. Raises `SiteError` at the end when any
+    image failed; the others are updated regardless.
     """
     count = total if total is not None else len(plan.targets)
-    results: list[ImageResult] = []
+    results = results if results is not None else []
     failed: list[str] = []
     for index, target in enumerate(plan.targets, start=1):
         step = f"attributes on image {target.name}"
         done = offset + index
         if target.up_to_date:
             results.append(ImageResult(target.image_id, target.name, UNCHANGED))
-            yield Progress(step, done, count, f"image {target.image_id} already carries {plan.tag.name} "
+            context.report(Progress(step, done, count, f"image {target.image_id} already carries {plan.tag.name} "
                            f"{plan.tag.version.label}: unchanged", ProgressState.SKIPPED,
-                           {"image_id": target.image_id, "result": UNCHANGED}, results[-1])
+                           {"image_id": target.image_id, "result": UNCHANGED}, results[-1]))
             continue
-        yield Progress(step, done - 1, count, f"oneimage update {target.image_id} <file> --append")
+        context.report(Progress(step, done - 1, count, f"oneimage update {target.image_id} <file> --append"))
         try:
             await site.cloud.image_update(target.image_id, plan.text, 1)
             after = await site.cloud.image_info(target.image_id)
@@ -277,25 +278,33 @@ async def attach_attributes(site: "SiteConnection", plan: AttachPlan, *, offset:
         except SiteError as error:
             failed.append(f"image {target.image_id}: {error.title}")
             results.append(ImageResult(target.image_id, target.name, FAILED, error.title, error.detail))
-            yield Progress(step, done, count, f"image {target.image_id}: {error.title}", ProgressState.FAILED,
-                           {"image_id": target.image_id, "result": FAILED, "error": error.title}, results[-1])
+            context.report(Progress(step, done, count, f"image {target.image_id}: {error.title}", ProgressState.FAILED,
+                           {"image_id": target.image_id, "result": FAILED, "error": error.title}, results[-1]))
             continue
         results.append(ImageResult(target.image_id, target.name, UPDATED))
         site.note_change()
-        yield Progress(step, done, count, f"image {target.image_id}: attributes attached", ProgressState.DONE,
-                       {"image_id": target.image_id, "result": UPDATED}, results[-1])
+        context.report(Progress(step, done, count, f"image {target.image_id}: attributes attached", ProgressState.DONE,
+                       {"image_id": target.image_id, "result": UPDATED}, results[-1]))
     if failed:
         raise SiteError(f"Attributes failed on {len(failed)} of {len(plan.targets)} image(s)",
                         "; ".join(failed) + ". The other images were updated; re-run to retry the failed ones.")
     attached = Attached(tuple(results))
-    yield Progress("attributes", offset + len(plan.targets), count,
-                   _summary(results), ProgressState.DONE, attached.as_json(), attached)
+    context.report(Progress("attributes", offset + len(plan.targets), count,
+                            _summary(results), ProgressState.DONE, attached.as_json()))
+    return attached
 
 
 def _summary(results: list[ImageResult]) -> str:
     updated = sum(1 for r in results if r.result == UPDATED)
     unchanged = sum(1 for r in results if r.result == UNCHANGED)
     return f"{updated} image(s) updated, {unchanged} already up to date"
+
+
+@dataclass
+class _AttachLedger:
+    """Each image's result as it is known, for the failure record."""
+
+    images: list[ImageResult] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -321,12 +330,7 @@ class AttachAttributes(Operation[AttachPlan, Attached]):
         return Confirmation("Attach the attributes to", f"{len(plan.to_update)} image(s)") if plan.to_update else None
 
     async def execute(self, site: "SiteConnection", plan: AttachPlan, context: RunContext) -> Attached:
-        result = Attached(())
-        async for event in attach_attributes(site, plan):
-            if isinstance(event.outcome, Attached):
-                result = event.outcome
-            context.report(event)
-        return result
+        return await attach_attributes(site, plan, context, results=context.keep(_AttachLedger()).images)
 
     def audit_object(self, plan: AttachPlan) -> str:
         ids = [str(target.image_id) for target in plan.targets]
@@ -338,8 +342,8 @@ class AttachAttributes(Operation[AttachPlan, Attached]):
         return {**plan.audit_details(), "images": [image.as_json() for image in result.images]}
 
     def audit_failure(self, plan: AttachPlan, error: SiteError, context: RunContext) -> Mapping[str, object] | None:
-        done = {event.outcome.image_id: event.outcome for event in context.events
-                if isinstance(event.outcome, ImageResult)}
+        ledger = context.kept(_AttachLedger) or _AttachLedger()
+        done = {image.image_id: image for image in ledger.images}
         left = [target for target in plan.to_update if done.get(target.image_id) is None
                 or done[target.image_id].result == FAILED]
         return {**plan.audit_details(), "images": [image.as_json() for image in done.values()],

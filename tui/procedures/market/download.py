@@ -17,15 +17,17 @@ Names are the platform's (`tui.procedures.market.download_plan`, marketplaceapp_
 then followed from LOCKED to READY; an image in ERROR is reported with the platform's reason
 (TEMPLATE/ERROR), and a wait longer than the step timeout fails. On failure or cancellation
 everything this run created is deleted again (service template, then VM templates, then images),
-as the platform's CLI rolls back. Once every image is READY the marketplace attributes are
+as the platform's CLI rolls back (`tui.procedures.market.download_undo`, with the orphans it
+replaces and the journal's leftovers it deletes first). Once every image is READY the marketplace attributes are
 attached to each (operation 1).
 
 Re-running is idempotent: objects that already exist under the planned names and come from the
 same app are reused (and never rolled back); a name taken by something else stops the plan.
 
 The planning (`DownloadPlan`, `plan_download`, the naming and datastore helpers) lives in
-`tui.procedures.market.download_plan`; this module runs a plan and re-exports the planning names, so
-callers import both from here.
+`tui.procedures.market.download_plan`; this module runs a plan (`download_appliance(site, plan,
+context)` reports to the context and returns the `DownloadResult`; `DownloadAppliance` is the
+operation) and re-exports the planning names, so callers import both from here.
 
 Audit: the `DownloadAppliance` operation's run is recorded once, by the pipeline, as
 `marketapp.export`, from what the run kept in its `DownloadLedger`: what was created, reused and
@@ -40,20 +42,18 @@ import asyncio
 import re
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, ClassVar, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, ClassVar, Mapping, Sequence
 
+from tui.adapters.file_lock import Holder
 from tui.domain.attribute_file import ApplianceTag
-from tui.domain.error_codes import NO_EXISTS
-from tui.domain.images import ERROR, IMAGE_DELETE, READY, USED, ImageInfo, image_state_names
-from tui.errors import OutcomeUnknown, SiteError
+from tui.domain.images import ERROR, READY, USED, ImageInfo, image_state_names
+from tui.errors import SiteError
 from tui.procedures.concurrent import gather
 from tui.procedures.market.attributes import ImageResult, attach_attributes, plan_attach
-from tui.procedures.market.download_journal import REMOVE_COMMANDS, Cleanup, DownloadJournal, Leftover
+from tui.procedures.market.download_journal import REMOVE_COMMANDS, DownloadJournal
 from tui.procedures.market.download_lock import DownloadLock
 from tui.procedures.market.download_plan import (
     DownloadPlan,
-    OrphanService,
-    OrphanTemplate,
     PlannedImage,
     PlannedService,
     PlannedTemplate,
@@ -64,7 +64,23 @@ from tui.procedures.market.download_plan import (
     list_image_datastores,
     plan_download,
 )
-from tui.procedures.operation import Confirmation, Operation, OperationCancelled, RunContext
+from tui.procedures.market.download_undo import (
+    IMAGE,
+    ORPHAN_REASONS,
+    SERVICE_TEMPLATE,
+    VM_TEMPLATE,
+    Created,
+    DownloadCancelled,
+    Undo,
+    clean_leftovers,
+    delete_orphan,
+    delete_orphan_service,
+    journal_left,
+    rollback,
+    rollback_quietly,
+    rolled_back,
+)
+from tui.procedures.operation import Confirmation, Operation, RunContext
 from tui.procedures.preview import Preview
 from tui.procedures.progress import Progress, ProgressState
 
@@ -81,10 +97,6 @@ __all__ = [
 #: default time one image may stay LOCKED before the download counts as failed (seconds)
 DEFAULT_STEP_TIMEOUT = 3600.0
 DEFAULT_POLL_INTERVAL = 2.0
-
-
-class DownloadCancelled(OperationCancelled):
-    """The operator cancelled the download; what it had created was deleted."""
 
 
 @dataclass(frozen=True)
@@ -119,31 +131,16 @@ class DownloadResult:
                 "waited_for": self.waited_for} | ({"cleaned": list(self.cleaned)} if self.cleaned else {})
 
 
+
+
 # -- running it ----------------------------------------------------------------------------------
-@dataclass
-class _Created:
-    """What this run created, in creation order: (kind, id, name), for the rollback."""
-
-    objects: list[tuple[str, int, str]] = field(default_factory=list)
-
-    def ids(self, kind: str) -> list[int]:
-        return [object_id for k, object_id, _ in self.objects if k == kind]
-
-    def as_json(self) -> dict[str, Any]:
-        return {"images": self.ids(IMAGE), "templates": self.ids(VM_TEMPLATE),
-                "service_templates": self.ids(SERVICE_TEMPLATE)}
-
-
-IMAGE, VM_TEMPLATE, SERVICE_TEMPLATE = "image", "VM template", "service template"
-
-
 @dataclass
 class DownloadLedger:
     """What a run did so far, for its one audit record: kept as it goes, so a run stopped hard
     (its task cancelled, a time limit) still says what it created, deleted and left."""
 
-    created: _Created = field(default_factory=_Created)
-    undo: "_Undo" = field(default_factory=lambda: _Undo())
+    created: Created = field(default_factory=Created)
+    undo: Undo = field(default_factory=Undo)
     #: orphans of an earlier download (VM templates, a service template) this run deleted and replaced
     replaced: list[dict[str, Any]] = field(default_factory=list)
     rolled_back: bool = False
@@ -165,6 +162,8 @@ class DownloadLedger:
         (each with the command that removes it) and a sentence saying so."""
         return {**self.details(plan), "rolled_back": not self.undo.left, **self.undo.as_json(),
                 "summary": self.undo.summary(self.created)}
+
+
 #: the Progress data key naming the object each creation step made
 _DATA_KEYS = {IMAGE: "image_id", VM_TEMPLATE: "template_id", SERVICE_TEMPLATE: "service_template_id"}
 
@@ -222,23 +221,25 @@ def _creations(site: "SiteConnection", plan: DownloadPlan, ids: _Ids) -> list[_C
 async def download_appliance(
     site: "SiteConnection",
     plan: DownloadPlan,
+    context: RunContext,
     *,
     step_timeout: float = DEFAULT_STEP_TIMEOUT,
     poll_interval: float = DEFAULT_POLL_INTERVAL,
-    cancel: asyncio.Event | None = None,
     attach: bool = True,
     ledger: DownloadLedger | None = None,
-) -> AsyncIterator[Progress]:
-    """Run the export, follow every image to READY, attach the attributes.
+) -> DownloadResult:
+    """Run the export, follow every image to READY, attach the attributes; the `DownloadResult`.
 
-    Yields `Progress` events (step names as `plan.steps(attach)` lists them); the last one
-    (state "done") carries the `DownloadResult` as its `outcome` (and as JSON in `data["download"]`). On failure, timeout
-    or `cancel` being set, everything created by this run is deleted (the events say what) and
-    `SiteError` (`DownloadCancelled` for a cancel) is raised. A hard task cancellation rolls back
-    too, without events.
+    Reports `Progress` to `context` (step names as `plan.steps(attach)` lists them; the last event
+    carries the result as JSON in `data["download"]`). On failure, timeout or `context.cancel`,
+    everything created by this run is deleted (the events say what) and `SiteError`
+    (`DownloadCancelled` for a cancel) is raised. A hard task cancellation rolls back too, without
+    events.
 
     Another download of the same app running meanwhile (this process or another) is waited for,
     then the plan is made again, so that what it created is reused (tui.procedures.market.download_lock).
+    What earlier downloads' rollbacks left (the download journal, read by `plan_download`) is
+    deleted first, under the lock, before anything is created.
 
     `ledger` keeps what the run did (the `DownloadAppliance` operation's audit record reads it).
     """
@@ -248,37 +249,35 @@ async def download_appliance(
     try:
         waited_for = ""
         if holder is not None:
-            total = len(plan.steps(attach))
-            step = plan.steps(attach)[0]
-            yield Progress(step, 0, total, f"waiting for {holder.describe()}, which is downloading the same appliance",
-                           ProgressState.RUNNING, {"waiting_for": holder.describe()})
-            await lock.acquire(step_timeout, cancel)  # failing, it created nothing: the run's record says why
-            waited_for = f"{lock.describe_holder()}, {lock.waited:.0f} s"
-            plan = await plan_download(site, plan.app.id, plan.datastore.id, plan.name, tag=plan.tag)
-            found = sum(1 for o in (*plan.images, *plan.templates, *((plan.service,) if plan.service else ()))
-                        if o.existing_id is not None)
-            yield Progress(step, 0, total, f"{lock.describe_holder()} finished after {lock.waited:.0f} s; planned "
-                           f"again: {found} object(s) it left are reused, none is created twice", ProgressState.RUNNING,
-                           {"waited_for": waited_for, "reused": found})
-        # what earlier downloads' rollbacks left (the download journal, read by `plan_download`) is
-        # deleted first, under the lock, whichever command downloads (before anything is created)
-        async for event in clean_leftovers(site, plan.cleanup, len(plan.steps(attach)), ledger.cleaned):
-            yield event
-        export = _export(site, plan, step_timeout=step_timeout, poll_interval=poll_interval, cancel=cancel,
-                         attach=attach, waited_for=waited_for, ledger=ledger)
-        try:
-            async for event in export:
-                yield event
-        finally:
-            await export.aclose()  # a closed or cancelled caller: the export rolls back before the lock goes
+            plan, waited_for = await _wait_for(holder, lock, site, plan, context, step_timeout, attach)
+        await clean_leftovers(site, plan.cleanup, context, len(plan.steps(attach)), ledger.cleaned)
+        return await _export(site, plan, context, step_timeout=step_timeout, poll_interval=poll_interval,
+                             attach=attach, waited_for=waited_for, ledger=ledger)
     finally:
         await lock.release()
 
 
-async def _export(site: "SiteConnection", plan: DownloadPlan, *, step_timeout: float, poll_interval: float,
-                  cancel: asyncio.Event | None, attach: bool, waited_for: str,
-                  ledger: DownloadLedger) -> AsyncGenerator[Progress, None]:
-    """The export under the lock (see `download_appliance`)."""
+async def _wait_for(holder: Holder, lock: DownloadLock, site: "SiteConnection", plan: DownloadPlan,
+                    context: RunContext, step_timeout: float, attach: bool) -> tuple[DownloadPlan, str]:
+    """Wait for the other download of the same app, then plan again: (the new plan, whom it waited for)."""
+    total = len(plan.steps(attach))
+    step = plan.steps(attach)[0]
+    context.report(Progress(step, 0, total, f"waiting for {holder.describe()}, which is downloading the same appliance",
+                            ProgressState.RUNNING, {"waiting_for": holder.describe()}))
+    await lock.acquire(step_timeout, context.cancel)  # failing, it created nothing: the run's record says why
+    waited_for = f"{lock.describe_holder()}, {lock.waited:.0f} s"
+    plan = await plan_download(site, plan.app.id, plan.datastore.id, plan.name, tag=plan.tag)
+    found = sum(1 for o in (*plan.images, *plan.templates, *((plan.service,) if plan.service else ()))
+                if o.existing_id is not None)
+    context.report(Progress(step, 0, total, f"{lock.describe_holder()} finished after {lock.waited:.0f} s; planned "
+                            f"again: {found} object(s) it left are reused, none is created twice",
+                            ProgressState.RUNNING, {"waited_for": waited_for, "reused": found}))
+    return plan, waited_for
+
+
+async def _export(site: "SiteConnection", plan: DownloadPlan, context: RunContext, *, step_timeout: float,
+                  poll_interval: float, attach: bool, waited_for: str, ledger: DownloadLedger) -> DownloadResult:
+    """The export under the lock (see `download_appliance`): create, follow, roll back on failure, attach."""
     steps = plan.steps(attach)
     total = len(steps)
     created, undo = ledger.created, ledger.undo
@@ -287,77 +286,94 @@ async def _export(site: "SiteConnection", plan: DownloadPlan, *, step_timeout: f
     done = 0
     try:
         try:
-            if plan.service is not None and plan.service.replaces is not None:
-                gone = plan.service.replaces
-                step = steps[done]
-                yield Progress(step, done, total, f"deleting service template {gone.id}, an orphan an earlier "
-                               "download left (the VM templates its roles point at are gone)")
-                await _delete_orphan_service(site, gone, step, ledger)
-                done += 1
-                yield Progress(step, done, total, f"service template {gone.id} deleted", ProgressState.DONE,
-                               {"service_template_id": gone.id})
-            for template in plan.templates:
-                if template.replaces is not None:
-                    step = steps[done]
-                    yield Progress(step, done, total, f"deleting VM template {template.replaces.id}, an orphan "
-                                   "an earlier download left (its disk images are gone)")
-                    await _delete_orphan(site, template.replaces, step, ledger)
-                    done += 1
-                    yield Progress(step, done, total, f"VM template {template.replaces.id} deleted", ProgressState.DONE,
-                                   {"template_id": template.replaces.id})
-            for creation in _creations(site, plan, ids):
-                step = steps[done]
-                key = _DATA_KEYS[creation.kind]
-                if creation.existing_id is not None:
-                    reused.append(f"{creation.kind} {creation.existing_id}")
-                    done += 1
-                    yield Progress(step, done, total, f"exists ({creation.kind} {creation.existing_id}), reused",
-                                   ProgressState.SKIPPED, {key: creation.existing_id})
-                    continue
-                _check_cancel(cancel)
-                yield Progress(step, done, total, f"creating the {creation.kind}")
-                new_id = await _allocate(creation.allocate(), step)
-                creation.store(new_id)
-                created.objects.append((creation.kind, new_id, creation.name))
-                done += 1
-                yield Progress(step, done, total, f"{creation.kind} {new_id} created", ProgressState.DONE, {key: new_id})
-            async for event in _follow_images(site, plan, ids.images, steps, done, total, step_timeout,
-                                              poll_interval, cancel):
-                yield event
+            done = await _replace_orphans(site, plan, context, steps, ledger.replaced)
+            done = await _create(site, plan, context, ids, steps, done, reused, created)
+            await _follow_images(site, plan, context, ids.images, steps, done, total, step_timeout, poll_interval)
             done += len(plan.images)
         except SiteError as error:
-            async for event in _rollback(site, created, undo, done, total):
-                yield event
-            _journal_left(site, plan, undo)
-            raise _rolled_back(error, created, undo) from None
-    except (asyncio.CancelledError, GeneratorExit):
-        # hard cancel (task cancelled, generator closed, maybe mid-rollback): finish the rollback without events
+            await rollback(site, created, undo, context, done, total)
+            journal_left(site, plan, undo)
+            raise rolled_back(error, created, undo) from None
+    except asyncio.CancelledError:
+        # hard cancel (task cancelled, maybe mid-rollback): finish the rollback without events
         try:
-            await _rollback_quietly(site, created, undo)
+            await rollback_quietly(site, created, undo)
         finally:
-            _journal_left(site, plan, undo)
+            journal_left(site, plan, undo)
         raise
     finally:
         if created.objects or ledger.replaced:
             site.note_change()
-    attributes: list[ImageResult] = []
-    if attach and plan.images:
-        attach_plan = await plan_attach(site, plan.tag, ids.images)
-        async for event in attach_attributes(site, attach_plan, offset=done, total=total):
-            if isinstance(event.outcome, ImageResult):
-                attributes.append(event.outcome)
-            if event.step == "attributes":
-                continue
-            yield event
+    attributes = await _attach(site, plan, context, ids.images, done, total) if attach and plan.images else ()
     journal = DownloadJournal.of(site.settings)
     for left in plan.cleanup.adopted:  # part of a complete download now
         journal.forget(left.kind, left.id)
     result = DownloadResult(plan.name, plan.app.id, tuple(zip(ids.images, (i.name for i in plan.images), strict=True)),
-                            tuple(ids.templates), ids.service, tuple(reused), waited_for, tuple(attributes),
+                            tuple(ids.templates), ids.service, tuple(reused), waited_for, attributes,
                             tuple((r["kind"], r["id"]) for r in ledger.replaced), tuple(ledger.cleaned))
-    yield Progress("attributes" if attach else "download", total, total,
-                   f"{plan.name}: {len(result.image_ids)} image(s) READY" + (", attributes in place" if attach else ""),
-                   ProgressState.DONE, {"download": result.as_json()}, result)
+    context.report(Progress("attributes" if attach else "download", total, total,
+                            f"{plan.name}: {len(result.image_ids)} image(s) READY"
+                            + (", attributes in place" if attach else ""),
+                            ProgressState.DONE, {"download": result.as_json()}, result))
+    return result
+
+
+async def _replace_orphans(site: "SiteConnection", plan: DownloadPlan, context: RunContext, steps: Sequence[str],
+                           replaced: list[dict[str, Any]]) -> int:
+    """Delete the orphans of an earlier download the plan replaces; the steps done."""
+    done, total = 0, len(steps)
+    if plan.service is not None and plan.service.replaces is not None:
+        gone = plan.service.replaces
+        step = steps[done]
+        context.report(Progress(step, done, total, f"deleting service template {gone.id}, an orphan an earlier "
+                                "download left (the VM templates its roles point at are gone)"))
+        await delete_orphan_service(site, gone, step, replaced)
+        done += 1
+        context.report(Progress(step, done, total, f"service template {gone.id} deleted", ProgressState.DONE,
+                                {"service_template_id": gone.id}))
+    for template in plan.templates:
+        if template.replaces is not None:
+            step = steps[done]
+            context.report(Progress(step, done, total, f"deleting VM template {template.replaces.id}, an orphan "
+                                    "an earlier download left (its disk images are gone)"))
+            await delete_orphan(site, template.replaces, step, replaced)
+            done += 1
+            context.report(Progress(step, done, total, f"VM template {template.replaces.id} deleted",
+                                    ProgressState.DONE, {"template_id": template.replaces.id}))
+    return done
+
+
+async def _create(site: "SiteConnection", plan: DownloadPlan, context: RunContext, ids: "_Ids", steps: Sequence[str],
+                  done: int, reused: list[str], created: Created) -> int:
+    """Create (or reuse) each object in turn, keeping what was created; the steps done."""
+    total = len(steps)
+    for creation in _creations(site, plan, ids):
+        step = steps[done]
+        key = _DATA_KEYS[creation.kind]
+        if creation.existing_id is not None:
+            reused.append(f"{creation.kind} {creation.existing_id}")
+            done += 1
+            context.report(Progress(step, done, total, f"exists ({creation.kind} {creation.existing_id}), reused",
+                                    ProgressState.SKIPPED, {key: creation.existing_id}))
+            continue
+        _check_cancel(context)
+        context.report(Progress(step, done, total, f"creating the {creation.kind}"))
+        new_id = await _allocate(creation.allocate(), step)
+        creation.store(new_id)
+        created.objects.append((creation.kind, new_id, creation.name))
+        done += 1
+        context.report(Progress(step, done, total, f"{creation.kind} {new_id} created", ProgressState.DONE,
+                                {key: new_id}))
+    return done
+
+
+async def _attach(site: "SiteConnection", plan: DownloadPlan, context: RunContext, image_ids: Sequence[int],
+                  done: int, total: int) -> tuple[ImageResult, ...]:
+    """Attach the marketplace attributes to every image (operation 1), as steps of this download."""
+    attach_plan = await plan_attach(site, plan.tag, image_ids)
+    steps = context.relay(lambda event: None if event.step == "attributes" else event)  # the download sums up
+    attached = await attach_attributes(site, attach_plan, steps, offset=done, total=total)
+    return attached.images
 
 
 @dataclass(frozen=True)
@@ -386,16 +402,9 @@ class DownloadAppliance(Operation[DownloadPlan, DownloadResult]):
         return Confirmation("Download", f"{plan.app.name} {plan.app.version} as {plan.name!r}")
 
     async def execute(self, site: "SiteConnection", plan: DownloadPlan, context: RunContext) -> DownloadResult:
-        result: DownloadResult | None = None
-        ledger = context.keep(DownloadLedger())
-        async for event in download_appliance(site, plan, step_timeout=self.step_timeout,
-                                              poll_interval=self.poll_interval, cancel=context.cancel,
-                                              attach=self.attach, ledger=ledger):
-            if isinstance(event.outcome, DownloadResult):
-                result = event.outcome
-            context.report(event)
-        assert result is not None, "a finished download names what it created"
-        return result
+        return await download_appliance(site, plan, context, step_timeout=self.step_timeout,
+                                        poll_interval=self.poll_interval, attach=self.attach,
+                                        ledger=context.keep(DownloadLedger()))
 
     def audit_object(self, plan: DownloadPlan) -> str:
         return f"app {plan.app.id} -> {plan.name!r}"
@@ -409,7 +418,7 @@ class DownloadAppliance(Operation[DownloadPlan, DownloadResult]):
         out: dict[str, Any] = {"app": plan.app.name, "version": plan.app.version, "datastore_id": plan.datastore.id,
                                "created": created, "cli": plan.export_cli, "reused": list(result.reused)}
         if result.replaced:
-            out["replaced"] = [{"kind": kind, "id": i, "reason": _ORPHAN_REASONS[kind],
+            out["replaced"] = [{"kind": kind, "id": i, "reason": ORPHAN_REASONS[kind],
                                 "cli": f"{REMOVE_COMMANDS[kind]} {i}"} for kind, i in result.replaced]
         if result.waited_for:
             out["waited_for"] = result.waited_for
@@ -423,6 +432,8 @@ class DownloadAppliance(Operation[DownloadPlan, DownloadResult]):
         return (context.kept(DownloadLedger) or DownloadLedger()).failure_details(plan)
 
 
+
+
 _ERROR_TIME = re.compile(r"^[A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \d{4} : ")
 
 
@@ -431,8 +442,8 @@ def error_reason(text: str) -> str:
     return _ERROR_TIME.sub("", text.strip())
 
 
-def _check_cancel(cancel: asyncio.Event | None) -> None:
-    if cancel is not None and cancel.is_set():
+def _check_cancel(context: RunContext) -> None:
+    if context.cancel.is_set():
         raise DownloadCancelled("Download cancelled", "The operator cancelled the download.")
 
 
@@ -444,46 +455,10 @@ async def _allocate(call: Awaitable[int], step: str) -> int:
                         code=error.code) from None
 
 
-async def _delete_orphan(site: "SiteConnection", orphan: OrphanTemplate, step: str, ledger: DownloadLedger) -> None:
-    """Delete the orphan a VM template of the plan replaces (gone already counts as done)."""
-    try:
-        await _delete_settled(site.cloud.template_delete, partial(_gone, site, VM_TEMPLATE), orphan.id)
-    except SiteError as error:
-        raise SiteError(f"{step} failed: {error.title}", error.detail, retryable=error.retryable,
-                        code=error.code) from None
-    details = {"kind": VM_TEMPLATE, "id": orphan.id, "name": orphan.name,
-               "missing_images": list(orphan.missing_images), "reason": _ORPHAN_REASONS[VM_TEMPLATE],
-               "cli": orphan.delete_cli}
-    ledger.replaced.append(details)
 
 
-async def _delete_orphan_service(site: "SiteConnection", orphan: OrphanService, step: str,
-                                 ledger: DownloadLedger) -> None:
-    """Delete the orphan the plan's service template replaces, as `oneflow-template delete` does
-    (`DELETE /service_template/<id>` with no `delete_type`: the document only, oneflow-server.rb
-    release-7.4.0 641-659, service_template.rb `delete` 336-364); gone already counts as done."""
-    try:
-        await _delete_settled(partial(_flow_template_delete, site), partial(_gone, site, SERVICE_TEMPLATE), orphan.id)
-    except SiteError as error:
-        raise SiteError(f"{step} failed: {error.title}", error.detail, retryable=error.retryable,
-                        code=error.code) from None
-    ledger.replaced.append({"kind": SERVICE_TEMPLATE, "id": orphan.id, "name": orphan.name,
-                            "missing_templates": list(orphan.missing_templates),
-                            "reason": _ORPHAN_REASONS[SERVICE_TEMPLATE], "cli": orphan.delete_cli})
-
-
-async def _flow_template_delete(site: "SiteConnection", document_id: int) -> None:
-    """OneFlow's delete of a service template; not found (404) is gone."""
-    try:
-        await site.flow.delete_service_template(document_id)
-    except SiteError as error:
-        if error.code != HTTP_NOT_FOUND:
-            raise
-
-
-async def _follow_images(site: "SiteConnection", plan: DownloadPlan, image_ids: Sequence[int], steps: Sequence[str],
-                         done: int, total: int, step_timeout: float, poll_interval: float,
-                         cancel: asyncio.Event | None) -> AsyncIterator[Progress]:
+async def _follow_images(site: "SiteConnection", plan: DownloadPlan, context: RunContext, image_ids: Sequence[int],
+                         steps: Sequence[str], done: int, total: int, step_timeout: float, poll_interval: float) -> None:
     """Poll every image until READY; ERROR or a timeout stops the run."""
     loop = asyncio.get_running_loop()
     start = loop.time()
@@ -492,7 +467,7 @@ async def _follow_images(site: "SiteConnection", plan: DownloadPlan, image_ids: 
     last_state: dict[int, int] = {}
     finished = 0
     while pending:
-        _check_cancel(cancel)
+        _check_cancel(context)
         ids = list(pending)
         infos: tuple[ImageInfo, ...] = await gather(*(site.cloud.image_info(i) for i in ids))
         elapsed = loop.time() - start
@@ -501,226 +476,22 @@ async def _follow_images(site: "SiteConnection", plan: DownloadPlan, image_ids: 
             if info.state in (READY, USED):
                 finished += 1
                 del pending[info.id]
-                yield Progress(step, first + finished, total, f"image {info.id} READY", ProgressState.DONE,
-                               {"image_id": info.id, "state": "READY", "elapsed": round(elapsed, 1)})
+                context.report(Progress(step, first + finished, total, f"image {info.id} READY", ProgressState.DONE,
+                               {"image_id": info.id, "state": "READY", "elapsed": round(elapsed, 1)}))
             elif info.state == ERROR:
                 reason = error_reason(info.error) or "the platform gave no reason (TEMPLATE/ERROR is empty)"
-                yield Progress(step, first + finished, total, f"image {info.id} ERROR: {reason}", ProgressState.FAILED,
-                               {"image_id": info.id, "state": "ERROR", "error": reason})
+                context.report(Progress(step, first + finished, total, f"image {info.id} ERROR: {reason}", ProgressState.FAILED,
+                               {"image_id": info.id, "state": "ERROR", "error": reason}))
                 raise SiteError(f"Image {info.id} ({name}) ended in ERROR", reason)
             elif last_state.get(info.id) != info.state:
                 last_state[info.id] = info.state
                 word = image_state_names(info.state)[0]
-                yield Progress(step, first + finished, total, f"image {info.id} {word}", ProgressState.RUNNING,
-                               {"image_id": info.id, "state": word})
+                context.report(Progress(step, first + finished, total, f"image {info.id} {word}", ProgressState.RUNNING,
+                               {"image_id": info.id, "state": word}))
         if pending and elapsed > step_timeout:
             stuck = ", ".join(f"image {i} ({name})" for i, (_, name) in pending.items())
             raise SiteError(f"Download timed out after {step_timeout:g} s",
                             f"{stuck} still not READY. The datastore may be slow or stuck: check `oneimage show`, "
                             "then retry with a longer timeout.", retryable=True)
         if pending:
-            await _pause(poll_interval, cancel)
-
-
-async def _pause(seconds: float, cancel: asyncio.Event | None) -> None:
-    """Sleep, waking early when `cancel` is set."""
-    if cancel is None:
-        await asyncio.sleep(seconds)
-        return
-    try:
-        await asyncio.wait_for(cancel.wait(), seconds)
-    except TimeoutError:
-        pass
-
-
-#: why a run deleted an orphan of an earlier download, by kind
-_ORPHAN_REASONS = {VM_TEMPLATE: "orphan of an earlier download (its disk images are gone), replaced",
-                   SERVICE_TEMPLATE: "orphan of an earlier download (its roles' VM templates are gone), replaced"}
-HTTP_NOT_FOUND = 404
-
-
-@dataclass
-class _Undo:
-    """What a rollback actually did: the objects it deleted, and those left with why."""
-
-    deleted: list[tuple[str, int, str]] = field(default_factory=list)
-    left: list[tuple[str, int, str, str]] = field(default_factory=list)
-    #: whether what is left is in the download journal (`_journal_left`)
-    journalled: str = ""
-
-    def as_json(self) -> dict[str, Any]:
-        return {"deleted": [{"kind": k, "id": i, "name": n} for k, i, n in self.deleted],
-                "left": [{"kind": k, "id": i, "name": n, "reason": r, "command": f"{REMOVE_COMMANDS[k]} {i}"}
-                         for k, i, n, r in self.left]}
-
-    def summary(self, created: _Created) -> str:
-        """One sentence per outcome, naming each object (never a count of what was only created)."""
-        if not created.objects:
-            return "Nothing had been created."
-        parts = []
-        if self.deleted:
-            parts.append("Rolled back: deleted " + ", ".join(f"{k} {i} {n!r}" for k, i, n in self.deleted) + ".")
-        if self.left:
-            parts.append("Left in the cloud (the rollback could not delete them): " + "; ".join(
-                f"{k} {i} {n!r} ({r}): remove it with `{REMOVE_COMMANDS[k]} {i}`" for k, i, n, r in self.left) + ".")
-            if self.journalled:
-                parts.append(self.journalled)
-        else:
-            parts.append("Nothing is left of this run.")
-        return " ".join(parts)
-
-
-#: how long a rollback keeps asking about a delete whose outcome is unknown (the site down, the
-#: answer lost) before it names the object as left
-ROLLBACK_SETTLE_S = 30.0
-_SETTLE_PAUSES = (0.5, 1.0, 2.0)
-
-
-async def _delete_settled(call: Callable[[int], Awaitable[Any]], gone: Callable[[int], Awaitable[bool]],
-                          object_id: int) -> None:
-    """`call(object_id)`, and when its outcome is unknown (the site down, the answer lost) the
-    object read back (`gone`) once the site answers: gone means deleted, still there means the
-    delete is sent again. A refusal that will not change is raised at once; an outcome still
-    unknown after `ROLLBACK_SETTLE_S` is raised as it is (the object is then named as left)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + ROLLBACK_SETTLE_S
-    tries = 0
-    while True:
-        try:
-            await call(object_id)
-            return
-        except SiteError as error:
-            if error.code == NO_EXISTS:
-                return
-            if not (error.retryable or isinstance(error, OutcomeUnknown)):
-                raise
-            last = error
-        while True:
-            pause = _SETTLE_PAUSES[min(tries, len(_SETTLE_PAUSES) - 1)]
-            tries += 1
-            if loop.time() + pause > deadline:
-                raise last
-            await asyncio.sleep(pause)
-            try:
-                if await gone(object_id):
-                    return
-                break  # still there: the delete did not happen, send it again
-            except SiteError as error:
-                if not error.retryable:
-                    raise last from None
-
-
-async def _delete_one(site: "SiteConnection", undo: _Undo, kind: str, object_id: int, name: str,
-                      call: Callable[[int], Awaitable[Any]]) -> str | None:
-    """Delete one object this run created; returns why it is left (None: deleted, or found gone)."""
-    try:
-        await _delete_settled(call, partial(_gone, site, kind), object_id)
-    except SiteError as error:
-        reason = f"{error.title}: {error.detail}" if error.detail else error.title
-        undo.left.append((kind, object_id, name, reason))
-        return reason
-    undo.deleted.append((kind, object_id, name))
-    return None
-
-
-async def _rollback(site: "SiteConnection", created: _Created, undo: _Undo, done: int,
-                    total: int) -> AsyncIterator[Progress]:
-    """Delete what this run created, newest kind first; each deletion is an event."""
-    for kind, object_id, name, call in _deletions(site, created):
-        reason = await _delete_one(site, undo, kind, object_id, name, call)
-        step = f"rollback: delete {kind} {object_id}"
-        if reason is not None:
-            yield Progress(step, done, total, f"could not delete {name!r}: {reason}; "
-                           f"remove it with `{REMOVE_COMMANDS[kind]} {object_id}`", ProgressState.FAILED,
-                           {"kind": kind, "id": object_id})
-        else:
-            yield Progress(step, done, total, f"deleted {name!r}", ProgressState.DONE, {"kind": kind, "id": object_id})
-
-
-async def _rollback_quietly(site: "SiteConnection", created: _Created, undo: _Undo) -> None:
-    for kind, object_id, name, call in _deletions(site, created):
-        if (kind, object_id, name) in undo.deleted:
-            continue
-        undo.left = [entry for entry in undo.left if entry[:2] != (kind, object_id)]
-        try:
-            await _delete_one(site, undo, kind, object_id, name, call)
-        except asyncio.CancelledError:
-            undo.left.append((kind, object_id, name, "the rollback was cut short"))
-
-
-_DELETE_ORDER = (SERVICE_TEMPLATE, VM_TEMPLATE, IMAGE)
-
-
-async def _gone(site: "SiteConnection", kind: str, object_id: int) -> bool:
-    """Whether a deleted object is gone: not found, or (an image) in DELETE while its file is removed."""
-    info = {IMAGE: site.cloud.image_info, VM_TEMPLATE: site.cloud.template_info,
-            SERVICE_TEMPLATE: site.cloud.document_info}[kind]
-    try:
-        found = await info(object_id)
-    except SiteError as error:
-        if error.code == NO_EXISTS:
-            return True
-        raise
-    return kind == IMAGE and getattr(found, "state", None) == IMAGE_DELETE
-
-
-def _deletions(site: "SiteConnection", created: _Created) -> list[tuple[str, int, str, Any]]:
-    """What to delete, newest kind first (the service template, its VM templates, their images)."""
-    calls = {SERVICE_TEMPLATE: site.cloud.document_delete, VM_TEMPLATE: site.cloud.template_delete,
-             IMAGE: site.cloud.image_delete}
-    return [(kind, object_id, name, calls[kind]) for order in _DELETE_ORDER
-            for kind, object_id, name in reversed(created.objects) if kind == order]
-
-
-def _journal_left(site: "SiteConnection", plan: DownloadPlan, undo: _Undo) -> None:
-    """Record what the rollback left in the download journal, before the failure is reported, so
-    that the next download deletes it (`undo.journalled` says so, or that it could not be recorded)."""
-    if not undo.left:
-        return
-    journal = DownloadJournal.of(site.settings)
-    try:
-        for kind, object_id, name, why in undo.left:
-            journal.record(Leftover(kind, object_id, name, f"{plan.app.name} {plan.app.version}", why))
-    except OSError as exc:
-        undo.journalled = (f"They could not be recorded for the next download to delete "
-                           f"({journal.directory}: {exc.strerror or exc}): remove them with the commands above.")
-        return
-    undo.journalled = "The next `sitetk market download` deletes them first (they are in the download journal)."
-
-
-async def clean_leftovers(site: "SiteConnection", cleanup: Cleanup, total: int,
-                          cleaned: list[dict[str, Any]]) -> AsyncIterator[Progress]:
-    """Delete what the download journal names and `plan_cleanup` found unused (service templates,
-    VM templates, images), forgetting each; forget the gone ones silently and the ones now in use
-    with a note. A delete that fails stops the run before anything is created (the entry stays)."""
-    journal = DownloadJournal.of(site.settings)
-    for left in cleanup.gone:
-        journal.forget(left.kind, left.id)
-    for left, note in cleanup.in_use:
-        journal.forget(left.kind, left.id)
-        yield Progress(f"leftover {left.kind} {left.id}", 0, total, f"{left.label} no longer recorded as a "
-                       f"leftover: {note}", ProgressState.SKIPPED, {"kind": left.kind, "id": left.id, "note": note})
-    calls: dict[str, Callable[[int], Awaitable[Any]]] = {SERVICE_TEMPLATE: partial(_flow_template_delete, site), VM_TEMPLATE: site.cloud.template_delete,
-             IMAGE: site.cloud.image_delete}
-    for left in cleanup.clean:
-        step = f"clean up {left.kind} {left.id}"
-        yield Progress(step, 0, total, f"deleting {left.label}, left by a download of {left.appliance}")
-        try:
-            await _delete_settled(calls[left.kind], partial(_gone, site, left.kind), left.id)
-        except SiteError as error:
-            raise SiteError(f"{left.label} cannot be deleted: {error.title}",
-                            f"{error.detail} It is left by an earlier download of {left.appliance}, whose rollback "
-                            f"could not delete it; nothing of this download was created. Remove it with "
-                            f"`{left.delete_cli}`, or run the download again.".strip(),
-                            retryable=error.retryable, code=error.code) from None
-        journal.forget(left.kind, left.id)
-        cleaned.append(left.as_json())
-        site.note_change()
-        yield Progress(step, 0, total, f"deleted {left.label}", ProgressState.DONE, {"kind": left.kind, "id": left.id,
-                                                                         "cli": left.delete_cli})
-
-
-def _rolled_back(error: SiteError, created: _Created, undo: _Undo) -> SiteError:
-    detail = f"{error.detail} {undo.summary(created)}".strip()
-    kind = DownloadCancelled if isinstance(error, DownloadCancelled) else SiteError
-    return kind(error.title, detail, retryable=error.retryable, code=error.code)
+            await context.pause(poll_interval)

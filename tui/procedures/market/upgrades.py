@@ -23,9 +23,8 @@ IDs core.yaml must change; a run that fails says which deletions were done and w
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, ClassVar, Collection, Mapping
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, ClassVar, Collection, Mapping
 
 from tui.domain.appliances import ApplianceRecord
 from tui.domain.attribute_file import installed_version_from_image_template
@@ -266,9 +265,11 @@ def last_copy(new: DownloadResult | None, objects: SiteObjects) -> str:
     return ""
 
 
-async def remove_old(site: "SiteConnection", removal: Removal) -> AsyncIterator[Progress]:
-    """Delete the old version (service templates, then VM templates, then images); each event's
-    outcome is a `Deleted` (the operation's audit record lists them).
+async def remove_old(site: "SiteConnection", removal: Removal, context: RunContext,
+                     deleted: list[Deleted] | None = None) -> tuple[Deleted, ...]:
+    """Delete the old version (service templates, then VM templates, then images); each deletion
+    (done or failed) is an event and a `Deleted`, added to `deleted` as it happens (the operation's
+    failure record) and returned.
 
     Refuses (raises `SiteError`, nothing deleted) while a VM still uses an old image.
     """
@@ -276,6 +277,7 @@ async def remove_old(site: "SiteConnection", removal: Removal) -> AsyncIterator[
         users = "; ".join(f"image {i} by VM(s) {', '.join(map(str, vms)) or '(unknown)'}" for i, vms in removal.in_use)
         raise SiteError(f"The old {removal.target} is still in use",
                         f"{users}. Terminate or move those VMs to the new version first, then remove it.")
+    deleted = deleted if deleted is not None else []
     deletions: list[tuple[str, int, Callable[[int], Awaitable[int]]]] = []
     deletions += [("service template", i, site.cloud.document_delete) for i in removal.service_template_ids]
     deletions += [("VM template", i, site.cloud.template_delete) for i in removal.template_ids]
@@ -287,13 +289,16 @@ async def remove_old(site: "SiteConnection", removal: Removal) -> AsyncIterator[
             await call(object_id)
         except SiteError as error:
             failed.append(f"{kind} {object_id}: {error.title}")
-            yield Progress(step, n, len(deletions), error.title, ProgressState.FAILED, {"kind": kind, "id": object_id},
-                           Deleted(kind, object_id, removal.appliance, removal.version, error.title))
+            deleted.append(Deleted(kind, object_id, removal.appliance, removal.version, error.title))
+            context.report(Progress(step, n, len(deletions), error.title, ProgressState.FAILED,
+                                    {"kind": kind, "id": object_id}, deleted[-1]))
             continue
-        yield Progress(step, n, len(deletions), f"deleted {kind} {object_id}", ProgressState.DONE, {"kind": kind, "id": object_id},
-                       Deleted(kind, object_id, removal.appliance, removal.version))
+        deleted.append(Deleted(kind, object_id, removal.appliance, removal.version))
+        context.report(Progress(step, n, len(deletions), f"deleted {kind} {object_id}", ProgressState.DONE,
+                                {"kind": kind, "id": object_id}, deleted[-1]))
     if failed:
         raise SiteError(f"Removing the old {removal.target} failed for {len(failed)} object(s)", "; ".join(failed))
+    return tuple(deleted)
 
 
 async def id_changes(site: "SiteConnection", appliance: str, removal: Removal, result: DownloadResult | None,
@@ -351,115 +356,156 @@ async def id_changes(site: "SiteConnection", appliance: str, removal: Removal, r
 
 
 @dataclass
-class _Outcome:
+class UpgradeLedger:
+    """What an upgrade run did so far: the new versions downloaded, the removals decided, every
+    old object deleted (or not): its audit record, also when the run stops hard."""
+
     downloads: dict[str, DownloadResult] = field(default_factory=dict)
     removals: dict[str, Removal] = field(default_factory=dict)
     deleted: list[Deleted] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class _Run:
+    """One application of a plan: where it reports and what it keeps."""
+
+    site: "SiteConnection"
+    plan: UpgradePlan
+    context: RunContext
+    ledger: UpgradeLedger
+    datastore_id: int
+    confirm_removal: "ConfirmRemoval"
+    names: Mapping[str, str]
+    step_timeout: float
+    poll_interval: float
+
+    def report(self, label: str, index: int, message: str, state: ProgressState,
+               data: dict[str, Any] | None = None) -> None:
+        self.context.report(Progress(label, index, len(self.plan.steps), message, state, data or {}))
+
+
 async def apply_upgrade_plan(
     site: "SiteConnection",
     plan: UpgradePlan,
+    context: RunContext,
     *,
     datastore_id: int,
     confirm_removal: ConfirmRemoval,
     names: Mapping[str, str] | None = None,
     step_timeout: float = DEFAULT_STEP_TIMEOUT,
     poll_interval: float = DEFAULT_POLL_INTERVAL,
-    cancel: asyncio.Event | None = None,
-) -> AsyncIterator[Progress]:
-    """Apply `plan` in the spec's order (see the module docstring).
+    ledger: UpgradeLedger | None = None,
+) -> Upgraded:
+    """Apply `plan` in the spec's order (see the module docstring), reporting to `context`.
 
-    The last event carries `data["core_yaml"]`: the `IdChange`s core.yaml must follow. A plan
-    that is not ready (attributes missing, untagged images) raises before anything changes.
+    Returns the `Upgraded` result: the `IdChange`s core.yaml must follow, the downloads and the
+    deletions. A plan that is not ready (attributes missing, untagged images) raises before
+    anything changes. `ledger` keeps what was done as it goes.
     """
     if plan.empty:
-        yield Progress("upgrade", 1, 1, "every installed appliance is up to date", ProgressState.SKIPPED, {"core_yaml": []},
-                       Upgraded(()))
-        return
+        context.report(Progress("upgrade", 1, 1, "every installed appliance is up to date", ProgressState.SKIPPED,
+                                {"core_yaml": []}))
+        return Upgraded(())
     if plan.blocked:
         raise SiteError("The upgrade is blocked: attach the attributes first",
                         " ".join(plan.blocked) + " Nothing was changed.")
-    total = len(plan.steps)
-    outcome = _Outcome()
+    run = _Run(site, plan, context, ledger if ledger is not None else UpgradeLedger(), datastore_id,
+               confirm_removal, names or {}, step_timeout, poll_interval)
     before = await read_objects(site)
+    changes: tuple[IdChange, ...] = ()
     for index, step in enumerate(plan.steps, start=1):
         label = f"{step.kind.value}" + (f": {step.appliance}" if step.appliance else "")
         if step.kind is StepKind.CHECK_ATTRIBUTES:
-            if not step.done:
-                raise SiteError(f"{step.appliance}: attributes missing on installed images",
-                                f"{step.summary}. The spec requires the attributes before the update: tag image(s) "
-                                f"{', '.join(map(str, step.image_ids))} with the version they hold (`sitetk market "
-                                "attrs <appliance of that version> --image ID`). Nothing was changed.")
-            yield Progress(label, index, total, step.summary, ProgressState.DONE)
+            _check_attributes(run, step, label, index)
         elif step.kind is StepKind.DOWNLOAD:
-            assert step.record is not None
-            result: DownloadResult | None = None
-            name = (names or {}).get(step.appliance) or upgrade_download_name(step.record,
-                                                                              _previous(plan).get(step.appliance))
-            async for event in _download(site, step.record, datastore_id, name, step_timeout, poll_interval, cancel):
-                if isinstance(event.outcome, DownloadResult):
-                    result = event.outcome
-                yield replace(event, step=label, done=index - 1 if event.state is not ProgressState.FAILED else index, total=total,
-                              message=f"{event.step}: {event.message}",
-                              state=ProgressState.FAILED if event.state is ProgressState.FAILED else ProgressState.RUNNING)
-            assert result is not None
-            outcome.downloads[step.appliance] = result
-            yield Progress(label, index, total, f"{result.name}: image(s) {', '.join(map(str, result.image_ids))}",
-                           ProgressState.DONE, {"download": result.as_json()})
+            await _download_new(run, step, label, index)
         elif step.kind is StepKind.ATTACH_ATTRIBUTES:
-            result = outcome.downloads.get(step.appliance)
+            result = run.ledger.downloads.get(step.appliance)
             ids = ", ".join(map(str, result.image_ids)) if result else "none"
-            yield Progress(label, index, total, f"attached during the download to image(s) {ids}", ProgressState.DONE)
+            run.report(label, index, f"attached during the download to image(s) {ids}", ProgressState.DONE)
         elif step.kind is StepKind.REMOVE_OLD:
-            # read again: what the download created or reused is never removed, and the VMs now
-            new = outcome.downloads.get(step.appliance)
-            now = await read_objects(site)
-            removal = removal_for(step, now, site.naming, new)
-            if why := last_copy(new, now):
-                yield Progress(label, index, total, f"kept: {removal.describe()} is the last copy of "
-                               f"{step.appliance} ({why})", ProgressState.SKIPPED, {"removal": removal.as_json()})
-                continue
-            outcome.removals[step.appliance] = removal
-            if not removal.image_ids:
-                message = "nothing left to remove" + (f" ({removal.describe()})" if removal.kept else "")
-                yield Progress(label, index, total, message, ProgressState.SKIPPED, {"removal": removal.as_json()})
-                continue
-            if removal.in_use:
-                yield Progress(label, index, total, f"kept: {removal.describe()} still used by VMs; remove it once "
-                               "they run the new version", ProgressState.SKIPPED, {"removal": removal.as_json()})
-                continue
-            if not await confirm_removal(removal):
-                yield Progress(label, index, total, f"kept (not confirmed): {removal.describe()}", ProgressState.SKIPPED,
-                               {"removal": removal.as_json()})
-                continue
-            async for event in remove_old(site, removal):
-                if isinstance(event.outcome, Deleted):
-                    outcome.deleted.append(event.outcome)
-                yield replace(event, step=label, done=index - 1, total=total,
-                              state=event.state if event.state is ProgressState.FAILED else ProgressState.RUNNING)
-            yield Progress(label, index, total, f"removed {removal.describe()}", ProgressState.DONE, {"removal": removal.as_json()})
+            await _remove_old_version(run, step, label, index)
         elif step.kind is StepKind.UPDATE_SITE_CONFIG:
-            changes: list[IdChange] = []
-            for appliance, removal in outcome.removals.items():
-                changes += await id_changes(site, appliance, removal, outcome.downloads.get(appliance), before)
-            for appliance, result in outcome.downloads.items():
-                if appliance not in outcome.removals:
-                    changes += [IdChange(appliance, "image", -1, i, name) for i, name in result.images]
-            message = "core.yaml: " + ("; ".join(f"{c.kind} {c.old} -> {c.new if c.new is not None else '(none)'}"
-                                                 for c in changes if c.old >= 0) or "no ID to change")
-            message += ". Add any new site variables of the upgraded components."
-            yield Progress(label, index, total, message, ProgressState.DONE, {"core_yaml": [c.as_json() for c in changes]},
-                           Upgraded(tuple(changes), tuple(outcome.downloads.items()), tuple(outcome.deleted)))
+            changes = await _core_yaml_changes(run, before, label, index)
+    return Upgraded(changes, tuple(run.ledger.downloads.items()), tuple(run.ledger.deleted))
 
 
-async def _download(site: "SiteConnection", record: ApplianceRecord, datastore_id: int, name: str,
-                    step_timeout: float, poll_interval: float, cancel: asyncio.Event | None) -> AsyncIterator[Progress]:
-    app = await find_market_app(site, record)
-    plan = await plan_download(site, app.id, datastore_id, name, tag=tag_for_record(record))
-    async for event in download_appliance(site, plan, step_timeout=step_timeout, poll_interval=poll_interval,
-                                          cancel=cancel):
-        yield event
+def _check_attributes(run: _Run, step: PlanStep, label: str, index: int) -> None:
+    if not step.done:
+        raise SiteError(f"{step.appliance}: attributes missing on installed images",
+                        f"{step.summary}. The spec requires the attributes before the update: tag image(s) "
+                        f"{', '.join(map(str, step.image_ids))} with the version they hold (`sitetk market "
+                        "attrs <appliance of that version> --image ID`). Nothing was changed.")
+    run.report(label, index, step.summary, ProgressState.DONE)
+
+
+async def _download_new(run: _Run, step: PlanStep, label: str, index: int) -> None:
+    """Download the new version; the download's events become this step's."""
+    assert step.record is not None
+    name = run.names.get(step.appliance) or upgrade_download_name(step.record, _previous(run.plan).get(step.appliance))
+    total = len(run.plan.steps)
+
+    def as_step(event: Progress) -> Progress:
+        failed = event.state is ProgressState.FAILED
+        return replace(event, step=label, done=index if failed else index - 1, total=total,
+                       message=f"{event.step}: {event.message}", state=event.state if failed else ProgressState.RUNNING)
+
+    app = await find_market_app(run.site, step.record)
+    download = await plan_download(run.site, app.id, run.datastore_id, name, tag=tag_for_record(step.record))
+    result = await download_appliance(run.site, download, run.context.relay(as_step), step_timeout=run.step_timeout,
+                                      poll_interval=run.poll_interval)
+    run.ledger.downloads[step.appliance] = result
+    run.report(label, index, f"{result.name}: image(s) {', '.join(map(str, result.image_ids))}", ProgressState.DONE,
+               {"download": result.as_json()})
+
+
+async def _remove_old_version(run: _Run, step: PlanStep, label: str, index: int) -> None:
+    """Remove the old version once confirmed; never the last copy, never an object the new one uses."""
+    # read again: what the download created or reused is never removed, and the VMs now
+    new = run.ledger.downloads.get(step.appliance)
+    now = await read_objects(run.site)
+    removal = removal_for(step, now, run.site.naming, new)
+    if why := last_copy(new, now):
+        run.report(label, index, f"kept: {removal.describe()} is the last copy of {step.appliance} ({why})",
+                   ProgressState.SKIPPED, {"removal": removal.as_json()})
+        return
+    run.ledger.removals[step.appliance] = removal
+    if not removal.image_ids:
+        message = "nothing left to remove" + (f" ({removal.describe()})" if removal.kept else "")
+        run.report(label, index, message, ProgressState.SKIPPED, {"removal": removal.as_json()})
+        return
+    if removal.in_use:
+        run.report(label, index, f"kept: {removal.describe()} still used by VMs; remove it once they run the new "
+                   "version", ProgressState.SKIPPED, {"removal": removal.as_json()})
+        return
+    if not await run.confirm_removal(removal):
+        run.report(label, index, f"kept (not confirmed): {removal.describe()}", ProgressState.SKIPPED,
+                   {"removal": removal.as_json()})
+        return
+    total = len(run.plan.steps)
+
+    def as_step(event: Progress) -> Progress:
+        return replace(event, step=label, done=index - 1, total=total,
+                       state=event.state if event.state is ProgressState.FAILED else ProgressState.RUNNING)
+
+    await remove_old(run.site, removal, run.context.relay(as_step), run.ledger.deleted)
+    run.report(label, index, f"removed {removal.describe()}", ProgressState.DONE, {"removal": removal.as_json()})
+
+
+async def _core_yaml_changes(run: _Run, before: SiteObjects, label: str, index: int) -> tuple[IdChange, ...]:
+    """The IDs core.yaml must change: each old one paired with the new one that replaces it."""
+    changes: list[IdChange] = []
+    downloads, removals = run.ledger.downloads, run.ledger.removals
+    for appliance, removal in removals.items():
+        changes += await id_changes(run.site, appliance, removal, downloads.get(appliance), before)
+    for appliance, result in downloads.items():
+        if appliance not in removals:
+            changes += [IdChange(appliance, "image", -1, i, name) for i, name in result.images]
+    message = "core.yaml: " + ("; ".join(f"{c.kind} {c.old} -> {c.new if c.new is not None else '(none)'}"
+                                         for c in changes if c.old >= 0) or "no ID to change")
+    message += ". Add any new site variables of the upgraded components."
+    run.report(label, index, message, ProgressState.DONE, {"core_yaml": [c.as_json() for c in changes]})
+    return tuple(changes)
 
 
 @dataclass(frozen=True)
@@ -500,14 +546,9 @@ class ApplyUpgrades(Operation[UpgradePlan, Upgraded]):
                 "Remove the old version", removal.target, destructive=True, command=removal.cli(),
                 detail=f"Deletes {removal.describe()}. VMs already deployed from them are not touched."))
 
-        result = Upgraded(())
-        async for event in apply_upgrade_plan(site, plan, datastore_id=self.datastore_id,
-                                              confirm_removal=confirm_removal, step_timeout=self.step_timeout,
-                                              poll_interval=self.poll_interval, cancel=context.cancel):
-            if isinstance(event.outcome, Upgraded):
-                result = event.outcome
-            context.report(event)
-        return result
+        return await apply_upgrade_plan(site, plan, context, datastore_id=self.datastore_id,
+                                         confirm_removal=confirm_removal, step_timeout=self.step_timeout,
+                                         poll_interval=self.poll_interval, ledger=context.keep(UpgradeLedger()))
 
     def audit_details(self, plan: UpgradePlan, result: Upgraded) -> Mapping[str, Any] | None:
         if plan.empty:
@@ -516,14 +557,8 @@ class ApplyUpgrades(Operation[UpgradePlan, Upgraded]):
                 "core_yaml": [change.as_json() for change in result.core_yaml]}
 
     def audit_failure(self, plan: UpgradePlan, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
-        downloads = [(_appliance_of(e.step), e.outcome) for e in context.events if isinstance(e.outcome, DownloadResult)]
-        deleted = [e.outcome for e in context.events if isinstance(e.outcome, Deleted)]
-        return _done_details(tuple(downloads), tuple(deleted))
-
-
-def _appliance_of(step: str) -> str:
-    """The appliance named in a step label ("download: Site Toolkit")."""
-    return step.split(": ", 1)[1] if ": " in step else step
+        ledger = context.kept(UpgradeLedger) or UpgradeLedger()
+        return _done_details(tuple(ledger.downloads.items()), tuple(ledger.deleted))
 
 
 def _done_details(downloads: tuple[tuple[str, DownloadResult], ...], deleted: tuple[Deleted, ...]) -> dict[str, Any]:
