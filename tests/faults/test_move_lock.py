@@ -12,6 +12,7 @@ import asyncio
 import os
 import signal
 import time
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
@@ -98,7 +99,7 @@ async def test_a_move_that_finds_the_vm_locked_when_it_starts_changes_nothing(
         started = time.monotonic()
         try:
             with pytest.raises(MoveBusy) as caught:
-                await collect(move_vm(site, plan, timeouts=FAST, ledger=ledger))
+                await collect(partial(move_vm, site, plan, timeouts=FAST, ledger=ledger))
         finally:
             done.set()
             await holder

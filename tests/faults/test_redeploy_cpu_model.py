@@ -12,6 +12,7 @@ failure, and its "run it again" hint repeated the same failing command.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import pytest
@@ -69,7 +70,7 @@ async def test_a_refused_boot_never_hints_the_same_failing_command(sim_factory, 
             host.template = [(k, " ".join(m for m in v.split() if m != plan.cpu_model) if k == "KVM_CPU_MODELS" else v)
                              for k, v in host.template]
         with pytest.raises(MoveFailed) as caught:
-            await collect(move_vm(site, plan, timeouts=FAST, ledger=MoveLedger()))
+            await collect(partial(move_vm, site, plan, timeouts=FAST, ledger=MoveLedger()))
         detail = caught.value.detail
         assert caught.value.vm_state.startswith("BOOT_UNDEPLOY_FAILURE")
         assert move_command(plan) not in detail and "Run it again" not in detail, detail
@@ -143,7 +144,7 @@ async def test_a_boot_refused_for_a_missing_feature_is_said(sim_factory, env) ->
             host = server.site.hosts[BROADWELL]
             host.template = [(k, v.replace("avx2,", "") if k == "KVM_CPU_FEATURES" else v) for k, v in host.template]
         with pytest.raises(MoveFailed) as caught:
-            await collect(move_vm(site, plan, timeouts=FAST, ledger=MoveLedger()))
+            await collect(partial(move_vm, site, plan, timeouts=FAST, ledger=MoveLedger()))
         assert caught.value.vm_state.startswith("BOOT_UNDEPLOY_FAILURE")
         assert "does not provide required features: avx2" in caught.value.reason
         assert "Running the same command again would fail the same way" in caught.value.detail

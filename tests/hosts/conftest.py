@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from tests.conftest import isolate_home
+from tests.procedure_run import collect as collect  # the hosts tests' procedures report to a context
 from tui.procedures.connection import SiteConnection
 from tui.procedures.hosts.move_plan import MoveTimeouts
 from tui.procedures.hosts.move_vm import MoveLedger
@@ -63,5 +64,3 @@ def deployed(sim_factory: Callable[..., SimServer]) -> SimServer:
     return sim_factory(scenario="deployed")
 
 
-async def collect(events: Any) -> list[Any]:
-    return [event async for event in events]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 
 import pytest
 
@@ -26,6 +27,7 @@ from tui.procedures.hosts.move_plan import (
     preview_move,
 )
 from tui.procedures.hosts.move_vm import UPDATECONF_SECTIONS, MoveFailed, MoveLedger, move_many, move_vm
+from tui.procedures.progress import Progress
 from tui.sim.server import SimServer
 
 WESTMERE, CASCADELAKE, BROADWELL, LEGACY, ARM, BROADWELL_DISABLED = 2, 0, 1, 3, 4, 5
@@ -66,7 +68,7 @@ async def test_move_to_a_compatible_host_makes_the_manager_ready(deployed: SimSe
     assert (plan.target_host_id, plan.cpu_model) == (CASCADELAKE, "Cascadelake-Server-noTSX")
     assert (plan.origin_host_id, plan.origin_cpu_model) == (WESTMERE, "")
 
-    events = await collect(move_vm(site, plan, timeouts=FAST, ledger=ledger))
+    events = await collect(partial(move_vm, site, plan, timeouts=FAST, ledger=ledger))
     finished = [e.step for e in events if e.state == "done"]
     assert finished == list(STEPS)
     assert events[-1].done == events[-1].total == len(STEPS)
@@ -88,7 +90,7 @@ async def test_running_a_finished_move_again_changes_nothing(deployed: SimServer
                                                              ledger: MoveLedger) -> None:
     site = connect(deployed)
     manager = await _manager(site)
-    await collect(move_vm(site, await plan_move(site, manager.id, BROADWELL), timeouts=FAST, ledger=ledger))
+    await collect(partial(move_vm, site, await plan_move(site, manager.id, BROADWELL), timeouts=FAST, ledger=ledger))
 
     again = await plan_move(site, manager.id)
     assert again.target_host_id == BROADWELL  # it stays where it already runs with the host's model
@@ -97,7 +99,7 @@ async def test_running_a_finished_move_again_changes_nothing(deployed: SimServer
     assert not preview.destructive
 
     mutations = len(_actions(ledger))
-    events = await collect(move_vm(site, again, timeouts=FAST, ledger=ledger))
+    events = await collect(partial(move_vm, site, again, timeouts=FAST, ledger=ledger))
     assert {e.step for e in events if e.state == "skipped"} >= {STEP_UNDEPLOY, STEP_WAIT_UNDEPLOYED, STEP_SET_MODEL,
                                                                STEP_DEPLOY}
     assert [a for a, _ in _actions(ledger)[mutations:]] == ["hosts.move", "hosts.move"]  # started, done: no change
@@ -130,10 +132,9 @@ async def test_a_failed_deploy_leaves_a_clear_state_and_resumes(deployed: SimSer
     plan = await plan_move(site, manager.id, BROADWELL)
     deployed.site.faults.fail_next_deploys = 1
 
-    seen = []
+    seen: list[Progress] = []
     with pytest.raises(MoveFailed) as caught:
-        async for event in move_vm(site, plan, timeouts=FAST, ledger=ledger):
-            seen.append(event)
+        await collect(partial(move_vm, site, plan, timeouts=FAST, ledger=ledger), on_event=seen.append)
     failure = caught.value
     assert failure.step == STEP_DEPLOY
     assert failure.vm_state.startswith("UNDEPLOYED (CPU model Broadwell-noTSX")
@@ -148,7 +149,7 @@ async def test_a_failed_deploy_leaves_a_clear_state_and_resumes(deployed: SimSer
     # resuming: a new plan (as a new process would make) keeps the origin from the move journal
     resumed = await plan_move(site, manager.id, BROADWELL)
     assert (resumed.origin_host_id, resumed.origin_cpu_model) == (WESTMERE, "")
-    events = await collect(move_vm(site, resumed, timeouts=FAST, ledger=ledger))
+    events = await collect(partial(move_vm, site, resumed, timeouts=FAST, ledger=ledger))
     skipped = [e.step for e in events if e.state == "skipped"]
     assert skipped == [STEP_UNDEPLOY, STEP_WAIT_UNDEPLOYED, STEP_SET_MODEL]
     vm = await site.cloud.vm_info(manager.id)
@@ -161,12 +162,12 @@ async def test_put_back_where_it_was_after_a_failure(deployed: SimServer, connec
     before = _sections(manager)
     deployed.site.faults.fail_next_deploys = 1
     with pytest.raises(MoveFailed):
-        await collect(move_vm(site, await plan_move(site, manager.id), timeouts=FAST, ledger=ledger))
+        await collect(partial(move_vm, site, await plan_move(site, manager.id), timeouts=FAST, ledger=ledger))
 
     back = await plan_redeploy(site, manager.id, WESTMERE)
     assert back.cpu_model == "" and back.redeploy and not back.wait_ready  # its database cannot start there
     assert any("not expected to start" in w for w in back.warnings)
-    events = await collect(move_vm(site, back, timeouts=FAST, ledger=ledger))
+    events = await collect(partial(move_vm, site, back, timeouts=FAST, ledger=ledger))
     assert events[-1].state == "done"
 
     vm = await site.cloud.vm_info(manager.id)
@@ -183,10 +184,12 @@ async def test_cancelling_leaves_a_clear_state_and_the_move_resumes(deployed: Si
     plan = await plan_move(site, manager.id, CASCADELAKE)
     waiting = asyncio.Event()
 
+    def seen(event: Progress) -> None:
+        if event.step == STEP_WAIT_UNDEPLOYED:
+            waiting.set()
+
     async def run() -> None:
-        async for event in move_vm(site, plan, timeouts=FAST, ledger=ledger):
-            if event.step == STEP_WAIT_UNDEPLOYED:
-                waiting.set()
+        await collect(partial(move_vm, site, plan, timeouts=FAST, ledger=ledger), on_event=seen)
 
     task = asyncio.create_task(run())
     await asyncio.wait_for(waiting.wait(), 30)
@@ -198,7 +201,7 @@ async def test_cancelling_leaves_a_clear_state_and_the_move_resumes(deployed: Si
     assert cancelled["step"] == STEP_WAIT_UNDEPLOYED
     assert cancelled["vm_state"]
 
-    events = await collect(move_vm(site, await plan_move(site, manager.id, CASCADELAKE),
+    events = await collect(partial(move_vm, site, await plan_move(site, manager.id, CASCADELAKE),
                                    timeouts=FAST, ledger=ledger))
     assert events[0].state == "skipped"  # the undeploy requested before the cancel is not repeated
     assert (await site.cloud.vm_info(manager.id)).ready
@@ -252,14 +255,14 @@ async def test_a_ready_vm_is_moved_again_and_its_old_ready_is_not_trusted(deploy
                                                                           ledger: MoveLedger) -> None:
     site = connect(deployed)
     manager = await _manager(site)
-    await collect(move_vm(site, await plan_move(site, manager.id, BROADWELL), timeouts=FAST, ledger=ledger))
+    await collect(partial(move_vm, site, await plan_move(site, manager.id, BROADWELL), timeouts=FAST, ledger=ledger))
     assert (await site.cloud.vm_info(manager.id)).ready
 
     second = await plan_move(site, manager.id, CASCADELAKE)
     assert second.facts.ready_flag
     preview = preview_move(second)
     assert f"onevm update {manager.id} vm-{manager.id}-ready.tmpl --append" in preview.cli_script()
-    await collect(move_vm(site, second, timeouts=FAST, ledger=ledger))
+    await collect(partial(move_vm, site, second, timeouts=FAST, ledger=ledger))
     assert ("hosts.reset_ready", "ok") in _actions(ledger)
     vm = await site.cloud.vm_info(manager.id)
     assert vm.ready and vm.summary.host_id == CASCADELAKE and vm.cpu_model == "Cascadelake-Server-noTSX"
@@ -307,7 +310,7 @@ async def test_two_flagged_vms_move_together_and_each_step_names_its_vm(deployed
     plans, problems = await plan_flagged(site)
     assert problems == () and {plan.vm_id for plan in plans} == {manager.id, other.id}
 
-    events = await collect(move_many(site, plans, timeouts=FAST, ledger=ledger))
+    events = await collect(partial(move_many, site, plans, timeouts=FAST, ledger=ledger))
     total = sum(len(plan.steps) for plan in plans)
     assert all(e.total == total for e in events) and events[-1].done == total
     for plan in plans:

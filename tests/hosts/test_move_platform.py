@@ -4,6 +4,7 @@ append flag (before 6.2) is refused before anything changes; the move works on e
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable
 
 import pytest
@@ -29,7 +30,7 @@ async def test_a_model_the_host_cannot_give_fails_the_boot_and_the_vm_goes_back(
                          for k, v in host.template]
 
     with pytest.raises(MoveFailed) as caught:
-        await collect(move_vm(site, plan, timeouts=FAST, ledger=ledger))
+        await collect(partial(move_vm, site, plan, timeouts=FAST, ledger=ledger))
     failure = caught.value
     assert failure.step == STEP_WAIT_RUNNING
     assert failure.vm_state.startswith("BOOT_UNDEPLOY_FAILURE")
@@ -39,7 +40,7 @@ async def test_a_model_the_host_cannot_give_fails_the_boot_and_the_vm_goes_back(
     assert put_back in failure.detail and failure.as_json()["redeploy"] == put_back
 
     back = await plan_redeploy(site, manager.id, WESTMERE)
-    events = await collect(move_vm(site, back, timeouts=FAST, ledger=ledger))
+    events = await collect(partial(move_vm, site, back, timeouts=FAST, ledger=ledger))
     assert events[0].step == STEP_UNDEPLOY and "failed boot" in events[0].message
     assert events[-1].state == "done"
     vm = await site.cloud.vm_info(manager.id)
@@ -59,7 +60,7 @@ async def test_a_platform_before_6_2_refuses_the_move_and_changes_nothing(
     warnings = preview_move(plan).warnings
     assert any("6.0.0" in w and "no append flag" in w and "will stop before changing anything" in w for w in warnings)
     with pytest.raises(MoveFailed) as caught:
-        await collect(move_vm(site, plan, timeouts=FAST, ledger=ledger))
+        await collect(partial(move_vm, site, plan, timeouts=FAST, ledger=ledger))
     assert caught.value.step == STEP_UNDEPLOY
     assert "6.0.0" in caught.value.reason and "no append flag" in caught.value.reason
     assert "Nothing was changed" in caught.value.reason
@@ -76,7 +77,7 @@ async def test_the_move_works_on_every_platform_version(
     before = _sections(manager)
     plan = await plan_move(site, manager.id, BROADWELL)
     assert not any("no append flag" in w for w in preview_move(plan).warnings)
-    events = await collect(move_vm(site, plan, timeouts=FAST, ledger=ledger))
+    events = await collect(partial(move_vm, site, plan, timeouts=FAST, ledger=ledger))
     assert events[-1].state == "done"
     vm = await site.cloud.vm_info(manager.id)
     assert vm.ready and vm.summary.host_id == BROADWELL and vm.cpu_model == plan.cpu_model
@@ -91,7 +92,7 @@ async def test_a_put_back_to_a_host_that_does_not_offer_the_model_is_refused_nam
     The plan refuses, before any change, naming the hosts that offer the model and the target's own."""
     site = connect(deployed)
     manager = await _manager(site)
-    await collect(move_vm(site, await plan_move(site, manager.id, BROADWELL), timeouts=FAST, ledger=ledger))
+    await collect(partial(move_vm, site, await plan_move(site, manager.id, BROADWELL), timeouts=FAST, ledger=ledger))
     moved = await site.cloud.vm_info(manager.id)
     assert moved.cpu_model == "Broadwell-noTSX" and moved.summary.host_id == BROADWELL
     with pytest.raises(SiteError) as caught:

@@ -9,6 +9,8 @@ same rule (tui.sim.appliances): such a VM never publishes READY."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 
 from tests.hosts.conftest import Connect, collect
@@ -69,7 +71,7 @@ async def test_a_vm_without_context_is_moved_without_waiting_for_ready(deployed:
     assert not any("reports READY=YES (at most" in c.description for c in preview.changes)
     assert any("Not waiting for READY=YES" in w and "onevm updateconf" in w for w in preview.warnings)
 
-    events = await collect(move_vm(site, plan, timeouts=TIMEOUTS, ledger=ledger))
+    events = await collect(partial(move_vm, site, plan, timeouts=TIMEOUTS, ledger=ledger))
     assert not [e for e in events if e.step == STEP_WAIT_READY]
     assert "not waiting for READY=YES" in events[-1].message and "has no CONTEXT" in events[-1].message
     assert events[-1].done == events[-1].total == len(STEPS) - 1
@@ -85,6 +87,6 @@ async def test_a_vm_with_context_still_waits_for_ready(deployed: SimServer, conn
     [row] = (await load_inventory(site)).db_vms
     plan = await plan_move(site, row.id)
     assert plan.wait_ready and plan.ready_unreported == "" and plan.steps == STEPS
-    events = await collect(move_vm(site, plan, timeouts=TIMEOUTS, ledger=ledger))
+    events = await collect(partial(move_vm, site, plan, timeouts=TIMEOUTS, ledger=ledger))
     assert [e for e in events if e.step == STEP_WAIT_READY and e.state == "done"]
     assert (await site.cloud.vm_info(row.id)).ready

@@ -116,10 +116,8 @@ class MoveOperation(Operation[MoveSet, Moved]):
         return Confirmation(verb, preview.target, detail, destructive=True)
 
     async def execute(self, site: "SiteConnection", plan: MoveSet, context: RunContext) -> Moved:
-        ledger = context.keep(MoveLedger())
-        async for event in move_many(site, plan.plans, timeouts=self.timeouts, cancel=context.cancel, ledger=ledger):
-            context.report(event)
-        return Moved(plan.plans, tuple(ledger.vms))
+        runs = await move_many(site, plan.plans, context, timeouts=self.timeouts, ledger=context.keep(MoveLedger()))
+        return Moved(plan.plans, runs)
 
     def audit_details(self, plan: MoveSet, result: Moved) -> Mapping[str, Any] | None:
         if not result.runs:

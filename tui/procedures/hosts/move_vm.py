@@ -15,11 +15,11 @@ KVM_CPU_MODEL; deploy on that same host) as one procedure:
 6. wait ready          until the appliance publishes READY=YES in the user template
 
 The plan and its preview come from `tui.procedures.hosts.move_plan` (`plan_move`, `plan_redeploy`,
-`plan_flagged`, `preview_move`). `move_vm()` runs the steps as progress events; `move_many()` runs
-several moves one after the other. Each step looks at the VM first and is skipped when already
+`plan_flagged`, `preview_move`). `move_vm(site, plan, context)` runs the steps; `move_many()` runs
+several moves one after the other; both report to the run's context. Each step looks at the VM first and is skipped when already
 done (`step_skips`), so running the same move again resumes where it stopped. A step that fails
 or times out raises `MoveFailed`, naming the step and the state the VM is in, with the commands
-that resume it or put it back where it was. A cancel (the `cancel` event: ctrl+c, SIGTERM, a dropped
+that resume it or put it back where it was. A cancel (`context.cancel`: ctrl+c, SIGTERM, a dropped
 session's SIGHUP, the console's Cancel) stops between two platform calls, never in the middle of
 one: `MoveCancelled` names the step, the VM's state read at that moment and the two commands
 (finish the move, or put the VM back). Before its first change a move writes the VM's origin to
@@ -31,8 +31,8 @@ a killed move left is reported as stale and taken over.
 
 Audit: a `MoveLedger` keeps, VM by VM, every change (undeploy, CPU model, READY reset, deploy,
 recover), the steps done or skipped and where a move stopped with the VM's state read then (a hard
-task cancellation keeps the last known state). The move operations (`tui.procedures.
-move_operation`) run it; the pipeline writes the run's one record from the ledger.
+task cancellation keeps the last known state). The move operations (`tui.procedures.hosts.
+move_operation`) keep it as the run's record; the pipeline writes the run's one record from it.
 
 What the platform does that shapes it: a boot with a CPU model the host cannot give fails, since
 the KVM driver asks libvirt for `<model fallback='forbid'>` (src/vmm/LibVirtDriverKVM.cc); after
@@ -50,7 +50,8 @@ import asyncio
 import shlex
 import time
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from tui.domain.cpu import cpu_model_update_text
 from tui.domain.template_text import render_template
@@ -88,6 +89,7 @@ from tui.procedures.hosts.move_plan import (
     updateconf_cli,
     updateconf_merges,
 )
+from tui.procedures.operation import RunContext
 from tui.procedures.progress import Progress, ProgressState
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -169,22 +171,30 @@ def _sections(vm: VmDetail, skip: str = "CPU_MODEL") -> list[tuple[str, Any]]:
 class _Run:
     """The state of one running move, shared by its steps."""
 
-    def __init__(self, site: "SiteConnection", plan: MovePlan, timeouts: MoveTimeouts, offset: int, total: int,
-                 entry: dict[str, Any], cancel: asyncio.Event | None = None) -> None:
+    def __init__(self, site: "SiteConnection", plan: MovePlan, context: RunContext, timeouts: MoveTimeouts,
+                 offset: int, total: int, entry: dict[str, Any]) -> None:
         self.site = site
-        self.cancel = cancel
+        self.context = context
         self.plan = plan
         self.timeouts = timeouts
         self.entry = entry
         self.offset = offset
         self.total = total
         self.step = STEPS[0]
+        self.index = 0
         self.vm: VmDetail | None = None
 
-    def event(self, index: int, state: ProgressState, message: str, **data: Any) -> Progress:
-        done = index + (1 if state in (ProgressState.DONE, ProgressState.SKIPPED) else 0)
-        return Progress(self.step, self.offset + done, self.total, message, state,
-                        {"vm_id": self.plan.vm_id, **data})
+    def at(self, step: str) -> None:
+        """The move is at `step` now."""
+        self.step, self.index = step, STEPS.index(step)
+
+    def report(self, state: ProgressState, message: str, **data: Any) -> None:
+        """An event of the current step; a step done or skipped is kept in the ledger."""
+        done = self.index + (1 if state in (ProgressState.DONE, ProgressState.SKIPPED) else 0)
+        if state in (ProgressState.DONE, ProgressState.SKIPPED):
+            self.entry["steps"].append({"step": self.step, "state": state})
+        self.context.report(Progress(self.step, self.offset + done, self.total, message, state,
+                                     {"vm_id": self.plan.vm_id, **data}))
 
     async def read(self) -> VmDetail:
         self.vm = await self.site.cloud.vm_info(self.plan.vm_id)
@@ -197,18 +207,8 @@ class _Run:
 
     def checkpoint(self) -> None:
         """Stop here when a cancel was asked (called before each platform change and each poll)."""
-        if self.cancel is not None and self.cancel.is_set():
+        if self.context.cancel.is_set():
             raise MoveCancelled(self.plan, self.step, "")
-
-    async def pause(self, seconds: float) -> None:
-        """Sleep between two polls, waking at once on a cancel."""
-        if self.cancel is None:
-            await asyncio.sleep(seconds)
-            return
-        try:
-            await asyncio.wait_for(self.cancel.wait(), seconds)
-        except TimeoutError:
-            pass
 
     def fail(self, reason: str, hint: str | None = None) -> MoveFailed:
         state = describe_state(self.vm) if self.vm is not None else "in an unknown state"
@@ -222,9 +222,8 @@ class _Run:
         said = f"{error.title}: {error.detail}" if error.detail else error.title
         return self.fail(said if said.endswith((".", "!", "?")) else said + ".")
 
-    async def wait(self, index: int, timeout: float, done: Callable[[VmDetail], bool],
-                   broken: Callable[[VmDetail], str], what: str,
-                   on_timeout: str | Callable[[], str] = "") -> AsyncIterator[Progress]:
+    async def wait(self, timeout: float, done: Callable[[VmDetail], bool], broken: Callable[[VmDetail], str],
+                   what: str, on_timeout: str | Callable[[], str] = "") -> None:
         """Poll the VM until `done`; fail when `broken` says why, or after `timeout` seconds
         (adding `on_timeout`, a hint or what the appliance said)."""
         deadline = time.monotonic() + timeout
@@ -232,28 +231,31 @@ class _Run:
         pause = min(0.1, self.timeouts.poll_interval)
         while True:
             self.checkpoint()
-            try:
-                vm = await self.read()
-            except SiteError as error:
-                if not error.retryable or time.monotonic() >= deadline:
-                    raise await self.state_after_error(error) from None
-                vm = None
+            vm = await self._poll(deadline)
             if vm is not None:
                 if done(vm):
                     return
                 problem = broken(vm)
                 if problem:
                     raise self.fail(problem)
-                now = vm.summary.status
-                if now != last:
-                    last = now
+                if vm.summary.status != last:
+                    last = vm.summary.status
                     pause = min(0.1, self.timeouts.poll_interval)
-                    yield self.event(index, ProgressState.RUNNING, f"waiting for {what}: VM is {now}", vm_state=now)
+                    self.report(ProgressState.RUNNING, f"waiting for {what}: VM is {last}", vm_state=last)
             if time.monotonic() >= deadline:
                 extra = on_timeout() if callable(on_timeout) else on_timeout
                 raise self.fail(f"Waited {timeout:g} s for {what}." + (f" {extra}" if extra else ""))
-            await self.pause(pause)
+            await self.context.pause(pause)
             pause = min(pause * 1.5, self.timeouts.poll_interval)
+
+    async def _poll(self, deadline: float) -> VmDetail | None:
+        """The VM read once; None when the site did not answer and may still (before the deadline)."""
+        try:
+            return await self.read()
+        except SiteError as error:
+            if not error.retryable or time.monotonic() >= deadline:
+                raise await self.state_after_error(error) from None
+            return None
 
 
 def _on_target(vm: VmDetail, plan: MovePlan) -> bool:
@@ -264,12 +266,12 @@ def _failed_lcm(vm: VmDetail) -> bool:
     return vm.summary.state == ACTIVE and LCM_STATES.get(vm.summary.lcm_state, ("", ""))[1] == "fail"
 
 
-async def move_vm(site: "SiteConnection", plan: MovePlan, *, timeouts: MoveTimeouts = DEFAULT_TIMEOUTS,
-                  cancel: asyncio.Event | None = None, journal: MoveJournal | None = None,
-                  ledger: MoveLedger | None = None, _offset: int = 0,
-                  _total: int | None = None) -> AsyncIterator[Progress]:
-    """Run a move (or a redeploy) step by step, skipping steps already done. Raises `MoveFailed`
-    (`MoveCancelled` when `cancel` is set: it stops before the next platform call).
+async def move_vm(site: "SiteConnection", plan: MovePlan, context: RunContext, *,
+                  timeouts: MoveTimeouts = DEFAULT_TIMEOUTS, journal: MoveJournal | None = None,
+                  ledger: MoveLedger | None = None, _offset: int = 0, _total: int | None = None) -> dict[str, Any]:
+    """Run a move (or a redeploy) step by step, skipping steps already done, reporting to
+    `context`; returns the ledger's entry of this VM. Raises `MoveFailed` (`MoveCancelled` when
+    `context.cancel` is set: it stops before the next platform call).
 
     The VM's origin goes to `journal` (default: the settings' move journal) before the first
     change and leaves it when the move is done; `ledger` keeps what was done for the run's audit
@@ -279,32 +281,26 @@ async def move_vm(site: "SiteConnection", plan: MovePlan, *, timeouts: MoveTimeo
     lock = MoveLock(site, plan.vm_id, plan.label)
     await lock.acquire()  # MoveBusy: another process moves this VM; nothing changed
     try:
-        async for event in _locked(site, plan, lock, timeouts, cancel, journal, ledger, _offset, _total):
-            yield event
+        return await _locked(site, plan, context, lock, timeouts, journal, ledger, _offset, _total)
     finally:
         await lock.release()
 
 
-async def _locked(site: "SiteConnection", plan: MovePlan, lock: MoveLock, timeouts: MoveTimeouts,
-                  cancel: asyncio.Event | None, journal: MoveJournal, ledger: MoveLedger, _offset: int,
-                  _total: int | None) -> AsyncIterator[Progress]:
+async def _locked(site: "SiteConnection", plan: MovePlan, context: RunContext, lock: MoveLock, timeouts: MoveTimeouts,
+                  journal: MoveJournal, ledger: MoveLedger, _offset: int, _total: int | None) -> dict[str, Any]:
     """`move_vm` once it holds the VM's move lock."""
     steps = plan.steps
-    details = _details(plan)
     journal.begin(MoveOrigin(plan.vm_id, plan.origin_host_id, plan.origin_host_name, plan.origin_cpu_model,
                              plan.target_host_id, plan.redeploy))
-    entry = ledger.start({**details, "redeploy": plan.redeploy, "resume": move_command(plan),
+    entry = ledger.start({**_details(plan), "redeploy": plan.redeploy, "resume": move_command(plan),
                           "put_back": redeploy_command(plan)})
-    run = _Run(site, plan, timeouts, _offset, _total if _total is not None else len(steps), entry, cancel)
+    run = _Run(site, plan, context, timeouts, _offset, _total if _total is not None else len(steps), entry)
     if lock.stale is not None:
         entry["stale_lock"] = lock.stale_text()
-        yield Progress(steps[0], _offset, run.total, lock.stale_text(), ProgressState.RUNNING,
-                       {"vm_id": plan.vm_id, "stale_lock": lock.stale.describe()})
+        context.report(Progress(steps[0], _offset, run.total, lock.stale_text(), ProgressState.RUNNING,
+                                {"vm_id": plan.vm_id, "stale_lock": lock.stale.describe()}))
     try:
-        async for event in _steps(run):
-            if event.state in (ProgressState.DONE, ProgressState.SKIPPED):
-                entry["steps"].append({"step": event.step, "state": event.state})
-            yield event
+        await _steps(run)
     except asyncio.CancelledError:
         state = describe_state(run.vm) if run.vm is not None else "not read yet"
         entry.update(outcome="cancelled", step=run.step, vm_state=state)
@@ -313,20 +309,22 @@ async def _locked(site: "SiteConnection", plan: MovePlan, lock: MoveLock, timeou
         stopped = await run.state_after_error(SiteError("cancelled"))
         cancelled = MoveCancelled(plan, run.step, stopped.vm_state)
         entry.update(outcome="cancelled", step=run.step, vm_state=cancelled.vm_state)
-        yield Progress(run.step, run.offset + steps.index(run.step), run.total,
-                       f"cancelled: {plan.label} is {cancelled.vm_state}", ProgressState.FAILED,
-                       {"vm_id": plan.vm_id, "vm_state": cancelled.vm_state})
+        context.report(Progress(run.step, run.offset + steps.index(run.step), run.total,
+                                f"cancelled: {plan.label} is {cancelled.vm_state}", ProgressState.FAILED,
+                                {"vm_id": plan.vm_id, "vm_state": cancelled.vm_state}))
         raise cancelled from None
     except SiteError as error:
         failure = error if isinstance(error, MoveFailed) else await run.state_after_error(error)
         entry.update(outcome="failed", step=failure.step, reason=failure.reason, vm_state=failure.vm_state)
         short = failure.reason if len(failure.reason) <= 100 else failure.reason[:99] + "…"
-        yield Progress(failure.step, run.offset + steps.index(failure.step), run.total, short, ProgressState.FAILED,
-                       {"vm_id": plan.vm_id, "vm_state": failure.vm_state, "reason": failure.reason})
+        context.report(Progress(failure.step, run.offset + steps.index(failure.step), run.total, short,
+                                ProgressState.FAILED,
+                                {"vm_id": plan.vm_id, "vm_state": failure.vm_state, "reason": failure.reason}))
         raise failure from None
     final = describe_state(run.vm) if run.vm is not None else ""
     entry.update(outcome="done", vm_state=final)
     journal.end(plan.vm_id)
+    return entry
 
 
 def boot_refused(vm: VmDetail, plan: MovePlan) -> str:
@@ -357,8 +355,21 @@ def boot_hint(plan: MovePlan) -> str:
     return "Running the same command again would fail the same way. Instead, " + "; ".join(options) + "."
 
 
-async def _steps(run: _Run) -> AsyncIterator[Progress]:
-    plan, cloud, timeouts = run.plan, run.site.cloud, run.timeouts
+async def _steps(run: _Run) -> None:
+    """The six steps in order (the module docstring), each skipped when the VM has done it already."""
+    vm = await _start(run)
+    skips = step_skips(VmFacts.of(vm), run.plan)
+    await _undeploy(run, vm, skips)
+    await _wait_undeployed(run, skips)
+    vm = await _set_cpu_model(run, run.vm or vm)
+    await _deploy(run, vm)
+    if await _wait_running(run) and run.plan.wait_ready:
+        await _wait_ready(run)
+
+
+async def _start(run: _Run) -> VmDetail:
+    """Read the VM; refuse a terminated one, or a CPU model the platform cannot set in merge mode."""
+    plan = run.plan
     vm = await run.read()
     if vm.summary.state == VM_DONE:
         raise run.fail("The VM was terminated.")
@@ -367,33 +378,25 @@ async def _steps(run: _Run) -> AsyncIterator[Progress]:
         if not updateconf_merges(version):
             raise run.fail(no_append_text(version) + " Nothing was changed. Set CPU_MODEL by hand with onevm "
                            "updateconf, giving the whole configuration, or upgrade the platform.")
-    skips = step_skips(VmFacts.of(vm), plan)
+    return vm
 
-    # 1. undeploy
-    run.step, index = STEP_UNDEPLOY, 0
+
+async def _undeploy(run: _Run, vm: VmDetail, skips: Mapping[str, str]) -> None:
+    """Step 1: undeploy (or close a failed boot elsewhere first)."""
+    plan, cloud = run.plan, run.site.cloud
+    run.at(STEP_UNDEPLOY)
     state, lcm = vm.summary.state, vm.summary.lcm_state
     if state == ACTIVE and lcm == BOOT_UNDEPLOY_FAILURE and vm.summary.host_id != plan.target_host_id:
-        # a boot that failed elsewhere (a CPU model that host cannot give): the platform leaves no way
-        # out of BOOT_UNDEPLOY_FAILURE but recover; --success closes the failed boot, then an undeploy
-        # --hard frees the host (the KVM driver's cancel is a no-op for a domain that is not there)
-        yield run.event(index, ProgressState.RUNNING, f"closing the failed boot on host {vm.summary.host_id} {vm.summary.host}")
-        run.checkpoint()
-        await cloud.vm_recover(plan.vm_id, RECOVER_SUCCESS)
-        run.change("hosts.recover", {
-            "vm_id": plan.vm_id, "operation": "success", "cli": f"onevm recover --success {plan.vm_id}"})
-        await cloud.vm_action("undeploy-hard", plan.vm_id)
-        run.change("hosts.undeploy", {
-            "vm_id": plan.vm_id, "hard": True, "cli": f"onevm undeploy --hard {plan.vm_id}"})
-        yield run.event(index, ProgressState.DONE, "failed boot closed (onevm recover --success), undeploy --hard requested")
+        await _close_failed_boot(run, vm)
     elif STEP_UNDEPLOY in skips:
-        yield run.event(index, ProgressState.SKIPPED, skips[STEP_UNDEPLOY])
+        run.report(ProgressState.SKIPPED, skips[STEP_UNDEPLOY])
     elif (state == ACTIVE and lcm in UNDEPLOYABLE_LCM) or state == VM_POWEROFF:
-        yield run.event(index, ProgressState.RUNNING, f"undeploying from {plan.origin_label}")
+        run.report(ProgressState.RUNNING, f"undeploying from {plan.origin_label}")
         run.checkpoint()
         await cloud.vm_action("undeploy-hard" if plan.hard else "undeploy", plan.vm_id)
         run.change("hosts.undeploy", {
             "vm_id": plan.vm_id, "hard": plan.hard, "cli": f"onevm undeploy{' --hard' if plan.hard else ''} {plan.vm_id}"})
-        yield run.event(index, ProgressState.DONE, "undeploy requested")
+        run.report(ProgressState.DONE, "undeploy requested")
     elif state == VM_SUSPENDED:
         raise run.fail(f"A SUSPENDED VM cannot be undeployed: resume it first (onevm resume {plan.vm_id}), then run "
                        "the move again.")
@@ -401,75 +404,102 @@ async def _steps(run: _Run) -> AsyncIterator[Progress]:
         raise run.fail(f"The VM is {vm.summary.status}, a state the move cannot start from: wait until it is RUNNING, "
                        f"POWEROFF or UNDEPLOYED (a failed VM needs onevm recover {plan.vm_id} first).")
 
-    # 2. wait undeployed
-    run.step, index = STEP_WAIT_UNDEPLOYED, 1
+
+async def _close_failed_boot(run: _Run, vm: VmDetail) -> None:
+    """A boot that failed elsewhere (a CPU model that host cannot give): the platform leaves no way
+    out of BOOT_UNDEPLOY_FAILURE but recover; --success closes the failed boot, then an undeploy
+    --hard frees the host (the KVM driver's cancel is a no-op for a domain that is not there)."""
+    plan, cloud = run.plan, run.site.cloud
+    run.report(ProgressState.RUNNING, f"closing the failed boot on host {vm.summary.host_id} {vm.summary.host}")
+    run.checkpoint()
+    await cloud.vm_recover(plan.vm_id, RECOVER_SUCCESS)
+    run.change("hosts.recover", {
+        "vm_id": plan.vm_id, "operation": "success", "cli": f"onevm recover --success {plan.vm_id}"})
+    await cloud.vm_action("undeploy-hard", plan.vm_id)
+    run.change("hosts.undeploy", {
+        "vm_id": plan.vm_id, "hard": True, "cli": f"onevm undeploy --hard {plan.vm_id}"})
+    run.report(ProgressState.DONE, "failed boot closed (onevm recover --success), undeploy --hard requested")
+
+
+async def _wait_undeployed(run: _Run, skips: Mapping[str, str]) -> None:
+    """Step 2: wait until the VM is UNDEPLOYED."""
+    plan = run.plan
+    run.at(STEP_WAIT_UNDEPLOYED)
     if STEP_WAIT_UNDEPLOYED in skips:
-        yield run.event(index, ProgressState.SKIPPED, skips[STEP_WAIT_UNDEPLOYED])
-    else:
-        def undeploy_broken(current: VmDetail) -> str:
-            if _failed_lcm(current):
-                return f"The undeploy failed ({current.summary.status}); see onevm show {plan.vm_id}."
-            if current.summary.state not in (ACTIVE, VM_POWEROFF, VM_UNDEPLOYED):
-                return f"The VM left the undeploy in state {current.summary.status}."
-            return ""
+        run.report(ProgressState.SKIPPED, skips[STEP_WAIT_UNDEPLOYED])
+        return
 
-        async for event in run.wait(index, timeouts.undeploy, lambda v: v.summary.state == VM_UNDEPLOYED,
-                                    undeploy_broken, "UNDEPLOYED",
-                                    "" if plan.hard else "A guest that ignores the shutdown needs --hard."):
-            yield event
-        yield run.event(index, ProgressState.DONE, "VM is UNDEPLOYED")
-    vm = run.vm or vm
+    def undeploy_broken(current: VmDetail) -> str:
+        if _failed_lcm(current):
+            return f"The undeploy failed ({current.summary.status}); see onevm show {plan.vm_id}."
+        if current.summary.state not in (ACTIVE, VM_POWEROFF, VM_UNDEPLOYED):
+            return f"The VM left the undeploy in state {current.summary.status}."
+        return ""
 
-    # 3. set CPU model
-    run.step, index = STEP_SET_MODEL, 2
+    await run.wait(run.timeouts.undeploy, lambda v: v.summary.state == VM_UNDEPLOYED, undeploy_broken, "UNDEPLOYED",
+                   "" if plan.hard else "A guest that ignores the shutdown needs --hard.")
+    run.report(ProgressState.DONE, "VM is UNDEPLOYED")
+
+
+async def _set_cpu_model(run: _Run, vm: VmDetail) -> VmDetail:
+    """Step 3: set the CPU model (merge mode), then check the VM's other sections stayed."""
+    plan, cloud = run.plan, run.site.cloud
+    run.at(STEP_SET_MODEL)
     if vm.cpu_model == plan.cpu_model:
-        yield run.event(index, ProgressState.SKIPPED, f"CPU model already {plan.cpu_model or '(none)'}")
+        run.report(ProgressState.SKIPPED, f"CPU model already {plan.cpu_model or '(none)'}")
+        return vm
+    run.report(ProgressState.RUNNING, f"setting CPU model {plan.cpu_model or '(none)'}")
+    run.checkpoint()
+    before = _sections(vm)
+    if plan.cpu_model:
+        await cloud.vm_updateconf(plan.vm_id, cpu_model_update_text(plan.cpu_model), append=1)
     else:
-        yield run.event(index, ProgressState.RUNNING, f"setting CPU model {plan.cpu_model or '(none)'}")
-        run.checkpoint()
-        before = _sections(vm)
-        if plan.cpu_model:
-            await cloud.vm_updateconf(plan.vm_id, cpu_model_update_text(plan.cpu_model), append=1)
-        else:
-            # removing a section takes replace mode: every other section goes back unchanged
-            await cloud.vm_updateconf(plan.vm_id, render_template(before), append=0)
-        run.change("hosts.set_cpu_model", {
-            "vm_id": plan.vm_id, "cpu_model": plan.cpu_model, "previous": vm.cpu_model, "cli": updateconf_cli(plan)})
-        vm = await run.read()
-        if vm.cpu_model != plan.cpu_model:
-            raise run.fail(f"The VM's CPU model reads {vm.cpu_model or '(none)'} after the update, "
-                           f"not {plan.cpu_model or '(none)'}.")
-        after = _sections(vm)
-        if after != before:
-            lost = sorted({name for name, _ in before} - {name for name, _ in after})
-            changed = ", ".join(lost) if lost else "some of its sections"
-            raise run.fail(f"The update changed the VM's other configuration ({changed}); check it with "
-                           f"onevm show {plan.vm_id} before deploying.")
-        yield run.event(index, ProgressState.DONE, f"CPU model {plan.cpu_model or '(none)'} set; other sections unchanged",
-                        cpu_model=plan.cpu_model)
+        # removing a section takes replace mode: every other section goes back unchanged
+        await cloud.vm_updateconf(plan.vm_id, render_template(before), append=0)
+    run.change("hosts.set_cpu_model", {
+        "vm_id": plan.vm_id, "cpu_model": plan.cpu_model, "previous": vm.cpu_model, "cli": updateconf_cli(plan)})
+    vm = await run.read()
+    if vm.cpu_model != plan.cpu_model:
+        raise run.fail(f"The VM's CPU model reads {vm.cpu_model or '(none)'} after the update, "
+                       f"not {plan.cpu_model or '(none)'}.")
+    after = _sections(vm)
+    if after != before:
+        lost = sorted({name for name, _ in before} - {name for name, _ in after})
+        changed = ", ".join(lost) if lost else "some of its sections"
+        raise run.fail(f"The update changed the VM's other configuration ({changed}); check it with "
+                       f"onevm show {plan.vm_id} before deploying.")
+    run.report(ProgressState.DONE, f"CPU model {plan.cpu_model or '(none)'} set; other sections unchanged",
+               cpu_model=plan.cpu_model)
+    return vm
 
-    # 4. deploy
-    run.step, index = STEP_DEPLOY, 3
+
+async def _deploy(run: _Run, vm: VmDetail) -> None:
+    """Step 4: deploy on the target host (a READY=YES left by the last boot reset first)."""
+    plan, cloud = run.plan, run.site.cloud
+    run.at(STEP_DEPLOY)
     if _on_target(vm, plan):
-        yield run.event(index, ProgressState.SKIPPED, f"already deployed on {plan.target_label}")
-    elif vm.summary.state in DEPLOYABLE:
-        yield run.event(index, ProgressState.RUNNING, f"deploying on {plan.target_label}")
-        run.checkpoint()
-        if plan.wait_ready and ready_flag(vm):
-            # a READY=YES left from the last boot would end the last wait at once
-            await cloud.vm_update(plan.vm_id, 'READY = "NO"', append=1)
-            run.change("hosts.reset_ready", {
-                "vm_id": plan.vm_id, "cli": f"onevm update {plan.vm_id} <READY = \"NO\"> --append"})
-        await cloud.vm_deploy(plan.vm_id, plan.target_host_id)
-        run.change("hosts.deploy", {
-            "vm_id": plan.vm_id, "host_id": plan.target_host_id,
-            "cli": f"onevm deploy {plan.vm_id} {plan.target_host_id}"})
-        yield run.event(index, ProgressState.DONE, f"deploy on {plan.target_label} requested")
-    else:
+        run.report(ProgressState.SKIPPED, f"already deployed on {plan.target_label}")
+        return
+    if vm.summary.state not in DEPLOYABLE:
         raise run.fail(f"The VM is {vm.summary.status}, not UNDEPLOYED: it cannot be deployed on {plan.target_label}.")
+    run.report(ProgressState.RUNNING, f"deploying on {plan.target_label}")
+    run.checkpoint()
+    if plan.wait_ready and ready_flag(vm):
+        # a READY=YES left from the last boot would end the last wait at once
+        await cloud.vm_update(plan.vm_id, 'READY = "NO"', append=1)
+        run.change("hosts.reset_ready", {
+            "vm_id": plan.vm_id, "cli": f"onevm update {plan.vm_id} <READY = \"NO\"> --append"})
+    await cloud.vm_deploy(plan.vm_id, plan.target_host_id)
+    run.change("hosts.deploy", {
+        "vm_id": plan.vm_id, "host_id": plan.target_host_id,
+        "cli": f"onevm deploy {plan.vm_id} {plan.target_host_id}"})
+    run.report(ProgressState.DONE, f"deploy on {plan.target_label} requested")
 
-    # 5. wait running
-    run.step, index = STEP_WAIT_RUNNING, 4
+
+async def _wait_running(run: _Run) -> bool:
+    """Step 5: wait until the VM runs on the target host; False when READY cannot be waited for."""
+    plan = run.plan
+    run.at(STEP_WAIT_RUNNING)
 
     def running_broken(current: VmDetail) -> str:
         if _failed_lcm(current) and current.summary.lcm_state in BOOT_FAILURES:
@@ -483,31 +513,29 @@ async def _steps(run: _Run) -> AsyncIterator[Progress]:
             return f"The VM is on host {current.summary.host_id} {current.summary.host}, not {plan.target_label}."
         return ""
 
-    async for event in run.wait(index, timeouts.running, lambda v: v.summary.running and _on_target(v, plan),
-                                running_broken, "RUNNING"):
-        yield event
+    await run.wait(run.timeouts.running, lambda v: v.summary.running and _on_target(v, plan), running_broken, "RUNNING")
     if plan.ready_unreported:
         # nothing in the VM can report READY (tui.domain.guest_ready): say so instead of waiting for ever
         run.entry["ready_not_waited"] = plan.ready_unreported
-        yield run.event(index, ProgressState.DONE, f"VM is RUNNING on {plan.target_label}; not waiting for READY=YES: "
-                        f"{plan.ready_unreported}", ready_not_waited=plan.ready_unreported)
-        return
-    yield run.event(index, ProgressState.DONE, f"VM is RUNNING on {plan.target_label}")
+        run.report(ProgressState.DONE, f"VM is RUNNING on {plan.target_label}; not waiting for READY=YES: "
+                   f"{plan.ready_unreported}", ready_not_waited=plan.ready_unreported)
+        return False
+    run.report(ProgressState.DONE, f"VM is RUNNING on {plan.target_label}")
+    return True
 
-    # 6. wait ready
-    if not plan.wait_ready:
-        return
-    run.step, index = STEP_WAIT_READY, 5
+
+async def _wait_ready(run: _Run) -> None:
+    """Step 6: wait until the appliance publishes READY=YES."""
+    run.at(STEP_WAIT_READY)
 
     def ready_broken(current: VmDetail) -> str:
         if not current.summary.running:
             return f"The VM stopped running while waiting for the application: it is {current.summary.status}."
         return ""
 
-    async for event in run.wait(index, timeouts.ready, lambda v: v.ready, ready_broken, "the application to be ready",
-                                lambda: _appliance_errors(run.vm)):
-        yield event
-    yield run.event(index, ProgressState.DONE, "the application reports READY=YES")
+    await run.wait(run.timeouts.ready, lambda v: v.ready, ready_broken, "the application to be ready",
+                   lambda: _appliance_errors(run.vm))
+    run.report(ProgressState.DONE, "the application reports READY=YES")
 
 
 def _appliance_errors(vm: VmDetail | None) -> str:
@@ -519,14 +547,22 @@ def _appliance_errors(vm: VmDetail | None) -> str:
     return f"The appliance reports: {said}" if said else ""
 
 
-async def move_many(site: "SiteConnection", plans: Sequence[MovePlan], *, timeouts: MoveTimeouts = DEFAULT_TIMEOUTS,
-                    cancel: asyncio.Event | None = None, journal: MoveJournal | None = None,
-                    ledger: MoveLedger | None = None) -> AsyncIterator[Progress]:
-    """Run several moves one after the other; the first failure stops the rest (see `move_vm`)."""
+async def move_many(site: "SiteConnection", plans: Sequence[MovePlan], context: RunContext, *,
+                    timeouts: MoveTimeouts = DEFAULT_TIMEOUTS, journal: MoveJournal | None = None,
+                    ledger: MoveLedger | None = None) -> tuple[dict[str, Any], ...]:
+    """Run several moves one after the other; the first failure stops the rest (see `move_vm`).
+    Returns each VM's ledger entry."""
     total = sum(len(plan.steps) for plan in plans)
     offset = 0
+    runs: list[dict[str, Any]] = []
     for plan in plans:
-        async for event in move_vm(site, plan, timeouts=timeouts, cancel=cancel, journal=journal,
-                                   ledger=ledger, _offset=offset, _total=total):
-            yield replace(event, step=f"VM {plan.vm_id}: {event.step}") if len(plans) > 1 else event
+        steps = context if len(plans) == 1 else context.relay(partial(_named, plan.vm_id))
+        runs.append(await move_vm(site, plan, steps, timeouts=timeouts, journal=journal, ledger=ledger,
+                                  _offset=offset, _total=total))
         offset += len(plan.steps)
+    return tuple(runs)
+
+
+def _named(vm_id: int, event: Progress) -> Progress:
+    """An event of one of several moves, its step named with the VM."""
+    return replace(event, step=f"VM {vm_id}: {event.step}")
