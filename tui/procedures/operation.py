@@ -7,7 +7,7 @@ An `Operation` is the unit the console's operation modal and the headless CLI ru
 - `confirmation(plan)` is what the operator is asked (destructive ones name the object; the
   console defaults to Cancel, the CLI refuses without a terminal or `--yes`), or None when the
   plan changes nothing worth asking about;
-- `execute(site, plan, context)` does it: progress events go to `context.emit`, `context.cancel`
+- `execute(site, plan, context)` does it: progress events go to `context.report`, `context.cancel`
   asks it to stop between two platform calls, and it returns a typed result (a frozen dataclass).
 
 `run_operation()` is the one place that refuses a mutating operation in read-only mode (and
@@ -22,7 +22,8 @@ which it keeps with `context.keep(record)` and reads back in `audit_failure` wit
 Procedures that are still called outside an operation (the guided setup) record their changes
 themselves only when given an audit log (see README "Audit log").
 
-Adding an operation costs a plan and a run function, for instance:
+Adding an operation is one file in its feature folder (the operation, its result and what it
+runs), its CLI verb and its form, for instance:
 
     @dataclass(frozen=True)
     class RenameImage(Operation[ImageInfo, Renamed]):
@@ -36,9 +37,12 @@ Adding an operation costs a plan and a run function, for instance:
                                                 f"oneimage rename {plan.id} {self.name}"),))
         async def execute(self, site, plan, context):
             await site.cloud.image_rename(plan.id, self.name)
+            context.report(Progress("rename", 1, 1, f"image {plan.id} renamed", ProgressState.DONE))
             return Renamed(plan.id, self.name)
 
 then `run_cli(args, site, RenameImage(...))` in a CLI verb and an `OperationModal` in the console.
+A long operation's procedure takes the `RunContext` too and returns the typed result; the
+operation calls it (no event is replayed, no result read back out of the events).
 """
 
 from __future__ import annotations
