@@ -88,10 +88,6 @@ def filled(form: ToolkitForm, name: str = "Site Toolkit v0.5.0 test", **override
     return InputFile(name, tuple(values.items()), networks), secret_values
 
 
-async def collect(events: Any) -> list[Any]:
-    return [event async for event in events]
-
-
 async def eventually(probe: Callable[[], Awaitable[Any]], what: str, timeout: float = 60.0) -> Any:
     """Poll an async probe of the site (each call is a request, which also moves the embedded
     site's time forward) until it returns something truthy; fail naming `what` after `timeout`."""

@@ -5,13 +5,15 @@ read-back, the audit log (no secrets in it) and the site record."""
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from tests.operating import operate
-from tests.toolkit.conftest import FAST, ToolkitSite, collect, filled, settings_for
+from tests.procedure_run import collect
+from tests.toolkit.conftest import FAST, ToolkitSite, filled, settings_for
 from tui.domain.ssh_keys import parse_public_key
 from tui.domain.template_text import render_template
 from tui.errors import SiteError
@@ -74,7 +76,7 @@ async def test_the_procedure_records_nothing_itself_but_counts_the_change(sim: S
     site = SiteConnection(settings_for(sim))
     try:
         plan = await plan_grant(site, new_key("automation@one-5"), "tkauto")
-        await collect(grant_ssh_key(site, plan))
+        await collect(partial(grant_ssh_key, site, plan))
         assert site.audit.entries() == [] and site.changes == 1
     finally:
         await site.close()
@@ -109,7 +111,7 @@ async def test_grant_to_a_user_without_keys_and_failures(sim: SimServer) -> None
         key = parse_public_key(new_key("automation@one-3"))
         plan = await plan_grant(site, key, "tkauto")
         assert plan.existing == () and plan.new_value == key.line
-        await collect(grant_ssh_key(site, plan))
+        await collect(partial(grant_ssh_key, site, plan))
         tkauto = next(u for u in await site.cloud.list_users() if u.name == "tkauto")
         assert (await site.cloud.user_info(tkauto.id)).ssh_public_keys == (key.line,)
 

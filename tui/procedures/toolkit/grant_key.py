@@ -10,7 +10,7 @@ changes nothing. The value is written with the template text's escaping (quotes 
 backslashes), so a comment with either survives.
 
 `plan_grant` reads the user and says what will change (`GrantPlan.preview()`, with the platform
-CLI equivalent `oneuser update <user> <file> --append`); `grant_ssh_key` re-reads the user right
+CLI equivalent `oneuser update <user> <file> --append`); `grant_ssh_key(site, plan, context)` re-reads the user right
 before the update (keys added meanwhile are kept), updates, reads back to verify that the key is
 there and no earlier key was lost, and records the grant in the site record when one is given.
 The `GrantKey` operation's run is audit-logged once, by the pipeline (the key's fingerprint, never
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, AsyncIterator, ClassVar, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
 from tui.domain.site_record import SiteRecord
 from tui.domain.ssh_keys import SshKeyError, SshPublicKey, has_key, line_has_key, parse_public_key, with_key
@@ -121,42 +121,43 @@ def grant_details(plan: GrantPlan, keys_before: int) -> dict[str, Any]:
             "append": 1, "keys_before": keys_before}
 
 
-async def grant_ssh_key(site: "SiteConnection", plan: GrantPlan, *,
-                        record: SiteRecord | None = None) -> AsyncIterator[Progress]:
-    """Apply the plan (see the module docstring); raises SiteError when the read-back disagrees."""
+async def grant_ssh_key(site: "SiteConnection", plan: GrantPlan, context: RunContext, *,
+                        record: SiteRecord | None = None) -> KeyGranted:
+    """Apply the plan (see the module docstring), reporting to `context`; raises SiteError when the
+    read-back disagrees."""
     total = 3
     label = f"user {plan.user_id} {plan.user_name}"
-    yield Progress("read user", 0, total, f"reading {label}")
+    context.report(Progress("read user", 0, total, f"reading {label}"))
     current = plan_for_user(await site.cloud.user_info(plan.user_id), plan.key)
-    yield Progress("read user", 1, total, f"{label} has {len(current.existing)} key(s)", ProgressState.DONE,
-                   {"user_id": plan.user_id, "keys": len(current.existing)})
+    context.report(Progress("read user", 1, total, f"{label} has {len(current.existing)} key(s)", ProgressState.DONE,
+                   {"user_id": plan.user_id, "keys": len(current.existing)}))
     if current.already:
         _remember(site, record, plan.user_name)
-        yield Progress("update user", 2, total, f"{label} already has the key {plan.key.fingerprint}; unchanged",
-                       ProgressState.SKIPPED, {"user_id": plan.user_id, "changed": False})
-        yield Progress("verify", 3, total, "nothing to verify", ProgressState.SKIPPED, {"user_id": plan.user_id, "changed": False},
-                       KeyGranted(plan.user_id, plan.user_name, False))
-        return
-    yield Progress("update user", 1, total, current.cli())
+        context.report(Progress("update user", 2, total, f"{label} already has the key {plan.key.fingerprint}; unchanged",
+                       ProgressState.SKIPPED, {"user_id": plan.user_id, "changed": False}))
+        context.report(Progress("verify", 3, total, "nothing to verify", ProgressState.SKIPPED,
+                       {"user_id": plan.user_id, "changed": False}))
+        return KeyGranted(plan.user_id, plan.user_name, False)
+    context.report(Progress("update user", 1, total, current.cli()))
     try:
         await site.cloud.user_update(plan.user_id, current.text, 1)
         after = await site.cloud.user_info(plan.user_id)
     finally:
         site.note_change()  # sent, whatever came back
-    yield Progress("update user", 2, total, f"SSH_PUBLIC_KEY of {label} updated (merge mode)", ProgressState.DONE,
-                   {"user_id": plan.user_id, "changed": True})
+    context.report(Progress("update user", 2, total, f"SSH_PUBLIC_KEY of {label} updated (merge mode)", ProgressState.DONE,
+                   {"user_id": plan.user_id, "changed": True}))
     value = after.template.get(SSH_PUBLIC_KEY)
     lost = [line for line in current.existing if line not in split_keys(value)]
     if not has_key(value, plan.key) or lost:
         why = "the key is missing" if not has_key(value, plan.key) else f"{len(lost)} earlier key(s) are missing"
-        yield Progress("verify", 2, total, f"read back: {why}", ProgressState.FAILED, {"user_id": plan.user_id})
+        context.report(Progress("verify", 2, total, f"read back: {why}", ProgressState.FAILED, {"user_id": plan.user_id}))
         raise SiteError(f"User {plan.user_name}'s keys are not as written",
                         f"The cloud accepted the update but reading {label} back shows that {why}. Check it with "
                         f"`oneuser show {shlex.quote(plan.user_name)}`; the grant can be run again safely.")
     _remember(site, record, plan.user_name)
-    yield Progress("verify", 3, total, f"{label} now has {len(split_keys(value))} key(s), the automation key among them",
-                   ProgressState.DONE, {"user_id": plan.user_id, "changed": True, "keys": len(split_keys(value))},
-                   KeyGranted(plan.user_id, plan.user_name, True, len(current.existing), len(split_keys(value))))
+    context.report(Progress("verify", 3, total, f"{label} now has {len(split_keys(value))} key(s), the automation key among them",
+                   ProgressState.DONE, {"user_id": plan.user_id, "changed": True, "keys": len(split_keys(value))}))
+    return KeyGranted(plan.user_id, plan.user_name, True, len(current.existing), len(split_keys(value)))
 
 
 def _remember(site: "SiteConnection", record: SiteRecord | None, user_name: str) -> None:
@@ -209,12 +210,7 @@ class GrantKey(Operation[GrantPlan, KeyGranted]):
                             command=plan.cli())
 
     async def execute(self, site: "SiteConnection", plan: GrantPlan, context: RunContext) -> KeyGranted:
-        granted = KeyGranted(plan.user_id, plan.user_name, False)
-        async for event in grant_ssh_key(site, plan, record=self.record):
-            if isinstance(event.outcome, KeyGranted):
-                granted = event.outcome
-            context.report(event)
-        return granted
+        return await grant_ssh_key(site, plan, context, record=self.record)
 
     def audit_details(self, plan: GrantPlan, result: KeyGranted) -> Mapping[str, Any] | None:
         if not result.changed:
