@@ -137,7 +137,7 @@ class RunContext:
     #: every event emitted so far (a failure still reports what happened before it)
     events: list[Progress] = field(default_factory=list)
     #: the run's typed record (`keep`, `kept`)
-    _record: object = field(default=None, repr=False)
+    _record: object = field(default=None, init=False, repr=False)
 
     def report(self, event: Progress) -> None:
         self.events.append(event)

@@ -1,4 +1,4 @@
-"""Progress events that procedures yield and that screens render and the headless CLI prints."""
+"""Progress events that procedures report (`RunContext.report`), screens render and the headless CLI prints."""
 
 from __future__ import annotations
 
@@ -21,11 +21,11 @@ class ProgressState(StrEnum):
 class Progress:
     """One step of a procedure: `done` of `total` units finished, with a human message.
 
-    `state` is a `ProgressState` (running, done, failed, or skipped: already in the wanted state). `data` is the step's detail in the `--json` event log (ids created,
-    values read) and nothing else: no layer reads it back. `outcome` is the typed value a step
-    produced (a frozen dataclass: the finished download's `DownloadResult`, a write's
-    `ConfigWritten`, a deployment's `DeployStep`, ...): operations and screens read results from
-    it (tests/test_progress_outcomes.py keeps it so).
+    `state` is a `ProgressState` (running, done, failed, or skipped: already in the wanted state).
+    `data` is the step's detail in the `--json` event log (ids created, values read) and nothing
+    else: no layer reads it back (tests/test_progress_outcomes.py keeps it so). `outcome` is the
+    step's typed detail for a view (a deployment's `DeployStep`: what a role waits for; an image's
+    `ImageResult`); a run's result is what its procedure returns, not read back out of its events.
     """
 
     step: str
