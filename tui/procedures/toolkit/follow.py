@@ -280,41 +280,12 @@ async def follow_deployment(
                            ProgressState.RUNNING, {"service_id": service_id}, DeployStep(service_id)))
             await context.pause(poll_interval)
             continue
-        for role in service.roles:
-            key = role_step(role.name)
-            message = _role_message(role)
-            if seen.get(key) != message:
-                seen[key] = message
-                since[key] = monotonic()
-                state = _step_state(role.state_name)
-                at = follower.finish(key) if state is ProgressState.DONE else follower.done
-                context.report(Progress(key, at, count, message, state,
-                               {"service_id": service_id, "role": role.name, "state": role.state_name,
-                                "vm_ids": list(role.vm_ids)}, DeployStep(service_id, role.name)))
-        if seen.get(STEP_SERVICE) != service.state_name:
-            seen[STEP_SERVICE] = service.state_name
-            state = _step_state(service.state_name)
-            at = follower.finish(STEP_SERVICE) if state is ProgressState.DONE else follower.done
-            note = service_state_note(service.state)
-            context.report(Progress(STEP_SERVICE, at, count,
-                           f"service {service_id} {service.state_name}" + (f": {note}" if note else ""), state,
-                           {"service_id": service_id, "state": service.state_name}, DeployStep(service_id)))
+        _report_changes(follower, service, seen, since)
         await _look_for_key(follower, service)
         if service.state_name == "RUNNING":
             break
         if service.failed or any(word in service.state_name for word in _FAILED_WORDS):
-            await follower.update_roles(service)
-            log = format_log(service)
-            roles = "; ".join(f"{r.name} {r.state_name}" for r in service.roles)
-            context.report(Progress(STEP_SERVICE, follower.done, count, f"service {service_id} {service.state_name}", ProgressState.FAILED,
-                           {"service_id": service_id, "state": service.state_name, "log": list(log)},
-                           DeployStep(service_id, log=log)))
-            raise DeploymentFailed(
-                f"Service {service_id} is {service.state_name}",
-                f"Roles: {roles}.\nService log:\n" + ("\n".join(log) or "(empty)")
-                + f"\nThe service was left as it is: inspect it (`oneflow show {service_id}`), then retry with "
-                  f"`oneflow recover {service_id}` or remove it with `{delete_command(service_id, service.state)}`.",
-                service_id, service.state_name, log)
+            raise await _failed(follower, service)
         now = monotonic()
         if now >= next_beat and now <= deadline:
             next_beat = now + heartbeat
@@ -337,6 +308,48 @@ async def follow_deployment(
                    {"service_id": service_id, "roles": {r.name: list(r.vm_ids) for r in record.roles}}))
     cancelled = await _wait_for_key(follower, key_timeout, poll_interval, heartbeat)
     return Deployed(service_id, follower.record, cancelled=cancelled)
+
+
+def _report_changes(follower: _Follower, service: Service, seen: dict[str, str], since: dict[str, float]) -> None:
+    """An event for each role, and for the service, whose state changed since the last look."""
+    context, count = follower.context, follower.total
+    for role in service.roles:
+        key = role_step(role.name)
+        message = _role_message(role)
+        if seen.get(key) != message:
+            seen[key] = message
+            since[key] = monotonic()
+            state = _step_state(role.state_name)
+            at = follower.finish(key) if state is ProgressState.DONE else follower.done
+            context.report(Progress(key, at, count, message, state,
+                                    {"service_id": service.id, "role": role.name, "state": role.state_name,
+                                     "vm_ids": list(role.vm_ids)}, DeployStep(service.id, role.name)))
+    if seen.get(STEP_SERVICE) != service.state_name:
+        seen[STEP_SERVICE] = service.state_name
+        state = _step_state(service.state_name)
+        at = follower.finish(STEP_SERVICE) if state is ProgressState.DONE else follower.done
+        note = service_state_note(service.state)
+        context.report(Progress(STEP_SERVICE, at, count,
+                                f"service {service.id} {service.state_name}" + (f": {note}" if note else ""), state,
+                                {"service_id": service.id, "state": service.state_name}, DeployStep(service.id)))
+
+
+async def _failed(follower: _Follower, service: Service) -> DeploymentFailed:
+    """The service ended failed: its roles recorded, an event with its log, the error to raise."""
+    service_id = service.id
+    await follower.update_roles(service)
+    log = format_log(service)
+    roles = "; ".join(f"{r.name} {r.state_name}" for r in service.roles)
+    follower.context.report(Progress(STEP_SERVICE, follower.done, follower.total,
+                                     f"service {service_id} {service.state_name}", ProgressState.FAILED,
+                                     {"service_id": service_id, "state": service.state_name, "log": list(log)},
+                                     DeployStep(service_id, log=log)))
+    return DeploymentFailed(
+        f"Service {service_id} is {service.state_name}",
+        f"Roles: {roles}.\nService log:\n" + ("\n".join(log) or "(empty)")
+        + f"\nThe service was left as it is: inspect it (`oneflow show {service_id}`), then retry with "
+          f"`oneflow recover {service_id}` or remove it with `{delete_command(service_id, service.state)}`.",
+        service_id, service.state_name, log)
 
 
 async def _wait_for_key(follower: _Follower, key_timeout: float, poll_interval: float,
