@@ -165,6 +165,17 @@ def test_a_malformed_number_is_a_malformed_answer_not_a_silent_zero(bad: str) ->
         parse.vm_summary(xml(f"<VM><ID>7</ID><MONITORING><CPU>{bad}</CPU></MONITORING></VM>"))
 
 
+def test_a_number_an_owner_wrote_in_a_template_is_unknown_when_it_is_not_one() -> None:
+    """SERVICE_ID in a VM's USER_TEMPLATE and a network's MTU are text any owner can update: a typo
+    there makes that value unknown, never the whole VM list or network list a malformed answer."""
+    vm = parse.vm_summary(xml("<VM><ID>7</ID><STATE>3</STATE><USER_TEMPLATE><SERVICE_ID>twelve</SERVICE_ID>"
+                              "<ROLE_NAME>manager</ROLE_NAME></USER_TEMPLATE></VM>"))
+    assert (vm.id, vm.service_id, vm.role_name) == (7, None, "manager")
+    net = parse.vnet(xml("<VNET><ID>3</ID><NAME>oam</NAME><TEMPLATE><MTU>big</MTU><GUEST_MTU>1450</GUEST_MTU>"
+                         "</TEMPLATE></VNET>"))
+    assert (net.id, net.mtu, net.guest_mtu) == (3, None, 1450)
+
+
 def test_missing_or_empty_numbers_still_read_as_their_defaults() -> None:
     vm = parse.vm_summary(xml("<VM><ID>7</ID><STATE></STATE><TEMPLATE><CPU>0.5</CPU><MEMORY>512.0</MEMORY></TEMPLATE>"
                               "<HISTORY_RECORDS><HISTORY><HID></HID></HISTORY></HISTORY_RECORDS></VM>"))

@@ -80,6 +80,16 @@ def _opt_int(text: str | None) -> int | None:
         raise _not_a_number(text) from None
 
 
+def _written_int(text: str | None) -> int | None:
+    """An integer an owner writes in a template (a VM's USER_TEMPLATE SERVICE_ID, a network's MTU):
+    None when missing or not an integer. The text is theirs, not the platform's answer, so a typo
+    there makes that one value unknown rather than the whole read a malformed answer."""
+    try:
+        return _opt_int(text)
+    except MalformedResponse:
+        return None
+
+
 def _float(text: str | None, default: float = 0.0) -> float:
     """A decimal element's text; `default` when missing or empty, `MalformedResponse` when it is
     not a finite number."""
@@ -242,7 +252,7 @@ def _service_role(user_template: Element | None) -> tuple[int | None, str]:
     if user_template is not None:
         for child in user_template.iterchildren("SERVICE_ID", "ROLE_NAME"):
             if child.tag == "SERVICE_ID":
-                service_id = _opt_int(child.text)
+                service_id = _written_int(child.text)
             else:
                 role = child.text or ""
     return service_id, role
@@ -500,8 +510,8 @@ def vnet(elem: Element) -> Vnet:
         vn_mad=values.get("VN_MAD", ""),
         phydev=values.get("PHYDEV", ""),
         vlan_id=values.get("VLAN_ID", ""),
-        mtu=_opt_int(template.get("MTU")),
-        guest_mtu=_opt_int(template.get("GUEST_MTU")),
+        mtu=_written_int(template.get("MTU")),
+        guest_mtu=_written_int(template.get("GUEST_MTU")),
         used_leases=_int(values.get("USED_LEASES")),
         address_ranges=tuple(_address_range(ar) for ar in ar_pool if ar.tag == "AR") if ar_pool is not None else (),
         template=template,
