@@ -163,16 +163,15 @@ async def test_enable_with_missing_variables_creates_nothing(cloud: SiteConnecti
 async def test_a_failed_enable_removes_what_it_created(cloud: SiteConnection, deployed: SimServer) -> None:
     """An appliance without a VM template cannot fill template_id: the enable fails after the
     download, and the image and the ACL rule it made are removed again (audit-logged)."""
-    import uuid
-
     from tests.market.conftest import register_community
     from tui.domain.components import ComponentDefinition, VariableSpec
     from tui.sim.catalog import _UUID_NAMESPACE
+    from tui.sim.uuids import uuid5_text
 
     register_community(deployed)  # its Debian 12 (arm64) record comes without a VM template
     path = await open_demo_site(cloud.settings)
     before, objects = path.read_bytes(), _objects(deployed)
-    record = str(uuid.uuid5(_UUID_NAMESPACE, "debian-12-arm"))
+    record = uuid5_text(_UUID_NAMESPACE, "debian-12-arm")
     imageless = ComponentDefinition("arm_vm", appliances=(f"{{marketplace_url}}/appliance/{record}",),
                                     site_variables=(VariableSpec("template_id", "VM template"), VariableSpec("image_id", "image")))
     operation = EnableComponent(path, password_of(cloud), imageless, poll_interval=POLL, cloud_user=USER)

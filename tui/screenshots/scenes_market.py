@@ -174,9 +174,16 @@ async def prepare_market_upgraded(ctx: SceneContext) -> None:
             await ctx.wait_for(closed, what="the confirmation closed")
     await ctx.wait_for(lambda: modal.site_ids is not None, timeout=60, what="core.yaml read")
     body, result = modal.query_one("#up-body"), modal.query_one("#up-result")
-    await ctx.pilot.pause()
-    result.scroll_visible(animate=False, top=True)  # as the dialog does once it is laid out (not always yet here)
-    await ctx.wait_for(lambda: body.scroll_y > 0 and body.scroll_y == body.scroll_target_y, what="the preview in sight")
+
+    def in_sight() -> bool:
+        if body.scroll_y > 0 and body.scroll_y == body.scroll_target_y:
+            return True
+        # as the dialog does once it is laid out; asked again until the layout has the result's place
+        # (a scroll asked before it has none does nothing, and the whole suite saw the wait time out)
+        result.scroll_visible(animate=False, top=True)
+        return False
+
+    await ctx.wait_for(in_sight, what="the preview in sight")
     await ctx.pilot.pause()
 
 
