@@ -1,6 +1,6 @@
 """Virtual machines: state tables, the list row (`VmSummary`) and the full record (`VmDetail`).
 
-The state tables are `tui.domain.vm_states`, shared with the embedded site (pyone's enums stop at
+The state tables are `tui.domain.one_states`, shared with the embedded site (pyone's enums stop at
 LCM state 68 and raise on newer codes). Short names are the platform CLI's (`onevm list`): `runn`, `pend`, `poff`, `unde`, ...
 Unknown codes never raise: they read `STATE_<n>` / `?<n>`.
 """
@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tui.domain.attributes import EMPTY_ATTRIBUTES, Attributes
+from tui.domain.one_states import LCM_STATES, VM_STATES, LcmState, VmState
 from tui.domain.permissions import Permissions
-from tui.domain.vm_states import LCM_STATES, VM_STATES, LcmState, VmState
 
 ACTIVE = VmState.ACTIVE
 

@@ -26,8 +26,8 @@ is the console's side of the same rule.
 
 from __future__ import annotations
 
+from tui.domain.one_states import LcmState, VmState
 from tui.domain.template_text import scalar
-from tui.domain.vm_states import LcmState, VmState
 from tui.sim.state import SimHost, SimSite, SimVm
 
 #: simulated seconds between RUNNING and the appliance's reports

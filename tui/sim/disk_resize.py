@@ -45,7 +45,7 @@ platform's monitoring, not the request, updates it).
 from __future__ import annotations
 
 from tui.domain.error_codes import ACTION
-from tui.domain.vm_states import LcmState
+from tui.domain.one_states import LcmState
 from tui.sim import lifecycle
 from tui.sim.rpc_errors import OneError
 from tui.sim.state import SimHistory, SimSite, SimVm

@@ -25,8 +25,8 @@ import re
 import time
 from typing import Any
 
+from tui.domain.one_states import FAILURE_LCM_STATES, LcmState, VmState
 from tui.domain.template_text import Template, Vector, first
-from tui.domain.vm_states import FAILURE_LCM_STATES, LcmState, VmState
 from tui.domain.vms import state_names
 from tui.sim import flow_templates
 from tui.sim.lifecycle import instantiate_vm_template, recover_vm, terminate_vm, vm_is_ready

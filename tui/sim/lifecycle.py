@@ -18,8 +18,8 @@ import time
 from typing import Callable
 
 from tui.domain.error_codes import ACTION, INTERNAL
+from tui.domain.one_states import FAILURE_LCM_STATES, LCM_STATES, VM_STATES, LcmState, VmState
 from tui.domain.template_text import Template, merge_template, scalar
-from tui.domain.vm_states import FAILURE_LCM_STATES, LCM_STATES, VM_STATES, LcmState, VmState
 from tui.sim import appliances
 from tui.sim.appliances import vm_is_ready
 from tui.sim.leases import release
@@ -33,7 +33,7 @@ __all__ = [
     "vm_action", "vm_is_ready",
 ]
 
-# states (the platform's codes: tui.domain.vm_states) ------------------------------------------
+# states (the platform's codes: tui.domain.one_states) ------------------------------------------
 INIT, PENDING, HOLD, ACTIVE = VmState.INIT, VmState.PENDING, VmState.HOLD, VmState.ACTIVE
 STOPPED, SUSPENDED, DONE = VmState.STOPPED, VmState.SUSPENDED, VmState.DONE
 POWEROFF, UNDEPLOYED = VmState.POWEROFF, VmState.UNDEPLOYED

@@ -74,8 +74,8 @@ from urllib.parse import parse_qs, urlsplit
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
+from tui.domain.one_states import FAILURE_LCM_STATES, LcmState, VmState
 from tui.domain.template_text import Template, first, scalar
-from tui.domain.vm_states import FAILURE_LCM_STATES, LcmState, VmState
 from tui.sim.appliances import DB_ERROR_ATTRIBUTE, role_of
 from tui.sim.flow_engine import input_values
 from tui.sim.state import HOLD_LIMIT_S, SimAddressRange, SimSite, SimVm, SimVnet

@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from tui.domain.one_states import LcmState, VmState
 from tui.domain.template_text import scalar
-from tui.domain.vm_states import LcmState, VmState
 from tui.sim.state import SimSite, SimVm
 
 PORT = 8172

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Iterator
 
 from tui.domain.error_codes import AUTHORIZATION, XML_RPC_API
-from tui.domain.vm_states import VmState
+from tui.domain.one_states import VmState
 from tui.sim.platform import system_config_for_everyone, vm_state_refusal
 from tui.sim.rpc_context import Call, WireEscaped, filter_pool, method
 from tui.sim.rpc_errors import OneError, no_exists

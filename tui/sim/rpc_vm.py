@@ -21,8 +21,8 @@ from __future__ import annotations
 from typing import Any
 
 from tui.domain.error_codes import ACTION, ALLOCATE, INTERNAL, XML_RPC_API
+from tui.domain.one_states import LcmState, VmState
 from tui.domain.template_text import Template
-from tui.domain.vm_states import LcmState, VmState
 from tui.sim import lifecycle
 from tui.sim.disk_resize import disk_resize, parse_size
 from tui.sim.platform import disk_resize_answers_vm_id, updateconf_has_append

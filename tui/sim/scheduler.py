@@ -12,8 +12,8 @@ from __future__ import annotations
 import fnmatch
 import re
 
+from tui.domain.one_states import VmState
 from tui.domain.template_text import first, scalar
-from tui.domain.vm_states import VmState
 from tui.sim.state import SimHost, SimSite, SimVm
 
 _TERM = re.compile(r"^\s*!?\s*([A-Za-z0-9_]+)\s*(!=|@>|=|>|<)\s*\"?([^\"]*)\"?\s*$")

@@ -31,9 +31,9 @@ from typing import Any, Callable
 from urllib.parse import urlsplit
 
 from tui.domain.market_export import child_name, exported_children, service_body
+from tui.domain.one_states import LcmState, VmState
 from tui.domain.template_text import Template, parse_template, scalar
 from tui.domain.versions import attribute_parts, parse_version
-from tui.domain.vm_states import LcmState, VmState
 from tui.sim import catalog, flow_engine, flow_templates
 from tui.sim.appliances import DB_ERROR_ATTRIBUTE
 from tui.sim.images import allocate_image

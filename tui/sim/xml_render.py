@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
+from tui.domain.one_states import LcmState, VmState
 from tui.domain.permissions import Permissions
 from tui.domain.template_text import Attr, Template
-from tui.domain.vm_states import LcmState, VmState
 from tui.sim.platform import version_key
 from tui.sim.state import SimHistory, SimSite, SimVm
 

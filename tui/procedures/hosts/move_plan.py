@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from tui.domain.cpu import HOST_PASSTHROUGH, HostCpu, HostVerdictKind, cpu_model_update_text, host_verdict
 from tui.domain.guest_ready import cannot_report_ready, ready_fix
 from tui.domain.hosts import Host
-from tui.domain.vm_states import VmState
+from tui.domain.one_states import VmState
 from tui.domain.vms import ACTIVE, RUNNING, VmDetail, VmSummary
 from tui.errors import AuthenticationFailed, SiteError
 from tui.procedures.hosts.cpu_inventory import DbVmRow, load_inventory, rank_targets

@@ -54,8 +54,8 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from tui.domain.cpu import cpu_model_update_text
+from tui.domain.one_states import LCM_STATES, LcmState
 from tui.domain.template_text import render_template
-from tui.domain.vm_states import LCM_STATES, LcmState
 from tui.domain.vms import ACTIVE, VmDetail
 from tui.errors import SiteError
 from tui.procedures.hosts.move_journal import MoveJournal, MoveOrigin

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, ClassVar, Mapping
 
 from tui.adapters.vault import VaultPassword
-from tui.domain.vm_states import VmState
+from tui.domain.one_states import VmState
 from tui.errors import SiteError
 from tui.procedures.operation import Confirmation, Operation, OperationCancelled, RunContext
 from tui.procedures.preview import Change, Preview

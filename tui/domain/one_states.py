@@ -1,6 +1,6 @@
-"""The platform's state codes of VMs: one vocabulary for the console and the embedded site.
+"""The platform's state codes: one vocabulary for the console and the embedded site.
 
-Codes and names are the platform's (`include/VirtualMachine.h` `enum VmState` and `enum LcmState`:
+VMs. Codes and names are the platform's (`include/VirtualMachine.h` `enum VmState` and `enum LcmState`:
 lines 53-145 at release-6.10.0, 54-146 at release-7.0.2, 55-147 at release-7.4.0, the same codes up to
 RESTORE = 71); the short names are the CLI's (`onevm list`: release-7.4.0
 `src/oca/ruby/opennebula/virtual_machine.rb` 153 `SHORT_VM_STATES`, 168 `SHORT_LCM_STATES`).
