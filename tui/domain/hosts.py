@@ -11,22 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tui.domain.attributes import EMPTY_ATTRIBUTES, Attributes
-
-#: HOST STATE code -> (name, CLI short name)
-HOST_STATES: dict[int, tuple[str, str]] = {
-    0: ("INIT", "init"),
-    1: ("MONITORING_MONITORED", "update"),
-    2: ("MONITORED", "on"),
-    3: ("ERROR", "err"),
-    4: ("DISABLED", "dsbl"),
-    5: ("MONITORING_ERROR", "retry"),
-    6: ("MONITORING_INIT", "init"),
-    7: ("MONITORING_DISABLED", "dsbl"),
-    8: ("OFFLINE", "off"),
-}
+from tui.domain.one_states import HOST_STATES, HostState
 
 #: states in which the scheduler may place VMs on the host
-USABLE_STATES = frozenset({1, 2})
+USABLE_STATES = frozenset({HostState.MONITORING_MONITORED, HostState.MONITORED})
 
 
 def host_state_names(state: int) -> tuple[str, str]:
@@ -55,17 +43,17 @@ def host_unavailable(host_id: int, state: int) -> HostUnavailable | None:
     name, _ = host_state_names(state)
     if state in USABLE_STATES:
         return None
-    if state in (4, 7):
+    if state in (HostState.DISABLED, HostState.MONITORING_DISABLED):
         return HostUnavailable("disabled", f"host state {name}: the scheduler places no VM on a disabled host",
                                f"`onehost enable {host_id}` makes it a target again")
-    if state == 8:
+    if state == HostState.OFFLINE:
         return HostUnavailable("offline", f"host state {name}: the host is neither monitored nor deployed to",
                                f"`onehost enable {host_id}` once the host is back")
-    if state in (3, 5):
+    if state in (HostState.ERROR, HostState.MONITORING_ERROR):
         return HostUnavailable("error", f"host state {name}: its monitoring failed, its facts may be stale",
                                f"`onehost show {host_id}` shows the error (ERROR_MESSAGE); fix the host, then "
                                f"`onehost sync {host_id} --force`")
-    if state in (0, 6):
+    if state in (HostState.INIT, HostState.MONITORING_INIT):
         return HostUnavailable("not monitored", f"host state {name}: not monitored yet, its CPU facts and capacity "
                                "are not known", f"wait for its first monitoring (`onehost show {host_id}`)")
     return HostUnavailable(name.lower(), f"host state {name} is not one the platform documents",

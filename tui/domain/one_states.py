@@ -115,3 +115,25 @@ LCM_STATES: dict[int, tuple[str, str]] = {int(s): (s.name, _LCM_SHORT[s]) for s 
 #: the LCM states a failed operation leaves a VM in (every `*_FAILURE` name; the old FAILURE = 14 is
 #: not one the platform still enters)
 FAILURE_LCM_STATES: frozenset[int] = frozenset(s for s in LcmState if s.name.endswith("_FAILURE"))
+
+
+# hosts ---------------------------------------------------------------------------------------
+class HostState(IntEnum):
+    """A host's STATE (`include/Host.h` `enum HostState`: line 48 at release-6.10.0, 49 at 7.0.2 and
+    7.4.0). The MONITORING_* codes (1, 5, 6, 7) are commented out there and still listed in
+    `share/doc/xsd/host.xsd` and the CLI's `HOST_STATES` (`src/oca/ruby/opennebula/host.rb` 37)."""
+    INIT = 0
+    MONITORING_MONITORED = 1
+    MONITORED = 2
+    ERROR = 3
+    DISABLED = 4
+    MONITORING_ERROR = 5
+    MONITORING_INIT = 6
+    MONITORING_DISABLED = 7
+    OFFLINE = 8
+
+
+#: the CLI's short names (`onehost list`: release-7.4.0 `src/oca/ruby/opennebula/host.rb` 40 `SHORT_HOST_STATES`)
+_HOST_SHORT = {0: "init", 1: "update", 2: "on", 3: "err", 4: "dsbl", 5: "retry", 6: "init", 7: "dsbl", 8: "off"}
+#: HOST STATE code -> (name, CLI short name)
+HOST_STATES: dict[int, tuple[str, str]] = {int(s): (s.name, _HOST_SHORT[s]) for s in HostState}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from tui.domain.one_states import HostState
 from tui.screenshots.scene import Scene, SceneContext
 from tui.sim.repos import SIM_VAULT_PASSWORD
 from tui.sim.scenarios import AUTOMATION_PASSWORD
@@ -26,8 +27,8 @@ def only_database_hosts(server: "SimServer | None") -> None:
         for host in site.hosts.values():
             facts = {k: v for k, v in host.template if isinstance(v, str)}
             features = {f.strip() for f in facts.get("KVM_CPU_FEATURES", "").split(",")}
-            if host.state == 2 and not {"sse4_2", "avx"} <= features:
-                host.state = 4
+            if host.state == HostState.MONITORED and not {"sse4_2", "avx"} <= features:
+                host.state = HostState.DISABLED
 
 
 async def download_newest_toolkit(site: Any) -> int:

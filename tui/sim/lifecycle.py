@@ -18,7 +18,7 @@ import time
 from typing import Callable
 
 from tui.domain.error_codes import ACTION, INTERNAL
-from tui.domain.one_states import FAILURE_LCM_STATES, LCM_STATES, VM_STATES, LcmState, VmState
+from tui.domain.one_states import FAILURE_LCM_STATES, LCM_STATES, VM_STATES, HostState, LcmState, VmState
 from tui.domain.template_text import Template, merge_template, scalar
 from tui.sim import appliances
 from tui.sim.appliances import vm_is_ready
@@ -315,7 +315,7 @@ def deploy_vm(site: SimSite, vm_id: int, host_id: int, enforce: bool = False, ds
         ds_id = min((ds.id for ds in site.datastores.values() if ds.type == 1), default=0)
     if vm.state not in (PENDING, HOLD, STOPPED, UNDEPLOYED):
         raise OneError(ACTION, f"Deploy action is not available for state {state_str(vm)}", vm_id)
-    if host.state == 8:
+    if host.state == HostState.OFFLINE:
         raise OneError(ACTION, "Host is offline, cannot use it to deploy VM", vm_id)
     if enforce:
         from tui.sim.xml_objects import host_usage

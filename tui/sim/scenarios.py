@@ -16,6 +16,7 @@ import secrets
 import threading
 import time
 
+from tui.domain.one_states import HostState
 from tui.domain.permissions import Permissions
 from tui.domain.template_text import Template
 from tui.sim.acl import add_rule, add_vdc_rules
@@ -44,41 +45,41 @@ AUTOMATION_PASSWORD = "demo-tkauto-password"
 ONEGATE_ENDPOINT = "http://10.11.28.1:5030"
 
 _X86_MODELS = "qemu64 kvm64 Nehalem Westmere SandyBridge IvyBridge Haswell-noTSX Broadwell-noTSX"
-_HOSTS: tuple[tuple[str, int, dict[str, str]], ...] = (
-    ("kvm-cascadelake-01", 2, {
+_HOSTS: tuple[tuple[str, HostState, dict[str, str]], ...] = (
+    ("kvm-cascadelake-01", HostState.MONITORED, {
         "ARCH": "x86_64", "MODELNAME": "Intel(R) Xeon(R) Gold 6230R CPU @ 2.10GHz", "CPUSPEED": "2100",
         "KVM_CPU_MODEL": "Cascadelake-Server-noTSX",
         "KVM_CPU_MODELS": f"{_X86_MODELS} Skylake-Server-noTSX Cascadelake-Server-noTSX",
         "KVM_CPU_FEATURES": "sse4_1,sse4_2,ssse3,popcnt,aes,pclmulqdq,avx,avx2,fma,bmi1,bmi2,avx512f,avx512cd,"
                             "avx512bw,avx512dq,avx512vl,avx512vnni",
     }),
-    ("kvm-broadwell-01", 2, {
+    ("kvm-broadwell-01", HostState.MONITORED, {
         "ARCH": "x86_64", "MODELNAME": "Intel(R) Xeon(R) CPU E5-2630 v4 @ 2.20GHz", "CPUSPEED": "2200",
         "KVM_CPU_MODEL": "Broadwell-noTSX", "KVM_CPU_MODELS": _X86_MODELS,
         "KVM_CPU_FEATURES": "sse4_1,sse4_2,ssse3,popcnt,aes,pclmulqdq,avx,avx2,fma,bmi1,bmi2",
     }),
-    ("kvm-westmere-01", 2, {
+    ("kvm-westmere-01", HostState.MONITORED, {
         "ARCH": "x86_64", "MODELNAME": "Intel(R) Xeon(R) CPU X5650 @ 2.67GHz", "CPUSPEED": "2670",
         "KVM_CPU_MODEL": "Westmere", "KVM_CPU_MODELS": "qemu64 kvm64 Nehalem Westmere",
         "KVM_CPU_FEATURES": "sse4_1,sse4_2,ssse3,popcnt,aes,pclmulqdq",
     }),
-    ("kvm-legacy-01", 2, {
+    ("kvm-legacy-01", HostState.MONITORED, {
         # an older monitoring probe: models reported, features not
         "ARCH": "x86_64", "MODELNAME": "Intel(R) Xeon(R) CPU E5-2670 0 @ 2.60GHz", "CPUSPEED": "2600",
         "KVM_CPU_MODEL": "SandyBridge", "KVM_CPU_MODELS": "qemu64 kvm64 Nehalem Westmere SandyBridge",
     }),
-    ("arm-ampere-01", 2, {
+    ("arm-ampere-01", HostState.MONITORED, {
         "ARCH": "aarch64", "MODELNAME": "Neoverse-N1", "CPUSPEED": "3000",
         "KVM_CPU_MODEL": "host", "KVM_CPU_MODELS": "cortex-a57 cortex-a72 max host",
         "KVM_CPU_FEATURES": "fp,asimd,evtstrm,aes,pmull,sha1,sha2,crc32,atomics,fphp,asimdhp,cpuid,asimdrdm,lrcpc,"
                             "dcpop,asimddp",
     }),
-    ("kvm-broadwell-02", 4, {
+    ("kvm-broadwell-02", HostState.DISABLED, {
         "ARCH": "x86_64", "MODELNAME": "Intel(R) Xeon(R) CPU E5-2630 v4 @ 2.20GHz", "CPUSPEED": "2200",
         "KVM_CPU_MODEL": "Broadwell-noTSX", "KVM_CPU_MODELS": _X86_MODELS,
         "KVM_CPU_FEATURES": "sse4_1,sse4_2,ssse3,popcnt,aes,pclmulqdq,avx,avx2,fma,bmi1,bmi2",
     }),
-    ("kvm-cascadelake-02", 8, {
+    ("kvm-cascadelake-02", HostState.OFFLINE, {
         "ARCH": "x86_64", "MODELNAME": "Intel(R) Xeon(R) Gold 6230R CPU @ 2.10GHz", "CPUSPEED": "2100",
         "KVM_CPU_MODEL": "Cascadelake-Server-noTSX",
         "KVM_CPU_MODELS": f"{_X86_MODELS} Skylake-Server-noTSX Cascadelake-Server-noTSX",
@@ -223,7 +224,7 @@ def seed_bulk_vms(site: SimSite, count: int) -> None:
     """`count` ordinary RUNNING VMs over the usable x86_64 hosts, leases from a /16 of their own."""
     if count <= 0:
         return
-    hosts = [h for h in site.hosts.values() if h.state == 2 and ("ARCH", "x86_64") in h.template]
+    hosts = [h for h in site.hosts.values() if h.state == HostState.MONITORED and ("ARCH", "x86_64") in h.template]
     image = site.images[0]
     bulk_id = site.next_id("vnet")
     ar = SimAddressRange(0, "10.200.0.1", mac_for_ip("10.200.0.1"), 65_000)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import fnmatch
 import re
 
-from tui.domain.one_states import VmState
+from tui.domain.one_states import HostState, VmState
 from tui.domain.template_text import first, scalar
 from tui.sim.state import SimHost, SimSite, SimVm
 
@@ -85,6 +85,6 @@ def candidates(site: SimSite, vm: SimVm) -> list[SimHost]:
             load[other.history[-1].host_id] = load.get(other.history[-1].host_id, 0) + 1
     hosts = [
         h for h in site.hosts.values()
-        if h.state == 2 and meets(h, requirements) and (not arch or scalar(h.template, "ARCH", "") == arch)
+        if h.state == HostState.MONITORED and meets(h, requirements) and (not arch or scalar(h.template, "ARCH", "") == arch)
     ]
     return sorted(hosts, key=lambda h: (load.get(h.id, 0), h.id))

@@ -51,7 +51,7 @@ class SimGroup:
 class SimHost:
     id: int
     name: str
-    state: int  # 2 MONITORED, 3 ERROR, 4 DISABLED, 8 OFFLINE
+    state: int  # tui.domain.one_states.HostState
     total_cpu: int  # percent, 100 per core
     total_mem: int  # KiB
     template: Template = field(default_factory=list)

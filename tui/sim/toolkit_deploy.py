@@ -31,7 +31,7 @@ from typing import Any, Callable
 from urllib.parse import urlsplit
 
 from tui.domain.market_export import child_name, exported_children, service_body
-from tui.domain.one_states import LcmState, VmState
+from tui.domain.one_states import HostState, LcmState, VmState
 from tui.domain.template_text import Template, parse_template, scalar
 from tui.domain.versions import attribute_parts, parse_version
 from tui.sim import catalog, flow_engine, flow_templates
@@ -210,7 +210,7 @@ def _host_without_avx(site: SimSite) -> SimHost | None:
     for host in sorted(site.hosts.values(), key=lambda h: h.id):
         reported = scalar(host.template, "KVM_CPU_FEATURES", "")
         features = {f.strip().lower() for f in reported.split(",")}
-        if host.state == 2 and scalar(host.template, "ARCH", "") == "x86_64" and reported and "avx" not in features:
+        if host.state == HostState.MONITORED and scalar(host.template, "ARCH", "") == "x86_64" and reported and "avx" not in features:
             return host
     return None
 

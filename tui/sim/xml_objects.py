@@ -11,6 +11,7 @@ import hashlib
 import json
 from typing import Any, Iterable
 
+from tui.domain.one_states import HostState
 from tui.sim.acl import acl_string, rules_in_dump_order
 from tui.sim.leases import ip_at, mac_at, used_leases
 from tui.sim.platform import version_key
@@ -80,7 +81,7 @@ def render_host(site: SimSite, host: SimHost, usage: tuple[list[int], int, int] 
     )
     total_disk = sum(ds.total_mb for ds in system_ds)
     free_disk = sum(ds.free_mb for ds in system_ds)
-    monitored = host.state in (1, 2) and not pool
+    monitored = host.state in (HostState.MONITORING_MONITORED, HostState.MONITORED) and not pool
     free_cpu = max(host.total_cpu - cpu_usage // 2, 0) if monitored else 0
     used_mem_real = mem_usage * 6 // 10
     monitoring = (
