@@ -17,10 +17,12 @@
   6.10.0-6.10.2, the trailing slash added to every ENDPOINT that lacks it (`onemarket update`).
 
 Each part is skipped when the site already has it (a group or user of that name, the admin, the
-rule), so a re-run after a kill finishes the rest and never creates a second one. Each event
-that made something carries a `Made` outcome.
+rule), so a re-run after a kill finishes the rest and never creates a second one. Both procedures
+report to the run's `RunContext` and return `IdentityDone`; what they made (a `Made` each, with the
+IDs) goes to the run's `IdentityLedger` as it is made, so a run that fails still names it.
 
-`CreateCloudUser` and `RegisterMarketplace` are the two as operations (`tui.procedures.operation`):
+`CreateCloudUser` and `RegisterMarketplace` are the two as operations (`tui.procedures.operation`),
+whose `execute` calls them:
 the read-only refusal, the preview with the equivalent `onegroup`/`oneuser`/`oneacl`/`onemarket`
 commands, the confirmation and the audit come from the one pipeline, in the setup run, the
 console's checklist and anywhere else they are offered: a run's one record
@@ -30,7 +32,7 @@ console's checklist and anywhere else they are offered: a run's one record
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, AsyncIterator, ClassVar, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 from urllib.parse import urlsplit
 
 from tui.domain.acls import ACL_ALL, ACL_GID, ACL_RESOURCES, ACL_RIGHTS
@@ -141,49 +143,54 @@ async def _read(site: "SiteConnection"):  # type: ignore[no-untyped-def]
     return await gather(site.cloud.list_users(), site.cloud.list_groups(), site.cloud.acl_list())
 
 
-async def create_cloud_user(site: "SiteConnection", plan: CloudUserPlan, password: str) -> AsyncIterator[Progress]:
-    """Create what the plan lacks, in order (group, user, admin, rule), reading the site again first."""
+async def create_cloud_user(site: "SiteConnection", plan: CloudUserPlan, password: str, context: RunContext,
+                            ledger: "IdentityLedger | None" = None) -> "IdentityDone":
+    """Create what the plan lacks, in order (group, user, admin, rule), reading the site again first;
+    each step reported to `context`, what it made kept in `ledger` as it goes."""
     if not password:
         raise SiteError("No password for the cloud user", "Give app_automation_cloud_password in the input file.")
     REDACTOR.register(password)
+    run = _Run(context, f"cloud user {plan.user_name}", ledger if ledger is not None else IdentityLedger())
     plan = await plan_cloud_user(site, plan.user_name, plan.group_name)  # what another operator did meanwhile
-    step, total = f"cloud user {plan.user_name}", 4
+    step, total = run.what, 4
     gid = plan.group_id
     if gid is None:
         gid = await site.cloud.group_allocate(plan.group_name)
-        yield Progress(step, 1, total, f"group {plan.group_name} created (ID {gid})", ProgressState.RUNNING,
-                       outcome=Made("group", plan.group_name, (("group_id", gid),)))
+        run.report(Progress(step, 1, total, f"group {plan.group_name} created (ID {gid})", ProgressState.RUNNING),
+                   Made("group", plan.group_name, (("group_id", gid),)))
     else:
-        yield Progress(step, 1, total, f"group {plan.group_name} exists (ID {gid})", ProgressState.SKIPPED)
+        run.report(Progress(step, 1, total, f"group {plan.group_name} exists (ID {gid})", ProgressState.SKIPPED))
     uid = plan.user_id
     if uid is None:
         uid = await site.cloud.user_allocate(plan.user_name, password, "core", (gid,))
-        yield Progress(step, 2, total, f"user {plan.user_name} created (ID {uid}) in {plan.group_name}", ProgressState.RUNNING,
-                       outcome=Made("user", plan.user_name, (("user_id", uid), ("group_id", gid))))
+        run.report(Progress(step, 2, total, f"user {plan.user_name} created (ID {uid}) in {plan.group_name}",
+                            ProgressState.RUNNING), Made("user", plan.user_name, (("user_id", uid), ("group_id", gid))))
     else:
-        yield Progress(step, 2, total, f"user {plan.user_name} exists (ID {uid})", ProgressState.SKIPPED)
+        run.report(Progress(step, 2, total, f"user {plan.user_name} exists (ID {uid})", ProgressState.SKIPPED))
     user_groups = plan.user_group_ids if plan.user_id is not None else (gid,)
     if plan.is_admin:
-        yield Progress(step, 3, total, f"{plan.user_name} administers {plan.group_name} already", ProgressState.SKIPPED)
+        run.report(Progress(step, 3, total, f"{plan.user_name} administers {plan.group_name} already", ProgressState.SKIPPED))
     elif gid in user_groups:
         await site.cloud.group_addadmin(gid, uid)
-        yield Progress(step, 3, total, f"{plan.user_name} administers {plan.group_name}", ProgressState.RUNNING,
-                       outcome=Made("group admin", plan.group_name, (("group_id", gid), ("user_id", uid))))
+        run.report(Progress(step, 3, total, f"{plan.user_name} administers {plan.group_name}", ProgressState.RUNNING),
+                   Made("group admin", plan.group_name, (("group_id", gid), ("user_id", uid))))
     else:
-        yield Progress(step, 3, total, f"{plan.user_name} is not in {plan.group_name}: not made its admin", ProgressState.SKIPPED)
+        run.report(Progress(step, 3, total, f"{plan.user_name} is not in {plan.group_name}: not made its admin",
+                            ProgressState.SKIPPED))
     rule = group_rule(gid)
     if plan.rule_exists:
-        yield Progress(step, total, total, f"rule {rule} exists", ProgressState.SKIPPED)
-        return
+        run.report(Progress(step, total, total, f"rule {rule} exists", ProgressState.SKIPPED))
+        return run.done()
     try:
         rule_id = await site.cloud.acl_add(rule)
     except SiteError as error:
         if _DUPLICATE in error.detail or _DUPLICATE in error.title:
-            yield Progress(step, total, total, f"rule {rule} exists", ProgressState.SKIPPED)
-            return
+            run.report(Progress(step, total, total, f"rule {rule} exists", ProgressState.SKIPPED))
+            return run.done()
         raise
-    yield Progress(step, total, total, f"rule {rule_id}: {rule}", ProgressState.DONE,
-                   outcome=Made("ACL rule", rule, (("rule_id", rule_id), ("group_id", gid))))
+    run.report(Progress(step, total, total, f"rule {rule_id}: {rule}", ProgressState.DONE),
+               Made("ACL rule", rule, (("rule_id", rule_id), ("group_id", gid))))
+    return run.done()
 
 
 # -- marketplaces ---------------------------------------------------------------------------------
@@ -268,27 +275,32 @@ async def _shared_names(site: "SiteConnection", url: str) -> tuple[str, ...]:
             "other marketplace's builds of them cannot be downloaded while both list them.",)
 
 
-async def register_marketplace(site: "SiteConnection", plan: MarketplacePlan) -> AsyncIterator[Progress]:
+async def register_marketplace(site: "SiteConnection", plan: MarketplacePlan, context: RunContext,
+                               ledger: "IdentityLedger | None" = None) -> "IdentityDone":
+    """Mend the ENDPOINTs that lack the slash, then register (or enable) the marketplace, reading the
+    site again first; each step reported to `context`, what it made kept in `ledger` as it goes."""
+    run = _Run(context, f"marketplace {plan.url}", ledger if ledger is not None else IdentityLedger())
     plan = await plan_marketplace(site, plan.url)
-    step = f"marketplace {plan.url}"
+    step = run.what
     total = len(plan.mend) + 1
     for n, (market_id, endpoint) in enumerate(plan.mend, start=1):
         await site.cloud.market_update(market_id, f'ENDPOINT = "{endpoint}/"\n', True)
-        yield Progress(f"marketplace {market_id}", n, total, f"ENDPOINT of marketplace {market_id} is now {endpoint}/; "
-                       "the cloud rebuilds its apps at its next marketplace monitoring", ProgressState.DONE,
-                       outcome=Made("marketplace ENDPOINT", f"{endpoint}/", (("market_id", market_id),)))
+        run.report(Progress(f"marketplace {market_id}", n, total, f"ENDPOINT of marketplace {market_id} is now {endpoint}/; "
+                            "the cloud rebuilds its apps at its next marketplace monitoring", ProgressState.DONE),
+                   Made("marketplace ENDPOINT", f"{endpoint}/", (("market_id", market_id),)))
     if plan.existing is not None:
-        yield Progress(step, total, total, f"registered already as marketplace {plan.existing}", ProgressState.SKIPPED)
-        return
+        run.report(Progress(step, total, total, f"registered already as marketplace {plan.existing}", ProgressState.SKIPPED))
+        return run.done()
     if plan.disabled is not None:
         await site.cloud.market_enable(plan.disabled, True)
-        yield Progress(step, total, total, f"enabled marketplace {plan.disabled}; the cloud imports its apps at once",
-                       ProgressState.DONE, outcome=Made("marketplace enabled", plan.url, (("market_id", plan.disabled),)))
-        return
+        run.report(Progress(step, total, total, f"enabled marketplace {plan.disabled}; the cloud imports its apps at once",
+                            ProgressState.DONE), Made("marketplace enabled", plan.url, (("market_id", plan.disabled),)))
+        return run.done()
     market_id = await site.cloud.market_allocate(plan.template())
-    yield Progress(step, total, total, f"registered as marketplace {market_id} {plan.name!r}; the platform lists its "
-                   "apps once it has monitored it", ProgressState.DONE,
-                   outcome=Made("marketplace", plan.name, (("market_id", market_id),)))
+    run.report(Progress(step, total, total, f"registered as marketplace {market_id} {plan.name!r}; the platform lists "
+                        "its apps once it has monitored it", ProgressState.DONE),
+               Made("marketplace", plan.name, (("market_id", market_id),)))
+    return run.done()
 
 
 # -- as operations --------------------------------------------------------------------------------
@@ -308,18 +320,34 @@ class IdentityDone:
         return {"what": self.what, "changed": self.changed, "messages": list(self.messages)}
 
 
-async def _report(events: AsyncIterator[Progress], context: RunContext, what: str) -> IdentityDone:
-    messages: list[str] = []
-    changed = False
-    async for event in events:
-        context.report(event)
-        messages.append(event.message)
-        changed = changed or event.state is not ProgressState.SKIPPED
-    return IdentityDone(what, changed, tuple(messages), _made(context))
+@dataclass
+class IdentityLedger:
+    """The run's typed record (`RunContext.keep`): what it made so far, so a run that fails or is
+    stopped still names it (the operations' `audit_failure`)."""
+
+    made: list[Made] = field(default_factory=list)
 
 
-def _made(context: RunContext) -> tuple[Made, ...]:
-    return tuple(event.outcome for event in context.events if isinstance(event.outcome, Made))
+@dataclass
+class _Run:
+    """One identity run's reporting: each event to the context, its messages, and what it made to
+    the ledger."""
+
+    context: RunContext
+    what: str
+    ledger: IdentityLedger
+    messages: list[str] = field(default_factory=list)
+    changed: bool = False
+
+    def report(self, event: Progress, made: Made | None = None) -> None:
+        if made is not None:
+            self.ledger.made.append(made)
+        self.context.report(event)
+        self.messages.append(event.message)
+        self.changed = self.changed or event.state is not ProgressState.SKIPPED
+
+    def done(self) -> IdentityDone:
+        return IdentityDone(self.what, self.changed, tuple(self.messages), tuple(self.ledger.made))
 
 
 def _made_details(made: tuple[Made, ...]) -> Mapping[str, Any] | None:
@@ -359,14 +387,15 @@ class CreateCloudUser(Operation[CloudUserPlan, IdentityDone]):
                 "is_admin": plan.is_admin, "rule_exists": plan.rule_exists, "complete": plan.complete}
 
     async def execute(self, site: "SiteConnection", plan: CloudUserPlan, context: RunContext) -> IdentityDone:
-        return await _report(create_cloud_user(site, plan, self.password), context, f"cloud user {plan.user_name}")
+        return await create_cloud_user(site, plan, self.password, context, context.keep(IdentityLedger()))
 
     def audit_details(self, plan: CloudUserPlan, result: IdentityDone) -> Mapping[str, Any] | None:
         details = _made_details(result.made)
         return {"group": plan.group_name, **details} if details is not None else None
 
     def audit_failure(self, plan: CloudUserPlan, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
-        return {"group": plan.group_name, "made": [m.as_json() for m in _made(context)]}
+        ledger = context.kept(IdentityLedger) or IdentityLedger()
+        return {"group": plan.group_name, "made": [m.as_json() for m in ledger.made]}
 
 
 @dataclass(frozen=True)
@@ -402,7 +431,7 @@ class RegisterMarketplace(Operation[MarketplacePlan, IdentityDone]):
                 "endpoint_without_slash": [{"marketplace_id": i, "endpoint": e} for i, e in plan.mend]}
 
     async def execute(self, site: "SiteConnection", plan: MarketplacePlan, context: RunContext) -> IdentityDone:
-        return await _report(register_marketplace(site, plan), context, f"marketplace {plan.url}")
+        return await register_marketplace(site, plan, context, context.keep(IdentityLedger()))
 
     def audit_details(self, plan: MarketplacePlan, result: IdentityDone) -> Mapping[str, Any] | None:
         return _made_details(result.made)
