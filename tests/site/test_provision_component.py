@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.procedure_run import collect as collect_run
 from tests.procedure_run import run_procedure
 from tests.site.conftest import collect, open_demo_site
 from tui.adapters.cloud import CloudClient
@@ -17,8 +18,8 @@ from tui.adapters.vault import VaultPassword, read_vault_file
 from tui.domain.components import ComponentDefinition, ComponentLibrary, VariableSpec
 from tui.domain.site_config import SiteConfig
 from tui.errors import SiteError
-from tui.procedures.components.enable_operation import EnableComponent
-from tui.procedures.components.provision import ComponentProvisioner, offer_component, plan_provision, provision_component
+from tui.procedures.components.enable_operation import EnableComponent, offer_component
+from tui.procedures.components.provision import ComponentProvisioner, plan_provision, provision_component
 from tui.procedures.connection import SiteConnection
 from tui.procedures.market.download import download_appliance, find_market_app, plan_download
 from tui.procedures.market.marketplaces import load_catalog
@@ -135,7 +136,7 @@ async def test_enable_tn_bastion_end_to_end(cloud: SiteConnection, deployed: Sim
     again = await plan_provision(cloud, bastion, cloud_user=USER)
     assert again.is_noop and again.preview().is_noop
     rules_before = rule_strings(deployed)
-    events = await collect(offer_component(cloud, path, password, bastion, poll_interval=POLL, cloud_user=USER))
+    events = await collect_run(partial(offer_component, cloud, path, password, bastion, poll_interval=POLL, cloud_user=USER))
     assert events[-1].state == "skipped"
     assert rule_strings(deployed) == rules_before
     assert [e.state for e in events if e.step.startswith("grant ")] == ["skipped", "skipped"]
@@ -155,7 +156,7 @@ async def test_an_existing_rule_counts_as_granted(cloud: SiteConnection, deploye
     assert image_grant.needed and image_grant.cli == f"oneacl create '#2 IMAGE/#{image_grant.object.id} USE'"
     # another console adds the same rule between the preview and the run
     await cloud.cloud.acl_add(image_grant.rule)
-    events = await collect(provision_component(cloud, plan, poll_interval=POLL))
+    events = await collect_run(partial(provision_component, cloud, plan, poll_interval=POLL))
     grants = {e.step: e for e in events if e.step.startswith("grant ")}
     assert grants[f"grant {image_grant.object.label}"].state == "skipped"
     assert "exists already" in grants[f"grant {image_grant.object.label}"].message
@@ -170,7 +171,8 @@ async def test_wrong_password_stops_before_the_cloud_changes(cloud: SiteConnecti
     before = path.read_bytes()
     images, rules = set(deployed.site.images), rule_strings(deployed)
     with pytest.raises(SiteError) as error:
-        await collect(offer_component(cloud, path, VaultPassword.from_text("not the password"), bastion, poll_interval=POLL, cloud_user=USER))
+        await collect_run(partial(offer_component, cloud, path, VaultPassword.from_text("not the password"), bastion, poll_interval=POLL,
+                                  cloud_user=USER))
     assert error.value.title == "Wrong vault password"
     assert set(deployed.site.images) == images and rule_strings(deployed) == rules and path.read_bytes() == before
 
@@ -193,7 +195,7 @@ async def test_failed_download_grants_nothing_and_writes_nothing(cloud: SiteConn
     before = path.read_bytes()
     images, rules = set(deployed.site.images), rule_strings(deployed)
     with pytest.raises(SiteError) as error:
-        await collect(offer_component(cloud, path, password, broken, poll_interval=POLL, cloud_user=USER))
+        await collect_run(partial(offer_component, cloud, path, password, broken, poll_interval=POLL, cloud_user=USER))
     assert "ERROR" in error.value.title and "Rolled back" in error.value.detail
     assert set(deployed.site.images) == images and rule_strings(deployed) == rules and path.read_bytes() == before
 
@@ -204,7 +206,7 @@ async def test_provisioner_plugs_into_enable_component(cloud: SiteConnection, tm
     ran = (await library(cloud)).get("ran_sim")
     assert ran is not None
     seen: list[str] = []
-    provisioner = ComponentProvisioner(cloud, USER, poll_interval=POLL, on_progress=lambda e: seen.append(e.step))
+    provisioner = ComponentProvisioner(cloud, RunContext(lambda e: seen.append(e.step)), USER, poll_interval=POLL)
     events = await collect(enable_component(path, password, ran, provision_appliances=provisioner, audit=cloud.audit))
     assert events[-1].state == "done" and set(provisioner.learned) == {"template_id", "image_id"}
     assert any(step.startswith("grant image ") for step in seen)

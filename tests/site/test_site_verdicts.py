@@ -4,17 +4,19 @@ not the component's appliance, template placeholders, confirmations that are rec
 from __future__ import annotations
 
 import json
+from functools import partial
 
 import pytest
 
-from tests.site.conftest import collect, open_demo_site
+from tests.procedure_run import collect
+from tests.site.conftest import open_demo_site
 from tests.site.test_provision_component import POLL, library, password_of
 from tui.domain.severity import Severity
 from tui.domain.site_checks import check_placeholders, check_site_config
 from tui.domain.site_config import SiteConfig
 from tui.errors import SiteError
-from tui.procedures.components.enable_operation import EnableComponent, EnableReview
-from tui.procedures.components.provision import offer_component, plan_provision
+from tui.procedures.components.enable_operation import EnableComponent, EnableReview, offer_component
+from tui.procedures.components.provision import plan_provision
 from tui.procedures.connection import SiteConnection
 from tui.procedures.operation import RunContext, run_operation
 from tui.procedures.preview import Preview
@@ -64,7 +66,8 @@ async def test_the_downloaded_appliance_passes(cloud: SiteConnection, deployed: 
     path = await open_demo_site(cloud.settings)
     password = password_of(cloud)
     definitions = (await library(cloud)).as_mapping()
-    events = await collect(offer_component(cloud, path, password, definitions["tn_bastion"], poll_interval=POLL, cloud_user=USER))
+    events = await collect(partial(offer_component, cloud, path, password, definitions["tn_bastion"], poll_interval=POLL,
+                                  cloud_user=USER))
     assert events[-1].state == "done"
     config = (await load_site_config(path, password, cloud.naming)).config
     facts = await gather_cloud_facts(cloud, config, definitions)
@@ -153,7 +156,7 @@ async def test_enable_with_missing_variables_creates_nothing(cloud: SiteConnecti
         VariableSpec("middleware_ip", "address of the load-test middleware"), VariableSpec("template_id", "VM template"),
         VariableSpec("image_id", "image")))
     with pytest.raises(SiteError) as error:
-        await collect(offer_component(cloud, path, password_of(cloud), agent, poll_interval=POLL, cloud_user=USER))
+        await collect(partial(offer_component, cloud, path, password_of(cloud), agent, poll_interval=POLL, cloud_user=USER))
     assert error.value.title == "load_agent: site variables missing"
     assert "middleware_ip (address of the load-test middleware)" in error.value.detail
     assert "template_id" not in error.value.detail and "Nothing was downloaded or granted" in error.value.detail

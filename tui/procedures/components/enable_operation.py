@@ -6,41 +6,47 @@ downloads or reuse, ACL grants), the early check that every site variable the ap
 give is there (unless `allow_incomplete`), and the site-variable changes; without the cloud only
 the site-variable changes (the appliances' IDs are given as site variables). The preview lists
 the downloads with `onemarketapp export`, the rules with `oneacl create` and the core.yaml edits
-with `ansible-vault edit`. It runs `offer_component` (provision, list, re-encrypt; what it created
-is removed again when a later step fails) or `enable_component` without the cloud, and returns
-`ComponentEnabled` with the values learned from the appliances.
+with `ansible-vault edit`. It runs `offer_component(site, path, password, definition, context)`
+(provision, list, re-encrypt; what it created is removed again when a later step fails), which
+reports to the run's context and returns `ComponentEnabled` with the values learned from the
+appliances, or `enable_component` without the cloud.
 
 The run's one audit record (`site.enable_component`, written by `run_operation`) holds the values
 written, the component's appliances and the ACL rules added; a run that fails holds the rules added
-and what the rollback removed (or could not).
+and what the rollback removed (or could not), from the run's `ProvisionLedger`
+(`context.keep`/`context.kept`), kept as the run goes.
 """
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Mapping
+from typing import TYPE_CHECKING, Any, AsyncIterator, ClassVar, Mapping
 
 from tui.domain.components import ComponentDefinition
+from tui.domain.site_fill import appliance_leaves
 from tui.errors import SiteError
 from tui.procedures.components.provision import (
     GRANT_POLICY,
-    Provisioned,
+    ComponentProvisioner,
+    ProvisionLedger,
     ProvisionPlan,
     RuleGranted,
-    Undone,
-    offer_component,
     plan_provision,
+    undo_on_failure,
 )
 from tui.procedures.market.download import DEFAULT_POLL_INTERVAL, DEFAULT_STEP_TIMEOUT
 from tui.procedures.operation import Confirmation, Operation, RunContext
 from tui.procedures.preview import Preview
+from tui.procedures.progress import Progress
 from tui.procedures.site.config import (
     ConfigWritten,
     VaultPassword,
     check_enable_inputs,
     enable_component,
     enable_details,
+    load_site_config,
     preview_enable_component,
     write_failure_details,
 )
@@ -147,25 +153,13 @@ class EnableComponent(Operation[EnableReview, ComponentEnabled]):
 
     async def execute(self, site: "SiteConnection", plan: EnableReview, context: RunContext) -> ComponentEnabled:
         if plan.provision is not None:
-            events = offer_component(site, self.path, self.password, self.definition, self.values, plan=plan.provision,
-                                     allow_incomplete=self.allow_incomplete, poll_interval=max(0.01, self.poll_interval),
-                                     step_timeout=self.step_timeout, cancel=context.cancel)
-        else:
-            events = enable_component(self.path, self.password, self.definition, self.values, naming=site.naming,
-                                      allow_incomplete=self.allow_incomplete)
-        written: Mapping[str, Any] = {}
-        changed = False
-        learned: dict[str, Any] = {}
-        granted: list[RuleGranted] = []
-        async for event in events:
-            if isinstance(event.outcome, RuleGranted) and event.outcome.rule_id is not None:
-                granted.append(event.outcome)
-            elif isinstance(event.outcome, Provisioned):
-                learned = dict(event.outcome.values)
-            elif isinstance(event.outcome, ConfigWritten):
-                changed, written = event.outcome.changed, event.outcome.values
-            context.report(event)
-        return ComponentEnabled(self.definition.name, self.path, changed, learned, written, tuple(granted))
+            return await offer_component(site, self.path, self.password, self.definition, context, self.values,
+                                         plan=plan.provision, allow_incomplete=self.allow_incomplete,
+                                         poll_interval=max(0.01, self.poll_interval), step_timeout=self.step_timeout,
+                                         ledger=context.keep(ProvisionLedger()))
+        written = await _listed(enable_component(self.path, self.password, self.definition, self.values,
+                                                 naming=site.naming, allow_incomplete=self.allow_incomplete), context)
+        return _enabled(self.definition, self.path, written, {}, ProvisionLedger())
 
     def audit_details(self, plan: EnableReview, result: ComponentEnabled) -> Mapping[str, Any] | None:
         if not (result.changed or result.granted):
@@ -174,17 +168,71 @@ class EnableComponent(Operation[EnableReview, ComponentEnabled]):
         return {**details, "grants": [g.as_json() for g in result.granted]} if result.granted else details
 
     def audit_failure(self, plan: EnableReview, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
-        outcomes = [event.outcome for event in context.events]
-        undone = [u for u in outcomes if isinstance(u, Undone)]
-        details: dict[str, Any] = {
-            **write_failure_details(self.path, context.events), "component": self.definition.name,
-            "grants": [g.as_json() for g in outcomes if isinstance(g, RuleGranted) and g.rule_id is not None],
-            "undone": [u.target for u in undone if not u.error]}
-        if undone:
-            details["undo_reason"] = undone[0].reason
-        if any(u.error for u in undone):
-            details["not_undone"] = [f"{u.target}: {u.error}" for u in undone if u.error]
-        return details
+        ledger = context.kept(ProvisionLedger) or ProvisionLedger()
+        return {**write_failure_details(self.path, context.events), "component": self.definition.name,
+                **ledger.failure_details()}
 
     def audit_target(self, plan: EnableReview, result: ComponentEnabled) -> str:
         return self.definition.name
+
+
+async def offer_component(
+    site: "SiteConnection",
+    path: Path,
+    password: VaultPassword,
+    definition: ComponentDefinition,
+    context: RunContext,
+    values: Mapping[str, Any] | None = None,
+    *,
+    plan: ProvisionPlan | None = None,
+    cloud_user: str | None = None,
+    datastore_id: int | None = None,
+    allow_incomplete: bool = False,
+    step_timeout: float = DEFAULT_STEP_TIMEOUT,
+    poll_interval: float = DEFAULT_POLL_INTERVAL,
+    ledger: ProvisionLedger | None = None,
+) -> ComponentEnabled:
+    """Provision the component and list it in core.yaml with its site variables, reporting to
+    `context`; what it creates is kept in `ledger` and removed again when a later step fails (or
+    the run is stopped), the error then saying what was removed.
+
+    It records nothing: the `EnableComponent` operation writes the run's one audit record
+    (`site.enable_component`, with the grants; a failed run's record lists what was undone).
+
+    Operator-given `values` win over what the appliances say. core.yaml is decrypted first, so a
+    wrong password or an unreadable file stops everything before the cloud changes.
+    """
+    await load_site_config(Path(path), password, site.naming)
+    ledger = ledger if ledger is not None else ProvisionLedger()
+    provisioner = ComponentProvisioner(site, context, cloud_user, datastore_id, plan, step_timeout, poll_interval, ledger)
+    try:
+        written = await _listed(enable_component(
+            Path(path), password, definition, values, naming=site.naming,
+            provision_appliances=provisioner if definition.appliances else None,
+            from_appliance=plan.fills() if plan is not None else appliance_leaves(definition),
+            allow_incomplete=allow_incomplete,
+        ), context)
+    except SiteError as error:
+        raise await undo_on_failure(site, ledger, definition, error, context) from None
+    except BaseException:  # a stopped run (its task cancelled) removes what it created too
+        with contextlib.suppress(BaseException):
+            await undo_on_failure(site, ledger, definition, SiteError("Enable interrupted"), context)
+        raise
+    return _enabled(definition, Path(path), written, provisioner.learned, ledger)
+
+
+async def _listed(events: AsyncIterator[Progress], context: RunContext) -> ConfigWritten | None:
+    """`site.config.enable_component`'s events reported to `context`; its write's outcome."""
+    written: ConfigWritten | None = None
+    async for event in events:
+        if isinstance(event.outcome, ConfigWritten):
+            written = event.outcome
+        context.report(event)
+    return written
+
+
+def _enabled(definition: ComponentDefinition, path: Path, written: ConfigWritten | None, learned: Mapping[str, Any],
+             ledger: ProvisionLedger) -> ComponentEnabled:
+    changed = written is not None and written.changed
+    return ComponentEnabled(definition.name, path, changed, dict(learned), written.values if written is not None else {},
+                            tuple(ledger.granted))

@@ -9,28 +9,26 @@ automation cloud user allowed to use their images, VM templates and service temp
   cloud-username input of the toolkit's input file, given by the caller; never guessed.
   `ProvisionPlan.preview()` lists every change with the equivalent platform commands
   (`onemarketapp export`, `oneimage update --append`, `oneacl create`).
-- `provision_component(site, plan)`: runs it. Downloads go through `download_appliance`
-  (progress, rollback on failure, attributes attached); each grant is one ACL rule
+- `provision_component(site, plan, context)`: runs it, reporting to the run's `RunContext`, and
+  returns `Provisioned` (the component's learned site-variable values, the appliances, the grants).
+  Downloads go through `download_appliance` with the same context (its steps named after the
+  appliance; progress, rollback on failure, attributes attached); each grant is one ACL rule
   (`domain.object_grants` says why rules and not chgrp/chmod). An object the user can already use
   is left alone, and a rule the platform reports as existing counts as granted, so re-runs are
-  idempotent. Events carry typed outcomes: the download's `DownloadResult`, each grant's
-  `RuleGranted`, and last `Provisioned` with the component's learned site-variable values.
+  idempotent. What it creates (downloaded objects, reused ones excluded, and new rules) goes to the
+  run's `ProvisionLedger` as it is made; `undo_provision` removes it again (each deletion kept in the
+  ledger too), which `EnableComponent`'s failure record reads.
 - `ComponentProvisioner`: the `ApplianceProvisioner` of `site_config.enable_component`.
-- `offer_component(...)`: the whole operation as one stream of events: decrypt core.yaml (a wrong
-  password stops before anything changes), provision, list the component with its variables,
-  re-encrypt. Submitting stays a separate, confirmed step (`site_repo.submit_site`).
+- `EnableComponent` and its procedure `offer_component` (decrypt, provision, list, re-encrypt) are
+  in `components/enable_operation.py`. Submitting stays a separate, confirmed step.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from dataclasses import dataclass, field, replace
 from functools import partial
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from tui.adapters.vault import VaultPassword
 from tui.domain.appliances import ApplianceRecord
 from tui.domain.components import ComponentDefinition
 from tui.domain.documents import SERVICE_TEMPLATE_DOCUMENT
@@ -53,10 +51,9 @@ from tui.procedures.market.download import (
     plan_download,
 )
 from tui.procedures.market.marketplaces import AmbiguousAppliance, load_catalog
-from tui.procedures.operation_stream import stream_run
+from tui.procedures.operation import RunContext
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress, ProgressState
-from tui.procedures.site.config import enable_component, load_site_config
 from tui.procedures.site.fill import installed_from_catalog
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -151,8 +148,8 @@ class ProvisionPlan:
 
 @dataclass(frozen=True)
 class RuleGranted:
-    """The typed outcome of a grant event: the rule added (None: the user could already, or the
-    rule existed)."""
+    """A grant of the run (`ProvisionLedger.granted`): the rule added (None: the user could already,
+    or the rule existed)."""
 
     grant: Grant
     rule_id: int | None
@@ -165,7 +162,8 @@ class RuleGranted:
 
 @dataclass(frozen=True)
 class Undone:
-    """The typed outcome of an undo event: an object a failed enable had created, deleted (or not: `error`)."""
+    """A deletion of an undo (`ProvisionLedger.undone`): an object a failed enable had created,
+    deleted (or not: `error`)."""
 
     kind: str  # "ACL rule", "service template", "VM template", "image"
     object_id: int
@@ -179,8 +177,8 @@ class Undone:
 
 @dataclass(frozen=True)
 class Provisioned:
-    """The typed outcome of provisioning's last event: the component's site-variable values
-    learned from its appliances, with notes, the appliances and the grants."""
+    """What `provision_component` returns: the component's site-variable values learned from its
+    appliances, with notes, the appliances and the grants."""
 
     values: Mapping[str, Any]
     notes: tuple[str, ...] = ()
@@ -316,16 +314,60 @@ async def _grant(site: "SiteConnection", grant: Grant) -> tuple[ProgressState, s
     return ProgressState.DONE, f"rule {rule_id}: {grant.rule}", rule_id
 
 
+@dataclass
+class ProvisionLedger:
+    """The typed record of a provisioning run (kept on the `RunContext` by `EnableComponent`): the
+    rules it added, what it created and has not undone yet (downloaded objects, reused ones
+    excluded; the IDs of new ACL rules), and each deletion of an undo, kept as the run goes so a
+    failed or stopped run still names them."""
+
+    #: every rule the run added (an undone one stays here; `undone` says it went)
+    granted: list[RuleGranted] = field(default_factory=list)
+    #: (kind, id) of downloaded objects not undone
+    created: list[tuple[str, int]] = field(default_factory=list)
+    #: IDs of the added ACL rules not undone
+    rules: list[int] = field(default_factory=list)
+    undone: list[Undone] = field(default_factory=list)
+
+    def note_download(self, result: DownloadResult) -> None:
+        reused = set(result.reused)
+        found: list[tuple[str, int | None]] = [("service template", result.service_template_id)]
+        found += [("VM template", t) for t in result.template_ids]
+        found += [("image", i) for i in result.image_ids]
+        for kind, object_id in found:
+            if object_id is not None and object_id >= 0 and f"{kind} {object_id}" not in reused:
+                self.created.append((kind, object_id))
+
+    def note_grant(self, granted: RuleGranted) -> None:
+        if granted.rule_id is not None:
+            self.granted.append(granted)
+            self.rules.append(granted.rule_id)
+
+    def failure_details(self) -> dict[str, Any]:
+        """A failed run's audit details: the rules added, what the rollback removed (and why), and
+        what it could not remove."""
+        details: dict[str, Any] = {"grants": [g.as_json() for g in self.granted],
+                                   "undone": [u.target for u in self.undone if not u.error]}
+        if self.undone:
+            details["undo_reason"] = self.undone[0].reason
+        if any(u.error for u in self.undone):
+            details["not_undone"] = [f"{u.target}: {u.error}" for u in self.undone if u.error]
+        return details
+
+
 async def provision_component(
     site: "SiteConnection",
     plan: ProvisionPlan,
+    context: RunContext,
     *,
     step_timeout: float = DEFAULT_STEP_TIMEOUT,
     poll_interval: float = DEFAULT_POLL_INTERVAL,
-    cancel: asyncio.Event | None = None,
-) -> AsyncIterator[Progress]:
-    """Download what is missing, grant what is needed; the last event's data["values"] holds the
-    component's site-variable values learned from the appliances."""
+    ledger: ProvisionLedger | None = None,
+) -> Provisioned:
+    """Download what is missing, grant what is needed, reporting to `context` (a download's steps
+    named after its appliance; the last event's data["values"] holds the learned values, as the
+    `--json` log shows them); what it creates goes to `ledger` as it is made. Returns `Provisioned`."""
+    ledger = ledger if ledger is not None else ProvisionLedger()
     name = plan.definition.name
     installed: dict[str, InstalledAppliance] = {}
     grants: list[Grant] = list(plan.grants)
@@ -334,13 +376,12 @@ async def provision_component(
         if step.download is None:
             assert step.installed is not None
             installed[record.id] = step.installed
-            yield Progress(f"{record.name}: download", 1, 1, f"{record.version} downloaded already: reused", ProgressState.SKIPPED)
+            context.report(Progress(f"{record.name}: download", 1, 1, f"{record.version} downloaded already: reused",
+                                    ProgressState.SKIPPED))
             continue
-        results: list[DownloadResult] = []
-        download = partial(download_appliance, site, step.download, step_timeout=step_timeout, poll_interval=poll_interval)
-        async for event in stream_run(download, cancel=cancel, on_result=results.append):
-            yield replace(event, step=f"{record.name}: {event.step}")
-        [result] = results
+        named = context.relay(partial(_named, record.name))
+        result = await download_appliance(site, step.download, named, step_timeout=step_timeout, poll_interval=poll_interval)
+        ledger.note_download(result)
         template_ids = [t for t in result.template_ids if t >= 0]
         installed[record.id] = InstalledAppliance(
             record.id, record.name, record.version,
@@ -353,33 +394,61 @@ async def provision_component(
     total = max(1, len(grants))
     for n, grant in enumerate(grants, start=1):
         state, message, rule_id = await _grant(site, grant)
-        yield Progress(f"grant {grant.object.label}", n, total, message, state,
-                       {**grant.as_json(), **({"rule_id": rule_id} if rule_id is not None else {})}, RuleGranted(grant, rule_id))
+        ledger.note_grant(RuleGranted(grant, rule_id))
+        context.report(Progress(f"grant {grant.object.label}", n, total, message, state,
+                                {**grant.as_json(), **({"rule_id": rule_id} if rule_id is not None else {})}))
     values, notes = appliance_values(plan.definition, installed)
-    yield Progress(
+    context.report(Progress(
         f"provision {name}", 1, 1,
         f"{name}: {len(installed)} appliance(s) ready for {plan.user.name}" + (f" ({'; '.join(notes)})" if notes else ""),
         ProgressState.DONE,
         {"values": values, "notes": list(notes), "appliances": {k: vars(v) for k, v in installed.items()},
          "grants": [g.as_json() for g in grants]},
-        Provisioned(values, tuple(notes), dict(installed), tuple(grants)),
-    )
+    ))
+    return Provisioned(values, tuple(notes), dict(installed), tuple(grants))
 
 
-ProgressSink = Callable[[Progress], None]
+def _named(appliance: str, event: Progress) -> Progress:
+    """A download's event, its step named after the appliance."""
+    return replace(event, step=f"{appliance}: {event.step}")
 
 
-async def _undone(site: "SiteConnection", provisioner: "ComponentProvisioner", definition: ComponentDefinition, error: SiteError,
-                  sink: ProgressSink) -> SiteError:
+async def undo_provision(site: "SiteConnection", ledger: ProvisionLedger, why: str, context: RunContext) -> list[Undone]:
+    """Remove what a provisioning created (its ACL rules, then service templates, VM templates,
+    images), each deletion reported and kept in `ledger.undone`; a deletion that fails is reported
+    and kept with its error, not raised. Returns this undo's deletions."""
+    calls = {"service template": site.cloud.document_delete, "VM template": site.cloud.template_delete, "image": site.cloud.image_delete}
+    steps: list[tuple[str, int, Callable[[int], Any]]] = [("ACL rule", r, site.cloud.acl_delrule) for r in reversed(ledger.rules)]
+    for kind in ("service template", "VM template", "image"):
+        steps += [(k, i, calls[k]) for k, i in reversed(ledger.created) if k == kind]
+    ledger.rules.clear()
+    ledger.created.clear()
+    done: list[Undone] = []
+    total = len(steps)
+    for n, (kind, object_id, call) in enumerate(steps, start=1):
+        step = f"undo: delete {kind} {object_id}"
+        try:
+            await call(object_id)
+        except SiteError as error:
+            undone = Undone(kind, object_id, why, error.title)
+            message, state = f"could not delete {kind} {object_id}: {error.title}", ProgressState.FAILED
+        else:
+            undone = Undone(kind, object_id, why)
+            message, state = f"deleted {kind} {object_id}", ProgressState.DONE
+        done.append(undone)
+        ledger.undone.append(undone)
+        context.report(Progress(step, n, total, message, state, {"kind": kind, "id": object_id}))
+    return done
+
+
+async def undo_on_failure(site: "SiteConnection", ledger: ProvisionLedger, definition: ComponentDefinition,
+                          error: SiteError, context: RunContext) -> SiteError:
     """Undo what the failed enable created; the error with what was removed added to its detail."""
-    if not (provisioner.created or provisioner.rules):
+    if not (ledger.created or ledger.rules):
         return error
-    removed = [f"{k} {i}" for k, i in provisioner.created] + [f"ACL rule {r}" for r in provisioner.rules]
-    failed: list[str] = []
-    async for event in undo_provision(site, provisioner, f"enabling {definition.name} failed: {error.title}"):
-        sink(event)
-        if event.state is ProgressState.FAILED:
-            failed.append(event.message)
+    removed = [f"{k} {i}" for k, i in ledger.created] + [f"ACL rule {r}" for r in ledger.rules]
+    done = await undo_provision(site, ledger, f"enabling {definition.name} failed: {error.title}", context)
+    failed = [f"could not delete {u.target}: {u.error}" for u in done if u.error]
     note = f"Removed what it had created: {', '.join(removed)}."
     if failed:
         note += f" Not removed: {'; '.join(failed)} (delete by hand)."
@@ -389,130 +458,24 @@ async def _undone(site: "SiteConnection", provisioner: "ComponentProvisioner", d
 @dataclass
 class ComponentProvisioner:
     """`site_config.ApplianceProvisioner`: plans (unless given a plan) and provisions a component,
-    handing each progress event to `on_progress`; returns the learned site-variable values."""
+    reporting to `context` and keeping what it creates in `ledger`; returns the learned
+    site-variable values (also kept in `learned`)."""
 
     site: "SiteConnection"
+    context: RunContext
     cloud_user: str | None = None
     datastore_id: int | None = None
     plan: ProvisionPlan | None = None
-    on_progress: ProgressSink | None = None
     step_timeout: float = DEFAULT_STEP_TIMEOUT
     poll_interval: float = DEFAULT_POLL_INTERVAL
-    cancel: asyncio.Event | None = None
+    ledger: ProvisionLedger = field(default_factory=ProvisionLedger)
     learned: dict[str, Any] = field(default_factory=dict)
-    #: what this provisioning created, for `undo_provision` when a later step fails:
-    #: (kind, id) of downloaded objects (reused ones excluded) and the IDs of new ACL rules
-    created: list[tuple[str, int]] = field(default_factory=list)
-    rules: list[int] = field(default_factory=list)
 
     async def __call__(self, definition: ComponentDefinition) -> Mapping[str, Any]:
         plan = self.plan if self.plan is not None and self.plan.definition.name == definition.name else None
         if plan is None:
             plan = await plan_provision(self.site, definition, cloud_user=self.cloud_user, datastore_id=self.datastore_id)
-        async for event in provision_component(self.site, plan, step_timeout=self.step_timeout, poll_interval=self.poll_interval, cancel=self.cancel):
-            self._note(event)
-            if self.on_progress is not None:
-                self.on_progress(event)
-            if isinstance(event.outcome, Provisioned):
-                self.learned = dict(event.outcome.values)
+        provisioned = await provision_component(self.site, plan, self.context, step_timeout=self.step_timeout,
+                                                poll_interval=self.poll_interval, ledger=self.ledger)
+        self.learned = dict(provisioned.values)
         return dict(self.learned)
-
-    def _note(self, event: Progress) -> None:
-        if isinstance(event.outcome, RuleGranted) and event.outcome.rule_id is not None:
-            self.rules.append(event.outcome.rule_id)
-        download = event.outcome
-        if isinstance(download, DownloadResult):
-            reused = set(download.reused)
-            found: list[tuple[str, int | None]] = [("service template", download.service_template_id)]
-            found += [("VM template", t) for t in download.template_ids]
-            found += [("image", i) for i in download.image_ids]
-            for kind, object_id in found:
-                if object_id is not None and object_id >= 0 and f"{kind} {object_id}" not in reused:
-                    self.created.append((kind, object_id))
-
-
-async def undo_provision(site: "SiteConnection", provisioner: ComponentProvisioner, why: str) -> AsyncIterator[Progress]:
-    """Remove what a provisioning created (its ACL rules, then service templates, VM templates,
-    images), each deletion reported with an `Undone` outcome (the operation's failure record lists
-    them); a deletion that fails is reported, not raised."""
-    calls = {"service template": site.cloud.document_delete, "VM template": site.cloud.template_delete, "image": site.cloud.image_delete}
-    steps: list[tuple[str, int, Callable[[int], Any]]] = [("ACL rule", r, site.cloud.acl_delrule) for r in reversed(provisioner.rules)]
-    for kind in ("service template", "VM template", "image"):
-        steps += [(k, i, calls[k]) for k, i in reversed(provisioner.created) if k == kind]
-    total = len(steps)
-    for n, (kind, object_id, call) in enumerate(steps, start=1):
-        step = f"undo: delete {kind} {object_id}"
-        try:
-            await call(object_id)
-        except SiteError as error:
-            yield Progress(step, n, total, f"could not delete {kind} {object_id}: {error.title}", ProgressState.FAILED,
-                           {"kind": kind, "id": object_id}, Undone(kind, object_id, why, error.title))
-            continue
-        yield Progress(step, n, total, f"deleted {kind} {object_id}", ProgressState.DONE, {"kind": kind, "id": object_id},
-                       Undone(kind, object_id, why))
-    provisioner.rules.clear()
-    provisioner.created.clear()
-
-
-async def offer_component(
-    site: "SiteConnection",
-    path: Path,
-    password: VaultPassword,
-    definition: ComponentDefinition,
-    values: Mapping[str, Any] | None = None,
-    *,
-    plan: ProvisionPlan | None = None,
-    cloud_user: str | None = None,
-    datastore_id: int | None = None,
-    allow_incomplete: bool = False,
-    step_timeout: float = DEFAULT_STEP_TIMEOUT,
-    poll_interval: float = DEFAULT_POLL_INTERVAL,
-    cancel: asyncio.Event | None = None,
-) -> AsyncIterator[Progress]:
-    """Provision the component and list it in core.yaml with its site variables (one event stream).
-
-    It records nothing: the `EnableComponent` operation writes the run's one audit record
-    (`site.enable_component`, with the grants; a failed run's record lists what was undone).
-
-    Operator-given `values` win over what the appliances say. core.yaml is decrypted first, so a
-    wrong password or an unreadable file stops everything before the cloud changes.
-    """
-    await load_site_config(Path(path), password, site.naming)
-    queue: asyncio.Queue[Progress | BaseException | None] = asyncio.Queue()
-    provisioner = ComponentProvisioner(
-        site, cloud_user, datastore_id, plan, queue.put_nowait, step_timeout, poll_interval, cancel
-    )
-
-    async def run() -> None:
-        try:
-            async for event in enable_component(
-                Path(path), password, definition, values, naming=site.naming,
-                provision_appliances=provisioner if definition.appliances else None,
-                from_appliance=plan.fills() if plan is not None else appliance_leaves(definition),
-                allow_incomplete=allow_incomplete,
-            ):
-                queue.put_nowait(event)
-        except SiteError as error:
-            queue.put_nowait(await _undone(site, provisioner, definition, error, queue.put_nowait))
-        except BaseException as error:  # noqa: BLE001 - handed to the consumer, which re-raises it
-            if provisioner.created or provisioner.rules:
-                with contextlib.suppress(BaseException):
-                    await _undone(site, provisioner, definition, SiteError("Enable interrupted"), queue.put_nowait)
-            queue.put_nowait(error)
-        else:
-            queue.put_nowait(None)
-
-    task = asyncio.create_task(run())
-    try:
-        while True:
-            item = await queue.get()
-            if item is None:
-                break
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        if not task.done():
-            task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await task
