@@ -15,7 +15,7 @@ from tests.cli_run import run_cli
 from tests.faults.conftest import PointAt
 from tests.procedure_run import collect
 from tui.cli.common import connect_site
-from tui.domain.images import ERROR
+from tui.domain.one_states import ImageState
 from tui.procedures.market.attributes import tag_for_record
 from tui.procedures.market.download import DownloadResult, download_appliance
 from tui.procedures.market.download_journal import DownloadJournal, Leftover
@@ -43,9 +43,9 @@ def _download_broken_with_the_session_expiring(sim: SimServer, capsys: pytest.Ca
     assert code == 1 and not answer["ok"], answer
     (image_id,) = set(sim.site.images) - before
     for _ in range(100):  # the datastore finishes its copy: the image ends in ERROR (simulated time jumps)
-        if sim.site.images[image_id].state == ERROR or not sim.site.run_next_event():
+        if sim.site.images[image_id].state == ImageState.ERROR or not sim.site.run_next_event():
             break
-    assert sim.site.images[image_id].state == ERROR
+    assert sim.site.images[image_id].state == ImageState.ERROR
     sim.site.faults.expire_at = set()
     sim.site.faults.expired_credentials = False  # logged in again
     return image_id

@@ -19,7 +19,7 @@ from tui.adapters.flow import FlowClient
 from tui.adapters.marketplace import MarketplaceClient
 from tui.adapters.retry import RetryPolicy, reconciled_write, retry_read
 from tui.cli.common import EXIT_OK
-from tui.domain.images import READY
+from tui.domain.one_states import ImageState
 from tui.errors import SiteError
 from tui.sim.runner import start_sim
 from tui.sim.server import SimServer
@@ -201,7 +201,7 @@ def test_download_of_the_demo_appliance_completes_under_random_failures(
         assert code == EXIT_OK and answer["ok"], answer
         result = answer["events"][-1]["data"]["download"]
         images = [server.site.images[i] for i in result["image_ids"]]
-        assert images and all(i.state == READY for i in images)
+        assert images and all(i.state == ImageState.READY for i in images)
         names = [i.name for i in server.site.images.values()]
         assert len(names) == len(set(names))  # nothing made twice
     finally:

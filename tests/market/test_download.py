@@ -14,7 +14,7 @@ from tests.operating import operate
 from tests.procedure_run import collect
 from tui.domain.attribute_file import installed_version_from_image_template
 from tui.domain.documents import SERVICE_TEMPLATE_DOCUMENT
-from tui.domain.images import READY
+from tui.domain.one_states import ImageState
 from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
 from tui.procedures.market.attributes import role_templates, tag_for_record
@@ -64,7 +64,7 @@ async def test_image_app_becomes_a_ready_image_and_template_carrying_its_attribu
     result = events[-1].data["download"]
     image_id, template_id = result["image_ids"][0], result["template_ids"][0]
     image = await site.cloud.image_info(image_id)
-    assert image.state == READY and image.attributes.get("FROM_APP") == str(plan.app.id)
+    assert image.state == ImageState.READY and image.attributes.get("FROM_APP") == str(plan.app.id)
     tag = installed_version_from_image_template(image.attributes, site.naming)
     assert (tag.name, tag.software_version, tag.stamp) == ("DNS Server", "v1.1.0", "20250520-0931")
     template = await site.cloud.template_info(template_id)
@@ -97,7 +97,7 @@ async def test_vm_template_app_exports_its_images_first(sim: SimServer, connect:
     assert template.image_ids == tuple(result["image_ids"])
     for image_id in result["image_ids"]:
         image = await site.cloud.image_info(image_id)
-        assert image.state == READY
+        assert image.state == ImageState.READY
         assert installed_version_from_image_template(image.attributes, site.naming).name == "Site Toolkit objectstore"
 
 
@@ -125,7 +125,7 @@ async def test_toolkit_service_app_exports_a_template_per_role_with_its_own_imag
         assert set(template.image_ids) <= set(result["image_ids"])
     for image_id in result["image_ids"]:
         image = await site.cloud.image_info(image_id)
-        assert image.state == READY
+        assert image.state == ImageState.READY
         tag = installed_version_from_image_template(image.attributes, site.naming)
         assert (tag.name, tag.software_version, tag.stamp) == ("Site Toolkit", "v0.5.0", "20250403-1109")
     ready = [e for e in events if e.step.startswith("download ") and e.state == "done"]

@@ -45,7 +45,7 @@ from tui.domain.attributes import Attributes
 from tui.domain.bounded import is_number_limit
 from tui.domain.endpoints import endpoint_secrets, redact_endpoint
 from tui.domain.error_codes import NO_EXISTS
-from tui.domain.images import IMAGE_DELETE
+from tui.domain.one_states import ImageState
 from tui.domain.permissions import Permissions
 from tui.domain.template_text import parse_template, render_template, scalar
 from tui.errors import SiteError, redact
@@ -496,7 +496,7 @@ class CloudClient:
         # removes the file (src/image/ImageManagerActions.cc, ImageManager::delete_image, release-7.0.0
         # ~l.534-622); a DELETE image read back means the delete happened
         return await self._delete("image.delete", image_id, self.image_info,
-                                  going=lambda image: image.state == IMAGE_DELETE)
+                                  going=lambda image: image.state == ImageState.DELETE)
 
     async def image_chmod(self, image_id: int, perms: Permissions | Sequence[int]) -> int:
         return await self._scalar("image.chmod", int, int(image_id), *_perm_args(perms), idempotent=True)

@@ -9,26 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tui.domain.attributes import EMPTY_ATTRIBUTES, Attributes
+from tui.domain.one_states import IMAGE_STATES, ImageState
 from tui.domain.permissions import Permissions
-
-#: IMAGE STATE code -> (name, CLI short name)
-IMAGE_STATES: dict[int, tuple[str, str]] = {
-    0: ("INIT", "init"),
-    1: ("READY", "rdy"),
-    2: ("USED", "used"),
-    3: ("DISABLED", "disa"),
-    4: ("LOCKED", "lock"),
-    5: ("ERROR", "err"),
-    6: ("CLONE", "clon"),
-    7: ("DELETE", "dele"),
-    8: ("USED_PERS", "used"),
-    9: ("LOCKED_USED", "lock"),
-    10: ("LOCKED_USED_PERS", "lock"),
-}
-
-READY, USED, LOCKED, ERROR, USED_PERS = 1, 2, 4, 5, 8
-#: the image is being removed (the datastore driver deletes its file, then the image goes)
-IMAGE_DELETE = 7
 
 #: IMAGE TYPE code -> name
 IMAGE_TYPES: dict[int, str] = {
@@ -74,7 +56,7 @@ class ImageInfo:
     @property
     def usable(self) -> bool:
         """Ready for a VM (READY, or USED by others for a non-persistent image)."""
-        return self.state in (READY, USED)
+        return self.state in (ImageState.READY, ImageState.USED)
 
     @property
     def error(self) -> str:

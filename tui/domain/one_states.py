@@ -137,3 +137,27 @@ class HostState(IntEnum):
 _HOST_SHORT = {0: "init", 1: "update", 2: "on", 3: "err", 4: "dsbl", 5: "retry", 6: "init", 7: "dsbl", 8: "off"}
 #: HOST STATE code -> (name, CLI short name)
 HOST_STATES: dict[int, tuple[str, str]] = {int(s): (s.name, _HOST_SHORT[s]) for s in HostState}
+
+
+# images --------------------------------------------------------------------------------------
+class ImageState(IntEnum):
+    """An image's STATE (`include/Image.h` `enum ImageState`: line 127 at release-6.10.0 and 7.0.2,
+    131 at 7.4.0, the same codes)."""
+    INIT = 0
+    READY = 1
+    USED = 2
+    DISABLED = 3
+    LOCKED = 4
+    ERROR = 5
+    CLONE = 6
+    DELETE = 7
+    USED_PERS = 8
+    LOCKED_USED = 9
+    LOCKED_USED_PERS = 10
+
+
+#: the CLI's short names (`oneimage list`: release-7.4.0 `src/oca/ruby/opennebula/image.rb` 51 `SHORT_IMAGE_STATES`)
+_IMAGE_SHORT = {0: "init", 1: "rdy", 2: "used", 3: "disa", 4: "lock", 5: "err", 6: "clon", 7: "dele", 8: "used",
+                9: "lock", 10: "lock"}
+#: IMAGE STATE code -> (name, CLI short name)
+IMAGE_STATES: dict[int, tuple[str, str]] = {int(s): (s.name, _IMAGE_SHORT[s]) for s in ImageState}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tui.domain.one_states import ImageState
 from tui.screenshots.scene import SCENE_HOST, SCENE_PORT, Scene, SceneContext
 
 #: the embedded site's second marketplace, which its cloud does not register (it lists older builds
@@ -154,8 +155,8 @@ async def prepare_market_upgraded(ctx: SceneContext) -> None:
     with ctx.server.site.lock:  # the toolkit's VMs moved to the new version: its old images are free
         for image in ctx.server.site.images.values():
             image.running_vms, image.vm_ids = 0, []
-            if image.state == 2:  # USED
-                image.state = 1  # READY
+            if image.state == ImageState.USED:
+                image.state = ImageState.READY
     await market_loaded(ctx)
     await ctx.pilot.press("u")
     modal = await ctx.wait_for_screen(UpgradePlanModal, what="the upgrade plan modal")

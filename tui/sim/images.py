@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 
 from tui.domain.error_codes import ACTION, ALLOCATE, INTERNAL, XML_RPC_API
+from tui.domain.one_states import ImageState
 from tui.domain.permissions import Permissions
 from tui.domain.template_text import Template, scalar
 from tui.sim.platform import invalid_name_chars
@@ -101,7 +102,7 @@ def allocate_image(site: SimSite, attrs: Template, ds_id: int, uid: int, gid: in
     if not scalar(kept, "DEV_PREFIX", ""):
         kept.append(("DEV_PREFIX", "vd"))
     image = SimImage(
-        id=image_id, name=name, uid=uid, gid=gid, datastore_id=ds_id, state=4, size_mb=size_mb,
+        id=image_id, name=name, uid=uid, gid=gid, datastore_id=ds_id, state=ImageState.LOCKED, size_mb=size_mb,
         template=kept, type=_TYPES[type_word], persistent=persistent, path=path, format=fmt,
         source=f"/var/lib/one//datastores/{ds_id}/{image_id:032x}", perms=Permissions(1, 1, 0, 0, 0, 0, 0, 0, 0),
     )
@@ -112,17 +113,17 @@ def allocate_image(site: SimSite, attrs: Template, ds_id: int, uid: int, gid: in
 
     def copied() -> None:
         current = site.images.get(image_id)
-        if current is not image or image.state != 4:
+        if current is not image or image.state != ImageState.LOCKED:
             return
-        image.prev_state = 4
+        image.prev_state = ImageState.LOCKED
         image.modtime = int(time.time())
         if broken:
-            image.state = 5
+            image.state = ImageState.ERROR
             _set(image, "ERROR", f"{time.strftime('%a %b %d %H:%M:%S %Y')} : Error copying image in the datastore: "
                                  f"the download of {path or 'the appliance'} failed its MD5 check")
             ds.free_mb += size_mb
         else:
-            image.state = 1
+            image.state = ImageState.READY
 
     site.after(copy_seconds(size_mb), copied)
     return image
@@ -138,5 +139,5 @@ def delete_image(site: SimSite, image_id: int) -> None:
         raise OneError(ACTION, f"Cannot delete image. There are {image.running_vms} VMs using it.", image_id)
     del site.images[image_id]
     ds = site.datastores.get(image.datastore_id)
-    if ds is not None and image.state != 5:
+    if ds is not None and image.state != ImageState.ERROR:
         ds.free_mb = min(ds.free_mb + image.size_mb, ds.total_mb)

@@ -18,7 +18,7 @@ import time
 from typing import Callable
 
 from tui.domain.error_codes import ACTION, INTERNAL
-from tui.domain.one_states import FAILURE_LCM_STATES, LCM_STATES, VM_STATES, HostState, LcmState, VmState
+from tui.domain.one_states import FAILURE_LCM_STATES, LCM_STATES, VM_STATES, HostState, ImageState, LcmState, VmState
 from tui.domain.template_text import Template, merge_template, scalar
 from tui.sim import appliances
 from tui.sim.appliances import vm_is_ready
@@ -119,8 +119,8 @@ def allocate_vm(site: SimSite, attrs: Template, name: str, uid: int, gid: int, h
     for image in images:
         image.vm_ids.append(vm_id)
         image.running_vms += 1
-        if image.state == 1:
-            image.prev_state, image.state = image.state, (8 if image.persistent else 2)
+        if image.state == ImageState.READY:
+            image.prev_state, image.state = image.state, (ImageState.USED_PERS if image.persistent else ImageState.USED)
     site.vms[vm_id] = vm
     if not hold:
         _later(site, vm, SCHED_DELAY, lambda: _schedule(site, vm))
@@ -292,8 +292,8 @@ def _finish(site: SimSite, vm: SimVm, action: str) -> None:
         if vm.id in image.vm_ids:
             image.vm_ids.remove(vm.id)
             image.running_vms = max(image.running_vms - 1, 0)
-            if image.running_vms == 0 and image.state in (2, 8):
-                image.prev_state, image.state = image.state, 1
+            if image.running_vms == 0 and image.state in (ImageState.USED, ImageState.USED_PERS):
+                image.prev_state, image.state = image.state, ImageState.READY
     vm.etime = _now()
     _release_vnc_port(vm)
     _set_state(vm, DONE, LCM_INIT)

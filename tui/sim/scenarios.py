@@ -16,7 +16,7 @@ import secrets
 import threading
 import time
 
-from tui.domain.one_states import HostState
+from tui.domain.one_states import HostState, ImageState
 from tui.domain.permissions import Permissions
 from tui.domain.template_text import Template
 from tui.sim.acl import add_rule, add_vdc_rules
@@ -198,7 +198,7 @@ def seed_marketplaces(site: SimSite) -> None:
 def seed_base_content(site: SimSite) -> None:
     """A base image and a VM template, what any frontend has before the toolkit arrives."""
     now = int(time.time()) - 86_400 * 30
-    site.images[0] = SimImage(0, "Ubuntu 22.04", 0, 0, 1, 1, 2252,
+    site.images[0] = SimImage(0, "Ubuntu 22.04", 0, 0, 1, ImageState.READY, 2252,
                               [("DEV_PREFIX", "vd"), ("DRIVER", "qcow2")], source="/var/lib/one//datastores/1/0ubuntu2204",
                               path="https://marketplace.opennebula.io/appliance/ubuntu2204/download/0", regtime=now,
                               perms=Permissions(1, 1, 0, 1, 0, 0, 1, 0, 0))
@@ -257,7 +257,7 @@ def seed_bulk_vms(site: SimSite, count: int) -> None:
         site.vms[vm_id] = vm
         image.vm_ids.append(vm_id)
     image.running_vms += count
-    image.state = 2
+    image.state = ImageState.USED
 
 
 def seed(site: SimSite, *, repositories_in_background: bool = False,

@@ -112,7 +112,7 @@ class SimImage:
     uid: int
     gid: int
     datastore_id: int
-    state: int  # 1 READY, 4 LOCKED, 5 ERROR ...
+    state: int  # tui.domain.one_states.ImageState
     size_mb: int
     template: Template = field(default_factory=list)
     type: int = 0  # 0 OS, 1 CDROM, 2 DATABLOCK

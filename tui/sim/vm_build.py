@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from tui.domain.error_codes import ALLOCATE
+from tui.domain.one_states import ImageState
 from tui.domain.template_text import Template, Vector, first, scalar
 from tui.sim.leases import ip_at, lease, mac_at, release
 from tui.sim.platform import INHERIT_VNET_ATTR, context_network_variables, inherit_datastore_attr, version_key
@@ -58,9 +59,9 @@ def _build_disk(site: SimSite, disk: Vector, disk_id: int, uid: int, target: str
     if image is None:
         ref = _vget(disk, "IMAGE_ID") or _vget(disk, "IMAGE")
         raise _alloc_error(f"Image {ref} does not exist.")
-    if image.state == 4:
+    if image.state == ImageState.LOCKED:
         raise _alloc_error(f"Cannot acquire image {image.id}, it is locked")
-    if image.state == 5:
+    if image.state == ImageState.ERROR:
         raise _alloc_error(f"Cannot acquire image {image.id}, it is in an error state")
     if image.persistent and image.running_vms > 0:
         raise _alloc_error(f"Cannot acquire image {image.id}, it is persistent and already in use")
@@ -80,7 +81,7 @@ def _build_disk(site: SimSite, disk: Vector, disk_id: int, uid: int, target: str
         "IMAGE": image.name,
         "IMAGE_ID": str(image.id),
         # the image's state once this VM holds it, USED or USED_PERS (a 7.0.2 frontend reads back 2)
-        "IMAGE_STATE": str(8 if image.persistent else 2),
+        "IMAGE_STATE": str(int(ImageState.USED_PERS if image.persistent else ImageState.USED)),
         "LN_TARGET": "NONE",
         "ORIGINAL_SIZE": str(image.size_mb),
         "READONLY": "NO",

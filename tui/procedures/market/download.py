@@ -46,7 +46,8 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, ClassVar, Mapping, S
 
 from tui.adapters.file_lock import Holder
 from tui.domain.attribute_file import ApplianceTag
-from tui.domain.images import ERROR, READY, USED, ImageInfo, image_state_names
+from tui.domain.images import ImageInfo, image_state_names
+from tui.domain.one_states import ImageState
 from tui.errors import SiteError
 from tui.procedures.concurrent import gather
 from tui.procedures.market.attributes import ImageResult, attach_attributes, plan_attach
@@ -473,12 +474,12 @@ async def _follow_images(site: "SiteConnection", plan: DownloadPlan, context: Ru
         elapsed = loop.time() - start
         for info in infos:
             step, name = pending[info.id]
-            if info.state in (READY, USED):
+            if info.state in (ImageState.READY, ImageState.USED):
                 finished += 1
                 del pending[info.id]
                 context.report(Progress(step, first + finished, total, f"image {info.id} READY", ProgressState.DONE,
                                {"image_id": info.id, "state": "READY", "elapsed": round(elapsed, 1)}))
-            elif info.state == ERROR:
+            elif info.state == ImageState.ERROR:
                 reason = error_reason(info.error) or "the platform gave no reason (TEMPLATE/ERROR is empty)"
                 context.report(Progress(step, first + finished, total, f"image {info.id} ERROR: {reason}", ProgressState.FAILED,
                                {"image_id": info.id, "state": "ERROR", "error": reason}))

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 from tui.domain.bounded import BoundedInputError, load_json, read_text_file
 from tui.domain.documents import SERVICE_DOCUMENT, SERVICE_TEMPLATE_DOCUMENT
 from tui.domain.error_codes import NO_EXISTS
-from tui.domain.images import ERROR, READY, image_state_names
+from tui.domain.images import image_state_names
+from tui.domain.one_states import ImageState
 from tui.errors import SiteError
 from tui.procedures.concurrent import gather
 from tui.procedures.market.attributes import role_template_ids
@@ -216,7 +217,7 @@ async def plan_cleanup(site: "SiteConnection", journal: DownloadJournal) -> Clea
             note = next((f"VM template {t.id} {t.name!r} uses it" for t in templates
                          if entry.id in t.image_ids and t.id not in cleaned("VM template")), "") \
                 or (f"VM(s) {', '.join(map(str, image.vm_ids))} use it" if image.running_vms else "")
-            if not note and image.state not in (READY, ERROR):
+            if not note and image.state not in (ImageState.READY, ImageState.ERROR):
                 kept.append((entry, f"it is {image_state_names(image.state)[0]}; a later download cleans it once "
                                     "it is READY or ERROR"))
                 continue

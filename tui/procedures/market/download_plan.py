@@ -28,7 +28,7 @@ from tui.domain.bounded import load_json
 from tui.domain.datastores import IMAGE_DS, Datastore
 from tui.domain.documents import SERVICE_DOCUMENT, SERVICE_TEMPLATE_DOCUMENT, Document
 from tui.domain.error_codes import NO_EXISTS
-from tui.domain.images import ERROR, ImageInfo
+from tui.domain.images import ImageInfo
 from tui.domain.market_export import exported_children, name_candidates, service_body
 from tui.domain.marketapps import (
     IMAGE_APP,
@@ -40,6 +40,7 @@ from tui.domain.marketapps import (
 )
 from tui.domain.naming import NamingProfile
 from tui.domain.object_names import MAX_NAME_BYTES, console_name_problem, fit_name
+from tui.domain.one_states import ImageState
 from tui.domain.printable import escape_controls
 from tui.domain.template_text import TemplateSyntaxError, parse_template, quote, render_template
 from tui.domain.vmtemplates import VmTemplate
@@ -476,7 +477,7 @@ class _PlanBuilder:
     def _reusable(self, image: ImageInfo, app: MarketApp) -> bool:
         """An image a previous export of `app` left: mine, FROM_APP, this datastore, not in ERROR."""
         return (image.uname == self.user and image.attributes.get("FROM_APP") == str(app.id)
-                and image.datastore_id == self.datastore.id and image.state != ERROR)
+                and image.datastore_id == self.datastore.id and image.state != ImageState.ERROR)
 
     def _image(self, app: MarketApp, candidates: Sequence[str]) -> int:
         """Plan the image of `app` under the first candidate name that is free or that a previous
@@ -493,7 +494,7 @@ class _PlanBuilder:
             self.images.append(PlannedImage(app, name, text, None if mine is None else mine.id))
             return len(self.images) - 1
         taken = next((i for i in self.existing_images if i.name == candidates[0]), None)
-        why = "is in ERROR" if taken is not None and taken.state == ERROR and \
+        why = "is in ERROR" if taken is not None and taken.state == ImageState.ERROR and \
             taken.attributes.get("FROM_APP") == str(app.id) else "comes from elsewhere"
         raise SiteError(f"Image name {candidates[0]!r} is taken",
                         f"Image {taken.id if taken else '?'} has that name and {why}. Choose another final name, "

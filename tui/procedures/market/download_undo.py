@@ -18,7 +18,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from tui.domain.error_codes import NO_EXISTS
-from tui.domain.images import IMAGE_DELETE
+from tui.domain.one_states import ImageState
 from tui.errors import OutcomeUnknown, SiteError
 from tui.procedures.market.download_journal import REMOVE_COMMANDS, Cleanup, DownloadJournal, Leftover
 from tui.procedures.market.download_plan import DownloadPlan, OrphanService, OrphanTemplate
@@ -220,7 +220,7 @@ async def is_gone(site: "SiteConnection", kind: str, object_id: int) -> bool:
         if error.code == NO_EXISTS:
             return True
         raise
-    return kind == IMAGE and getattr(found, "state", None) == IMAGE_DELETE
+    return kind == IMAGE and getattr(found, "state", None) == ImageState.DELETE
 
 
 def _deletions(site: "SiteConnection", created: Created) -> list[tuple[str, int, str, Any]]:
