@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from tui import timing
 from tui.adapters.vault import VaultPassword, read_password_file
@@ -33,6 +34,11 @@ from tui.sim.state import SimConfig
 
 SimFactory = Callable[..., SimServer]
 SiteFactory = Callable[..., SimServer]
+
+# Hypothesis's per-example deadline (200 ms) and its too-slow health check are timing assertions:
+# a loaded machine failed a round-trip property that passes alone (no test asserts a time)
+settings.register_profile("sitetk", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("sitetk")
 
 # every wait on a state (tests/waiting.py, tui/screenshots/pilot_waits.py) gets 4x its deadline: a
 # loaded machine must not turn a slow state into a failure; pytest-timeout (300 s) still bounds a test
