@@ -5,13 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tui.domain.attributes import EMPTY_ATTRIBUTES, Attributes
+from tui.domain.one_states import DATASTORE_STATES
 
 IMAGE_DS, SYSTEM_DS, FILE_DS = 0, 1, 2
 
 #: DATASTORE TYPE code -> name
 DATASTORE_TYPES: dict[int, str] = {IMAGE_DS: "IMAGE", SYSTEM_DS: "SYSTEM", FILE_DS: "FILE"}
-#: DATASTORE STATE code -> name
-DATASTORE_STATES: dict[int, str] = {0: "READY", 1: "DISABLED"}
 
 
 @dataclass(frozen=True)

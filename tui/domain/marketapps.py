@@ -32,16 +32,13 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from tui.domain.attributes import EMPTY_ATTRIBUTES, Attributes
+from tui.domain.one_states import APP_STATES, MARKETPLACE_STATES, MarketPlaceState
 
 IMAGE_APP, VMTEMPLATE_APP, SERVICE_TEMPLATE_APP = 1, 2, 3
 
 #: MARKETPLACEAPP TYPE code -> name
 APP_TYPES: dict[int, str] = {0: "UNKNOWN", IMAGE_APP: "IMAGE", VMTEMPLATE_APP: "VMTEMPLATE",
                              SERVICE_TEMPLATE_APP: "SERVICE_TEMPLATE"}
-#: MARKETPLACEAPP STATE code -> name
-APP_STATES: dict[int, str] = {0: "INIT", 1: "READY", 2: "LOCKED", 3: "ERROR", 4: "DISABLED"}
-#: MARKETPLACE STATE code -> name
-MARKETPLACE_STATES: dict[int, str] = {0: "ENABLED", 1: "DISABLED"}
 
 
 def decode_apptemplate64(value: str) -> str:
@@ -77,7 +74,7 @@ class Marketplace:
     @property
     def enabled(self) -> bool:
         """ENABLED: monitored, and holding its apps (a DISABLED one holds none)."""
-        return self.state == 0
+        return self.state == MarketPlaceState.ENABLED
 
     @property
     def source_label(self) -> str:

@@ -161,3 +161,36 @@ _IMAGE_SHORT = {0: "init", 1: "rdy", 2: "used", 3: "disa", 4: "lock", 5: "err", 
                 9: "lock", 10: "lock"}
 #: IMAGE STATE code -> (name, CLI short name)
 IMAGE_STATES: dict[int, tuple[str, str]] = {int(s): (s.name, _IMAGE_SHORT[s]) for s in ImageState}
+
+
+# marketplaces, their apps, datastores ------------------------------------------------------------
+class MarketPlaceState(IntEnum):
+    """A marketplace's STATE (`include/MarketPlace.h` `enum MarketPlaceState`, line 33 at release-6.10.0,
+    7.0.2 and 7.4.0)."""
+    ENABLED = 0
+    DISABLED = 1
+
+
+class MarketPlaceAppState(IntEnum):
+    """A marketplace app's STATE (`include/MarketPlaceApp.h` `enum State`, line 68 at release-6.10.0,
+    7.0.2 and 7.4.0)."""
+    INIT = 0
+    READY = 1
+    LOCKED = 2
+    ERROR = 3
+    DISABLED = 4
+
+
+class DatastoreState(IntEnum):
+    """A datastore's STATE (`include/Datastore.h` `enum DatastoreState`, line 72 at release-6.10.0,
+    7.0.2 and 7.4.0)."""
+    READY = 0
+    DISABLED = 1
+
+
+#: MARKETPLACE STATE code -> name
+MARKETPLACE_STATES: dict[int, str] = {int(s): s.name for s in MarketPlaceState}
+#: MARKETPLACEAPP STATE code -> name
+APP_STATES: dict[int, str] = {int(s): s.name for s in MarketPlaceAppState}
+#: DATASTORE STATE code -> name
+DATASTORE_STATES: dict[int, str] = {int(s): s.name for s in DatastoreState}

@@ -27,6 +27,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from tui.domain.naming import NamingProfile
+from tui.domain.one_states import MarketPlaceState
 from tui.domain.permissions import Permissions
 from tui.sim.market_monitor import monitor_all, start_monitoring
 from tui.sim.state import SimMarketplace, SimSite
@@ -488,10 +489,10 @@ def bootstrap_marketplaces(site: SimSite) -> None:
     had both disabled)."""
     site.marketplaces[0] = SimMarketplace(0, "OpenNebula Public", "one", "", [
         ("DESCRIPTION", "OpenNebula Systems MarketPlace"), ("MARKET_MAD", "one")],
-        perms=_BOOTSTRAP_PERMS, state=1)
+        perms=_BOOTSTRAP_PERMS, state=MarketPlaceState.DISABLED)
     site.marketplaces[1] = SimMarketplace(1, "Linux Containers", "linuxcontainers", "", [
         ("DESCRIPTION", "MarketPlace for the public image server fo LXC & LXD hosted at linuxcontainers.org"),
-        ("MARKET_MAD", "linuxcontainers")], perms=_BOOTSTRAP_PERMS, state=1)
+        ("MARKET_MAD", "linuxcontainers")], perms=_BOOTSTRAP_PERMS, state=MarketPlaceState.DISABLED)
     site.reserve_ids("marketplace", 99)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 
 from tui.domain.error_codes import ACTION, ALLOCATE, INTERNAL, XML_RPC_API
-from tui.domain.one_states import ImageState
+from tui.domain.one_states import ImageState, MarketPlaceAppState
 from tui.domain.permissions import Permissions
 from tui.domain.template_text import Template, scalar
 from tui.sim.platform import invalid_name_chars
@@ -70,7 +70,7 @@ def _image_source(site: SimSite, attrs: Template, type_word: str) -> tuple[int, 
         app = site.marketapps.get(int(from_app))
         if app is None:
             raise OneError(INTERNAL, "Cannot determine image SIZE.")
-        if app.state != 1:
+        if app.state != MarketPlaceAppState.READY:
             raise OneError(ACTION, f"Marketplace app {app.id} is not in READY state.")
         return app.size_mb, app.format or fmt, app.source or path, app
     size_text = scalar(attrs, "SIZE", "")

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tui.domain.one_states import MarketPlaceAppState, MarketPlaceState
 from tui.domain.template_text import Template, scalar
 from tui.sim.market_driver import driver_url, monitor_app
 from tui.sim.market_series import served_for
@@ -87,7 +88,7 @@ def records_for(site: SimSite, endpoint: str) -> tuple[str, list[dict[str, Any]]
 
 def from_template64(app: SimMarketApp, attrs: Template, site: SimSite) -> None:
     """`MarketPlaceApp::from_template64`: `attrs` become the app's TEMPLATE and fields."""
-    app.state = 1  # READY
+    app.state = MarketPlaceAppState.READY
     app.type = APP_TYPES.get(scalar(attrs, "TYPE", "IMAGE").upper(), 0)
     app.name = scalar(attrs, "NAME", "")
     app.source = scalar(attrs, "SOURCE", "")
@@ -149,7 +150,7 @@ def monitor(site: SimSite, market_id: int) -> bool:
     """Monitor one marketplace (the driver's answer and `_monitor`); False when it was not
     (disabled, gone, not a `one` marketplace, or the driver failed)."""
     market = site.marketplaces.get(market_id)
-    if market is None or market.state == 1 or market.market_mad != "one":
+    if market is None or market.state == MarketPlaceState.DISABLED or market.market_mad != "one":
         return False
     endpoint = scalar(market.template, "ENDPOINT", "") or market.endpoint
     try:

@@ -26,6 +26,7 @@ import secrets
 
 from tui.domain.error_codes import ACTION, ALLOCATE, AUTHORIZATION, INTERNAL
 from tui.domain.object_names import USER_EXTRA_CHARS
+from tui.domain.one_states import MarketPlaceState
 from tui.sim.acl import add_group_admin_rules, add_vdc_rules
 from tui.sim.market_monitor import monitor
 from tui.sim.platform import market_allocate_refuses_with_allocate
@@ -145,9 +146,9 @@ def market_enable(call: Call, market_id: int, enable: bool) -> int:
     src/rm/api/MarketPlaceAPI.cc 27-80): nothing when already so; disabling drops every app of the
     marketplace; enabling monitors it at once."""
     market = _market(call, market_id)
-    if bool(enable) == (market.state == 0):
+    if bool(enable) == (market.state == MarketPlaceState.ENABLED):
         return market_id
-    market.state = 0 if enable else 1
+    market.state = MarketPlaceState.ENABLED if enable else MarketPlaceState.DISABLED
     if enable:
         monitor(call.site, market_id)
     else:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from tui.domain.naming import DEFAULT_NAMING, NamingProfile
+from tui.domain.one_states import DatastoreState, MarketPlaceAppState, MarketPlaceState
 from tui.domain.permissions import Permissions
 from tui.domain.template_text import Template
 
@@ -75,7 +76,7 @@ class SimDatastore:
     uid: int = 0
     gid: int = 0
     perms: Permissions = Permissions(1, 1, 0, 1, 0, 0, 0, 0, 0)
-    state: int = 0  # 0 READY, 1 DISABLED
+    state: int = DatastoreState.READY
 
 
 @dataclass
@@ -209,7 +210,7 @@ class SimMarketplace:
     uid: int = 0
     gid: int = 0
     perms: Permissions = Permissions(1, 1, 0, 1, 0, 0, 1, 0, 0)
-    state: int = 0  # 0 ENABLED, 1 DISABLED
+    state: int = MarketPlaceState.ENABLED
 
 
 @dataclass
@@ -223,7 +224,7 @@ class SimMarketApp:
     apptemplate64: str
     size_mb: int
     template: Template = field(default_factory=list)
-    state: int = 1
+    state: int = MarketPlaceAppState.READY
     format: str = "qcow2"
     source: str = ""
     md5: str = ""
