@@ -13,10 +13,12 @@ import json
 import os
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
 
+from tests.procedure_run import run_procedure
 from tests.waiting import wait_until
 from tui.adapters.file_lock import hold
 from tui.adapters.vault import VaultPassword, read_vault_file
@@ -43,8 +45,7 @@ def core(tmp_path: Path, password: VaultPassword) -> Path:
     path.write_text(template_core_yaml())
 
     async def encrypt() -> None:
-        async for _ in encrypt_file(path, password):
-            pass
+        await run_procedure(partial(encrypt_file, path, password))
 
     asyncio.run(encrypt())
     return path
@@ -94,8 +95,7 @@ def test_second_operator_waits_and_applies_its_change_to_the_first_ones(
             await asyncio.to_thread(wait_until, lambda: _holds_open(second.pid, lock_file) or second.poll() is not None,
                                     60, "the second sitetk to wait on the lock")
             assert second.poll() is None, "the second edit finished while the first operator held core.yaml"
-            async for _ in edit_file(core, password, [("site_vxlan_guest_mtu", 1400)]):
-                pass
+            await run_procedure(partial(edit_file, core, password, [("site_vxlan_guest_mtu", 1400)]))
 
     asyncio.run(first_operator())
     assert second is not None
@@ -137,17 +137,14 @@ def test_console_editor_does_not_save_over_another_operators_change(core: Path, 
     is refused (nothing written) instead of silently replacing the other change."""
     async def scenario() -> None:
         loaded = (await load_site_config(core, password)).config.text
-        async for _ in edit_file(core, password, [("site_dns", "9.9.9.9")]):  # the other operator
-            pass
+        await run_procedure(partial(edit_file, core, password, [("site_dns", "9.9.9.9")]))  # the other operator
         theirs = core.read_bytes()
         mine = loaded.replace("site_vxlan_guest_mtu:", "site_vxlan_guest_mtu: 1400 #", 1)
         with pytest.raises(SiteError, match="changed since it was opened"):
-            async for _ in save_text(core, password, mine, expected=loaded):
-                pass
+            await run_procedure(partial(save_text, core, password, mine, expected=loaded))
         assert core.read_bytes() == theirs
-        async for _ in save_text(core, password, read_vault_file(core, password) + "operator_note: 1\n",
-                                 expected=read_vault_file(core, password)):
-            pass
+        await run_procedure(partial(save_text, core, password, read_vault_file(core, password) + "operator_note: 1\n",
+                                    expected=read_vault_file(core, password)))
         assert "operator_note: 1\n" in read_vault_file(core, password)
 
     asyncio.run(scenario())

@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 from typing import AsyncIterator
 
 import pytest
 
 from tests.conftest import SimFactory, isolate_home, write_password_file
+from tests.procedure_run import run_procedure
 from tui.adapters.vault import VaultPassword
 from tui.console import demo_settings
 from tui.procedures.audit import AuditLog
@@ -92,7 +94,7 @@ async def open_demo_site(settings: Settings) -> Path:
     """Clone the sites repository and open the demo site; the path of its core.yaml."""
     repo = sites_repo(settings)
     try:
-        events = await collect(open_site(repo, EXISTING_SITE))
+        _, site = await run_procedure(partial(open_site, repo, EXISTING_SITE, None))
     finally:
         repo.close()
-    return Path(events[-1].data["path"])
+    return site.path

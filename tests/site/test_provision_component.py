@@ -127,7 +127,7 @@ async def test_enable_tn_bastion_end_to_end(cloud: SiteConnection, deployed: Sim
         assert not [f for f in verdict.findings if f.path.startswith("site_variables.tn_bastion")]
         assert "site_variables.vm_kvm.image_id" in {f.path for f in verdict.errors}  # still the template's Ubuntu image
         gate = submit_gate(verdict, "vm_kvm is offered next")
-        done = await collect(submit_site(repo, site_ref, password, gate=gate, audit=cloud.audit))
+        done = await collect_run(partial(submit_site, repo, site_ref, password, gate=gate, audit=cloud.audit))
         assert done[-1].data["pushed"]
     finally:
         repo.close()

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 from tests.conftest import SimFactory
-from tests.site.conftest import collect, open_demo_site, settings_for
+from tests.procedure_run import collect as reported
+from tests.site.conftest import open_demo_site, settings_for
 from tui.adapters.vault import read_vault_file
 from tui.domain.severity import Severity
 from tui.domain.site_checks import check_site_config
@@ -71,7 +73,7 @@ async def test_fill_writes_once_and_keeps_comments(cloud: SiteConnection, deploy
     preview = plan.preview(password)
     assert all(c.cli.startswith("ansible-vault edit --vault-password-file ") for c in preview.changes)
     assert "(from the object store VM: toolkit service 1, VM " in preview.changes[0].description
-    events = await collect(fill_site_file(cloud, plan, password))
+    events = await reported(partial(fill_site_file, cloud, plan, password))
     assert events[-1].state == "done"
     text = read_vault_file(path, password)
     assert f'endpoint: "https://{ip}:9000"' in text and 'site_onegate: "10.11.28.1"' in text
@@ -79,7 +81,7 @@ async def test_fill_writes_once_and_keeps_comments(cloud: SiteConnection, deploy
     again = await plan_fill(cloud, path, password)
     assert again.changes == ()
     assert again.preview(password).is_noop
-    events = await collect(fill_site_file(cloud, again, password))
+    events = await reported(partial(fill_site_file, cloud, again, password))
     assert events[-1].state == "skipped"
     entries = [e for e in cloud.audit.entries() if e["action"] == "site.edit"]
     assert len(entries) == 1 and entries[0]["details"]["changes"]["site_onegate"] == "10.11.28.1"

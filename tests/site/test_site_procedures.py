@@ -6,12 +6,14 @@ import json
 import stat
 import subprocess
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Mapping
 
 import pytest
 
 from tests.conftest import VAULT_PASSWORD
+from tests.procedure_run import collect as reported
 from tests.site.conftest import ansible_vault, collect, offline_gate
 from tui.adapters.git_repo import GitRemote, GitRepo
 from tui.adapters.vault import VaultPassword, is_vault_text, read_vault_file, write_vault_file
@@ -99,7 +101,7 @@ async def test_edit_keeps_comments_and_is_idempotent(vault_file: Path, password:
         "site_variables.ran_sim: null -> {'template_id': 5, 'image_id': 6}",
     ]
     assert preview.changes[0].cli.startswith(f"ansible-vault edit --vault-password-file {password_file}")
-    events = await collect(edit_file(vault_file, password, changes, audit=audit))
+    events = await reported(partial(edit_file, vault_file, password, changes, audit=audit))
     assert events[-1].state == "done"
     assert {f["path"] for f in events[-1].data["findings"]} >= {"site_variables.cluster"}  # still not listed: a warning
     text = read_vault_file(vault_file, password)
@@ -108,7 +110,7 @@ async def test_edit_keeps_comments_and_is_idempotent(vault_file: Path, password:
             assert line in text.splitlines()
     assert '  endpoint: "https://10.0.0.21:9000"' in text
     before = vault_file.read_bytes()
-    again = await collect(edit_file(vault_file, password, changes, audit=audit))
+    again = await reported(partial(edit_file, vault_file, password, changes, audit=audit))
     assert again[-1].state == "skipped" and vault_file.read_bytes() == before
     assert [e["action"] for e in audit.entries()] == ["site.edit"]
 
@@ -116,14 +118,14 @@ async def test_edit_keeps_comments_and_is_idempotent(vault_file: Path, password:
 async def test_edit_failures_change_nothing(vault_file: Path, plain_file: Path, password: VaultPassword, audit: AuditLog) -> None:
     before = vault_file.read_bytes()
     with pytest.raises(SiteError, match="Wrong vault password"):
-        await collect(edit_file(vault_file, VaultPassword.from_text("wrong-one"), [("site_domain", "x")], audit=audit))
+        await reported(partial(edit_file, vault_file, VaultPassword.from_text("wrong-one"), [("site_domain", "x")], audit=audit))
     with pytest.raises(SiteError, match="holds a single value"):
-        await collect(edit_file(vault_file, password, [("site_domain.x", 1)], audit=audit))
+        await reported(partial(edit_file, vault_file, password, [("site_domain.x", 1)], audit=audit))
     assert vault_file.read_bytes() == before
     plain = vault_file.parent / "plain.yaml"
     plain.write_text("a: 1\n")
     with pytest.raises(SiteError, match="Not encrypted"):
-        await collect(edit_file(plain, password, [("a", 2)], audit=audit))
+        await reported(partial(edit_file, plain, password, [("a", 2)], audit=audit))
     assert plain.read_text() == "a: 1\n" and audit.entries() == []
 
 
@@ -135,10 +137,10 @@ async def test_preview_masks_secret_values(vault_file: Path, password: VaultPass
 async def test_save_text_from_the_editor(vault_file: Path, password: VaultPassword, audit: AuditLog) -> None:
     before = vault_file.read_bytes()
     with pytest.raises(SiteError) as caught:
-        await collect(save_text(vault_file, password, "a: 1\n b: 2\n"))
+        await reported(partial(save_text, vault_file, password, "a: 1\n b: 2\n"))
     assert "line 2, column 3" in caught.value.detail
     assert vault_file.read_bytes() == before
-    events = await collect(save_text(vault_file, password, template_core_yaml().replace("1450", "1400")))
+    events = await reported(partial(save_text, vault_file, password, template_core_yaml().replace("1450", "1400")))
     assert events[-1].state == "done"
     assert (await load_site_config(vault_file, password)).config.get("site_vxlan_guest_mtu") == 1400
 
@@ -214,7 +216,7 @@ async def test_new_site_created_and_submitted(seeded: tuple[Path, Path], tmp_pat
     repo = GitRepo(GitRemote(str(sites)), tmp_path / "work")
     listing = await list_sites(repo)
     assert listing.default_branch == "main" and listing.sites == ("demo-site",)
-    events = await collect(create_site(repo, "lab-a", "lab-a", password, initial={"site_domain": "lab-a.internal"}, audit=audit))
+    events = await reported(partial(create_site, repo, "lab-a", "lab-a", password, initial={"site_domain": "lab-a.internal"}, audit=audit))
     assert events[-1].state == "done"
     site = await current_site(repo)
     assert site.path == repo.workdir / "lab-a" / "core.yaml" and is_vault_text(site.path.read_text())
@@ -227,12 +229,12 @@ async def test_new_site_created_and_submitted(seeded: tuple[Path, Path], tmp_pat
     assert "site_onegate" in refused.value.detail and "--override-reason" in refused.value.detail
     verdict = verdict_of((await load_site_config(site.path, password)).config)
     with pytest.raises(SiteError, match="Submit refused"):
-        await collect(submit_site(repo, site, password, gate=SubmitGate(verdict), audit=audit))
+        await reported(partial(submit_site, repo, site, password, gate=SubmitGate(verdict), audit=audit))
     assert "lab-a" not in (await list_sites(repo)).sites
     assert [e["action"] for e in audit.entries()] == ["site.create"]
     # an explicit reason lets it go, into the commit message and the audit entry
     gate = await offline_gate(site.path, password, "lab site: values follow once the toolkit is deployed")
-    submitted = await collect(submit_site(repo, site, password, gate=gate, audit=audit))
+    submitted = await reported(partial(submit_site, repo, site, password, gate=gate, audit=audit))
     assert submitted[-1].state == "done" and submitted[-1].data["pushed"]
     assert "lab-a" in (await list_sites(repo)).sites
     message = subprocess.run(["git", "-C", str(repo.workdir), "log", "-1", "--format=%B"], capture_output=True, text=True, check=True).stdout
@@ -241,10 +243,10 @@ async def test_new_site_created_and_submitted(seeded: tuple[Path, Path], tmp_pat
     entry = audit.entries()[-1]
     assert entry["details"]["check"] == "overridden" and entry["details"]["override_reason"].startswith("lab site")
     assert {f["path"] for f in entry["details"]["overridden"]} >= {"site_onegate", "site_s3_server.endpoint"}
-    again = await collect(submit_site(repo, site, password, gate=gate, audit=audit))
+    again = await reported(partial(submit_site, repo, site, password, gate=gate, audit=audit))
     assert again[-1].state == "skipped"
     assert not (await preview_submit(repo, site, password)).pending
-    rerun = await collect(create_site(repo, "lab-a", "lab-a", password, audit=audit))
+    rerun = await reported(partial(create_site, repo, "lab-a", "lab-a", password, audit=audit))
     assert rerun[-1].state == "skipped" and "opened" in rerun[-1].message
     assert [e["action"] for e in audit.entries()] == ["site.create", "site.submit"]
 
@@ -252,11 +254,11 @@ async def test_new_site_created_and_submitted(seeded: tuple[Path, Path], tmp_pat
 async def test_existing_site_opened_edited_submitted(seeded: tuple[Path, Path], tmp_path: Path, audit: AuditLog) -> None:
     sites, _ = seeded
     repo = GitRepo(GitRemote(str(sites)), tmp_path / "work")
-    events = await collect(open_site(repo, "demo-site"))
+    events = await reported(partial(open_site, repo, "demo-site", None))
     site_data = events[-1].data
     assert site_data["site_dir"] == "demo-site"
     site = await current_site(repo)
-    await collect(edit_file(site.path, SIM_PASSWORD, [("site_vxlan_guest_mtu", 1400), ("site_variables.switch.registry_token", "reg-secret-1")], audit=audit))
+    await reported(partial(edit_file, site.path, SIM_PASSWORD, [("site_vxlan_guest_mtu", 1400), ("site_variables.switch.registry_token", "reg-secret-1")], audit=audit))
     preview = await preview_submit(repo, site, SIM_PASSWORD)
     assert not preview.new_branch and preview.base == "origin/demo-site:demo-site/core.yaml"
     assert "-site_vxlan_guest_mtu: 1450" in preview.diff and "+site_vxlan_guest_mtu: 1400" in preview.diff
@@ -266,11 +268,11 @@ async def test_existing_site_opened_edited_submitted(seeded: tuple[Path, Path], 
     # missing override is refused, and a verdict on other text does not carry over
     stale = submit_gate(verdict_of(SiteConfig.parse(template_core_yaml())), "stale")
     with pytest.raises(SiteError, match="The check is out of date"):
-        await collect(submit_site(repo, site, SIM_PASSWORD, gate=stale, audit=audit))
+        await reported(partial(submit_site, repo, site, SIM_PASSWORD, gate=stale, audit=audit))
     gate = await offline_gate(site.path, SIM_PASSWORD, "gate address filled on the frontend")
-    await collect(submit_site(repo, site, SIM_PASSWORD, gate=gate, message="demo-site: MTU", audit=audit))
+    await reported(partial(submit_site, repo, site, SIM_PASSWORD, gate=gate, message="demo-site: MTU", audit=audit))
     other = GitRepo(GitRemote(str(sites)), tmp_path / "other")
-    await collect(open_site(other, "demo-site"))
+    await reported(partial(open_site, other, "demo-site", None))
     assert (await load_site_config(other.workdir / "demo-site" / "core.yaml", SIM_PASSWORD)).config.get("site_vxlan_guest_mtu") == 1400
     log = audit.path.read_text()
     assert "reg-secret-1" not in log and SIM_VAULT_PASSWORD not in log
@@ -280,13 +282,13 @@ async def test_existing_site_opened_edited_submitted(seeded: tuple[Path, Path], 
 async def test_submit_refuses_plain_text(seeded: tuple[Path, Path], tmp_path: Path, audit: AuditLog) -> None:
     sites, _ = seeded
     repo = GitRepo(GitRemote(str(sites)), tmp_path / "work")
-    await collect(open_site(repo, "demo-site"))
+    await reported(partial(open_site, repo, "demo-site", None))
     site = await current_site(repo)
     site.path.write_text("site_domain: plain\n")
     with pytest.raises(SiteError, match="Refusing to submit plain text"):
         await preview_submit(repo, site, SIM_PASSWORD)
     with pytest.raises(SiteError, match="Refusing to submit plain text"):
-        await collect(submit_site(repo, site, SIM_PASSWORD, gate=SubmitGate(verdict_of(SiteConfig.parse("a: 1\n"))), audit=audit))
+        await reported(partial(submit_site, repo, site, SIM_PASSWORD, gate=SubmitGate(verdict_of(SiteConfig.parse("a: 1\n"))), audit=audit))
     assert await repo.unpushed("demo-site") is False and audit.entries() == []
 
 
@@ -308,11 +310,11 @@ async def test_a_value_the_template_cannot_take_changes_nothing(seeded: tuple[Pa
     await list_sites(repo)
     branch_before = await repo.current_branch()
     with pytest.raises(SiteError) as refused:
-        await collect(create_site(repo, "lab-b", "lab-b", password, initial={"site_domain.sub": "x"}, audit=audit))
+        await reported(partial(create_site, repo, "lab-b", "lab-b", password, initial={"site_domain.sub": "x"}, audit=audit))
     assert "site_domain" in f"{refused.value.title} {refused.value.detail}"
     assert not (repo.workdir / "lab-b").exists()
     assert "lab-b" not in await repo.branches() and await repo.current_branch() == branch_before
     assert not await repo.changed_paths()
     # a good value afterwards makes the site
-    events = await collect(create_site(repo, "lab-b", "lab-b", password, initial={"site_domain": "lab-b.internal"}, audit=audit))
+    events = await reported(partial(create_site, repo, "lab-b", "lab-b", password, initial={"site_domain": "lab-b.internal"}, audit=audit))
     assert events[-1].state == "done" and is_vault_text((repo.workdir / "lab-b" / "core.yaml").read_text())

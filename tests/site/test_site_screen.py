@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import subprocess
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -278,6 +279,7 @@ async def test_the_site_screen_finds_the_branch_the_setup_opened_when_shown(depl
     """Issue 20 item 11: "No site open" right after the setup opened the site branch. The setup opens
     the branch in the same working clone (`setup_components.plan_components` -> `open_site`); the
     site screen, shown again, takes it without ctrl+o."""
+    from tests.procedure_run import run_procedure
     from tui.procedures.site.repo import open_site
     from tui.procedures.site.workspace import sites_repo
 
@@ -290,8 +292,7 @@ async def test_the_site_screen_finds_the_branch_the_setup_opened_when_shown(depl
                        what="no site open")
         app.open_screen("vms")
         await wait_for(pilot, lambda: app.screen is not screen, what="another screen")
-        async for _ in open_site(sites_repo(app.site.settings), "demo-site"):  # what the setup does
-            pass
+        await run_procedure(partial(open_site, sites_repo(app.site.settings), "demo-site", None))  # what the setup does
         app.open_screen("site")
         await wait_for(pilot, lambda: screen.site_ref is not None and screen.saved_text is not None and not screen.busy,
                        what="the branch the setup opened")

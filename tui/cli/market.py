@@ -73,6 +73,7 @@ from tui.procedures.market.download import (
 )
 from tui.procedures.market.marketplaces import CatalogEntry, MarketCatalog, load_catalog
 from tui.procedures.market.upgrades import ApplyUpgrades, IdChange, Upgraded, upgrade_plan_json
+from tui.procedures.operation import RunContext
 from tui.procedures.preview import Preview
 from tui.procedures.progress import Progress
 
@@ -326,27 +327,29 @@ async def _site_follows(args: argparse.Namespace, site: SiteConnection, plan: An
     repo = sites_repo(site.settings)
     message = upgrade_message(plan, {c.appliance for c in changes})
     records = tuple(s.record.id for s in plan.steps if s.record is not None)
+
+    def show(event: Progress) -> None:
+        events.append(event)
+        if args.json:
+            return
+        if isinstance(event.outcome, Preview):
+            print(event.outcome.as_text())  # each key, old -> new, with the hand-run command
+        else:
+            print_event(event)
+
     try:
-        async for event in update_site_ids(site, repo, branch, site_dir or branch, password, changes, message,
-                                           override_reason=args.override_reason, record_ids=records,
-                                           values=dict(parse_set(args.set)), ask=_variable_asker(args)):
-            events.append(event)
-            if args.json:
-                continue
-            if isinstance(event.outcome, Preview):
-                print(event.outcome.as_text())  # each key, old -> new, with the hand-run command
-            else:
-                print_event(event)
+        updated = await update_site_ids(site, repo, branch, site_dir or branch, password, changes, message, RunContext(show),
+                                        override_reason=args.override_reason, record_ids=records,
+                                        values=dict(parse_set(args.set)), ask=_variable_asker(args))
     except SiteError as error:
         return finish(EXIT_FAILED, error, branch=branch, message=message)
     finally:
         repo.close()
-    last = events[-1].data if events else {}
+    found = updated.as_json()
     if not args.json:
         print(events[-1].message if events else "core.yaml: nothing to change")
-        _print_site_variables(last.get("ignored", []), last.get("missing", []))
-    return finish(EXIT_OK, branch=branch, message=message, edits=last.get("edits", []), set=last.get("set", []),
-                  missing=last.get("missing", []), ignored=last.get("ignored", []))
+        _print_site_variables(found["ignored"], found["missing"])
+    return finish(EXIT_OK, branch=branch, message=message, **found)
 
 
 async def _site_branch(args: argparse.Namespace, site: SiteConnection) -> tuple[str, str | None]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -31,7 +32,7 @@ from tui.cli.site_options import (
     warn,
 )
 from tui.errors import SiteError
-from tui.procedures.progress import Progress
+from tui.procedures.operation_stream import stream_run
 from tui.procedures.site.config import load_site_config
 from tui.procedures.site.file_operations import CreateSite
 from tui.procedures.site.repo import (
@@ -89,11 +90,12 @@ async def branches_command(args: argparse.Namespace) -> int:
 
 async def open_command(args: argparse.Namespace) -> int:
     repo = sites_repository(args)
+    opened: list[SiteRef] = []
     try:
-        events = await follow(open_site(repo, args.branch, args.site), args.json)
+        events = await follow(stream_run(partial(open_site, repo, args.branch, args.site), on_result=opened.append), args.json)
     finally:
         repo.close()
-    site = _opened(events)
+    site = opened[-1]
     finish(args.json, {"site": site.as_json(), "events": [e.as_json() for e in events]}, str(site.path))
     return EXIT_OK
 
@@ -110,16 +112,6 @@ async def create_command(args: argparse.Namespace) -> int:
                              describe=lambda done: str(done.site.path))
     finally:
         repo.close()
-
-
-def _opened(events: list[Progress]) -> SiteRef:
-    """The site an open or a create left in the working clone (its last event's outcome)."""
-    site = events[-1].outcome if events else None
-    if not isinstance(site, SiteRef):
-        raise SiteError("The site was not opened", "The working clone is not on a site branch; open it again.")
-    return site
-
-
 
 
 async def submit_command(args: argparse.Namespace) -> int:

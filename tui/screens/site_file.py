@@ -12,6 +12,7 @@ editor (`SiteConfigScreen`) shows the text when `Loaded` carries it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
@@ -19,6 +20,7 @@ from textual import on, work
 from textual.message import Message
 
 from tui.errors import SiteError
+from tui.procedures.operation_stream import stream_run
 from tui.procedures.site.config import VaultPassword, load_site_config
 from tui.procedures.site.file_operations import CreatePlan, CreateSite
 from tui.procedures.site.repo import SiteListing, SiteRef, current_site, list_sites, open_site
@@ -156,12 +158,10 @@ class SiteFileActions(SiteScreen):
 
     @work(exclusive=True, group="site-io", exit_on_error=False)
     async def _open_worker(self, branch: str) -> None:
-        site_ref: SiteRef | None = None
-        async for event in open_site(self._repo(), branch):
-            if isinstance(event.outcome, SiteRef):
-                site_ref = event.outcome
-        assert site_ref is not None
-        self.site_ref = site_ref
+        opened: list[SiteRef] = []
+        async for _ in stream_run(partial(open_site, self._repo(), branch, None), on_result=opened.append):
+            pass  # the fetch and the checkout: the status line says "opening" until it is done
+        site_ref = self.site_ref = opened[-1]
         self.post_message(self.Loaded(site_ref, ""))
 
     def _create(self, branch: str) -> None:

@@ -127,7 +127,7 @@ async def prepare_market_upgraded(ctx: SceneContext) -> None:
     IDs, submitted): the plan applied (each removal confirmed), then core.yaml's preview per key."""
     from tui.procedures.operation import RunContext, run_operation
     from tui.procedures.site.file_operations import EditSite
-    from tui.procedures.site.repo import locate_site, open_site
+    from tui.procedures.site.repo import open_site
     from tui.procedures.site.submit_operation import SubmitSite
     from tui.procedures.site.workspace import sites_repo, vault_password
     from tui.screens.market_upgrades import UpgradePlanModal
@@ -142,9 +142,7 @@ async def prepare_market_upgraded(ctx: SceneContext) -> None:
     assert password is not None
     repo = sites_repo(site.settings)
     try:
-        async for _ in open_site(repo, EXISTING_SITE, EXISTING_SITE):
-            pass
-        ref = locate_site(repo, EXISTING_SITE, EXISTING_SITE)
+        ref = await open_site(repo, EXISTING_SITE, EXISTING_SITE, RunContext(lambda event: None))
         edit = EditSite(ref.path, password, [("site_variables.tn_bastion.image_id", image_id),
                                              ("site_variables.tn_bastion.template_id", template_id)])
         await run_operation(site, edit, await edit.plan(site), RunContext(lambda event: None))

@@ -24,12 +24,13 @@ from tui.domain.components import ComponentDefinition
 from tui.errors import SiteError
 from tui.procedures.components.enable_operation import EnableComponent, EnableReview
 from tui.procedures.components.provision import plan_provision
+from tui.procedures.operation import RunContext
 from tui.procedures.operation_stream import stream_operation
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress, ProgressState
 from tui.procedures.site.component_library import library_definitions
 from tui.procedures.site.config import check_enable_inputs, load_site_config, preview_enable_component
-from tui.procedures.site.repo import locate_site, open_site
+from tui.procedures.site.repo import open_site
 from tui.procedures.site.submit_operation import SubmitSite
 from tui.procedures.site.verdict import site_verdict
 
@@ -76,9 +77,7 @@ async def plan_components(site: "SiteConnection", repo: "GitRepo", branch: str, 
                           password: VaultPassword, missing: Sequence[str], recommended: Sequence[str],
                           cloud_user: str) -> ComponentsPlan:
     """What enabling the missing components means (module docstring); changes nothing on the site."""
-    async for _ in open_site(repo, branch, site_dir):
-        pass
-    ref = locate_site(repo, branch, site_dir)
+    ref = await open_site(repo, branch, site_dir, RunContext(lambda event: None))
     definitions = await _definitions(site)
     steps: list[ComponentStep] = []
     skipped: list[str] = []

@@ -175,14 +175,12 @@ async def plan_optional(site: "SiteConnection", repo: "GitRepo", branch: str, si
     """Read the appliance's VM and core.yaml; what writing it changes (nothing is changed)."""
     from tui.procedures.audit import REDACTOR
     from tui.procedures.site.config import load_site_config, preview_edit
-    from tui.procedures.site.repo import locate_site, open_site
+    from tui.procedures.site.repo import open_site
 
     names = OptionalNames.of(site.naming)
     vm, address = await _vm_address(site, vm_id)
     label = f"VM {vm.id} {vm.name}"
-    async for _ in open_site(repo, branch, site_dir):
-        pass
-    ref = locate_site(repo, branch, site_dir)
+    ref = await open_site(repo, branch, site_dir, RunContext(lambda event: None))
     config = (await load_site_config(ref.path, password, site.naming)).config
     secrets: tuple[str, ...] = ()
     if kind == "dns":

@@ -13,13 +13,14 @@ The vault password (the sites token) comes from the input file, else is asked an
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, AsyncIterator, Mapping
 
 from tui.domain.input_site import Outcome
 from tui.domain.setup_steps import ComponentsMissing, ExamplesLeft, SetupStep
 from tui.domain.site_checks import check_example_answer
 from tui.errors import SiteError
-from tui.procedures.operation_stream import stream_operation
+from tui.procedures.operation_stream import stream_operation, stream_run
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress
 from tui.procedures.setup.components import enable_components, plan_components, submit_checked
@@ -130,7 +131,7 @@ async def plan_submit(request: PlanRequest, step: SetupStep) -> StepPlan:
 
     async def run() -> AsyncIterator[Progress]:
         try:
-            async for event in open_site(repo, target.branch, site_dir):
+            async for event in stream_run(partial(open_site, repo, target.branch, site_dir)):
                 yield event
             ref = locate_site(repo, target.branch, site_dir)
             if edits:

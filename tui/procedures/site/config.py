@@ -36,7 +36,7 @@ from tui.domain.site_config import MISSING, SiteConfig, SiteConfigError, lookup
 from tui.domain.site_fill import appliance_leaves
 from tui.errors import SiteError
 from tui.procedures.audit import REDACTOR, AuditLog
-from tui.procedures.operation import OperationCancelled
+from tui.procedures.operation import OperationCancelled, RunContext
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress, ProgressState
 from tui.procedures.site.lock import config_lock
@@ -57,8 +57,9 @@ class LoadedConfig:
 
 @dataclass(frozen=True)
 class ConfigWritten:
-    """The typed outcome (`Progress.outcome`) of the last event of a write of core.yaml: whether
-    the file changed, the changes (values as shown, secrets masked) and what the checks found."""
+    """The result of a write of core.yaml (`encrypt_file`, `edit_file`, `save_text`): whether
+    the file changed, the changes (values as shown, secrets masked) and what the checks found.
+    (`enable_component` still carries it as its last event's `Progress.outcome`.)"""
 
     path: Path
     changed: bool
@@ -73,6 +74,28 @@ class ConfigWritten:
         return {"path": str(self.path), "changed": self.changed,
                 "changes": [{"path": p, "old": old, "new": new} for p, old, new in self.changes],
                 "findings": [f.as_json() for f in self.findings]}
+
+
+@dataclass
+class WriteLedger:
+    """What a write of core.yaml did so far, kept as it goes (`RunContext.keep`): whether the file
+    was replaced (one atomic rename: it holds the old text or the new, never a part). A run
+    stopped hard after the rename still says so; the operation's `audit_failure` reads it."""
+
+    path: Path
+    written: bool = False
+
+    def failure_record(self, error: SiteError) -> dict[str, Any] | None:
+        """The audit details of a stopped write, or of a failed one that wrote; None for a run
+        refused before it wrote anything (bad input, a wrong password: it changed nothing and said so)."""
+        if not (self.written or isinstance(error, OperationCancelled)):
+            return None
+        return _write_left(self.path, self.written)
+
+
+def _mark_written(ledger: WriteLedger | None) -> None:
+    if ledger is not None:
+        ledger.written = True
 
 
 def _shown(changed: Sequence[tuple[str, Any, Any]]) -> tuple[tuple[str, str, str], ...]:
@@ -130,27 +153,31 @@ async def preview_encrypt(path: Path, password: VaultPassword) -> Preview:
     return Preview(f"Encrypt {path}", (Change(f"encrypt {path} in place (mode 0600)", vault_cli("encrypt", path, password), "update"),))
 
 
-async def encrypt_file(path: Path, password: VaultPassword, *, naming: NamingProfile = DEFAULT_NAMING) -> AsyncIterator[Progress]:
+async def encrypt_file(path: Path, password: VaultPassword, context: RunContext, *, naming: NamingProfile = DEFAULT_NAMING,
+                       ledger: WriteLedger | None = None) -> ConfigWritten:
     """Encrypt a plain core.yaml in place (checked to be valid YAML first); already encrypted: skipped.
 
-    Run as the `EncryptSite` operation, which writes the audit record."""
+    Reports to `context`; `ledger` keeps whether the file was replaced. Run as the `EncryptSite`
+    operation, which writes the audit record."""
     path = Path(path)
     step, total = "encrypt", 3
     _register(password)
     async with config_lock(path):
         raw = read_text(path)
-        yield Progress(step, 1, total, f"read {path}")
+        context.report(Progress(step, 1, total, f"read {path}"))
         if is_vault_text(raw):
             await decrypt_text_async(raw, password, str(path))  # a wrong password still says so
-            yield Progress(step, total, total, f"{path} is already vault-encrypted", state=ProgressState.SKIPPED, data={"path": str(path), "changed": False},
-                           outcome=ConfigWritten(path, False))
-            return
+            context.report(Progress(step, total, total, f"{path} is already vault-encrypted", state=ProgressState.SKIPPED,
+                                    data={"path": str(path), "changed": False}))
+            return ConfigWritten(path, False)
         parse_config(raw, path, naming)
-        yield Progress(step, 2, total, "valid YAML")
+        context.report(Progress(step, 2, total, "valid YAML"))
         encrypted = await encrypt_text_async(raw, password)
         write_atomic(path, encrypted)
-    yield Progress(step, total, total, f"encrypted {path} (mode 0600)", state=ProgressState.DONE, data={"path": str(path), "changed": True},
-                   outcome=ConfigWritten(path, True))
+        _mark_written(ledger)
+    context.report(Progress(step, total, total, f"encrypted {path} (mode 0600)", state=ProgressState.DONE,
+                            data={"path": str(path), "changed": True}))
+    return ConfigWritten(path, True)
 
 
 def show_value(path: str, value: Any) -> str:
@@ -186,37 +213,46 @@ async def edit_file(
     path: Path,
     password: VaultPassword,
     changes: Sequence[tuple[str, Any]],
+    context: RunContext,
     *,
     naming: NamingProfile = DEFAULT_NAMING,
     definitions: Mapping[str, ComponentDefinition] | None = None,
     audit: AuditLog | None = None,
-) -> AsyncIterator[Progress]:
+    ledger: WriteLedger | None = None,
+) -> ConfigWritten:
     """Apply dotted-path changes to an encrypted core.yaml in memory and re-encrypt it.
 
     The file is read, changed and written under its lock (`site_lock`): another process's edit
-    at the same time lands before or after this one, never instead of it."""
+    at the same time lands before or after this one, never instead of it. Reports to `context`;
+    records the change only when handed `audit` (a direct caller; the `EditSite` operation
+    records its run itself)."""
     path = Path(path)
     step, total = "edit", 3
     async with config_lock(path):
         before = await _load_encrypted(path, password, naming)
-        yield Progress(step, 1, total, f"decrypted {path} in memory")
+        context.report(Progress(step, 1, total, f"decrypted {path} in memory"))
         try:
             after = before.edit(list(changes))
         except SiteConfigError as error:
             raise SiteError("Cannot apply the change", f"{error.message}. Nothing was written.") from None
-        async for event in _write_config(path, password, before, after, step, total, naming, definitions, audit, "site.edit", _changes(before, changes)):
-            yield event
+        write = _Write(path, password, step, total, naming, definitions, ledger)
+        written = await _write_config(write, before, after, _changes(before, changes), context)
+    if audit is not None and written.changed:  # a direct caller; an operation records the run itself (`write_details`)
+        audit.record("site.edit", str(path), details=write_details(path, password, written.values))
+    return written
 
 
 async def save_text(
     path: Path,
     password: VaultPassword,
     text: str,
+    context: RunContext,
     *,
     naming: NamingProfile = DEFAULT_NAMING,
     definitions: Mapping[str, ComponentDefinition] | None = None,
     expected: str | None = None,
-) -> AsyncIterator[Progress]:
+    ledger: WriteLedger | None = None,
+) -> ConfigWritten:
     """Replace the configuration with `text` (from the editor): valid YAML only, encrypted, atomic.
     Run as the `SaveSite` operation, which writes the audit record.
 
@@ -238,9 +274,8 @@ async def save_text(
                 f"Another process changed {path} after the editor loaded it. Nothing was written: copy your change, "
                 "reload the file to see theirs, then apply yours again.",
             )
-        yield Progress(step, 1, total, "valid YAML")
-        async for event in _write_config(path, password, before, after, step, total, naming, definitions, None, "site.save", []):
-            yield event
+        context.report(Progress(step, 1, total, "valid YAML"))
+        return await _write_config(_Write(path, password, step, total, naming, definitions, ledger), before, after, [], context)
 
 
 def write_details(path: Path, password: VaultPassword, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -249,52 +284,51 @@ def write_details(path: Path, password: VaultPassword, values: Mapping[str, Any]
     return {"changes": dict(values), "cli": vault_cli("edit", path, password)}
 
 
-def write_failure_details(path: Path, events: Sequence[Progress]) -> dict[str, Any]:
-    """The audit details of a write of core.yaml that failed or was stopped (a stop signal): whether
-    the file was replaced (one atomic rename: it holds the old text or the new, never a part)."""
-    written = any(isinstance(e.outcome, ConfigWritten) and e.outcome.changed for e in events)
+def _write_left(path: Path, written: bool) -> dict[str, Any]:
     return {"path": str(path), "written": written,
             "left": "the new text was written (vault-encrypted, mode 0600)" if written else f"nothing: {path} is as it was"}
 
 
-def write_failure_record(path: Path, error: SiteError, events: Sequence[Progress]) -> dict[str, Any] | None:
-    """The audit details of a stopped write (`write_failure_details`), or of a failed one that
-    wrote; None for a run refused before it wrote anything (bad input, a wrong password: it
-    changed nothing and said so)."""
-    details = write_failure_details(path, events)
-    return details if details["written"] or isinstance(error, OperationCancelled) else None
+def write_failure_details(path: Path, events: Sequence[Progress]) -> dict[str, Any]:
+    """The audit details of a component's enable that failed or was stopped (a stop signal): whether
+    core.yaml was replaced, read from `enable_component`'s events (which report to no context yet)."""
+    return _write_left(path, any(isinstance(e.outcome, ConfigWritten) and e.outcome.changed for e in events))
 
 
-async def _write_config(
-    path: Path,
-    password: VaultPassword,
-    before: SiteConfig,
-    after: SiteConfig,
-    step: str,
-    total: int,
-    naming: NamingProfile,
-    definitions: Mapping[str, ComponentDefinition] | None,
-    audit: AuditLog | None,
-    action: str,
-    changed: list[tuple[str, Any, Any]],
-) -> AsyncIterator[Progress]:
-    findings = check_site_config(after, naming=naming, definitions=definitions)
+@dataclass(frozen=True)
+class _Write:
+    """Where a write goes and how it is checked: the file, its password and step, the naming and
+    definitions of the checks, and the run's `WriteLedger`."""
+
+    path: Path
+    password: VaultPassword
+    step: str
+    total: int
+    naming: NamingProfile
+    definitions: Mapping[str, ComponentDefinition] | None
+    ledger: WriteLedger | None
+
+
+async def _write_config(write: _Write, before: SiteConfig, after: SiteConfig, changed: list[tuple[str, Any, Any]],
+                        context: RunContext) -> ConfigWritten:
+    path, step, total = write.path, write.step, write.total
+    findings = check_site_config(after, naming=write.naming, definitions=write.definitions)
     data: dict[str, Any] = {
         "path": str(path),
         "changes": [{"path": p, "old": show_value(p, old), "new": show_value(p, new)} for p, old, new in changed],
         "findings": [f.as_json() for f in findings],
     }
     if after.text == before.text:
-        yield Progress(step, total, total, "no change: file left as it was", state=ProgressState.SKIPPED, data={**data, "changed": False},
-                       outcome=ConfigWritten(path, False, _shown(changed), tuple(findings)))
-        return
-    encrypted = await encrypt_text_async(after.text, password)
-    yield Progress(step, 2, total, "re-encrypted")
+        context.report(Progress(step, total, total, "no change: file left as it was", state=ProgressState.SKIPPED,
+                                data={**data, "changed": False}))
+        return ConfigWritten(path, False, _shown(changed), tuple(findings))
+    encrypted = await encrypt_text_async(after.text, write.password)
+    context.report(Progress(step, 2, total, "re-encrypted"))
     write_atomic(path, encrypted)
-    if audit is not None:  # a direct caller; an operation records the run itself (`write_details`)
-        audit.record(action, str(path), details=write_details(path, password, {p: new for p, _old, new in changed}))
-    yield Progress(step, total, total, f"wrote {path} (vault-encrypted, mode 0600)", state=ProgressState.DONE, data={**data, "changed": True},
-                   outcome=ConfigWritten(path, True, _shown(changed), tuple(findings), {p: new for p, _old, new in changed}))
+    _mark_written(write.ledger)
+    context.report(Progress(step, total, total, f"wrote {path} (vault-encrypted, mode 0600)", state=ProgressState.DONE,
+                            data={**data, "changed": True}))
+    return ConfigWritten(path, True, _shown(changed), tuple(findings), {p: new for p, _old, new in changed})
 
 
 async def check_site_file(

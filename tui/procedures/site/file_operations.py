@@ -27,10 +27,10 @@ from tui.domain.components import ComponentDefinition
 from tui.errors import SiteError
 from tui.procedures.operation import Confirmation, Operation, OperationCancelled, RunContext
 from tui.procedures.preview import Change, Preview
-from tui.procedures.progress import ProgressState
 from tui.procedures.site.config import (
     ConfigWritten,
     VaultPassword,
+    WriteLedger,
     edit_file,
     encrypt_file,
     preview_edit,
@@ -38,9 +38,8 @@ from tui.procedures.site.config import (
     save_text,
     vault_cli,
     write_details,
-    write_failure_record,
 )
-from tui.procedures.site.repo import SiteRef, create_details, create_site, locate_site, preview_create_site
+from tui.procedures.site.repo import Created, CreateLedger, SiteRef, create_details, create_site, locate_site, preview_create_site
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection
@@ -57,14 +56,9 @@ class FilePlan:
         return {"path": str(self.path), "pending": not self.preview.is_noop}
 
 
-async def _written(events: Any, context: RunContext, path: Path) -> ConfigWritten:
-    """Report a write's events; its result is the last event's `ConfigWritten`."""
-    written = ConfigWritten(path, False)
-    async for event in events:
-        if isinstance(event.outcome, ConfigWritten):
-            written = event.outcome
-        context.report(event)
-    return written
+def _write_failure(plan: FilePlan, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
+    """A write's failure record: whether the run's `WriteLedger` saw the file replaced."""
+    return (context.kept(WriteLedger) or WriteLedger(plan.path)).failure_record(error)
 
 
 @dataclass(frozen=True)
@@ -90,13 +84,13 @@ class EncryptSite(Operation[FilePlan, ConfigWritten]):
         return None  # the plain text is what is encrypted; nothing is lost
 
     async def execute(self, site: "SiteConnection", plan: FilePlan, context: RunContext) -> ConfigWritten:
-        return await _written(encrypt_file(plan.path, self.password, naming=site.naming), context, plan.path)
+        return await encrypt_file(plan.path, self.password, context, naming=site.naming, ledger=context.keep(WriteLedger(plan.path)))
 
     def audit_details(self, plan: FilePlan, result: ConfigWritten) -> Mapping[str, Any] | None:
         return {"cli": vault_cli("encrypt", plan.path, self.password)} if result.changed else None
 
     def audit_failure(self, plan: FilePlan, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
-        return write_failure_record(plan.path, error, context.events)
+        return _write_failure(plan, error, context)
 
     def audit_target(self, plan: FilePlan, result: ConfigWritten) -> str:
         return str(plan.path)
@@ -127,8 +121,8 @@ class EditSite(Operation[FilePlan, ConfigWritten]):
         return None  # the earlier values are in the preview and in the repository
 
     async def execute(self, site: "SiteConnection", plan: FilePlan, context: RunContext) -> ConfigWritten:
-        events = edit_file(plan.path, self.password, self.changes, naming=site.naming, definitions=self.definitions)
-        return await _written(events, context, plan.path)
+        return await edit_file(plan.path, self.password, self.changes, context, naming=site.naming,
+                               definitions=self.definitions, ledger=context.keep(WriteLedger(plan.path)))
 
     def audit_details(self, plan: FilePlan, result: ConfigWritten) -> Mapping[str, Any] | None:
         if not result.changed:
@@ -136,7 +130,7 @@ class EditSite(Operation[FilePlan, ConfigWritten]):
         return write_details(plan.path, self.password, result.values)
 
     def audit_failure(self, plan: FilePlan, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
-        return write_failure_record(plan.path, error, context.events)
+        return _write_failure(plan, error, context)
 
     def audit_target(self, plan: FilePlan, result: ConfigWritten) -> str:
         return str(plan.path)
@@ -171,15 +165,14 @@ class SaveSite(Operation[FilePlan, ConfigWritten]):
         return None  # the operator asked to save what the editor shows
 
     async def execute(self, site: "SiteConnection", plan: FilePlan, context: RunContext) -> ConfigWritten:
-        events = save_text(plan.path, self.password, self.text, naming=site.naming, definitions=self.definitions,
-                           expected=self.expected)
-        return await _written(events, context, plan.path)
+        return await save_text(plan.path, self.password, self.text, context, naming=site.naming,
+                               definitions=self.definitions, expected=self.expected, ledger=context.keep(WriteLedger(plan.path)))
 
     def audit_details(self, plan: FilePlan, result: ConfigWritten) -> Mapping[str, Any] | None:
         return write_details(plan.path, self.password, {}) if result.changed else None
 
     def audit_failure(self, plan: FilePlan, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
-        return write_failure_record(plan.path, error, context.events)
+        return _write_failure(plan, error, context)
 
     def audit_target(self, plan: FilePlan, result: ConfigWritten) -> str:
         return str(plan.path)
@@ -194,18 +187,6 @@ class CreatePlan:
 
     def as_json(self) -> dict[str, Any]:
         return {**self.site.as_json(), "exists": self.preview.is_noop}
-
-
-@dataclass(frozen=True)
-class Created:
-    """A create's result: the site in the working clone and whether this run started it (False:
-    its branch existed and was opened, or its core.yaml was already encrypted)."""
-
-    site: SiteRef
-    created: bool
-
-    def as_json(self) -> dict[str, Any]:
-        return {**self.site.as_json(), "created": self.created}
 
 
 @dataclass(frozen=True)
@@ -235,21 +216,14 @@ class CreateSite(Operation[CreatePlan, Created]):
         return None  # nothing reaches the remote until the site is submitted
 
     async def execute(self, site: "SiteConnection", plan: CreatePlan, context: RunContext) -> Created:
-        created: Created | None = None
-        async for event in create_site(self.repo, self.branch, self.site_dir, self.password, initial=self.initial,
-                                       naming=site.naming):
-            if isinstance(event.outcome, SiteRef):
-                created = Created(event.outcome, event.state is ProgressState.DONE)
-            context.report(event)
-        if created is None:
-            raise SiteError("The site was not created", "The working clone is not on the site branch; create it again.")
-        return created
+        return await create_site(self.repo, self.branch, self.site_dir, self.password, context, initial=self.initial,
+                                 naming=site.naming, ledger=context.keep(CreateLedger()))
 
     def audit_details(self, plan: CreatePlan, result: Created) -> Mapping[str, Any] | None:
         return create_details(self.site_dir, DEFAULT_TEMPLATE_DIR, self.initial) if result.created else None
 
     def audit_failure(self, plan: CreatePlan, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
-        made = any(isinstance(e.outcome, SiteRef) for e in context.events)
+        made = (context.kept(CreateLedger) or CreateLedger()).made
         if not (made or isinstance(error, OperationCancelled)):
             return None  # refused before the working clone changed (bad input, a wrong password)
         return {"site_dir": self.site_dir, "made": made,

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, AsyncIterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from tui.adapters.vault import VaultPassword
 from tui.domain.appliance_identity import ApplianceFacts, Confirmation, ImageFacts, ServiceTemplateFacts, TemplateFacts
@@ -44,9 +44,10 @@ from tui.errors import AuthenticationFailed, SiteError
 from tui.procedures.concurrent import gather
 from tui.procedures.market.attributes import role_template_ids
 from tui.procedures.market.marketplaces import MarketCatalog, load_catalog
+from tui.procedures.operation import RunContext
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress, ProgressState
-from tui.procedures.site.config import ConfigWritten, edit_file, load_site_config, show_value, vault_cli
+from tui.procedures.site.config import ConfigWritten, WriteLedger, edit_file, load_site_config, show_value, vault_cli
 from tui.procedures.site.confirmations import load_confirmations
 from tui.procedures.site_record import load_site_record
 
@@ -361,21 +362,22 @@ async def fill_site_file(
     site: "SiteConnection",
     plan: FillPlan,
     password: VaultPassword,
+    context: RunContext,
     definitions: Mapping[str, ComponentDefinition] | None = None,
     *,
     record: bool = True,
-) -> AsyncIterator[Progress]:
+    ledger: WriteLedger | None = None,
+) -> ConfigWritten:
     """Write the planned changes (nothing to do: a skipped event); re-running changes nothing.
 
-    `record=False`: the caller (the `FillSite` operation) writes the audit record; the guided
-    setup still calls this outside an operation, so by default the write records itself."""
+    `record=False`: the caller (the `FillSite` operation) writes the audit record; called outside
+    an operation, the write records itself."""
     if not plan.changes:
-        yield Progress("fill", 1, 1, "already in line with the cloud", state=ProgressState.SKIPPED, data={"path": str(plan.path), "changed": False},
-                       outcome=ConfigWritten(plan.path, False))
-        return
-    async for event in edit_file(plan.path, password, as_edits(plan.changes), naming=site.naming, definitions=definitions,
-                                 audit=site.audit if record else None):
-        yield event
+        context.report(Progress("fill", 1, 1, "already in line with the cloud", state=ProgressState.SKIPPED,
+                                data={"path": str(plan.path), "changed": False}))
+        return ConfigWritten(plan.path, False)
+    return await edit_file(plan.path, password, as_edits(plan.changes), context, naming=site.naming, definitions=definitions,
+                           audit=site.audit if record else None, ledger=ledger)
 
 
 def fill_text(config: SiteConfig, changes: Sequence[FillChange]) -> SiteConfig:

@@ -16,7 +16,7 @@ from tui.domain.components import ComponentDefinition
 from tui.errors import SiteError
 from tui.procedures.operation import Confirmation, Operation, RunContext
 from tui.procedures.preview import Preview
-from tui.procedures.site.config import ConfigWritten, VaultPassword, write_details, write_failure_record
+from tui.procedures.site.config import VaultPassword, WriteLedger, write_details
 from tui.procedures.site.fill import FillPlan, fill_site_file, plan_fill
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -60,11 +60,8 @@ class FillSite(Operation[FillPlan, Filled]):
         return None  # the file's earlier values are in the preview and in the repository
 
     async def execute(self, site: "SiteConnection", plan: FillPlan, context: RunContext) -> Filled:
-        written = ConfigWritten(plan.path, False)
-        async for event in fill_site_file(site, plan, self.password, self.definitions, record=False):
-            if isinstance(event.outcome, ConfigWritten):
-                written = event.outcome
-            context.report(event)
+        written = await fill_site_file(site, plan, self.password, context, self.definitions, record=False,
+                                       ledger=context.keep(WriteLedger(plan.path)))
         return Filled(plan.path, written.changed, written.values)
 
     def audit_details(self, plan: FillPlan, result: Filled) -> Mapping[str, Any] | None:
@@ -73,7 +70,7 @@ class FillSite(Operation[FillPlan, Filled]):
         return write_details(plan.path, self.password, result.written)
 
     def audit_failure(self, plan: FillPlan, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
-        return write_failure_record(plan.path, error, context.events)
+        return (context.kept(WriteLedger) or WriteLedger(plan.path)).failure_record(error)
 
     def audit_target(self, plan: FillPlan, result: Filled) -> str:
         return str(plan.path)

@@ -34,7 +34,7 @@ memory with the configured vault password, changing nothing; what it could not r
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Mapping, Sequence
 
 from tui.domain.site_config import SiteConfig
 from tui.errors import SiteError
@@ -47,6 +47,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from tui.domain.components import ComponentDefinition
     from tui.domain.upgrades import UpgradePlan
     from tui.procedures.connection import SiteConnection
+    from tui.procedures.operation import RunContext
 
 
 @dataclass(frozen=True)
@@ -210,24 +211,38 @@ def _variable_values(missing: Sequence[tuple[str, str]], values: Mapping[str, An
     return {p: v for p, v in values.items() if p in wanted and v not in (None, "")}, stray
 
 
+@dataclass(frozen=True)
+class SiteIdsUpdated:
+    """What `update_site_ids` did to core.yaml: the IDs changed, the new site variables written
+    (`set`), those the library defines that core.yaml still lacks (`missing`: path, what it is) and
+    the given paths that are not one of them (`ignored`)."""
+
+    edits: tuple[IdEdit, ...] = ()
+    set: tuple[str, ...] = ()
+    missing: tuple[tuple[str, str], ...] = ()
+    ignored: tuple[str, ...] = ()
+
+    def as_json(self) -> dict[str, Any]:
+        return {"edits": [e.as_json() for e in self.edits], "set": list(self.set),
+                "missing": [{"path": p, "about": a} for p, a in self.missing], "ignored": list(self.ignored)}
+
+
 async def update_site_ids(site: "SiteConnection", repo: "GitRepo", branch: str, site_dir: str,
-                          password: "VaultPassword", changes: Sequence[IdChange], message: str, *,
+                          password: "VaultPassword", changes: Sequence[IdChange], message: str, context: "RunContext", *,
                           override_reason: str | None = None, record_ids: Sequence[str] = (),
                           values: Mapping[str, Any] | None = None, ask: AskVariables | None = None
-                          ) -> AsyncIterator[Progress]:
-    """Edit and submit core.yaml (module docstring). The last event's data carries `edits`, `set`
-    (the new site variables written) and `missing` (those the library defines that core.yaml still
-    lacks)."""
-    from tui.procedures.operation_stream import stream_operation
+                          ) -> SiteIdsUpdated:
+    """Edit and submit core.yaml (module docstring), reporting to `context`; the edit and the submit
+    are operations run through `run_operation`, each with its own record (`RunContext.relay`).
+    The event before the edit carries its preview (`Progress.outcome`, for the CLI to print)."""
+    from tui.procedures.operation import run_operation
     from tui.procedures.site.component_library import library_definitions
     from tui.procedures.site.config import load_site_config
     from tui.procedures.site.file_operations import EditSite
-    from tui.procedures.site.repo import locate_site, open_site
+    from tui.procedures.site.repo import open_site
     from tui.procedures.site.submit_operation import SubmitSite
 
-    async for event in open_site(repo, branch, site_dir):
-        yield event
-    ref = locate_site(repo, branch, site_dir)
+    ref = await open_site(repo, branch, site_dir, context)
     config = (await load_site_config(ref.path, password, site.naming)).config
     edits = id_edits(config, changes)
     try:
@@ -237,28 +252,25 @@ async def update_site_ids(site: "SiteConnection", repo: "GitRepo", branch: str, 
     missing = missing_variables(config, definitions, record_ids) if definitions else ()
     given, stray = _variable_values(missing, values or {})
     if not edits:
-        found: dict[str, Any] = {"edits": [], "set": [], "missing": [{"path": p, "about": a} for p, a in missing],
-                                 "ignored": stray}
-        yield Progress("core.yaml", 1, 1, f"{ref.site_dir}/core.yaml on {branch} holds none of the replaced IDs: "
-                       "nothing to change", ProgressState.SKIPPED, found)
-        return
+        found = SiteIdsUpdated(missing=tuple(missing), ignored=tuple(stray))
+        context.report(Progress("core.yaml", 1, 1, f"{ref.site_dir}/core.yaml on {branch} holds none of the replaced IDs: "
+                                "nothing to change", ProgressState.SKIPPED, found.as_json()))
+        return found
     to_ask = [(p, a) for p, a in missing if p not in given]
     if to_ask and ask is not None:
         answers = await ask(to_ask)
         given.update({p: v for p, v in answers.items() if p in dict(to_ask) and v not in (None, "")})
     variables = [(p, given[p]) for p, _ in missing if p in given]
-    left = [(p, a) for p, a in missing if p not in given]
-    found = {"edits": [e.as_json() for e in edits], "set": [p for p, _ in variables],
-             "missing": [{"path": p, "about": a} for p, a in left], "ignored": stray}
+    found = SiteIdsUpdated(edits, tuple(p for p, _ in variables), tuple((p, a) for p, a in missing if p not in given),
+                           tuple(stray))
     if variables:
         message += f"; new site variables {', '.join(p.rsplit('.', 1)[-1] for p, _ in variables)}"
     edit = EditSite(ref.path, password, [(e.path, e.new) for e in edits] + variables, definitions)
     planned = await edit.plan(site)
     preview = edit.preview(planned)
-    yield Progress("core.yaml", 0, 1, f"{len(edits)} key(s) of {ref.site_dir}/core.yaml to change", ProgressState.RUNNING,
-                   {**found, "preview": preview.as_json()}, preview)
-    async for event in stream_operation(site, edit, planned):
-        yield event
+    context.report(Progress("core.yaml", 0, 1, f"{len(edits)} key(s) of {ref.site_dir}/core.yaml to change", ProgressState.RUNNING,
+                            {**found.as_json(), "preview": preview.as_json()}, preview))
+    await run_operation(site, edit, planned, context.relay(lambda event: event))
     submit = SubmitSite(repo, ref, password, message, override_reason, definitions)
     try:
         plan = await submit.plan(site)
@@ -267,7 +279,7 @@ async def update_site_ids(site: "SiteConnection", repo: "GitRepo", branch: str, 
                         f"{error.detail}\nThe IDs are changed in the working clone ({ref.path}); fix what the check "
                         "says, or give a reason, then `sitetk site submit` (with --override-reason TEXT to go ahead "
                         "despite the errors).") from None
-    async for event in stream_operation(site, submit, plan):
-        yield event
+    await run_operation(site, submit, plan, context.relay(lambda event: event))
     said = "; ".join([f"{e.path} {e.old} -> {e.new}" for e in edits] + [f"{p} set" for p, _ in variables])
-    yield Progress("core.yaml", 1, 1, f"{ref.site_dir}/core.yaml on {branch}: {said}", ProgressState.DONE, found)
+    context.report(Progress("core.yaml", 1, 1, f"{ref.site_dir}/core.yaml on {branch}: {said}", ProgressState.DONE, found.as_json()))
+    return found

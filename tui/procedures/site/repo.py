@@ -19,7 +19,7 @@ import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, AsyncIterator, Mapping
+from typing import Any, Mapping
 
 from tui.adapters.git_repo import DEFAULT_TEMPLATE_DIR, SITE_CONFIG_FILE, GitRepo
 from tui.adapters.git_repo import check_name as check_name  # re-exported: screens check names through here
@@ -28,7 +28,7 @@ from tui.domain.naming import DEFAULT_NAMING, NamingProfile
 from tui.domain.site_config import SiteConfigError, config_diff
 from tui.errors import SiteError
 from tui.procedures.audit import REDACTOR, AuditLog
-from tui.procedures.operation import OperationCancelled
+from tui.procedures.operation import OperationCancelled, RunContext
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress, ProgressState
 from tui.procedures.site.config import invalid_yaml, parse_config, vault_cli
@@ -94,16 +94,18 @@ class SubmitPreview:
         )
 
 
-@dataclass(frozen=True)
-class Committed:
-    """The typed outcome of a submit's commit event: the commit made in the working clone, not pushed yet."""
+@dataclass
+class SubmitLedger:
+    """What a submit did so far, kept as it goes (`RunContext.keep`): the commit it made in the
+    working clone (None before the commit, or when there was nothing new to commit). The
+    `SubmitSite` operation's failure record reads it."""
 
-    commit: str
+    commit: str | None = None
 
 
 @dataclass(frozen=True)
 class Submitted:
-    """The typed outcome of a submit's last event: the commit pushed (None: the branch was up to date)."""
+    """A submit's result: the commit pushed (None: the branch was up to date)."""
 
     site: SiteRef
     commit: str | None
@@ -166,25 +168,20 @@ async def current_site(repo: GitRepo, site_dir: str | None = None) -> SiteRef:
     return locate_site(repo, branch, site_dir)
 
 
-async def open_site(repo: GitRepo, branch: str, site_dir: str | None = None) -> AsyncIterator[Progress]:
-    """Fetch and switch to an existing site branch; the final event's data names the core.yaml."""
-    async with clone_lock(repo.workdir):
-        async for event in _open_site(repo, branch, site_dir):
-            yield event
-
-
-async def _open_site(repo: GitRepo, branch: str, site_dir: str | None = None) -> AsyncIterator[Progress]:
-    """`open_site` without the lock of the working clone."""
+async def open_site(repo: GitRepo, branch: str, site_dir: str | None, context: RunContext) -> SiteRef:
+    """Fetch and switch to an existing site branch, reporting to `context`; the site's core.yaml."""
     step, total = f"open {branch}", 3
-    _register(repo)
-    await repo.sync()
-    yield Progress(step, 1, total, "repository up to date")
-    await repo.checkout(branch)
-    yield Progress(step, 2, total, f"on branch {branch}")
-    site = locate_site(repo, branch, site_dir)
-    if not site.path.is_file():
-        raise SiteError("Site configuration missing", f"{branch} has no {site.site_dir}/{SITE_CONFIG_FILE}.")
-    yield Progress(step, total, total, f"site configuration at {site.path}", state=ProgressState.DONE, data=site.as_json(), outcome=site)
+    async with clone_lock(repo.workdir):
+        _register(repo)
+        await repo.sync()
+        context.report(Progress(step, 1, total, "repository up to date"))
+        await repo.checkout(branch)
+        context.report(Progress(step, 2, total, f"on branch {branch}"))
+        site = locate_site(repo, branch, site_dir)
+        if not site.path.is_file():
+            raise SiteError("Site configuration missing", f"{branch} has no {site.site_dir}/{SITE_CONFIG_FILE}.")
+    context.report(Progress(step, total, total, f"site configuration at {site.path}", state=ProgressState.DONE, data=site.as_json()))
+    return site
 
 
 async def preview_create_site(
@@ -224,54 +221,76 @@ class SiteCreation:
     naming: NamingProfile = DEFAULT_NAMING
 
 
+@dataclass(frozen=True)
+class Created:
+    """A create's result: the site in the working clone and whether this run started it (False:
+    its branch existed and was opened, or its core.yaml was already encrypted)."""
+
+    site: SiteRef
+    created: bool
+
+    def as_json(self) -> dict[str, Any]:
+        return {**self.site.as_json(), "created": self.created}
+
+
+@dataclass
+class CreateLedger:
+    """What a create did so far, kept as it goes (`RunContext.keep`): whether the site was made
+    (its branch, the renamed template and its encryption, made as one). The `CreateSite`
+    operation's failure record reads it."""
+
+    made: bool = False
+
+
 async def create_site(
     repo: GitRepo,
     branch: str,
     site_dir: str,
     password: VaultPassword,
+    context: RunContext,
     *,
     template_dir: str = DEFAULT_TEMPLATE_DIR,
     initial: Mapping[str, Any] | None = None,
     naming: NamingProfile = DEFAULT_NAMING,
     audit: AuditLog | None = None,
-) -> AsyncIterator[Progress]:
+    ledger: CreateLedger | None = None,
+) -> Created:
     """Start a site from the template: new branch, template directory renamed, core.yaml encrypted.
 
     `initial` sets dotted paths in the template before it is encrypted (values already known from
     the cloud). The branch reaches the remote on submit. An existing remote branch is opened.
+    Reports to `context`; `ledger` keeps whether the site was made.
     """
     creation = SiteCreation(branch, site_dir, template_dir, initial, naming)
-    async with clone_lock(repo.workdir):
-        async for event in _create_site(repo, creation, password, audit):
-            yield event
-
-
-async def _create_site(repo: GitRepo, creation: SiteCreation, password: VaultPassword, audit: AuditLog | None) -> AsyncIterator[Progress]:
-    """`create_site` without the lock of the working clone."""
-    branch, site_dir, template_dir, initial = creation.branch, creation.site_dir, creation.template_dir, creation.initial
     step, total = f"create {branch}", 4
-    _register(repo, password)
-    check_name("branch", branch)
-    check_name("site directory", site_dir)
-    await repo.sync()
-    yield Progress(step, 1, total, "repository up to date")
-    # from here the working clone changes: a stop signal waits for the branch, the renamed template
-    # and its encryption (no plain core.yaml stays in the site directory, no git is stopped half-way
-    # through a checkout); the site is then made, which the run reports
-    events, _ = await uninterrupted(_make_site(repo, creation, password, step, total))
-    for event in events:
-        yield event
-    if audit is not None and events[-1].state is ProgressState.DONE:  # a direct caller (the guided setup); the `CreateSite` operation records the run itself
-        audit.record("site.create", branch, details=create_details(site_dir, template_dir, initial))
+    async with clone_lock(repo.workdir):
+        _register(repo, password)
+        check_name("branch", branch)
+        check_name("site directory", site_dir)
+        await repo.sync()
+        context.report(Progress(step, 1, total, "repository up to date"))
+        # from here the working clone changes: a stop signal waits for the branch, the renamed template
+        # and its encryption (no plain core.yaml stays in the site directory, no git is stopped half-way
+        # through a checkout); the site is then made, which the run reports
+        (events, created), _ = await uninterrupted(_make_site(repo, creation, password, step, total))
+        if ledger is not None:
+            ledger.made = True
+        for event in events:
+            context.report(event)
+        if audit is not None and created.created:  # a direct caller (the guided setup); the `CreateSite` operation records the run itself
+            audit.record("site.create", branch, details=create_details(site_dir, template_dir, initial))
+    return created
 
 
-async def _make_site(repo: GitRepo, creation: SiteCreation, password: VaultPassword, step: str, total: int) -> list[Progress]:
-    """The changing part of a create, as one: its events."""
+async def _make_site(repo: GitRepo, creation: SiteCreation, password: VaultPassword, step: str, total: int
+                     ) -> tuple[list[Progress], Created]:
+    """The changing part of a create, as one: its events and the site."""
     branch, site_dir, template_dir, initial = creation.branch, creation.site_dir, creation.template_dir, creation.initial
     if branch in await repo.branches():
         await repo.checkout(branch)
         site = locate_site(repo, branch, site_dir)
-        return [Progress(step, total, total, f"{branch} exists already: opened it", state=ProgressState.SKIPPED, data=site.as_json(), outcome=site)]
+        return [Progress(step, total, total, f"{branch} exists already: opened it", state=ProgressState.SKIPPED, data=site.as_json())], \
+            Created(site, False)
     await _check_template(repo, creation)
     path = await repo.start_site(branch, site_dir, template_dir)
     site = SiteRef(branch, site_dir, path)
@@ -280,7 +299,7 @@ async def _make_site(repo: GitRepo, creation: SiteCreation, password: VaultPassw
     if is_vault_text(raw):
         await decrypt_text_async(raw, password, str(path))
         return [*events, Progress(step, total, total, f"{site_dir}/{SITE_CONFIG_FILE} already encrypted", state=ProgressState.SKIPPED,
-                                  data=site.as_json(), outcome=site)]
+                                  data=site.as_json())], Created(site, False)
     config = parse_config(raw, path, creation.naming)
     if initial:
         try:
@@ -290,7 +309,7 @@ async def _make_site(repo: GitRepo, creation: SiteCreation, password: VaultPassw
     events.append(Progress(step, 3, total, f"template read ({len(config.components())} components listed)"))
     write_atomic(path, await encrypt_text_async(config.text, password))
     return [*events, Progress(step, total, total, f"{site_dir}/{SITE_CONFIG_FILE} encrypted; submit to push the branch", state=ProgressState.DONE,
-                              data=site.as_json(), outcome=site)]
+                              data=site.as_json())], Created(site, True)
 
 
 async def _check_template(repo: GitRepo, creation: SiteCreation) -> None:
@@ -353,32 +372,37 @@ async def submit_site(
     repo: GitRepo,
     site: SiteRef,
     password: VaultPassword,
+    context: RunContext,
     *,
     gate: SubmitGate,
     message: str | None = None,
     naming: NamingProfile = DEFAULT_NAMING,
     audit: AuditLog | None = None,
-) -> AsyncIterator[Progress]:
+    ledger: SubmitLedger | None = None,
+) -> Submitted:
     """Commit the encrypted core.yaml to the site branch and push it (after `preview_submit`).
 
     `gate` (`site_verdict.submit_gate`) is the check of this very text: errors refuse the submit
     unless overridden with a reason, which goes into the commit message and the audit entry.
+    Reports to `context`; `ledger` keeps the commit made.
     """
     async with clone_lock(repo.workdir):
-        async for event in _submit_site(repo, site, password, gate=gate, message=message, naming=naming, audit=audit):
-            yield event
+        return await _submit_site(repo, site, password, context, gate=gate, message=message, naming=naming, audit=audit,
+                                  ledger=ledger if ledger is not None else SubmitLedger())
 
 
 async def _submit_site(
     repo: GitRepo,
     site: SiteRef,
     password: VaultPassword,
+    context: RunContext,
     *,
     gate: SubmitGate,
-    message: str | None = None,
-    naming: NamingProfile = DEFAULT_NAMING,
-    audit: AuditLog | None = None,
-) -> AsyncIterator[Progress]:
+    message: str | None,
+    naming: NamingProfile,
+    audit: AuditLog | None,
+    ledger: SubmitLedger,
+) -> Submitted:
     """`submit_site` without the lock of the working clone."""
     step, total = f"submit {site.branch}", 4
     _register(repo, password)
@@ -389,29 +413,32 @@ async def _submit_site(
     parse_config(text, site.path, naming)
     gate.check(text)
     checked = f"{len(gate.overridden)} check error(s) overridden: {gate.override_reason}" if gate.overridden else "the check passed"
-    yield Progress(step, 1, total, f"encrypted, decrypts to valid YAML, {checked}")
+    context.report(Progress(step, 1, total, f"encrypted, decrypts to valid YAML, {checked}"))
     current = await repo.current_branch()
     if current != site.branch:
         raise SiteError("Wrong branch checked out", f"The working clone is on {current}, not {site.branch}; open the site again.")
     # a commit is local and short: a stop signal waits for it (git is never stopped half-way
     # through writing the index), then the run stops before the push
     sha, stopped = await uninterrupted(repo.commit(gate.commit_message(message or default_message(site)), [site.site_dir]))
-    yield Progress(step, 2, total, f"committed {sha[:12]}" if sha else "nothing new to commit", state=ProgressState.RUNNING if sha else ProgressState.SKIPPED,
-                   data={"commit": sha} if sha else {}, outcome=Committed(sha) if sha else None)
+    if sha:
+        ledger.commit = sha
+    context.report(Progress(step, 2, total, f"committed {sha[:12]}" if sha else "nothing new to commit",
+                            state=ProgressState.RUNNING if sha else ProgressState.SKIPPED, data={"commit": sha} if sha else {}))
     unpushed = await repo.unpushed(site.branch)
     if stopped and unpushed:
         raise SubmitStopped(site, await repo.head(), "before the push")
     if not unpushed:
-        yield Progress(step, total, total, f"{site.branch} is up to date on the remote", state=ProgressState.SKIPPED, data={**site.as_json(), "commit": None, "pushed": False},
-                       outcome=Submitted(site, None, False))
-        return
+        context.report(Progress(step, total, total, f"{site.branch} is up to date on the remote", state=ProgressState.SKIPPED,
+                                data={**site.as_json(), "commit": None, "pushed": False}))
+        return Submitted(site, None, False)
     head = await repo.head()
     await _push(repo, site, head)
-    yield Progress(step, 3, total, f"pushed {site.branch}")
+    context.report(Progress(step, 3, total, f"pushed {site.branch}"))
     if audit is not None:  # a direct caller (the guided setup); the `SubmitSite` operation records the run itself
         audit.record("site.submit", site.branch, details=submit_details(repo, site, head, gate))
-    yield Progress(step, total, total, f"{site.branch} submitted", state=ProgressState.DONE, data={**site.as_json(), "commit": head, "pushed": True},
-                   outcome=Submitted(site, head, True))
+    context.report(Progress(step, total, total, f"{site.branch} submitted", state=ProgressState.DONE,
+                            data={**site.as_json(), "commit": head, "pushed": True}))
+    return Submitted(site, head, True)
 
 
 class SubmitStopped(OperationCancelled):

@@ -20,8 +20,8 @@ from tui.procedures.operation import Confirmation, Operation, OperationCancelled
 from tui.procedures.preview import Preview
 from tui.procedures.site.config import VaultPassword, load_site_config
 from tui.procedures.site.repo import (
-    Committed,
     SiteRef,
+    SubmitLedger,
     SubmitPreview,
     SubmitStopped,
     Submitted,
@@ -103,13 +103,8 @@ class SubmitSite(Operation[SubmitPlan, Submitted]):
     async def execute(self, site: "SiteConnection", plan: SubmitPlan, context: RunContext) -> Submitted:
         if plan.gate is None:
             raise SiteError("Nothing checked to submit", "The submit was planned without its check; plan it again.")
-        submitted = Submitted(plan.site, None, False)
-        async for event in submit_site(self.repo, plan.site, self.password, gate=plan.gate, message=self.message,
-                                       naming=site.naming):
-            if isinstance(event.outcome, Submitted):
-                submitted = event.outcome
-            context.report(event)
-        return submitted
+        return await submit_site(self.repo, plan.site, self.password, context, gate=plan.gate, message=self.message,
+                                 naming=site.naming, ledger=context.keep(SubmitLedger()))
 
     def audit_details(self, plan: SubmitPlan, result: Submitted) -> Mapping[str, Any] | None:
         if not result.pushed or plan.gate is None:
@@ -117,10 +112,10 @@ class SubmitSite(Operation[SubmitPlan, Submitted]):
         return submit_details(self.repo, result.site, result.commit, plan.gate)
 
     def audit_failure(self, plan: SubmitPlan, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
-        committed = [e.outcome.commit for e in context.events if isinstance(e.outcome, Committed)]
+        committed = (context.kept(SubmitLedger) or SubmitLedger()).commit
         if not (committed or isinstance(error, OperationCancelled)):
             return None  # refused before anything was committed (a plain file, a wrong password)
-        details: dict[str, Any] = {"site_dir": plan.site.site_dir, "commit": committed[-1] if committed else None,
+        details: dict[str, Any] = {"site_dir": plan.site.site_dir, "commit": committed,
                                    "pushed": False, "remote": self.repo.remote.url}
         if isinstance(error, SubmitStopped):
             details.update(commit=error.commit, resume=error.resume)
