@@ -16,7 +16,7 @@ from lxml import etree
 
 from tui.adapters.cloud_transport import MalformedResponse
 from tui.domain.attributes import EMPTY_ATTRIBUTES, Attributes, AttrItem
-from tui.domain.permissions import Permissions
+from tui.domain.permissions import PERMISSION_TAGS, Permissions
 from tui.domain.users import Group, User
 from tui.domain.vms import Disk, HistoryRecord, Nic, VmDetail, VmSummary, service_from_name, state_names
 
@@ -142,8 +142,7 @@ def permissions(elem: Element | None) -> Permissions:
     if elem is None:
         return Permissions()
     values = _texts(elem)
-    return Permissions(*(_int(values.get(name)) for name in (
-        "OWNER_U", "OWNER_M", "OWNER_A", "GROUP_U", "GROUP_M", "GROUP_A", "OTHER_U", "OTHER_M", "OTHER_A")))
+    return Permissions(*(_int(values.get(name)) for name in PERMISSION_TAGS))
 
 
 def expect_root(root: Element, tag: str) -> Element:

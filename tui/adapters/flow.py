@@ -23,7 +23,7 @@ from tui.adapters.retry import DEFAULT_POLICY, RetryPolicy, deadline_after, reco
 from tui.domain.bounded import BoundedInputError, load_json
 from tui.domain.documents import Document
 from tui.domain.endpoints import endpoint_secrets, redact_endpoint, without_credentials
-from tui.domain.permissions import Permissions
+from tui.domain.permissions import PERMISSION_TAGS, Permissions
 from tui.domain.services import Service, ServiceTemplate, service_from_document, service_template_from_document
 from tui.errors import SiteError, redact
 
@@ -55,8 +55,7 @@ def document_from_envelope(doc: Mapping[str, Any]) -> Document:
         uname=str(doc.get("UNAME", "")),
         gname=str(doc.get("GNAME", "")),
         type=_int(doc.get("TYPE")),
-        permissions=Permissions(*(_int(perms.get(k)) for k in (
-            "OWNER_U", "OWNER_M", "OWNER_A", "GROUP_U", "GROUP_M", "GROUP_A", "OTHER_U", "OTHER_M", "OTHER_A")))
+        permissions=Permissions(*(_int(perms.get(k)) for k in PERMISSION_TAGS))
         if isinstance(perms, Mapping) else Permissions(),
         body_text=json.dumps(body) if isinstance(body, Mapping) else "",
         body=dict(body) if isinstance(body, Mapping) else None,

@@ -1,8 +1,14 @@
-"""Object permissions: the nine use/manage/admin bits for owner, group and others."""
+"""Object permissions: the nine use/manage/admin bits for owner, group and others, one type for the
+console and the embedded site."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+#: the PERMISSIONS element's children, in the platform's order (`PoolObjectSQL::perms_to_xml`,
+#: `src/pool/PoolObjectSQL.cc` 382 at release-6.10.0, 385 at 7.0.2 and 7.4.0; OneFlow's documents
+#: carry the same names as JSON strings)
+PERMISSION_TAGS = ("OWNER_U", "OWNER_M", "OWNER_A", "GROUP_U", "GROUP_M", "GROUP_A", "OTHER_U", "OTHER_M", "OTHER_A")
 
 
 @dataclass(frozen=True)
@@ -21,6 +27,10 @@ class Permissions:
         """The nine ints of a `chmod` call, in the platform's order."""
         return (self.owner_u, self.owner_m, self.owner_a, self.group_u, self.group_m,
                 self.group_a, self.other_u, self.other_m, self.other_a)
+
+    def tagged(self) -> tuple[tuple[str, int], ...]:
+        """(PERMISSION_TAGS name, bit) pairs, as the platform writes them."""
+        return tuple(zip(PERMISSION_TAGS, self.as_args(), strict=True))
 
     @property
     def octal(self) -> str:

@@ -161,11 +161,7 @@ def _route(site: SimSite, user: SimUser, method: str, path: str, raw: bytes) -> 
 
 # envelopes ------------------------------------------------------------------------------------
 def _perm_envelope(perms: Permissions) -> dict[str, str]:
-    return {
-        "OWNER_U": str(perms.owner_u), "OWNER_M": str(perms.owner_m), "OWNER_A": str(perms.owner_a),
-        "GROUP_U": str(perms.group_u), "GROUP_M": str(perms.group_m), "GROUP_A": str(perms.group_a),
-        "OTHER_U": str(perms.other_u), "OTHER_M": str(perms.other_m), "OTHER_A": str(perms.other_a),
-    }
+    return {tag: str(bit) for tag, bit in perms.tagged()}
 
 
 def envelope(site: SimSite, doc: SimDocument) -> dict[str, Any]:

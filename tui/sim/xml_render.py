@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 from tui.domain.one_states import LcmState, VmState
-from tui.domain.permissions import Permissions
+from tui.domain.permissions import PERMISSION_TAGS, Permissions
 from tui.domain.template_text import Attr, Template
 from tui.sim.platform import version_key
 from tui.sim.state import SimHistory, SimSite, SimVm
@@ -67,13 +67,12 @@ def template_xml(tag: str, attrs: Iterable[Attr], order: dict[str, int] | None =
     return f"<{tag}>{inner}</{tag}>" if inner else f"<{tag}/>"
 
 
+#: the PERMISSIONS element with a {} for each bit (one format: every VM and object renders it)
+_PERMS_XML = "<PERMISSIONS>" + "".join(f"<{tag}>{{}}</{tag}>" for tag in PERMISSION_TAGS) + "</PERMISSIONS>"
+
+
 def perms_xml(perms: Permissions) -> str:
-    p = perms
-    return (
-        f"<PERMISSIONS><OWNER_U>{p.owner_u}</OWNER_U><OWNER_M>{p.owner_m}</OWNER_M><OWNER_A>{p.owner_a}</OWNER_A>"
-        f"<GROUP_U>{p.group_u}</GROUP_U><GROUP_M>{p.group_m}</GROUP_M><GROUP_A>{p.group_a}</GROUP_A>"
-        f"<OTHER_U>{p.other_u}</OTHER_U><OTHER_M>{p.other_m}</OTHER_M><OTHER_A>{p.other_a}</OTHER_A></PERMISSIONS>"
-    )
+    return _PERMS_XML.format(*perms.as_args())
 
 
 def ids_xml(tag: str, ids: Iterable[int]) -> str:
