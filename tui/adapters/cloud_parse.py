@@ -10,7 +10,7 @@ not the expected one, or a number element holding no number, raises `MalformedRe
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Callable, TypeVar, cast
+from typing import TYPE_CHECKING, Callable, TypedDict, TypeVar, cast
 
 from lxml import etree
 
@@ -149,6 +149,63 @@ def expect_root(root: Element, tag: str) -> Element:
     if root.tag != tag:
         raise MalformedResponse(f"expected <{tag}>, got <{root.tag!s}>")
     return root
+
+
+class _Owned(TypedDict):
+    """The header fields of a record that keeps its owner: `**head.owned()`."""
+    id: int
+    name: str
+    uid: int
+    gid: int
+    uname: str
+    gname: str
+
+
+class _Head:
+    """The header every object of the platform begins with, read once for every builder: ID, UID,
+    GID, UNAME, GNAME, NAME and PERMISSIONS (`PoolObjectSQL`'s fields, each object's `to_xml`, e.g.
+    `src/image/Image.cc`; `perms_to_xml` in `src/pool/PoolObjectSQL.cc` 385 at release-7.4.0).
+    The root's tag is checked; its direct children's texts are `values` for the builder's own
+    fields. A field is converted when a builder asks for it, so a record reads only the header
+    fields it keeps (hosts and groups have no owner). `vm_summary`, the VM list's hot path, reads
+    the same fields in its one pass over a VM's children instead."""
+
+    __slots__ = ("elem", "values")
+
+    def __init__(self, elem: Element, tag: str) -> None:
+        self.elem = expect_root(elem, tag)
+        self.values = _texts(elem)
+
+    @property
+    def id(self) -> int:
+        return _int(self.values.get("ID"))
+
+    @property
+    def name(self) -> str:
+        return self.values.get("NAME", "")
+
+    @property
+    def uid(self) -> int:
+        return _int(self.values.get("UID"))
+
+    @property
+    def gid(self) -> int:
+        return _int(self.values.get("GID"))
+
+    @property
+    def uname(self) -> str:
+        return self.values.get("UNAME", "")
+
+    @property
+    def gname(self) -> str:
+        return self.values.get("GNAME", "")
+
+    @property
+    def permissions(self) -> Permissions:
+        return permissions(self.elem.find("PERMISSIONS"))
+
+    def owned(self) -> _Owned:
+        return _Owned(id=self.id, name=self.name, uid=self.uid, gid=self.gid, uname=self.uname, gname=self.gname)
 
 
 def pool(root: Element, pool_tag: str, item_tag: str, build: Callable[[Element], T]) -> tuple[T, ...]:
@@ -310,8 +367,8 @@ def _history(elem: Element) -> HistoryRecord:
 
 
 def vm_detail(vm: Element) -> VmDetail:
-    expect_root(vm, "VM")
-    values = _texts(vm)
+    head = _Head(vm, "VM")
+    values = head.values
     template = attributes(vm.find("TEMPLATE"))
     history = vm.find("HISTORY_RECORDS")
     return VmDetail(
@@ -320,7 +377,7 @@ def vm_detail(vm: Element) -> VmDetail:
         prev_lcm_state=_int(values.get("PREV_LCM_STATE")),
         etime=_int(values.get("ETIME")),
         deploy_id=values.get("DEPLOY_ID", ""),
-        permissions=permissions(vm.find("PERMISSIONS")),
+        permissions=head.permissions,
         cpu_model=template.vector("CPU_MODEL").get("MODEL", ""),
         cpu_features=tuple(f.strip() for f in template.vector("CPU_MODEL").get("FEATURES", "").split(",") if f.strip()),
         nics=tuple(_nic(v) for v in template.vectors("NIC")),
@@ -336,16 +393,16 @@ def vm_detail(vm: Element) -> VmDetail:
 def host(elem: Element) -> Host:
     from tui.domain.hosts import Host, host_state_names
 
-    expect_root(elem, "HOST")
-    values = _texts(elem)
+    head = _Head(elem, "HOST")
+    values = head.values
     share_elem = elem.find("HOST_SHARE")
     share = _texts(share_elem) if share_elem is not None else {}
     template = attributes(elem.find("TEMPLATE"))
     features_text = template.get("KVM_CPU_FEATURES", "") if "KVM_CPU_FEATURES" in template else None
     state = _int(values.get("STATE"))
     return Host(
-        id=_int(values.get("ID")),
-        name=values.get("NAME", ""),
+        id=head.id,
+        name=head.name,
         state=state,
         state_name=host_state_names(state)[1],
         im_mad=values.get("IM_MAD", ""),
@@ -374,17 +431,12 @@ def host(elem: Element) -> Host:
 def image(elem: Element) -> ImageInfo:
     from tui.domain.images import ImageInfo, image_state_names
 
-    expect_root(elem, "IMAGE")
-    values = _texts(elem)
+    head = _Head(elem, "IMAGE")
+    values = head.values
     state = _int(values.get("STATE"))
     status, short = image_state_names(state)
     return ImageInfo(
-        id=_int(values.get("ID")),
-        name=values.get("NAME", ""),
-        uid=_int(values.get("UID")),
-        gid=_int(values.get("GID")),
-        uname=values.get("UNAME", ""),
-        gname=values.get("GNAME", ""),
+        **head.owned(),
         state=state,
         status=status,
         state_name=short,
@@ -399,7 +451,7 @@ def image(elem: Element) -> ImageInfo:
         regtime=_int(values.get("REGTIME")),
         running_vms=_int(values.get("RUNNING_VMS")),
         vm_ids=_ids(elem.find("VMS")),
-        permissions=permissions(elem.find("PERMISSIONS")),
+        permissions=head.permissions,
         attributes=attributes(elem.find("TEMPLATE")),
     )
 
@@ -407,17 +459,11 @@ def image(elem: Element) -> ImageInfo:
 def vm_template(elem: Element) -> VmTemplate:
     from tui.domain.vmtemplates import VmTemplate
 
-    expect_root(elem, "VMTEMPLATE")
-    values = _texts(elem)
+    head = _Head(elem, "VMTEMPLATE")
     return VmTemplate(
-        id=_int(values.get("ID")),
-        name=values.get("NAME", ""),
-        uid=_int(values.get("UID")),
-        gid=_int(values.get("GID")),
-        uname=values.get("UNAME", ""),
-        gname=values.get("GNAME", ""),
-        regtime=_int(values.get("REGTIME")),
-        permissions=permissions(elem.find("PERMISSIONS")),
+        **head.owned(),
+        regtime=_int(head.values.get("REGTIME")),
+        permissions=head.permissions,
         template=attributes(elem.find("TEMPLATE")),
     )
 
@@ -425,13 +471,13 @@ def vm_template(elem: Element) -> VmTemplate:
 def datastore(elem: Element) -> Datastore:
     from tui.domain.datastores import Datastore
 
-    expect_root(elem, "DATASTORE")
-    values = _texts(elem)
+    head = _Head(elem, "DATASTORE")
+    values = head.values
     return Datastore(
-        id=_int(values.get("ID")),
-        name=values.get("NAME", ""),
-        uname=values.get("UNAME", ""),
-        gname=values.get("GNAME", ""),
+        id=head.id,
+        name=head.name,
+        uname=head.uname,
+        gname=head.gname,
         type=_int(values.get("TYPE")),
         state=_int(values.get("STATE")),
         ds_mad=values.get("DS_MAD", ""),
@@ -447,13 +493,13 @@ def datastore(elem: Element) -> Datastore:
 
 # users and groups ------------------------------------------------------------------------------
 def user(elem: Element) -> User:
-    expect_root(elem, "USER")
-    values = _texts(elem)
+    head = _Head(elem, "USER")
+    values = head.values
     return User(
-        id=_int(values.get("ID")),
-        name=values.get("NAME", ""),
-        gid=_int(values.get("GID")),
-        gname=values.get("GNAME", ""),
+        id=head.id,
+        name=head.name,
+        gid=head.gid,
+        gname=head.gname,
         group_ids=_ids(elem.find("GROUPS")),
         auth_driver=values.get("AUTH_DRIVER", ""),
         enabled=_int(values.get("ENABLED"), 1) == 1,
@@ -462,11 +508,10 @@ def user(elem: Element) -> User:
 
 
 def group(elem: Element) -> Group:
-    expect_root(elem, "GROUP")
-    values = _texts(elem)
+    head = _Head(elem, "GROUP")
     return Group(
-        id=_int(values.get("ID")),
-        name=values.get("NAME", ""),
+        id=head.id,
+        name=head.name,
         user_ids=_ids(elem.find("USERS")),
         admin_ids=_ids(elem.find("ADMINS")),
         template=attributes(elem.find("TEMPLATE")),
@@ -492,17 +537,12 @@ def _address_range(elem: Element) -> AddressRange:
 def vnet(elem: Element) -> Vnet:
     from tui.domain.networks import Vnet
 
-    expect_root(elem, "VNET")
-    values = _texts(elem)
+    head = _Head(elem, "VNET")
+    values = head.values
     template = attributes(elem.find("TEMPLATE"))
     ar_pool = elem.find("AR_POOL")
     return Vnet(
-        id=_int(values.get("ID")),
-        name=values.get("NAME", ""),
-        uid=_int(values.get("UID")),
-        gid=_int(values.get("GID")),
-        uname=values.get("UNAME", ""),
-        gname=values.get("GNAME", ""),
+        **head.owned(),
         state=_int(values.get("STATE"), 1),
         bridge=values.get("BRIDGE", ""),
         bridge_type=values.get("BRIDGE_TYPE", ""),
@@ -521,12 +561,12 @@ def vnet(elem: Element) -> Vnet:
 def marketplace(elem: Element) -> Marketplace:
     from tui.domain.marketapps import Marketplace
 
-    expect_root(elem, "MARKETPLACE")
-    values = _texts(elem)
+    head = _Head(elem, "MARKETPLACE")
+    values = head.values
     return Marketplace(
-        id=_int(values.get("ID")),
-        name=values.get("NAME", ""),
-        uname=values.get("UNAME", ""),
+        id=head.id,
+        name=head.name,
+        uname=head.uname,
         state=_int(values.get("STATE")),
         market_mad=values.get("MARKET_MAD", ""),
         zone_id=_int(values.get("ZONE_ID")),
@@ -538,14 +578,14 @@ def marketplace(elem: Element) -> Marketplace:
 def marketapp(elem: Element) -> MarketApp:
     from tui.domain.marketapps import MarketApp, decode_apptemplate64
 
-    expect_root(elem, "MARKETPLACEAPP")
-    values = _texts(elem)
+    head = _Head(elem, "MARKETPLACEAPP")
+    values = head.values
     template = attributes(elem.find("TEMPLATE"))
     encoded = values.get("APPTEMPLATE64", "")
     return MarketApp(
-        id=_int(values.get("ID")),
-        name=values.get("NAME", ""),
-        uname=values.get("UNAME", ""),
+        id=head.id,
+        name=head.name,
+        uname=head.uname,
         type=_int(values.get("TYPE")),
         state=_int(values.get("STATE")),
         version=values.get("VERSION", ""),
@@ -571,20 +611,14 @@ def marketapp(elem: Element) -> MarketApp:
 def document(elem: Element) -> Document:
     from tui.domain.documents import Document, parse_body
 
-    expect_root(elem, "DOCUMENT")
-    values = _texts(elem)
+    head = _Head(elem, "DOCUMENT")
     template = elem.find("TEMPLATE")
     body_elem = template.find("BODY") if template is not None else None
     body_text = (body_elem.text or "") if body_elem is not None else ""
     return Document(
-        id=_int(values.get("ID")),
-        name=values.get("NAME", ""),
-        uid=_int(values.get("UID")),
-        gid=_int(values.get("GID")),
-        uname=values.get("UNAME", ""),
-        gname=values.get("GNAME", ""),
-        type=_int(values.get("TYPE")),
-        permissions=permissions(elem.find("PERMISSIONS")),
+        **head.owned(),
+        type=_int(head.values.get("TYPE")),
+        permissions=head.permissions,
         body_text=body_text,
         body=parse_body(body_text),
     )
@@ -593,8 +627,8 @@ def document(elem: Element) -> Document:
 def acl(elem: Element) -> AclRule:
     from tui.domain.acls import AclRule
 
-    expect_root(elem, "ACL")
-    values = _texts(elem)
+    head = _Head(elem, "ACL")
+    values = head.values
 
     def hex_field(name: str) -> int:
         text = values.get(name, "0").strip().lower()
@@ -604,7 +638,7 @@ def acl(elem: Element) -> AclRule:
             raise MalformedResponse(f"ACL {values.get('ID')}: {name} is not hexadecimal: {text!r}") from None
 
     return AclRule(
-        id=_int(values.get("ID")),
+        id=head.id,
         user=hex_field("USER"),
         resource=hex_field("RESOURCE"),
         rights=hex_field("RIGHTS"),
