@@ -5,12 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tui.domain.attributes import EMPTY_ATTRIBUTES, Attributes
-from tui.domain.one_states import DATASTORE_STATES
-
-IMAGE_DS, SYSTEM_DS, FILE_DS = 0, 1, 2
-
-#: DATASTORE TYPE code -> name
-DATASTORE_TYPES: dict[int, str] = {IMAGE_DS: "IMAGE", SYSTEM_DS: "SYSTEM", FILE_DS: "FILE"}
+from tui.domain.one_states import DATASTORE_STATES, DATASTORE_TYPES
 
 
 @dataclass(frozen=True)

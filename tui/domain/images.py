@@ -9,13 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tui.domain.attributes import EMPTY_ATTRIBUTES, Attributes
-from tui.domain.one_states import IMAGE_STATES, ImageState
+from tui.domain.one_states import IMAGE_STATES, IMAGE_TYPES, ImageState
 from tui.domain.permissions import Permissions
-
-#: IMAGE TYPE code -> name
-IMAGE_TYPES: dict[int, str] = {
-    0: "OS", 1: "CDROM", 2: "DATABLOCK", 3: "KERNEL", 4: "RAMDISK", 5: "CONTEXT", 6: "FILESYSTEM",
-}
 
 
 def image_state_names(state: int) -> tuple[str, str]:

@@ -32,13 +32,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from tui.domain.attributes import EMPTY_ATTRIBUTES, Attributes
-from tui.domain.one_states import APP_STATES, MARKETPLACE_STATES, MarketPlaceState
-
-IMAGE_APP, VMTEMPLATE_APP, SERVICE_TEMPLATE_APP = 1, 2, 3
-
-#: MARKETPLACEAPP TYPE code -> name
-APP_TYPES: dict[int, str] = {0: "UNKNOWN", IMAGE_APP: "IMAGE", VMTEMPLATE_APP: "VMTEMPLATE",
-                             SERVICE_TEMPLATE_APP: "SERVICE_TEMPLATE"}
+from tui.domain.one_states import APP_STATES, APP_TYPES, MARKETPLACE_STATES, MarketPlaceState
 
 
 def decode_apptemplate64(value: str) -> str:

@@ -194,3 +194,44 @@ MARKETPLACE_STATES: dict[int, str] = {int(s): s.name for s in MarketPlaceState}
 APP_STATES: dict[int, str] = {int(s): s.name for s in MarketPlaceAppState}
 #: DATASTORE STATE code -> name
 DATASTORE_STATES: dict[int, str] = {int(s): s.name for s in DatastoreState}
+
+
+# object types ------------------------------------------------------------------------------------
+class ImageType(IntEnum):
+    """An image's TYPE (`include/Image.h` `enum ImageType`, line 37: OS to BACKUP = 6 at release-6.10.0
+    and 7.0.2; FILESYSTEM = 7 from 7.4.0)."""
+    OS = 0
+    CDROM = 1
+    DATABLOCK = 2
+    KERNEL = 3
+    RAMDISK = 4
+    CONTEXT = 5
+    BACKUP = 6
+    FILESYSTEM = 7
+
+
+class DatastoreType(IntEnum):
+    """A datastore's TYPE (`include/Datastore.h` `enum DatastoreType`, line 37 at release-6.10.0, 7.0.2
+    and 7.4.0)."""
+    IMAGE_DS = 0
+    SYSTEM_DS = 1
+    FILE_DS = 2
+    BACKUP_DS = 3
+
+
+class MarketPlaceAppType(IntEnum):
+    """A marketplace app's TYPE (`include/MarketPlaceApp.h` `enum Type`, line 98 at release-6.10.0, 7.0.2
+    and 7.4.0)."""
+    UNKNOWN = 0
+    IMAGE = 1
+    VMTEMPLATE = 2
+    SERVICE_TEMPLATE = 3
+
+
+#: IMAGE TYPE code -> name
+IMAGE_TYPES: dict[int, str] = {int(t): t.name for t in ImageType}
+#: DATASTORE TYPE code -> name, as the CLI lists it (`src/oca/ruby/opennebula/datastore.rb` 37
+#: `DATASTORE_TYPES` at release-7.4.0: IMAGE, SYSTEM, FILE, BACKUP)
+DATASTORE_TYPES: dict[int, str] = {int(t): t.name.removesuffix("_DS") for t in DatastoreType}
+#: MARKETPLACEAPP TYPE code -> name
+APP_TYPES: dict[int, str] = {int(t): t.name for t in MarketPlaceAppType}

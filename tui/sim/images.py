@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 
 from tui.domain.error_codes import ACTION, ALLOCATE, INTERNAL, XML_RPC_API
-from tui.domain.one_states import ImageState, MarketPlaceAppState
+from tui.domain.one_states import DatastoreType, ImageState, ImageType, MarketPlaceAppState
 from tui.domain.permissions import Permissions
 from tui.domain.template_text import Template, scalar
 from tui.sim.platform import invalid_name_chars
@@ -24,7 +24,8 @@ from tui.sim.state import SimDatastore, SimImage, SimMarketApp, SimSite
 _BASE_COPY_TIME = 4.0
 _MB_PER_SECOND = 400.0
 _MAX_COPY_TIME = 120.0
-_TYPES = {"OS": 0, "CDROM": 1, "DATABLOCK": 2, "KERNEL": 3, "RAMDISK": 4, "CONTEXT": 5}
+_TYPES = {t.name: t for t in (ImageType.OS, ImageType.CDROM, ImageType.DATABLOCK, ImageType.KERNEL, ImageType.RAMDISK,
+                              ImageType.CONTEXT)}
 
 
 def copy_seconds(size_mb: int) -> float:
@@ -40,9 +41,9 @@ def _image_datastore(site: SimSite, ds_id: int) -> SimDatastore:
     ds = site.datastores.get(ds_id)
     if ds is None:
         raise no_exists("DATASTORE", ds_id)
-    if ds.type != 0:
+    if ds.type != DatastoreType.IMAGE_DS:
         raise OneError(ALLOCATE, "Error allocating a new image. New images cannot be allocated in a "
-                                 f"{'system' if ds.type == 1 else 'file'} datastore.", ds_id)
+                                 f"{'system' if ds.type == DatastoreType.SYSTEM_DS else 'file'} datastore.", ds_id)
     return ds
 
 

@@ -18,7 +18,16 @@ import time
 from typing import Callable
 
 from tui.domain.error_codes import ACTION, INTERNAL
-from tui.domain.one_states import FAILURE_LCM_STATES, LCM_STATES, VM_STATES, HostState, ImageState, LcmState, VmState
+from tui.domain.one_states import (
+    FAILURE_LCM_STATES,
+    LCM_STATES,
+    VM_STATES,
+    DatastoreType,
+    HostState,
+    ImageState,
+    LcmState,
+    VmState,
+)
 from tui.domain.template_text import Template, merge_template, scalar
 from tui.sim import appliances
 from tui.sim.appliances import vm_is_ready
@@ -158,7 +167,7 @@ def _schedule(site: SimSite, vm: SimVm) -> None:
         vm.touch()
         _later(site, vm, SCHED_RETRY, lambda: _schedule(site, vm))
         return
-    system_ds = min((ds.id for ds in site.datastores.values() if ds.type == 1), default=0)
+    system_ds = min((ds.id for ds in site.datastores.values() if ds.type == DatastoreType.SYSTEM_DS), default=0)
     _place(site, vm, hosts[0], system_ds)
 
 
@@ -309,10 +318,10 @@ def deploy_vm(site: SimSite, vm_id: int, host_id: int, enforce: bool = False, ds
         ds = site.datastores.get(ds_id)
         if ds is None:
             raise no_exists("DATASTORE", ds_id)
-        if ds.type != 1:
+        if ds.type != DatastoreType.SYSTEM_DS:
             raise OneError(ACTION, "Can only deploy VMs in system datastores", ds_id)
     else:
-        ds_id = min((ds.id for ds in site.datastores.values() if ds.type == 1), default=0)
+        ds_id = min((ds.id for ds in site.datastores.values() if ds.type == DatastoreType.SYSTEM_DS), default=0)
     if vm.state not in (PENDING, HOLD, STOPPED, UNDEPLOYED):
         raise OneError(ACTION, f"Deploy action is not available for state {state_str(vm)}", vm_id)
     if host.state == HostState.OFFLINE:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tui.domain.one_states import MarketPlaceAppState, MarketPlaceState
+from tui.domain.one_states import MarketPlaceAppState, MarketPlaceAppType, MarketPlaceState
 from tui.domain.template_text import Template, scalar
 from tui.sim.market_driver import driver_url, monitor_app
 from tui.sim.market_series import served_for
@@ -43,7 +43,7 @@ from tui.sim.rpc_errors import name_refusal
 from tui.sim.state import SimMarketApp, SimMarketplace, SimSite
 
 #: MarketPlaceApp TYPE words (`MarketPlaceApp::str_to_type`)
-APP_TYPES = {"IMAGE": 1, "VMTEMPLATE": 2, "SERVICE_TEMPLATE": 3}
+APP_TYPES = {t.name: t for t in (MarketPlaceAppType.IMAGE, MarketPlaceAppType.VMTEMPLATE, MarketPlaceAppType.SERVICE_TEMPLATE)}
 #: `MarketPlaceAppPool::MAX_MISSING_MONITORS`
 MAX_MISSING_MONITORS = 3
 #: the interval when the system configuration names none (oned.conf's default)
@@ -89,7 +89,7 @@ def records_for(site: SimSite, endpoint: str) -> tuple[str, list[dict[str, Any]]
 def from_template64(app: SimMarketApp, attrs: Template, site: SimSite) -> None:
     """`MarketPlaceApp::from_template64`: `attrs` become the app's TEMPLATE and fields."""
     app.state = MarketPlaceAppState.READY
-    app.type = APP_TYPES.get(scalar(attrs, "TYPE", "IMAGE").upper(), 0)
+    app.type = APP_TYPES.get(scalar(attrs, "TYPE", "IMAGE").upper(), MarketPlaceAppType.UNKNOWN)
     app.name = scalar(attrs, "NAME", "")
     app.source = scalar(attrs, "SOURCE", "")
     size = scalar(attrs, "SIZE", "0")
@@ -104,7 +104,7 @@ def from_template64(app: SimMarketApp, attrs: Template, site: SimSite) -> None:
     app.apptemplate64 = scalar(attrs, "APPTEMPLATE64", "")
     app.template = [a for a in attrs if a[0] not in _MOVED + _REMOVED]
     app.record_id = scalar(attrs, "IMPORT_ID", "")
-    app.broken = app.type == APP_TYPES["IMAGE"] and not _downloadable(site, app.source)
+    app.broken = app.type == MarketPlaceAppType.IMAGE and not _downloadable(site, app.source)
 
 
 def _downloadable(site: SimSite, source: str) -> bool:
@@ -139,7 +139,7 @@ def import_app(site: SimSite, attrs: Template, market: SimMarketplace) -> tuple[
                 or existing.source != scalar(attrs, "SOURCE", "")):
             from_template64(existing, attrs, site)
         return -2, existing.id
-    app = SimMarketApp(id=site.next_id("marketapp"), name=name, marketplace_id=market.id, type=0, version="",
+    app = SimMarketApp(id=site.next_id("marketapp"), name=name, marketplace_id=market.id, type=MarketPlaceAppType.UNKNOWN, version="",
                        description="", apptemplate64="", size_mb=0)
     from_template64(app, attrs, site)
     site.marketapps[app.id] = app

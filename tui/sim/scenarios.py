@@ -16,7 +16,7 @@ import secrets
 import threading
 import time
 
-from tui.domain.one_states import HostState, ImageState
+from tui.domain.one_states import DatastoreType, HostState, ImageState
 from tui.domain.permissions import Permissions
 from tui.domain.template_text import Template
 from tui.sim.acl import add_rule, add_vdc_rules
@@ -159,13 +159,13 @@ def seed_infrastructure(site: SimSite) -> None:
             template["MEMORY_ENCRYPTION"] = "NONE"
         site.hosts[host_id] = SimHost(host_id, name, state, cores * 100, mem_kb, list(template.items()))
     site.reserve_ids("host", len(_HOSTS) - 1)
-    site.datastores[0] = SimDatastore(0, "system", 1, "-", "ssh", 2_000_000, 1_600_000, [
+    site.datastores[0] = SimDatastore(0, "system", DatastoreType.SYSTEM_DS, "-", "ssh", 2_000_000, 1_600_000, [
         ("ALLOW_ORPHANS", "NO"), ("DISK_TYPE", "FILE"), ("DS_MIGRATE", "YES"), ("SHARED", "NO"),
         ("TM_MAD", "ssh"), ("TYPE", "SYSTEM_DS")])
-    site.datastores[1] = SimDatastore(1, "default", 0, "fs", "ssh", 4_000_000, 3_500_000, [
+    site.datastores[1] = SimDatastore(1, "default", DatastoreType.IMAGE_DS, "fs", "ssh", 4_000_000, 3_500_000, [
         ("ALLOW_ORPHANS", "NO"), ("CLONE_TARGET", "SYSTEM"), ("DISK_TYPE", "FILE"), ("DS_MAD", "fs"),
         ("LN_TARGET", "SYSTEM"), ("TM_MAD", "ssh"), ("TYPE", "IMAGE_DS")])
-    site.datastores[2] = SimDatastore(2, "files", 2, "fs", "ssh", 200_000, 190_000, [
+    site.datastores[2] = SimDatastore(2, "files", DatastoreType.FILE_DS, "fs", "ssh", 200_000, 190_000, [
         ("DS_MAD", "fs"), ("TM_MAD", "ssh"), ("TYPE", "FILE_DS")])
     for ds in site.datastores.values():
         ds.template = sorted([*ds.template, *_datastore_defaults(site, ds)])

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from tui.domain.naming import DEFAULT_NAMING, NamingProfile
-from tui.domain.one_states import DatastoreState, MarketPlaceAppState, MarketPlaceState
+from tui.domain.one_states import DatastoreState, ImageType, MarketPlaceAppState, MarketPlaceState
 from tui.domain.permissions import Permissions
 from tui.domain.template_text import Template
 
@@ -67,7 +67,7 @@ class SimHost:
 class SimDatastore:
     id: int
     name: str
-    type: int  # 0 image, 1 system, 2 file
+    type: int  # tui.domain.one_states.DatastoreType
     ds_mad: str
     tm_mad: str
     total_mb: int
@@ -116,7 +116,7 @@ class SimImage:
     state: int  # tui.domain.one_states.ImageState
     size_mb: int
     template: Template = field(default_factory=list)
-    type: int = 0  # 0 OS, 1 CDROM, 2 DATABLOCK
+    type: int = ImageType.OS
     persistent: int = 0
     regtime: int = field(default_factory=lambda: int(time.time()))
     source: str = ""
@@ -218,7 +218,7 @@ class SimMarketApp:
     id: int
     name: str
     marketplace_id: int
-    type: int  # 1 IMAGE, 2 VMTEMPLATE, 3 SERVICE_TEMPLATE
+    type: int  # tui.domain.one_states.MarketPlaceAppType
     version: str
     description: str
     apptemplate64: str

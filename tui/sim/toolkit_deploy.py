@@ -31,7 +31,7 @@ from typing import Any, Callable
 from urllib.parse import urlsplit
 
 from tui.domain.market_export import child_name, exported_children, service_body
-from tui.domain.one_states import HostState, LcmState, VmState
+from tui.domain.one_states import DatastoreType, HostState, LcmState, VmState
 from tui.domain.template_text import Template, parse_template, scalar
 from tui.domain.versions import attribute_parts, parse_version
 from tui.sim import catalog, flow_engine, flow_templates
@@ -101,7 +101,7 @@ def export_toolkit(site: SimSite) -> SimDocument:
     386-481, `create_vm_template` 277-339, `create_service_template` 343-379, `export_image`
     106-216), with the spec's appliance attributes attached to each image as the console's
     download does; returns the service template."""
-    datastore = min((ds.id for ds in site.datastores.values() if ds.type == 0), default=None)
+    datastore = min((ds.id for ds in site.datastores.values() if ds.type == DatastoreType.IMAGE_DS), default=None)
     if datastore is None:
         raise DeployError("the site has no image datastore")
     service_app = _app_named(site, site.naming.toolkit_appliance_name)

@@ -11,7 +11,7 @@ import hashlib
 import json
 from typing import Any, Iterable
 
-from tui.domain.one_states import HostState
+from tui.domain.one_states import DatastoreType, HostState
 from tui.sim.acl import acl_string, rules_in_dump_order
 from tui.sim.leases import ip_at, mac_at, used_leases
 from tui.sim.platform import version_key
@@ -73,7 +73,7 @@ def render_host(site: SimSite, host: SimHost, usage: tuple[list[int], int, int] 
     if usage is None:
         usage = host_usage(site).get(host.id, ([], 0, 0))
     vm_ids, cpu_usage, mem_usage = usage
-    system_ds = [ds for ds in site.datastores.values() if ds.type == 1]
+    system_ds = [ds for ds in site.datastores.values() if ds.type == DatastoreType.SYSTEM_DS]
     ds_xml = "".join(
         f"<DS><FREE_MB>{ds.free_mb}</FREE_MB><ID>{ds.id}</ID><TOTAL_MB>{ds.total_mb}</TOTAL_MB>"
         f"<USED_MB>{ds.total_mb - ds.free_mb}</USED_MB></DS>"

@@ -25,22 +25,15 @@ from typing import TYPE_CHECKING, Any, Sequence
 from tui.domain.appliances import ApplianceRecord
 from tui.domain.attribute_file import ApplianceTag, installed_version_from_image_template
 from tui.domain.bounded import load_json
-from tui.domain.datastores import IMAGE_DS, Datastore
+from tui.domain.datastores import Datastore
 from tui.domain.documents import SERVICE_DOCUMENT, SERVICE_TEMPLATE_DOCUMENT, Document
 from tui.domain.error_codes import NO_EXISTS
 from tui.domain.images import ImageInfo
 from tui.domain.market_export import exported_children, name_candidates, service_body
-from tui.domain.marketapps import (
-    IMAGE_APP,
-    SERVICE_TEMPLATE_APP,
-    VMTEMPLATE_APP,
-    MarketApp,
-    cloud_app_for,
-    decode_apptemplate64,
-)
+from tui.domain.marketapps import MarketApp, cloud_app_for, decode_apptemplate64
 from tui.domain.naming import NamingProfile
 from tui.domain.object_names import MAX_NAME_BYTES, console_name_problem, fit_name
-from tui.domain.one_states import ImageState
+from tui.domain.one_states import DatastoreType, ImageState, MarketPlaceAppType
 from tui.domain.printable import escape_controls
 from tui.domain.template_text import TemplateSyntaxError, parse_template, quote, render_template
 from tui.domain.vmtemplates import VmTemplate
@@ -319,7 +312,7 @@ def _with_name(text: str, name: str) -> str:
 
 def image_datastores(datastores: Sequence[Datastore]) -> tuple[Datastore, ...]:
     """The datastores an appliance can be downloaded into (TYPE 0, IMAGE)."""
-    return tuple(ds for ds in datastores if ds.type == IMAGE_DS)
+    return tuple(ds for ds in datastores if ds.type == DatastoreType.IMAGE_DS)
 
 
 async def list_image_datastores(site: "SiteConnection") -> tuple[Datastore, ...]:
@@ -381,10 +374,10 @@ async def _plan_download(site: "SiteConnection", app_id: int, datastore_id: int,
     if datastore is None:
         choices = ", ".join(f"{ds.id} {ds.name}" for ds in image_datastores(datastores)) or "none"
         raise SiteError(f"No datastore {datastore_id}", f"Choose an IMAGE datastore: {choices}.")
-    if datastore.type != IMAGE_DS:
+    if datastore.type != DatastoreType.IMAGE_DS:
         raise SiteError(f"Datastore {datastore.id} ({datastore.name}) is a {datastore.type_name} datastore",
                         "Appliances are downloaded into an IMAGE datastore.")
-    if app.type == SERVICE_TEMPLATE_APP:
+    if app.type == MarketPlaceAppType.SERVICE_TEMPLATE:
         await _check_oneflow(site)
     plan = _PlanBuilder(app, apps, final, datastore, images, site.cloud.user).build()
     plan = _reuse_existing(plan, templates, documents, site.cloud.user, {i.id for i in images},
@@ -482,7 +475,7 @@ class _PlanBuilder:
     def _image(self, app: MarketApp, candidates: Sequence[str]) -> int:
         """Plan the image of `app` under the first candidate name that is free or that a previous
         export of the same app holds; an IMAGE app exported alone has one candidate only."""
-        if app.type != IMAGE_APP:
+        if app.type != MarketPlaceAppType.IMAGE:
             raise SiteError(f"App {app.id} ({app.name}) is a {app.type_name} app, not an image",
                             "A VM template's disks must be IMAGE apps.")
         for name in candidates:
@@ -502,7 +495,7 @@ class _PlanBuilder:
 
     def _vm_template(self, app: MarketApp, name: str, roles: tuple[str, ...] = ()) -> int:
         """The VM template of a VMTEMPLATE app and its own images (`export_vm_template`)."""
-        if app.type != VMTEMPLATE_APP:
+        if app.type != MarketPlaceAppType.VMTEMPLATE:
             raise SiteError(f"App {app.id} ({app.name}) is a {app.type_name} app, not a VM template",
                             "A service's roles must be VMTEMPLATE apps.")
         if not app.disks:
@@ -515,13 +508,13 @@ class _PlanBuilder:
     def build(self) -> DownloadPlan:
         app = self.app
         service: PlannedService | None = None
-        if app.type == IMAGE_APP:
+        if app.type == MarketPlaceAppType.IMAGE:
             index = self._image(app, [self.name])
             if app.vmtemplate64:
                 self.templates.append(PlannedTemplate(app, self.name, decode_apptemplate64(app.vmtemplate64), (index,)))
-        elif app.type == VMTEMPLATE_APP:
+        elif app.type == MarketPlaceAppType.VMTEMPLATE:
             self._vm_template(app, self.name)
-        elif app.type == SERVICE_TEMPLATE_APP:
+        elif app.type == MarketPlaceAppType.SERVICE_TEMPLATE:
             service = self._service()
         else:
             raise SiteError(f"App {app.id} ({app.name}) is of type {app.type_name}", "It cannot be exported.")
