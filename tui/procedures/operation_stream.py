@@ -5,6 +5,9 @@ the time limit, the cancel, the one audit record) and yields each event as it co
 error is raised after the events before it, and its typed result goes to `on_result`. The guided setup's steps and the setup's component step use it, so an operation
 run there is the same run as in the console or the CLI. `stream_run(run)` is the same for a
 procedure that only waits (a follow, the key's capture): `run(context)` reports to the context.
+`run_part(site, operation, context)` runs an operation through `run_operation` as a part of a
+larger run (a setup step that creates the site, then fills it): with a context of its own (its
+events, its record and its audit record's steps are its own) whose events go to `context`.
 """
 
 from __future__ import annotations
@@ -62,3 +65,16 @@ async def stream_run(run: Callable[[RunContext], Awaitable[ResultT]], *, cancel:
     finally:
         if not task.done():
             task.cancel()
+
+
+async def run_part(site: "SiteConnection", operation: Operation[Any, ResultT], context: RunContext, plan: Any = _UNPLANNED,
+                   *, adapt: Callable[[Progress], Progress | None] | None = None, timeout: float | None = None) -> ResultT:
+    """Run `operation` (planned first when no plan is given) through `run_operation` with a context
+    of its own relayed to `context` (its events through `adapt`, relabelled), the same cancel."""
+    if plan is _UNPLANNED:
+        plan = await operation.plan(site)
+    return await run_operation(site, operation, plan, context.relay(adapt or _same), timeout=timeout)
+
+
+def _same(event: Progress) -> Progress:
+    return event

@@ -6,7 +6,7 @@ what `sitetk site enable` would do: `plan_provision` (appliances downloaded or r
 automation user granted) and the site-variable changes (`preview_enable_component`). The
 mandatory ones (spec "What the service does" 7) must be enabled; a recommended one the library
 does not define, or that needs site variables only the operator can give, is skipped with the
-reason. `enable_components(site, repo, plan, password)` runs the `EnableComponent` operation for
+reason. `enable_components(site, repo, plan, password, context)` runs the `EnableComponent` operation for
 each through `run_operation` (the read-only refusal and the one audit record per component, as
 `sitetk site enable`; already enabled: nothing changes; an interrupted run left a download: it is
 reused) in the working clone. Nothing is pushed here: `submit_checked` submits core.yaml last,
@@ -17,7 +17,8 @@ submitted step), so no commit on the remote ever fails `sitetk site check --clou
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, AsyncIterator, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Sequence
 
 from tui.adapters.vault import VaultPassword
 from tui.domain.components import ComponentDefinition
@@ -25,7 +26,7 @@ from tui.errors import SiteError
 from tui.procedures.components.enable_operation import EnableComponent, EnableReview
 from tui.procedures.components.provision import plan_provision
 from tui.procedures.operation import RunContext
-from tui.procedures.operation_stream import stream_operation
+from tui.procedures.operation_stream import run_part
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress, ProgressState
 from tui.procedures.site.component_library import library_definitions
@@ -114,22 +115,26 @@ async def plan_components(site: "SiteConnection", repo: "GitRepo", branch: str, 
 
 
 async def enable_components(site: "SiteConnection", repo: "GitRepo", plan: ComponentsPlan,
-                            password: VaultPassword, *, poll_interval: float = 2.0,
-                            step_timeout: float = 1800.0) -> AsyncIterator[Progress]:
-    """Enable each planned component (the `EnableComponent` operation) in the working clone; the
-    submit is the setup's last step (`submit_checked`)."""
+                            password: VaultPassword, context: RunContext, *, poll_interval: float = 2.0,
+                            step_timeout: float = 1800.0) -> None:
+    """Enable each planned component (the `EnableComponent` operation, each run a part of this one,
+    its steps named after the component) in the working clone; the submit is the setup's last step
+    (`submit_checked`)."""
     for why in plan.skipped:
-        yield Progress("recommended components", 1, 1, f"not enabled: {why}", ProgressState.SKIPPED)
+        context.report(Progress("recommended components", 1, 1, f"not enabled: {why}", ProgressState.SKIPPED))
     for step in plan.steps:
         operation = EnableComponent(plan.site.path, password, step.definition, cloud_user=plan.cloud_user or None,
                                     poll_interval=poll_interval, step_timeout=step_timeout)
         review = EnableReview(step.definition.name, step.provision, step.preview)
-        async for event in stream_operation(site, operation, review):
-            yield replace(event, step=f"{step.definition.name}: {event.step}")
+        await run_part(site, operation, context, review, adapt=partial(_named, step.definition.name))
+
+
+def _named(component: str, event: Progress) -> Progress:
+    return replace(event, step=f"{component}: {event.step}")
 
 
 async def submit_checked(site: "SiteConnection", repo: "GitRepo", ref: "SiteRef", password: VaultPassword,
-                         after: str) -> AsyncIterator[Progress]:
+                         after: str, context: RunContext) -> None:
     """Check the whole core.yaml (the cloud's facts and the component library's definitions, as
     `sitetk site check --cloud`); no error and nothing left unchecked: commit and push it (the
     `SubmitSite` operation through `run_operation`: the read-only refusal and its one audit record,
@@ -145,11 +150,10 @@ async def submit_checked(site: "SiteConnection", repo: "GitRepo", ref: "SiteRef"
     if not verdict.complete:
         raise SiteError(f"core.yaml could not be checked whole after {after}: nothing was submitted",
                         "Not checked: " + "; ".join(verdict.unchecked()) + ". " + "; ".join(verdict.notes))
-    yield Progress("check", 1, 1, f"core.yaml checked with the cloud and the component library: no error "
-                   f"({len(verdict.warnings)} warning(s))", ProgressState.DONE)
+    context.report(Progress("check", 1, 1, f"core.yaml checked with the cloud and the component library: no error "
+                            f"({len(verdict.warnings)} warning(s))", ProgressState.DONE))
     plan = await operation.plan(site)
     if not plan.pending:
-        yield Progress("submit", 1, 1, f"nothing to commit or push on {ref.branch}", ProgressState.SKIPPED)
+        context.report(Progress("submit", 1, 1, f"nothing to commit or push on {ref.branch}", ProgressState.SKIPPED))
         return
-    async for event in stream_operation(site, operation, plan):
-        yield event
+    await run_part(site, operation, context, plan)

@@ -45,7 +45,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, ClassVar, Mapping
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping
 
 from tui.adapters.vault import VaultPassword
 from tui.domain.one_states import VmState
@@ -244,7 +244,7 @@ async def probe_route_manager(site: "SiteConnection", core_plain: str | None) ->
     return RouteManagerAnswer(True, f"{listing.url} answered core.yaml's token: {listing.summary()}")
 
 
-async def check_route_manager(site: "SiteConnection", plan: OptionalPlan) -> AsyncIterator[Progress]:
+async def check_route_manager(site: "SiteConnection", plan: OptionalPlan, context: RunContext) -> None:
     """The route manager's API lists its routes with the token (tui.adapters.route_manager); a
     refused token or no answer stops here, before core.yaml is written."""
     from tui.adapters.route_manager import list_routes
@@ -253,28 +253,26 @@ async def check_route_manager(site: "SiteConnection", plan: OptionalPlan) -> Asy
         return
     names = OptionalNames.of(site.naming)
     step = "check the API"
-    yield Progress(step, 0, 1, f"GET http://{plan.address}:{names.default_port}/routes/ with the VM's token")
+    context.report(Progress(step, 0, 1, f"GET http://{plan.address}:{names.default_port}/routes/ with the VM's token"))
     listing = await list_routes(plan.address, plan.secrets[0], port=int(names.default_port),
                                 proxy=site.settings.guest_proxy)
-    yield Progress(step, 1, 1, f"{listing.url} answered with the token: {listing.summary()}", ProgressState.DONE,
-                   {"url": listing.url, "database_routes": len(listing.database_routes),
-                    "system_routes": list(listing.system_routes)})
+    context.report(Progress(step, 1, 1, f"{listing.url} answered with the token: {listing.summary()}", ProgressState.DONE,
+                            {"url": listing.url, "database_routes": len(listing.database_routes),
+                             "system_routes": list(listing.system_routes)}))
 
 
 async def write_optional(site: "SiteConnection", repo: "GitRepo", plan: OptionalPlan,
-                         password: VaultPassword) -> AsyncIterator[Progress]:
+                         password: VaultPassword, context: RunContext) -> None:
     """Write the plan's values into core.yaml, check it and submit it."""
-    from tui.procedures.operation_stream import stream_operation
+    from tui.procedures.operation_stream import run_part
     from tui.procedures.setup.components import submit_checked
     from tui.procedures.site.file_operations import EditSite
 
     if plan.is_noop:
-        yield Progress(plan.title, 1, 1, f"already in {plan.site.site_dir}/core.yaml", ProgressState.SKIPPED)
+        context.report(Progress(plan.title, 1, 1, f"already in {plan.site.site_dir}/core.yaml", ProgressState.SKIPPED))
         return
-    async for event in stream_operation(site, EditSite(plan.site.path, password, list(plan.changes))):
-        yield event
-    async for event in submit_checked(site, repo, plan.site, password, f"writing {plan.vm_label}"):
-        yield event
+    await run_part(site, EditSite(plan.site.path, password, list(plan.changes)), context)
+    await submit_checked(site, repo, plan.site, password, f"writing {plan.vm_label}", context)
 
 
 # -- deploying the appliance ----------------------------------------------------------------------

@@ -10,12 +10,14 @@ asked with `--only`:
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, AsyncIterator, Mapping
+from functools import partial
+from typing import TYPE_CHECKING, Any, Mapping
 
 from tui.domain.setup_steps import ApplianceVm, SetupStep, StepId
 from tui.errors import SiteError
 from tui.procedures.market.download import DownloadAppliance
 from tui.procedures.market.download_plan import default_download_name
+from tui.procedures.operation import RunContext
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress, ProgressState
 from tui.procedures.setup.facts import SetupFacts
@@ -62,7 +64,7 @@ async def plan_appliance(request: PlanRequest, step: SetupStep) -> StepPlan:
             ids = found.image_ids
             preview = Preview(f"Wait for the {kind.label} image(s) {', '.join(map(str, ids))} to be READY",
                               (Change("no change: the download is under way", "oneimage list", "none"),))
-            return StepPlan(step, preview, lambda: wait_images(site, ids, options), wait_only=True)
+            return StepPlan(step, preview, partial(wait_images, site, ids, options), wait_only=True)
         return await _plan_appliance_vm(site, facts, step, options, request.ask, kind, found, request.site_values)
     vm = await site.cloud.vm_info(found.vm_id)
     if not (vm.summary.running and vm.summary.ips and vm.user_template.get(kind.ready_attribute, "")):
@@ -71,14 +73,14 @@ async def plan_appliance(request: PlanRequest, step: SetupStep) -> StepPlan:
                           (Change(f"no change: wait until it RUNs and publishes {kind.ready_attribute}",
                                   f"onevm show {vm_id}", "none"),))
 
-        async def wait() -> AsyncIterator[Progress]:
+        async def wait(context: RunContext) -> None:
             events: list[Progress] = []
             ready = await wait_ready(site, kind, vm_id, timeout=options.step_timeout, poll_interval=options.poll_interval,
                                      report=events.append)
             for event in events[-1:]:
-                yield event
-            yield Progress("wait", 2, 2, f"VM {vm_id} RUNNING at {ready.summary.ips[0]}, {kind.ready_attribute} "
-                           "published", ProgressState.DONE)
+                context.report(event)
+            context.report(Progress("wait", 2, 2, f"VM {vm_id} RUNNING at {ready.summary.ips[0]}, "
+                                    f"{kind.ready_attribute} published", ProgressState.DONE))
 
         return StepPlan(step, preview, wait, wait_only=True)
     return await _plan_optional_write(site, facts, step, kind.step, vm.id, request.ask)
@@ -140,12 +142,10 @@ async def _plan_optional_write(site: "SiteConnection", facts: SetupFacts, step: 
         repo.close()
         raise SetupStopped(step.id, f"{step.title!r} cannot be planned: {error.title}", error.detail) from None
 
-    async def run() -> AsyncIterator[Progress]:
+    async def run(context: RunContext) -> None:
         try:
-            async for event in check_route_manager(site, plan):
-                yield event
-            async for event in write_optional(site, repo, plan, password):
-                yield event
+            await check_route_manager(site, plan, context)
+            await write_optional(site, repo, plan, password, context)
         finally:
             repo.close()
 

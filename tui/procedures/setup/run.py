@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Mapping
 from tui.domain.setup_steps import ComponentsMissing, SetupChecklist, SetupStep, StepId, StepState
 from tui.errors import SiteError
 from tui.procedures.operation import ReadOnlyRefused
+from tui.procedures.operation_stream import stream_run
 from tui.procedures.progress import Progress, ProgressState
 from tui.procedures.setup.facts import SetupFacts, SetupTarget
 from tui.procedures.setup.status import setup_status
@@ -162,7 +163,7 @@ def _all_done(checklist: SetupChecklist, options: RunOptions, older: str, second
 async def _run_step(step: SetupStep, plan: StepPlan) -> AsyncIterator[Progress]:
     """`plan`'s run, its events named after `step`; a refusal or failure stops the setup there."""
     try:
-        async for event in plan.run():
+        async for event in stream_run(plan.run):
             yield replace(event, step=f"{step.id.value}: {event.step}")
     except SetupStopped:
         raise

@@ -4,7 +4,7 @@ the working clone; nothing reaches the remote before the submit, the last of the
 | step | runs |
 |---|---|
 | site-branch, core-yaml | `CreateSite` (or open) and `FillSite` in the working clone, once the object store VM's address is known |
-| components | `setup_components`: each missing component of the minimal set (and the recommended ones the library offers) through `offer_component` (operation 9: appliances, grants, site variables) |
+| components | `setup_components`: each missing component of the minimal set (and the recommended ones the library offers) through the `EnableComponent` operation (operation 9: appliances, grants, site variables) |
 | submitted | the template's example values replaced with the site's own (given or asked), then `submit_checked`: the whole core.yaml checked with the cloud and the component library (`sitetk site check --cloud`), then `SubmitSite` (operation 6); any error or anything unchecked stops it, nothing committed |
 
 The vault password (the sites token) comes from the input file, else is asked and checked
@@ -14,15 +14,15 @@ The vault password (the sites token) comes from the input file, else is asked an
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from tui.domain.input_site import Outcome
 from tui.domain.setup_steps import ComponentsMissing, ExamplesLeft, SetupStep
 from tui.domain.site_checks import check_example_answer
 from tui.errors import SiteError
-from tui.procedures.operation_stream import stream_operation, stream_run
+from tui.procedures.operation import RunContext
+from tui.procedures.operation_stream import run_part
 from tui.procedures.preview import Change, Preview
-from tui.procedures.progress import Progress
 from tui.procedures.setup.components import enable_components, plan_components, submit_checked
 from tui.procedures.setup.facts import SetupFacts
 from tui.procedures.setup.step_plan import AskSecrets, AskValues, PlanRequest, SetupStopped, StepPlan, stop
@@ -64,20 +64,18 @@ async def plan_site(request: PlanRequest, step: SetupStep) -> StepPlan:
     preview = Preview(f"Site configuration on {target.branch} (in the working clone)", changes,
                       warnings=("nothing reaches the remote yet: core.yaml is submitted last, once the components "
                                 "are enabled and the whole file passes the check (cloud and component library)",))
-    return StepPlan(step, preview, lambda: _site_config(site, repo, target.branch, site_dir, password))
+    return StepPlan(step, preview, partial(_site_config, site, repo, target.branch, site_dir, password))
 
 
 async def _site_config(site: "SiteConnection", repo: "GitRepo", branch: str, site_dir: str,
-                       password: "VaultPassword") -> AsyncIterator[Progress]:
+                       password: "VaultPassword", context: RunContext) -> None:
     """Create (or open) the site and fill core.yaml from the cloud in the working clone: each an
     operation run through `run_operation`, planned when the one before it is done. Nothing is
     pushed (the submit is the last step)."""
     try:
-        async for event in stream_operation(site, CreateSite(repo, branch, site_dir, password)):
-            yield event
+        await run_part(site, CreateSite(repo, branch, site_dir, password), context)
         ref = locate_site(repo, branch, site_dir)
-        async for event in stream_operation(site, FillSite(ref.path, password)):
-            yield event
+        await run_part(site, FillSite(ref.path, password), context)
     finally:
         repo.close()
 
@@ -129,16 +127,13 @@ async def plan_submit(request: PlanRequest, step: SetupStep) -> StepPlan:
     )
     preview = Preview(f"Submit core.yaml to {target.branch} (checked whole first)", changes)
 
-    async def run() -> AsyncIterator[Progress]:
+    async def run(context: RunContext) -> None:
         try:
-            async for event in stream_run(partial(open_site, repo, target.branch, site_dir)):
-                yield event
+            await open_site(repo, target.branch, site_dir, context)
             ref = locate_site(repo, target.branch, site_dir)
             if edits:
-                async for event in stream_operation(site, EditSite(ref.path, password, edits)):
-                    yield event
-            async for event in submit_checked(site, repo, ref, password, "enabling the components"):
-                yield event
+                await run_part(site, EditSite(ref.path, password, edits), context)
+            await submit_checked(site, repo, ref, password, "enabling the components", context)
         finally:
             repo.close()
 
@@ -177,11 +172,10 @@ async def plan_enable_components(request: PlanRequest, step: SetupStep) -> StepP
         repo.close()
         raise SetupStopped(step.id, f"{step.title!r} cannot be planned: {error.title}", error.detail) from None
 
-    async def run() -> AsyncIterator[Progress]:
+    async def run(context: RunContext) -> None:
         try:
-            async for event in enable_components(site, repo, plan, password, poll_interval=options.poll_interval,
-                                                 step_timeout=options.step_timeout):
-                yield event
+            await enable_components(site, repo, plan, password, context, poll_interval=options.poll_interval,
+                                    step_timeout=options.step_timeout)
         finally:
             repo.close()
 

@@ -8,19 +8,18 @@ run (`toolkit_runs`, `site_runs`, `optional_runs`); `tui.procedures.setup.steps`
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping
 
 from tui.domain.setup_steps import SetupStep, StepId, StepState
 from tui.errors import SiteError
-from tui.procedures.operation_stream import stream_operation
+from tui.procedures.operation_stream import run_part
 from tui.procedures.preview import Preview
-from tui.procedures.progress import Progress
 from tui.procedures.setup.facts import SetupFacts
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection
     from tui.procedures.hosts.move_plan import MoveTimeouts
-    from tui.procedures.operation import Operation
+    from tui.procedures.operation import Operation, RunContext
 
 
 @dataclass(frozen=True)
@@ -52,11 +51,12 @@ class SetupStopped(SiteError):
 
 @dataclass(frozen=True)
 class StepPlan:
-    """One step the console is about to do: its preview and how to run it."""
+    """One step the console is about to do: its preview and how to run it: `run(context)` reports
+    to the run's context (the setup streams it with `operation_stream.stream_run`)."""
 
     step: SetupStep
     preview: Preview
-    run: Callable[[], AsyncIterator[Progress]] = field(compare=False)
+    run: "Callable[[RunContext], Awaitable[object]]" = field(compare=False)
     #: the step changes nothing (a wait, a follow): no confirmation needed
     wait_only: bool = False
 
@@ -100,4 +100,7 @@ def stop(step: SetupStep, why: str = "") -> SetupStopped:
 def operation_step(site: "SiteConnection", step: SetupStep, operation: "Operation[Any, Any]", plan: object) -> StepPlan:
     """A step done by an `Operation`: its preview, and its run through `run_operation` (the
     read-only refusal, the time limit, the cancel, the one audit record) with the events streamed."""
-    return StepPlan(step, operation.preview(plan), lambda: stream_operation(site, operation, plan))
+    async def run(context: "RunContext") -> object:
+        return await run_part(site, operation, context, plan)
+
+    return StepPlan(step, operation.preview(plan), run)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import time
 from functools import partial
-from typing import TYPE_CHECKING, AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from tui.domain.input_file import InputFile
 from tui.domain.setup_steps import MarketplacesMissing, SetupStep, StepId
@@ -31,7 +31,6 @@ from tui.procedures.market.attributes import AttachAttributes, tag_for_app
 from tui.procedures.market.download import DownloadAppliance
 from tui.procedures.market.download_plan import default_download_name, image_datastores
 from tui.procedures.operation import RunContext
-from tui.procedures.operation_stream import stream_run
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress, ProgressState
 from tui.procedures.setup.facts import SetupFacts
@@ -84,7 +83,7 @@ async def plan_download(request: PlanRequest, step: SetupStep) -> StepPlan:
         ids = tuple(facts.toolkit_image_ids or ())
         preview = Preview(f"Wait for the toolkit images {', '.join(map(str, ids))} to be READY",
                           (Change("no change: the download is already under way", "oneimage list", "none"),))
-        return StepPlan(step, preview, lambda: wait_images(site, ids, options), wait_only=True)
+        return StepPlan(step, preview, partial(wait_images, site, ids, options), wait_only=True)
     app = toolkit_app(facts)
     if app is None:
         raise stop(step, "no marketplace lists the toolkit")
@@ -103,7 +102,8 @@ def download_datastore(facts: SetupFacts, options: RunOptions) -> int:
     raise stop(datastores_step(facts), "no IMAGE datastore")
 
 
-async def wait_images(site: "SiteConnection", ids: tuple[int, ...], options: RunOptions) -> AsyncIterator[Progress]:
+async def wait_images(site: "SiteConnection", ids: tuple[int, ...], options: RunOptions, context: RunContext) -> None:
+    """Wait until the images `ids` are READY, reporting each reading to `context`."""
     started = time.monotonic()
     while True:
         images = await gather(*(site.cloud.image_info(i) for i in ids))
@@ -113,9 +113,9 @@ async def wait_images(site: "SiteConnection", ids: tuple[int, ...], options: Run
                             f"{failed[0].error or 'no reason given'}; delete the download's objects and run again.")
         waiting = [i for i in images if not i.usable]
         elapsed = time.monotonic() - started
-        yield Progress("wait for images", len(images) - len(waiting), len(images),
-                       f"{', '.join(f'{i.id} {i.status}' for i in images)} ({elapsed:.0f} s)",
-                       ProgressState.DONE if not waiting else ProgressState.RUNNING)
+        context.report(Progress("wait for images", len(images) - len(waiting), len(images),
+                                f"{', '.join(f'{i.id} {i.status}' for i in images)} ({elapsed:.0f} s)",
+                                ProgressState.DONE if not waiting else ProgressState.RUNNING))
         if not waiting:
             return
         if elapsed > options.step_timeout:
@@ -144,7 +144,7 @@ async def plan_instantiate(request: PlanRequest, step: SetupStep) -> StepPlan:
         preview = Preview(f"Follow service {service.id} to RUNNING",
                           (Change("no change: wait for the database VMs to get a host, then for RUNNING",
                                   f"oneflow show {service.id}", "none"),))
-        return StepPlan(step, preview, lambda: stream_run(partial(_follow, site, facts, options)), wait_only=True)
+        return StepPlan(step, preview, partial(_follow, site, facts, options), wait_only=True)
     form, target = facts.form, facts.target
     if form is None or not target.input_path:
         raise stop(inputs_step(facts))
@@ -226,9 +226,8 @@ async def plan_record(request: PlanRequest, step: SetupStep) -> StepPlan:
     record = _record(site, facts, facts.service)
     preview = Preview("Wait for the automation VM's public key",
                       (Change("no change: read the key the automation VM publishes", "onevm show <automation VM>", "none"),))
-    return StepPlan(step, preview, lambda: stream_run(partial(capture_automation_key, site, record,
-                                                              timeout=options.key_timeout,
-                                                              poll_interval=options.poll_interval)), wait_only=True)
+    return StepPlan(step, preview, partial(capture_automation_key, site, record, timeout=options.key_timeout,
+                                           poll_interval=options.poll_interval), wait_only=True)
 
 
 async def plan_grant(request: PlanRequest, step: SetupStep) -> StepPlan:
