@@ -1,13 +1,15 @@
 """An operation (or a procedure) run as a stream of progress events, for callers that compose several.
 
-`stream_operation(site, operation, plan)` (planned first when no plan is given) runs it through `run_operation` (the read-only refusal,
-the time limit, the cancel, the one audit record) and yields each event as it comes; the run's
-error is raised after the events before it, and its typed result goes to `on_result`. The guided setup's steps and the setup's component step use it, so an operation
-run there is the same run as in the console or the CLI. `stream_run(run)` is the same for a
-procedure that only waits (a follow, the key's capture): `run(context)` reports to the context.
-`run_part(site, operation, context)` runs an operation through `run_operation` as a part of a
-larger run (a setup step that creates the site, then fills it): with a context of its own (its
-events, its record and its audit record's steps are its own) whose events go to `context`.
+`stream_run(run)` runs a procedure of a `RunContext` (`run(context)` reports to the context: a
+setup step's run, a follow, the key's capture) and yields each event as it comes; the run's error is
+raised after the events before it, and its typed result goes to `on_result`. The guided setup runs
+each step's `StepPlan.run` so. `stream_operation(site, operation, plan)` (planned first when no plan
+is given) is the same for an operation, run through `run_operation` (the read-only refusal, the time
+limit, the cancel, the one audit record), so an operation run there is the same run as in the
+console or the CLI. `run_part(site, operation, context)` runs an operation through `run_operation`
+as a part of a larger run (a setup step that creates the site, then fills it): with a context of
+its own (its events, its record and its audit record's steps are its own) whose events go to
+`context`.
 """
 
 from __future__ import annotations
