@@ -6,6 +6,7 @@ a paged read takes every VM listed throughout exactly once while VMs come and go
 
 from __future__ import annotations
 
+import threading
 import xmlrpc.client
 from typing import Any, Callable
 
@@ -24,7 +25,7 @@ from tui.adapters.cloud_transport import (
 )
 from tui.adapters.pool_stream import PoolStream
 from tui.adapters.retry import NO_RETRY
-from tui.domain.vm_scan import VmPrefilter
+from tui.domain.vm_scan import PageAsk, PoolPager, VmPrefilter
 from tui.domain.vms import VmSummary
 from tui.errors import SiteError
 
@@ -210,6 +211,110 @@ async def test_paged_reads_agree_with_one_unpaged_call(sim_factory: SimFactory) 
     finally:
         await cloud.close()
     assert whole[0].id == first and len(whole) > 30
+
+
+class PageLog:
+    """Which pages a paged read asked for ahead (`_fetch_pool`), read from what it fetched ahead
+    (`_read_fetched`) or asked for the usual way (`_stream_pool`); `before_fetch`, `after_fetch`
+    and `before_stream` run in the worker thread with the page's (start, end)."""
+
+    def __init__(self, cloud: CloudClient) -> None:
+        self.fetched: list[tuple[int, int]] = []
+        self.read_fetched: list[tuple[int, int]] = []
+        self.streamed: list[tuple[int, int]] = []
+        self.before_fetch: Callable[[tuple[int, int]], None] = lambda ask: None
+        self.after_fetch: Callable[[tuple[int, int]], None] = lambda ask: None
+        self.before_stream: Callable[[tuple[int, int]], None] = lambda ask: None
+        self._asks: dict[int, tuple[int, int]] = {}
+        fetch, read, stream = cloud._fetch_pool, cloud._read_fetched, cloud._stream_pool
+
+        def fetch_pool(method: str, *params: Any) -> list[bytes]:
+            ask = (params[1], params[2])
+            self.before_fetch(ask)
+            chunks = fetch(method, *params)
+            self._asks[id(chunks)] = ask
+            self.fetched.append(ask)
+            self.after_fetch(ask)
+            return chunks
+
+        def read_fetched(chunks: list[bytes], *args: Any) -> Any:
+            self.read_fetched.append(self._asks[id(chunks)])
+            return read(chunks, *args)
+
+        def stream_pool(method: str, pool_tag: str, item_tag: str, take: Any, *params: Any) -> Any:
+            ask = (params[1], params[2])
+            self.before_stream(ask)
+            self.streamed.append(ask)
+            return stream(method, pool_tag, item_tag, take, *params)
+
+        cloud._fetch_pool = fetch_pool  # type: ignore[method-assign]
+        cloud._read_fetched = read_fetched  # type: ignore[method-assign]
+        cloud._stream_pool = stream_pool  # type: ignore[method-assign]
+
+
+async def test_the_next_page_is_asked_for_while_the_current_one_is_read(sim_factory: SimFactory) -> None:
+    """Pages of 5 over 40 VMs: from the third page on, each page was asked for while the one
+    before it was read (the second page's read waits here until the third has arrived: without
+    the read ahead it would wait in vain), and the VMs are those of one unpaged call."""
+    server = sim_factory(vms=40)
+    cloud = CloudClient(server.xmlrpc_url, server.session, 10)
+    log = PageLog(cloud)
+    third_arrived = threading.Event()
+    log.after_fetch = lambda ask: third_arrived.set()
+
+    def before_stream(ask: tuple[int, int]) -> None:
+        if len(log.streamed) == 1:  # the second page (the first was streamed already)
+            assert third_arrived.wait(10), "the third page was not asked for while the second was read"
+    log.before_stream = before_stream
+    try:
+        whole = await cloud.list_vms(start=-1, end=-1)
+        log.streamed.clear()
+        assert await cloud.list_vms(page_size=5) == whole
+    finally:
+        await cloud.close()
+    assert len(whole) >= 40 and log.streamed[0] == (0, -5) and len(log.streamed) == 2
+    assert sorted(log.read_fetched) == sorted(log.fetched) and len(log.fetched) >= 6  # every guess right (dense)
+
+
+async def test_a_page_guessed_wrong_is_never_read_and_one_not_fetched_is_asked_for_again(
+        sim_factory: SimFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Oldest first, the range after the last VMs lists nothing and the open range follows, not
+    the range guessed: that guess is dropped (whether its answer came or not, it is never read).
+    A page whose asking ahead failed (the connection dropped) is asked for again the usual way.
+    Either way the VMs are those of one unpaged call, each once, in the short and the full bodies."""
+    server = sim_factory(scenario="deployed", vms=30)
+    with server.site.lock:
+        server.site.system_config["API_LIST_ORDER"] = "ASC"
+    cloud = CloudClient(server.xmlrpc_url, server.session, 10)
+    failed: list[tuple[int, int]] = []
+    guesses: list[tuple[int, int]] = []
+    guess_next = PoolPager.guess_next
+
+    def guessing(pager: PoolPager) -> PageAsk | None:
+        guess = guess_next(pager)
+        if guess is not None:
+            guesses.append((guess.start, guess.end))
+        return guess
+    monkeypatch.setattr(PoolPager, "guess_next", guessing)
+
+    def before_fetch(ask: tuple[int, int]) -> None:
+        if not failed:
+            failed.append(ask)
+            raise ConnectionResetError("dropped by the test")
+    try:
+        whole = await cloud.list_vms(start=-1, end=-1)
+        log = PageLog(cloud)
+        log.before_fetch = before_fetch
+        assert await cloud.list_vms(page_size=4) == whole
+        assert failed[0] in log.streamed  # asked for again, the usual way
+        read = log.streamed + log.read_fetched
+        wrong = [guess for guess in guesses if guess not in read]
+        assert len(wrong) == 1 and wrong[0][0] == log.streamed[-1][0]  # guessed (s, s+3), read (s, -1)
+        assert log.streamed[-1][1] == -1 and len(read) == len(set(read))
+        details = await cloud.list_vms_detail(page_size=4)
+        assert [detail.summary for detail in details] == list(whole)
+    finally:
+        await cloud.close()
 
 
 def test_stream_results_are_kept_per_page_not_as_a_tree() -> None:

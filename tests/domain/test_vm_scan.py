@@ -100,6 +100,40 @@ def test_sparse_ids_widen_the_ranges_and_a_dense_stretch_narrows_them_again() ->
     assert len(listing.asked) < len(range(0, 420, 4))
 
 
+@pytest.mark.parametrize("descending", [False, True])
+def test_the_next_range_is_known_while_the_current_page_is_read(descending: bool) -> None:
+    """`guess_next` (the read asks for it while it reads the current page): without gaps every
+    range but the open end's is guessed right; nothing is guessed before the first page's ids set
+    where the ranges start, nor once nothing can follow."""
+    listing = Listing(list(range(23)), descending)
+    pager = PoolPager(5)
+    guesses = []
+    while pager.ask is not None:
+        guesses.append(pager.guess_next())
+        pager.take(listing.page(pager.ask))
+    assert guesses[0] is None and guesses[-1] is None
+    hits = [guess == asked for guess, asked in zip(guesses[1:-1], listing.asked[2:], strict=True)]
+    if descending:  # ranges (13, 17), (8, 12), (3, 7), (0, 2): each guessed while the one before is read
+        assert listing.asked[2:] == [PageAsk(8, 12), PageAsk(3, 7), PageAsk(0, 2)] and all(hits)
+    else:  # (25, 29) lists nothing: the open range (30, -1) follows, not the (30, 34) guessed
+        assert listing.asked[-2:] == [PageAsk(25, 29), PageAsk(30, -1)] and hits == [True, True, True, True, False]
+
+
+def test_a_sparse_stretch_is_guessed_as_wide_as_the_range_before_it_grows() -> None:
+    """Where ranges double, the guess doubles too: only a change of density is guessed wrong (here
+    the three ranges after which the width doubles from one page's or falls back to it; a guess of
+    one page's width would miss the nine widened ranges)."""
+    ids = list(range(380, 400)) + list(range(0, 380, 60))
+    listing = Listing(ids, descending=True)
+    pager = PoolPager(4)
+    guesses = []
+    while pager.ask is not None:
+        guesses.append(pager.guess_next())
+        pager.take(listing.page(pager.ask))
+    misses = [asked for guess, asked in zip(guesses[1:-1], listing.asked[2:], strict=True) if guess != asked]
+    assert len(listing.asked) == 17 and len(misses) == 3
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     count=st.integers(0, 60),

@@ -60,7 +60,7 @@ if TYPE_CHECKING:  # pragma: no cover - models the first screen does not need lo
     from tui.domain.networks import Vnet
     from tui.domain.system import SystemConfig
     from tui.domain.users import Group, User
-    from tui.domain.vm_scan import PoolPager, VmPrefilter, VmScan
+    from tui.domain.vm_scan import PageAsk, PoolPager, VmPrefilter, VmScan
     from tui.domain.vms import VmDetail, VmSummary
     from tui.domain.vmtemplates import VmTemplate
 
@@ -318,6 +318,22 @@ class CloudClient:
         self._transport.post(body, sink=stream.feed)
         return stream.close()
 
+    def _fetch_pool(self, method: str, *params: Any) -> list[bytes]:
+        """POST `method` and keep its answer's body as it arrived, unread (blocking: a worker
+        thread); `_read_fetched` reads it as `_stream_pool` would have."""
+        body = xmlrpc.client.dumps((self._session, *params), method, allow_none=False).encode("utf-8")
+        chunks: list[bytes] = []
+        self._transport.post(body, sink=chunks.append)
+        return chunks
+
+    @staticmethod
+    def _read_fetched(chunks: list[bytes], method: str, pool_tag: str, item_tag: str,
+                      take: Callable[[list[etree._Element]], list[T]]) -> list[T]:
+        stream = PoolStream(method, pool_tag, item_tag, take)
+        while chunks:  # each chunk dropped once fed: the page's body is never held twice
+            stream.feed(chunks.pop(0))
+        return stream.close()
+
     async def _fast_pool(self, method: str, pool_tag: str, item_tag: str, build: Callable[[etree._Element], T],
                          *params: Any) -> tuple[T, ...]:
         def work() -> tuple[T, ...]:
@@ -329,25 +345,68 @@ class CloudClient:
                         on_page: Callable[[Sequence[T]], None] | None = None) -> tuple[list[T], "PoolPager"]:
         """The whole VM pool in pages (`tui.domain.vm_scan.PoolPager`), each page read while it
         arrives and retried on its own; `on_page` sees what has been read after each page. A page
-        that cannot be read fails the whole read with its SiteError: never a shorter answer."""
+        that cannot be read fails the whole read with its SiteError: never a shorter answer.
+
+        Pipelined: while a page is read, the page the pager will most likely ask for next
+        (`PoolPager.guess_next`) is already asked for and its answer kept as it arrives, so the
+        site prepares it while this client parses the current one. It is read only if the pager
+        does ask for it next (otherwise dropped, unread); if asking for it failed, the page is
+        asked for again the usual way, retries included."""
         from tui.domain.vm_scan import PoolOutOfOrder, PoolPager
 
         pager = PoolPager(int(VM_PAGE_SIZE if page_size is None else page_size))
         read: list[T] = []
-        while pager.ask is not None:
-            ask = pager.ask
-            page = await self._read(method, partial(
-                self._stream_pool, method, "VM_POOL", "VM", take, int(filter), ask.start, ask.end, int(state)))
-            try:
-                pager.take([vm_id(item) for item in page])
-            except PoolOutOfOrder as exc:
-                raise SiteError("The VM pool could not be read in pages",
-                                f"{method} (start {ask.start}, end {ask.end}): {exc}. Try again; if it persists, "
-                                "the platform is not paging as its source says.") from None
-            read.extend(page)
-            if on_page is not None:
-                on_page(read)
+        ahead: tuple[PageAsk, asyncio.Task[list[bytes]]] | None = None
+        try:
+            while pager.ask is not None:
+                ask = pager.ask
+                fetched: asyncio.Task[list[bytes]] | None = None
+                if ahead is not None:
+                    if ahead[0] == ask:
+                        fetched = ahead[1]
+                    else:
+                        ahead[1].cancel()
+                guess = pager.guess_next()
+                if guess is None:
+                    ahead = None
+                else:
+                    ahead = (guess, asyncio.create_task(self._run(method, partial(
+                        self._fetch_pool, method, int(filter), guess.start, guess.end, int(state)))))
+                    # a guess dropped after it failed: its error is not lost unseen, it was never needed
+                    ahead[1].add_done_callback(_seen)
+                chunks: list[bytes] | None = None
+                if fetched is not None:
+                    try:
+                        chunks = await fetched
+                    except SiteError:
+                        chunks = None  # asked for again below, the usual way
+                page = await self._read(method, self._page_work(method, take, chunks, int(filter), ask.start, ask.end,
+                                                                int(state)))
+                try:
+                    pager.take([vm_id(item) for item in page])
+                except PoolOutOfOrder as exc:
+                    raise SiteError("The VM pool could not be read in pages",
+                                    f"{method} (start {ask.start}, end {ask.end}): {exc}. Try again; if it persists, "
+                                    "the platform is not paging as its source says.") from None
+                read.extend(page)
+                if on_page is not None:
+                    on_page(read)
+        finally:
+            if ahead is not None:
+                ahead[1].cancel()
         return read, pager
+
+    def _page_work(self, method: str, take: Callable[[list[etree._Element]], list[T]], chunks: list[bytes] | None,
+                   *params: Any) -> Callable[[], list[T]]:
+        """One page's read for `_read`: the first attempt reads the answer fetched ahead when there
+        is one, every attempt after it (or without one) asks the site."""
+        def work() -> list[T]:
+            nonlocal chunks
+            if chunks is not None:
+                fetched, chunks = chunks, None
+                return self._read_fetched(fetched, method, "VM_POOL", "VM", take)
+            return self._stream_pool(method, "VM_POOL", "VM", take, *params)
+        return work
 
     async def _fast_scalar(self, method: str, kind: type[T], *params: Any) -> T:
         """`_scalar` without pyone (the same checks): for the start-up check."""
@@ -665,6 +724,11 @@ def _hex(value: str) -> str:
     except ValueError:
         raise SiteError(f"Not a hexadecimal ACL field: {value!r}", "ACL fields are hex numbers such as 100000005.") from None
     return text
+
+
+def _seen(task: "asyncio.Task[Any]") -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 def _summary_id(vm: "VmSummary") -> int:

@@ -150,6 +150,21 @@ class PoolPager:
         else:
             self.ask = PageAsk(ask.end + 1, -1)
 
+    def guess_next(self) -> PageAsk | None:
+        """The ask that will follow the current one if its page is as dense as the page before it
+        (a range at least half full keeps the width of one page, a sparse one doubles it), known
+        before the current page is read: the caller may ask for it meanwhile and use the answer
+        only if `ask` turns out to equal it. None after the first page (its ids set the next
+        range) and where nothing follows (an open range, or id 0 reached going down)."""
+        ask = self.ask
+        if ask is None or not ask.is_range or ask.end == -1 or self.descending is None:
+            return None
+        width = self.size if self._width == self.size else min(2 * self._width, MAX_WIDTH_PAGES * self.size)
+        if self.descending:
+            top = ask.start - 1
+            return None if top < 0 else PageAsk(max(0, top - width + 1), top)
+        return PageAsk(ask.end + 1, ask.end + width)
+
     def _below(self, lowest: int) -> PageAsk | None:
         top = lowest - 1
         return None if top < 0 else PageAsk(max(0, top - self._width + 1), top)
