@@ -56,10 +56,6 @@ def ansible_vault(*args: str, input: str | None = None) -> subprocess.CompletedP
     return subprocess.run([ANSIBLE_VAULT, *args], capture_output=True, text=True, env=env, input=input, timeout=120, check=False)
 
 
-async def collect(events):  # type: ignore[no-untyped-def]
-    return [event async for event in events]
-
-
 async def offline_gate(path: Path, password: VaultPassword, reason: str | None = None) -> SubmitGate:
     """The submit gate on a core.yaml checked without the cloud or the library (git-mechanics tests
     give a reason when the file still has errors)."""

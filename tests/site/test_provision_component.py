@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.procedure_run import collect as collect_run
-from tests.procedure_run import run_procedure
-from tests.site.conftest import collect, open_demo_site
+from tests.procedure_run import collect, run_procedure
+from tests.site.conftest import open_demo_site
 from tui.adapters.cloud import CloudClient
 from tui.adapters.cloud_errors import AUTHORIZATION
 from tui.adapters.vault import VaultPassword, read_vault_file
@@ -127,7 +126,7 @@ async def test_enable_tn_bastion_end_to_end(cloud: SiteConnection, deployed: Sim
         assert not [f for f in verdict.findings if f.path.startswith("site_variables.tn_bastion")]
         assert "site_variables.vm_kvm.image_id" in {f.path for f in verdict.errors}  # still the template's Ubuntu image
         gate = submit_gate(verdict, "vm_kvm is offered next")
-        done = await collect_run(partial(submit_site, repo, site_ref, password, gate=gate, audit=cloud.audit))
+        done = await collect(partial(submit_site, repo, site_ref, password, gate=gate, audit=cloud.audit))
         assert done[-1].data["pushed"]
     finally:
         repo.close()
@@ -136,7 +135,7 @@ async def test_enable_tn_bastion_end_to_end(cloud: SiteConnection, deployed: Sim
     again = await plan_provision(cloud, bastion, cloud_user=USER)
     assert again.is_noop and again.preview().is_noop
     rules_before = rule_strings(deployed)
-    events = await collect_run(partial(offer_component, cloud, path, password, bastion, poll_interval=POLL, cloud_user=USER))
+    events = await collect(partial(offer_component, cloud, path, password, bastion, poll_interval=POLL, cloud_user=USER))
     assert events[-1].state == "skipped"
     assert rule_strings(deployed) == rules_before
     assert [e.state for e in events if e.step.startswith("grant ")] == ["skipped", "skipped"]
@@ -156,7 +155,7 @@ async def test_an_existing_rule_counts_as_granted(cloud: SiteConnection, deploye
     assert image_grant.needed and image_grant.cli == f"oneacl create '#2 IMAGE/#{image_grant.object.id} USE'"
     # another console adds the same rule between the preview and the run
     await cloud.cloud.acl_add(image_grant.rule)
-    events = await collect_run(partial(provision_component, cloud, plan, poll_interval=POLL))
+    events = await collect(partial(provision_component, cloud, plan, poll_interval=POLL))
     grants = {e.step: e for e in events if e.step.startswith("grant ")}
     assert grants[f"grant {image_grant.object.label}"].state == "skipped"
     assert "exists already" in grants[f"grant {image_grant.object.label}"].message
@@ -171,7 +170,7 @@ async def test_wrong_password_stops_before_the_cloud_changes(cloud: SiteConnecti
     before = path.read_bytes()
     images, rules = set(deployed.site.images), rule_strings(deployed)
     with pytest.raises(SiteError) as error:
-        await collect_run(partial(offer_component, cloud, path, VaultPassword.from_text("not the password"), bastion, poll_interval=POLL,
+        await collect(partial(offer_component, cloud, path, VaultPassword.from_text("not the password"), bastion, poll_interval=POLL,
                                   cloud_user=USER))
     assert error.value.title == "Wrong vault password"
     assert set(deployed.site.images) == images and rule_strings(deployed) == rules and path.read_bytes() == before
@@ -195,7 +194,7 @@ async def test_failed_download_grants_nothing_and_writes_nothing(cloud: SiteConn
     before = path.read_bytes()
     images, rules = set(deployed.site.images), rule_strings(deployed)
     with pytest.raises(SiteError) as error:
-        await collect_run(partial(offer_component, cloud, path, password, broken, poll_interval=POLL, cloud_user=USER))
+        await collect(partial(offer_component, cloud, path, password, broken, poll_interval=POLL, cloud_user=USER))
     assert "ERROR" in error.value.title and "Rolled back" in error.value.detail
     assert set(deployed.site.images) == images and rule_strings(deployed) == rules and path.read_bytes() == before
 
@@ -207,7 +206,7 @@ async def test_provisioner_plugs_into_enable_component(cloud: SiteConnection, tm
     assert ran is not None
     seen: list[str] = []
     provisioner = ComponentProvisioner(cloud, RunContext(lambda e: seen.append(e.step)), USER, poll_interval=POLL)
-    events = await collect(enable_component(path, password, ran, provision_appliances=provisioner, audit=cloud.audit))
+    events = await collect(partial(enable_component, path, password, ran, provision_appliances=provisioner, audit=cloud.audit))
     assert events[-1].state == "done" and set(provisioner.learned) == {"template_id", "image_id"}
     assert any(step.startswith("grant image ") for step in seen)
     assert SiteConfig.parse(read_vault_file(path, password)).component_variables("ran_sim") == provisioner.learned

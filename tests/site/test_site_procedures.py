@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import VAULT_PASSWORD
 from tests.procedure_run import collect as reported
-from tests.site.conftest import ansible_vault, collect, offline_gate
+from tests.site.conftest import ansible_vault, offline_gate
 from tui.adapters.git_repo import GitRemote, GitRepo
 from tui.adapters.vault import VaultPassword, is_vault_text, read_vault_file, write_vault_file
 from tui.domain.components import ComponentDefinition
@@ -167,17 +167,17 @@ async def test_enable_component(seeded: tuple[Path, Path], tmp_path: Path, vault
     ran_sim = await _definition(seeded, tmp_path, "ran_sim")
     before = vault_file.read_bytes()
     with pytest.raises(SiteError) as caught:
-        await collect(enable_component(vault_file, password, ran_sim, {"template_id": 5}, audit=audit))
+        await reported(partial(enable_component, vault_file, password, ran_sim, values={"template_id": 5}, audit=audit))
     assert "image_id (ID of the image of the UE/RAN simulator appliance)" in caught.value.detail
     assert vault_file.read_bytes() == before
     with pytest.raises(SiteError, match="has no site variable 'flavour'"):
-        await collect(enable_component(vault_file, password, ran_sim, {"flavour": 1}, audit=audit))
-    events = await collect(enable_component(vault_file, password, ran_sim, {"template_id": 5, "image_id": 6}, audit=audit))
+        await reported(partial(enable_component, vault_file, password, ran_sim, values={"flavour": 1}, audit=audit))
+    events = await reported(partial(enable_component, vault_file, password, ran_sim, values={"template_id": 5, "image_id": 6}, audit=audit))
     assert events[1].state == "skipped" and "service_ueransim" in events[1].message  # appliance not provisioned here
     assert events[-1].state == "done"
     config = (await load_site_config(vault_file, password)).config
     assert config.component_variables("ran_sim") == {"template_id": 5, "image_id": 6}
-    again = await collect(enable_component(vault_file, password, ran_sim, {}, audit=audit))
+    again = await reported(partial(enable_component, vault_file, password, ran_sim, values={}, audit=audit))
     assert again[-1].state == "skipped"
     assert [e["action"] for e in audit.entries()] == ["site.enable_component"]
     assert audit.entries()[0]["details"]["appliances"] == ["service_ueransim"]
@@ -192,9 +192,9 @@ async def test_enable_with_the_appliance_extension_point(seeded: tuple[Path, Pat
         return {"129.template_id": 41, "131.template_id": 42}
 
     with pytest.raises(SiteError, match="Wrong vault password"):
-        await collect(enable_component(vault_file, VaultPassword.from_text("wrong-one"), cluster, provision_appliances=provision, audit=audit))
+        await reported(partial(enable_component, vault_file, VaultPassword.from_text("wrong-one"), cluster, provision_appliances=provision, audit=audit))
     assert calls == []  # nothing downloaded before the password is known good
-    events = await collect(enable_component(vault_file, password, cluster, {"131.template_id": 50}, provision_appliances=provision, audit=audit))
+    events = await reported(partial(enable_component, vault_file, password, cluster, values={"131.template_id": 50}, provision_appliances=provision, audit=audit))
     assert calls == ["cluster"] and events[-1].state == "done"
     config = (await load_site_config(vault_file, password)).config
     assert config.component_variables("cluster") == {"129": {"template_id": 41}, "131": {"template_id": 50}}
@@ -202,12 +202,12 @@ async def test_enable_with_the_appliance_extension_point(seeded: tuple[Path, Pat
 
 async def test_enable_component_without_variables_and_incomplete(seeded: tuple[Path, Path], tmp_path: Path, vault_file: Path, password: VaultPassword, audit: AuditLog) -> None:
     core_cluster = await _definition(seeded, tmp_path, "core_net_cluster")
-    events = await collect(enable_component(vault_file, password, core_cluster, audit=audit))
+    events = await reported(partial(enable_component, vault_file, password, core_cluster, audit=audit))
     assert events[1].message == "core_net_cluster uses no appliance"
     config = (await load_site_config(vault_file, password)).config
     assert "core_net_cluster" in config.components() and config.component_variables("core_net_cluster") is None
     core_vm = await _definition(seeded, tmp_path, "core_net_vm")
-    await collect(enable_component(vault_file, password, core_vm, {"image_id": 3}, allow_incomplete=True, audit=audit))
+    await reported(partial(enable_component, vault_file, password, core_vm, values={"image_id": 3}, allow_incomplete=True, audit=audit))
     assert (await load_site_config(vault_file, password)).config.component_variables("core_net_vm") == {"template_id": None, "image_id": 3}
 
 

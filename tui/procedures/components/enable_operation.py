@@ -13,8 +13,9 @@ appliances, or `enable_component` without the cloud.
 
 The run's one audit record (`site.enable_component`, written by `run_operation`) holds the values
 written, the component's appliances and the ACL rules added; a run that fails holds the rules added
-and what the rollback removed (or could not), from the run's `ProvisionLedger`
-(`context.keep`/`context.kept`), kept as the run goes.
+and what the rollback removed (or could not), and whether core.yaml was replaced, from the run's
+`EnableLedger` (a `ProvisionLedger` and a `WriteLedger`; `context.keep`/`context.kept`), kept as the
+run goes.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, AsyncIterator, ClassVar, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
 from tui.domain.components import ComponentDefinition
 from tui.domain.site_fill import appliance_leaves
@@ -39,10 +40,10 @@ from tui.procedures.components.provision import (
 from tui.procedures.market.download import DEFAULT_POLL_INTERVAL, DEFAULT_STEP_TIMEOUT
 from tui.procedures.operation import Confirmation, Operation, RunContext
 from tui.procedures.preview import Preview
-from tui.procedures.progress import Progress
 from tui.procedures.site.config import (
     ConfigWritten,
     VaultPassword,
+    WriteLedger,
     check_enable_inputs,
     enable_component,
     enable_details,
@@ -92,6 +93,15 @@ class ComponentEnabled:
 
     def as_json(self) -> dict[str, Any]:
         return {"component": self.component, "path": str(self.path), "changed": self.changed, "values": dict(self.learned)}
+
+
+@dataclass
+class EnableLedger:
+    """The run's typed record (`RunContext.keep`): what the provisioning created and undid, and
+    whether core.yaml was replaced, kept as the run goes (its `audit_failure` reads it)."""
+
+    provision: ProvisionLedger
+    write: WriteLedger
 
 
 @dataclass(frozen=True)
@@ -152,14 +162,15 @@ class EnableComponent(Operation[EnableReview, ComponentEnabled]):
                             GRANT_POLICY)
 
     async def execute(self, site: "SiteConnection", plan: EnableReview, context: RunContext) -> ComponentEnabled:
+        ledger = context.keep(EnableLedger(ProvisionLedger(), WriteLedger(self.path)))
         if plan.provision is not None:
             return await offer_component(site, self.path, self.password, self.definition, context, self.values,
                                          plan=plan.provision, allow_incomplete=self.allow_incomplete,
                                          poll_interval=max(0.01, self.poll_interval), step_timeout=self.step_timeout,
-                                         ledger=context.keep(ProvisionLedger()))
-        written = await _listed(enable_component(self.path, self.password, self.definition, self.values,
-                                                 naming=site.naming, allow_incomplete=self.allow_incomplete), context)
-        return _enabled(self.definition, self.path, written, {}, ProvisionLedger())
+                                         ledger=ledger)
+        written = await enable_component(self.path, self.password, self.definition, context, self.values,
+                                         naming=site.naming, allow_incomplete=self.allow_incomplete, ledger=ledger.write)
+        return _enabled(self.definition, self.path, written, {}, ledger.provision)
 
     def audit_details(self, plan: EnableReview, result: ComponentEnabled) -> Mapping[str, Any] | None:
         if not (result.changed or result.granted):
@@ -168,9 +179,9 @@ class EnableComponent(Operation[EnableReview, ComponentEnabled]):
         return {**details, "grants": [g.as_json() for g in result.granted]} if result.granted else details
 
     def audit_failure(self, plan: EnableReview, error: SiteError, context: RunContext) -> Mapping[str, Any] | None:
-        ledger = context.kept(ProvisionLedger) or ProvisionLedger()
-        return {**write_failure_details(self.path, context.events), "component": self.definition.name,
-                **ledger.failure_details()}
+        ledger = context.kept(EnableLedger) or EnableLedger(ProvisionLedger(), WriteLedger(self.path))
+        return {**write_failure_details(ledger.write), "component": self.definition.name,
+                **ledger.provision.failure_details()}
 
     def audit_target(self, plan: EnableReview, result: ComponentEnabled) -> str:
         return self.definition.name
@@ -190,11 +201,11 @@ async def offer_component(
     allow_incomplete: bool = False,
     step_timeout: float = DEFAULT_STEP_TIMEOUT,
     poll_interval: float = DEFAULT_POLL_INTERVAL,
-    ledger: ProvisionLedger | None = None,
+    ledger: "EnableLedger | None" = None,
 ) -> ComponentEnabled:
     """Provision the component and list it in core.yaml with its site variables, reporting to
-    `context`; what it creates is kept in `ledger` and removed again when a later step fails (or
-    the run is stopped), the error then saying what was removed.
+    `context`; what it creates is kept in `ledger` (and whether core.yaml was replaced) and removed
+    again when a later step fails (or the run is stopped), the error then saying what was removed.
 
     It records nothing: the `EnableComponent` operation writes the run's one audit record
     (`site.enable_component`, with the grants; a failed run's record lists what was undone).
@@ -203,36 +214,25 @@ async def offer_component(
     wrong password or an unreadable file stops everything before the cloud changes.
     """
     await load_site_config(Path(path), password, site.naming)
-    ledger = ledger if ledger is not None else ProvisionLedger()
-    provisioner = ComponentProvisioner(site, context, cloud_user, datastore_id, plan, step_timeout, poll_interval, ledger)
+    ledger = ledger if ledger is not None else EnableLedger(ProvisionLedger(), WriteLedger(Path(path)))
+    created = ledger.provision
+    provisioner = ComponentProvisioner(site, context, cloud_user, datastore_id, plan, step_timeout, poll_interval, created)
     try:
-        written = await _listed(enable_component(
-            Path(path), password, definition, values, naming=site.naming,
+        written = await enable_component(
+            Path(path), password, definition, context, values, naming=site.naming,
             provision_appliances=provisioner if definition.appliances else None,
             from_appliance=plan.fills() if plan is not None else appliance_leaves(definition),
-            allow_incomplete=allow_incomplete,
-        ), context)
+            allow_incomplete=allow_incomplete, ledger=ledger.write,
+        )
     except SiteError as error:
-        raise await undo_on_failure(site, ledger, definition, error, context) from None
+        raise await undo_on_failure(site, created, definition, error, context) from None
     except BaseException:  # a stopped run (its task cancelled) removes what it created too
         with contextlib.suppress(BaseException):
-            await undo_on_failure(site, ledger, definition, SiteError("Enable interrupted"), context)
+            await undo_on_failure(site, created, definition, SiteError("Enable interrupted"), context)
         raise
-    return _enabled(definition, Path(path), written, provisioner.learned, ledger)
+    return _enabled(definition, Path(path), written, provisioner.learned, created)
 
 
-async def _listed(events: AsyncIterator[Progress], context: RunContext) -> ConfigWritten | None:
-    """`site.config.enable_component`'s events reported to `context`; its write's outcome."""
-    written: ConfigWritten | None = None
-    async for event in events:
-        if isinstance(event.outcome, ConfigWritten):
-            written = event.outcome
-        context.report(event)
-    return written
-
-
-def _enabled(definition: ComponentDefinition, path: Path, written: ConfigWritten | None, learned: Mapping[str, Any],
+def _enabled(definition: ComponentDefinition, path: Path, written: ConfigWritten, learned: Mapping[str, Any],
              ledger: ProvisionLedger) -> ComponentEnabled:
-    changed = written is not None and written.changed
-    return ComponentEnabled(definition.name, path, changed, dict(learned), written.values if written is not None else {},
-                            tuple(ledger.granted))
+    return ComponentEnabled(definition.name, path, written.changed, dict(learned), written.values, tuple(ledger.granted))

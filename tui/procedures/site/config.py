@@ -16,7 +16,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
+from typing import Any, Awaitable, Callable, Collection, Mapping, Sequence
 
 from tui.adapters.vault import (
     VaultPassword as VaultPassword,  # re-exported: screens name the password type through procedures
@@ -57,9 +57,9 @@ class LoadedConfig:
 
 @dataclass(frozen=True)
 class ConfigWritten:
-    """The result of a write of core.yaml (`encrypt_file`, `edit_file`, `save_text`): whether
-    the file changed, the changes (values as shown, secrets masked) and what the checks found.
-    (`enable_component` still carries it as its last event's `Progress.outcome`.)"""
+    """The result of a write of core.yaml (`encrypt_file`, `edit_file`, `save_text`,
+    `enable_component`): whether the file changed, the changes (values as shown, secrets masked)
+    and what the checks found."""
 
     path: Path
     changed: bool
@@ -289,10 +289,10 @@ def _write_left(path: Path, written: bool) -> dict[str, Any]:
             "left": "the new text was written (vault-encrypted, mode 0600)" if written else f"nothing: {path} is as it was"}
 
 
-def write_failure_details(path: Path, events: Sequence[Progress]) -> dict[str, Any]:
+def write_failure_details(ledger: WriteLedger) -> dict[str, Any]:
     """The audit details of a component's enable that failed or was stopped (a stop signal): whether
-    core.yaml was replaced, read from `enable_component`'s events (which report to no context yet)."""
-    return _write_left(path, any(isinstance(e.outcome, ConfigWritten) and e.outcome.changed for e in events))
+    core.yaml was replaced (the run's `WriteLedger`), whatever the error."""
+    return _write_left(ledger.path, ledger.written)
 
 
 @dataclass(frozen=True)
@@ -489,6 +489,7 @@ async def enable_component(
     path: Path,
     password: VaultPassword,
     definition: ComponentDefinition,
+    context: RunContext,
     values: Mapping[str, Any] | None = None,
     *,
     naming: NamingProfile = DEFAULT_NAMING,
@@ -496,8 +497,11 @@ async def enable_component(
     from_appliance: Collection[str] | None = None,
     allow_incomplete: bool = False,
     audit: AuditLog | None = None,
-) -> AsyncIterator[Progress]:
-    """List a component in the component map with its site variables (spec operation 9).
+    ledger: WriteLedger | None = None,
+) -> ConfigWritten:
+    """List a component in the component map with its site variables (spec operation 9), reporting
+    to `context`; `ledger` marks the file replaced right after the atomic rename. Returns what the
+    write did (`ConfigWritten`: unchanged when the component is enabled as requested already).
 
     Order: decrypt (a wrong password stops everything), check that every variable is given
     except `from_appliance` (the IDs the appliance step fills, by default those the standard
@@ -508,7 +512,7 @@ async def enable_component(
     path = Path(path)
     step, total = f"enable {definition.name}", 5
     before = await _load_encrypted(path, password, naming)
-    yield Progress(step, 1, total, f"decrypted {path} in memory")
+    context.report(Progress(step, 1, total, f"decrypted {path} in memory"))
     if not allow_incomplete:
         # everything the operator must give is checked before the cloud changes: only the IDs the
         # appliance step fills by itself may be missing now
@@ -520,20 +524,23 @@ async def enable_component(
             raise _missing_error(definition, early, nothing_created=provision_appliances is not None and bool(definition.appliances))
     learned: Mapping[str, Any] = {}
     if not definition.appliances:
-        yield Progress(step, 2, total, f"{definition.name} uses no appliance", state=ProgressState.SKIPPED)
+        context.report(Progress(step, 2, total, f"{definition.name} uses no appliance", state=ProgressState.SKIPPED))
     elif provision_appliances is None:
         ids = ", ".join(definition.appliance_record_ids())
-        yield Progress(step, 2, total, f"appliances ({ids}) not downloaded here: give their IDs as site variables", state=ProgressState.SKIPPED)
+        context.report(Progress(step, 2, total, f"appliances ({ids}) not downloaded here: give their IDs as site variables",
+                                state=ProgressState.SKIPPED))
     else:
-        yield Progress(step, 2, total, f"downloading appliances and granting permissions: {', '.join(definition.appliance_record_ids())}")
+        context.report(Progress(step, 2, total, "downloading appliances and granting permissions: "
+                                f"{', '.join(definition.appliance_record_ids())}"))
         learned = dict(await provision_appliances(definition))
     plan = plan_enable(before, definition, values, learned, naming)
     if plan.missing and not allow_incomplete:
         raise _missing_error(definition, plan.missing)
-    yield Progress(step, 3, total, f"{definition.name} listed with {len(plan.values)} site variable(s)")
+    context.report(Progress(step, 3, total, f"{definition.name} listed with {len(plan.values)} site variable(s)"))
     own = f"{naming.site_variables_key}.{definition.name}"
     findings = [f for f in check_component_variables(plan.after, {definition.name: definition}) if f.path == own or f.path.startswith(own + ".")]
-    yield Progress(step, 4, total, "site variables checked" if not findings else f"{len(findings)} problem(s) left", data={"findings": [f.as_json() for f in findings]})
+    context.report(Progress(step, 4, total, "site variables checked" if not findings else f"{len(findings)} problem(s) left",
+                            data={"findings": [f.as_json() for f in findings]}))
     async with config_lock(path):
         # the appliance step can take minutes: another operator may have changed the file
         # meanwhile, so the component is listed in what the file holds now, not in `before`
@@ -542,19 +549,20 @@ async def enable_component(
         if plan.missing and not allow_incomplete:
             raise _missing_error(definition, plan.missing)
         if plan.after.text == before.text:
-            yield Progress(step, total, total, f"{definition.name} already enabled as requested", state=ProgressState.SKIPPED, data={"path": str(path), "changed": False},
-                           outcome=ConfigWritten(path, False, (), tuple(findings)))
-            return
+            context.report(Progress(step, total, total, f"{definition.name} already enabled as requested",
+                                    state=ProgressState.SKIPPED, data={"path": str(path), "changed": False}))
+            return ConfigWritten(path, False, (), tuple(findings))
         write_atomic(path, await encrypt_text_async(plan.after.text, password))
+        _mark_written(ledger)
     if audit is not None:  # a direct caller (the guided setup); the `EnableComponent` operation records the run itself
         audit.record("site.enable_component", definition.name,
                      details=enable_details(definition, path, {p: new for p, _old, new in plan.changed}))
-    yield Progress(
+    context.report(Progress(
         step,
         total,
         total,
         f"{definition.name} enabled in {path}",
         state=ProgressState.DONE,
         data={"path": str(path), "changed": True, "changes": [{"path": p, "old": show_value(p, o), "new": show_value(p, n)} for p, o, n in plan.changed]},
-        outcome=ConfigWritten(path, True, _shown(plan.changed), tuple(findings), {p: new for p, _old, new in plan.changed}),
-    )
+    ))
+    return ConfigWritten(path, True, _shown(plan.changed), tuple(findings), {p: new for p, _old, new in plan.changed})
