@@ -1,15 +1,13 @@
-"""An operation (or a procedure) run as a stream of progress events, for callers that compose several.
+"""A procedure, or an operation, run as a part of a larger run.
 
 `stream_run(run)` runs a procedure of a `RunContext` (`run(context)` reports to the context: a
-setup step's run, a follow, the key's capture) and yields each event as it comes; the run's error is
-raised after the events before it, and its typed result goes to `on_result`. The guided setup runs
-each step's `StepPlan.run` so. `stream_operation(site, operation, plan)` (planned first when no plan
-is given) is the same for an operation, run through `run_operation` (the read-only refusal, the time
-limit, the cancel, the one audit record), so an operation run there is the same run as in the
-console or the CLI. `run_part(site, operation, context)` runs an operation through `run_operation`
-as a part of a larger run (a setup step that creates the site, then fills it): with a context of
-its own (its events, its record and its audit record's steps are its own) whose events go to
-`context`.
+setup step's run, the key's capture) and yields each event as it comes; the run's error is raised
+after the events before it, and its typed result goes to `on_result`. The guided setup runs each
+step's `StepPlan.run` so. `run_part(site, operation, context)` runs an operation through
+`run_operation` (the read-only refusal, the time limit, the cancel, the one audit record) as a part
+of a larger run (a setup step that creates the site, then fills it), so an operation run there is
+the same run as in the console or the CLI: with a context of its own (its events, its record and
+its audit record's steps are its own) whose events go to `context`.
 """
 
 from __future__ import annotations
@@ -26,22 +24,6 @@ if TYPE_CHECKING:  # pragma: no cover
 ResultT = TypeVar("ResultT")
 
 _UNPLANNED: Any = object()
-
-
-async def stream_operation(site: "SiteConnection", operation: Operation[Any, ResultT], plan: Any = _UNPLANNED, *,
-                           cancel: asyncio.Event | None = None,
-                           timeout: float | None = None,
-                           on_result: Callable[[ResultT], None] | None = None) -> AsyncIterator[Progress]:
-    """Run `operation` with `plan` through `run_operation`, yielding its events (module docstring)."""
-    if plan is _UNPLANNED:
-        plan = await operation.plan(site)
-    planned = plan
-
-    async def run(context: RunContext) -> ResultT:
-        return await run_operation(site, operation, planned, context, timeout=timeout)
-
-    async for event in stream_run(run, cancel=cancel, on_result=on_result):
-        yield event
 
 
 async def stream_run(run: Callable[[RunContext], Awaitable[ResultT]], *, cancel: asyncio.Event | None = None,
