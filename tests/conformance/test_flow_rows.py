@@ -30,7 +30,8 @@ from tests.conftest import SimFactory
 from tests.procedure_run import collect
 from tests.waiting import wait_until
 from tui.adapters.flow_errors import flow_http_error
-from tui.domain.services import ROLE_STATES, SERVICE_STATES, can_delete, delete_command, service_state_note
+from tui.domain.one_states import ROLE_STATES, SERVICE_STATES
+from tui.domain.services import can_delete, delete_command, service_state_note
 from tui.errors import SiteError
 from tui.procedures.audit import AUDIT_ENV
 from tui.procedures.connection import SiteConnection

@@ -235,3 +235,62 @@ IMAGE_TYPES: dict[int, str] = {int(t): t.name for t in ImageType}
 DATASTORE_TYPES: dict[int, str] = {int(t): t.name.removesuffix("_DS") for t in DatastoreType}
 #: MARKETPLACEAPP TYPE code -> name
 APP_TYPES: dict[int, str] = {int(t): t.name for t in MarketPlaceAppType}
+
+
+# OneFlow services and their roles ----------------------------------------------------------------
+class ServiceState(IntEnum):
+    """A service's state (OneFlow's `Service::STATE`, `src/flow/lib/models/service.rb` line 26 at
+    release-6.10.0, 7.0.2 and 7.4.0)."""
+    PENDING = 0
+    DEPLOYING = 1
+    RUNNING = 2
+    UNDEPLOYING = 3
+    WARNING = 4
+    DONE = 5
+    FAILED_UNDEPLOYING = 6
+    FAILED_DEPLOYING = 7
+    SCALING = 8
+    FAILED_SCALING = 9
+    COOLDOWN = 10
+    DEPLOYING_NETS = 11
+    UNDEPLOYING_NETS = 12
+    FAILED_DEPLOYING_NETS = 13
+    FAILED_UNDEPLOYING_NETS = 14
+    HOLD = 15
+
+
+class RoleState(IntEnum):
+    """A service role's state (`Role::STATE`, `src/flow/lib/models/role.rb` line 57 at release-6.10.0,
+    35 at 7.0.2 and 7.4.0): the service's codes up to COOLDOWN, then HOLD."""
+    PENDING = 0
+    DEPLOYING = 1
+    RUNNING = 2
+    UNDEPLOYING = 3
+    WARNING = 4
+    DONE = 5
+    FAILED_UNDEPLOYING = 6
+    FAILED_DEPLOYING = 7
+    SCALING = 8
+    FAILED_SCALING = 9
+    COOLDOWN = 10
+    HOLD = 11
+
+
+#: service state code -> name
+SERVICE_STATES: dict[int, str] = {int(s): s.name for s in ServiceState}
+#: role state code -> name
+ROLE_STATES: dict[int, str] = {int(s): s.name for s in RoleState}
+#: `Service::TRANSIENT_STATES` and `FAILED_STATES` (service.rb release-7.4.0 64-79, the same at 6.10.0
+#: and 7.0.2): a failed service does not leave its state by itself
+SERVICE_TRANSIENT_STATES = frozenset({ServiceState.DEPLOYING, ServiceState.UNDEPLOYING, ServiceState.SCALING,
+                                      ServiceState.COOLDOWN, ServiceState.DEPLOYING_NETS, ServiceState.UNDEPLOYING_NETS})
+SERVICE_FAILED_STATES = frozenset({ServiceState.FAILED_DEPLOYING, ServiceState.FAILED_UNDEPLOYING,
+                                   ServiceState.FAILED_SCALING, ServiceState.FAILED_DEPLOYING_NETS,
+                                   ServiceState.FAILED_UNDEPLOYING_NETS})
+
+
+def service_can_undeploy(state: object) -> bool:
+    """`Service#can_undeploy?` (service.rb release-7.4.0 170-179): not in a transient state other
+    than UNDEPLOYING, not DONE, not failed (`DELETE /service/<id>`, `oneflow delete`)."""
+    return not ((state in SERVICE_TRANSIENT_STATES and state != ServiceState.UNDEPLOYING)
+                or state == ServiceState.DONE or state in SERVICE_FAILED_STATES)

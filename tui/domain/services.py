@@ -14,35 +14,24 @@ from typing import Any, Mapping
 
 from tui.domain.documents import Document
 from tui.domain.input_specs import InputSpec, NetworkSpec, template_inputs, template_networks
+from tui.domain.one_states import (
+    ROLE_STATES,
+    SERVICE_FAILED_STATES,
+    SERVICE_STATES,
+    ServiceState,
+    service_can_undeploy,
+)
 
-#: service STATE code -> name
-SERVICE_STATES: dict[int, str] = {
-    0: "PENDING", 1: "DEPLOYING", 2: "RUNNING", 3: "UNDEPLOYING", 4: "WARNING", 5: "DONE",
-    6: "FAILED_UNDEPLOYING", 7: "FAILED_DEPLOYING", 8: "SCALING", 9: "FAILED_SCALING",
-    10: "COOLDOWN", 11: "DEPLOYING_NETS", 12: "UNDEPLOYING_NETS", 13: "FAILED_DEPLOYING_NETS",
-    14: "FAILED_UNDEPLOYING_NETS", 15: "HOLD",
-}
-#: role STATE code -> name
-ROLE_STATES: dict[int, str] = {
-    0: "PENDING", 1: "DEPLOYING", 2: "RUNNING", 3: "UNDEPLOYING", 4: "WARNING", 5: "DONE",
-    6: "FAILED_UNDEPLOYING", 7: "FAILED_DEPLOYING", 8: "SCALING", 9: "FAILED_SCALING",
-    10: "COOLDOWN", 11: "HOLD",
-}
-SERVICE_RUNNING = 2
-SERVICE_DONE = 5
-SERVICE_DEPLOYING_NETS = 11
-#: states a service does not leave by itself
-SERVICE_FAILED_STATES = frozenset({6, 7, 9, 13, 14})
-#: Service::TRANSIENT_STATES (src/flow/lib/models/service.rb release-7.4.0 64-71)
-SERVICE_TRANSIENT_STATES = frozenset({1, 3, 8, 10, 11, 12})
+SERVICE_RUNNING = ServiceState.RUNNING
+SERVICE_DONE = ServiceState.DONE
 #: what a state means for someone following a deployment (LifeCycleManager.rb release-7.4.0 342-458:
 #: after instantiate a service is PENDING, then DEPLOYING_NETS while its networks are made ready,
 #: then DEPLOYING while its roles' VMs are created)
 _STATE_NOTES: dict[int, str] = {
-    0: "accepted, not started yet",
-    1: "creating the roles' VMs",
-    11: "making its networks ready before any VM is created",
-    12: "releasing the networks it created",
+    ServiceState.PENDING: "accepted, not started yet",
+    ServiceState.DEPLOYING: "creating the roles' VMs",
+    ServiceState.DEPLOYING_NETS: "making its networks ready before any VM is created",
+    ServiceState.UNDEPLOYING_NETS: "releasing the networks it created",
 }
 
 
@@ -55,8 +44,7 @@ def can_delete(state: int) -> bool:
     """Whether `DELETE /service/<id>` (`oneflow delete`) is accepted: not in a failed state, not
     DONE, not transient except UNDEPLOYING (`Service#can_undeploy?`, service.rb release-7.4.0
     170-179). Otherwise only `oneflow recover --delete` removes the service."""
-    return not ((state in SERVICE_TRANSIENT_STATES and state != 3) or state == SERVICE_DONE
-                or state in SERVICE_FAILED_STATES)
+    return service_can_undeploy(state)
 
 
 def delete_command(service_id: int, state: int) -> str:

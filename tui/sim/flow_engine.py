@@ -25,7 +25,14 @@ import re
 import time
 from typing import Any
 
-from tui.domain.one_states import FAILURE_LCM_STATES, LcmState, VmState
+from tui.domain.one_states import (
+    FAILURE_LCM_STATES,
+    SERVICE_STATES,
+    LcmState,
+    ServiceState,
+    VmState,
+    service_can_undeploy,
+)
 from tui.domain.template_text import Template, Vector, first
 from tui.domain.vms import state_names
 from tui.sim import flow_templates
@@ -39,20 +46,10 @@ from tui.sim.xml_render import owner_names
 SERVICE_TYPE = 100
 TEMPLATE_TYPE = 101
 
-SERVICE_STATES = (
-    "PENDING", "DEPLOYING", "RUNNING", "UNDEPLOYING", "WARNING", "DONE", "FAILED_UNDEPLOYING",
-    "FAILED_DEPLOYING", "SCALING", "FAILED_SCALING", "COOLDOWN", "DEPLOYING_NETS", "UNDEPLOYING_NETS",
-    "FAILED_DEPLOYING_NETS", "FAILED_UNDEPLOYING_NETS", "HOLD",
-)
-ROLE_STATES = (
-    "PENDING", "DEPLOYING", "RUNNING", "UNDEPLOYING", "WARNING", "DONE", "FAILED_UNDEPLOYING",
-    "FAILED_DEPLOYING", "SCALING", "FAILED_SCALING", "COOLDOWN", "HOLD",
-)
-PENDING, DEPLOYING, RUNNING, UNDEPLOYING, WARNING, DONE, FAILED_UNDEPLOYING, FAILED_DEPLOYING = range(8)
-SCALING, FAILED_SCALING, COOLDOWN, DEPLOYING_NETS, UNDEPLOYING_NETS = range(8, 13)
-#: Service::TRANSIENT_STATES and FAILED_STATES (src/flow/lib/models/service.rb release-7.4.0 64-79)
-TRANSIENT_STATES = frozenset({DEPLOYING, UNDEPLOYING, SCALING, COOLDOWN, DEPLOYING_NETS, UNDEPLOYING_NETS})
-FAILED_STATES = frozenset({FAILED_DEPLOYING, FAILED_UNDEPLOYING, FAILED_SCALING, 13, 14})
+#: the service states the engine sets, its roles' too (tui.domain.one_states: a role's codes are the
+#: service's up to COOLDOWN)
+PENDING, DEPLOYING, RUNNING, UNDEPLOYING, WARNING, DONE, FAILED_UNDEPLOYING, FAILED_DEPLOYING = list(ServiceState)[:8]
+SCALING, FAILED_SCALING, COOLDOWN, DEPLOYING_NETS, UNDEPLOYING_NETS = list(ServiceState)[8:13]
 
 #: LCM states the platform's OneFlow treats as a failed VM (Role::VM_FAILURE_STATES)
 _OFF_STATES = frozenset({VmState.STOPPED, VmState.SUSPENDED, VmState.POWEROFF, VmState.UNDEPLOYED})
@@ -578,13 +575,7 @@ def role_extra_template(site: SimSite, doc: SimDocument, role: dict[str, Any], t
 
 # operator actions -----------------------------------------------------------------------------
 def state_name(state: Any) -> str:
-    return SERVICE_STATES[state] if isinstance(state, int) and 0 <= state < len(SERVICE_STATES) else str(state)
-
-
-def can_undeploy(state: Any) -> bool:
-    """`Service#can_undeploy?` (service.rb release-7.4.0 170-179): not in a transient state other
-    than UNDEPLOYING, not DONE, not failed."""
-    return not ((state in TRANSIENT_STATES and state != UNDEPLOYING) or state == DONE or state in FAILED_STATES)
+    return SERVICE_STATES[state] if isinstance(state, int) and state in SERVICE_STATES else str(state)
 
 
 def undeploy(site: SimSite, doc: SimDocument, *, force: bool = False) -> None:
@@ -594,7 +585,7 @@ def undeploy(site: SimSite, doc: SimDocument, *, force: bool = False) -> None:
     are shut down, children first, and the document goes once every VM is gone."""
     body = doc.body
     state = body.get("state")
-    if not force and not can_undeploy(state):
+    if not force and not service_can_undeploy(state):
         raise FlowError(500, f"Service cannot be undeployed in state: {state_name(state)}")
     shutdown = [r for r in _roles(body) if r.get("state") not in (UNDEPLOYING, DONE, FAILED_UNDEPLOYING)]
     if not shutdown:  # "If shutdown roles is empty, asume the service is in DONE and exit"
@@ -621,9 +612,9 @@ def recover(site: SimSite, doc: SimDocument, delete: bool = False) -> None:
         return
     if state in (FAILED_DEPLOYING, DEPLOYING, PENDING):
         _recover_deployment(site, doc)
-    elif state in (DEPLOYING_NETS, 13):  # RECOVER_DEPLOY_NETS_STATES
+    elif state in (DEPLOYING_NETS, ServiceState.FAILED_DEPLOYING_NETS):  # RECOVER_DEPLOY_NETS_STATES
         deploy_nets(site, doc)
-    elif state in (FAILED_UNDEPLOYING, UNDEPLOYING, 14):
+    elif state in (FAILED_UNDEPLOYING, UNDEPLOYING, ServiceState.FAILED_UNDEPLOYING_NETS):
         for role in _roles(body):
             if role.get("state") == FAILED_UNDEPLOYING:
                 role["state"] = RUNNING

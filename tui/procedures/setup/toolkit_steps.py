@@ -12,7 +12,8 @@ from tui.domain.deployed_inputs import input_differences
 from tui.domain.disk_size import format_mb, human_mb
 from tui.domain.images import ImageInfo
 from tui.domain.input_site import Outcome
-from tui.domain.services import SERVICE_FAILED_STATES, SERVICE_RUNNING
+from tui.domain.one_states import SERVICE_FAILED_STATES
+from tui.domain.services import SERVICE_RUNNING
 from tui.domain.setup_steps import (
     SetupStep,
     StepId,
