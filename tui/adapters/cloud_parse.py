@@ -10,12 +10,13 @@ not the expected one, or a number element holding no number, raises `MalformedRe
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Callable, TypedDict, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Callable, TypeVar, cast
 
 from lxml import etree
 
 from tui.adapters.cloud_transport import MalformedResponse
 from tui.domain.attributes import EMPTY_ATTRIBUTES, Attributes, AttrItem
+from tui.domain.object_header import OWNED_FIELDS
 from tui.domain.permissions import PERMISSION_TAGS, Permissions
 from tui.domain.users import Group, User
 from tui.domain.vms import Disk, HistoryRecord, Nic, VmDetail, VmSummary, service_from_name, state_names
@@ -151,16 +152,6 @@ def expect_root(root: Element, tag: str) -> Element:
     return root
 
 
-class _Owned(TypedDict):
-    """The header fields of a record that keeps its owner: `**head.owned()`."""
-    id: int
-    name: str
-    uid: int
-    gid: int
-    uname: str
-    gname: str
-
-
 class _Head:
     """The header every object of the platform begins with, read once for every builder: ID, UID,
     GID, UNAME, GNAME, NAME and PERMISSIONS (`PoolObjectSQL`'s fields, each object's `to_xml`, e.g.
@@ -204,8 +195,9 @@ class _Head:
     def permissions(self) -> Permissions:
         return permissions(self.elem.find("PERMISSIONS"))
 
-    def owned(self) -> _Owned:
-        return _Owned(id=self.id, name=self.name, uid=self.uid, gid=self.gid, uname=self.uname, gname=self.gname)
+    def owned(self) -> dict[str, Any]:
+        """The fields of `tui.domain.object_header.Owned`, for `**head.owned()` in a record built on it."""
+        return {field: getattr(self, field) for field in OWNED_FIELDS}
 
 
 def pool(root: Element, pool_tag: str, item_tag: str, build: Callable[[Element], T]) -> tuple[T, ...]:

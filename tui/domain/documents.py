@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tui.domain.bounded import load_json
+from tui.domain.object_header import Owned
 from tui.domain.permissions import Permissions
 
 SERVICE_DOCUMENT = 100
@@ -23,13 +24,7 @@ def parse_body(text: str) -> dict[str, Any] | None:
 
 
 @dataclass(frozen=True)
-class Document:
-    id: int
-    name: str
-    uid: int
-    gid: int
-    uname: str
-    gname: str
+class Document(Owned):
     type: int
     permissions: Permissions
     #: TEMPLATE/BODY as sent by the server

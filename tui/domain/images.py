@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tui.domain.attributes import EMPTY_ATTRIBUTES, Attributes
+from tui.domain.object_header import Owned
 from tui.domain.one_states import IMAGE_STATES, IMAGE_TYPES, ImageState
 from tui.domain.permissions import Permissions
 
@@ -18,13 +19,7 @@ def image_state_names(state: int) -> tuple[str, str]:
 
 
 @dataclass(frozen=True)
-class ImageInfo:
-    id: int
-    name: str
-    uid: int
-    gid: int
-    uname: str
-    gname: str
+class ImageInfo(Owned):
     state: int
     #: long name (READY, LOCKED, ...)
     status: str

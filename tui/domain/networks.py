@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tui.domain.attributes import EMPTY_ATTRIBUTES, Attributes
+from tui.domain.object_header import Owned
 
 #: VNET STATE code -> name
 VNET_STATES: dict[int, str] = {
@@ -28,13 +29,7 @@ class AddressRange:
 
 
 @dataclass(frozen=True)
-class Vnet:
-    id: int
-    name: str
-    uid: int
-    gid: int
-    uname: str
-    gname: str
+class Vnet(Owned):
     state: int
     bridge: str
     bridge_type: str

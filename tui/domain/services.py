@@ -14,6 +14,7 @@ from typing import Any, Mapping
 
 from tui.domain.documents import Document
 from tui.domain.input_specs import InputSpec, NetworkSpec, template_inputs, template_networks
+from tui.domain.object_header import Owned
 from tui.domain.one_states import (
     ROLE_STATES,
     SERVICE_FAILED_STATES,
@@ -109,13 +110,7 @@ def _role_spec(role: Mapping[str, Any]) -> RoleSpec:
 
 
 @dataclass(frozen=True)
-class ServiceTemplate:
-    id: int
-    name: str
-    uid: int
-    gid: int
-    uname: str
-    gname: str
+class ServiceTemplate(Owned):
     description: str
     deployment: str
     ready_status_gate: bool
@@ -191,13 +186,7 @@ class LogEntry:
 
 
 @dataclass(frozen=True)
-class Service:
-    id: int
-    name: str
-    uid: int
-    gid: int
-    uname: str
-    gname: str
+class Service(Owned):
     state: int
     state_name: str
     start_time: int

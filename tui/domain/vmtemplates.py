@@ -5,17 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tui.domain.attributes import EMPTY_ATTRIBUTES, Attributes
+from tui.domain.object_header import Owned
 from tui.domain.permissions import Permissions
 
 
 @dataclass(frozen=True)
-class VmTemplate:
-    id: int
-    name: str
-    uid: int
-    gid: int
-    uname: str
-    gname: str
+class VmTemplate(Owned):
     regtime: int
     permissions: Permissions
     template: Attributes = EMPTY_ATTRIBUTES
