@@ -1,11 +1,13 @@
-"""The platform's state codes: one vocabulary for the console and the embedded site.
+"""The platform's state and type codes: one vocabulary for the console and the embedded site.
+
+Each enum is the platform's, named and numbered as its source declares it (cited on each); the
+tables map a code to its name (and the CLI's short name) for the parsers, which look codes up with
+`.get` so that a code a later release adds is still read (never `XState(code)`).
 
 VMs. Codes and names are the platform's (`include/VirtualMachine.h` `enum VmState` and `enum LcmState`:
 lines 53-145 at release-6.10.0, 54-146 at release-7.0.2, 55-147 at release-7.4.0, the same codes up to
 RESTORE = 71); the short names are the CLI's (`onevm list`: release-7.4.0
 `src/oca/ruby/opennebula/virtual_machine.rb` 153 `SHORT_VM_STATES`, 168 `SHORT_LCM_STATES`).
-A code the platform adds later is still read: `VM_STATES`/`LCM_STATES` are looked up with `.get`
-by the parsers, never by `VmState(code)`.
 """
 
 from __future__ import annotations
