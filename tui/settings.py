@@ -57,6 +57,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from tui import timing
 from tui.domain.bounded import BoundedInputError, check_tree, guard, read_text_file
 from tui.domain.endpoints import has_credentials, redact_endpoint
 from tui.domain.naming import DEFAULT_NAMING, NamingProfile
@@ -67,7 +68,7 @@ _SMALL_FILE = 1024 * 1024
 
 DEFAULT_XMLRPC = "http://localhost:2633/RPC2"
 DEFAULT_FLOW = "http://localhost:2474"
-DEFAULT_TIMEOUT_S = 30.0
+DEFAULT_TIMEOUT_S = timing.PROFILE.call_timeout
 SYSTEM_ONE_DIR = Path("/var/lib/one/.one")
 REDACTED = "***"
 

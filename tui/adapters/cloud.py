@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import time
 import xmlrpc.client
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -29,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Mapping, S
 
 from lxml import etree
 
+from tui import timing
 from tui.adapters import cloud_parse as parse
 from tui.adapters.cloud_errors import to_site_error
 from tui.adapters.cloud_transport import (
@@ -81,8 +81,6 @@ VM_ACTIONS = frozenset({
     "reboot-hard", "hold", "release", "stop", "suspend", "resume", "resched", "unresched",
 })
 
-#: extra time the asyncio side waits beyond the transport's own deadline before giving up
-_GRACE_S = 0.5
 
 
 def template_text(template: TemplateInput) -> str:
@@ -196,7 +194,7 @@ class CloudClient:
         except RuntimeError as exc:  # executor shut down
             raise SiteError("Cloud client closed", f"{method} was called after close().") from exc
         try:
-            return await asyncio.wait_for(future, max(0.0, deadline - time.monotonic()) + _GRACE_S)
+            return await asyncio.wait_for(future, timing.left_until(deadline) + timing.PROFILE.call_grace)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a SiteError (cancellation passes)
             raise to_site_error(exc, method=method, endpoint=self.endpoint, timeout=self.timeout,
                                 secrets=self._secrets) from None

@@ -18,13 +18,13 @@ import re
 import socket
 import ssl
 import threading
-import time
 import xmlrpc.client
 from typing import Any, Callable, cast
 from urllib.parse import urlsplit
 
 from lxml import etree
 
+from tui import timing
 from tui.domain.bounded import is_number_limit
 from tui.domain.printable import escape_controls
 
@@ -138,7 +138,7 @@ class CloudTransport(xmlrpc.client.Transport):
 
     # the call ---------------------------------------------------------------------------
     def set_deadline(self, deadline: float | None) -> None:
-        """Bound this thread's next calls by a `time.monotonic()` deadline too (None: only the
+        """Bound this thread's next calls by a `tui.timing.monotonic()` deadline too (None: only the
         timeout): a retried read keeps one deadline over all its attempts."""
         self._local.deadline = deadline
 
@@ -147,13 +147,13 @@ class CloudTransport(xmlrpc.client.Transport):
         `sink`, a successful (HTTP 200) answer goes to `sink` chunk by chunk as it is read instead,
         and b"" is returned (an exception from `sink` ends the call and drops the connection)."""
         limit = self.timeout if timeout is None else timeout
-        deadline = time.monotonic() + limit
+        deadline = timing.deadline_after(limit)
         outer: float | None = getattr(self._local, "deadline", None)
         if outer is not None:
             deadline = min(deadline, outer)
 
         def remaining() -> float:
-            left = deadline - time.monotonic()
+            left = deadline - timing.monotonic()
             if left <= 0:
                 raise CallTimeout(f"no answer within {limit:g} s")
             return left

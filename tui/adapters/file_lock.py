@@ -15,7 +15,6 @@ lock files travel in a context variable, so another asyncio task of the same pro
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import fcntl
 import json
@@ -27,8 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import AsyncIterator
 
+from tui import timing
+
 _HELD: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("sitetk_held_locks", default=frozenset())
-_POLL_S = 0.05
 _MAX_HOLDER_BYTES = 4096
 
 
@@ -133,16 +133,16 @@ async def hold(lock_file: Path, timeout: float, *, left: list[Holder] | None = N
         return
     fd = os.open(lock_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
-        started = time.monotonic()
+        started = timing.monotonic()
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
-                waited = time.monotonic() - started
+                waited = timing.monotonic() - started
                 if waited >= timeout:
                     raise LockBusy(Path(lock_file), read_holder(Path(lock_file)), waited) from None
-                await asyncio.sleep(_POLL_S)
+                await timing.sleep(timing.PROFILE.lock_poll)
         if left is not None and (stale := _left_in(fd, Path(lock_file))) is not None:
             left.append(stale)
         _describe_self(fd)

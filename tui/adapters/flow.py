@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from typing import Any, Mapping
 
 import httpx
 
+from tui import timing
 from tui.adapters.flow_errors import flow_http_error
 from tui.adapters.http_errors import MAX_RESPONSE_BYTES, ResponseTooLarge, bounded_request, malformed, transport_error
 from tui.adapters.retry import DEFAULT_POLICY, RetryPolicy, deadline_after, reconciled_write, retry_read
@@ -107,7 +107,7 @@ class FlowClient:
         try:
             response = await asyncio.wait_for(
                 bounded_request(self._client, method, path, MAX_RESPONSE_BYTES, json=body),
-                max(0.0, deadline - time.monotonic()))
+                timing.left_until(deadline))
         except asyncio.CancelledError:
             raise
         except ResponseTooLarge as exc:

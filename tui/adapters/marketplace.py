@@ -10,12 +10,12 @@ timeouts and connection failures become `SiteError`s.
 from __future__ import annotations
 
 import asyncio
-import time
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
+from tui import timing
 from tui.adapters.http_errors import MAX_RESPONSE_BYTES, ResponseTooLarge, bounded_request, malformed, transport_error
 from tui.adapters.retry import DEFAULT_POLICY, RetryPolicy, retry_read
 from tui.domain.appliances import ApplianceRecord, Listing, RecordError, parse_listing, parse_record, platform_series
@@ -75,7 +75,7 @@ class MarketplaceClient:
     async def _get_once(self, url: str, what: str, deadline: float) -> httpx.Response:
         try:
             response = await asyncio.wait_for(bounded_request(self._client, "GET", url, MAX_RESPONSE_BYTES),
-                                              max(0.0, deadline - time.monotonic()))
+                                              timing.left_until(deadline))
         except asyncio.CancelledError:
             raise
         except ResponseTooLarge as exc:
@@ -135,7 +135,7 @@ class MarketplaceClient:
     async def _download_info_once(self, record: ApplianceRecord, url: str, deadline: float) -> DownloadInfo:
         what = f"Download of {record.name}"
         try:
-            async with asyncio.timeout_at(asyncio.get_running_loop().time() + max(0.0, deadline - time.monotonic())):
+            async with asyncio.timeout_at(asyncio.get_running_loop().time() + timing.left_until(deadline)):
                 async with self._client.stream("GET", url) as response:
                     self._check_status(response if response.status_code < 400 else await _read(response), url, what)
                     location = response.headers.get("location", "")

@@ -18,12 +18,11 @@ chmod, chown) go through `retry_read`, as a second send leaves the same state.
 
 from __future__ import annotations
 
-import asyncio
 import random
-import time
 from dataclasses import dataclass
 from typing import Awaitable, Callable, TypeVar
 
+from tui import timing
 from tui.errors import OutcomeUnknown, SiteError
 
 T = TypeVar("T")
@@ -39,9 +38,9 @@ class RetryPolicy:
     #: tries in total (1: no retry)
     attempts: int = 6
     #: the pause after the first failure, in seconds
-    first_pause: float = 0.05
+    first_pause: float = timing.PROFILE.retry_first_pause
     #: no pause is longer than this
-    max_pause: float = 0.4
+    max_pause: float = timing.PROFILE.retry_max_pause
     #: part of each pause chosen at random (0: none; 0.5: between half and all of it)
     jitter: float = 0.5
 
@@ -62,21 +61,21 @@ _rng = random.Random()
 
 
 def deadline_after(timeout: float) -> float:
-    """The `time.monotonic()` deadline `timeout` seconds from now."""
-    return time.monotonic() + timeout
+    """The deadline `timeout` seconds from now, on the clock of `tui.timing`."""
+    return timing.deadline_after(timeout)
 
 
 def _may_retry(error: SiteError, failures: int, pause: float, deadline: float, policy: RetryPolicy) -> bool:
     if not error.retryable or failures >= policy.attempts:
         return False
-    return time.monotonic() + pause + MIN_ATTEMPT_S < deadline
+    return timing.monotonic() + pause + MIN_ATTEMPT_S < deadline
 
 
 async def retry_read(attempt: Callable[[float], Awaitable[T]], *, timeout: float,
                      policy: RetryPolicy = DEFAULT_POLICY, rng: random.Random | None = None) -> T:
     """`attempt(deadline)` until it succeeds, fails for good, or the tries or the time run out.
 
-    `attempt` must bound itself by the `time.monotonic()` deadline it is given (the same for
+    `attempt` must bound itself by the `tui.timing.monotonic()` deadline it is given (the same for
     every try); the last failure is raised as it is.
     """
     deadline = deadline_after(timeout)
@@ -89,7 +88,7 @@ async def retry_read(attempt: Callable[[float], Awaitable[T]], *, timeout: float
             pause = policy.pause(failures, rng or _rng)
             if not _may_retry(error, failures, pause, deadline, policy):
                 raise
-        await asyncio.sleep(pause)
+        await timing.sleep(pause)
 
 
 async def reconciled_write(write: Callable[[float], Awaitable[T]], read_back: Callable[[], Awaitable[T | None]], *,
@@ -121,4 +120,4 @@ async def reconciled_write(write: Callable[[float], Awaitable[T]], read_back: Ca
             pause = policy.pause(failures, rng or _rng)
             if not _may_retry(error, failures, pause, deadline, policy):
                 raise
-        await asyncio.sleep(pause)
+        await timing.sleep(pause)

@@ -52,6 +52,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, ClassVar, Generic, Mapping, Protocol, TypeVar, runtime_checkable
 
+from tui import timing
 from tui.errors import SiteError
 from tui.procedures.audit import AuditUnwritable
 from tui.procedures.preview import Preview
@@ -145,10 +146,7 @@ class RunContext:
 
     async def pause(self, seconds: float) -> None:
         """Wait `seconds` between two polls, waking early when the run is cancelled."""
-        try:
-            await asyncio.wait_for(self.cancel.wait(), seconds)
-        except TimeoutError:
-            pass
+        await timing.sleep(seconds, cancel=self.cancel)
 
     def keep(self, record: RecordT) -> RecordT:
         """Keep the run's record: what `execute` did so far, kept as it goes (a run stopped hard,
@@ -271,7 +269,7 @@ async def run_operation(site: "SiteConnection", operation: Operation[PlanT, Resu
         if timeout is None:
             result = await operation.execute(site, plan, context)
         else:
-            async with asyncio.timeout(timeout):
+            async with timing.limit(timeout):
                 result = await operation.execute(site, plan, context)
     except TimeoutError:
         stopped = SiteError(f"{operation.title}: no result within {timeout:g} s",

@@ -5,8 +5,8 @@ while the manager's activation call is open (trial.network).
 `wait_ready(look, ...)` calls `look()` every `poll_interval`: it returns the ready value, or
 `Waiting(text)` saying what it waits for now, or raises the SiteError of a state that will not
 become ready by itself. Every poll reports the text with the elapsed seconds (`report`); the
-deadline is measured on the procedures' clock (tui.timing, which a test drives instead of waiting
-a timeout out); the pause between polls is real and ends early when `cancel` is set (an
+deadline and the pause between polls are measured on the procedures' clock (tui.timing, which a
+test drives instead of waiting a timeout out); the pause ends early when `cancel` is set (an
 OperationCancelled from `cancelled()`) or when `until` (an open call whose answer ends the wait)
 completes (then None is returned).
 """
@@ -52,15 +52,6 @@ async def wait_ready(look: Callable[[], Awaitable[T | Waiting]], *, timeout: flo
             report(seen.text, elapsed)
         if elapsed >= timeout:
             raise timed_out(seen.text, elapsed)
-        waits: list[asyncio.Future[Any]] = [] if until is None else [until]
-        stop = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
-        if stop is not None:
-            waits.append(stop)
-        if not waits:
-            await asyncio.sleep(poll_interval)
-            continue
-        await asyncio.wait(waits, timeout=poll_interval, return_when=asyncio.FIRST_COMPLETED)
-        if stop is not None:
-            stop.cancel()
+        await timing.sleep(poll_interval, cancel=cancel, until=until)
         if cancel is not None and cancel.is_set():
             raise (cancelled() if cancelled is not None else OperationCancelled("Cancelled", "stopped waiting"))

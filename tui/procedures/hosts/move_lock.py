@@ -27,15 +27,13 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tui import timing
 from tui.adapters.file_lock import Holder, LockBusy, hold, probe
 from tui.errors import SiteError
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection
 
-#: how long a move tries for the lock before it is refused: long enough to pass another
-#: process's `probe` (an instant), far shorter than any move
-_GRACE_S = 0.5
 
 
 def move_lock_file(site: "SiteConnection", vm_id: int) -> Path:
@@ -82,7 +80,7 @@ class MoveLock:
         left: list[Holder] = []
         try:
             self.lock_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            held = hold(self.lock_file, _GRACE_S, left=left)
+            held = hold(self.lock_file, timing.PROFILE.move_lock_grace, left=left)
             await held.__aenter__()
         except LockBusy as busy:
             raise MoveBusy(self.vm_label, busy.holder, self.lock_file) from None

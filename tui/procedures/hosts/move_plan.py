@@ -16,6 +16,7 @@ import shlex
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any, Sequence
 
+from tui import timing
 from tui.domain.cpu import HOST_PASSTHROUGH, HostCpu, HostVerdictKind, cpu_model_update_text, host_verdict
 from tui.domain.guest_ready import cannot_report_ready, ready_fix
 from tui.domain.hosts import Host
@@ -63,11 +64,11 @@ DEPLOYING = frozenset({0, 1, 2, 9, 19, 20, 21, 22, 31, 32, 35})
 class MoveTimeouts:
     """Seconds each waiting step may take, and how often the VM is polled."""
 
-    undeploy: float = 600.0
-    running: float = 900.0
-    ready: float = 900.0
+    undeploy: float = timing.PROFILE.move_undeploy_timeout
+    running: float = timing.PROFILE.move_running_timeout
+    ready: float = timing.PROFILE.move_ready_timeout
     #: the longest pause between two reads; polling starts faster and backs off to this after each change
-    poll_interval: float = 2.0
+    poll_interval: float = timing.PROFILE.poll_interval
 
 
 DEFAULT_TIMEOUTS = MoveTimeouts()

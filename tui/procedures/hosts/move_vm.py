@@ -48,11 +48,11 @@ from __future__ import annotations
 
 import asyncio
 import shlex
-import time
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
+from tui import timing
 from tui.domain.cpu import cpu_model_update_text
 from tui.domain.one_states import LCM_STATES, LcmState
 from tui.domain.template_text import render_template
@@ -226,9 +226,9 @@ class _Run:
                    what: str, on_timeout: str | Callable[[], str] = "") -> None:
         """Poll the VM until `done`; fail when `broken` says why, or after `timeout` seconds
         (adding `on_timeout`, a hint or what the appliance said)."""
-        deadline = time.monotonic() + timeout
+        deadline = timing.deadline_after(timeout)
         last = ""
-        pause = min(0.1, self.timeouts.poll_interval)
+        pause = min(timing.PROFILE.first_poll, self.timeouts.poll_interval)
         while True:
             self.checkpoint()
             vm = await self._poll(deadline)
@@ -240,9 +240,9 @@ class _Run:
                     raise self.fail(problem)
                 if vm.summary.status != last:
                     last = vm.summary.status
-                    pause = min(0.1, self.timeouts.poll_interval)
+                    pause = min(timing.PROFILE.first_poll, self.timeouts.poll_interval)
                     self.report(ProgressState.RUNNING, f"waiting for {what}: VM is {last}", vm_state=last)
-            if time.monotonic() >= deadline:
+            if timing.monotonic() >= deadline:
                 extra = on_timeout() if callable(on_timeout) else on_timeout
                 raise self.fail(f"Waited {timeout:g} s for {what}." + (f" {extra}" if extra else ""))
             await self.context.pause(pause)
@@ -253,7 +253,7 @@ class _Run:
         try:
             return await self.read()
         except SiteError as error:
-            if not error.retryable or time.monotonic() >= deadline:
+            if not error.retryable or timing.monotonic() >= deadline:
                 raise await self.state_after_error(error) from None
             return None
 

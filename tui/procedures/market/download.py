@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, ClassVar, Mapping, Sequence
 
+from tui import timing
 from tui.adapters.file_lock import Holder
 from tui.domain.attribute_file import ApplianceTag
 from tui.domain.images import ImageInfo, image_state_names
@@ -96,8 +97,8 @@ __all__ = [
 ]
 
 #: default time one image may stay LOCKED before the download counts as failed (seconds)
-DEFAULT_STEP_TIMEOUT = 3600.0
-DEFAULT_POLL_INTERVAL = 2.0
+DEFAULT_STEP_TIMEOUT = timing.PROFILE.download_step_timeout
+DEFAULT_POLL_INTERVAL = timing.PROFILE.poll_interval
 
 
 @dataclass(frozen=True)
@@ -461,8 +462,7 @@ async def _allocate(call: Awaitable[int], step: str) -> int:
 async def _follow_images(site: "SiteConnection", plan: DownloadPlan, context: RunContext, image_ids: Sequence[int],
                          steps: Sequence[str], done: int, total: int, step_timeout: float, poll_interval: float) -> None:
     """Poll every image until READY; ERROR or a timeout stops the run."""
-    loop = asyncio.get_running_loop()
-    start = loop.time()
+    start = timing.monotonic()
     first = done
     pending = {image_ids[n]: (steps[first + n], image.name) for n, image in enumerate(plan.images)}
     last_state: dict[int, int] = {}
@@ -471,7 +471,7 @@ async def _follow_images(site: "SiteConnection", plan: DownloadPlan, context: Ru
         _check_cancel(context)
         ids = list(pending)
         infos: tuple[ImageInfo, ...] = await gather(*(site.cloud.image_info(i) for i in ids))
-        elapsed = loop.time() - start
+        elapsed = timing.monotonic() - start
         for info in infos:
             step, name = pending[info.id]
             if info.state in (ImageState.READY, ImageState.USED):

@@ -17,19 +17,17 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import time
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tui import timing
 from tui.adapters.file_lock import Holder, LockBusy, hold
 from tui.errors import SiteError
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection
 
-#: how often a waiting download looks at its cancel (seconds)
-_SLICE_S = 0.5
 
 
 def download_lock_file(site: "SiteConnection", app_id: int) -> Path:
@@ -72,23 +70,23 @@ class DownloadLock:
 
     async def acquire(self, timeout: float, cancel: asyncio.Event | None = None) -> None:
         """Wait for the holder to finish: up to `timeout` seconds, stopping early on `cancel`."""
-        started = time.monotonic()
+        started = timing.monotonic()
         while self._held is None:
             if cancel is not None and cancel.is_set():
                 raise SiteError("Download cancelled", f"Cancelled while waiting for {self.describe_holder()} to "
                                 f"finish downloading {self.what}. Nothing had been created.")
             try:
-                await self._take(min(_SLICE_S, max(0.0, timeout - (time.monotonic() - started))))
+                await self._take(min(timing.PROFILE.lock_slice, max(0.0, timeout - (timing.monotonic() - started))))
             except LockBusy as busy:
                 self.holder = busy.holder if busy.holder.pid is not None else self.holder
-                self.waited = time.monotonic() - started
+                self.waited = timing.monotonic() - started
                 if self.waited >= timeout:
                     raise SiteError(f"Another download of {self.what} is still running",
                                     f"{self.describe_holder()} has been downloading it; waited {self.waited:.0f} s "
                                     f"(lock file {self.lock_file}). Nothing was changed: run this again once it "
                                     "has finished; it will reuse what that download created.",
                                     retryable=True) from None
-        self.waited = time.monotonic() - started
+        self.waited = timing.monotonic() - started
 
     def describe_holder(self) -> str:
         return self.holder.describe() if self.holder is not None else "another process"

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
+from tui import timing
 from tui.domain.error_codes import NO_EXISTS
 from tui.domain.one_states import ImageState
 from tui.errors import OutcomeUnknown, SiteError
@@ -129,10 +130,6 @@ class Undo:
         return " ".join(parts)
 
 
-#: how long a rollback keeps asking about a delete whose outcome is unknown (the site down, the
-#: answer lost) before it names the object as left
-ROLLBACK_SETTLE_S = 30.0
-_SETTLE_PAUSES = (0.5, 1.0, 2.0)
 
 
 async def delete_settled(call: Callable[[int], Awaitable[Any]], gone: Callable[[int], Awaitable[bool]],
@@ -140,9 +137,8 @@ async def delete_settled(call: Callable[[int], Awaitable[Any]], gone: Callable[[
     """`call(object_id)`, and when its outcome is unknown (the site down, the answer lost) the
     object read back (`gone`) once the site answers: gone means deleted, still there means the
     delete is sent again. A refusal that will not change is raised at once; an outcome still
-    unknown after `ROLLBACK_SETTLE_S` is raised as it is (the object is then named as left)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + ROLLBACK_SETTLE_S
+    unknown after `timing.PROFILE.settle_timeout` (its pauses `settle_pauses`) is raised as it is (the object is then named as left)."""
+    deadline = timing.deadline_after(timing.PROFILE.settle_timeout)
     tries = 0
     while True:
         try:
@@ -155,11 +151,12 @@ async def delete_settled(call: Callable[[int], Awaitable[Any]], gone: Callable[[
                 raise
             last = error
         while True:
-            pause = _SETTLE_PAUSES[min(tries, len(_SETTLE_PAUSES) - 1)]
+            pauses = timing.PROFILE.settle_pauses
+            pause = pauses[min(tries, len(pauses) - 1)]
             tries += 1
-            if loop.time() + pause > deadline:
+            if timing.monotonic() + pause > deadline:
                 raise last
-            await asyncio.sleep(pause)
+            await timing.sleep(pause)
             try:
                 if await gone(object_id):
                     return

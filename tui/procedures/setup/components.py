@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Sequence
 
+from tui import timing
 from tui.adapters.vault import VaultPassword
 from tui.domain.components import ComponentDefinition
 from tui.errors import SiteError
@@ -115,8 +116,8 @@ async def plan_components(site: "SiteConnection", repo: "GitRepo", branch: str, 
 
 
 async def enable_components(site: "SiteConnection", repo: "GitRepo", plan: ComponentsPlan,
-                            password: VaultPassword, context: RunContext, *, poll_interval: float = 2.0,
-                            step_timeout: float = 1800.0) -> None:
+                            password: VaultPassword, context: RunContext, *, poll_interval: float = timing.PROFILE.poll_interval,
+                            step_timeout: float = timing.PROFILE.setup_step_timeout) -> None:
     """Enable each planned component (the `EnableComponent` operation, each run a part of this one,
     its steps named after the component) in the working clone; the submit is the setup's last step
     (`submit_checked`)."""

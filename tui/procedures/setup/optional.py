@@ -43,10 +43,10 @@ audit log and progress never hold it, and it never reaches an argument list.
 from __future__ import annotations
 
 import asyncio
-import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping
 
+from tui import timing
 from tui.adapters.vault import VaultPassword
 from tui.domain.one_states import VmState
 from tui.errors import SiteError
@@ -391,8 +391,8 @@ class DeployAppliance(Operation[AppliancePlan, ApplianceDeployed]):
     """Instantiate the appliance's VM template with its inputs and wait until it is ready."""
 
     planned: AppliancePlan
-    wait_timeout: float = 900.0
-    poll_interval: float = 2.0
+    wait_timeout: float = timing.PROFILE.appliance_timeout
+    poll_interval: float = timing.PROFILE.poll_interval
 
     title: ClassVar[str] = "Deploy an optional appliance"
     refusal: ClassVar[str] = "instantiating a VM changes the cloud"
@@ -417,7 +417,7 @@ class DeployAppliance(Operation[AppliancePlan, ApplianceDeployed]):
         for item in plan.inputs:
             if item.secret:
                 REDACTOR.register(item.value)
-        started = time.monotonic()
+        started = timing.monotonic()
         context.report(Progress("instantiate", 0, 2, plan.cli()))
         try:
             vm_id = await site.cloud.template_instantiate(plan.template_id, plan.vm_name, extra=plan.extra())
@@ -428,7 +428,7 @@ class DeployAppliance(Operation[AppliancePlan, ApplianceDeployed]):
         vm = await wait_ready(site, plan.kind, vm_id, timeout=self.wait_timeout, poll_interval=self.poll_interval,
                               cancel=context.cancel, report=context.report)
         address = vm.summary.ips[0]
-        seconds = time.monotonic() - started
+        seconds = timing.monotonic() - started
         context.report(Progress("wait", 2, 2, f"VM {vm_id} RUNNING at {address}, {plan.kind.ready_attribute} published "
                                 f"({seconds:.0f} s)", ProgressState.DONE, {"vm_id": vm_id, "address": address}))
         return ApplianceDeployed(vm_id, address, seconds)

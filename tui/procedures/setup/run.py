@@ -18,10 +18,10 @@ stop the run with the step's fix.
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, AsyncIterator, Mapping
 
+from tui import timing
 from tui.domain.setup_steps import ComponentsMissing, SetupChecklist, SetupStep, StepId, StepState
 from tui.errors import SiteError
 from tui.procedures.operation import ReadOnlyRefused
@@ -99,7 +99,7 @@ async def run_setup(site: "SiteConnection", target: SetupTarget, options: RunOpt
     if options.only is StepId.TRIAL_RUN and not target.trial_tn_id:  # its state is the manager's: read when asked
         target = replace(target, trial_tn_id=DEFAULT_TN_ID)
     last: tuple[StepId, StepState, tuple[str, ...]] | None = None
-    started = time.monotonic()
+    started = timing.monotonic()
     ran = 0
     asked: dict[str, str] = {}
 
@@ -125,7 +125,7 @@ async def run_setup(site: "SiteConnection", target: SetupTarget, options: RunOpt
             return
         outstanding = sum(1 for s in checklist.steps if s.outstanding)
         if step is None:
-            yield _all_done(checklist, options, older, time.monotonic() - started)
+            yield _all_done(checklist, options, older, timing.monotonic() - started)
             return
         seen = (step.id, step.state, step.evidence)
         if seen == last:
@@ -143,11 +143,11 @@ async def run_setup(site: "SiteConnection", target: SetupTarget, options: RunOpt
             return
         if not plan.wait_only and not plan.preview.is_noop and not await confirm(plan):
             raise SetupStopped(step.id, f"{step.title!r} not confirmed", "Nothing was changed; run again to continue.")
-        step_started = time.monotonic()
+        step_started = timing.monotonic()
         async for event in _run_step(step, plan):
             yield event
         ran += 1
-        just_ran = (step, plan.preview.title, time.monotonic() - step_started, round_number, total)
+        just_ran = (step, plan.preview.title, timing.monotonic() - step_started, round_number, total)
     raise SetupStopped(None, "Setup did not finish", f"{MAX_ROUNDS} steps ran without completing: run again.")
 
 

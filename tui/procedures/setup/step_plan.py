@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping
 
+from tui import timing
 from tui.domain.setup_steps import SetupStep, StepId, StepState
 from tui.errors import SiteError
 from tui.procedures.operation_stream import run_part
@@ -26,11 +27,11 @@ if TYPE_CHECKING:  # pragma: no cover
 class RunOptions:
     datastore_id: int | None = None
     only: StepId | None = None
-    poll_interval: float = 2.0
+    poll_interval: float = timing.PROFILE.poll_interval
     #: one image download, one wait for VMs to get a host
-    step_timeout: float = 1800.0
-    deploy_timeout: float = 1800.0
-    key_timeout: float = 900.0
+    step_timeout: float = timing.PROFILE.setup_step_timeout
+    deploy_timeout: float = timing.PROFILE.deploy_timeout
+    key_timeout: float = timing.PROFILE.setup_key_timeout
     move_timeouts: "MoveTimeouts | None" = None
     #: stop after this many steps ran (the console does one step a key press); None: until done
     max_steps: int | None = None

@@ -15,11 +15,10 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
 from functools import partial
 from typing import TYPE_CHECKING, Mapping
 
+from tui import timing
 from tui.domain.input_file import InputFile
 from tui.domain.setup_steps import MarketplacesMissing, SetupStep, StepId
 from tui.errors import SiteError
@@ -104,7 +103,7 @@ def download_datastore(facts: SetupFacts, options: RunOptions) -> int:
 
 async def wait_images(site: "SiteConnection", ids: tuple[int, ...], options: RunOptions, context: RunContext) -> None:
     """Wait until the images `ids` are READY, reporting each reading to `context`."""
-    started = time.monotonic()
+    started = timing.monotonic()
     while True:
         images = await gather(*(site.cloud.image_info(i) for i in ids))
         failed = [i for i in images if i.status == "ERROR"]
@@ -112,7 +111,7 @@ async def wait_images(site: "SiteConnection", ids: tuple[int, ...], options: Run
             raise SiteError(f"Image {failed[0].id} of the toolkit is in ERROR",
                             f"{failed[0].error or 'no reason given'}; delete the download's objects and run again.")
         waiting = [i for i in images if not i.usable]
-        elapsed = time.monotonic() - started
+        elapsed = timing.monotonic() - started
         context.report(Progress("wait for images", len(images) - len(waiting), len(images),
                                 f"{', '.join(f'{i.id} {i.status}' for i in images)} ({elapsed:.0f} s)",
                                 ProgressState.DONE if not waiting else ProgressState.RUNNING))
@@ -121,7 +120,7 @@ async def wait_images(site: "SiteConnection", ids: tuple[int, ...], options: Run
         if elapsed > options.step_timeout:
             raise SiteError("The toolkit images did not become READY in time",
                             f"Still {', '.join(f'{i.id} {i.status}' for i in waiting)} after {elapsed:.0f} s.")
-        await asyncio.sleep(options.poll_interval)
+        await timing.sleep(options.poll_interval)
 
 
 async def plan_tagged(request: PlanRequest, step: SetupStep) -> StepPlan:
@@ -179,7 +178,7 @@ async def _follow(site: "SiteConnection", facts: SetupFacts, options: RunOptions
     move comes next); else follow the service to RUNNING, recording VMs and the key."""
     assert facts.service is not None
     service = facts.service
-    started = time.monotonic()
+    started = timing.monotonic()
     naming = site.naming
     while True:
         service = await site.flow.get_service(service.id)
@@ -192,7 +191,7 @@ async def _follow(site: "SiteConnection", facts: SetupFacts, options: RunOptions
         rows = [r for r in inventory.db_vms if r.id in ids]
         placed = bool(ids) and len(rows) == len(ids) and all(
             r.host_id is not None and (not r.flagged or r.vm.summary.status in MOVABLE_STATES) for r in rows)
-        elapsed = time.monotonic() - started
+        elapsed = timing.monotonic() - started
         context.report(Progress("database VMs placed", int(placed), 1,
                                 ", ".join(f"VM {r.id} {r.vm.summary.status} on {r.host_name or '(no host yet)'}"
                                           for r in rows) + f" ({elapsed:.0f} s)",

@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from tui import timing
 from tui.domain.services import Service, ServiceRole, delete_command, service_state_note
 from tui.domain.site_record import SiteRecord, record_to_json
 from tui.errors import SiteError
@@ -45,11 +46,11 @@ from tui.timing import monotonic
 if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection
 
-DEFAULT_TIMEOUT = 1800.0
-DEFAULT_KEY_TIMEOUT = 600.0
-DEFAULT_POLL_INTERVAL = 2.0
+DEFAULT_TIMEOUT = timing.PROFILE.deploy_timeout
+DEFAULT_KEY_TIMEOUT = timing.PROFILE.key_timeout
+DEFAULT_POLL_INTERVAL = timing.PROFILE.poll_interval
 #: seconds between two reports of what a waiting deployment waits for
-DEFAULT_HEARTBEAT = 10.0
+DEFAULT_HEARTBEAT = timing.PROFILE.heartbeat
 INPUT_FILE_PLACEHOLDER = "<input file>"
 
 STEP_INSTANTIATE = "instantiate"

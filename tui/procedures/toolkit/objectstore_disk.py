@@ -29,11 +29,10 @@ re-reads the VM, and:
 
 from __future__ import annotations
 
-import asyncio
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
+from tui import timing
 from tui.domain.disk_size import DEFAULT_OBJECTSTORE_DISK_MB, format_mb, human_mb
 from tui.domain.one_states import VmState
 from tui.domain.vms import Disk, VmDetail
@@ -53,7 +52,7 @@ DATA_DISK_ID = 0
 RESIZING_LCM = {62: "DISK_RESIZE", 63: "DISK_RESIZE_POWEROFF", 64: "DISK_RESIZE_UNDEPLOYED"}
 #: states (the long status name) from which the platform resizes a disk
 RESIZABLE = frozenset({"RUNNING", "POWEROFF", "UNDEPLOYED"})
-DEFAULT_WAIT = 600.0
+DEFAULT_WAIT = timing.PROFILE.disk_resize_timeout
 
 
 @dataclass(frozen=True)
@@ -256,7 +255,7 @@ class ResizeObjectstoreDisk(Operation[DiskPlan, DiskResized]):
     size_mb: int = DEFAULT_OBJECTSTORE_DISK_MB
     service_id: int | None = None
     wait_timeout: float = DEFAULT_WAIT
-    poll_interval: float = 2.0
+    poll_interval: float = timing.PROFILE.poll_interval
 
     title: ClassVar[str] = "Resize the object store's data disk"
     refusal: ClassVar[str] = "resizing a disk changes the object store VM"
@@ -289,7 +288,7 @@ class ResizeObjectstoreDisk(Operation[DiskPlan, DiskResized]):
             context.report(Progress("resize", 3, total, f"{label} is already {human_mb(current.current_mb)}: nothing sent",
                                     ProgressState.SKIPPED, {"changed": False}))
             return DiskResized(plan.vm_id, plan.disk_id, current.current_mb, current.current_mb, False)
-        started = time.monotonic()
+        started = timing.monotonic()
         if current.resizing:
             context.report(Progress("resize", 2, total, f"a resize of VM {plan.vm_id} is already under way "
                                     f"({current.vm_state}): waiting for it, nothing sent", ProgressState.SKIPPED))
@@ -306,7 +305,7 @@ class ResizeObjectstoreDisk(Operation[DiskPlan, DiskResized]):
             context.report(Progress("resize", 2, total, f"the platform accepted the resize of {label}", ProgressState.DONE))
         after = await self._wait(site, current, context, started)
         size = data_disk(after, plan.disk_id).size_mb or 0
-        seconds = time.monotonic() - started
+        seconds = timing.monotonic() - started
         if size < plan.wanted_mb:
             record.after_mb = size
             context.report(Progress("wait", 2, total, f"{label} is {human_mb(size)} after the resize: the platform's "
@@ -324,7 +323,7 @@ class ResizeObjectstoreDisk(Operation[DiskPlan, DiskResized]):
         """Follow the VM until it leaves the DISK_RESIZE* states (timeout, cancel)."""
         while True:
             vm = await site.cloud.vm_info(plan.vm_id)
-            elapsed = time.monotonic() - started
+            elapsed = timing.monotonic() - started
             lcm = vm.summary.lcm_state if vm.summary.state == VmState.ACTIVE else -1
             if lcm not in RESIZING_LCM:
                 return vm
@@ -334,10 +333,7 @@ class ResizeObjectstoreDisk(Operation[DiskPlan, DiskResized]):
                 raise SiteError(f"VM {plan.vm_id} is still {RESIZING_LCM[lcm]} after {elapsed:.0f} s",
                                 "The platform goes on with the resize (it cannot be stopped). Check it with `onevm show "
                                 f"{plan.vm_id}`; running this again waits for it and sends nothing twice.", retryable=True)
-            try:
-                await asyncio.wait_for(context.cancel.wait(), self.poll_interval)
-            except TimeoutError:
-                continue
+            await context.pause(self.poll_interval)
             raise OperationCancelled("Cancelled", f"stopped waiting for the resize of disk {plan.disk_id} of VM "
                                      f"{plan.vm_id}: the platform goes on with it (it cannot be stopped); running "
                                      "this again waits for it", retryable=True)

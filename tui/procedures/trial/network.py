@@ -47,7 +47,7 @@ if TYPE_CHECKING:  # pragma: no cover
 MANAGER_PORT = 5000
 SAMPLE_DESCRIPTOR = "tn_init/sample_tnlcm_descriptor.yaml"
 DEFAULT_TN_ID = "sitetktest"
-DEFAULT_WAIT = 1800.0
+DEFAULT_WAIT = timing.PROFILE.trial_network_timeout
 #: lines of the manager's log a failure shows
 LOG_TAIL = 40
 ACTIVATE_FROM = ("validated", "failed-activation", "destroyed")
@@ -367,8 +367,8 @@ class RunTrialNetwork(Operation[TrialPlan, TrialResult]):
     """Create, activate and report a test trial network (see the module docstring)."""
 
     wait_timeout: float = DEFAULT_WAIT
-    poll_interval: float = 2.0
-    http_timeout: float = 30.0
+    poll_interval: float = timing.PROFILE.poll_interval
+    http_timeout: float = timing.PROFILE.call_timeout
 
     title: ClassVar[str] = "Deploy a test trial network"
     refusal: ClassVar[str] = "a trial network deploys a network and a VM in the cloud"
@@ -575,7 +575,7 @@ class DestroyTrialNetwork(Operation[DestroyPlan, Destroyed]):
 
     tn_id: str = DEFAULT_TN_ID
     wait_timeout: float = DEFAULT_WAIT
-    http_timeout: float = 30.0
+    http_timeout: float = timing.PROFILE.call_timeout
     values: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     title: ClassVar[str] = "Destroy a trial network"
