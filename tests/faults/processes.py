@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -42,6 +43,16 @@ class Sitetk:
             return found
 
         return wait_until(seen, timeout, f"a line with {text!r} from sitetk")
+
+    def signal_while_held(self, stop: signal.Signals, held: threading.Event) -> None:
+        """Send `stop` while the site holds the run's call in flight (`held`, a `Faults.hold_methods`
+        event), and let that call answer once the run has said it took the signal: a known point,
+        never a site slowed down to make the window wide enough."""
+        self.process.send_signal(stop)
+        try:
+            self.wait_for_line(f"{stop.name}: ")
+        finally:
+            held.set()
 
     def finish(self, timeout: float = 120.0) -> int:
         code = self.process.wait(timeout)

@@ -80,7 +80,7 @@ def test_a_hang_up_of_the_idle_console_ends_it_with_129(
 @pytest.mark.slow  # 96 s in the whole run at load 4-8
 def test_a_hang_up_during_a_download_rolls_it_back_audits_it_and_exits_129(
         sim_factory: Callable[..., SimServer], tmp_path: Path, terminals: list[Terminal]) -> None:
-    server = sim_factory(time_scale=50.0)  # the image stays LOCKED for seconds: the hang-up finds the download running
+    server = sim_factory()
     before = _objects(server)
     terminal = _console(server, tmp_path, terminals)
     terminal.wait_for("Toolkit appliance downloaded (to do)")  # the front door has read the site (it redraws once more)
@@ -96,6 +96,7 @@ def test_a_hang_up_during_a_download_rolls_it_back_audits_it_and_exits_129(
     terminal.wait_for("cloud app 9 in")  # the download form knows its app and datastores
     terminal.type("\t\r")  # Enter in the final name field: review
     terminal.wait_for("onemarketapp export 9")  # the preview; the Download button has the focus
+    server.site.hold_clock()  # the image stays LOCKED until the hang-up: it finds the download running
     terminal.type("\r")
     terminal.wait_for("LOCKED")
     with server.site.lock:  # a slow site: the rollback takes seconds, the screen keeps being drawn meanwhile

@@ -1,6 +1,6 @@
 """INT, TERM and HUP to a real `sitetk` process in the middle of a change: the same cancellation.
 
-The download is held at a known point (its image LOCKED: the embedded site copies slowly), then
+The download is held at a known point (its image LOCKED: the embedded site's clock is held), then
 signalled; what the run created is deleted, the audit log says so, the exit status is 128+N.
 A move is signalled while its VM is undeployed: the audit log records where it stopped and the
 VM's state, stderr says how to finish, and the same command run again completes the move.
@@ -12,6 +12,7 @@ import asyncio
 import json
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 from typing import Callable
@@ -39,9 +40,10 @@ def _objects(server: SimServer) -> tuple[set[int], set[int]]:
 @pytest.mark.parametrize("stop", STOPS, ids=[s.name for s in STOPS])
 def test_a_stop_signal_during_a_download_deletes_what_it_created_and_audits_it(
         sim_factory: Callable[..., SimServer], sitetk: Callable[[SimServer], Runner], stop: signal.Signals) -> None:
-    server = sim_factory(time_scale=50.0)  # the image stays LOCKED for minutes: a known point to signal
+    server = sim_factory()
     runner = sitetk(server)
     before = _objects(server)
+    server.site.hold_clock()  # the image stays LOCKED until the signal: a known point, the site not slowed
     run = runner.start("market", "download", f"{server.market_url}#service_dns", "--datastore", "1", "--yes", "--poll", POLL)
     run.wait_for_line("LOCKED")
     assert _objects(server) != before  # the image and the VM template exist now
@@ -80,12 +82,13 @@ def test_a_stop_signal_during_a_move_records_the_vm_state_and_the_next_run_finis
     server = sim_factory(scenario="deployed")
     runner = sitetk(server)
     vm_id = _manager(server)[0]
-    with server.site.lock:  # hold the move once the VM is undeployed: its CPU model update is slow
-        server.site.faults.method_delay_ms["one.vm.updateconf"] = 3000
+    updateconf = threading.Event()  # the move held at its CPU model update, once the VM is undeployed
+    with server.site.lock:
+        server.site.faults.hold_methods["one.vm.updateconf"] = updateconf
     argv = ("hosts", "move", str(vm_id), "--host", str(BROADWELL), "--yes", "--timeout", "60")
     run = runner.start(*argv)
     run.wait_for_line("setting CPU model")
-    run.process.send_signal(stop)
+    run.signal_while_held(stop, updateconf)
     code = run.finish()
     assert code == 128 + stop, run.stderr
     assert f"Move of VM {vm_id}" in run.stderr and "cancelled at step “deploy”" in run.stderr, run.stderr  # after the call in flight
@@ -96,7 +99,7 @@ def test_a_stop_signal_during_a_move_records_the_vm_state_and_the_next_run_finis
     assert moves[-1]["details"]["resume"] == f"sitetk hosts move {vm_id} --host {BROADWELL}"
 
     with server.site.lock:
-        server.site.faults.method_delay_ms.clear()
+        server.site.faults.hold_methods.clear()
     code, again = runner.run(*argv)
     assert code == 0, again.stderr
     assert _manager(server)[1:] == (BROADWELL, ACTIVE)
@@ -110,7 +113,7 @@ async def test_a_stop_signal_to_the_console_cancels_the_running_download_then_ex
     audit = tmp_path / "audit.log"
     monkeypatch.setenv(AUDIT_ENV, str(audit))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    server = sim_factory(time_scale=50.0)
+    server = sim_factory()
     before = _objects(server)
     # the process's own handler, never the default (which would end the test run): without the
     # console's handling the signal is swallowed here and the checks below fail
@@ -130,6 +133,7 @@ async def test_a_stop_signal_to_the_console_cancels_the_running_download_then_ex
             await wait_for(pilot, lambda: modal.market_app, what="the download form's appliance")
             modal.review()
             await wait_for(pilot, lambda: modal.plan is not None, what="the preview")
+            server.site.hold_clock()  # the image stays LOCKED until the signal
             modal.start()
             await wait_for(pilot, lambda: any(e.data.get("state") == "LOCKED" for e in modal.events),
                            what="a LOCKED image")

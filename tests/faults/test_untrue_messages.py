@@ -53,12 +53,13 @@ def test_a_stopped_move_says_it_undoes_nothing(sim_factory, sitetk) -> None:  # 
     "SIGINT: stopping; what this run created is being undone"."""
     server = sim_factory(scenario="deployed")
     runner = sitetk(server)
+    updateconf = threading.Event()  # the move held at its CPU model update, once the VM is undeployed
     with server.site.lock:
         vm_id = next(v.id for v in server.site.vms.values() if v.name.startswith("manager_0"))
-        server.site.faults.method_delay_ms["one.vm.updateconf"] = 3000  # held once the VM is undeployed
+        server.site.faults.hold_methods["one.vm.updateconf"] = updateconf
     run = runner.start("hosts", "move", str(vm_id), "--host", "1", "--yes", "--timeout", "60")
     run.wait_for_line("setting CPU model")
-    run.process.send_signal(signal.SIGINT)
+    run.signal_while_held(signal.SIGINT, updateconf)
     code = run.finish()
     assert code == 128 + signal.SIGINT, run.stderr
     assert "SIGINT: stopping after the platform call in flight; a move undoes nothing" in run.stderr, run.stderr

@@ -126,9 +126,7 @@ async def test_download_flow_reviews_then_follows_every_image_to_ready(sim: SimS
 
 
 async def test_cancelling_a_download_deletes_what_it_created(sim_factory) -> None:  # type: ignore[no-untyped-def]
-    # images stay LOCKED for seconds, not a fraction of one: under load the download's polls
-    # could otherwise see them only READY, and the cancel below would find nothing to undo
-    sim: SimServer = sim_factory(time_scale=0.5)
+    sim: SimServer = sim_factory()
     app = console_app(sim)
     async with app.run_test(size=SIZE) as pilot:
         screen = await _market(pilot, app)
@@ -139,6 +137,9 @@ async def test_cancelling_a_download_deletes_what_it_created(sim_factory) -> Non
         await wait_for(pilot, lambda: modal.market_app, what="the download form's appliance")
         modal.review()
         await wait_for(pilot, lambda: modal.plan is not None, what="the preview")
+        # the site's time stands still from here: its images stay LOCKED until the cancel, however
+        # slowly the download's polls come (under load they could otherwise see them only READY)
+        sim.site.hold_clock()
         modal.start()
         await wait_for(pilot, lambda: any(e.data.get("state") == "LOCKED" for e in modal.events), what="a LOCKED image")
         await pilot.press("escape")  # escape while running cancels

@@ -369,8 +369,10 @@ class SimSite:
         self._ids: dict[str, itertools.count[int]] = {}
         self._events: list[tuple[float, int, Callable[[], None]]] = []
         self._event_seq = itertools.count()
-        #: seconds of the event clock skipped by run_next_event (fast-forwarding a scenario)
+        #: seconds of the event clock skipped by run_next_event and advance_clock (fast-forwarding)
         self._skew = 0.0
+        #: the real time the event clock was held at (None: it runs): a test's known point
+        self._held_at: float | None = None
         #: set by the server once it listens: base URL such as http://127.0.0.1:PORT
         self.base_url = ""
         #: rendered XML per VM id, owned by tui.sim.xml_render (keyed by the VM's revision)
@@ -425,13 +427,39 @@ class SimSite:
                 return False
             due, _, action = heapq.heappop(self._events)
             # the site's clock jumps to the event's time, so what it schedules keeps its order
-            self._skew = max(self._skew, due - time.monotonic())
+            self._skew = max(self._skew, due - self._real())
             action()
             return True
 
+    def hold_clock(self) -> None:
+        """Stop the site's event clock where it is: nothing time-driven happens (an image stays
+        LOCKED, a VM stays in its boot) until `advance_clock`, `run_next_event` or `release_clock`.
+        A test's known point, instead of a site slowed down to make the window wide enough."""
+        with self.lock:
+            if self._held_at is None:
+                self._held_at = time.monotonic()
+
+    def release_clock(self) -> None:
+        """Let a held event clock run again from where it stands (what is due runs at the next request)."""
+        with self.lock:
+            if self._held_at is not None:
+                self._skew -= time.monotonic() - self._held_at
+                self._held_at = None
+
+    def advance_clock(self, sim_seconds: float) -> None:
+        """Move the event clock `sim_seconds` of simulated time forward and run what is then due."""
+        if sim_seconds < 0:
+            raise ValueError("the site's clock never goes back")
+        with self.lock:
+            self._skew += sim_seconds * self.config.time_scale
+        self.advance()
+
+    def _real(self) -> float:
+        return time.monotonic() if self._held_at is None else self._held_at
+
     def _clock(self) -> float:
-        """The site's event clock: the monotonic clock plus the time skipped by run_next_event."""
-        return time.monotonic() + self._skew
+        """The site's event clock: the monotonic clock (or where it was held) plus the time skipped."""
+        return self._real() + self._skew
 
     # authentication ----------------------------------------------------------------------
     def authenticate(self, username: str, password: str) -> SimUser | None:
