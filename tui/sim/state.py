@@ -22,6 +22,7 @@ from tui.domain.naming import DEFAULT_NAMING, NamingProfile
 from tui.domain.one_states import DatastoreState, ImageType, MarketPlaceAppState, MarketPlaceState
 from tui.domain.permissions import Permissions
 from tui.domain.template_text import Template
+from tui.timing import Clock
 
 #: a new object's permissions when nobody says otherwise: `um-------` (the platform's default UMASK 177)
 OWNER_ONLY = Permissions(owner_u=1, owner_m=1)
@@ -369,10 +370,9 @@ class SimSite:
         self._ids: dict[str, itertools.count[int]] = {}
         self._events: list[tuple[float, int, Callable[[], None]]] = []
         self._event_seq = itertools.count()
-        #: seconds of the event clock skipped by run_next_event and advance_clock (fast-forwarding)
-        self._skew = 0.0
-        #: the real time the event clock was held at (None: it runs): a test's known point
-        self._held_at: float | None = None
+        #: the event clock: real time plus what run_next_event and advance_clock skipped; a test
+        #: holds it (tui.timing.Clock, the same kind as the procedures' clock)
+        self._time = Clock()
         #: set by the server once it listens: base URL such as http://127.0.0.1:PORT
         self.base_url = ""
         #: rendered XML per VM id, owned by tui.sim.xml_render (keyed by the VM's revision)
@@ -427,7 +427,7 @@ class SimSite:
                 return False
             due, _, action = heapq.heappop(self._events)
             # the site's clock jumps to the event's time, so what it schedules keeps its order
-            self._skew = max(self._skew, due - self._real())
+            self._time.advance(max(0.0, due - self._time.monotonic()))
             action()
             return True
 
@@ -435,31 +435,20 @@ class SimSite:
         """Stop the site's event clock where it is: nothing time-driven happens (an image stays
         LOCKED, a VM stays in its boot) until `advance_clock`, `run_next_event` or `release_clock`.
         A test's known point, instead of a site slowed down to make the window wide enough."""
-        with self.lock:
-            if self._held_at is None:
-                self._held_at = time.monotonic()
+        self._time.stop()
 
     def release_clock(self) -> None:
         """Let a held event clock run again from where it stands (what is due runs at the next request)."""
-        with self.lock:
-            if self._held_at is not None:
-                self._skew -= time.monotonic() - self._held_at
-                self._held_at = None
+        self._time.resume()
 
     def advance_clock(self, sim_seconds: float) -> None:
         """Move the event clock `sim_seconds` of simulated time forward and run what is then due."""
-        if sim_seconds < 0:
-            raise ValueError("the site's clock never goes back")
-        with self.lock:
-            self._skew += sim_seconds * self.config.time_scale
+        self._time.advance(sim_seconds * self.config.time_scale)
         self.advance()
 
-    def _real(self) -> float:
-        return time.monotonic() if self._held_at is None else self._held_at
-
     def _clock(self) -> float:
-        """The site's event clock: the monotonic clock (or where it was held) plus the time skipped."""
-        return self._real() + self._skew
+        """The site's event clock (seconds, monotonic)."""
+        return self._time.monotonic()
 
     # authentication ----------------------------------------------------------------------
     def authenticate(self, username: str, password: str) -> SimUser | None:
