@@ -76,8 +76,7 @@ def test_a_deploy_stopped_by_a_hang_up_is_followed_by_the_next_run(
     env(frontend)
     inputs = write_inputs(frontend, tmp_path / "inputs.json", capsys, secrets=True)
     runner = sitetk(frontend)
-    with frontend.site.lock:  # the VMs take minutes to boot: the session drops while it is followed
-        frontend.site.config.time_scale = 50.0
+    frontend.site.hold_clock()  # the VMs stay in their boot: the session drops while the deploy is followed
     argv = ("toolkit", "deploy", "--input", str(inputs), "--wait", "--yes", "--poll", "0.05", "--timeout", "120")
     run = runner.start(*argv)
     run.wait_for_line("created")
@@ -86,10 +85,9 @@ def test_a_deploy_stopped_by_a_hang_up_is_followed_by_the_next_run(
     assert "stopped following" in run.stderr and "run the same command again" in run.stderr
     made = _services(frontend)
     assert len(made) == 1
-    with frontend.site.lock:  # back to a fast site: what was scheduled slowly happens now
-        frontend.site.config.time_scale = 0.02
-        for _ in range(frontend.site.pending_events()):
-            frontend.site.run_next_event()
+    for _ in range(frontend.site.pending_events()):  # what was held happens now, and the site runs on
+        frontend.site.run_next_event()
+    frontend.site.release_clock()
     code, again = runner.run(*argv)
     assert code == 0, again.stderr
     assert "made earlier from the same inputs: following it instead of creating another" in again.stderr

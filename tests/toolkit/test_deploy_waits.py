@@ -170,7 +170,7 @@ async def test_the_deployment_view_explains_and_m_opens_the_move(deployed: SimSe
         assert modal.vm_ids == (view.move_vm_id,)
 
 
-async def test_the_key_wait_says_how_long_and_for_what(deployed: SimServer) -> None:
+async def test_the_key_wait_says_how_long_and_for_what(deployed: SimServer, driven_clock: Clock) -> None:
     from tui.domain.site_record import RecordedRole, RecordedVm
     from tui.procedures.toolkit.instantiate import KeyNotPublished, capture_automation_key
 
@@ -185,9 +185,14 @@ async def test_the_key_wait_says_how_long_and_for_what(deployed: SimServer) -> N
         record = record.with_roles((RecordedRole("automation", (RecordedVm(node.vm_id, node.vm_name),)),),
                                    record.state, record.updated)
         events: list[Any] = []
+
+        def seen(event: Progress) -> None:  # the clock moves past a heartbeat, then past the timeout
+            events.append(event)
+            driven_clock.advance(601 if "elapsed_s" in event.data else 11)
+
         with pytest.raises(KeyNotPublished):
-            await run_procedure(partial(capture_automation_key, site, record, timeout=2.0, poll_interval=0.05,
-                                        heartbeat=0.3), on_event=events.append)
+            await run_procedure(partial(capture_automation_key, site, record, timeout=600.0, poll_interval=0.05,
+                                        heartbeat=10.0), on_event=seen)
     finally:
         await site.close()
     beats = [e for e in events if "elapsed_s" in e.data]

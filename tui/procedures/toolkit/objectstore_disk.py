@@ -334,6 +334,8 @@ class ResizeObjectstoreDisk(Operation[DiskPlan, DiskResized]):
                                 "The platform goes on with the resize (it cannot be stopped). Check it with `onevm show "
                                 f"{plan.vm_id}`; running this again waits for it and sends nothing twice.", retryable=True)
             await context.pause(self.poll_interval)
+            if not context.cancel.is_set():
+                continue
             raise OperationCancelled("Cancelled", f"stopped waiting for the resize of disk {plan.disk_id} of VM "
                                      f"{plan.vm_id}: the platform goes on with it (it cannot be stopped); running "
                                      "this again waits for it", retryable=True)
