@@ -5,14 +5,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-#: id-component bits (the USER field, and the object part of RESOURCE)
+#: id-component bits (the USER field, and the object part of RESOURCE): AclRule's INDIVIDUAL_ID,
+#: GROUP_ID, ALL_ID and CLUSTER_ID (`src/acl/AclRule.cc` 26-29 at release-6.10.0 and 7.4.0), shared
+#: with the embedded site (`tui.sim.acl`)
 ACL_UID = 0x100000000
 ACL_GID = 0x200000000
 ACL_ALL = 0x400000000
 ACL_CLUSTER = 0x800000000
 _ID_MASK = 0xFFFFFFFF
 
-#: resource-type bits of RESOURCE
+#: resource-type bits of RESOURCE (`include/PoolObjectSQL.h` `enum ObjectType`, line 48 at
+#: release-6.10.0 and 7.4.0), in the order the platform writes them in a rule's STRING
 ACL_RESOURCES: dict[str, int] = {
     "VM": 0x1000000000, "HOST": 0x2000000000, "NET": 0x4000000000, "IMAGE": 0x8000000000,
     "USER": 0x10000000000, "TEMPLATE": 0x20000000000, "GROUP": 0x40000000000,
@@ -21,7 +24,7 @@ ACL_RESOURCES: dict[str, int] = {
     "VROUTER": 0x4000000000000, "MARKETPLACE": 0x8000000000000, "MARKETPLACEAPP": 0x10000000000000,
     "VMGROUP": 0x20000000000000, "VNTEMPLATE": 0x40000000000000, "BACKUPJOB": 0x100000000000000,
 }
-#: RIGHTS bits
+#: RIGHTS bits (`include/AuthRequest.h` `enum Operation`, line 48), in the STRING's order
 ACL_RIGHTS: dict[str, int] = {"USE": 0x1, "MANAGE": 0x2, "ADMIN": 0x4, "CREATE": 0x8}
 
 

@@ -6,11 +6,7 @@ from dataclasses import dataclass
 
 from tui.domain.attributes import EMPTY_ATTRIBUTES, Attributes
 from tui.domain.object_header import Owned
-
-#: VNET STATE code -> name
-VNET_STATES: dict[int, str] = {
-    0: "INIT", 1: "READY", 2: "LOCK_CREATE", 3: "LOCK_DELETE", 4: "DONE", 5: "ERROR", 6: "UPDATE_FAILURE",
-}
+from tui.domain.one_states import VNET_STATES
 
 
 @dataclass(frozen=True)

@@ -165,6 +165,23 @@ _IMAGE_SHORT = {0: "init", 1: "rdy", 2: "used", 3: "disa", 4: "lock", 5: "err", 
 IMAGE_STATES: dict[int, tuple[str, str]] = {int(s): (s.name, _IMAGE_SHORT[s]) for s in ImageState}
 
 
+# virtual networks ------------------------------------------------------------------------------
+class VirtualNetworkState(IntEnum):
+    """A virtual network's STATE (`include/VirtualNetwork.h` `enum VirtualNetworkState`, line 73 at
+    release-6.10.0 and 7.0.2, 75 at 7.4.0)."""
+    INIT = 0
+    READY = 1
+    LOCK_CREATE = 2
+    LOCK_DELETE = 3
+    DONE = 4
+    ERROR = 5
+    UPDATE_FAILURE = 6
+
+
+#: VNET STATE code -> name
+VNET_STATES: dict[int, str] = {int(s): s.name for s in VirtualNetworkState}
+
+
 # marketplaces, their apps, datastores ------------------------------------------------------------
 class MarketPlaceState(IntEnum):
     """A marketplace's STATE (`include/MarketPlace.h` `enum MarketPlaceState`, line 33 at release-6.10.0,

@@ -12,45 +12,25 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from tui.domain.acls import ACL_ALL, ACL_CLUSTER, ACL_GID, ACL_RESOURCES, ACL_RIGHTS, ACL_UID
 from tui.domain.error_codes import INTERNAL
 from tui.domain.permissions import Permissions
 from tui.sim.platform import version_key as _version_key
 from tui.sim.rpc_errors import OneError
 from tui.sim.state import SimAcl, SimSite, SimUser
 
-INDIVIDUAL_ID = 0x100000000
-GROUP_ID = 0x200000000
-ALL_ID = 0x400000000
-CLUSTER_ID = 0x800000000
-SELECTORS = 0xF00000000
+# the platform's bits, shared with the client (tui.domain.acls): AclRule's selectors
+INDIVIDUAL_ID, GROUP_ID, ALL_ID, CLUSTER_ID = ACL_UID, ACL_GID, ACL_ALL, ACL_CLUSTER
+SELECTORS = INDIVIDUAL_ID | GROUP_ID | ALL_ID | CLUSTER_ID
 
 #: object type bits, in the order the platform writes them in a rule's STRING
-OBJECT_TYPES: tuple[tuple[str, int], ...] = (
-    ("VM", 0x1000000000),
-    ("HOST", 0x2000000000),
-    ("NET", 0x4000000000),
-    ("IMAGE", 0x8000000000),
-    ("USER", 0x10000000000),
-    ("TEMPLATE", 0x20000000000),
-    ("GROUP", 0x40000000000),
-    ("DATASTORE", 0x100000000000),
-    ("CLUSTER", 0x200000000000),
-    ("DOCUMENT", 0x400000000000),
-    ("ZONE", 0x800000000000),
-    ("SECGROUP", 0x1000000000000),
-    ("VDC", 0x2000000000000),
-    ("VROUTER", 0x4000000000000),
-    ("MARKETPLACE", 0x8000000000000),
-    ("MARKETPLACEAPP", 0x10000000000000),
-    ("VMGROUP", 0x20000000000000),
-    ("VNTEMPLATE", 0x40000000000000),
-    ("BACKUPJOB", 0x100000000000000),
-)
-TYPE_BITS: dict[str, int] = dict(OBJECT_TYPES)
+OBJECT_TYPES: tuple[tuple[str, int], ...] = tuple(ACL_RESOURCES.items())
+TYPE_BITS: dict[str, int] = ACL_RESOURCES
+#: PoolObjectSQL::ACL (include/PoolObjectSQL.h `enum ObjectType`), a type no rule is written for here
 ACL_TYPE_BIT = 0x80000000000
 
-RIGHTS: tuple[tuple[str, int], ...] = (("USE", 1), ("MANAGE", 2), ("ADMIN", 4), ("CREATE", 8))
-RIGHT_BITS: dict[str, int] = dict(RIGHTS)
+RIGHTS: tuple[tuple[str, int], ...] = tuple(ACL_RIGHTS.items())
+RIGHT_BITS: dict[str, int] = ACL_RIGHTS
 
 _INVALID_CLUSTER_OBJECTS = (
     sum(TYPE_BITS[n] for n in ("VM", "IMAGE", "USER", "TEMPLATE", "GROUP", "CLUSTER", "DOCUMENT", "ZONE",

@@ -25,6 +25,7 @@ import re
 import time
 from typing import Any
 
+from tui.domain.documents import SERVICE_DOCUMENT, SERVICE_TEMPLATE_DOCUMENT
 from tui.domain.one_states import (
     FAILURE_LCM_STATES,
     SERVICE_STATES,
@@ -43,8 +44,8 @@ from tui.sim.rpc_errors import OneError
 from tui.sim.state import OWNER_ONLY, SimDocument, SimSite, SimUser, SimVm
 from tui.sim.xml_render import owner_names
 
-SERVICE_TYPE = 100
-TEMPLATE_TYPE = 101
+SERVICE_TYPE = SERVICE_DOCUMENT
+TEMPLATE_TYPE = SERVICE_TEMPLATE_DOCUMENT
 
 #: the service states the engine sets, its roles' too (tui.domain.one_states: a role's codes are the
 #: service's up to COOLDOWN)

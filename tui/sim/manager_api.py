@@ -74,6 +74,7 @@ from urllib.parse import parse_qs, urlsplit
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
+from tui.domain.documents import SERVICE_DOCUMENT
 from tui.domain.one_states import FAILURE_LCM_STATES, LcmState, VmState
 from tui.domain.template_text import Template, first, scalar
 from tui.sim.appliances import DB_ERROR_ATTRIBUTE, role_of
@@ -551,7 +552,7 @@ def _automation_owner(site: SimSite) -> tuple[int, int]:
     naming = site.naming
     name_input = naming.input_name(f"{naming.role_automation}_cloud_username")
     for doc in site.documents.values():
-        if doc.type == 100:
+        if doc.type == SERVICE_DOCUMENT:
             name = input_values(doc.body).get(name_input)
             user = site.user_by_name(name) if name else None
             if user is not None:

@@ -6,6 +6,7 @@ import json
 import time
 from typing import Any, Callable
 
+from tui.domain.documents import SERVICE_DOCUMENT, SERVICE_TEMPLATE_DOCUMENT
 from tui.domain.error_codes import INTERNAL, XML_RPC_API
 from tui.domain.template_text import Template, scalar
 from tui.sim import acl as acl_rules
@@ -159,7 +160,7 @@ def _document_body(attrs: Template, doc_type: int) -> tuple[dict[str, Any], Temp
     """Split BODY (JSON for OneFlow's types 100/101) from the other document attributes."""
     body_text = scalar(attrs, "BODY", "")
     rest = [a for a in attrs if a[0] not in ("NAME", "BODY")]
-    if doc_type in (100, 101):
+    if doc_type in (SERVICE_DOCUMENT, SERVICE_TEMPLATE_DOCUMENT):
         try:
             body = json.loads(body_text) if body_text else {}
         except json.JSONDecodeError as exc:
@@ -188,7 +189,7 @@ def document_update(call: Call, doc_id: int, text: str, append: int = 0) -> int:
     check_update_type(append)
     new = update_text(text)
     current = list(doc.template)
-    if doc.body or doc.type in (100, 101):
+    if doc.body or doc.type in (SERVICE_DOCUMENT, SERVICE_TEMPLATE_DOCUMENT):
         current.append(("BODY", json.dumps(doc.body)))
     merged = new if append == 0 else merge_template(current, new)
     doc.body, doc.template = _document_body(merged, doc.type)

@@ -11,7 +11,8 @@ import hashlib
 import json
 from typing import Any, Iterable
 
-from tui.domain.one_states import DatastoreType, HostState
+from tui.domain.documents import SERVICE_DOCUMENT, SERVICE_TEMPLATE_DOCUMENT
+from tui.domain.one_states import DatastoreType, HostState, VirtualNetworkState
 from tui.sim.acl import acl_string, rules_in_dump_order
 from tui.sim.leases import ip_at, mac_at, used_leases
 from tui.sim.platform import version_key
@@ -208,7 +209,8 @@ def render_vnet(site: SimSite, vnet: SimVnet, extended: bool) -> str:
         f"<VNET>{_owned_head(site, vnet)}{perms_xml(vnet.perms)}"
         f"<CLUSTERS><ID>0</ID></CLUSTERS><BRIDGE>{cdata(vnet.bridge)}</BRIDGE>"
         # PREV_STATE = STATE: VirtualNetworkPool::update sets it (src/vnm/VirtualNetworkPool.cc 208, release-7.0.0)
-        f"<BRIDGE_TYPE>{cdata('linux')}</BRIDGE_TYPE><STATE>1</STATE><PREV_STATE>1</PREV_STATE>"
+        f"<BRIDGE_TYPE>{cdata('linux')}</BRIDGE_TYPE><STATE>{VirtualNetworkState.READY:d}</STATE>"
+        f"<PREV_STATE>{VirtualNetworkState.READY:d}</PREV_STATE>"
         f"<PARENT_NETWORK_ID>{cdata('')}</PARENT_NETWORK_ID>"
         + (f"<TEMPLATE_ID>{cdata('-1')}</TEMPLATE_ID>" if seven_four else "")
         + f"<VN_MAD>{cdata(vnet.vn_mad)}</VN_MAD><PHYDEV>{cdata(vnet.phydev)}</PHYDEV>"
@@ -349,7 +351,7 @@ def render_marketapp(site: SimSite, app: SimMarketApp) -> str:
 
 def document_template(doc: SimDocument) -> list:
     attrs = [a for a in doc.template if a[0] != "BODY"]
-    if doc.body or doc.type in (100, 101):
+    if doc.body or doc.type in (SERVICE_DOCUMENT, SERVICE_TEMPLATE_DOCUMENT):
         attrs.append(("BODY", json.dumps(doc.body, separators=(",", ":"))))
     else:
         attrs.extend(a for a in doc.template if a[0] == "BODY")
