@@ -29,6 +29,7 @@ import sys
 from dataclasses import replace
 from typing import Any
 
+from tui import timing
 from tui.cli.common import (
     EXIT_FAILED,
     EXIT_FINDINGS,
@@ -271,7 +272,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                    help=f"the object store's data disk size (default {format_mb(DEFAULT_OBJECTSTORE_DISK_MB)}, the installer's)")
     p.add_argument("--timeout", type=positive_seconds, default=1800.0, metavar="SECONDS",
                    help="longest wait of one step (an image download, the deployment, the key; default 1800)")
-    p.add_argument("--poll", type=positive_seconds, default=2.0, help=argparse.SUPPRESS)
+    p.add_argument("--poll", type=positive_seconds, default=timing.PROFILE.poll_interval, help=argparse.SUPPRESS)
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     p.add_argument("--dry-run", action="store_true", help="print the next step's preview and change nothing")
     p.add_argument("--set", action="append", metavar="PATH=VALUE",

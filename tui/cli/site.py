@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 
+from tui import timing
 from tui.cli.common import local_command
 from tui.cli.site_branches import branches_command, create_command, open_command, submit_command
 from tui.cli.site_enable import components_command, enable_command
@@ -113,7 +114,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--datastore", type=int, metavar="ID", help="IMAGE datastore for downloads (default: the first)")
     p.add_argument("--no-cloud", action="store_true", help="offline: do not download or grant; write the IDs given with "
                    "--set (without it, an unreachable cloud is an error)")
-    p.add_argument("--poll", type=float, default=2.0, metavar="SECONDS", help="seconds between checks of a downloading image")
+    p.add_argument("--poll", type=float, default=timing.PROFILE.poll_interval, metavar="SECONDS", help="seconds between checks of a downloading image")
     p.add_argument("--submit", action="store_true", help="then show the diff and commit and push the site branch")
     p.add_argument("--override-reason", metavar="TEXT", help="with --submit: submit even though the check has errors, for this reason")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 
+from tui import timing
 from tui.cli.common import non_negative_seconds, site_command
 from tui.cli.toolkit_deploy import ask_secrets as ask_secrets  # re-exported: `sitetk setup` asks its secrets with it
 from tui.cli.toolkit_deploy import deploy_command
@@ -67,7 +68,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                    help=f"time the service may take to reach RUNNING (default {DEFAULT_TIMEOUT:g})")
     p.add_argument("--key-timeout", type=non_negative_seconds, default=DEFAULT_KEY_TIMEOUT, metavar="SECONDS",
                    help=f"time the automation VM may take to publish its key (default {DEFAULT_KEY_TIMEOUT:g})")
-    p.add_argument("--poll", type=non_negative_seconds, default=2.0, help=argparse.SUPPRESS)
+    p.add_argument("--poll", type=non_negative_seconds, default=timing.PROFILE.poll_interval, help=argparse.SUPPRESS)
     p.add_argument("--heartbeat", type=non_negative_seconds, default=DEFAULT_HEARTBEAT, metavar="SECONDS",
                    help=f"while waiting, say every SECONDS what each role waits for and why (default "
                         f"{DEFAULT_HEARTBEAT:g})")
@@ -93,7 +94,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                    help="wait this long for the key when it is not published yet (default: do not wait)")
     p.add_argument("--grant", action="store_true", help="add the key to the cloud user's SSH_PUBLIC_KEY")
     p.add_argument("--user", metavar="NAME", help="the cloud user (default: the deployment's cloud-username input)")
-    p.add_argument("--poll", type=non_negative_seconds, default=2.0, help=argparse.SUPPRESS)
+    p.add_argument("--poll", type=non_negative_seconds, default=timing.PROFILE.poll_interval, help=argparse.SUPPRESS)
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     p.add_argument("--dry-run", action="store_true", help="print the preview and change nothing")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -107,7 +108,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--service", type=int, metavar="ID", help="the toolkit service (default: the live one)")
     p.add_argument("--timeout", type=non_negative_seconds, default=DEFAULT_WAIT, metavar="SECONDS",
                    help=f"time the platform may take to resize (default {DEFAULT_WAIT:g})")
-    p.add_argument("--poll", type=non_negative_seconds, default=2.0, help=argparse.SUPPRESS)
+    p.add_argument("--poll", type=non_negative_seconds, default=timing.PROFILE.poll_interval, help=argparse.SUPPRESS)
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     p.add_argument("--dry-run", action="store_true", help="print the preview and change nothing")
     p.add_argument("--json", action="store_true", help="print JSON")

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from tui import timing
 from tui.cli.common import EXIT_OK, emit_json, non_negative_seconds, site_command
 from tui.cli.exit_codes import EXIT_FAILED
 from tui.cli.runner import run_cli
@@ -134,7 +135,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--library-ref", metavar="BRANCH", help="the component library's branch (default: its default branch)")
     p.add_argument("--timeout", type=non_negative_seconds, default=DEFAULT_WAIT, metavar="SECONDS",
                    help=f"time the manager's deploy pipeline may take (default {DEFAULT_WAIT:g})")
-    p.add_argument("--poll", type=non_negative_seconds, default=2.0, help=argparse.SUPPRESS)
+    p.add_argument("--poll", type=non_negative_seconds, default=timing.PROFILE.poll_interval, help=argparse.SUPPRESS)
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     p.add_argument("--dry-run", action="store_true", help="print the preview (curl commands) and change nothing")
     p.set_defaults(func=site_command(run_command))

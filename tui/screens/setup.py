@@ -467,7 +467,7 @@ class SetupScreen(SiteScreen):
     async def _run_worker(self, only: StepId | None) -> None:
         from tui.procedures.setup.run import RunOptions, run_setup
 
-        poll = getattr(self, "poll_interval", 2.0)
+        poll = getattr(self, "poll_interval", RunOptions.poll_interval)  # a test sets a shorter one
         options = RunOptions(only=only, max_steps=1, poll_interval=poll)
         message = ""
         try:
