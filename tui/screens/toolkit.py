@@ -141,6 +141,8 @@ class ToolkitScreen(DeployActions):
         #: the last site check and the values it checked (its problems count while they are unchanged)
         self.site_report: SiteCheckReport | None = None
         self._site_key: tuple[Any, ...] | None = None
+        #: the last problems found: (form, site report, what was asked, problems)
+        self._problems: tuple[Any, SiteCheckReport | None, tuple[Any, ...], tuple[Problem, ...]] | None = None
         self.site_checking = False
         #: opened by the setup checklist for its input file: saving returns there
         self.for_setup = False
@@ -333,12 +335,23 @@ class ToolkitScreen(DeployActions):
         return (tuple(sorted(self.input_values().items())), tuple(sorted(self.network_values().items())))
 
     def problems(self) -> tuple[Problem, ...]:
-        """The form's own problems, plus the site checks' while the values they checked are unchanged."""
+        """The form's own problems, plus the site checks' while the values they checked are unchanged.
+
+        Kept for the values they were found for: every touched field's check asks again after each
+        keystroke, and checking the whole form once per field made typing cost the square of the
+        form's size."""
         if self.form is None:
             return ()
-        own = self.form.problems(self.service_name, self.input_values(), self.network_values())
-        if self.site_report is not None and self._site_key == self._values_key():
+        inputs, networks = self.input_values(), self.network_values()
+        values = (tuple(sorted(inputs.items())), tuple(sorted(networks.items())))
+        asked = (self.service_name, values, self._site_key)
+        kept = self._problems
+        if kept is not None and kept[0] is self.form and kept[1] is self.site_report and kept[2] == asked:
+            return kept[3]
+        own = self.form.problems(self.service_name, inputs, networks)
+        if self.site_report is not None and self._site_key == values:
             own += self.site_report.problems
+        self._problems = (self.form, self.site_report, asked, own)
         return own
 
     def _checker(self, name: str) -> Callable[[str], str | None]:
