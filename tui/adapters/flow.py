@@ -20,6 +20,7 @@ from tui import timing
 from tui.adapters.flow_errors import flow_http_error
 from tui.adapters.http_errors import MAX_RESPONSE_BYTES, ResponseTooLarge, bounded_request, malformed, transport_error
 from tui.adapters.retry import DEFAULT_POLICY, RetryPolicy, deadline_after, reconciled_write, retry_read
+from tui.adapters.tls import client_context
 from tui.domain.bounded import BoundedInputError, load_json
 from tui.domain.documents import Document
 from tui.domain.endpoints import endpoint_secrets, redact_endpoint, without_credentials
@@ -75,7 +76,7 @@ class FlowClient:
         self._secrets = ((password,) if password else ()) + endpoint_secrets(url)
         self._client = httpx.AsyncClient(
             base_url=without_credentials(url.rstrip("/")), auth=httpx.BasicAuth(user, password), timeout=httpx.Timeout(self.timeout),
-            verify=verify_ssl, follow_redirects=False, transport=transport,
+            verify=client_context(verify_ssl), follow_redirects=False, transport=transport,
             headers={"Accept": "application/json", "User-Agent": "sitetk"},
         )
         #: how GETs are retried and writes reconciled (`tui.adapters.retry`)

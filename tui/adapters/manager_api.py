@@ -25,6 +25,7 @@ from typing import Any, Mapping
 import httpx
 
 from tui.adapters.http_errors import ResponseTooLarge, bounded_request, malformed, transport_error
+from tui.adapters.tls import client_context
 from tui.errors import AuthenticationFailed, SiteError, redact
 
 API = "/api/v1"
@@ -52,7 +53,8 @@ class ManagerApi:
         self._secrets = tuple(s for s in secrets if s)
         self._token = ""
         self._client = httpx.AsyncClient(timeout=timeout, transport=transport, follow_redirects=False,
-                                         proxy=proxy or None, trust_env=not proxy)
+                                         proxy=proxy or None, trust_env=not proxy,
+                                         verify=client_context(trust_env=not proxy))
 
     async def close(self) -> None:
         await self._client.aclose()

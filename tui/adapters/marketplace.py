@@ -18,6 +18,7 @@ import httpx
 from tui import timing
 from tui.adapters.http_errors import MAX_RESPONSE_BYTES, ResponseTooLarge, bounded_request, malformed, transport_error
 from tui.adapters.retry import DEFAULT_POLICY, RetryPolicy, retry_read
+from tui.adapters.tls import client_context
 from tui.domain.appliances import ApplianceRecord, Listing, RecordError, parse_listing, parse_record, platform_series
 from tui.domain.bounded import BoundedInputError, load_json
 from tui.errors import SiteError
@@ -48,7 +49,7 @@ class MarketplaceClient:
         self.platform_version = platform_version
         self.user_agent = f"OpenNebula {platform_series(platform_version)}"
         self._client = httpx.AsyncClient(
-            timeout=httpx.Timeout(self.timeout), verify=verify_ssl, follow_redirects=False,
+            timeout=httpx.Timeout(self.timeout), verify=client_context(verify_ssl), follow_redirects=False,
             headers={"User-Agent": self.user_agent, "Accept": "application/json"},
         )
         #: how GETs are retried (`tui.adapters.retry`)

@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 
+from tui.adapters.tls import client_context
 from tui.errors import SiteError, redact
 
 PORT = 8172
@@ -65,7 +66,7 @@ async def list_routes(address: str, token: str, *, port: int = PORT, proxy: str 
         f" (through the proxy {proxy})" if proxy else "")
     try:
         async with httpx.AsyncClient(timeout=timeout, proxy=proxy or None, trust_env=not proxy,
-                                     follow_redirects=False) as client:
+                                     verify=client_context(trust_env=not proxy), follow_redirects=False) as client:
             response = await client.get(url, headers={"Authorization": f"Bearer {token}", "Accept": "application/json"})
     except httpx.HTTPError as exc:
         raise RouteManagerUnreachable(f"The route manager at {url} did not answer",
