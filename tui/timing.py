@@ -46,6 +46,9 @@ class Profile:
     move_lock_grace: float = 0.5
     #: how often a download waiting for another one's lock looks at its cancel
     lock_slice: float = 0.5
+    #: how long a change to the sites repository waits for another process's lock on the site
+    #: (tui.procedures.site.lock; $SITETK_LOCK_TIMEOUT overrides it)
+    site_lock_timeout: float = 30.0
     #: the retried reads' back-off (tui.adapters.retry): the first pause, doubling up to the last
     retry_first_pause: float = 0.05
     retry_max_pause: float = 0.4

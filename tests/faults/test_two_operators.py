@@ -148,3 +148,19 @@ def test_console_editor_does_not_save_over_another_operators_change(core: Path, 
         assert "operator_note: 1\n" in read_vault_file(core, password)
 
     asyncio.run(scenario())
+
+
+def test_the_site_locks_wait_is_the_profiles_unless_the_environment_says_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dataclasses import replace
+
+    from tui import timing
+    from tui.procedures.site.lock import lock_timeout
+
+    monkeypatch.delenv(LOCK_TIMEOUT_ENV, raising=False)
+    monkeypatch.setattr(timing, "PROFILE", replace(timing.PROFILE, site_lock_timeout=7.0))
+    assert lock_timeout() == 7.0
+    monkeypatch.setenv(LOCK_TIMEOUT_ENV, "120")
+    assert lock_timeout() == 120.0
+    for unusable in ("soon", "-1", "86400"):
+        monkeypatch.setenv(LOCK_TIMEOUT_ENV, unusable)
+        assert lock_timeout() == 7.0, unusable

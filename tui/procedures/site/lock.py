@@ -22,20 +22,22 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import AsyncIterator
 
+from tui import timing
 from tui.adapters.file_lock import LockBusy, hold
 from tui.errors import SiteError
 
 LOCK_TIMEOUT_ENV = "SITETK_LOCK_TIMEOUT"
-DEFAULT_LOCK_TIMEOUT = 30.0
 
 
 def lock_timeout() -> float:
-    """Seconds a change waits for another process's lock (`$SITETK_LOCK_TIMEOUT`, default 30)."""
+    """Seconds a change waits for another process's lock (`$SITETK_LOCK_TIMEOUT`, default the
+    profile's `site_lock_timeout`)."""
+    default = timing.PROFILE.site_lock_timeout
     try:
         value = float(os.environ.get(LOCK_TIMEOUT_ENV, ""))
     except ValueError:
-        return DEFAULT_LOCK_TIMEOUT
-    return value if 0 <= value <= 3600 else DEFAULT_LOCK_TIMEOUT
+        return default
+    return value if 0 <= value <= 3600 else default
 
 
 def clone_root(path: Path) -> Path | None:
