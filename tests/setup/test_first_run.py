@@ -57,9 +57,15 @@ async def test_first_run_with_keys_alone(sim_factory, tmp_path: Path, monkeypatc
                 assert not screen.last_message.startswith("✖"), screen.step_log
                 if screen.checklist is not None and screen.checklist.complete:
                     break
+                log = screen.step_log  # a run starts with a new log: seen even when it is over by the first look
                 await pilot.press("n")
-                await wait_for(pilot, lambda: app.screen is not screen or screen.running or screen.reading,
-                               timeout=30, what="n to start something")
+                try:
+                    await wait_for(pilot, lambda log=log: app.screen is not screen or screen.running or screen.reading
+                                   or screen.step_log is not log, timeout=30, what="n to start something")
+                except AssertionError as error:
+                    nxt = screen.checklist.next_step if screen.checklist is not None else None
+                    raise AssertionError(f"{error}; focus {app.focused!r}, next step {nxt and nxt.id.value}, "
+                                         f"last message {screen.last_message!r}, log {screen.step_log}") from None
             elif state == "form":
                 form = app.screen
                 assert isinstance(form, ToolkitScreen) and form.for_setup
