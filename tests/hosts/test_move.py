@@ -9,6 +9,7 @@ import pytest
 
 from tests.hosts.conftest import FAST, Connect, collect
 from tui.domain.cpu import HOST_PASSTHROUGH, VmVerdictKind
+from tui.domain.one_states import HostState
 from tui.domain.vms import VmDetail
 from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
@@ -230,7 +231,7 @@ async def test_passthrough_only_when_no_compatible_host_exists(deployed: SimServ
 
     with deployed.site.lock:  # every compatible host goes out of service
         for host_id in (CASCADELAKE, BROADWELL):
-            deployed.site.hosts[host_id].state = 4
+            deployed.site.hosts[host_id].state = HostState.DISABLED
     with pytest.raises(SiteError, match="No compatible host") as caught:
         await plan_move(site, manager.id)
     assert "--passthrough" in caught.value.detail
@@ -287,7 +288,7 @@ async def test_flagged_vms_planned_together_do_not_share_room_for_one(deployed: 
     best = ranked[0].host
     with deployed.site.lock:
         for entry in ranked[1:]:
-            deployed.site.hosts[entry.host.id].state = 4  # DISABLED
+            deployed.site.hosts[entry.host.id].state = HostState.DISABLED
     [best] = [h for h in await site.cloud.list_hosts() if h.id == best.id]
     after_one = max(reserve(best, vm.summary).free_cpu_percent for vm in (manager, await site.cloud.vm_info(other.id)))
     threshold = (best.free_cpu_percent + after_one) / 2

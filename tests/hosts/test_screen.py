@@ -9,6 +9,7 @@ from textual.widgets import Button, Static
 
 from tests.ui.conftest import console_app
 from tui.app import SiteToolkitApp
+from tui.domain.one_states import HostState
 from tui.screens.hosts import HostsScreen
 from tui.screens.hosts_move import MoveModal
 from tui.screenshots import click_shown, wait_for, wait_for_screen
@@ -205,7 +206,7 @@ async def test_passthrough_is_offered_only_without_a_compatible_host(sim_factory
 
     with server.site.lock:  # every compatible host goes out of service
         for host_id in (0, 1):
-            server.site.hosts[host_id].state = 4
+            server.site.hosts[host_id].state = HostState.DISABLED
     async with console_app(server).run_test(size=SIZE) as pilot:
         await open_hosts(pilot)
         await pilot.press("m")

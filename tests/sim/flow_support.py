@@ -7,6 +7,7 @@ from typing import Any
 
 import httpx
 
+from tui.domain.one_states import HostState
 from tui.domain.template_text import render_template, scalar
 from tui.sim.flow_engine import TEMPLATE_TYPE, input_keys, is_7x
 from tui.sim.server import SimServer
@@ -23,7 +24,7 @@ def flow_client(sim: SimServer, user: str | None = None, password: str | None = 
 def host_without_avx(site: SimSite) -> SimHost:
     for host in site.hosts.values():
         features = scalar(host.template, "KVM_CPU_FEATURES", "")
-        if host.state == 2 and scalar(host.template, "ARCH") == "x86_64" and features and "avx" not in features:
+        if host.state == HostState.MONITORED and scalar(host.template, "ARCH") == "x86_64" and features and "avx" not in features:
             return host
     raise AssertionError("the scenario has no x86_64 host without avx")
 
@@ -31,7 +32,7 @@ def host_without_avx(site: SimSite) -> SimHost:
 def host_with_avx(site: SimSite) -> SimHost:
     for host in site.hosts.values():
         features = scalar(host.template, "KVM_CPU_FEATURES", "").split(",")
-        if host.state == 2 and scalar(host.template, "ARCH") == "x86_64" and "avx" in features:
+        if host.state == HostState.MONITORED and scalar(host.template, "ARCH") == "x86_64" and "avx" in features:
             return host
     raise AssertionError("the scenario has no x86_64 host with avx")
 

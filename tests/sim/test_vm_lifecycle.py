@@ -9,9 +9,12 @@ import pytest
 
 from tests.sim.one_client import one, states
 from tests.waiting import wait_until
+from tui.domain.one_states import HostState, VmState
 from tui.sim.server import SimServer
 
-PENDING, HOLD, ACTIVE, STOPPED, SUSPENDED, DONE, POWEROFF, UNDEPLOYED = 1, 2, 3, 4, 5, 6, 8, 9
+PENDING, HOLD, ACTIVE, STOPPED, SUSPENDED, DONE, POWEROFF, UNDEPLOYED = (
+    VmState.PENDING, VmState.HOLD, VmState.ACTIVE, VmState.STOPPED, VmState.SUSPENDED, VmState.DONE, VmState.POWEROFF,
+    VmState.UNDEPLOYED)
 
 
 def _running(sim: SimServer, name: str = "vm", extra: str = "", hold: bool = False) -> tuple[Any, int]:
@@ -67,7 +70,7 @@ def test_a_new_vm_boots_through_prolog_and_boot_on_a_monitored_host(sim_factory)
     vm = client.vm.info(vm_id)
     history = vm.HISTORY_RECORDS.HISTORY
     assert len(history) == 1 and history[0].SEQ == 0
-    assert sim.site.hosts[history[0].HID].state == 2
+    assert sim.site.hosts[history[0].HID].state == HostState.MONITORED
     assert vm.DEPLOY_ID == f"one-{vm_id}"
 
 
@@ -101,7 +104,7 @@ def test_deploy_refuses_a_running_vm_a_missing_host_and_an_offline_host(sim: Sim
     held = client.template.instantiate(0, "held", True)
     with pytest.raises(pyone.OneNoExistsException, match=r"Error getting host \[99\]"):
         client.vm.deploy(held, 99)
-    offline = next(h.id for h in sim.site.hosts.values() if h.state == 8)
+    offline = next(h.id for h in sim.site.hosts.values() if h.state == HostState.OFFLINE)
     with pytest.raises(pyone.OneActionException, match="offline"):
         client.vm.deploy(held, offline)
 

@@ -26,6 +26,8 @@ from tests.ui.conftest import console_app
 from tests.waiting import wait_until
 from tui.__main__ import main
 from tui.cli.common import EXIT_FAILED
+from tui.domain.documents import SERVICE_DOCUMENT
+from tui.domain.one_states import HostState
 from tui.domain.template_text import scalar
 from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
@@ -118,9 +120,9 @@ def test_the_cli_prints_why_and_the_move_command(deployed: SimServer, monkeypatc
     with deployed.site.lock:  # only hosts whose CPU cannot run the database are left
         for host in deployed.site.hosts.values():
             if host.id not in (WESTMERE,):
-                host.state = 4
+                host.state = HostState.DISABLED
     with deployed.site.lock:
-        services_before = {d.id for d in deployed.site.documents.values() if d.type == 100}
+        services_before = {d.id for d in deployed.site.documents.values() if d.type == SERVICE_DOCUMENT}
     with ThreadPoolExecutor(1) as pool:
         run = pool.submit(main, ["toolkit", "deploy", "--input", str(path), "--wait", "--yes", "--timeout", "600",
                                  "--poll", "0.05", "--heartbeat", "0.5", "--another", "Site Toolkit second"])
