@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, Mapping
 
 from rich.text import Text
 from textual import on, work
@@ -331,8 +331,11 @@ class ToolkitScreen(DeployActions):
         return InputFile(self.service_name, tuple((f.name, values.get(f.name, "")) for f in self.form.fields),
                          networks).for_platform(self.form.platform_version)
 
-    def _values_key(self) -> tuple[Any, ...]:
-        return (tuple(sorted(self.input_values().items())), tuple(sorted(self.network_values().items())))
+    def _values_key(self, inputs: Mapping[str, str] | None = None, networks: Mapping[str, str] | None = None
+                    ) -> tuple[Any, ...]:
+        inputs = self.input_values() if inputs is None else inputs
+        networks = self.network_values() if networks is None else networks
+        return (tuple(sorted(inputs.items())), tuple(sorted(networks.items())))
 
     def problems(self) -> tuple[Problem, ...]:
         """The form's own problems, plus the site checks' while the values they checked are unchanged.
@@ -343,7 +346,7 @@ class ToolkitScreen(DeployActions):
         if self.form is None:
             return ()
         inputs, networks = self.input_values(), self.network_values()
-        values = (tuple(sorted(inputs.items())), tuple(sorted(networks.items())))
+        values = self._values_key(inputs, networks)
         asked = (self.service_name, values, self._site_key)
         kept = self._problems
         if kept is not None and kept[0] is self.form and kept[1] is self.site_report and kept[2] == asked:
