@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+from functools import partial
 from pathlib import Path
 
 import pytest
 from textual.widgets import Input
 
+from tests.procedure_run import collect
 from tests.setup.conftest import point_at, run, steps
 from tests.setup.driving import SIZE, checklist_with_input, setup_app
 from tests.setup.inputs import BRANCH, write_inputs
@@ -104,9 +106,8 @@ def _core_yaml_step(server: SimServer, inputs: Path, answer: str) -> SetupStoppe
                 return {TOKEN: answer}
 
             try:
-                async for _ in run_setup(site, target, RunOptions(only=StepId.CORE_YAML, poll_interval=0.05),
-                                         confirm=yes, ask_secrets=ask):
-                    pass
+                await collect(partial(run_setup, site, target, RunOptions(only=StepId.CORE_YAML, poll_interval=0.05),
+                                      confirm=yes, ask_secrets=ask))
             except SetupStopped as stopped:
                 return stopped
             return None

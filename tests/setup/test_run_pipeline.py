@@ -5,10 +5,12 @@ failed record (no per-step or per-object records besides)."""
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from pathlib import Path
 
 import pytest
 
+from tests.procedure_run import collect
 from tests.setup.test_identity import USER, _identities, _inputs_for
 from tui.domain.setup_steps import StepId
 from tui.domain.toolkit_inputs import secret_names
@@ -36,11 +38,9 @@ def _cloud_user_step(server: SimServer, inputs: Path, *, read_only: bool) -> Set
         try:
             await site.connect()
             target = target_from_file(str(inputs), secret_names(site.naming), site.naming)
-            events = run_setup(site, target, RunOptions(only=StepId.CLOUD_USER, poll_interval=0.05),
-                               confirm=_yes, ask_secrets=_no_secrets)
             try:
-                async for _ in events:
-                    pass
+                await collect(partial(run_setup, site, target, RunOptions(only=StepId.CLOUD_USER, poll_interval=0.05),
+                                      confirm=_yes, ask_secrets=_no_secrets))
             except SetupStopped as stopped:
                 return stopped
             return None

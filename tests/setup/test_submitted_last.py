@@ -8,11 +8,13 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.procedure_run import collect
 from tests.setup.conftest import point_at, run, steps
 from tests.setup.inputs import BRANCH, SITE_SETS, write_inputs
 from tui.domain.setup_steps import StepId
@@ -50,10 +52,9 @@ def _run_until(inputs: Path, stop_at: StepId) -> SetupStopped:
                 raise AssertionError(f"asked for {names}")
 
             try:
-                async for _ in run_setup(site, target, RunOptions(poll_interval=0.05, step_timeout=120,
-                                                                  deploy_timeout=120, key_timeout=120),
-                                         confirm=confirm, ask_secrets=no_secrets):
-                    pass
+                await collect(partial(run_setup, site, target, RunOptions(poll_interval=0.05, step_timeout=120,
+                                                                          deploy_timeout=120, key_timeout=120),
+                                      confirm=confirm, ask_secrets=no_secrets))
             except SetupStopped as stopped:
                 return stopped
             raise AssertionError("the run did not stop")

@@ -9,8 +9,8 @@ progress and the cancel). The runtime checks hold the run's promises: progress i
 that stops it between two steps, the runs under way listed for the stop signal.
 
 Known exception, named here so it cannot grow silently: the guided setup (tui/screens/setup.py)
-runs its steps through `run_setup`, with its own progress list and cancel key; it becomes
-operations when the procedures do (issue 23 item 1).
+streams its run, `run_setup` (a procedure of its context, many operations in turn), with its own
+step log and cancel key; each operation a step does runs through `run_operation` (`run_part`).
 """
 
 from __future__ import annotations

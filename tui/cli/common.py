@@ -38,7 +38,7 @@ from tui.cli.exit_codes import EXIT_USAGE as EXIT_USAGE
 from tui.domain.printable import escape_controls
 from tui.errors import SiteError
 from tui.procedures.preview import Preview
-from tui.procedures.progress import Progress
+from tui.procedures.progress import Progress, ProgressState
 from tui.procedures.stop_signals import StopRequests, exit_code_for, on_stop_signals, signal_name
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -222,15 +222,31 @@ def counter(done: int, total: int) -> str:
     return f"({done}/{total})" if total > 0 and done <= total else f"({done})"
 
 
+_MARKS = {ProgressState.DONE: "ok", ProgressState.FAILED: "FAILED", ProgressState.SKIPPED: "skip"}
+
+
+def print_event(event: Progress) -> None:
+    """One progress line on stderr: `[    ok] step (done/total) message` (the `counter`)."""
+    mark = _MARKS.get(event.state, "..")
+    tail = f" {event.message}" if event.message else ""
+    stderr_line(f"[{mark:>6}] {event.step} {counter(event.done, event.total)}{tail}")
+
+
+def stderr_line(text: str) -> None:
+    """A line on stderr that never fails (the terminal may be gone after a hang-up)."""
+    try:
+        print(text, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
+
+
 async def follow(progress: AsyncIterator[Progress], as_json: bool) -> list[Progress]:
     """Consume a procedure's progress events: one line each on stderr (text mode), collected for JSON."""
     events: list[Progress] = []
     async for event in progress:
         events.append(event)
         if not as_json:
-            mark = {"done": "ok", "failed": "FAILED", "skipped": "skip"}.get(event.state, "..")
-            tail = f" {event.message}" if event.message else ""
-            print(f"[{mark:>6}] {event.step} {counter(event.done, event.total)}{tail}", file=sys.stderr)
+            print_event(event)
     return events
 
 
@@ -271,14 +287,6 @@ def confirm(prompt: str, assume_yes: bool) -> bool:
         return False
     answer = input(f"{prompt} [y/N] ").strip().lower()
     return answer in ("y", "yes")
-
-
-async def collecting(source: AsyncIterator[Progress], sink: list[Progress]) -> AsyncIterator[Progress]:
-    """Pass a procedure's events through, keeping them in `sink` (so a failure can still report
-    what happened before it)."""
-    async for event in source:
-        sink.append(event)
-        yield event
 
 
 def _seconds(text: str) -> float:

@@ -45,11 +45,12 @@ from tui.cli.common import (
     emit_json,
     positive_seconds,
     print_error,
+    print_event,
     site_command,
     table_console,
     usage,
 )
-from tui.cli.runner import print_event, run_cli
+from tui.cli.runner import run_cli
 from tui.domain.attribute_file import ApplianceTag
 from tui.domain.upgrades import InstallState
 from tui.errors import SiteError

@@ -18,7 +18,7 @@ import asyncio
 import sys
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, TypeVar
 
-from tui.cli.common import confirm, emit_json, print_error, show_preview, usage
+from tui.cli.common import confirm, emit_json, print_error, print_event, show_preview, stderr_line, usage
 from tui.cli.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from tui.errors import SiteError
 from tui.procedures.operation import (
@@ -33,7 +33,6 @@ from tui.procedures.operation import (
     run_operation,
 )
 from tui.procedures.preview import Preview
-from tui.procedures.progress import Progress, ProgressState
 from tui.procedures.stop_signals import StopRequests, exit_code_for, on_stop_signals, signal_name
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -41,24 +40,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 PlanT = TypeVar("PlanT")
 ResultT = TypeVar("ResultT")
-
-
-_MARKS = {ProgressState.DONE: "ok", ProgressState.FAILED: "FAILED", ProgressState.SKIPPED: "skip"}
-
-
-def print_event(event: Progress) -> None:
-    """One progress line on stderr: `[    ok] step (done/total) message`."""
-    mark = _MARKS.get(event.state, "..")
-    tail = f" {event.message}" if event.message else ""
-    _say(f"[{mark:>6}] {event.step} ({event.done}/{event.total}){tail}")
-
-
-def _say(text: str) -> None:
-    """A line on stderr that never fails (the terminal may be gone after a hang-up)."""
-    try:
-        print(text, file=sys.stderr, flush=True)
-    except (OSError, ValueError):
-        pass
 
 
 def result_json(result: Any) -> Any:
@@ -184,7 +165,7 @@ def _stopper(stops: StopRequests, context: RunContext, operation: Operation[Any,
             note = f"{signal_name(signum)}: {operation.on_stop}"
         else:
             note = f"{signal_name(signum)}: {operation.still_stopping}"
-        _say(note)
+        stderr_line(note)
 
     return stop
 
@@ -195,7 +176,7 @@ def _stopped_code(stops: StopRequests, result: Any) -> int:
     if stops.first is None:
         return EXIT_OK
     stopped = isinstance(result, StopsEarly) and result.cancelled
-    _say(f"{signal_name(stops.first)}: stopped; what was made is left as the result says; run the same command "
+    stderr_line(f"{signal_name(stops.first)}: stopped; what was made is left as the result says; run the same command "
          "again to continue with it" if stopped else
          f"{signal_name(stops.first)} came too late to stop it: the operation had finished")
     return exit_code_for(stops.first) if stopped else EXIT_OK

@@ -36,12 +36,11 @@ from tui.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
     UsageError,
-    collecting,
     confirm,
     emit_json,
-    follow,
     positive_seconds,
     print_error,
+    print_event,
     site_command,
 )
 from tui.cli.toolkit import ask_secrets
@@ -50,8 +49,7 @@ from tui.domain.disk_size import DEFAULT_OBJECTSTORE_DISK_MB, format_mb
 from tui.domain.setup_steps import SetupChecklist, StepId, StepState
 from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
-from tui.procedures.preview import Preview
-from tui.procedures.progress import Progress
+from tui.procedures.operation import RunContext
 from tui.procedures.setup.facts import SetupTarget, target_from_file
 
 
@@ -219,35 +217,32 @@ async def _run(args: argparse.Namespace, site: SiteConnection) -> int:
     options = RunOptions(datastore_id=args.datastore, only=StepId(args.only) if args.only else None,
                          poll_interval=args.poll, step_timeout=args.timeout, deploy_timeout=args.timeout,
                          key_timeout=args.timeout)
-    events: list[Progress] = []
+    context = RunContext(emit=(lambda event: None) if args.json else print_event)
     try:
-        await follow(collecting(run_setup(site, target, options, confirm=_confirmer(args),
-                                          ask_secrets=_no_secrets if args.read_only else _ask_secrets,
-                                          dry_run=args.dry_run, site_values=_site_values(args.set),
-                                          ask_values=None if args.read_only else _ask_values), events), args.json)
+        ran = await run_setup(site, target, options, context, confirm=_confirmer(args),
+                              ask_secrets=_no_secrets if args.read_only else _ask_secrets, dry_run=args.dry_run,
+                              site_values=_site_values(args.set), ask_values=None if args.read_only else _ask_values)
     except SetupStopped as error:
         checklist, _ = await setup_status(site, target)
         if error.refused and not args.json:
             print(checklist_text(checklist))
         print_error(error, args.json, step=error.step.value if error.step else None,
-                    events=[e.as_json() for e in events], checklist=checklist.as_json())
+                    events=[e.as_json() for e in context.events], checklist=checklist.as_json())
         return EXIT_USAGE if error.refused else EXIT_FAILED
+    events = [e.as_json() for e in context.events]
     if args.dry_run:
-        preview = next((e.outcome for e in reversed(events) if isinstance(e.outcome, Preview)), None)
         if args.json:
-            emit_json({"ok": True, "dry_run": True, "preview": preview.as_json() if preview else None,
-                       "events": [e.as_json() for e in events]})
-        elif preview is not None:
-            print(preview.as_text())
+            emit_json({"ok": True, "dry_run": True, "preview": ran.preview.as_json() if ran.preview else None,
+                       "events": events})
+        elif ran.preview is not None:
+            print(ran.preview.as_text())
         else:
             print("nothing to do: every mandatory step is done")
         return EXIT_OK
-    final = events[-1].outcome if events and isinstance(events[-1].outcome, SetupChecklist) else None
     if args.json:
-        emit_json({"ok": True, "checklist": final.as_json() if final else None,
-                   "events": [e.as_json() for e in events], **_warnings(target)})
+        emit_json({"ok": True, "checklist": ran.checklist.as_json(), "events": events, **_warnings(target)})
     else:
-        print(events[-1].message if events else "nothing to do")
+        print(ran.message)
     return EXIT_OK
 
 

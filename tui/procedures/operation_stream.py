@@ -1,9 +1,10 @@
 """A procedure, or an operation, run as a part of a larger run.
 
-`stream_run(run)` runs a procedure of a `RunContext` (`run(context)` reports to the context: a
-setup step's run, the key's capture) and yields each event as it comes; the run's error is raised
-after the events before it, and its typed result goes to `on_result`. The guided setup runs each
-step's `StepPlan.run` so. `run_part(site, operation, context)` runs an operation through
+`stream_run(run)` runs a procedure of a `RunContext` (`run(context)` reports to the context: the
+guided setup's run, the key's capture, a site's open) and yields each event as it comes, for a
+caller that renders events as a stream (a screen's worker, the CLI's `follow`); the run's error is
+raised after the events before it, and its typed result goes to `on_result`.
+`run_part(site, operation, context)` runs an operation through
 `run_operation` (the read-only refusal, the time limit, the cancel, the one audit record) as a part
 of a larger run (a setup step that creates the site, then fills it), so an operation run there is
 the same run as in the console or the CLI: with a context of its own (its events, its record and

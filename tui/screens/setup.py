@@ -17,6 +17,7 @@ step (the site is left as it is: `n` continues from there); `r` reads the site a
 from __future__ import annotations
 
 import re
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -465,30 +466,30 @@ class SetupScreen(SiteScreen):
 
     @work(exclusive=True, group="setup-run", exit_on_error=False)
     async def _run_worker(self, only: StepId | None) -> None:
-        from tui.procedures.setup.run import RunOptions, run_setup
+        from tui.procedures.operation_stream import stream_run
+        from tui.procedures.setup.run import RunOptions, SetupRan, SetupStopped, run_setup
 
         poll = getattr(self, "poll_interval", RunOptions.poll_interval)  # a test sets a shorter one
         options = RunOptions(only=only, max_steps=1, poll_interval=poll)
-        message = ""
+        ran: list[SetupRan] = []
         try:
-            async for event in run_setup(self.site, self._target(), options, confirm=self._confirm,
-                                         ask_secrets=self._ask, ask_values=self._ask_values):
+            async for event in stream_run(partial(run_setup, self.site, self._target(), options, confirm=self._confirm,
+                                                  ask_secrets=self._ask, ask_values=self._ask_values), on_result=ran.append):
                 mark = {"done": "✔", "failed": "✖", "skipped": "·"}.get(event.state, "…")
                 line = f"{mark} {event.step}: {event.message}"
                 if self.step_log and _heartbeat_of(self.step_log[-1], line):
                     self.step_log[-1] = line  # a wait's newer heartbeat replaces its last one
                 else:
                     self.step_log.append(line)
-                message = event.message
                 self._paint_status()
         except SiteError as error:
-            for name in getattr(error, "rejected", ()):  # an asked secret the site checks refused is not kept
+            for name in error.rejected if isinstance(error, SetupStopped) else ():  # refused by the site's checks: not kept
                 self._secrets.pop(name, None)
             self.last_message = f"✖ {error.title}"
             self.step_log.append(f"✖ {error.title}: {error.detail}")
             self.shell.toast(error.title, severity="error")
         else:
-            self.last_message = message or "done"
+            self.last_message = ran[-1].message if ran else "done"
         finally:
             self.running = None
         self.reload()

@@ -95,8 +95,9 @@ async def prepare_setup_blocked(ctx: SceneContext) -> None:
 async def prepare_setup_done(ctx: SceneContext) -> None:
     """The whole setup done headless first (the same procedures), then the health view."""
     from tui.procedures.setup.facts import target_from_file
-    from tui.procedures.setup.run import RunOptions, run_setup
     from tui.domain.toolkit_inputs import secret_names
+    from tui.procedures.operation import RunContext
+    from tui.procedures.setup.run import RunOptions, run_setup
 
     assert ctx.server is not None
     await ctx.wait_for(lambda: ctx.app.info is not None, what="the connection")
@@ -110,10 +111,8 @@ async def prepare_setup_done(ctx: SceneContext) -> None:
     async def no_secrets(names: list[str]) -> dict[str, str]:
         raise AssertionError(f"the scene's input file lacks {names}")
 
-    async for _ in run_setup(site, target, RunOptions(poll_interval=0.05, step_timeout=120, deploy_timeout=120,
-                                                      key_timeout=120), confirm=yes, ask_secrets=no_secrets,
-                             site_values=SCENE_SITE_VALUES):
-        pass
+    await run_setup(site, target, RunOptions(poll_interval=0.05, step_timeout=120, deploy_timeout=120, key_timeout=120),
+                    RunContext(lambda event: None), confirm=yes, ask_secrets=no_secrets, site_values=SCENE_SITE_VALUES)
     await setup_loaded(ctx, path, cursor="platform")
 
 

@@ -1,13 +1,15 @@
 """Running the setup checklist: the next step the site needs, with the existing procedures, until done.
 
-`run_setup(site, target, options, confirm=..., ask_secrets=...)` loops: read the site
+`run_setup(site, target, options, context, confirm=..., ask_secrets=...)` loops: read the site
 (`setup_status`), pick the next mandatory step that is not done, plan it (`plan_step`: the
-preview with the equivalent platform commands), ask `confirm`, run it, read the site again. It
+preview with the equivalent platform commands), ask `confirm`, run it (`StepPlan.run`, a part of
+this run: its events go to the run's context named after the step), read the site again. It
 stops at the first step it cannot do (`SetupStopped`, naming the step, the reason and the fix) and
-when every mandatory step is done. Each round decides from the live site, so running it again
-after a kill, a failure or work done by hand continues from where the site is, and nothing is
-doubled: a download whose objects exist is reused or waited for, a service that exists is followed
-(never instantiated again), a key already there is not added, a commit with no change is not made.
+when every mandatory step is done, returning what it did and left (`SetupRan`). Each round
+decides from the live site, so running it again after a kill, a failure or work done by hand
+continues from where the site is, and nothing is doubled: a download whose objects exist is
+reused or waited for, a service that exists is followed (never instantiated again), a key already
+there is not added, a commit with no change is not made.
 
 What runs each step is its row's planner in the table of steps (`tui.procedures.setup.steps`): the
 preflight and toolkit steps in `toolkit_runs`, the sites repository's in `site_runs`, the optional
@@ -18,14 +20,14 @@ stop the run with the step's fix.
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any, AsyncIterator, Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Mapping
 
 from tui import timing
 from tui.domain.setup_steps import ComponentsMissing, SetupChecklist, SetupStep, StepId, StepState
 from tui.errors import SiteError
-from tui.procedures.operation import ReadOnlyRefused
-from tui.procedures.operation_stream import stream_run
+from tui.procedures.operation import ReadOnlyRefused, RunContext
+from tui.procedures.preview import Preview
 from tui.procedures.progress import Progress, ProgressState
 from tui.procedures.setup.facts import SetupFacts, SetupTarget
 from tui.procedures.setup.status import setup_status
@@ -47,8 +49,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection
 
 #: the run's own names, and the options, the plan and the stop it takes and gives (`step_plan`)
-__all__ = ["MAX_ROUNDS", "RunOptions", "SetupStopped", "StepPlan", "choose", "older_build_note", "plan_step", "run_setup",
-           "with_answers"]
+__all__ = ["MAX_ROUNDS", "RunOptions", "SetupRan", "SetupStopped", "StepPlan", "StepRan", "choose", "older_build_note",
+           "plan_step", "run_setup", "with_answers"]
 
 #: rounds after which the run stops whatever happens (each round does one step)
 MAX_ROUNDS = 40
@@ -89,18 +91,51 @@ def with_answers(target: SetupTarget, answers: Mapping[str, str], naming: Any) -
     return replace(target, values=values, vault_password=prompted_password(token) if token else target.vault_password)
 
 
-async def run_setup(site: "SiteConnection", target: SetupTarget, options: RunOptions, *, confirm: Confirm,
-                    ask_secrets: AskSecrets, dry_run: bool = False, ask_values: AskValues | None = None,
-                    site_values: Mapping[str, str] | None = None) -> AsyncIterator[Progress]:
-    """Run the remaining steps (module docstring). With `dry_run`, only the next step's preview
-    (event data `preview`) and nothing changes. `site_values` (the CLI's --set) and `ask_values`
-    give the site's own values for the template's examples core.yaml still holds (public address,
-    domain, name servers, the administrators' key); without either, the submit stops and says so."""
+@dataclass(frozen=True)
+class StepRan:
+    """One step a run did: what it ran (its plan's title), in how long, and the step as the
+    reading after it found it (said done only when that reading shows it done)."""
+
+    step: SetupStep
+    action: str
+    seconds: float
+
+    @property
+    def done(self) -> bool:
+        return self.step.state is StepState.DONE
+
+
+@dataclass(frozen=True)
+class SetupRan:
+    """What `run_setup` did and left: the steps it ran, the checklist it read last (its counts say
+    how many steps are done, to do, blocked or failed), what its last event said, and the step left
+    for the next run: the one after `max_steps`, or a dry run's with its `preview` (None with no
+    step left). A run that cannot go on raises `SetupStopped` (its failure: the step, why, the fix)."""
+
+    checklist: SetupChecklist
+    ran: tuple[StepRan, ...] = ()
+    message: str = ""
+    next_step: SetupStep | None = None
+    preview: Preview | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.checklist.complete
+
+
+async def run_setup(site: "SiteConnection", target: SetupTarget, options: RunOptions, context: RunContext, *,
+                    confirm: Confirm, ask_secrets: AskSecrets, dry_run: bool = False, ask_values: AskValues | None = None,
+                    site_values: Mapping[str, str] | None = None) -> SetupRan:
+    """Run the remaining steps (module docstring), reporting each to `context`; what the run did
+    and left (`SetupRan`). With `dry_run`, only the next step's preview and nothing changes.
+    `site_values` (the CLI's --set) and `ask_values` give the site's own values for the template's
+    examples core.yaml still holds (public address, domain, name servers, the administrators'
+    key); without either, the submit stops and says so."""
     if options.only is StepId.TRIAL_RUN and not target.trial_tn_id:  # its state is the manager's: read when asked
         target = replace(target, trial_tn_id=DEFAULT_TN_ID)
     last: tuple[StepId, StepState, tuple[str, ...]] | None = None
     started = timing.monotonic()
-    ran = 0
+    ran: list[StepRan] = []
     asked: dict[str, str] = {}
 
     async def ask_once(names: list[str]) -> dict[str, str]:
@@ -113,20 +148,21 @@ async def run_setup(site: "SiteConnection", target: SetupTarget, options: RunOpt
     for round_number in range(1, MAX_ROUNDS + 1):
         checklist, facts = await setup_status(site, with_answers(target, asked, site.naming))
         if just_ran is not None:  # what the step's run left, read now: never the step's title as a claim
-            yield _after_step(checklist, *just_ran)
+            ran.append(_after_step(context, checklist, *just_ran))
             just_ran = None
         older = older_build_note(checklist)
         if round_number == 1 and older:  # said first: the run goes on with the build the cloud holds
-            yield Progress("toolkit build", 1, 1, older, ProgressState.DONE, {"older_build": checklist.step(StepId.DOWNLOAD).data})
+            context.report(Progress("toolkit build", 1, 1, older, ProgressState.DONE,
+                                    {"older_build": checklist.step(StepId.DOWNLOAD).data}))
         step = choose(checklist, options.only)
-        if step is not None and options.max_steps is not None and ran >= options.max_steps:
-            yield Progress("setup", 1, 1, f"next: {step.title} ({step.state.value})", ProgressState.DONE,
-                           {"checklist": checklist.as_json(), "next": step.id.value}, outcome=checklist)
-            return
+        if step is not None and options.max_steps is not None and len(ran) >= options.max_steps:
+            message = f"next: {step.title} ({step.state.value})"
+            context.report(Progress("setup", 1, 1, message, ProgressState.DONE,
+                                    {"checklist": checklist.as_json(), "next": step.id.value}))
+            return SetupRan(checklist, tuple(ran), message, step)
         outstanding = sum(1 for s in checklist.steps if s.outstanding)
         if step is None:
-            yield _all_done(checklist, options, older, timing.monotonic() - started)
-            return
+            return _all_done(context, checklist, tuple(ran), options, older, timing.monotonic() - started)
         seen = (step.id, step.state, step.evidence)
         if seen == last:
             raise SetupStopped(step.id, f"{step.title!r} is still not done after running it",
@@ -137,34 +173,34 @@ async def run_setup(site: "SiteConnection", target: SetupTarget, options: RunOpt
         # the steps of this run so far and to come: the chosen one counts even when it is not an
         # outstanding one (an optional step asked with --only), never `(1/0)` (issue 20 item 11)
         total = round_number - 1 + outstanding + (0 if step.outstanding else 1)
-        yield Progress(step.id.value, round_number, total, plan.preview.title, ProgressState.RUNNING,
-                       {"preview": plan.preview.as_json(), "step": step.as_json()}, outcome=plan.preview)
+        context.report(Progress(step.id.value, round_number, total, plan.preview.title, ProgressState.RUNNING,
+                                {"preview": plan.preview.as_json(), "step": step.as_json()}))
         if dry_run:
-            return
+            return SetupRan(checklist, tuple(ran), plan.preview.title, step, plan.preview)
         if not plan.wait_only and not plan.preview.is_noop and not await confirm(plan):
             raise SetupStopped(step.id, f"{step.title!r} not confirmed", "Nothing was changed; run again to continue.")
         step_started = timing.monotonic()
-        async for event in _run_step(step, plan):
-            yield event
-        ran += 1
+        await _run_step(step, plan, context)
         just_ran = (step, plan.preview.title, timing.monotonic() - step_started, round_number, total)
     raise SetupStopped(None, "Setup did not finish", f"{MAX_ROUNDS} steps ran without completing: run again.")
 
 
-def _all_done(checklist: SetupChecklist, options: RunOptions, older: str, seconds: float) -> Progress:
-    """The run's last event when no step is left (the one asked with --only, or every mandatory one)."""
+def _all_done(context: RunContext, checklist: SetupChecklist, ran: tuple[StepRan, ...], options: RunOptions, older: str,
+              seconds: float) -> SetupRan:
+    """The run's end when no step is left (the one asked with --only, or every mandatory one)."""
     message = (f"{options.only.value} is done" if options.only else "every mandatory step is done")
     if older:
         message += f"; {older}"
-    return Progress("setup", 1, 1, f"{message} ({seconds:.0f} s)", ProgressState.DONE, {"checklist": checklist.as_json()},
-                    outcome=checklist)
+    message += f" ({seconds:.0f} s)"
+    context.report(Progress("setup", 1, 1, message, ProgressState.DONE, {"checklist": checklist.as_json()}))
+    return SetupRan(checklist, ran, message)
 
 
-async def _run_step(step: SetupStep, plan: StepPlan) -> AsyncIterator[Progress]:
-    """`plan`'s run, its events named after `step`; a refusal or failure stops the setup there."""
+async def _run_step(step: SetupStep, plan: StepPlan, context: RunContext) -> None:
+    """`plan`'s run, a part of this one: its events named after `step`; a refusal or failure
+    stops the setup there."""
     try:
-        async for event in stream_run(plan.run):
-            yield replace(event, step=f"{step.id.value}: {event.step}")
+        await plan.run(context.relay(lambda event: replace(event, step=f"{step.id.value}: {event.step}")))
     except SetupStopped:
         raise
     except ReadOnlyRefused as error:
@@ -174,8 +210,8 @@ async def _run_step(step: SetupStep, plan: StepPlan) -> AsyncIterator[Progress]:
                            f"{error.detail}\nThe site is left as it is: run again to continue from there.") from None
 
 
-def _after_step(checklist: SetupChecklist, step: SetupStep, action: str, seconds: float, index: int,
-                total: int) -> Progress:
+def _after_step(context: RunContext, checklist: SetupChecklist, step: SetupStep, action: str, seconds: float, index: int,
+                total: int) -> StepRan:
     """What running `step` (`action`, the plan's title) left, from the checklist read after it: the
     step is said done only when that reading shows it done (issue 22 item 10: the instantiate step's
     run creates the service and returns, and "Toolkit instantiated and RUNNING: finished" was printed
@@ -186,7 +222,8 @@ def _after_step(checklist: SetupChecklist, step: SetupStep, action: str, seconds
     else:
         found = f": {now.evidence[0]}" if now.evidence else ""
         message = f"{action}: done in {seconds:.0f} s; {step.title!r} is not done yet ({now.state.value}{found})"
-    return Progress(step.id.value, index, total, message, ProgressState.DONE, {"step": now.as_json()})
+    context.report(Progress(step.id.value, index, total, message, ProgressState.DONE, {"step": now.as_json()}))
+    return StepRan(now, action, seconds)
 
 
 # -- planning each step ---------------------------------------------------------------------------

@@ -53,7 +53,7 @@ class SetupStopped(SiteError):
 @dataclass(frozen=True)
 class StepPlan:
     """One step the console is about to do: its preview and how to run it: `run(context)` reports
-    to the run's context (the setup streams it with `operation_stream.stream_run`)."""
+    to the context `run_setup` relays to its own (the events named after the step)."""
 
     step: SetupStep
     preview: Preview
