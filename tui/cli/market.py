@@ -331,17 +331,14 @@ async def _site_follows(args: argparse.Namespace, site: SiteConnection, plan: An
 
     def show(event: Progress) -> None:
         events.append(event)
-        if args.json:
-            return
-        if isinstance(event.outcome, Preview):
-            print(event.outcome.as_text())  # each key, old -> new, with the hand-run command
-        else:
+        if not args.json:
             print_event(event)
 
     try:
         updated = await update_site_ids(site, repo, branch, site_dir or branch, password, changes, message, RunContext(show),
                                         override_reason=args.override_reason, record_ids=records,
-                                        values=dict(parse_set(args.set)), ask=_variable_asker(args))
+                                        values=dict(parse_set(args.set)), ask=_variable_asker(args),
+                                        show_preview=None if args.json else _print_preview)
     except SiteError as error:
         return finish(EXIT_FAILED, error, branch=branch, message=message)
     finally:
@@ -351,6 +348,11 @@ async def _site_follows(args: argparse.Namespace, site: SiteConnection, plan: An
         print(events[-1].message if events else "core.yaml: nothing to change")
         _print_site_variables(found["ignored"], found["missing"])
     return finish(EXIT_OK, branch=branch, message=message, **found)
+
+
+def _print_preview(preview: Preview) -> None:
+    """core.yaml's edit before it runs: each key, old -> new, with the hand-run command."""
+    print(preview.as_text())
 
 
 async def _site_branch(args: argparse.Namespace, site: SiteConnection) -> tuple[str, str | None]:

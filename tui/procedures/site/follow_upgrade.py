@@ -48,6 +48,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from tui.domain.upgrades import UpgradePlan
     from tui.procedures.connection import SiteConnection
     from tui.procedures.operation import RunContext
+    from tui.procedures.preview import Preview
 
 
 @dataclass(frozen=True)
@@ -230,11 +231,12 @@ class SiteIdsUpdated:
 async def update_site_ids(site: "SiteConnection", repo: "GitRepo", branch: str, site_dir: str,
                           password: "VaultPassword", changes: Sequence[IdChange], message: str, context: "RunContext", *,
                           override_reason: str | None = None, record_ids: Sequence[str] = (),
-                          values: Mapping[str, Any] | None = None, ask: AskVariables | None = None
-                          ) -> SiteIdsUpdated:
+                          values: Mapping[str, Any] | None = None, ask: AskVariables | None = None,
+                          show_preview: "Callable[[Preview], None] | None" = None) -> SiteIdsUpdated:
     """Edit and submit core.yaml (module docstring), reporting to `context`; the edit and the submit
     are operations run through `run_operation`, each with its own record (`RunContext.relay`).
-    The event before the edit carries its preview (`Progress.outcome`, for the CLI to print)."""
+    The edit's preview (each key, old -> new, with the hand-run command) goes to `show_preview`
+    before the edit runs, as a verb shows an operation's preview before its run."""
     from tui.procedures.operation import run_operation
     from tui.procedures.site.component_library import library_definitions
     from tui.procedures.site.config import load_site_config
@@ -269,7 +271,9 @@ async def update_site_ids(site: "SiteConnection", repo: "GitRepo", branch: str, 
     planned = await edit.plan(site)
     preview = edit.preview(planned)
     context.report(Progress("core.yaml", 0, 1, f"{len(edits)} key(s) of {ref.site_dir}/core.yaml to change", ProgressState.RUNNING,
-                            {**found.as_json(), "preview": preview.as_json()}, preview))
+                            {**found.as_json(), "preview": preview.as_json()}))
+    if show_preview is not None:
+        show_preview(preview)
     await run_operation(site, edit, planned, context.relay(lambda event: event))
     submit = SubmitSite(repo, ref, password, message, override_reason, definitions)
     try:
