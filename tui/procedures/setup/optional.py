@@ -42,9 +42,8 @@ audit log and progress never hold it, and it never reaches an argument list.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
 from tui import timing
 from tui.adapters.vault import VaultPassword
@@ -341,12 +340,12 @@ class ApplianceDeployed:
     seconds: float
 
 
-async def wait_ready(site: "SiteConnection", kind: ApplianceKind, vm_id: int, *, timeout: float,
-                     poll_interval: float, cancel: "asyncio.Event | None" = None,
-                     report: Callable[[Progress], None] | None = None) -> "VmDetail":
+async def wait_ready(site: "SiteConnection", kind: ApplianceKind, vm_id: int, context: RunContext, *, timeout: float,
+                     poll_interval: float) -> "VmDetail":
     """Follow VM `vm_id` until it RUNs with an address and has published `kind.ready_attribute`
-    (its VmDetail); a failure state or the timeout is a SiteError saying what to do (the wait
-    itself: tui.procedures.waiting, shared with the trial network's)."""
+    (its VmDetail), saying what it waits for to `context` and stopping at its cancel; a failure
+    state or the timeout is a SiteError saying what to do (the wait itself:
+    tui.procedures.waiting, shared with the trial network's)."""
     from tui.domain.vms import state_kind
 
     async def look() -> VmDetail | Waiting:
@@ -363,11 +362,10 @@ async def wait_ready(site: "SiteConnection", kind: ApplianceKind, vm_id: int, *,
                        else f"VM {vm_id} RUNNING, {kind.ready_attribute} not published yet")
 
     def heartbeat(waiting: str, elapsed: float) -> None:
-        if report is not None:
-            report(Progress("wait", 1, 2, f"{waiting} ({elapsed:.0f} s of at most {timeout:.0f} s)"))
+        context.report(Progress("wait", 1, 2, f"{waiting} ({elapsed:.0f} s of at most {timeout:.0f} s)"))
 
     ready = await shared_wait(
-        look, timeout=timeout, poll_interval=poll_interval, report=heartbeat, cancel=cancel,
+        look, timeout=timeout, poll_interval=poll_interval, report=heartbeat, cancel=context.cancel,
         timed_out=lambda waiting, elapsed: SiteError(
             f"The {kind.label} appliance is not ready after {elapsed:.0f} s: {waiting}",
             f"Check it with `onevm show {vm_id}`; running this again waits for the same VM, never a second one.",
@@ -425,8 +423,7 @@ class DeployAppliance(Operation[AppliancePlan, ApplianceDeployed]):
             site.note_change()
         context.keep(_Instantiated(vm_id))
         context.report(Progress("instantiate", 1, 2, f"VM {vm_id} {plan.vm_name!r} created", ProgressState.DONE, {"vm_id": vm_id}))
-        vm = await wait_ready(site, plan.kind, vm_id, timeout=self.wait_timeout, poll_interval=self.poll_interval,
-                              cancel=context.cancel, report=context.report)
+        vm = await wait_ready(site, plan.kind, vm_id, context, timeout=self.wait_timeout, poll_interval=self.poll_interval)
         address = vm.summary.ips[0]
         seconds = timing.monotonic() - started
         context.report(Progress("wait", 2, 2, f"VM {vm_id} RUNNING at {address}, {plan.kind.ready_attribute} published "

@@ -74,11 +74,8 @@ async def plan_appliance(request: PlanRequest, step: SetupStep) -> StepPlan:
                                   f"onevm show {vm_id}", "none"),))
 
         async def wait(context: RunContext) -> None:
-            events: list[Progress] = []
-            ready = await wait_ready(site, kind, vm_id, timeout=options.step_timeout, poll_interval=options.poll_interval,
-                                     report=events.append)
-            for event in events[-1:]:
-                context.report(event)
+            ready = await wait_ready(site, kind, vm_id, context, timeout=options.step_timeout,
+                                     poll_interval=options.poll_interval)
             context.report(Progress("wait", 2, 2, f"VM {vm_id} RUNNING at {ready.summary.ips[0]}, "
                                     f"{kind.ready_attribute} published", ProgressState.DONE))
 
