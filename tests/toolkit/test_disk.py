@@ -6,16 +6,24 @@ and read-only mode; a driver failure and a slow resize reported; one audit recor
 from __future__ import annotations
 
 import asyncio
+import re
+from functools import partial
 from typing import Any
 
 import pytest
 
 from tests.cli_run import run_cli
+from tests.procedure_run import run_procedure
 from tests.toolkit.conftest import settings_for
 from tui.__main__ import main
+from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
+from tui.procedures.operation import run_operation
+from tui.procedures.progress import Progress
+from tui.procedures.toolkit.objectstore_disk import DEFAULT_WAIT, ResizeObjectstoreDisk
 from tui.sim.server import SimServer
 from tui.sim.state import SimVm
+from tui.timing import Clock
 
 OBJECTSTORE_SIZE_MB = 3072
 
@@ -195,18 +203,37 @@ def test_a_driver_failure_is_reported_with_the_old_size_back_and_recorded(
     assert record["details"]["size_after_mb"] == before
 
 
-def test_a_slow_resize_times_out_saying_what_it_waited_for(deployed: SimServer,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
+async def _resize_past_its_timeout(server: SimServer, clock: Clock) -> SiteError:
+    """`toolkit disk --apply` at the procedure level (the operation through `run_operation`, the one
+    audit record), the clock moved past the wait's 600 s once the wait has begun: how it stopped."""
+    site = SiteConnection(settings_for(server))
+    await site.connect()
+    operation = ResizeObjectstoreDisk(poll_interval=0.05)
+
+    def waiting(event: Progress) -> None:
+        if event.step == "wait":
+            clock.advance(DEFAULT_WAIT + 1)
+
+    try:
+        plan = await operation.plan(site)
+        with pytest.raises(SiteError) as stopped:
+            await run_procedure(partial(run_operation, site, operation, plan), on_event=waiting)
+        return stopped.value
+    finally:
+        await site.close()
+
+
+async def test_a_slow_resize_times_out_saying_what_it_waited_for(deployed: SimServer, driven_clock: Clock) -> None:
     vm = objectstore_vm(deployed)
     with deployed.site.lock:
         deployed.site.faults.disk_resize_seconds = 100_000.0
-    code, data, _ = run(capsys, "toolkit", "disk", "--apply", "--yes", "--timeout", "0.2", "--poll", "0.05", "--json")
-    assert code == 1
-    assert data["error"]["title"].startswith(f"VM {vm.id} is still DISK_RESIZE after ")
-    assert "running this again waits for it and sends nothing twice" in data["error"]["detail"]
+    stopped = await _resize_past_its_timeout(deployed, driven_clock)
+    waited = re.fullmatch(rf"VM {vm.id} is still DISK_RESIZE after (\d+) s", stopped.title)
+    assert waited and int(waited[1]) >= DEFAULT_WAIT, stopped.title  # the clock, moved past the wait's timeout
+    assert "running this again waits for it and sends nothing twice" in stopped.detail
     # a rerun while it is still under way sends nothing (the platform would refuse a second one)
-    code, data, _ = run(capsys, "toolkit", "disk", "--apply", "--yes", "--timeout", "0.1", "--poll", "0.05", "--json")
-    assert code == 1 and data["error"]["title"].startswith(f"VM {vm.id} is still DISK_RESIZE")
+    stopped = await _resize_past_its_timeout(deployed, driven_clock)
+    assert stopped.title.startswith(f"VM {vm.id} is still DISK_RESIZE")
     assert [r["details"]["request_sent"] for r in audit(deployed)] == [True, False]
 
 
