@@ -15,6 +15,7 @@ import pytest
 from tests.setup.conftest import run
 from tui.sim.manager_api import _admin, manager_of, manager_vm
 from tui.sim.server import SimServer
+from tui.timing import Clock
 
 pytestmark = pytest.mark.timeout(300)
 FAST = ("--poll", "0.02")
@@ -137,15 +138,31 @@ def test_a_manager_whose_database_is_down_does_not_answer(sim_factory, monkeypat
     assert "(through the proxy" in data["error"]["title"]
 
 
-def test_a_slow_activation_stops_waiting_at_the_timeout_and_status_follows(trial_site, capsys) -> None:
+class _ClockPastTheWait(threading.Event):
+    """The manager's hold (`faults.manager_hold`: the pipeline waits for it once the manager has taken
+    the activation) that first moves the run's clock `seconds` on: past the wait's timeout, which
+    the run then reaches at its next look instead of waiting it out."""
+
+    def __init__(self, clock: Clock, seconds: float) -> None:
+        super().__init__()
+        self.clock, self.seconds = clock, seconds
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.clock.advance(self.seconds)
+        return super().wait(timeout)
+
+
+def test_a_slow_activation_stops_waiting_at_the_timeout_and_status_follows(trial_site, capsys,
+                                                                           driven_clock: Clock) -> None:
     server, _, _ = trial_site
-    held = server.site.faults.manager_hold = threading.Event()  # the pipeline runs until the test releases it
+    held = server.site.faults.manager_hold = _ClockPastTheWait(driven_clock, 601)  # held until the test releases it
     try:
-        code, data, _ = run(capsys, "trial", "run", "--yes", "--json", "--timeout", "0.5", *FAST)
+        code, data, _ = run(capsys, "trial", "run", "--yes", "--json", "--timeout", "600", *FAST)
         assert code == 1
         # the first poll may come before the manager has taken the activation (validated, then activating)
-        assert re.search(r"Trial network sitetktest is still (validated|activating) after",
-                         data["error"]["title"]), data
+        waited = re.search(r"Trial network sitetktest is still (validated|activating) after (\d+) s",
+                           data["error"]["title"])
+        assert waited and int(waited[2]) >= 600, data  # the run's clock, moved past its timeout
         assert "The manager goes on with its pipeline" in data["error"]["detail"]
         code, data, _ = run(capsys, "trial", "status", "--json")
         assert data["state"] == "activating"  # the manager took the PUT before the run stopped waiting
