@@ -73,7 +73,7 @@ from tui.procedures.market.download import (
     find_market_app,
 )
 from tui.procedures.market.marketplaces import CatalogEntry, MarketCatalog, load_catalog
-from tui.procedures.market.upgrades import ApplyUpgrades, IdChange, Upgraded, upgrade_plan_json
+from tui.procedures.market.upgrades import ApplyUpgrades, Upgraded, upgrade_plan_json
 from tui.procedures.operation import RunContext
 from tui.procedures.preview import Preview
 from tui.procedures.progress import Progress
@@ -262,17 +262,10 @@ async def _upgrades(args: argparse.Namespace, site: SiteConnection) -> int:
         return usage("--apply needs --datastore DS_ID (the IMAGE datastore for the new versions)", args.json)
     answers: list[dict[str, Any]] = []
     done: list[Upgraded] = []
-
-    def describe(result: Upgraded) -> str:
-        done.append(result)
-        return "upgrade applied"
-
     code = await run_cli(args, site, operation, plan=plan, extra=upgrade_plan_json(plan),
-                         before=lambda plan: _print(_upgrade_table(plan)), describe=describe,
-                         answer_to=answers.append if args.json else emit_json,
+                         before=lambda plan: _print(_upgrade_table(plan)), describe=lambda result: "upgrade applied",
+                         answer_to=answers.append if args.json else emit_json, on_result=done.append,
                          nothing_to_do=lambda plan: "Nothing to upgrade." if plan.empty else None)
-    if args.json and answers and not done and isinstance(answers[-1].get("result"), dict):
-        done.append(Upgraded(tuple(IdChange(**c) for c in answers[-1]["result"].get("core_yaml", []))))
     if code != EXIT_OK or not done:
         if answers:
             emit_json(answers[-1])

@@ -57,6 +57,7 @@ async def run_cli(args: argparse.Namespace, site: "SiteConnection", operation: O
                   nothing_to_do: Callable[[PlanT], str | None] | None = None,
                   prepare: Callable[[PlanT], Awaitable[PlanT]] | None = None,
                   answer_to: Callable[[dict[str, Any]], None] = emit_json,
+                  on_result: Callable[[ResultT], None] | None = None,
                   timeout: float | None = None) -> int:
     """Run one operation headless (see the module docstring); returns the exit code.
 
@@ -67,7 +68,8 @@ async def run_cli(args: argparse.Namespace, site: "SiteConnection", operation: O
     and no run). `prepare(plan)` completes the plan once the run is allowed (not a dry run, not
     read-only) and before the question: what is asked only then, such as secrets on the terminal.
     A successful `--json` answer (a dry run's too) goes to `answer_to`: a verb that runs a second
-    operation after this one, or nests this one's answer, makes one answer of them."""
+    operation after this one, or nests this one's answer, makes one answer of them; the typed
+    result of a run goes to `on_result` first (the second operation starts from it)."""
     as_json = bool(getattr(args, "json", False))
     if plan is _NO_PLAN:
         plan = await operation.plan(site)
@@ -94,6 +96,8 @@ async def run_cli(args: argparse.Namespace, site: "SiteConnection", operation: O
             print(f"interrupted{where}: run the same command again to resume", file=sys.stderr)
         raise
     code = _stopped_code(stops, result)
+    if on_result is not None:
+        on_result(result)
     if as_json:
         answer_to({"ok": True, **answer, "preview": preview.as_json(), "events": [e.as_json() for e in context.events],
                    "result": result_json(result)})
