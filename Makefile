@@ -27,9 +27,11 @@ lint: $(STAMP)
 
 # The suite runs in parallel (pytest-xdist): most tests wait on the embedded site rather than
 # compute, so more workers than cores pay off (4 on 2 cores: ~2.5x); PYTEST_WORKERS=0 runs it in
-# one process. One run covers the three platform versions: every test that starts an embedded site
-# as the version under test runs once per version (6.10.0, 7.0.0, 7.4.0, the version in its id),
-# every other test once (tests/conftest.py); PYTEST_ARGS="--one-versions 7.4.0" narrows it.
+# one process. One run covers the three platform versions: a test that starts an embedded site as
+# the version under test runs at every version (6.10.0, 7.0.0, 7.4.0, the version in its id) when
+# its behaviour depends on the version, else once at a version chosen from its id; every other test
+# once (tests/conftest.py); PYTEST_ARGS="--one-versions 7.4.0" narrows it, "--every-version" runs
+# every one at every version.
 # Tests go to the workers one at a time (--maxschedchunk 1), the ones marked `slow` first
 # (tests/conftest.py), so that no worker ends the run alone on long tests collected together.
 PYTEST_WORKERS ?= 4

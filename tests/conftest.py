@@ -5,22 +5,42 @@ the test's tmp_path) as the platform version under test and stops it at teardown
 site. `site_factory(scenario, one_version=...)` starts a site of the version the test names. Both
 return a `tui.sim.server.SimServer` (xmlrpc_url, flow_url, market_url, session, site).
 
-Platform versions, in one pytest run: a test that starts a site as the version under test (it takes
-`sim_factory`, `sim`, or any fixture built on them) or takes `one_version` runs once per emulated
-platform version (`tui.sim.platform.EMULATED_VERSIONS`: 6.10.0, 7.0.0, 7.4.0), with the version in
-its id (`test_x[one-6.10.0]`), so a failure names the version that failed. A test whose sites all
-name their version (`site_factory`, the toolkit's `toolkit_site`) or that starts none runs once.
+Platform versions, in one pytest run (issue 23 item 6). A test that starts a site as the version
+under test (it takes `sim_factory`, `sim`, or any fixture built on them) or takes `one_version` is
+generated once per emulated platform version (`tui.sim.platform.EMULATED_VERSIONS`: 6.10.0, 7.0.0,
+7.4.0), with the version in its id (`test_x[one-6.10.0]`), so a failure names the version that
+failed. Which of those run:
+
+- a test whose behaviour depends on the platform version runs at every selected version: every test
+  of a folder whose subject is the platform's interface (`EVERY_VERSION_FOLDERS`: the adapters'
+  contract, the embedded site, its conformance rows and the recordings' replays, the marketplace's
+  per-series appliance lists), a test marked `@pytest.mark.every_version` (its body or helpers
+  branch on or assert the version, or it runs a path that differs by version end to end: the whole
+  setup, the toolkit's deploy with the version's values key), a test marked `since_version`, and a
+  test that asks for `one_version` itself;
+- any other test runs once, at one version chosen from its own id (`zlib.crc32` of the id without
+  the version, modulo the versions it may run at), so each version takes a third of them at no
+  extra cost, and its id still names the version it ran at. The items of a parametrised function
+  spread the same way, each on its own.
+
+A test named with its version on the command line (`pytest 'tests/x.py::test_y[one-6.10.0]'`) runs
+whatever the rule chose. `--every-version` or `SITETK_EVERY_VERSION=1` runs every test at every
+selected version (a release check). A test whose sites all name their version (`site_factory`, the
+toolkit's `toolkit_site`) or that starts none runs once, outside this rule.
 `@pytest.mark.since_version("7.0")` keeps a test to the versions from that series on.
 `--one-versions 7.0.0,7.4.0` or the environment variable `SITETK_ONE_VERSIONS` narrows the set
-(the option wins). The screenshot scenes keep 7.0.0 (their pictures name the version).
+(the option wins); a test that runs once then runs at one of those. The screenshot scenes keep
+7.0.0 (their pictures name the version).
 """
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
+import zlib
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Sequence
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -44,6 +64,11 @@ settings.load_profile("sitetk")
 # loaded machine must not turn a slow state into a failure; pytest-timeout (300 s) still bounds a test
 os.environ.setdefault("SITETK_WAIT_SCALE", "4")
 ENV_VERSIONS = "SITETK_ONE_VERSIONS"
+ENV_EVERY_VERSION = "SITETK_EVERY_VERSION"
+#: the folders of tests/ whose subject is the platform's interface: each of their tests runs at every
+#: selected version (the adapters' contract tests, the conformance rows, the embedded site, the
+#: recordings' replays, the marketplace whose appliance lists and driver differ by series)
+EVERY_VERSION_FOLDERS = ("adapters", "conformance", "market", "recordings", "sim")
 #: what the environment of the machine running the tests must not decide for a test
 SITE_ENVIRONMENT = ("SITETK_AUDIT_LOG", "SITETK_CONFIG", "ONE_AUTH", "ONE_XMLRPC", "ONEFLOW_URL", "ONEFLOW_USER",
                     "ONEFLOW_PASSWORD", "ONE_XMLRPC_TIMEOUT", "SITETK_VAULT_PASSWORD_FILE", "SITETK_SITES_REPO",
@@ -71,6 +96,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--one-versions", default=None,
                      help="comma-separated platform versions the version-dependent tests run on "
                           f"(default: ${ENV_VERSIONS} or {','.join(EMULATED_VERSIONS)})")
+    parser.addoption("--every-version", action="store_true", default=False,
+                     help="run every version-dependent test at every selected version, also those whose behaviour "
+                          f"does not depend on it (default: once each; ${ENV_EVERY_VERSION}=1 does the same)")
 
 
 def selected_versions(config: pytest.Config) -> list[str]:
@@ -107,26 +135,90 @@ def _parametrized_by_the_test(metafunc: pytest.Metafunc) -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "since_version(series): run only on the platform versions from this "
                                        "series on (e.g. \"7.0\"): behaviour the older versions do not have")
+    config.addinivalue_line("markers", "every_version: the test's behaviour depends on the platform version: it "
+                                       "runs at every selected version, not once (tests/conftest.py)")
     config.addinivalue_line("markers", "slow: a test of a minute or more on a loaded 2-core machine; it starts "
                                        "before the others (pytest_collection_modifyitems)")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The tests marked `slow` run first, each in its place among them; then the others, in theirs.
+    """A version-independent test keeps only the version chosen for it (`once_at`); then the tests
+    marked `slow` run first, each in its place among them; then the others, in theirs.
 
     make test hands the workers one test at a time (pytest-xdist `--maxschedchunk 1`), so each
     worker starts on a long test and the short ones fill the gaps: a run no longer ends with one
     worker on the long tests that happened to be collected last, together, while the others idle."""
+    if not every_version_run(config):
+        named = named_on_the_command_line(config)
+        kept: list[pytest.Item] = []
+        deselected: list[pytest.Item] = []
+        for item in items:
+            version = version_under_test(item)
+            runs = (version is None or depends_on_version(item) or item.nodeid in named
+                    or once_at(item.nodeid, version, versions_of(config, item)) == version)
+            (kept if runs else deselected).append(item)
+        if deselected:
+            config.hook.pytest_deselected(items=deselected)
+            items[:] = kept
     slow = [item for item in items if item.get_closest_marker("slow")]
     if slow:
         items[:] = slow + [item for item in items if not item.get_closest_marker("slow")]
 
 
-def versions_of(metafunc: pytest.Metafunc) -> list[str]:
+def every_version_run(config: pytest.Config) -> bool:
+    """Whether this run takes every test at every selected version (`--every-version`, $SITETK_EVERY_VERSION)."""
+    return bool(config.getoption("--every-version")) or os.environ.get(ENV_EVERY_VERSION, "") not in ("", "0")
+
+
+def version_under_test(item: pytest.Item) -> str | None:
+    """The version this conftest parametrised the item with (None: a test it does not parametrise,
+    or one that names its own versions)."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return None
+    version = callspec.params.get("one_version")
+    return version if isinstance(version, str) and f"one-{version}" in callspec.id else None
+
+
+def depends_on_version(item: pytest.Item) -> bool:
+    """Whether the test's behaviour depends on the platform version (the rule of the module docstring)."""
+    path = item.nodeid.split("::")[0].split("/")
+    folder = path[path.index("tests") + 1] if "tests" in path[:-1] else ""
+    if folder in EVERY_VERSION_FOLDERS:
+        return True
+    if item.get_closest_marker("every_version") or item.get_closest_marker("since_version"):
+        return True
+    function = getattr(item, "function", None)
+    return function is not None and "one_version" in inspect.signature(function).parameters
+
+
+def once_at(nodeid: str, version: str, versions: Sequence[str]) -> str:
+    """The one version a version-independent test runs at: chosen from its id without the version,
+    so that each item keeps its version from run to run and the versions share the tests evenly."""
+    key = nodeid.replace(f"one-{version}", "one", 1)
+    return versions[zlib.crc32(key.encode()) % len(versions)] if versions else version
+
+
+def named_on_the_command_line(config: pytest.Config) -> set[str]:
+    """The node ids with a parameter part the command line names (`tests/x.py::test_y[one-6.10.0]`)."""
+    named = set()
+    for arg in config.args:
+        path, sep, rest = arg.partition("::")
+        if not sep or "[" not in rest:
+            continue
+        try:
+            relative = (config.invocation_params.dir / path).resolve().relative_to(config.rootpath)
+        except ValueError:
+            continue
+        named.add(f"{relative.as_posix()}::{rest}")
+    return named
+
+
+def versions_of(config: pytest.Config, node: pytest.Item) -> list[str]:
     """The platform versions a version-dependent test runs on: the chosen ones, from the series
     of its `since_version` marker on."""
-    versions = selected_versions(metafunc.config)
-    for marker in metafunc.definition.iter_markers("since_version"):
+    versions = selected_versions(config)
+    for marker in node.iter_markers("since_version"):
         since = version_key(str(marker.args[0]))
         versions = [v for v in versions if version_key(v)[:len(since)] >= since]
     return versions
@@ -135,7 +227,7 @@ def versions_of(metafunc: pytest.Metafunc) -> list[str]:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     # a test that names its own versions (@pytest.mark.parametrize("one_version", ...)) keeps them
     if "one_version" in metafunc.fixturenames and not _real_frontend() and not _parametrized_by_the_test(metafunc):
-        versions = versions_of(metafunc)
+        versions = versions_of(metafunc.config, metafunc.definition)
         metafunc.parametrize("one_version", versions, indirect=True, ids=[f"one-{v}" for v in versions])
 
 

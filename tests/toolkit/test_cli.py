@@ -30,6 +30,10 @@ SECRETS = {
     "app_timeseries_token": "Tst-secret-77t",
 }
 
+#: every test here writes or reads the input file under the key of the site's OneFlow (7.x
+#: `user_inputs_values`, 6.x `custom_attrs_values`) and deploys with it: it runs at every version
+pytestmark = pytest.mark.every_version
+
 
 @pytest.fixture
 def frontend(sim_factory: Any, monkeypatch: pytest.MonkeyPatch) -> SimServer:

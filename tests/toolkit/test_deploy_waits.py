@@ -94,6 +94,7 @@ async def test_a_role_that_stays_deploying_says_why_with_the_host_verdict_and_th
         await site.close()
 
 
+@pytest.mark.every_version  # deploys with the values key of the site's OneFlow version
 def test_the_cli_prints_why_and_the_move_command(deployed: SimServer, monkeypatch: pytest.MonkeyPatch,
                                                  capsys: pytest.CaptureFixture[str], tmp_path: Path,
                                                  driven_clock: Clock) -> None:

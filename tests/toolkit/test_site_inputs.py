@@ -32,6 +32,9 @@ from tui.sim.server import SimServer
 TOKEN = "app_automation_sites_token"
 PASSWORD = "app_automation_cloud_password"
 VXLAN_NETWORK = "1"
+#: the checks read the input file under the key of the site's OneFlow (7.x `user_inputs_values`, 6.x
+#: `custom_attrs_values`, `_inputs`): each test on the version under test runs at every version
+pytestmark = pytest.mark.every_version
 
 
 async def _download(server: SimServer) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from textual.worker import WorkerState
 
 from tests.ui.conftest import SIZE, console_app, rendered_text, wait_for, wait_vms_loaded
@@ -23,6 +24,7 @@ async def _refresh(pilot, screen: VmListScreen) -> None:  # type: ignore[no-unty
     await wait_for(pilot, lambda: screen.refresh_count > count and not screen.refreshing, what="a refresh")
 
 
+@pytest.mark.every_version  # the header names the platform version the site answers
 async def test_list_shows_every_vm_with_state_word_and_glyph(sim_factory) -> None:  # type: ignore[no-untyped-def]
     server = sim_factory(vms=25)
     app = console_app(server)
