@@ -31,16 +31,15 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from tui.errors import SiteError
-from tui.procedures.operation import Confirmation, Operation
-from tui.procedures.progress import Progress
-from tui.screens.operation_modal import ask_confirmation
-from tui.screens.operation_run import OperationRun
 from tui.screens.shell import Shell, shell_of
 from widgets.context_bar import ContextBar
 from widgets.key_bar import KeyBar
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection
+    from tui.procedures.operation import Confirmation, Operation
+    from tui.procedures.progress import Progress
+    from tui.screens.operation_run import OperationRun
 
 #: the context bar's slots: (key, label), in display order
 CONTEXT_SLOTS: tuple[tuple[str, str], ...] = (
@@ -110,6 +109,8 @@ class SiteScreen(Screen[None]):
                          on_step: Callable[[Progress], None] | None = None) -> ResultT:
         """Run a planned change from one of this screen's workers (see the module docstring): its
         typed result, or the `SiteError` that stopped it (`OperationCancelled` after esc)."""
+        from tui.screens.operation_run import OperationRun  # on first use: not on the start-up path
+
         run = OperationRun(self.site, operation, plan, on_step=on_step or self.change_step, ask=self.ask_change)
         self.change = run
         self.refresh_bindings()
@@ -123,6 +124,8 @@ class SiteScreen(Screen[None]):
 
     async def ask_change(self, question: Confirmation) -> bool:
         """A question the running change asks: the operation's confirmation, Cancel by default."""
+        from tui.screens.operation_modal import ask_confirmation  # on first use (its dialogs, a TextArea)
+
         return await ask_confirmation(self.app, question)
 
     def action_cancel_change(self) -> None:
