@@ -251,8 +251,8 @@ class SiteToolkitApp(App[int]):
         """SIGTERM, SIGHUP (a dropped SSH session) or SIGINT: every running operation is cancelled
         as its Cancel button would (it stops between two platform calls, undoes what it created,
         writes its audit entry), then the app exits with 128+N; further signals change nothing. A
-        change a screen runs inline (a toolkit deployment, a grant, a site submit) is cancelled the
-        same way, wherever its screen is."""
+        change a screen runs inline (a toolkit deployment, a grant, a site submit, a setup step) is
+        cancelled the same way, wherever its screen is."""
         from tui.screens.operation_modal import OperationModal  # imported late: not needed to start
         from tui.screens.operation_run import runs_on
 

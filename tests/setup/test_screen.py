@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -15,7 +17,8 @@ from tests.setup.driving import SIZE, front_door, setup_app
 from tests.setup.inputs import BRANCH, SITE_VALUES, write_inputs
 from tests.setup.observe import observe
 from tests.setup.test_run import assert_set_up
-from tui.domain.setup_steps import StepState
+from tui.domain.setup_steps import StepId, StepState
+from tui.screens.operation_run import runs_on
 from tui.screens.setup import SetupScreen, ValuesModal
 from tui.screens.toolkit_files import InputFileModal
 from tui.screenshots import wait_for, wait_for_screen
@@ -117,3 +120,44 @@ async def test_a_set_up_site_does_not_open_on_the_checklist(sim_factory, tmp_pat
         app.open_screen("setup")
         screen = await wait_for(pilot, lambda: isinstance(app.screen, SetupScreen) and app.screen, what=":setup")
         await wait_for(pilot, lambda: screen.checklist is not None, timeout=60, what="the health view")
+
+
+async def test_a_stop_signal_during_a_setup_step_stops_it_at_its_safe_point_audits_it_and_exits(
+        sim_factory, tmp_path: Path) -> None:
+    """SIGTERM while the setup's download step runs (its image LOCKED): the app cancels the setup's
+    run as every operation's (it is one of the runs under way), the download deletes what it
+    created and its audit record says so, then the app exits with 143. When the setup ran outside
+    `OperationRun` the app exited at once: the download's task was cut, nothing was rolled back."""
+    server: SimServer = sim_factory()
+    before = _objects(server)
+    # the process's own handler, never the default (which would end the test run): without the
+    # console's handling the signal is swallowed here and the checks below fail
+    previous = signal.signal(signal.SIGTERM, lambda *_: None)
+    app = setup_app(server, tmp_path)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            screen = await front_door(pilot)
+            screen.table.move_cursor_to_key(StepId.DOWNLOAD.value)
+            await pilot.press("d")
+            await wait_for_screen(pilot, ConfirmModal, what="the download's preview")
+            server.site.hold_clock()  # the image stays LOCKED until the signal
+            await pilot.press("tab", "enter")
+            await wait_for(pilot, lambda: any(line.endswith(" LOCKED") for line in screen.step_log), what="a LOCKED image")
+            assert runs_on(app.site) == [screen.change]
+            os.kill(os.getpid(), signal.SIGTERM)
+            await wait_for(pilot, lambda: app.return_code is not None, timeout=60, what="the app's exit")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert app.return_code == 128 + signal.SIGTERM
+    assert _objects(server) == before
+    entries = [json.loads(line) for line in (tmp_path / "audit.log").read_text().splitlines()]
+    export = [e for e in entries if e["action"] == "marketapp.export"]
+    assert len(export) == 1 and export[0]["outcome"] == "cancelled", entries
+    assert export[0]["details"]["rolled_back"] is True and export[0]["details"]["left"] == []
+    assert export[0]["details"]["created"]["images"], export  # something was created, and undone
+    assert screen.last_message.startswith("cancelled download"), screen.last_message
+
+
+def _objects(server: SimServer) -> tuple[set[int], set[int]]:
+    with server.site.lock:
+        return set(server.site.images), set(server.site.templates)

@@ -8,9 +8,8 @@ generator, which would run the change without the read-only refusal, the audit r
 progress and the cancel). The runtime checks hold the run's promises: progress in order, a cancel
 that stops it between two steps, the runs under way listed for the stop signal.
 
-Known exception, named here so it cannot grow silently: the guided setup (tui/screens/setup.py)
-streams its run, `run_setup` (a procedure of its context, many operations in turn), with its own
-step log and cancel key; each operation a step does runs through `run_operation` (`run_part`).
+No exception: the guided setup's screen runs its step as `RunSetup` through `run_change` too (a stop
+signal during it: tests/setup/test_screen.py).
 """
 
 from __future__ import annotations
@@ -93,7 +92,7 @@ def operation_drivers() -> dict[str, set[str]]:
 def test_the_discovery_finds_the_procedures_operations_drive() -> None:
     """Guards the check below against finding nothing (a renamed base class, a moved folder)."""
     drivers = operation_drivers()
-    assert {"grant_ssh_key", "deploy_toolkit", "create_site", "submit_site"} <= set(drivers), sorted(drivers)
+    assert {"grant_ssh_key", "deploy_toolkit", "create_site", "submit_site", "run_setup"} <= set(drivers), sorted(drivers)
 
 
 def test_no_screen_runs_a_change_outside_the_one_path() -> None:
@@ -187,6 +186,18 @@ async def test_a_run_in_read_only_mode_is_refused_before_its_first_step() -> Non
     with pytest.raises(ReadOnlyRefused):
         await run.run()
     assert run.events == [] and site.audit.records == [("test.count", "Count", "refused")]
+
+
+async def test_a_question_open_when_the_run_is_cancelled_is_given_up_and_stops_the_run() -> None:
+    """A stop signal while the operator is asked something (after a hang-up nobody is left to
+    answer): the run stops instead of waiting for ever, and the question is withdrawn."""
+    context = RunContext(emit=lambda _event: None)
+    assert await context.answer(asyncio.sleep(0, result="yes")) == "yes", "answered: the answer"
+    never: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    context.cancel.set()
+    with pytest.raises(OperationCancelled):
+        await context.answer(never)
+    assert never.cancelled()
 
 
 # ---------------------------------------------------------------------- a screen's inline run

@@ -64,6 +64,7 @@ if TYPE_CHECKING:  # pragma: no cover
 PlanT = TypeVar("PlanT")
 ResultT = TypeVar("ResultT")
 RecordT = TypeVar("RecordT")
+AnswerT = TypeVar("AnswerT")
 
 
 @runtime_checkable
@@ -159,6 +160,22 @@ class RunContext:
         """The record `keep` kept, when it is a `kind` (None before the run kept one)."""
         record = self._record
         return record if isinstance(record, kind) else None
+
+    async def answer(self, question: Awaitable[AnswerT]) -> AnswerT:
+        """The operator's answer to `question` (a confirmation, a secret asked before a step), or
+        `OperationCancelled` when the run is cancelled while it waits: a stop signal after the
+        session dropped has nobody left to answer, and the run must still stop."""
+        asking = asyncio.ensure_future(question)
+        stopped = asyncio.ensure_future(self.cancel.wait())
+        try:
+            done, _ = await asyncio.wait((asking, stopped), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopped.cancel()
+            if not asking.done():
+                asking.cancel()
+        if asking in done:
+            return asking.result()
+        raise OperationCancelled("Cancelled", "while a question was open: nothing was changed after it")
 
     def relay(self, adapt: Callable[[Progress], Progress | None]) -> "RunContext":
         """A context for a part of this run (an upgrade's download): the same cancel and

@@ -3,7 +3,7 @@
 Every change a screen or a modal makes is a planned `Operation` (tui.procedures.operation) run
 through an `OperationRun`: the operation modal runs its operation with one, and so do the views
 that show a plan inline (the key view's grant, the toolkit's deployment view, the site file's
-save, create and submit). A run gives each change the same three things:
+save, create and submit, the setup's step). A run gives each change the same three things:
 
 - progress: every event the operation reports goes to the owner's `on_step` (the modal's
   progress panel, the deployment view, a status line), in order, as it happens;

@@ -10,16 +10,17 @@ Keys: `n` does the next step (the one `sitetk setup run` would do), `d` the step
 each through the same procedures with the preview and a confirmation (Cancel by default); `i`
 names the toolkit input file (it names the cloud user, the site branch and the default network,
 and holds the site secret: secrets it leaves out are asked here, masked); `c` cancels a running
-step (the site is left as it is: `n` continues from there); `r` reads the site again.
+step at its next safe point (a download deletes what it created; the site is left as
+it is: `n` continues from there); the app's stop signals cancel it the same way (`RunSetup` runs
+through `run_change`, as every change a screen makes); `r` reads the site again.
 `--read-only` hides `n` and `d`.
 """
 
 from __future__ import annotations
 
 import re
-from functools import partial
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import on, work
@@ -38,6 +39,9 @@ from tui.screens.site_modal import SiteModal
 from tui.screens.toolkit_files import FileChoice, InputFileModal
 from widgets.state_cell import StateLook, StatePalette
 from widgets.virtual_table import Column, TableRow, VirtualTable
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tui.procedures.progress import Progress
 
 STEP_PALETTE = StatePalette(
     {
@@ -361,7 +365,9 @@ class SetupScreen(SiteScreen):
     def _paint_status(self) -> None:
         self.refresh_bindings()
         parts = []
-        if self.running:
+        if self.running and self.change is not None and self.change.running and self.change.cancelling:
+            parts.append(f"cancelling {self.running}: it stops at the next safe point…")
+        elif self.running:
             parts.append(f"running {self.running}… (c cancels)")
         elif self.reading:
             parts.append("reading the site…")
@@ -405,12 +411,9 @@ class SetupScreen(SiteScreen):
         self._start(step.id)
 
     def action_cancel_step(self) -> None:
-        if self.running:
-            self.workers.cancel_group(self, "setup-run")
-            self.last_message = f"cancelled {self.running}: the site is left as it is; n continues from there"
-            self.running = None
+        """c: the running step stops at its next safe point (a download deletes what it created)."""
+        if self.running and self.change is not None and self.change.cancel():
             self._paint_status()
-            self.reload()
 
     def _start(self, only: StepId | None) -> None:
         if self.running or self.reading:
@@ -464,24 +467,32 @@ class SetupScreen(SiteScreen):
             raise SiteError("Site values not given", "Nothing was changed; press n again and give them.")
         return answers
 
+    def change_step(self, event: Progress) -> None:
+        """An event of the running step: a line of the step log."""
+        mark = {"done": "✔", "failed": "✖", "skipped": "·"}.get(event.state, "…")
+        line = f"{mark} {event.step}: {event.message}"
+        if self.step_log and _heartbeat_of(self.step_log[-1], line):
+            self.step_log[-1] = line  # a wait's newer heartbeat replaces its last one
+        else:
+            self.step_log.append(line)
+        self._paint_status()
+
     @work(exclusive=True, group="setup-run", exit_on_error=False)
     async def _run_worker(self, only: StepId | None) -> None:
-        from tui.procedures.operation_stream import stream_run
-        from tui.procedures.setup.run import RunOptions, SetupRan, SetupStopped, run_setup
+        """One step of the setup (`RunSetup`), run as every change a screen makes (`run_change`):
+        `c` and the app's stop signal cancel it at a safe point."""
+        from tui.procedures.operation import OperationCancelled
+        from tui.procedures.setup.run import RunOptions, RunSetup, SetupStopped
 
         poll = getattr(self, "poll_interval", RunOptions.poll_interval)  # a test sets a shorter one
         options = RunOptions(only=only, max_steps=1, poll_interval=poll)
-        ran: list[SetupRan] = []
+        what = self.running
         try:
-            async for event in stream_run(partial(run_setup, self.site, self._target(), options, confirm=self._confirm,
-                                                  ask_secrets=self._ask, ask_values=self._ask_values), on_result=ran.append):
-                mark = {"done": "✔", "failed": "✖", "skipped": "·"}.get(event.state, "…")
-                line = f"{mark} {event.step}: {event.message}"
-                if self.step_log and _heartbeat_of(self.step_log[-1], line):
-                    self.step_log[-1] = line  # a wait's newer heartbeat replaces its last one
-                else:
-                    self.step_log.append(line)
-                self._paint_status()
+            operation = RunSetup(self._target(), options, confirm=self._confirm, ask_secrets=self._ask,
+                                 ask_values=self._ask_values)
+            ran = await self.run_change(operation, None)  # its plan: none up front, each step planned as it comes
+        except OperationCancelled:
+            self.last_message = f"cancelled {what}: the site is left as it is; n continues from there"
         except SiteError as error:
             for name in error.rejected if isinstance(error, SetupStopped) else ():  # refused by the site's checks: not kept
                 self._secrets.pop(name, None)
@@ -489,7 +500,7 @@ class SetupScreen(SiteScreen):
             self.step_log.append(f"✖ {error.title}: {error.detail}")
             self.shell.toast(error.title, severity="error")
         else:
-            self.last_message = ran[-1].message if ran else "done"
+            self.last_message = ran.message or "done"
         finally:
             self.running = None
         self.reload()

@@ -20,13 +20,13 @@ stop the run with the step's fix.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, ClassVar, Mapping, ParamSpec, TypeVar
 
 from tui import timing
 from tui.domain.setup_steps import ComponentsMissing, SetupChecklist, SetupStep, StepId, StepState
 from tui.errors import SiteError
-from tui.procedures.operation import ReadOnlyRefused, RunContext
+from tui.procedures.operation import Operation, OperationCancelled, ReadOnlyRefused, RunContext
 from tui.procedures.preview import Preview
 from tui.procedures.progress import Progress, ProgressState
 from tui.procedures.setup.facts import SetupFacts, SetupTarget
@@ -49,8 +49,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection
 
 #: the run's own names, and the options, the plan and the stop it takes and gives (`step_plan`)
-__all__ = ["MAX_ROUNDS", "RunOptions", "SetupRan", "SetupStopped", "StepPlan", "StepRan", "choose", "older_build_note",
-           "plan_step", "run_setup", "with_answers"]
+__all__ = ["MAX_ROUNDS", "RunOptions", "RunSetup", "SetupRan", "SetupStopped", "StepPlan", "StepRan", "choose",
+           "older_build_note", "plan_step", "run_setup", "with_answers"]
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 #: rounds after which the run stops whatever happens (each round does one step)
 MAX_ROUNDS = 40
@@ -131,6 +134,9 @@ async def run_setup(site: "SiteConnection", target: SetupTarget, options: RunOpt
     `site_values` (the CLI's --set) and `ask_values` give the site's own values for the template's
     examples core.yaml still holds (public address, domain, name servers, the administrators'
     key); without either, the submit stops and says so."""
+    # a question open when the run is cancelled (a stop signal: nobody left to answer) stops it
+    confirm, ask_secrets = _answered(context, confirm), _answered(context, ask_secrets)
+    ask_values = _answered(context, ask_values) if ask_values is not None else None
     if options.only is StepId.TRIAL_RUN and not target.trial_tn_id:  # its state is the manager's: read when asked
         target = replace(target, trial_tn_id=DEFAULT_TN_ID)
     last: tuple[StepId, StepState, tuple[str, ...]] | None = None
@@ -150,6 +156,7 @@ async def run_setup(site: "SiteConnection", target: SetupTarget, options: RunOpt
         if just_ran is not None:  # what the step's run left, read now: never the step's title as a claim
             ran.append(_after_step(context, checklist, *just_ran))
             just_ran = None
+        _stop_if_cancelled(context, ran)
         older = older_build_note(checklist)
         if round_number == 1 and older:  # said first: the run goes on with the build the cloud holds
             context.report(Progress("toolkit build", 1, 1, older, ProgressState.DONE,
@@ -185,6 +192,24 @@ async def run_setup(site: "SiteConnection", target: SetupTarget, options: RunOpt
     raise SetupStopped(None, "Setup did not finish", f"{MAX_ROUNDS} steps ran without completing: run again.")
 
 
+def _stop_if_cancelled(context: RunContext, ran: list[StepRan]) -> None:
+    """The run's safe point between two steps: a cancel (the console's c, a stop signal) stops it
+    here, with the site as the last step left it."""
+    if context.cancel.is_set():
+        done = f"after {len(ran)} step(s)" if ran else "before its first step"
+        raise OperationCancelled("Cancelled", f"The setup stopped {done}; the site is left as it is: run it again to "
+                                 "continue from there.", retryable=True)
+
+
+def _answered(context: RunContext, ask: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
+    """`ask` (a confirmation, secrets, site values asked of the operator), given up when the run is
+    cancelled while it waits (`RunContext.answer`)."""
+    async def asked(*args: P.args, **kwargs: P.kwargs) -> T:
+        return await context.answer(ask(*args, **kwargs))
+
+    return asked
+
+
 def _all_done(context: RunContext, checklist: SetupChecklist, ran: tuple[StepRan, ...], options: RunOptions, older: str,
               seconds: float) -> SetupRan:
     """The run's end when no step is left (the one asked with --only, or every mandatory one)."""
@@ -201,7 +226,7 @@ async def _run_step(step: SetupStep, plan: StepPlan, context: RunContext) -> Non
     stops the setup there."""
     try:
         await plan.run(context.relay(lambda event: replace(event, step=f"{step.id.value}: {event.step}")))
-    except SetupStopped:
+    except (SetupStopped, OperationCancelled):  # a cancel: the step's operation stopped at its safe point
         raise
     except ReadOnlyRefused as error:
         raise SetupStopped(step.id, f"{step.title!r} refused: {error.title}", error.detail, refused=True) from None
@@ -224,6 +249,40 @@ def _after_step(context: RunContext, checklist: SetupChecklist, step: SetupStep,
         message = f"{action}: done in {seconds:.0f} s; {step.title!r} is not done yet ({now.state.value}{found})"
     context.report(Progress(step.id.value, index, total, message, ProgressState.DONE, {"step": now.as_json()}))
     return StepRan(now, action, seconds)
+
+
+@dataclass(frozen=True)
+class RunSetup(Operation[None, SetupRan]):
+    """`run_setup` as an operation: how the console runs the guided setup, through `OperationRun`
+    as every change a screen makes, so its progress, its cancel and the app's stop signal (which
+    cancels every run under way and waits for it) are every operation's. The run plans each step
+    as it comes (its preview is confirmed then). It changes nothing itself and writes no record of
+    its own: each step that changes the site is an operation run through `run_operation`
+    (`run_part`), refused in read-only mode and recorded there. A cancel stops it at a safe point:
+    the step's operation at its own (a download deletes what it created), else between two steps
+    or while a question is open."""
+
+    target: SetupTarget
+    options: RunOptions
+    confirm: Confirm = field(compare=False)
+    ask_secrets: AskSecrets = field(compare=False)
+    ask_values: AskValues | None = field(default=None, compare=False)
+    title: ClassVar[str] = "Set up the site"
+    action: ClassVar[str] = "setup.run"
+    mutating: ClassVar[bool] = False
+    resumable: ClassVar[bool] = True
+    on_stop: ClassVar[str] = "stopping at the next safe point; the site is left as it is"
+    still_stopping: ClassVar[str] = "still stopping the running step (SIGKILL would leave it half-done)"
+
+    async def plan(self, site: "SiteConnection") -> None:
+        return None
+
+    def preview(self, plan: None) -> Preview:
+        return Preview(self.title)
+
+    async def execute(self, site: "SiteConnection", plan: None, context: RunContext) -> SetupRan:
+        return await run_setup(site, self.target, self.options, context, confirm=self.confirm,
+                               ask_secrets=self.ask_secrets, ask_values=self.ask_values)
 
 
 # -- planning each step ---------------------------------------------------------------------------

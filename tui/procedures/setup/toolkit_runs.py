@@ -29,7 +29,7 @@ from tui.procedures.hosts.move_plan import DEFAULT_TIMEOUTS, plan_flagged
 from tui.procedures.market.attributes import AttachAttributes, tag_for_app
 from tui.procedures.market.download import DownloadAppliance
 from tui.procedures.market.download_plan import default_download_name, image_datastores
-from tui.procedures.operation import RunContext
+from tui.procedures.operation import OperationCancelled, RunContext
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress, ProgressState
 from tui.procedures.setup.facts import SetupFacts
@@ -120,7 +120,10 @@ async def wait_images(site: "SiteConnection", ids: tuple[int, ...], options: Run
         if elapsed > options.step_timeout:
             raise SiteError("The toolkit images did not become READY in time",
                             f"Still {', '.join(f'{i.id} {i.status}' for i in waiting)} after {elapsed:.0f} s.")
-        await timing.sleep(options.poll_interval)
+        await context.pause(options.poll_interval)
+        if context.cancel.is_set():
+            raise OperationCancelled("Cancelled", "stopped waiting for the images; the download goes on (run again to "
+                                     "wait for it)", retryable=True)
 
 
 async def plan_tagged(request: PlanRequest, step: SetupStep) -> StepPlan:
@@ -204,6 +207,9 @@ async def _follow(site: "SiteConnection", facts: SetupFacts, options: RunOptions
             raise SiteError("The database VMs got no host in time", f"Service {service.id} after {elapsed:.0f} s: "
                             "check the scheduler's messages (onevm show) and the hosts' capacity.")
         await context.pause(options.poll_interval)
+        if context.cancel.is_set():
+            raise OperationCancelled("Cancelled", f"stopped waiting for the database VMs of service {service.id}; "
+                                     "it deploys on (run again to follow it)", retryable=True)
     record = _record(site, facts, service)
     await follow_deployment(site, record, context, timeout=options.deploy_timeout, key_timeout=options.key_timeout,
                             poll_interval=options.poll_interval)
