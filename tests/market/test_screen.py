@@ -196,6 +196,29 @@ async def test_attributes_flow_tags_an_untagged_image(sim: SimServer) -> None:
                        and screen.current.state.value == "up to date", what="the reloaded list")
 
 
+async def test_a_failed_attach_lists_every_image_it_reached_then_the_error(sim: SimServer) -> None:
+    """One image of two is gone when the run reaches it: the results list the one tagged and the
+    one that failed, read from the run's typed record (`AttachLedger`: a failure returns no
+    `Attached`), then the error."""
+    app = console_app(sim)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _market(pilot, app)
+        spare = await app.site.cloud.image_allocate('NAME = "spare"\nTYPE = "DATABLOCK"\nSIZE = "1"\n', 1)
+        await _cursor_to(pilot, screen, "service_bastion")
+        await pilot.press("a")
+        modal = await wait_for_screen(pilot, AttributesModal, what="the attributes modal")
+        await pilot.press("end", "ctrl+u", *f"0, {spare}", "enter")  # the image IDs, then review
+        await wait_for(pilot, lambda: modal.plan is not None and [t.image_id for t in modal.plan.targets] == [0, spare],
+                       what="the plan of both images")
+        await app.site.cloud.image_delete(spare)
+        modal.apply()
+        shown = await wait_for(pilot, lambda: modal.phase == "finished" and rendered_text(modal.query_one("#at-results")),
+                               what="the results")
+        rows = {line.split()[0]: line for line in shown.splitlines() if line.strip()[:1].isdigit()}
+        assert "✔ updated" in rows["0"] and "✘ failed" in rows[str(spare)], shown
+        assert "Attributes failed on 1 of 2 image(s)" in shown
+
+
 async def test_attributes_modal_validates_image_ids(sim: SimServer) -> None:
     app = console_app(sim)
     async with app.run_test(size=SIZE) as pilot:

@@ -24,8 +24,7 @@ class Progress:
     `state` is a `ProgressState` (running, done, failed, or skipped: already in the wanted state).
     `data` is the step's detail in the `--json` event log (ids created, values read) and nothing
     else: no layer reads it back (tests/test_progress_outcomes.py keeps it so). `outcome` is the
-    step's typed detail for a view (a deployment's `DeployStep`: what a role waits for; an image's
-    `ImageResult`); a run's result is what its procedure returns, not read back out of its events.
+    step's typed detail for a view (a deployment's `DeployStep`: what a role waits for); a run's result is what its procedure returns, not read back out of its events.
     """
 
     step: str

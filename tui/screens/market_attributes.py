@@ -12,7 +12,7 @@ applying is hidden in read-only mode. Returns True when it changed the cloud.
 from __future__ import annotations
 
 import re
-from typing import ClassVar
+from typing import ClassVar, Iterable
 
 from rich.table import Table
 from rich.text import Text
@@ -31,6 +31,7 @@ from tui.procedures.market.attributes import (
     UPDATED,
     AttachAttributes,
     Attached,
+    AttachLedger,
     AttachPlan,
     ImageResult,
     OutputFileExists,
@@ -164,23 +165,14 @@ class AttributesModal(OperationModal[AttachPlan, Attached]):
     def run_started(self, plan: AttachPlan) -> None:
         self.show_result_text(Text("Applying…", style="dim"))
 
-    def _results_table(self) -> Table:
-        table = Table("IMAGE", "NAME", "RESULT", box=None, padding=(0, 1), header_style="bold")
-        for event in self.events:
-            outcome = event.outcome
-            if not isinstance(outcome, ImageResult) or outcome.result not in RESULT_LOOKS:
-                continue
-            word, style = RESULT_LOOKS[outcome.result]
-            detail = f"  {outcome.error}" if outcome.error else ""
-            table.add_row(Text(str(outcome.image_id)), Text(outcome.name), Text(word + detail, style=style))
-        return table
-
     def show_result(self, result: Attached) -> None:
-        self.show_result_text(self._results_table())
+        self.show_result_text(results_table(result.images))
         self.query_one("#at-close", Button).focus()
 
     def show_failure(self, error: SiteError) -> None:
-        self.show_result_text(_stack(self._results_table(), error_text(error)))
+        """The images the run reached (its `AttachLedger`: a failure returns no `Attached`), then the error."""
+        ledger = self.change.context.kept(AttachLedger) if self.change is not None else None
+        self.show_result_text(_stack(results_table(ledger.images if ledger is not None else ()), error_text(error)))
         self.query_one("#at-close", Button).focus()
 
     def show_result_text(self, renderable: object) -> None:
@@ -217,6 +209,16 @@ class AttributesModal(OperationModal[AttachPlan, Attached]):
             self.app.notify(error.detail, title=error.title, severity="error", markup=False)
             return
         self.app.notify(str(written), title="Attribute file written", markup=False)
+
+def results_table(images: Iterable[ImageResult]) -> Table:
+    """One row per image: its ID, name and what the run did to it (the error of a failed one)."""
+    table = Table("IMAGE", "NAME", "RESULT", box=None, padding=(0, 1), header_style="bold")
+    for image in images:
+        word, style = RESULT_LOOKS[image.result]
+        detail = f"  {image.error}" if image.error else ""
+        table.add_row(Text(str(image.image_id)), Text(image.name), Text(word + detail, style=style))
+    return table
+
 
 def _stack(*parts: object) -> Table:
     grid = Table.grid()

@@ -135,6 +135,9 @@ class OperationModal(SiteModal[bool], Generic[PlanT, ResultT]):
         self.result: ResultT | None = None
         self.changed = False
         self.events: list[Progress] = []
+        #: the run started last: its context keeps the operation's typed record (`kept`), which a
+        #: failure view reads (a failure returns no result)
+        self.change: OperationRun[PlanT, ResultT] | None = None
         self.cancel_event = asyncio.Event()
         self._run: Worker[None] | None = None
 
@@ -313,6 +316,7 @@ class OperationModal(SiteModal[bool], Generic[PlanT, ResultT]):
         self.changed = True
         self.events = []
         run = OperationRun(self.shell.site, operation, plan, on_step=self._post_step, ask=self.ask)
+        self.change = run
         self.cancel_event = run.cancel_event
         self.phase = "running"
         self.run_started(plan)

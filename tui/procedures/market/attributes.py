@@ -251,8 +251,8 @@ async def attach_attributes(site: "SiteConnection", plan: AttachPlan, context: R
     """Apply the plan: one `image update --append` per image that needs it, each read back.
 
     Reports to `context`; `offset` and `total` place these events inside a longer procedure (a
-    download). Each image's `ImageResult` is added to `results` as it is known (an operation's
-    failure record), and the `Attached` result is returned. Raises `SiteError` at the end when any
+    download). Each image's `ImageResult` is added to `results` as it is known (the operation's
+    `AttachLedger`, its failure record), and the `Attached` result is returned. Raises `SiteError` at the end when any
     image failed; the others are updated regardless.
     """
     count = total if total is not None else len(plan.targets)
@@ -265,7 +265,7 @@ async def attach_attributes(site: "SiteConnection", plan: AttachPlan, context: R
             results.append(ImageResult(target.image_id, target.name, UNCHANGED))
             context.report(Progress(step, done, count, f"image {target.image_id} already carries {plan.tag.name} "
                            f"{plan.tag.version.label}: unchanged", ProgressState.SKIPPED,
-                           {"image_id": target.image_id, "result": UNCHANGED}, results[-1]))
+                           {"image_id": target.image_id, "result": UNCHANGED}))
             continue
         context.report(Progress(step, done - 1, count, f"oneimage update {target.image_id} <file> --append"))
         try:
@@ -279,12 +279,12 @@ async def attach_attributes(site: "SiteConnection", plan: AttachPlan, context: R
             failed.append(f"image {target.image_id}: {error.title}")
             results.append(ImageResult(target.image_id, target.name, FAILED, error.title, error.detail))
             context.report(Progress(step, done, count, f"image {target.image_id}: {error.title}", ProgressState.FAILED,
-                           {"image_id": target.image_id, "result": FAILED, "error": error.title}, results[-1]))
+                           {"image_id": target.image_id, "result": FAILED, "error": error.title}))
             continue
         results.append(ImageResult(target.image_id, target.name, UPDATED))
         site.note_change()
         context.report(Progress(step, done, count, f"image {target.image_id}: attributes attached", ProgressState.DONE,
-                       {"image_id": target.image_id, "result": UPDATED}, results[-1]))
+                       {"image_id": target.image_id, "result": UPDATED}))
     if failed:
         raise SiteError(f"Attributes failed on {len(failed)} of {len(plan.targets)} image(s)",
                         "; ".join(failed) + ". The other images were updated; re-run to retry the failed ones.")
@@ -301,8 +301,10 @@ def _summary(results: list[ImageResult]) -> str:
 
 
 @dataclass
-class _AttachLedger:
-    """Each image's result as it is known, for the failure record."""
+class AttachLedger:
+    """The run's typed record: each image's result as it is known (`context.keep`), so a run that
+    failed still says what it did to every image it reached: the audit record's `images` and
+    `left`, the console's results table."""
 
     images: list[ImageResult] = field(default_factory=list)
 
@@ -330,7 +332,7 @@ class AttachAttributes(Operation[AttachPlan, Attached]):
         return Confirmation("Attach the attributes to", f"{len(plan.to_update)} image(s)") if plan.to_update else None
 
     async def execute(self, site: "SiteConnection", plan: AttachPlan, context: RunContext) -> Attached:
-        return await attach_attributes(site, plan, context, results=context.keep(_AttachLedger()).images)
+        return await attach_attributes(site, plan, context, results=context.keep(AttachLedger()).images)
 
     def audit_object(self, plan: AttachPlan) -> str:
         ids = [str(target.image_id) for target in plan.targets]
@@ -342,7 +344,7 @@ class AttachAttributes(Operation[AttachPlan, Attached]):
         return {**plan.audit_details(), "images": [image.as_json() for image in result.images]}
 
     def audit_failure(self, plan: AttachPlan, error: SiteError, context: RunContext) -> Mapping[str, object] | None:
-        ledger = context.kept(_AttachLedger) or _AttachLedger()
+        ledger = context.kept(AttachLedger) or AttachLedger()
         done = {image.image_id: image for image in ledger.images}
         left = [target for target in plan.to_update if done.get(target.image_id) is None
                 or done[target.image_id].result == FAILED]
