@@ -19,8 +19,8 @@ operation's procedures do not record it again. What `execute` learns as it goes 
 record needs (what a rollback deleted, where a move stopped) is the operation's own typed record,
 which it keeps with `context.keep(record)` and reads back in `audit_failure` with
 `context.kept(RecordType)`: a download's `DownloadLedger`, a move's `MoveLedger`.
-Procedures that are still called outside an operation (the guided setup) record their changes
-themselves only when given an audit log (see README "Audit log").
+A procedure called outside an operation records its change itself only when a direct caller hands
+it the audit log (see README "Audit log"); the guided setup's steps are operations.
 
 Adding an operation is one file in its feature folder (the operation, its result and what it
 runs), its CLI verb and its form, for instance:
