@@ -122,12 +122,15 @@ async def test_a_set_up_site_does_not_open_on_the_checklist(sim_factory, tmp_pat
         await wait_for(pilot, lambda: screen.checklist is not None, timeout=60, what="the health view")
 
 
-async def test_a_stop_signal_during_a_setup_step_stops_it_at_its_safe_point_audits_it_and_exits(
-        sim_factory, tmp_path: Path) -> None:
-    """SIGTERM while the setup's download step runs (its image LOCKED): the app cancels the setup's
-    run as every operation's (it is one of the runs under way), the download deletes what it
-    created and its audit record says so, then the app exits with 143. When the setup ran outside
-    `OperationRun` the app exited at once: the download's task was cut, nothing was rolled back."""
+@pytest.mark.parametrize("stop", ["SIGTERM", "c"])
+async def test_a_stop_during_a_setup_step_stops_it_at_its_safe_point_and_audits_it(
+        sim_factory, tmp_path: Path, stop: str) -> None:
+    """SIGTERM, or `c`, while the setup's download step runs (its image LOCKED): the setup's run is
+    cancelled as every operation's (SIGTERM: it is one of the runs under way the app cancels), the
+    download deletes what it created and its audit record says so; SIGTERM then exits with 143, `c`
+    leaves the console saying so. When the setup ran outside `OperationRun` SIGTERM exited at once
+    (the LOCKED images were left, nothing rolled back), and `c` cancelled the step's task instead of
+    asking it to stop."""
     server: SimServer = sim_factory()
     before = _objects(server)
     # the process's own handler, never the default (which would end the test run): without the
@@ -140,15 +143,19 @@ async def test_a_stop_signal_during_a_setup_step_stops_it_at_its_safe_point_audi
             screen.table.move_cursor_to_key(StepId.DOWNLOAD.value)
             await pilot.press("d")
             await wait_for_screen(pilot, ConfirmModal, what="the download's preview")
-            server.site.hold_clock()  # the image stays LOCKED until the signal
+            server.site.hold_clock()  # the image stays LOCKED until the stop
             await pilot.press("tab", "enter")
             await wait_for(pilot, lambda: any(line.endswith(" LOCKED") for line in screen.step_log), what="a LOCKED image")
             assert runs_on(app.site) == [screen.change]
-            os.kill(os.getpid(), signal.SIGTERM)
-            await wait_for(pilot, lambda: app.return_code is not None, timeout=60, what="the app's exit")
+            if stop == "c":
+                await pilot.press("c")
+                await wait_for(pilot, lambda: not screen.running, timeout=60, what="the run to stop")
+            else:
+                os.kill(os.getpid(), signal.SIGTERM)
+                await wait_for(pilot, lambda: app.return_code is not None, timeout=60, what="the app's exit")
     finally:
         signal.signal(signal.SIGTERM, previous)
-    assert app.return_code == 128 + signal.SIGTERM
+    assert app.return_code == (None if stop == "c" else 128 + signal.SIGTERM)
     assert _objects(server) == before
     entries = [json.loads(line) for line in (tmp_path / "audit.log").read_text().splitlines()]
     export = [e for e in entries if e["action"] == "marketapp.export"]
