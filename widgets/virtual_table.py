@@ -22,7 +22,7 @@ from rich.text import Text
 from textual import events
 from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
@@ -183,6 +183,8 @@ class VirtualTable(ScrollView, can_focus=True):
         self._widths: tuple[int, ...] = tuple(c.width for c in self._columns)
         self._layout_width = -1
         self._row_cache: LRUCache[tuple[Any, ...], list[Segment]] = LRUCache(1024)
+        #: the widget's rich style while `render_lines` paints a batch of lines (None otherwise)
+        self._paint_style: Style | None = None
 
     # ----------------------------------------------------------------- public data API
 
@@ -367,7 +369,20 @@ class VirtualTable(ScrollView, can_focus=True):
             self._widths = widths
             self._row_cache.clear()
         total = sum(widths) + max(0, len(widths) - 1)
-        self.virtual_size = Size(total, len(self._view) + 1)
+        size = Size(total, len(self._view) + 1)
+        if size == self.virtual_size:
+            return
+        if self.styles.auto_dimensions:  # the table's own size follows its rows: lay the screen out
+            self.virtual_size = size
+            return
+        # The table's region does not depend on its rows (its CSS sizes it): a new row count moves
+        # only the scrollbars, so no layout of the whole screen (Textual's `virtual_size` asks for
+        # one, ~30% of the CPU of a filter keystroke over 50,000 rows). `_scroll_update` resizes the
+        # scrollbars and clamps the scroll offset; a scrollbar that appears or goes still asks for a
+        # layout (`show_vertical_scrollbar` does).
+        self.set_reactive(VirtualTable.virtual_size, size)
+        self._scroll_update(size)
+        self.refresh()
 
     @property
     def _page_rows(self) -> int:
@@ -428,13 +443,22 @@ class VirtualTable(ScrollView, can_focus=True):
             cells.append(Text(label, style=style))
         return self._render_cells(cells, None)
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # `rich_style` walks the ancestors' styles on every call: once per batch of lines painted,
+        # not once per line (a filter keystroke repaints every visible line)
+        self._paint_style = self.rich_style
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._paint_style = None
+
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
         if width != self._layout_width:
             # a scrollbar came or went without a resize: lay the columns out again
             self._update_virtual_size()
         scroll_x, scroll_y = self.scroll_offset
-        base = self.rich_style
+        base = self._paint_style if self._paint_style is not None else self.rich_style
         if y == 0:
             header_style = self.get_component_rich_style("virtual-table--header")
             strip = Strip(self._header_segments()).crop(scroll_x, scroll_x + width)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import App, ComposeResult
 
+from widgets.filter_input import FilterInput
 from widgets.virtual_table import Column, TableRow, VirtualTable
 
 N = 50_000
@@ -112,3 +113,39 @@ async def test_empty_view_shows_placeholder() -> None:
         await pilot.pause()
         assert "Nothing here" in table.render_line(2).text
         assert table.cursor_key is None and table.cursor_table_row is None
+
+
+class FilterApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield FilterInput(id="f")
+        yield VirtualTable(COLUMNS, id="t")
+
+    def on_input_changed(self, event: FilterInput.Changed) -> None:
+        self.query_one(VirtualTable).set_filter(event.value)
+
+
+async def test_filter_keystrokes_repaint_without_laying_out_the_screen() -> None:
+    """Typing into the filter changes the field's text width and the table's row count; neither
+    asks for a layout of the screen (`_layout_updates` counts a widget's requests), which with
+    50,000 rows was a third of a keystroke's CPU. The scrollbar still follows the row count, the
+    scroll offset stays within the rows left, and a scrollbar that goes still lays out."""
+    app = FilterApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        table, field = app.query_one(VirtualTable), app.query_one(FilterInput)
+        table.set_rows(make_rows(1_000))
+        await pilot.pause()
+        table.scroll_to(y=900, animate=False, immediate=True)
+        field.focus()
+        await pilot.pause()
+        layouts = (table._layout_updates, field._layout_updates)
+        await pilot.press("4")
+        shown = table.visible_count
+        assert table.filter_text == "4" and 100 < shown < 1_000
+        assert table.virtual_size.height == shown + 1
+        assert table.show_vertical_scrollbar and table.vertical_scrollbar.window_virtual_size == shown + 1
+        assert table.scroll_y <= table.max_scroll_y
+        assert (table._layout_updates, field._layout_updates) == layouts
+        await pilot.press("2", "1")  # vm-00421 alone: no scrollbar any more, which lays the table out
+        await pilot.pause()
+        assert table.visible_count == 1 and not table.show_vertical_scrollbar
+        assert table._layout_updates > layouts[0]
