@@ -4,6 +4,11 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Python writes and reuses its bytecode caches (__pycache__, ignored by git) whatever the calling
+# environment says: with PYTHONDONTWRITEBYTECODE set, every pytest worker compiled and rewrote every
+# test module again (collection 23 CPU-s instead of 8) and every `sitetk` the tests start compiled
+# the modules it imports (0.1-0.25 CPU-s each)
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: demo lint test screenshots bench soak sim record clean real-site real-site-stop real-site-status test-real
 
