@@ -16,6 +16,8 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Button, Input
 
+from widgets.field_input import FieldInput
+
 
 class SecretInput(Horizontal):
     """An `Input(password=True)` plus a Show/Hide button."""
@@ -46,7 +48,7 @@ class SecretInput(Horizontal):
         self._placeholder = placeholder
 
     def compose(self) -> ComposeResult:
-        yield Input(self._initial, placeholder=self._placeholder, password=True, id="secret-value")
+        yield FieldInput(self._initial, placeholder=self._placeholder, password=True, id="secret-value")
         yield Button("Show", id="secret-reveal", compact=True)
 
     @property

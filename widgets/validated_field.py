@@ -20,6 +20,7 @@ from textual.dom import DOMNode
 from textual.message import Message
 from textual.widgets import Input, Label
 
+from widgets.field_input import FieldInput
 from widgets.secret_input import SecretInput
 
 Check = Callable[[str], "str | None"]
@@ -37,6 +38,9 @@ class CheckedField(Vertical):
         super().__init__(id=id, classes=classes)
         self._check: Check = check or _always_valid
         self._reason: str | None = None
+        #: the reason its label shows: a form checks every touched field at each keystroke, and
+        #: painting the same reason again laid the whole form out again
+        self._shown = ""
 
     @property
     def value(self) -> str:
@@ -55,7 +59,9 @@ class CheckedField(Vertical):
         """Check the value now, show the reason (or clear it) and return validity."""
         self._reason = self._check(self.value)
         if self.is_mounted:
-            self.query_one(".field-reason", Label).update(Content(self._reason or ""))
+            if (self._reason or "") != self._shown:
+                self._shown = self._reason or ""
+                self.query_one(".field-reason", Label).update(Content(self._shown))
             self.set_class(self._reason is not None, "-invalid")
         return self._reason is None
 
@@ -94,6 +100,8 @@ class ValidatedField(CheckedField):
         self._help = help
         self._validate_initial = validate_initial
         self._touched = False
+        #: the input, once composed (`value` reads it at every keystroke of the form: no query)
+        self._control: FieldInput | SecretInput | None = None
 
     def compose(self) -> ComposeResult:
         yield Label(Content(self.label), classes="field-label")
@@ -101,9 +109,10 @@ class ValidatedField(CheckedField):
             yield Label(Content(self._help), classes="field-help")
         with Horizontal():
             if self._secret:
-                yield SecretInput(self._initial, placeholder=self._placeholder, classes="field-input")
+                self._control = SecretInput(self._initial, placeholder=self._placeholder, classes="field-input")
             else:
-                yield Input(self._initial, placeholder=self._placeholder, classes="field-input")
+                self._control = FieldInput(self._initial, placeholder=self._placeholder, classes="field-input")
+            yield self._control
             yield Label("", classes="field-reason")
 
     def on_mount(self) -> None:
@@ -112,22 +121,18 @@ class ValidatedField(CheckedField):
 
     @property
     def value(self) -> str:
-        if not self.is_mounted:
-            return self._initial
-        control = self.query_one(".field-input")
-        return control.value if isinstance(control, (Input, SecretInput)) else ""
+        return self._control.value if self._control is not None and self.is_mounted else self._initial
 
     @value.setter
     def value(self, new: str) -> None:
-        if not self.is_mounted:
+        if self._control is not None and self.is_mounted:
+            self._control.value = new
+        else:
             self._initial = new
-            return
-        control = self.query_one(".field-input")
-        if isinstance(control, (Input, SecretInput)):
-            control.value = new
 
     def focus(self, scroll_visible: bool = True) -> "ValidatedField":
-        self.query_one(".field-input").focus(scroll_visible)
+        if self._control is not None:
+            self._control.focus(scroll_visible)
         return self
 
     def _changed(self) -> None:

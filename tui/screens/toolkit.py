@@ -126,6 +126,9 @@ class ToolkitScreen(DeployActions):
         self.record: SiteRecord | None = None
         self.templates: tuple[ServiceTemplate, ...] = ()
         self.fields: dict[str, FieldWidget] = {}
+        #: each template network's Select and the label of its reason, by network name (the form's
+        #: values and checks read them at every keystroke: no query of the whole screen)
+        self._networks: dict[str, tuple[Select[Any], Label]] = {}
         self.touched: set[str] = set()
         self.submitted = False
         self.load_pending = True
@@ -146,6 +149,8 @@ class ToolkitScreen(DeployActions):
         self.site_checking = False
         #: opened by the setup checklist for its input file: saving returns there
         self.for_setup = False
+        #: what the status line and the warnings above the form show (painted again only when it changes)
+        self._shown_status: tuple[Text, Text] | None = None
 
     # ------------------------------------------------------------------ layout
 
@@ -255,6 +260,7 @@ class ToolkitScreen(DeployActions):
         carry = self._carry or {}
         await container.remove_children()
         self.fields = {}
+        self._networks = {}
         widgets: list[Any] = []
         if len(self.templates) > 1:
             options: list[tuple[str, int | str]] = [(f"{t.id} {t.name}", t.id) for t in self.templates]
@@ -268,15 +274,15 @@ class ToolkitScreen(DeployActions):
         for spec in form.networks:
             default = carry.get(network_field(spec.name), form.network_defaults.get(spec.name, ""))
             options = [(c.label, str(c.id)) for c in form.choices]
+            select: Select[Any] = Select(options, prompt="Choose the default network", value=default or Select.NULL,
+                                         id=widget_id(network_field(spec.name)), classes="tk-network")
+            reason = Label("", classes="field-reason")
+            self._networks[spec.name] = (select, reason)
             box = Vertical(
                 Label(Content(f"network {spec.name} *"), classes="field-label"),
                 Label(Content(f"The site's default network for {spec.name}: its OAM /24 on the bridge shared "
                               "with the management interface."), classes="field-help"),
-                Horizontal(
-                    Select(options, prompt="Choose the default network", value=default or Select.NULL,
-                           id=widget_id(network_field(spec.name)), classes="tk-network"),
-                    Label("", classes="field-reason"),
-                ),
+                Horizontal(select, reason),
                 classes="tk-network-field",
             )
             widgets.append(box)
@@ -310,9 +316,9 @@ class ToolkitScreen(DeployActions):
         if self.form is None:
             return out
         for spec in self.form.networks:
-            found = self.query(f"#{widget_id(network_field(spec.name))}")
-            if found:
-                value = found.first(Select).value
+            found = self._networks.get(spec.name)
+            if found is not None and found[0].is_mounted:
+                value = found[0].value
                 out[spec.name] = "" if value is Select.NULL else str(value)
         return out
 
@@ -379,12 +385,11 @@ class ToolkitScreen(DeployActions):
         if self.form is not None:
             for spec in self.form.networks:
                 key = network_field(spec.name)
-                found = self.query(f"#{widget_id(key)}")
-                if found:
+                found = self._networks.get(spec.name)
+                if found is not None and found[1].is_mounted:
                     reason = errors.get(key, "") if self.submitted or key in self.touched else ""
-                    box = found.first().parent
-                    if box is not None:
-                        box.query_one(".field-reason", Label).update(Content(reason))
+                    if str(found[1].content) != reason:  # the same reason again: no layout of the form
+                        found[1].update(Content(reason))
         self._refresh_status(problems)
 
     def _refresh_status(self, problems: tuple[Problem, ...] | None = None) -> None:
@@ -405,14 +410,17 @@ class ToolkitScreen(DeployActions):
         else:
             status.append("✔ every input well-formed (ctrl+g checks them against the site)", "green")
         status.append("  ·  ctrl+r in a secret shows or hides it", "dim")
+        text = Text()
+        for n, p in enumerate(warnings):
+            text.append("\n" if n else "")
+            text.append("⚠ ", "yellow")
+            text.append(f"{p.name}: {p.message}")
+        if self._shown_status == (status, text):
+            return  # a keystroke that changes neither: painting them again laid the whole form out again
+        self._shown_status = (status, text)
         self.query_one("#tk-status", Static).update(status)
         box = self.query_one("#tk-warnings", Static)
         if warnings:
-            text = Text()
-            for n, p in enumerate(warnings):
-                text.append("\n" if n else "")
-                text.append("⚠ ", "yellow")
-                text.append(f"{p.name}: {p.message}")
             box.update(text)
             box.display = True
         else:

@@ -22,6 +22,7 @@ from textual.widgets import Button, Checkbox, Input, Label, Static
 
 from tui.screens.site_modal import SiteModal
 from widgets.confirm_modal import ConfirmModal
+from widgets.field_input import FieldInput
 
 Mode = Literal["load", "save"]
 
@@ -73,7 +74,7 @@ class InputFileModal(SiteModal["FileChoice | None"]):
             if saving else
             "A file in the spec's JSON shape. Secrets it leaves out stay empty: type them in the form.")
         yield Static(Content(self._help or default_help), id="file-help")
-        yield Input(self._path, placeholder="path/to/toolkit-inputs.json", id="file-path")
+        yield FieldInput(self._path, placeholder="path/to/toolkit-inputs.json", id="file-path")
         if saving:
             yield Checkbox("Leave the secrets out (asked for when a step needs them)", True, id="file-omit")
         yield Static("", id="file-error")
