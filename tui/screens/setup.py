@@ -37,6 +37,7 @@ from tui.errors import SiteError
 from tui.screens.base import SiteScreen
 from tui.screens.site_modal import SiteModal
 from tui.screens.toolkit_files import FileChoice, InputFileModal
+from widgets.field_input import FieldInput
 from widgets.state_cell import StateLook, StatePalette
 from widgets.virtual_table import Column, TableRow, VirtualTable
 
@@ -162,7 +163,7 @@ class SecretsModal(SiteModal["dict[str, str] | None"]):
                 yield Label(Content(self.INTRO + " Enter goes to the next field; on the last, uses them."))
                 for name in self.names:
                     yield Label(Content(name + (f": {self.helps[name]}" if name in self.helps else "")))
-                    yield Input(password=self.SECRET, id=f"secret-{name}")
+                    yield FieldInput(password=self.SECRET, id=f"secret-{name}")
 
     def on_mount(self) -> None:
         first = self.query(Input)
@@ -328,7 +329,7 @@ class SetupScreen(SiteScreen):
         nxt = checklist.next_step
         if key is None and nxt is not None:
             self.table.move_cursor_to_key(nxt.id.value)
-        self.query_one("#setup-summary", Label).update(Content(summary(checklist, self.input_path, self.read_only)))
+        self._paint_line("#setup-summary", Content(summary(checklist, self.input_path, self.read_only)))
         self.query_one("#setup-summary", Label).set_class(checklist.complete, "-complete")
         self.shell.mark_refreshed()
         self._paint_detail()
@@ -377,12 +378,22 @@ class SetupScreen(SiteScreen):
             parts += [f"⚠ {note}" for note in self.checklist.notes]
         if self.read_only:
             parts.append("read-only: n and d hidden")
-        self.query_one("#setup-status", Label).update(Content(" · ".join(parts)))
+        self._paint_line("#setup-status", Content(" · ".join(parts)))
         log = self.query_one("#setup-log", Static)
         # the newest lines that fit (it is 2 high: the last six drew the oldest two of them, and a
         # wait's heartbeat was never in sight)
         shown = max(1, log.size.height or 2)
-        log.update(Text("\n".join(self.step_log[-shown:]), style="dim"))
+        self._paint_line("#setup-log", Text("\n".join(self.step_log[-shown:]), style="dim"))
+
+    def _paint_line(self, selector: str, content: Content | Text) -> None:
+        """Paint the summary, the step log or the status line: each has a fixed size (setup.tcss), so
+        a new text repaints it without laying the screen out, and the same text is not painted again
+        (every event of a running step painted them)."""
+        widget = self.query_one(selector, Static)
+        shown = widget.content
+        if isinstance(shown, (Content, Text)) and shown.plain == content.plain:
+            return
+        widget.update(content, layout=False)
 
     # ------------------------------------------------------------------ actions
 
@@ -487,6 +498,10 @@ class SetupScreen(SiteScreen):
         poll = getattr(self, "poll_interval", RunOptions.poll_interval)  # a test sets a shorter one
         options = RunOptions(only=only, max_steps=1, poll_interval=poll)
         what = self.running
+        #: the checklist the run read after its step: reading the site again right after it made
+        #: three readings of the site per step instead of two
+        read: SetupChecklist | None = None
+        input_path = self.input_path
         try:
             operation = RunSetup(self._target(), options, confirm=self._confirm, ask_secrets=self._ask,
                                  ask_values=self._ask_values)
@@ -501,6 +516,10 @@ class SetupScreen(SiteScreen):
             self.shell.toast(error.title, severity="error")
         else:
             self.last_message = ran.message or "done"
+            read = ran.checklist
         finally:
             self.running = None
-        self.reload()
+        if read is not None and self.input_path == input_path:
+            self._show(read)  # the site as the run left it
+        else:
+            self.reload()
