@@ -27,18 +27,30 @@ def scaled(timeout: float) -> float:
     return timeout * scale if scale > 0 else timeout
 
 
+#: the pause between two looks at the state: short for the first looks (most states arrive within a
+#: few frames), longer once a wait lasts (a step of the guided setup runs for seconds). Each look
+#: is a `pilot.pause`, which has every widget of the screen process a message first: about 2 ms of
+#: CPU on the setup checklist, so 30 ms apart a long wait cost the tests 7 % of a core on its own
+POLL_S = 0.03
+LONG_POLL_S = 0.1
+#: the looks `POLL_S` apart before they are `LONG_POLL_S` apart (0.3 s)
+QUICK_LOOKS = 10
+
+
 async def wait_for(pilot: "Pilot[Any]", predicate: Callable[[], Any], timeout: float = 15.0,
                    what: str = "the condition") -> Any:
     """Let the app run until `predicate()` is truthy (polling a real state, with a deadline)."""
     timeout = scaled(timeout)
     deadline = time.monotonic() + timeout
+    looks = 0
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() >= deadline:
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what} (last value: {value!r})")
-        await pilot.pause(0.03)
+        looks += 1
+        await pilot.pause(POLL_S if looks <= QUICK_LOOKS else LONG_POLL_S)
 
 
 async def wait_for_screen(pilot: "Pilot[Any]", screen_type: "type[S]", timeout: float = 15.0, what: str = "") -> "S":
