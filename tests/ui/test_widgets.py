@@ -3,6 +3,7 @@ key bar."""
 
 from __future__ import annotations
 
+import pytest
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.color import Color
@@ -92,6 +93,42 @@ async def test_validated_fields_show_the_reason_and_focus_the_first_invalid() ->
         assert name.is_valid and name.reason is None and not name.has_class("-invalid")
         assert first_invalid(form) is None
         assert password.value == "x"
+
+
+def _scrolled_to_the_end(field: Input) -> bool:
+    """The field shows the end of its text and no longer its start (its line between the borders)."""
+    shown = rendered_text(field).split("\n")[1].strip("▊▎ ")
+    return shown.endswith("jEND") and not shown.startswith(field.value[:5])
+
+
+async def test_typing_in_a_field_repaints_it_and_lays_nothing_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A keystroke repaints the field alone: Textual's Input laid the whole screen out at every change
+    of its text (about 35 ms of CPU a key in the toolkit form). A text longer than the field still
+    scrolls to the cursor, in a plain field and in a revealed secret one."""
+    name = ValidatedField("Name", "x", check=_not_empty, id="name")
+    token = ValidatedField("Token", "y", check=_not_empty, secret=True, id="token")
+    app = Harness(name, token)
+    async with app.run_test(size=(60, 20)) as pilot:
+        name.focus()
+        await pilot.pause()
+        layouts: list[object] = []
+        layout = app.screen._refresh_layout
+        monkeypatch.setattr(app.screen, "_refresh_layout", lambda *a, **k: (layouts.append(a), layout(*a, **k))[1])
+        typed = "abcdefghij" * 6 + "END"
+        await pilot.press("end", *typed)  # the focus selected the whole text
+        await wait_for(pilot, lambda: name.value == "x" + typed, what="the name typed")
+        await pilot.pause()
+        assert layouts == [], "a keystroke laid the screen out"
+        assert _scrolled_to_the_end(name.query_one(Input))
+        token.query_one(SecretInput).revealed = True
+        await pilot.pause()
+        layouts.clear()
+        token.focus()
+        await pilot.press("end", *typed)  # the focus selected the whole text
+        await wait_for(pilot, lambda: token.value == "y" + typed, what="the token typed")
+        await pilot.pause()
+        assert layouts == [], "a keystroke laid the screen out"
+        assert _scrolled_to_the_end(token.query_one(SecretInput).input)
 
 
 async def test_progress_panel_marks_steps_with_glyphs_and_moves_the_bar() -> None:
