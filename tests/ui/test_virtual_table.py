@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import App, ComposeResult
 
-from widgets.filter_input import FilterInput
+from widgets.field_input import FieldInput
 from widgets.virtual_table import Column, TableRow, VirtualTable
 
 N = 50_000
@@ -117,10 +117,10 @@ async def test_empty_view_shows_placeholder() -> None:
 
 class FilterApp(App[None]):
     def compose(self) -> ComposeResult:
-        yield FilterInput(id="f")
+        yield FieldInput(id="f")
         yield VirtualTable(COLUMNS, id="t")
 
-    def on_input_changed(self, event: FilterInput.Changed) -> None:
+    def on_input_changed(self, event: FieldInput.Changed) -> None:
         self.query_one(VirtualTable).set_filter(event.value)
 
 
@@ -131,7 +131,7 @@ async def test_filter_keystrokes_repaint_without_laying_out_the_screen() -> None
     scroll offset stays within the rows left, and a scrollbar that goes still lays out."""
     app = FilterApp()
     async with app.run_test(size=(80, 24)) as pilot:
-        table, field = app.query_one(VirtualTable), app.query_one(FilterInput)
+        table, field = app.query_one(VirtualTable), app.query_one(FieldInput)
         table.set_rows(make_rows(1_000))
         await pilot.pause()
         table.scroll_to(y=900, animate=False, immediate=True)

@@ -40,7 +40,7 @@ from tui.errors import SiteError
 from tui.procedures.market.marketplaces import CatalogEntry, MarketCatalog, load_catalog
 from tui.screens.base import ReloadingScreen
 from tui.screens.table_filter import TableFilter
-from widgets.filter_input import FilterInput
+from widgets.field_input import FieldInput
 from widgets.state_cell import StateLook, StatePalette
 from widgets.virtual_table import Column, TableRow, VirtualTable
 
@@ -175,7 +175,7 @@ class MarketplaceScreen(TableFilter, ReloadingScreen):
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="mk-filter-bar"):
-            yield FilterInput(placeholder="filter: name, version, publisher, type, status or tag (esc clears)",
+            yield FieldInput(placeholder="filter: name, version, publisher, type, status or tag (esc clears)",
                         id="mk-filter")
         with Horizontal(id="mk-main"):
             table = VirtualTable(COLUMNS, id="mk-table", text_filter=shown)

@@ -15,7 +15,7 @@ from textual.css.query import DOMQuery
 from textual.widget import Widget
 from textual.widgets import Input
 
-from widgets.filter_input import FilterInput
+from widgets.field_input import FieldInput
 from widgets.virtual_table import VirtualTable
 
 
@@ -48,7 +48,7 @@ class TableFilter:
         found = self.query(f"#{self.FILTER_ID}")
         if found:
             return found.first(Input)
-        field = FilterInput(placeholder=self.FILTER_PLACEHOLDER, id=self.FILTER_ID)
+        field = FieldInput(placeholder=self.FILTER_PLACEHOLDER, id=self.FILTER_ID)
         await self.query_one(f"#{self.FILTER_ID}-bar").mount(field)
         return field
 
