@@ -362,7 +362,7 @@ class VirtualTable(ScrollView, can_focus=True):
                 widths[i] += share + (1 if n < extra else 0)
         return tuple(widths)
 
-    def _update_virtual_size(self) -> None:
+    def _update_virtual_size(self, fit: bool = True) -> None:
         self._layout_width = self.scrollable_content_region.width
         widths = self._layout_widths(self._layout_width)
         if widths != self._widths:
@@ -382,6 +382,12 @@ class VirtualTable(ScrollView, can_focus=True):
         # layout (`show_vertical_scrollbar` does).
         self.set_reactive(VirtualTable.virtual_size, size)
         self._scroll_update(size)
+        if self.scrollable_content_region.width != self._layout_width and fit:
+            # a vertical scrollbar came or went: fit the columns to the new width now, before the
+            # cursor is scrolled into view (else the width the scrollbar took came back as a
+            # horizontal scrollbar for a moment, and the cursor was scrolled by its row)
+            self._update_virtual_size(fit=False)
+            return
         self.refresh()
 
     @property
