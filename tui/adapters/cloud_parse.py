@@ -206,43 +206,71 @@ def pool(root: Element, pool_tag: str, item_tag: str, build: Callable[[Element],
 
 
 # VMs -------------------------------------------------------------------------------------------
-_SUMMARY_TAGS = ("ID", "UID", "GID", "UNAME", "GNAME", "NAME", "STATE", "LCM_STATE", "STIME", "TEMPLATE",
-                 "USER_TEMPLATE", "HISTORY_RECORDS", "MONITORING")
+#: a VM's children that are sections read below; every other child's text is kept by tag
+_VM_SECTIONS = frozenset(("TEMPLATE", "USER_TEMPLATE", "HISTORY_RECORDS", "MONITORING"))
+_NIC_TAGS = frozenset(("NIC", "NIC_ALIAS"))
+_IP_TAGS = frozenset(("IP", "IP6_GLOBAL", "IP6"))
+#: (STATE text, LCM_STATE text) -> (state, lcm_state, long name, short name): a few pairs recur
+#: across a whole pool, so each is converted once (bounded: a hostile pool cannot grow it)
+_VM_STATES: dict[tuple[str | None, str | None], tuple[int, int, str, str]] = {}
+_VM_STATES_MAX = 1024
+
+
+def _count(text: str | None) -> int:
+    """`_int` with the common case first: plain decimal digits (what `int` reads the same way)."""
+    if text is not None and text.isdecimal() and len(text) <= _NUMBER_MAX:
+        return int(text)
+    return _int(text)
+
+
+def _vm_states(state_text: str | None, lcm_text: str | None) -> tuple[int, int, str, str]:
+    key = (state_text, lcm_text)
+    found = _VM_STATES.get(key)
+    if found is None:
+        state, lcm_state = _int(state_text), _int(lcm_text)
+        found = (state, lcm_state, *state_names(state, lcm_state))
+        if len(_VM_STATES) < _VM_STATES_MAX:
+            _VM_STATES[key] = found
+    return found
+
 
 def vm_summary(vm: Element) -> VmSummary:
-    """A VM element (short pool body or full) as a list row. Written for speed: one pass each."""
-    values: dict[str, str] = {}
+    """A VM element (short pool body or full) as a list row. The VM list's hot path (every VM of
+    the pool on every refresh), written for speed: one plain loop over each element read (lxml's
+    tag matcher of `iterchildren(*tags)` costs more to build than the few children it skips), the
+    numbers' common case first, the state names once per distinct pair of codes. Where a tag repeats, the last one wins (TEMPLATE/NIC and NIC_ALIAS: every one's
+    addresses, in order); a malformed number raises wherever it is read, as `_int` does."""
+    values: dict[object, str | None] = {}  # tag -> text (no `cast` per child: a call each)
     template = user_template = history = monitoring = None
-    for child in vm.iterchildren(*_SUMMARY_TAGS):
-        tag = cast(str, child.tag)
-        if tag == "TEMPLATE":
-            template = child
-        elif tag == "USER_TEMPLATE":
-            user_template = child
-        elif tag == "HISTORY_RECORDS":
-            history = child
-        elif tag == "MONITORING":
-            monitoring = child
+    for child in vm:
+        tag = child.tag
+        if tag in _VM_SECTIONS:
+            if tag == "TEMPLATE":
+                template = child
+            elif tag == "MONITORING":
+                monitoring = child
+            elif tag == "HISTORY_RECORDS":
+                history = child
+            else:
+                user_template = child
         else:
-            values[tag] = child.text or ""
+            values[tag] = child.text
     cpu, vcpu, memory, ips = _sizes_and_ips(template)
     host, host_id = _last_host(history)
     service_id, role = _service_role(user_template)
-    name = values.get("NAME", "")
+    name = values.get("NAME") or ""
     if service_id is None:
         service_id, name_role = service_from_name(name)
         role = role or name_role
     cpu_usage, memory_usage = _usage(monitoring)
-    state = _int(values.get("STATE"))
-    lcm_state = _int(values.get("LCM_STATE"))
-    status, short = state_names(state, lcm_state)
+    state, lcm_state, status, short = _vm_states(values.get("STATE"), values.get("LCM_STATE"))
     return VmSummary(
-        id=_int(values.get("ID")),
+        id=_count(values.get("ID")),
         name=name,
-        uid=_int(values.get("UID")),
-        gid=_int(values.get("GID")),
-        owner=values.get("UNAME", ""),
-        group=values.get("GNAME", ""),
+        uid=_count(values.get("UID")),
+        gid=_count(values.get("GID")),
+        owner=values.get("UNAME") or "",
+        group=values.get("GNAME") or "",
         state=state,
         lcm_state=lcm_state,
         status=status,
@@ -251,33 +279,36 @@ def vm_summary(vm: Element) -> VmSummary:
         host_id=host_id,
         ips=tuple(ips),
         cpu=_float(cpu),
-        vcpu=_int(vcpu),
-        memory_mb=_int(memory),
+        vcpu=_count(vcpu),
+        memory_mb=_count(memory),
         cpu_usage=cpu_usage,
         memory_usage_kb=memory_usage,
         service_id=service_id,
         role_name=role,
-        stime=_int(values.get("STIME")),
+        stime=_count(values.get("STIME")),
     )
 
 
-# vm_summary's readers of one child each (iterchildren(tags) filters in C: no Python objects for
-# the DISK, GRAPHICS, ... not read)
-def _sizes_and_ips(template: Element | None) -> tuple[str, str, str, list[str]]:
+# vm_summary's readers of one section each
+def _sizes_and_ips(template: Element | None) -> tuple[str | None, str | None, str | None, list[str]]:
     """TEMPLATE's CPU, VCPU and MEMORY texts and its NICs' addresses."""
-    cpu = vcpu = memory = ""
+    cpu = vcpu = memory = None
     ips: list[str] = []
     if template is not None:
-        for child in template.iterchildren("CPU", "VCPU", "MEMORY", "NIC", "NIC_ALIAS"):
-            tag = cast(str, child.tag)
-            if tag == "CPU":
-                cpu = child.text or ""
+        for child in template:
+            tag = child.tag
+            if tag in _NIC_TAGS:
+                for sub in child:
+                    if sub.tag in _IP_TAGS:
+                        ip = sub.text
+                        if ip:
+                            ips.append(ip)
+            elif tag == "CPU":
+                cpu = child.text
             elif tag == "VCPU":
-                vcpu = child.text or ""
+                vcpu = child.text
             elif tag == "MEMORY":
-                memory = child.text or ""
-            else:
-                ips.extend(sub.text for sub in child.iterchildren("IP", "IP6_GLOBAL", "IP6") if sub.text)
+                memory = child.text
     return cpu, vcpu, memory, ips
 
 
@@ -285,7 +316,7 @@ def _last_host(history: Element | None) -> tuple[str, int | None]:
     """The host name and ID of the last history record ("", None without one)."""
     host, host_id = "", None
     if history is not None and len(history):
-        for sub in history[-1].iterchildren("HOSTNAME", "HID"):
+        for sub in history[-1].iterchildren("HOSTNAME", "HID"):  # 2 of its ~10 children
             if sub.tag == "HOSTNAME":
                 host = sub.text or ""
             else:
@@ -298,10 +329,11 @@ def _service_role(user_template: Element | None) -> tuple[int | None, str]:
     service_id: int | None = None
     role = ""
     if user_template is not None:
-        for child in user_template.iterchildren("SERVICE_ID", "ROLE_NAME"):
-            if child.tag == "SERVICE_ID":
+        for child in user_template:
+            tag = child.tag
+            if tag == "SERVICE_ID":
                 service_id = _written_int(child.text)
-            else:
+            elif tag == "ROLE_NAME":
                 role = child.text or ""
     return service_id, role
 
@@ -311,11 +343,12 @@ def _usage(monitoring: Element | None) -> tuple[float | None, int | None]:
     cpu_usage: float | None = None
     memory_usage: int | None = None
     if monitoring is not None:
-        for child in monitoring.iterchildren("CPU", "MEMORY"):
-            if child.tag == "CPU":
+        for child in monitoring:
+            tag = child.tag
+            if tag == "CPU":
                 cpu_usage = _float(child.text)
-            else:
-                memory_usage = _int(child.text)
+            elif tag == "MEMORY":
+                memory_usage = _count(child.text)
     return cpu_usage, memory_usage
 
 
