@@ -19,7 +19,16 @@ from tui.domain.attributes import EMPTY_ATTRIBUTES, Attributes, AttrItem
 from tui.domain.object_header import OWNED_FIELDS
 from tui.domain.permissions import PERMISSION_TAGS, Permissions
 from tui.domain.users import Group, User
-from tui.domain.vms import Disk, HistoryRecord, Nic, VmDetail, VmSummary, service_from_name, state_names
+from tui.domain.vms import (
+    Disk,
+    HistoryRecord,
+    Nic,
+    VmDetail,
+    VmSummary,
+    new_vm_summary,
+    service_from_name,
+    state_names,
+)
 
 # The console's first screen needs only VMs and the user: the other models are imported by their
 # builders on first use (~13 ms of its start-up).
@@ -264,7 +273,7 @@ def vm_summary(vm: Element) -> VmSummary:
         role = role or name_role
     cpu_usage, memory_usage = _usage(monitoring)
     state, lcm_state, status, short = _vm_states(values.get("STATE"), values.get("LCM_STATE"))
-    return VmSummary(
+    return new_vm_summary(
         id=_count(values.get("ID")),
         name=name,
         uid=_count(values.get("UID")),

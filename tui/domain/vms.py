@@ -8,8 +8,8 @@ Unknown codes never raise: they read `STATE_<n>` / `?<n>`.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, fields, make_dataclass
+from typing import TYPE_CHECKING, Literal
 
 from tui.domain.attributes import EMPTY_ATTRIBUTES, Attributes
 from tui.domain.one_states import LCM_STATES, VM_STATES, LcmState, VmState
@@ -98,6 +98,24 @@ class VmSummary:
     def running(self) -> bool:
         return self.state == ACTIVE and self.lcm_state == RUNNING
 
+
+
+def _become_summary(draft: object) -> None:
+    draft.__class__ = VmSummary
+
+
+# `new_vm_summary(...)` is `VmSummary(...)` for the pool's builder (every VM on every refresh),
+# about 3 us cheaper a VM: a frozen dataclass's `__init__` sets each of the 21 fields through
+# `object.__setattr__` (a call each), so the fields are set on a mutable twin with the same slots
+# (plain attribute stores) which then becomes a `VmSummary` (`__class__` assignment, which
+# Python allows only between classes of the same layout: it raises, never builds a wrong
+# object, if the two ever differ). Type checkers see `VmSummary` itself, so every call is checked.
+if TYPE_CHECKING:
+    new_vm_summary = VmSummary
+else:
+    new_vm_summary = make_dataclass(
+        "_VmSummaryDraft", [(field.name, field.type) for field in fields(VmSummary)], slots=True, eq=False,
+        repr=False, match_args=False, namespace={"__post_init__": _become_summary})
 
 @dataclass(frozen=True)
 class Nic:
