@@ -21,7 +21,7 @@ from typing import Any, Callable
 from bench.soak.checks import change_state, cloud_findings, config_findings, remote_findings, unrecorded_findings
 from bench.soak.operations import Operation, draw, same_vm_moves, twin
 from bench.soak.report import Figures
-from bench.soak.world import DOWNLOADABLE, Command, Outcome, World, finish, pick
+from bench.soak.world import DOWNLOADABLE, Command, Outcome, World, end_group, finish, pick
 from tui.cli import exit_codes
 from tui.sim.scenarios import AUTOMATION_PASSWORD
 
@@ -200,12 +200,7 @@ def _run_commands(world: World, step: Step) -> list[Outcome]:
         return _follow_commands(world, step, commands, processes)
     except BaseException:  # the soak is stopped: its commands (each in a session of its own) go too
         for process in processes:
-            if process.poll() is None:
-                try:
-                    os.killpg(process.pid, signal.SIGKILL)
-                except OSError:
-                    pass
-            process.wait()
+            end_group(process)
         raise
 
 

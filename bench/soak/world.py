@@ -12,6 +12,7 @@ import os
 import random
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -216,13 +217,38 @@ def finish(command: Command, argv: tuple[str, ...], signal_name: str = "") -> Ou
         out, err = process.communicate(timeout=COMMAND_TIMEOUT_S)
         hung = False
     except subprocess.TimeoutExpired:
-        try:
-            os.killpg(process.pid, 9)
-        except OSError:
-            pass
+        _signal_group(process, signal.SIGKILL)
         out, err = process.communicate()
         hung = True
+    except BaseException:  # the soak is stopped while it waits (a setup read): the command goes too
+        end_group(process)
+        raise
     return Outcome(argv, process.returncode, out, err, signal_name, hung)
+
+
+#: how long a stopped soak gives a command to end its git and ansible after SIGTERM
+END_GRACE_S = 15.0
+
+
+def end_group(process: subprocess.Popen[str]) -> None:
+    """End a spawned command when the soak is stopped: SIGTERM to its session, as a stopping
+    terminal sends, so that sitetk ends the git it runs in a process group of its own
+    (tui/adapters/git_repo.py), which a SIGKILL to sitetk's group would leave running; SIGKILL
+    after END_GRACE_S. Reaped either way."""
+    if process.poll() is None:
+        _signal_group(process, signal.SIGTERM)
+        try:
+            process.wait(timeout=END_GRACE_S)
+        except subprocess.TimeoutExpired:
+            _signal_group(process, signal.SIGKILL)
+    process.wait()
+
+
+def _signal_group(process: subprocess.Popen[str], number: int) -> None:
+    try:
+        os.killpg(process.pid, number)
+    except OSError:
+        pass
 
 
 def pick(rng: random.Random, options: Any) -> Any:

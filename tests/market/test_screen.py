@@ -212,9 +212,17 @@ async def test_a_failed_attach_lists_every_image_it_reached_then_the_error(sim: 
                        what="the plan of both images")
         await app.site.cloud.image_delete(spare)
         modal.apply()
-        shown = await wait_for(pilot, lambda: modal.phase == "finished" and rendered_text(modal.query_one("#at-results")),
-                               what="the results")
-        rows = {line.split()[0]: line for line in shown.splitlines() if line.strip()[:1].isdigit()}
+
+        def results() -> tuple[str, dict[str, str]] | None:
+            # the modal's phase can turn "finished" a frame before its results are painted (seen
+            # once at load 6): wait for a row of each image
+            if modal.phase != "finished":
+                return None
+            text = rendered_text(modal.query_one("#at-results"))
+            rows = {line.split()[0]: line for line in text.splitlines() if line.strip()[:1].isdigit()}
+            return (text, rows) if {"0", str(spare)} <= rows.keys() else None
+
+        shown, rows = await wait_for(pilot, results, what="the results with a row for each image")
         assert "✔ updated" in rows["0"] and "✘ failed" in rows[str(spare)], shown
         assert "Attributes failed on 1 of 2 image(s)" in shown
 
