@@ -8,7 +8,7 @@ Unknown codes never raise: they read `STATE_<n>` / `?<n>`.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields, make_dataclass
+from dataclasses import MISSING, dataclass, fields, make_dataclass
 from typing import TYPE_CHECKING, Literal
 
 from tui.domain.attributes import EMPTY_ATTRIBUTES, Attributes
@@ -99,7 +99,6 @@ class VmSummary:
         return self.state == ACTIVE and self.lcm_state == RUNNING
 
 
-
 def _become_summary(draft: object) -> None:
     draft.__class__ = VmSummary
 
@@ -113,9 +112,14 @@ def _become_summary(draft: object) -> None:
 if TYPE_CHECKING:
     new_vm_summary = VmSummary
 else:
+    # the twin copies the fields only: a check or a default VmSummary gained would be skipped
+    if hasattr(VmSummary, "__post_init__") or any(f.default is not MISSING or f.default_factory is not MISSING
+                                                  for f in fields(VmSummary)):
+        raise TypeError("VmSummary has a __post_init__ or a default: new_vm_summary must be VmSummary itself")
     new_vm_summary = make_dataclass(
         "_VmSummaryDraft", [(field.name, field.type) for field in fields(VmSummary)], slots=True, eq=False,
         repr=False, match_args=False, namespace={"__post_init__": _become_summary})
+
 
 @dataclass(frozen=True)
 class Nic:
