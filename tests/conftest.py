@@ -97,15 +97,14 @@ RUNNER_HOME = os.environ.get("HOME", "")
 
 
 @pytest.fixture(autouse=True)
-def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test gets a HOME and XDG directories of its own, so nothing it runs (the console's
     state dir, site records, audit log, sites-repository clones; a `sitetk` it starts) writes to
     the home of whoever runs the suite; the whole suite at 2e1d8b1 left three audit records and
     clones there. The folders that need more (none of the site's environment, no system git config)
     override this fixture with `isolate_home`; this one keeps the environment a real frontend's
     contract tests read (ONE_XMLRPC, ONE_AUTH)."""
-    home = tmp_path / "isolated-home"  # not "home": some tests make that themselves
-    home.mkdir()
+    home = tmp_path_factory.mktemp("home")  # beside the test's tmp_path: some tests want theirs empty
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
