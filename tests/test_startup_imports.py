@@ -43,10 +43,16 @@ def test_start_up_does_not_import_ansible() -> None:
 
 #: what the demo site's child process (`sitetk sim`, tui.demo_site) loads before it announces itself:
 #: `sitetk --demo` waits for that announcement before it can read its first rows
-SIM_START_UP_MODULES = ("tui.cli.sim", "tui.sim.runner", "tui.sim.server", "tui.sim.scenarios")
+SIM_START_UP_MODULES = ("tui.__main__", "tui.cli.output", "tui.cli.sim", "tui.sim.runner", "tui.sim.server",
+                        "tui.sim.scenarios", "tui.sim.repos")
 #: libraries the site does not need to start: uuid pulls in `platform` (tui.sim.uuids writes the
-#: site's UUIDs instead), xml.sax.saxutils pulls in urllib.request (~65 ms together at load 20)
-SIM_NEEDLESS = ("uuid", "platform", "xml.sax.saxutils", "urllib.request")
+#: site's UUIDs instead), xml.sax.saxutils pulls in urllib.request (~65 ms together at load 20);
+#: asyncio (the site runs no event loop; tui.timing, tui.cli.common and tui.procedures.stop_signals
+#: import it where a loop runs), lxml (tui.domain.template_text parses XML templates on first use)
+#: and the procedures' plumbing of tui.cli.common (the entry point's output wrapper is
+#: tui.cli.output): ~50 ms of the site's CPU before it announces itself (issue 24)
+SIM_NEEDLESS = ("uuid", "platform", "xml.sax.saxutils", "urllib.request", "asyncio", "lxml", "lxml.etree",
+                "tui.cli.common", "tui.procedures.preview", "tui.procedures.progress")
 
 
 def test_demo_site_start_up_imports_no_needless_library() -> None:

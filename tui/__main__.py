@@ -116,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         func = getattr(args, "func", None)
         if func is not None:
-            from tui.cli.common import guarded_output
+            from tui.cli.output import guarded_output
 
             with guarded_output():  # control characters escaped, a closed pipe ends quietly
                 started = True

@@ -10,7 +10,6 @@ mutating action. The exit code is the app's (0 after a normal quit).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import gc
 import os
 import signal
@@ -64,6 +63,8 @@ def demo_settings(server: SimServer, base: Settings | None) -> Settings:
 
 async def _demo_repositories(sim_site: SimSite) -> None:
     """Wait until the demo site's repositories are built (`repositories_ready` of its connection)."""
+    import asyncio
+
     ready = sim_site.repositories_ready
     if not ready.is_set() and not await asyncio.to_thread(ready.wait, _REPOSITORIES_TIMEOUT_S):
         raise SiteError("Demo repositories not ready",
@@ -142,6 +143,8 @@ def _stop_on_signals(child: SimChild, app: SiteToolkitApp) -> dict[int, Any]:
     restored, `finally` blocks run); returns the handlers replaced."""
 
     def handle(signum: int, _frame: FrameType | None) -> None:
+        import asyncio
+
         child.close()
         try:
             loop = asyncio.get_running_loop()

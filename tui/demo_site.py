@@ -21,7 +21,6 @@ beside `tui.console` rather than in `tui.sim`.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shlex
 import shutil
@@ -245,11 +244,15 @@ class SimChild:
     async def endpoints(self) -> SimEndpoints:
         if self._seen.endpoints is not None:
             return self.wait_endpoints()
+        import asyncio  # here: the child is spawned before the console imports asyncio (and Textual)
+
         return await asyncio.to_thread(self.wait_endpoints)
 
     async def repositories(self) -> None:
         if self._seen.repositories is not None:
             return self.wait_repositories()
+        import asyncio
+
         await asyncio.to_thread(self.wait_repositories)
 
     # ------------------------------------------------------------------ errors

@@ -19,13 +19,15 @@ it run again from there.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover - annotations only: the pauses import asyncio when they run
+    import asyncio
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,8 @@ class Clock:
         them, or sooner when `cancel` is set or `until` completes (the caller looks at which)."""
         real_end = time.monotonic() + max(0.0, seconds)
         clock_end = self.monotonic() + max(0.0, seconds)
+        import asyncio  # here, not at import: the embedded site's process imports this module, never asyncio
+
         loop = asyncio.get_running_loop()
         woken = asyncio.Event()
         sleeper = (loop, woken)
@@ -184,6 +188,8 @@ def left_until(deadline: float) -> float:
 async def limit(seconds: float | None) -> AsyncIterator[None]:
     """`asyncio.timeout(seconds)` measured on the clock: the body gets TimeoutError when the
     seconds pass in real time or the clock is advanced past them (None: no limit)."""
+    import asyncio
+
     async with asyncio.timeout(None) as scope:
         watcher: asyncio.Task[None] | None = None
         if seconds is not None:

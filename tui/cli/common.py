@@ -19,15 +19,11 @@ verb calls `show_preview` (which answers a `--dry-run`), then `confirm`, then `f
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
-import io
 import json
-import os
 import shutil
 import signal
 import sys
-from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Iterator, Mapping, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Mapping, TypeVar
 
 # re-exported (`X as X`): the commands and their tests take the exit codes from here
 from tui.cli.exit_codes import EXIT_FAILED as EXIT_FAILED
@@ -35,7 +31,8 @@ from tui.cli.exit_codes import EXIT_FINDINGS as EXIT_FINDINGS
 from tui.cli.exit_codes import EXIT_INTERRUPTED as EXIT_INTERRUPTED
 from tui.cli.exit_codes import EXIT_OK as EXIT_OK
 from tui.cli.exit_codes import EXIT_USAGE as EXIT_USAGE
-from tui.domain.printable import escape_controls
+from tui.cli.output import EscapingStream as EscapingStream
+from tui.cli.output import guarded_output as guarded_output
 from tui.errors import SiteError
 from tui.procedures.preview import Preview
 from tui.procedures.progress import Progress, ProgressState
@@ -50,91 +47,6 @@ T = TypeVar("T")
 
 class UsageError(Exception):
     """Bad input on the command line or in an input file: exit code 2 with this message."""
-
-
-class EscapingStream(io.TextIOBase):
-    """A text stream that escapes control characters and survives a reader that went away.
-
-    After the first BrokenPipeError the underlying descriptor is pointed at /dev/null and the
-    rest of the output is dropped: the command still finishes what it was doing (a download is
-    not left half-made because `head` had read enough).
-    """
-
-    def __init__(self, stream: TextIO) -> None:
-        super().__init__()
-        self.stream = stream
-        self.broken = False
-
-    def write(self, text: str) -> int:
-        if self.broken:
-            return len(text)
-        try:
-            self.stream.write(escape_controls(text))
-        except BrokenPipeError:
-            self._reader_gone()
-        return len(text)
-
-    def write_raw(self, text: str) -> None:
-        """Write `text` unchanged (data such as a decrypted file, never remote text for a terminal)."""
-        if self.broken:
-            return
-        try:
-            self.stream.write(text)
-        except BrokenPipeError:
-            self._reader_gone()
-
-    def flush(self) -> None:
-        if self.broken:
-            return
-        try:
-            self.stream.flush()
-        except BrokenPipeError:
-            self._reader_gone()
-        except ValueError:  # closed underneath us
-            pass
-
-    def _reader_gone(self) -> None:
-        self.broken = True
-        with contextlib.suppress(OSError, ValueError, AttributeError):
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, self.stream.fileno())
-            os.close(devnull)
-
-    def __getattr__(self, name: str) -> Any:
-        # what a library asks of a real stream (`buffer`, `reconfigure`, ...): the wrapped one's
-        return getattr(self.stream, name)
-
-    def isatty(self) -> bool:
-        return self.stream.isatty()
-
-    def fileno(self) -> int:
-        return self.stream.fileno()
-
-    def writable(self) -> bool:
-        return True
-
-    @property
-    def encoding(self) -> str:  # type: ignore[override]
-        return getattr(self.stream, "encoding", "utf-8")
-
-    @property
-    def errors(self) -> str | None:  # type: ignore[override]
-        return getattr(self.stream, "errors", None)
-
-
-@contextlib.contextmanager
-def guarded_output() -> Iterator[None]:
-    """Every print of a verb goes through an `EscapingStream` (stdout and stderr)."""
-    saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = EscapingStream(sys.stdout), EscapingStream(sys.stderr)
-    try:
-        yield
-    except BrokenPipeError:  # a write that went around the wrappers
-        pass
-    finally:
-        for stream in (sys.stdout, sys.stderr):
-            stream.flush()
-        sys.stdout, sys.stderr = saved
 
 
 def write_data(text: str) -> None:
@@ -187,6 +99,8 @@ def usage(message: str, as_json: bool) -> int:
 
 def run_async(factory: Callable[[], Awaitable[int]], as_json: bool = False) -> int:
     """Run a coroutine to completion, turning UsageError, SiteError and ctrl+c into exit codes."""
+    import asyncio  # here: `sitetk sim` (the demo's site) imports this module and runs no event loop
+
     stops = StopRequests()
 
     async def stoppable() -> int:

@@ -18,8 +18,6 @@ from __future__ import annotations
 import re
 from typing import Iterable, Union
 
-from lxml import etree
-
 Vector = list[tuple[str, str]]
 Value = Union[str, Vector]
 Attr = tuple[str, Value]
@@ -41,6 +39,8 @@ def parse_template(text: str) -> Template:
 
 
 def _parse_xml(text: str) -> Template:
+    from lxml import etree  # on first use: the embedded site's process starts without it (~15 ms)
+
     try:
         root = etree.fromstring(text.encode())
     except etree.XMLSyntaxError as exc:

@@ -23,13 +23,16 @@ meanwhile, and tells its caller that a cancel came, so the run stops right after
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import signal
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator, TypeVar
+
+if TYPE_CHECKING:  # pragma: no cover - annotations only: asyncio is imported where a loop runs (the
+    # embedded site's process imports this module through tui.cli.common, and never needs asyncio)
+    import asyncio
 
 #: the signals that ask a run to stop
 STOP_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -94,6 +97,8 @@ def on_stop_signals(handler: Callable[[int], None]) -> Iterator[bool]:
     """Within the block, INT, TERM and HUP call `handler(signum)` on the running event loop
     instead of their defaults (the innermost block's handler wins). Yields False when signals
     cannot be handled here (not the main thread, or no running loop): the defaults stay."""
+    import asyncio
+
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
@@ -142,6 +147,8 @@ async def uninterrupted(work: Awaitable[T]) -> tuple[T, bool]:
     template into its encrypted core.yaml). Returns its result and whether a cancel arrived while
     it ran; that cancel is consumed, and the caller decides where to stop (an error the work
     raises still goes up)."""
+    import asyncio
+
     task = asyncio.ensure_future(work)
     stopped = False
     while True:
@@ -157,6 +164,8 @@ async def uninterrupted(work: Awaitable[T]) -> tuple[T, bool]:
 def consume_cancel() -> None:
     """Mark the running task's cancel as handled: it was turned into a result or an error
     (asyncio counts cancels; one left standing would cut a later time limit in the same task)."""
+    import asyncio
+
     task = asyncio.current_task()
     if task is not None and task.cancelling():
         task.uncancel()
