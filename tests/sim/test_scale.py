@@ -46,3 +46,21 @@ def test_a_changed_vm_is_rendered_again(sim_factory) -> None:
     client.vm.action("terminate-hard", 9)
     wait_until(lambda: client.vm.info(9).STATE == 6, what="DONE")
     assert 9 not in [vm.ID for vm in client.vmpool.info(-2, -1, -1, -1).VM]
+
+
+def test_the_first_page_rendered_ahead_is_the_page_rendered_on_request(sim_factory, monkeypatch) -> None:
+    """`sitetk sim` renders the first page's VM bodies once it has announced itself (issue 24: the
+    demo console's first `one.vmpool.info` no longer renders them): the cache holds the lowest IDs'
+    short bodies only, and the answers are those the same site gives with nothing rendered ahead."""
+    from tui.cli import sim as sim_cli
+
+    monkeypatch.setattr(sim_cli, "WARM_VMS", 30)
+    sim: SimServer = sim_factory(vms=50)
+    sim_cli._warm_first_page(sim.site)
+    cache = sim.site.render_cache
+    assert sorted(cache) == sorted(sim.site.vms)[:30]
+    assert all(entry.short is not None and entry.full is None for entry in cache.values())
+    pages = ((-1, -1), (0, 29), (25, 40))
+    ahead = [call(sim, "one.vmpool.info", -2, start, end, -1)[1] for start, end in pages]
+    cache.clear()
+    assert [call(sim, "one.vmpool.info", -2, start, end, -1)[1] for start, end in pages] == ahead

@@ -129,6 +129,7 @@ def _serve(args: argparse.Namespace) -> int:
         }), flush=True)
         gc.freeze()
         gc.enable()
+        threading.Thread(target=_warm_first_page, args=(site,), name="sitetk-sim-warm", daemon=True).start()
         if args.repositories_later or args.repositories_on_request:
             threading.Thread(target=_announce_repositories, args=(site,), name="sitetk-sim-announce",
                              daemon=True).start()
@@ -144,6 +145,27 @@ def _serve(args: argparse.Namespace) -> int:
         if args.remove_state_dir:
             shutil.rmtree(site.state_dir, ignore_errors=True)
     return EXIT_OK
+
+
+#: the VMs whose pool bodies are rendered ahead (`_warm_first_page`): the console's first page
+#: (tui.adapters.cloud.VM_PAGE_SIZE)
+WARM_VMS = 2_000
+
+
+def _warm_first_page(site: Any) -> None:
+    """Render the short bodies (`one.vmpool.info`) of the VMs with the lowest IDs, as many as a
+    console's first page reads, into the site's render cache, right after the site announced
+    itself: `sitetk --demo` asks for them a few hundred ms later, once its own start-up is done,
+    and rendering them then was on its way to the first rows (~40 ms of the first
+    `one.vmpool.info` of 100 VMs at load 12). The cache is keyed by each VM's revision and state
+    (tui.sim.xml_render), so an answer is the same whether its bodies were rendered now or on
+    request; the lock keeps a request from seeing the cache half-filled."""
+    from tui.sim.xml_render import vm_xml_escaped
+
+    with site.lock:
+        vms = site.vms
+        for vm_id in sorted(vms)[:WARM_VMS]:
+            vm_xml_escaped(site, vms[vm_id], full=False)
 
 
 def _read_stdin(stop: threading.Event | None, build_repositories: Callable[[], None]) -> None:
