@@ -105,7 +105,11 @@ def scene_settings(scene: Scene, server: "SimServer | None") -> Settings:
     else:
         url = f"http://{SCENE_HOST}:{SCENE_PORT}"
         settings = Settings.for_site(f"{url}/RPC2", "oneadmin:scene", url, (url,))
-    values: dict[str, Any] = {"refresh_interval": 3600.0, "theme": "textual-dark", "xmlrpc_timeout": 5.0}
+    # the product's call timeout: a scene's reads are never cut short by a loaded machine (a scene
+    # whose toolkit-deployment read took over 5 s under the whole suite's load pictured its failure
+    # note, a taller site panel behind the component flow); the connect-error scene, where nothing
+    # listens, sets the 5 s it shows
+    values: dict[str, Any] = {"refresh_interval": 3600.0, "theme": "textual-dark", "xmlrpc_timeout": timing.PROFILE.call_timeout}
     values.update(scene.settings_overrides)
     return dataclasses.replace(settings, **values)
 

@@ -42,6 +42,9 @@ async def site_loaded(ctx: SceneContext) -> Any:
     await ctx.wait_for(lambda: screen.saved_text is not None and screen.checks.library is not None and screen.checks.facts is not None
                        and screen.checks.facts.identity is not None and screen.checks.checked_text == screen.editor.text and not screen.busy,
                        what="the site configuration")
+    # a read of the cloud that failed shows as a note (and changes the side panel): the picture is
+    # of a site that answered every read
+    assert not screen.checks.facts.notes, f"a read of the cloud failed: {screen.checks.facts.notes}"
     await ctx.pilot.pause()
     return screen
 

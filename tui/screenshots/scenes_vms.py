@@ -126,5 +126,5 @@ SCENES: list[Scene] = [
     Scene("vms", "read-only", prepare_vms_normal, extra_vms=60, read_only=True),
     Scene("app", "help", prepare_help, extra_vms=8),
     Scene("app", "jump", prepare_jump, extra_vms=8),
-    Scene("connect", "error", prepare_connect_error, site_up=False),
+    Scene("connect", "error", prepare_connect_error, site_up=False, settings_overrides={"xmlrpc_timeout": 5.0}),
 ]
