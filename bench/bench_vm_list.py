@@ -256,3 +256,8 @@ def run(sizes: Sequence[int] = SIZES, refreshes: int | None = None, startup_runs
             if size == memory_size:
                 rows.extend(memory_rows(sim, size))
     return rows
+
+
+#: the parts `python -m bench vm_list --only <part> [--runs N]` runs alone (bench/__main__.py)
+PARTS = {"startup": startup_rows}
+

@@ -88,3 +88,31 @@ def test_the_database_search_benchmark_measures_every_page_size() -> None:
     assert_sane(list(rows.values()))
     assert {f"pages of {p}, {VMS} VMs" for p in (50, 150)} <= {name.split(" (")[0] for name in rows}
     assert any(name.startswith(f"one call, {VMS} VMs") and name.endswith("sqlite SELECT") for name in rows)
+
+
+def test_one_part_of_a_benchmark_runs_alone_and_leaves_the_whole_runs_table(monkeypatch, tmp_path, capsys) -> None:
+    """`python -m bench vm_list --only startup --runs N`: that part alone, N repetitions, its table
+    printed and a timestamped copy written; latest.json (the last whole run's) is left alone."""
+    import bench.__main__ as bench_main
+    from bench.rows import ratio_row
+
+    calls: list[int] = []
+
+    def startup(runs: int = 15) -> list[Row]:
+        calls.append(runs)
+        return [ratio_row("vm list (issue 3)", "start-up: fake", 130.0, 100.0, "ms", 1.3)]
+
+    monkeypatch.setattr(bench_vm_list, "PARTS", {"startup": startup})
+    monkeypatch.setattr(bench_main, "RESULTS", tmp_path)
+    (tmp_path / "latest.json").write_text("the whole run")
+    assert bench_main.main(["vm_list", "--only", "startup", "--runs", "4"]) == 0
+    assert calls == [4]
+    assert "start-up: fake" in capsys.readouterr().out
+    assert (tmp_path / "latest.json").read_text() == "the whole run"
+    [written] = tmp_path.glob("bench-*.json")
+    assert '"only": "bench_vm_list --only startup"' in written.read_text()
+    with pytest.raises(SystemExit, match="no part 'refresh'"):
+        bench_main.main(["vm_list", "--only", "refresh"])
+    for argv in (["--only", "startup"], ["vm_list", "sim_pool", "--only", "startup"], ["vm_list", "--runs", "3"]):
+        with pytest.raises(SystemExit):
+            bench_main.main(argv)
