@@ -18,7 +18,7 @@ from ruamel.yaml.error import YAMLError
 from tui.adapters.git_repo import GitRemote, GitRepo
 from tui.adapters.vault import VaultPassword, is_vault_text, read_password_file, read_text
 from tui.cli.common import UsageError, connect_site, emit_json
-from tui.domain.bounded import BoundedInputError, check_tree, guard, read_text_file
+from tui.domain.bounded import BoundedInputError, check_tree, guard, read_text_file, yaml_loader
 from tui.domain.components import ComponentDefinition, ComponentLibrary
 from tui.domain.naming import DEFAULT_NAMING
 from tui.domain.site_checks import Finding
@@ -72,7 +72,7 @@ async def connect_for_enable(args: argparse.Namespace) -> SiteConnection:
 
 def parse_set(items: list[str] | None) -> list[tuple[str, Any]]:
     """`["a.b=1500", "c=x"]` -> [("a.b", 1500), ("c", "x")]; values are YAML (empty -> null)."""
-    yaml = YAML(typ="safe", pure=True)
+    yaml = yaml_loader(YAML(typ="safe", pure=True), "the value")
     result = []
     for item in items or []:
         path, sep, raw = item.partition("=")

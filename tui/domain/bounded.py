@@ -14,7 +14,8 @@ UnicodeDecodeError, and a huge file is read whole into memory. Every reader goes
   integers and decimals of at most `MAX_NUMBER_DIGITS` digits;
 - `guard(what)`: a context manager around any other parser (YAML, TOML) that turns RecursionError
   and the digit-limit ValueError into `BoundedInputError`; `check_tree(value, what)` then checks
-  the parsed value's depth and number lengths without recursion.
+  the parsed value's depth and number lengths without recursion; `yaml_loader(yaml, what)` has a
+  YAML parser refuse deep flow collections as it meets them (the parser alone takes seconds first).
 
 `BoundedInputError` is a ValueError; callers wrap it in their own error type (SiteError,
 InputFileError, SiteConfigError), which keeps the message.
@@ -191,6 +192,30 @@ def guard(what: str, max_depth: int = MAX_DEPTH) -> Iterator[None]:
             raise
         raise BoundedInputError(f"{what} holds a number longer than Python reads (over 4,300 digits); numbers "
                                 f"are limited to {MAX_NUMBER_DIGITS:,} digits") from None
+
+
+def yaml_loader(yaml: Any, what: str, max_depth: int = MAX_DEPTH) -> Any:
+    """`yaml` (a pure-Python ruamel.yaml `YAML`) with a scanner that refuses a flow collection
+    (`[...]`, `{...}`) nested more than `max_depth` deep as soon as it meets it.
+
+    Without it a hostile `[[[[...` thousands of levels deep ends in the parser's RecursionError
+    (`guard`), but only after the scanner has read every level ahead and, at each token, looked at
+    the possible keys of all of them (quadratic: 8 s of CPU for 5,000 levels, before any node)."""
+    import ruamel.yaml.scanner
+
+    base = yaml.Scanner or ruamel.yaml.scanner.Scanner
+
+    class DepthBoundedScanner(base):  # type: ignore[misc, valid-type]
+        def fetch_flow_collection_start(self, TokenClass: Any, to_push: str) -> None:
+            if len(self.flow_context) >= max_depth:
+                mark = self.reader.get_mark()
+                line, column = mark.line + 1, mark.column + 1
+                raise BoundedInputError(f"{what} is nested more than {max_depth} levels deep at line {line}, column "
+                                        f"{column}", line, column)
+            super().fetch_flow_collection_start(TokenClass, to_push)
+
+    yaml.Scanner = DepthBoundedScanner
+    return yaml
 
 
 def is_number_limit(exc: BaseException) -> bool:

@@ -17,7 +17,7 @@ from typing import Any, Iterator, Mapping
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-from tui.domain.bounded import BoundedInputError, check_size, check_tree, guard
+from tui.domain.bounded import BoundedInputError, check_size, check_tree, guard, yaml_loader
 
 MARKETPLACE_PLACEHOLDER = "{marketplace_url}"
 
@@ -136,7 +136,7 @@ def _skeleton(specs: tuple[VariableSpec, ...]) -> dict[str, Any]:
 
 def parse_public_yaml(component: str, text: str) -> ComponentDefinition:
     """Parse one component's public.yaml; raise ComponentDefinitionError saying what is wrong."""
-    yaml = YAML(typ="safe", pure=True)
+    yaml = yaml_loader(YAML(typ="safe", pure=True), "public.yaml")
     try:
         check_size(text, "public.yaml")
         with guard("public.yaml"):

@@ -30,7 +30,7 @@ from ruamel.yaml.scalarbool import ScalarBoolean
 from ruamel.yaml.scalarstring import ScalarString
 from ruamel.yaml.tokens import CommentToken
 
-from tui.domain.bounded import BoundedInputError, check_size, check_tree, guard
+from tui.domain.bounded import BoundedInputError, check_size, check_tree, guard, yaml_loader
 from tui.domain.naming import DEFAULT_NAMING, NamingProfile
 from tui.domain.secret_names import mask_yaml_line
 
@@ -236,7 +236,7 @@ def parse_value(raw: str) -> Any:
         return None
     try:
         with guard("the value"):
-            value = YAML(typ="safe", pure=True).load(raw)
+            value = yaml_loader(YAML(typ="safe", pure=True), "the value").load(raw)
         check_tree(value, "the value")
         return value
     except BoundedInputError as exc:
@@ -305,6 +305,7 @@ class _RoundTrip:
             self.yaml.Representer = _ExplicitNullRepresenter
         first = next((line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")), "")
         self.yaml.explicit_start = first == "---" or first.startswith("--- ")
+        yaml_loader(self.yaml, "core.yaml")
         self.data = self._load(text)
 
     def _load(self, text: str) -> CommentedMap:
