@@ -2,7 +2,7 @@
 
 The scenario (`tests.recordings.scenario`) drives `CloudClient` and `FlowClient`, so each call
 goes out with exactly the method, parameters and types the console sends. Underneath, every
-XML-RPC body is captured at `CloudTransport.post` (pyone's calls and the fast path both go
+XML-RPC body is captured at `CloudTransport.post` (reads and pyone's writes both go
 through it) and every OneFlow request at the httpx transport, together with the raw answer as it
 came off the wire: the success flag, the body string or int, the error code and message, the HTTP
 status and text. Nothing is parsed or judged here; `tests.recordings.normalise` turns the raw

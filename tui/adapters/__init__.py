@@ -1,1 +1,2 @@
-"""Async clients for the cloud (pyone), the flow and marketplace APIs (httpx), vault and git."""
+"""Async clients for the cloud (XML-RPC: documents read with lxml, writes through pyone), the flow and
+marketplace APIs (httpx), vault and git."""

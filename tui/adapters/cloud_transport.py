@@ -1,4 +1,4 @@
-"""XML-RPC transport with a real per-call deadline, for pyone and for the fast pool path.
+"""XML-RPC transport with a real per-call deadline, for every call (reads posted raw, writes through pyone).
 
 pyone's own `timeout` only sets the process-wide default socket timeout (and its requests-based
 transport passes none), so a slow frontend can hold a call forever. `CloudTransport` bounds the

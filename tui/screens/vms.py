@@ -399,7 +399,7 @@ class VmListScreen(TableFilter, SiteScreen):
         else:
             self._hide_message()
         self._paint_status()
-        # after the rows are painted: the detail's first load imports pyone (~0.15 s), which
+        # after the rows are painted: the detail's first load (one more request and its parse)
         # must not hold up the first frame of the list
         self.call_after_refresh(self._detail_follow_refresh)
 
