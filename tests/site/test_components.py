@@ -118,9 +118,8 @@ async def test_library_of_the_embedded_site(seeded: tuple[Path, Path], tmp_path:
     assert (await load_library(repo)).names() == library.names()
 
 
-async def test_broken_component_is_reported_and_others_listed(seeded: tuple[Path, Path], tmp_path: Path) -> None:
-    _, library_url = seeded
-    scratch = tmp_path / "scratch"
+def _push_broken_component(library_url: Path, scratch: Path) -> None:
+    """Push a component whose public.yaml does not parse, and a directory that is no component."""
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run([*git, "clone", "-q", str(library_url), str(scratch)], check=True)
     (scratch / "broken" / ".manager").mkdir(parents=True)
@@ -130,10 +129,25 @@ async def test_broken_component_is_reported_and_others_listed(seeded: tuple[Path
     subprocess.run([*git, "-C", str(scratch), "add", "-A"], check=True)
     subprocess.run([*git, "-C", str(scratch), "commit", "-qm", "broken"], check=True)
     subprocess.run([*git, "-C", str(scratch), "push", "-q"], check=True)
+
+
+async def test_broken_component_is_reported_and_others_listed(seeded: tuple[Path, Path], tmp_path: Path) -> None:
+    _, library_url = seeded
+    _push_broken_component(library_url, tmp_path / "scratch")
     library = await load_library(GitRepo(GitRemote(str(library_url)), tmp_path / "library"))
     assert "broken" not in library.names() and "docs" not in library.names()
     assert len(library.names()) == len(MINIMAL_COMPONENT_SET)
     assert len(library.problems) == 1 and "component 'broken'" in library.problems[0]
+
+
+async def test_a_commit_is_read_once_and_a_pushed_change_read_again(seeded: tuple[Path, Path], tmp_path: Path) -> None:
+    _, library_url = seeded
+    repo = GitRepo(GitRemote(str(library_url)), tmp_path / "library")
+    first = await load_library(repo)
+    assert await load_library(repo) is first  # fetched again, the same commit: its files not read nor parsed again
+    _push_broken_component(library_url, tmp_path / "scratch")
+    after = await load_library(repo)  # the fetch moved the branch: the new commit is read
+    assert after.names() == first.names() and len(after.problems) == 1 and first.problems == ()
 
 
 async def test_manager_directory_is_a_setting(tmp_path: Path) -> None:

@@ -41,6 +41,19 @@ def test_reading_values(template: SiteConfig) -> None:
 def test_data_is_a_copy(template: SiteConfig) -> None:
     template.data["site_domain"] = "changed"
     assert template.get("site_domain") == "trial.mysite.internal"
+    template.component_variables("tn_bastion")["image_id"] = 7
+    assert template.component_variables("tn_bastion") == {"template_id": 0, "image_id": 0}
+
+
+def test_a_text_parsed_again_is_the_same_value(template: SiteConfig) -> None:
+    # parsed once: every read is a copy (above), so the steps of one setup pass share it
+    assert SiteConfig.parse(template_core_yaml()) is template
+    other = SiteConfig.parse(template_core_yaml(), NamingProfile(site_variables_key="components"))
+    assert other is not template and other.components() == ()
+    with pytest.raises(SiteConfigError):  # a failure is not kept: it says so each time
+        SiteConfig.parse("a: [1\n")
+    with pytest.raises(SiteConfigError):
+        SiteConfig.parse("a: [1\n")
 
 
 def test_edit_changes_only_the_edited_lines(template: SiteConfig) -> None:

@@ -274,6 +274,11 @@ class GitRepo:
         _, out, _ = await self._run("rev-parse", "HEAD")
         return out.strip()
 
+    async def commit_of(self, ref: str) -> str | None:
+        """The commit id `ref` names (`origin/main`), None when it names none."""
+        code, out, _ = await self._run("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
+        return out.strip() if code == 0 and out.strip() else None
+
     async def current_branch(self) -> str | None:
         code, out, _ = await self._run("symbolic-ref", "--short", "HEAD", check=False)
         return out.strip() if code == 0 else None

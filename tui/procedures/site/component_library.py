@@ -29,6 +29,28 @@ async def load_library(repo: GitRepo, naming: NamingProfile = DEFAULT_NAMING, re
         REDACTOR.register(repo.remote.token)
     await repo.sync()
     ref = ref or f"origin/{await repo.default_branch()}"
+    commit = await repo.commit_of(ref)
+    key = (commit or "", naming.component_manager_dir)
+    if commit is not None and key in _READ:
+        return _READ[key]
+    library = await _read_library(repo, naming, ref)
+    if commit is not None:
+        _READ[key] = library
+        while len(_READ) > _KEPT:
+            del _READ[next(iter(_READ))]
+    return library
+
+
+#: libraries read lately, by the commit read and the naming's manager directory: a commit names its
+#: files' content, so the same commit is not read and parsed again (a setup pass reads the library
+#: once for the whole check and once for each component it enables); a fetch that moved the branch
+#: gives another commit, read anew
+_READ: dict[tuple[str, str], ComponentLibrary] = {}
+_KEPT = 8
+
+
+async def _read_library(repo: GitRepo, naming: NamingProfile, ref: str) -> ComponentLibrary:
+    """Every component's public.yaml at `ref`, parsed."""
     components: dict[str, str] = {}
     for path in await repo.list_files(ref):
         parts = PurePosixPath(path).parts
