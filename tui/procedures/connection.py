@@ -10,14 +10,17 @@ is, and on failure raises one `SiteError` that says what was tried and how to fi
 from __future__ import annotations
 
 import os
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Awaitable, Callable
+from typing import TYPE_CHECKING, Awaitable, Callable, cast
 
 from tui.domain.endpoints import redact_endpoint
 from tui.domain.naming import NamingProfile
 from tui.errors import SiteError
 from tui.procedures.concurrent import gather
+from tui.procedures.reading_pass import ReadingPass, reading_pass
+from tui.procedures.reading_pass import current as current_pass
 from tui.settings import Settings
 
 if TYPE_CHECKING:  # the clients are imported on first use (see `cloud`, `flow`, `marketplace`)
@@ -92,7 +95,11 @@ class SiteConnection:
 
     @property
     def cloud(self) -> CloudClient:
-        """The XML-RPC client; raises `SiteError` when there are no usable credentials."""
+        """The XML-RPC client; raises `SiteError` when there are no usable credentials. Inside a
+        reading pass of this connection (`reading_pass`), its reads shared by the pass."""
+        reading = current_pass(self)
+        if reading is not None:
+            return cast("CloudClient", reading)
         if self._cloud is None:
             if not self.settings.has_credentials:
                 raise self._no_credentials()
@@ -199,6 +206,11 @@ class SiteConnection:
             f"How to fix: put one line user:password in ~/.one/one_auth (chmod 600) or set ONE_AUTH to such a "
             f"file, then retry. {_INFO_HINT}",
             retryable=False)
+
+    def reading_pass(self) -> AbstractAsyncContextManager[ReadingPass]:
+        """`async with site.reading_pass():` reads each pool once for every check inside it
+        (`tui.procedures.reading_pass`): a status pass, never a step's run."""
+        return reading_pass(self, self.cloud)
 
     async def connect(self) -> ConnectionInfo:
         """Check the site answers and the session is accepted; learn version and user."""

@@ -78,7 +78,17 @@ async def _definitions(site: "SiteConnection") -> dict[str, ComponentDefinition]
 async def plan_components(site: "SiteConnection", repo: "GitRepo", branch: str, site_dir: str,
                           password: VaultPassword, missing: Sequence[str], recommended: Sequence[str],
                           cloud_user: str) -> ComponentsPlan:
-    """What enabling the missing components means (module docstring); changes nothing on the site."""
+    """What enabling the missing components means (module docstring); changes nothing on the site.
+    One reading pass (`tui.procedures.reading_pass`): the components' downloads are planned from
+    one reading of the marketplaces, apps, images, templates, datastores, users and rules, not one
+    each; each component's run reads again."""
+    async with site.reading_pass():
+        return await _plan_components(site, repo, branch, site_dir, password, missing, recommended, cloud_user)
+
+
+async def _plan_components(site: "SiteConnection", repo: "GitRepo", branch: str, site_dir: str,
+                           password: VaultPassword, missing: Sequence[str], recommended: Sequence[str],
+                           cloud_user: str) -> ComponentsPlan:
     ref = await open_site(repo, branch, site_dir, RunContext(lambda event: None))
     definitions = await _definitions(site)
     steps: list[ComponentStep] = []

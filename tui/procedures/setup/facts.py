@@ -404,7 +404,14 @@ async def _input_checks(site: "SiteConnection", target: SetupTarget, form: "Tool
 
 
 async def read_setup_facts(site: "SiteConnection", target: SetupTarget | None = None) -> SetupFacts:
-    """Read the whole site once (see the module docstring)."""
+    """Read the whole site once (see the module docstring): one reading pass
+    (`tui.procedures.reading_pass`), so that each pool is read once for every check of this
+    reading, and read again by the next."""
+    async with site.reading_pass():
+        return await _read_setup_facts(site, target)
+
+
+async def _read_setup_facts(site: "SiteConnection", target: SetupTarget | None) -> SetupFacts:
     # imported here, not at the top: keeps the console's start-up light (module docstring)
     from tui.adapters.vnet_leases import vnet_leases
     from tui.procedures.market.marketplaces import load_catalog

@@ -1,0 +1,125 @@
+"""A reading pass (`tui.procedures.reading_pass`): each pool read once for every check of one status
+pass, read again by the next; changes, other tasks and the time outside the pass untouched."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import functools
+from typing import Any
+
+import pytest
+
+from tests.setup.conftest import point_at, run
+from tui.adapters.cloud import CloudClient
+from tui.errors import SiteError
+from tui.procedures.connection import SiteConnection
+from tui.procedures.reading_pass import READS
+from tui.settings import Settings
+from tui.sim.server import SimServer
+
+pytestmark = pytest.mark.timeout(300)
+
+
+class _Cloud:
+    """A client that counts what reaches it; `list_users` fails."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, tuple[Any, ...]]] = []
+        self.gate = asyncio.Event()
+
+    async def list_vnets(self, filter: int = -2) -> tuple[str, ...]:
+        self.asked.append(("list_vnets", (filter,)))
+        await self.gate.wait()
+        return ("vnet",)
+
+    async def list_users(self) -> tuple[str, ...]:
+        self.asked.append(("list_users", ()))
+        raise SiteError("Users unreadable", "the sim said no")
+
+    async def image_info(self, image_id: int) -> str:  # polled by waits: never shared
+        self.asked.append(("image_info", (image_id,)))
+        return f"image {image_id}"
+
+    async def vm_action(self, action: str, vm_id: int) -> int:
+        self.asked.append(("vm_action", (action, vm_id)))
+        return vm_id
+
+
+def _site() -> tuple[SiteConnection, _Cloud]:
+    site = SiteConnection(Settings.for_site("http://127.0.0.1:1/RPC2", "u:p", "http://127.0.0.1:2"))
+    cloud = _Cloud()
+    site._cloud = cloud  # type: ignore[assignment]
+    return site, cloud
+
+
+async def test_a_pass_asks_each_read_once_and_shares_its_answer_and_failure() -> None:
+    site, cloud = _site()
+    async with site.reading_pass():
+        waiting = [asyncio.ensure_future(site.cloud.list_vnets()) for _ in range(3)]
+        await asyncio.sleep(0)
+        cloud.gate.set()
+        assert [await w for w in waiting] == [("vnet",)] * 3
+        assert await site.cloud.list_vnets() == ("vnet",)
+        assert await site.cloud.list_vnets(3) == ("vnet",)  # other arguments: another read
+        for _ in range(2):  # the failure is every caller's, asked once
+            with pytest.raises(SiteError, match="Users unreadable"):
+                await site.cloud.list_users()
+        await site.cloud.image_info(4)
+        await site.cloud.image_info(4)
+        await site.cloud.vm_action("resume", 7)
+        await site.cloud.vm_action("resume", 7)
+    assert cloud.asked == [("list_vnets", (-2,)), ("list_vnets", (3,)), ("list_users", ()),
+                           ("image_info", (4,)), ("image_info", (4,)), ("vm_action", ("resume", 7)),
+                           ("vm_action", ("resume", 7))]
+    cloud.asked.clear()
+    await site.cloud.list_vnets()  # after the pass: read again
+    async with site.reading_pass():  # the next pass: read again
+        await site.cloud.list_vnets()
+    assert cloud.asked == [("list_vnets", (-2,))] * 2
+
+
+async def test_other_tasks_and_a_cancelled_caller_are_left_as_they_are() -> None:
+    site, cloud = _site()
+    outside = asyncio.Event()
+
+    async def elsewhere() -> None:  # a task of the console started before the pass: not in it
+        await outside.wait()
+        assert site.cloud is cloud
+
+    other = asyncio.ensure_future(elsewhere())
+    async with site.reading_pass():
+        first = asyncio.ensure_future(site.cloud.list_vnets())
+        second = asyncio.ensure_future(site.cloud.list_vnets())
+        await asyncio.sleep(0)
+        first.cancel()  # its gather failed: the read goes on for the other
+        outside.set()
+        await other
+        cloud.gate.set()
+        assert await second == ("vnet",)
+        assert first.cancelled()
+    assert cloud.asked == [("list_vnets", (-2,))]
+
+
+def test_a_status_pass_reads_each_pool_once(sim_factory, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    server: SimServer = sim_factory(scenario="deployed")
+    point_at(server, monkeypatch)
+    asked: collections.Counter[tuple[str, tuple[Any, ...]]] = collections.Counter()
+    pools = {"list_vnets", "list_images", "list_marketplaces", "list_marketapps", "list_users", "system_config",
+             "list_templates", "list_documents", "acl_list", "list_hosts", "list_datastores", "template_info", "vm_info"}
+    assert pools <= READS
+    for name in pools:
+        read = getattr(CloudClient, name)
+
+        async def counted(self: CloudClient, *args: Any, _read: Any = read, _name: str = name, **kwargs: Any) -> Any:
+            asked[(_name, args)] += 1
+            return await _read(self, *args, **kwargs)
+
+        monkeypatch.setattr(CloudClient, name, functools.wraps(read)(counted))
+    for passes in (1, 2):
+        code, data, _ = run(capsys, "setup", "status", "--json")
+        assert code == 3 and data["steps"]
+        # every pool the checks read (the catalog, the whole check, the inputs, the form, the
+        # inventory among them), each once a pass, and again by the next
+        assert {name for name, _ in asked} == pools
+        assert set(asked.values()) == {passes}, [k for k, n in asked.items() if n != passes]
