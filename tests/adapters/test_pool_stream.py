@@ -57,19 +57,25 @@ def _whole(raw: bytes) -> list[VmSummary]:
                            parse.vm_summary))
 
 
-def _stream(raw: bytes, chunk: int) -> list[VmSummary]:
-    stream = PoolStream("one.vmpool.info", "VM_POOL", "VM", parse.vm_summaries)
+def _stream(raw: bytes, chunk: int, plain: bool = False) -> list[VmSummary]:
+    stream = PoolStream("one.vmpool.info", "VM_POOL", "VM", parse.vm_summaries, plain=plain)
     for start in range(0, len(raw), chunk):
         stream.feed(raw[start:start + chunk])
     return stream.close()
 
 
+#: both ways of reading a pool answer: streamed (items dropped once read) and plain (parsed whole,
+#: as the VM list's pages fetched ahead are): the same items, the same errors
+PLAIN = pytest.mark.parametrize("plain", [False, True], ids=["streamed", "plain"])
+
+
+@PLAIN
 @pytest.mark.parametrize("chunk", [1, 2, 3, 5, 8, 13, 64, 1000, 1 << 20])
-def test_any_cut_gives_what_the_whole_answer_gives(chunk: int) -> None:
+def test_any_cut_gives_what_the_whole_answer_gives(chunk: int, plain: bool) -> None:
     raw = _answer(_document())
     expected = _whole(raw)
     assert len(expected) == 12
-    assert _stream(raw, chunk) == expected
+    assert _stream(raw, chunk, plain) == expected
     names = [vm.name for vm in expected]
     # hostile text verbatim (an XML parser reads a CR LF or a lone CR in text as a line feed)
     assert names[0] == HOSTILE[12 % len(HOSTILE)] + " 12"
@@ -103,13 +109,14 @@ def test_an_empty_pool_and_a_failure() -> None:
         _stream(fault, 5)
 
 
+@PLAIN
 @pytest.mark.parametrize("cut", [0.0, 0.001, 0.3, 0.5, 0.99])
-def test_a_truncated_answer_is_malformed(cut: float) -> None:
+def test_a_truncated_answer_is_malformed(cut: float, plain: bool) -> None:
     raw = _answer(_document())
     with pytest.raises(MalformedResponse):
-        _stream(raw[:int(len(raw) * cut)], 64)
+        _stream(raw[:int(len(raw) * cut)], 64, plain)
     with pytest.raises(MalformedResponse):  # the string ends but the document inside it does not
-        _stream(_answer(_document()[:int(len(_document()) * max(cut, 0.01))]), 64)
+        _stream(_answer(_document()[:int(len(_document()) * max(cut, 0.01))]), 64, plain)
 
 
 @pytest.mark.parametrize("raw, match", [
@@ -119,16 +126,39 @@ def test_a_truncated_answer_is_malformed(cut: float) -> None:
     (_answer("<VM_POOL><VM><ID>1</ID></VM></VM_POOL>").replace(b"</methodResponse>", b""), "XML"),
     (_answer("<VM_POOL><VM><ID>1</ID><NAME>&#1;</NAME></VM></VM_POOL>"), "malformed"),
 ])
-def test_malformed_answers(raw: bytes, match: str) -> None:
+@PLAIN
+def test_malformed_answers(raw: bytes, match: str, plain: bool) -> None:
     with pytest.raises(MalformedResponse, match=match):
-        _stream(raw, 16)
+        _stream(raw, 16, plain)
 
 
-def test_a_control_character_is_named() -> None:
+@PLAIN
+def test_a_control_character_is_named(plain: bool) -> None:
     raw = _answer(_vm(1, "x").join(("<VM_POOL>", "</VM_POOL>"))).replace(b"[x]", b"[bad\x01name]")
     with pytest.raises(ControlCharacterAnswer) as info:
-        _stream(raw, 32)
+        _stream(raw, 32, plain)
     assert info.value.char == "\x01" and "bad" in info.value.context and "name" in info.value.context
+
+
+def test_a_parsed_page_is_read_batch_by_batch_and_leaves_the_tree(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page parsed whole (`plain`) is read in batches (of 5 here): each batch sees only VMs, in
+    order, none of an earlier batch still in the tree; a comment between VMs is skipped; the
+    result is the whole answer's."""
+    monkeypatch.setattr("tui.adapters.pool_stream.TREE_BATCH", 5)
+    raw = _answer(_document().replace("</VM><VM>", "</VM><!-- between --><VM>", 1))
+    batches: list[list[int]] = []
+
+    def take(batch: list[Any]) -> list[VmSummary]:
+        parent = batch[0].getparent()
+        assert parent is not None and all(vm.getparent() is parent for vm in batch)
+        assert [child for child in parent if child.tag == "VM"][:len(batch)] == batch  # earlier ones gone
+        batches.append([int(vm.findtext("ID")) for vm in batch])
+        return parse.vm_summaries(batch)
+    stream = PoolStream("one.vmpool.info", "VM_POOL", "VM", take, plain=True)
+    stream.feed(raw)
+    assert stream.close() == _whole(raw)
+    assert [vm_id for batch in batches for vm_id in batch] == list(range(12, 0, -1))
+    assert all(len(batch) <= 5 for batch in batches) and len(batches) >= 3
 
 
 # through the client ------------------------------------------------------------------------------
@@ -215,8 +245,9 @@ async def test_paged_reads_agree_with_one_unpaged_call(sim_factory: SimFactory) 
 
 class PageLog:
     """Which pages a paged read asked for ahead (`_fetch_pool`), read from what it fetched ahead
-    (`_read_fetched`) or asked for the usual way (`_stream_pool`); `before_fetch`, `after_fetch`
-    and `before_stream` run in the worker thread with the page's (start, end)."""
+    (`_read_fetched`, or `_read_parsed` when it was parsed ahead too, as the VM list's are) or
+    asked for the usual way (`_stream_pool`); `before_fetch`, `after_fetch` and `before_stream`
+    run in the worker thread with the page's (start, end)."""
 
     def __init__(self, cloud: CloudClient) -> None:
         self.fetched: list[tuple[int, int]] = []
@@ -227,6 +258,7 @@ class PageLog:
         self.before_stream: Callable[[tuple[int, int]], None] = lambda ask: None
         self._asks: dict[int, tuple[int, int]] = {}
         fetch, read, stream = cloud._fetch_pool, cloud._read_fetched, cloud._stream_pool
+        parse_tree, read_tree = cloud._parse_fetched, cloud._read_parsed
 
         def fetch_pool(method: str, *params: Any) -> list[bytes]:
             ask = (params[1], params[2])
@@ -241,6 +273,16 @@ class PageLog:
             self.read_fetched.append(self._asks[id(chunks)])
             return read(chunks, *args)
 
+        def parse_fetched(chunks: list[bytes], *args: Any) -> Any:
+            ask = self._asks[id(chunks)]
+            page = parse_tree(chunks, *args)
+            self._asks[id(page)] = ask
+            return page
+
+        def read_parsed(page: Any, take: Any) -> Any:
+            self.read_fetched.append(self._asks[id(page)])
+            return read_tree(page, take)
+
         def stream_pool(method: str, pool_tag: str, item_tag: str, take: Any, *params: Any) -> Any:
             ask = (params[1], params[2])
             self.before_stream(ask)
@@ -250,6 +292,8 @@ class PageLog:
         cloud._fetch_pool = fetch_pool  # type: ignore[method-assign]
         cloud._read_fetched = read_fetched  # type: ignore[method-assign]
         cloud._stream_pool = stream_pool  # type: ignore[method-assign]
+        cloud._parse_fetched = parse_fetched  # type: ignore[method-assign]
+        cloud._read_parsed = read_parsed  # type: ignore[method-assign]
 
 
 async def test_the_next_page_is_asked_for_while_the_current_one_is_read(sim_factory: SimFactory) -> None:

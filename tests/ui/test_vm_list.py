@@ -226,7 +226,7 @@ async def test_the_first_page_shows_while_the_rest_of_the_pool_is_read(sim_facto
     being read, while the second page is held back; then all 25."""
     import threading
 
-    monkeypatch.setattr("tui.adapters.cloud.VM_PAGE_SIZE", 5)
+    monkeypatch.setattr("tui.adapters.cloud.VM_LIST_PAGE_SIZE", 5)
     server = sim_factory(vms=25)
     app = console_app(server)
     release = threading.Event()

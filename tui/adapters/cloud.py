@@ -25,7 +25,7 @@ import threading
 import xmlrpc.client
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Mapping, Sequence, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Generic, Iterable, Mapping, Sequence, TypeVar, Union
 
 from lxml import etree
 
@@ -40,7 +40,7 @@ from tui.adapters.cloud_transport import (
     decode_response,
     parse_document,
 )
-from tui.adapters.pool_stream import PoolStream
+from tui.adapters.pool_stream import PoolStream, take_tree
 from tui.adapters.retry import DEFAULT_POLICY, RetryPolicy, deadline_after, reconciled_write, retry_read
 from tui.domain.attributes import Attributes
 from tui.domain.bounded import is_number_limit
@@ -76,6 +76,10 @@ ANY_STATE, ANY_BUT_DONE = -2, -1
 #: VMs per page of every read of the VM pool (`tui.domain.vm_scan.PoolPager`: the first page by
 #: offset, the rest by id ranges); measured in bench/bench_vm_pages.py (README: Benchmarks)
 VM_PAGE_SIZE = 2_000
+#: the VM list's pages (short bodies), each parsed whole ahead beside the build of the one before
+#: it: two pages' trees (~11 MB each) fit the console's memory bound at 50,000 VMs, two of 2,000 did
+#: not (README: issue 24's seventh pass)
+VM_LIST_PAGE_SIZE = 1_000
 #: actions `one.vm.action` knows
 VM_ACTIONS = frozenset({
     "terminate", "terminate-hard", "undeploy", "undeploy-hard", "poweroff", "poweroff-hard", "reboot",
@@ -159,6 +163,8 @@ class CloudClient:
         self._server: Any = None  # pyone's proxy, made by the first call through it (`_pyone`)
         self._server_lock = threading.Lock()
         self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="cloud-rpc")
+        #: the thread that parses the VM list's pages fetched ahead (`_vm_pages`)
+        self._parse_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cloud-parse")
         #: how reads are retried and writes reconciled (`tui.adapters.retry`)
         self.retry_policy: RetryPolicy = DEFAULT_POLICY
 
@@ -167,6 +173,7 @@ class CloudClient:
 
     async def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
+        self._parse_executor.shutdown(wait=False, cancel_futures=True)
         self._transport.close()
 
     async def __aenter__(self) -> "CloudClient":
@@ -176,8 +183,10 @@ class CloudClient:
         await self.close()
 
     # plumbing ----------------------------------------------------------------------------------
-    async def _run(self, method: str, work: Callable[[], T], deadline: float | None = None) -> T:
-        """One attempt of `work` in a worker thread, bounded by `deadline` (default: the timeout)."""
+    async def _run(self, method: str, work: Callable[[], T], deadline: float | None = None,
+                   executor: ThreadPoolExecutor | None = None) -> T:
+        """One attempt of `work` in a worker thread (of `executor`, default the calls' own),
+        bounded by `deadline` (default: the timeout)."""
         loop = asyncio.get_running_loop()
         if deadline is None:
             deadline = deadline_after(self.timeout)
@@ -191,7 +200,7 @@ class CloudClient:
                 transport.set_deadline(None)
 
         try:
-            future = loop.run_in_executor(self._executor, bounded)
+            future = loop.run_in_executor(executor or self._executor, bounded)
         except RuntimeError as exc:  # executor shut down
             raise SiteError("Cloud client closed", f"{method} was called after close().") from exc
         try:
@@ -319,6 +328,25 @@ class CloudClient:
             stream.feed(chunks.pop(0))
         return stream.close()
 
+    @staticmethod
+    def _parse_fetched(chunks: list[bytes], method: str,
+                       take: Callable[[list[etree._Element]], list[T]]) -> "_ParsedPage[T]":
+        """A page's answer fetched ahead, parsed whole with a plain parser (`PoolStream.tree`):
+        lxml parses it without the GIL (no event calls back into Python) while another thread
+        builds the page before it (issue 24). `_read_parsed` builds its items."""
+        stream = PoolStream(method, "VM_POOL", "VM", take, plain=True)
+        body = b"".join(chunks)  # one feed: the GIL handed over once, not once per chunk
+        chunks.clear()
+        stream.feed(body)
+        del body
+        return _ParsedPage(stream.tree())
+
+    @staticmethod
+    def _read_parsed(page: "_ParsedPage[T]", take: Callable[[list[etree._Element]], list[T]]) -> list[T]:
+        tree = page.tree
+        page.tree = []
+        return tree if isinstance(tree, list) else take_tree(tree, "VM", take)
+
     async def _pool(self, method: str, pool_tag: str, item_tag: str, build: Callable[[etree._Element], T],
                     *params: Any) -> tuple[T, ...]:
         """`one.<method>`'s pool document, read while it arrives (`_stream_pool`) into `build`'s models."""
@@ -329,7 +357,8 @@ class CloudClient:
 
     async def _vm_pages(self, method: str, take: Callable[[list[etree._Element]], list[T]], vm_id: Callable[[T], int],
                         filter: int, state: int, page_size: int | None,
-                        on_page: Callable[[Sequence[T]], None] | None = None) -> tuple[list[T], "PoolPager"]:
+                        on_page: Callable[[Sequence[T]], None] | None = None,
+                        parse_ahead: bool = False) -> tuple[list[T], "PoolPager"]:
         """The whole VM pool in pages (`tui.domain.vm_scan.PoolPager`), each page read while it
         arrives and retried on its own; `on_page` sees what has been read after each page. A page
         that cannot be read fails the whole read with its SiteError: never a shorter answer.
@@ -338,16 +367,28 @@ class CloudClient:
         (`PoolPager.guess_next`) is already asked for and its answer kept as it arrives, so the
         site prepares it while this client parses the current one. It is read only if the pager
         does ask for it next (otherwise dropped, unread); if asking for it failed, the page is
-        asked for again the usual way, retries included."""
+        asked for again the usual way, retries included. With `parse_ahead` (short bodies: a page's
+        tree is ~9x its text) the page asked for ahead is also parsed, in the one parsing thread
+        so the parse of the next page and the build of this one use both cores."""
         from tui.domain.vm_scan import PoolOutOfOrder, PoolPager
 
         pager = PoolPager(int(VM_PAGE_SIZE if page_size is None else page_size))
         read: list[T] = []
-        ahead: tuple[PageAsk, asyncio.Task[list[bytes]]] | None = None
+        ahead: tuple[PageAsk, asyncio.Task[Any]] | None = None
+
+        async def fetch(ask: PageAsk) -> "list[bytes] | _ParsedPage[T]":
+            chunks = await self._run(method, partial(self._fetch_pool, method, int(filter), ask.start, ask.end,
+                                                     int(state)))
+            if not parse_ahead:
+                return chunks
+            # in the one parsing thread: the trees' memory comes from one malloc arena, reused page
+            # after page (parsed in any worker thread, each arena kept its own high-water mark)
+            return await self._run(method, partial(self._parse_fetched, chunks, method, take),
+                                   executor=self._parse_executor)
         try:
             while pager.ask is not None:
                 ask = pager.ask
-                fetched: asyncio.Task[list[bytes]] | None = None
+                fetched: asyncio.Task[Any] | None = None
                 if ahead is not None:
                     if ahead[0] == ask:
                         fetched = ahead[1]
@@ -357,11 +398,10 @@ class CloudClient:
                 if guess is None:
                     ahead = None
                 else:
-                    ahead = (guess, asyncio.create_task(self._run(method, partial(
-                        self._fetch_pool, method, int(filter), guess.start, guess.end, int(state)))))
+                    ahead = (guess, asyncio.create_task(fetch(guess)))
                     # a guess dropped after it failed: its error is not lost unseen, it was never needed
                     ahead[1].add_done_callback(_seen)
-                chunks: list[bytes] | None = None
+                chunks: "list[bytes] | _ParsedPage[T] | None" = None
                 if fetched is not None:
                     try:
                         chunks = await fetched
@@ -383,14 +423,16 @@ class CloudClient:
                 ahead[1].cancel()
         return read, pager
 
-    def _page_work(self, method: str, take: Callable[[list[etree._Element]], list[T]], chunks: list[bytes] | None,
-                   *params: Any) -> Callable[[], list[T]]:
-        """One page's read for `_read`: the first attempt reads the answer fetched ahead when there
-        is one, every attempt after it (or without one) asks the site."""
+    def _page_work(self, method: str, take: Callable[[list[etree._Element]], list[T]],
+                   chunks: "list[bytes] | _ParsedPage[T] | None", *params: Any) -> Callable[[], list[T]]:
+        """One page's read for `_read`: the first attempt reads the answer fetched (or parsed)
+        ahead when there is one, every attempt after it (or without one) asks the site."""
         def work() -> list[T]:
             nonlocal chunks
             if chunks is not None:
                 fetched, chunks = chunks, None
+                if isinstance(fetched, _ParsedPage):
+                    return self._read_parsed(fetched, take)
                 return self._read_fetched(fetched, method, "VM_POOL", "VM", take)
             return self._stream_pool(method, "VM_POOL", "VM", take, *params)
         return work
@@ -447,7 +489,8 @@ class CloudClient:
             return await self._pool("vmpool.info", "VM_POOL", "VM", parse.vm_summary, int(filter),
                                     -1 if start is None else int(start), -1 if end is None else int(end),
                                     int(state))
-        vms, _ = await self._vm_pages(method, parse.vm_summaries, _summary_id, filter, state, page_size, on_page)
+        vms, _ = await self._vm_pages(method, parse.vm_summaries, _summary_id, filter, state,
+                                      VM_LIST_PAGE_SIZE if page_size is None else page_size, on_page, parse_ahead=True)
         return tuple(vms)
 
     async def list_vms_detail(self, filter: int = ALL_RESOURCES, state: int = ANY_BUT_DONE,
@@ -713,6 +756,16 @@ def _hex(value: str) -> str:
     except ValueError:
         raise SiteError(f"Not a hexadecimal ACL field: {value!r}", "ACL fields are hex numbers such as 100000005.") from None
     return text
+
+
+class _ParsedPage(Generic[T]):
+    """A page fetched and parsed ahead (`CloudClient._parse_fetched`): its pool element with the
+    items still in it, or the items themselves when the answer was read whole."""
+
+    __slots__ = ("tree",)
+
+    def __init__(self, tree: "etree._Element | list[T]") -> None:
+        self.tree = tree
 
 
 def _seen(task: "asyncio.Task[Any]") -> None:

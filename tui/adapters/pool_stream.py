@@ -20,6 +20,11 @@ Here the body is fed as it comes off the socket (`feed`, chunk by chunk):
 
 A body that is truncated, malformed, or holds a character XML cannot carry raises
 `MalformedResponse` (`ControlCharacterAnswer` for the latter), never an lxml error.
+
+`parse_tree` reads a whole page the same way with a plain parser instead (no events, so no call
+back into Python while lxml parses: the parse runs without the GIL, beside the thread building the
+page before it), and hands back the checked pool element; `take_tree` turns its items into
+results batch by batch, dropping each batch from the tree once read (issue 24).
 """
 
 from __future__ import annotations
@@ -86,7 +91,7 @@ class PoolStream(Generic[T]):
     into results (they are removed from the tree after it returns)."""
 
     def __init__(self, method: str, pool_tag: str, item_tag: str,
-                 take: Callable[[list[Element]], list[T]]) -> None:
+                 take: Callable[[list[Element]], list[T]], *, plain: bool = False) -> None:
         self.method = method
         self.pool_tag = pool_tag
         self.item_tag = item_tag
@@ -98,8 +103,10 @@ class PoolStream(Generic[T]):
         self._buffer = b""  # the head, the whole answer, or the tail
         self._carry = b""  # the end of the last chunk of text that may continue in the next
         self._head = b""
-        self._parser: etree.XMLPullParser | None = None
+        self._parser: etree.XMLPullParser | etree.XMLParser | None = None
         self._root: Element | None = None
+        #: a plain parser (the tree kept whole, read by `tree`): no event calls back into Python
+        self._plain = plain
 
     # feeding ------------------------------------------------------------------------------------
     def feed(self, chunk: bytes) -> None:
@@ -126,8 +133,11 @@ class PoolStream(Generic[T]):
         self._head, rest = data[:match.end()], data[match.end():]
         self._buffer = b""
         self._state = "text"
-        self._parser = etree.XMLPullParser(events=("end",), tag=self.item_tag, huge_tree=True,
-                                           resolve_entities=False, no_network=True)
+        if self._plain:
+            self._parser = etree.XMLParser(huge_tree=True, resolve_entities=False, no_network=True)
+        else:
+            self._parser = etree.XMLPullParser(events=("end",), tag=self.item_tag, huge_tree=True,
+                                               resolve_entities=False, no_network=True)
         if rest:
             self._text(rest)
 
@@ -171,11 +181,12 @@ class PoolStream(Generic[T]):
                 raise control_character_answer(text[max(0, unsafe.start() - 200):unsafe.end() + 100],
                                                self.method) or MalformedResponse(str(exc)) from None
             raise MalformedResponse(f"{self.method} answered malformed XML: {exc}") from None
-        self._drain()
+        if not self._plain:
+            self._drain()
 
     def _drain(self) -> None:
         parser = self._parser
-        assert parser is not None
+        assert isinstance(parser, etree.XMLPullParser)
         batch: list[Element] = []
         for _event, element in parser.read_events():
             parent = element.getparent()
@@ -199,6 +210,20 @@ class PoolStream(Generic[T]):
         platform's `Fault` when the answer is not a complete pool document."""
         if self._state in ("head", "whole"):
             return self._close_whole(self._buffer)
+        root = self._close_document()
+        if self._plain:
+            return take_tree(root, self.item_tag, self._take)
+        return self.items
+
+    def tree(self) -> Element | list[T]:
+        """The pool element of a stream made with `plain` (its items still in it, for `take_tree`);
+        the items themselves when the answer was not streamed (a short or unusual one, read
+        whole). Raises as `close` does."""
+        if self._state in ("head", "whole"):
+            return self._close_whole(self._buffer)
+        return self._close_document()
+
+    def _close_document(self) -> Element:
         if self._state == "text":
             raise MalformedResponse(f"{self.method}'s answer ended inside its pool document (after "
                                     f"{self.size:,} bytes): it was cut short")
@@ -208,12 +233,13 @@ class PoolStream(Generic[T]):
             root = parser.close()
         except etree.XMLSyntaxError as exc:
             raise MalformedResponse(f"{self.method} answered an incomplete or malformed pool document: {exc}") from None
-        self._drain()
+        if not self._plain:
+            self._drain()
         if root.tag != self.pool_tag:
             raise MalformedResponse(f"expected <{self.pool_tag}>, got <{root.tag!s}>")
         # the envelope without the document: the rest of the platform's array must be there
         check_result(decode_response(self._head + _END + self._buffer, self.method))
-        return self.items
+        return root
 
     def _close_whole(self, raw: bytes) -> list[T]:
         from tui.adapters.cloud_parse import expect_root
@@ -222,3 +248,20 @@ class PoolStream(Generic[T]):
         value = check_result(decode_response(raw, self.method))
         root = expect_root(parse_document(value, self.method), self.pool_tag)
         return self._take([child for child in root if child.tag == self.item_tag])
+
+
+#: items read from a parsed page per batch (`take_tree`): each batch leaves the tree once read
+TREE_BATCH = 256
+
+
+def take_tree(root: Element, item_tag: str, take: Callable[[list[Element]], list[T]]) -> list[T]:
+    """`take` over the `item_tag` children of a parsed pool element, in order, a batch at a time;
+    each batch is removed from the tree once read, so the tree shrinks while its results grow."""
+    items: list[T] = []
+    while len(root):
+        batch = root[:TREE_BATCH]
+        picked = [child for child in batch if child.tag == item_tag]
+        if picked:
+            items.extend(take(picked))
+        del root[:len(batch)], batch, picked
+    return items
