@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from tui import timing
 from tui.domain.input_file import InputFile
@@ -55,6 +55,7 @@ from tui.procedures.toolkit.service import record_for_service
 if TYPE_CHECKING:  # pragma: no cover
     from tui.domain.services import Service
     from tui.domain.site_record import SiteRecord
+    from tui.domain.vms import VmDetail
     from tui.procedures.connection import SiteConnection
 
 
@@ -190,17 +191,14 @@ async def _follow(site: "SiteConnection", facts: SetupFacts, options: RunOptions
                             f"Read its log (oneflow show {service.id}); remove it (oneflow recover --delete "
                             f"{service.id}) and run again.")
         ids = tuple(vm for r in service.roles if r.name in naming.document_db_roles for vm in r.vm_ids)
-        inventory = await load_inventory(site, record_vm_ids=ids)
-        rows = [r for r in inventory.db_vms if r.id in ids]
-        placed = bool(ids) and len(rows) == len(ids) and all(
-            r.host_id is not None and (not r.flagged or r.vm.summary.status in MOVABLE_STATES) for r in rows)
+        placed, flagged, vms = await _db_vms_placed(site, ids)
         elapsed = timing.monotonic() - started
         context.report(Progress("database VMs placed", int(placed), 1,
-                                ", ".join(f"VM {r.id} {r.vm.summary.status} on {r.host_name or '(no host yet)'}"
-                                          for r in rows) + f" ({elapsed:.0f} s)",
+                                ", ".join(f"VM {vm.id} {vm.summary.status} on {vm.summary.host or '(no host yet)'}"
+                                          for vm in vms) + f" ({elapsed:.0f} s)",
                                 ProgressState.DONE if placed else ProgressState.RUNNING))
         if placed:
-            if any(r.flagged for r in rows):
+            if flagged:
                 return  # the next round moves them (operation 7) before waiting for RUNNING
             break
         if elapsed > options.step_timeout:
@@ -213,6 +211,27 @@ async def _follow(site: "SiteConnection", facts: SetupFacts, options: RunOptions
     record = _record(site, facts, service)
     await follow_deployment(site, record, context, timeout=options.deploy_timeout, key_timeout=options.key_timeout,
                             poll_interval=options.poll_interval)
+
+
+async def _db_vms_placed(site: "SiteConnection", ids: tuple[int, ...]) -> "tuple[bool, bool, Sequence[VmDetail]]":
+    """Whether every database VM `ids` has a host and, when that host's CPU is flagged, can be
+    moved (`MOVABLE_STATES`); whether one is flagged; and the VMs as read. Each VM's own info is read until every one
+    has a host; only then the host inventory (every host, the VM pool's bodies scanned) that the
+    verdicts need: a deployment polled the whole pools twice a second while the VMs waited for the
+    scheduler. A VM that cannot be read (gone) is left to the inventory, which does not list it."""
+    if not ids:
+        return False, False, ()
+    try:
+        vms = await gather(*(site.cloud.vm_info(vm_id) for vm_id in ids))
+    except SiteError:
+        vms = ()
+    if vms and any(vm.summary.host_id is None for vm in vms):
+        return False, False, vms
+    inventory = await load_inventory(site, record_vm_ids=ids)
+    rows = [r for r in inventory.db_vms if r.id in ids]
+    placed = len(rows) == len(ids) and all(
+        r.host_id is not None and (not r.flagged or r.vm.summary.status in MOVABLE_STATES) for r in rows)
+    return placed, any(r.flagged for r in rows), tuple(r.vm for r in rows)
 
 
 def _record(site: "SiteConnection", facts: SetupFacts, service: "Service") -> "SiteRecord":
