@@ -147,9 +147,9 @@ def _serve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-#: the VMs whose pool bodies are rendered ahead (`_warm_first_page`): the console's first page
-#: (tui.adapters.cloud.VM_PAGE_SIZE)
-WARM_VMS = 2_000
+#: the VMs whose pool bodies are rendered ahead (`_warm_first_page`): the VM list's first page
+#: (tui.adapters.cloud.VM_LIST_PAGE_SIZE)
+WARM_VMS = 1_000
 
 
 def _warm_first_page(site: Any) -> None:
@@ -157,7 +157,7 @@ def _warm_first_page(site: Any) -> None:
     console's first page reads, into the site's render cache, right after the site announced
     itself: `sitetk --demo` asks for them a few hundred ms later, once its own start-up is done,
     and rendering them then was on its way to the first rows (~40 ms of the first
-    `one.vmpool.info` of 100 VMs at load 12). The cache is keyed by each VM's revision and state
+    `one.vmpool.info` of 100 VMs at load 10). The cache is keyed by each VM's revision and state
     (tui.sim.xml_render), so an answer is the same whether its bodies were rendered now or on
     request; the lock keeps a request from seeing the cache half-filled."""
     from tui.sim.xml_render import vm_xml_escaped
