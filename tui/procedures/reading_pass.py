@@ -37,18 +37,14 @@ READS = frozenset({
 
 
 class ReadingPass:
-    """The reads of one pass of one connection's cloud client (module docstring); `site` is the
-    connection (`SiteConnection`, which imports this module)."""
+    """The reads of one pass of one connection's cloud client (module docstring); `_site` is the
+    connection (`SiteConnection`, which imports this module). It stands in for the client, so its
+    own names start with an underscore: none hides one of the client's (`close` among them)."""
 
     def __init__(self, site: object, cloud: "CloudClient") -> None:
-        self.site = site
+        self._site = site
         self._cloud = cloud
         self._reads: dict[Hashable, asyncio.Task[Any]] = {}
-
-    @property
-    def asked(self) -> int:
-        """How many reads went to the site (each shared by every check that asked it)."""
-        return len(self._reads)
 
     def __getattr__(self, name: str) -> Any:
         method = getattr(self._cloud, name)
@@ -71,7 +67,7 @@ class ReadingPass:
 
         return read
 
-    async def close(self) -> None:
+    async def _stop(self) -> None:
         """Stop the reads nobody waits for any more (a pass left by a failure) and wait for them."""
         left = [task for task in self._reads.values() if not task.done()]
         for task in left:
@@ -93,7 +89,7 @@ _CURRENT: ContextVar[ReadingPass | None] = ContextVar("sitetk_reading_pass", def
 def current(site: object) -> ReadingPass | None:
     """The pass `site` is read in by this task, None outside one."""
     reading = _CURRENT.get()
-    return reading if reading is not None and reading.site is site else None
+    return reading if reading is not None and reading._site is site else None
 
 
 @asynccontextmanager
@@ -110,4 +106,4 @@ async def reading_pass(site: object, cloud: "CloudClient") -> AsyncIterator[Read
         yield reading
     finally:
         _CURRENT.reset(token)
-        await reading.close()
+        await reading._stop()
