@@ -3,6 +3,7 @@
     python -m bench                 # all of them
     python -m bench sim_pool vm_list   # only bench_sim_pool and bench_vm_list
     python -m bench vm_list --only startup [--runs 15]   # one part of a module (its PARTS)
+    python -m bench vm_list --only refresh [--runs 5]    # the refreshes against their floor
 
 Results go to bench/results/latest.json (and a timestamped copy). A run of one part (`--only`)
 writes its timestamped copy only: latest.json stays the last whole run's table.

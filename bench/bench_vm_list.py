@@ -258,6 +258,18 @@ def run(sizes: Sequence[int] = SIZES, refreshes: int | None = None, startup_runs
     return rows
 
 
+def refresh_rows(refreshes: int | None = None, sizes: Sequence[int] = REFRESH_TARGET_SIZES) -> list[Row]:
+    """(b) alone: the every-VM-parsed refreshes against their floor at the judged sizes (no
+    keystrokes, stalls or memory), `refreshes` each (default: the whole run's)."""
+    rows: list[Row] = []
+    for size in sizes:
+        print(f"  vm list: refresh, {size:,} VMs", file=sys.stderr, flush=True)
+        with SimProcess(vms=size) as sim:
+            rows.extend(console_rows(asyncio.run(measure_console(sim, size, refreshes or REFRESHES.get(size, 3),
+                                                                 keystrokes=False, stalls=False))))
+    return rows
+
+
 #: the parts `python -m bench vm_list --only <part> [--runs N]` runs alone (bench/__main__.py)
-PARTS = {"startup": startup_rows}
+PARTS = {"startup": startup_rows, "refresh": refresh_rows}
 

@@ -75,6 +75,15 @@ def test_vm_list_bench_reports_refresh_keystroke_stall_and_memory() -> None:
     assert f"({VMS:,} rows)" in refresh.name  # the fresh site has no VM of its own
 
 
+def test_the_refresh_part_runs_alone() -> None:
+    """`python -m bench vm_list --only refresh`: the refreshes against their floor, nothing else."""
+    rows = bench_vm_list.PARTS["refresh"](1, sizes=(VMS,))
+    assert_sane(rows)
+    refresh = next(row for row in rows if row.name.startswith("refresh, every VM parsed:"))
+    assert refresh.baseline == next(row for row in rows if row.name.startswith("floor:")).value
+    assert not any("keystroke" in row.name or "peak memory" in row.name or "stall" in row.name for row in rows)
+
+
 def test_start_up_bench_times_both_apps_through_the_first_rows_hook() -> None:
     rows = bench_vm_list.startup_rows(runs=1, demo_vms=5, warm_up=False)
     assert_sane(rows)
@@ -111,8 +120,8 @@ def test_one_part_of_a_benchmark_runs_alone_and_leaves_the_whole_runs_table(monk
     assert (tmp_path / "latest.json").read_text() == "the whole run"
     [written] = tmp_path.glob("bench-*.json")
     assert '"only": "bench_vm_list --only startup"' in written.read_text()
-    with pytest.raises(SystemExit, match="no part 'refresh'"):
-        bench_main.main(["vm_list", "--only", "refresh"])
+    with pytest.raises(SystemExit, match="no part 'keystroke'"):
+        bench_main.main(["vm_list", "--only", "keystroke"])
     for argv in (["--only", "startup"], ["vm_list", "sim_pool", "--only", "startup"], ["vm_list", "--runs", "3"]):
         with pytest.raises(SystemExit):
             bench_main.main(argv)
