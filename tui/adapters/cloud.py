@@ -296,11 +296,12 @@ class CloudClient:
             return await self._read(f"one.{method}", work)
         return await self._run(f"one.{method}", work, deadline)
 
-    def _raw_call(self, method: str, *params: Any) -> Any:
+    def _raw_call(self, method: str, *params: Any, idempotent: bool = True) -> Any:
         """POST `method` (full name) with `params` after the session, through the transport, and
-        return the platform's success value (blocking: runs in a worker thread)."""
+        return the platform's success value (blocking: runs in a worker thread); a read unless
+        `idempotent` is False (then never sent twice by the transport)."""
         body = xmlrpc.client.dumps((self._session, *params), method, allow_none=False).encode("utf-8")
-        return check_result(decode_response(self._transport.post(body), method))
+        return check_result(decode_response(self._transport.post(body, idempotent=idempotent), method))
 
     def _stream_pool(self, method: str, pool_tag: str, item_tag: str, take: Callable[[list[etree._Element]], list[T]],
                      *params: Any) -> list[T]:
@@ -309,7 +310,7 @@ class CloudClient:
         worker thread)."""
         body = xmlrpc.client.dumps((self._session, *params), method, allow_none=False).encode("utf-8")
         stream = PoolStream(method, pool_tag, item_tag, take)
-        self._transport.post(body, sink=stream.feed)
+        self._transport.post(body, sink=stream.feed, idempotent=True)
         return stream.close()
 
     def _fetch_pool(self, method: str, *params: Any) -> list[bytes]:
@@ -317,7 +318,7 @@ class CloudClient:
         thread); `_read_fetched` reads it as `_stream_pool` would have."""
         body = xmlrpc.client.dumps((self._session, *params), method, allow_none=False).encode("utf-8")
         chunks: list[bytes] = []
-        self._transport.post(body, sink=chunks.append)
+        self._transport.post(body, sink=chunks.append, idempotent=True)
         return chunks
 
     @staticmethod
@@ -461,7 +462,7 @@ class CloudClient:
         """Call `method` (full name, e.g. `one.vm.update`) with `params` exactly as given, bypassing
         pyone's casting; the platform's success value (a string or an int, never a parsed object).
         For probing the server's strict typing and for methods this client does not wrap."""
-        return await self._run(method, lambda: self._raw_call(method, *params))
+        return await self._run(method, lambda: self._raw_call(method, *params, idempotent=False))
 
     @staticmethod
     async def _names(pool: Awaitable[Iterable[Any]]) -> list[tuple[int, str]]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import errno
 import http.client
 import re
+import select
 import socket
 import ssl
 import threading
@@ -142,10 +143,17 @@ class CloudTransport(xmlrpc.client.Transport):
         timeout): a retried read keeps one deadline over all its attempts."""
         self._local.deadline = deadline
 
-    def post(self, body: bytes, timeout: float | None = None, sink: Callable[[bytes], None] | None = None) -> bytes:
+    def post(self, body: bytes, timeout: float | None = None, sink: Callable[[bytes], None] | None = None, *,
+             idempotent: bool = False) -> bytes:
         """POST one XML-RPC request and return the raw response body, within the deadline; with
         `sink`, a successful (HTTP 200) answer goes to `sink` chunk by chunk as it is read instead,
-        and b"" is returned (an exception from `sink` ends the call and drops the connection)."""
+        and b"" is returned (an exception from `sink` ends the call and drops the connection).
+
+        A kept-alive connection the server has closed is dropped before the request is sent. If
+        the connection fails once the request is out and before any answer, an `idempotent`
+        request (a read) is sent once more on a new connection; any other is not: the server may
+        have carried it out, and the caller's read-back decides (a write sent twice could be
+        applied twice, or answer "already taken" for the object it made)."""
         limit = self.timeout if timeout is None else timeout
         deadline = timing.deadline_after(limit)
         outer: float | None = getattr(self._local, "deadline", None)
@@ -160,6 +168,9 @@ class CloudTransport(xmlrpc.client.Transport):
 
         for attempt in (0, 1):
             conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
+            if conn is not None and conn.sock is not None and _closed_by_peer(conn.sock):
+                self._drop(conn)
+                conn = None
             if conn is None:
                 conn = self._local.conn = self._new_connection(remaining())
             reused = conn.sock is not None
@@ -170,9 +181,9 @@ class CloudTransport(xmlrpc.client.Transport):
                 chunks = self._read(sock, response, remaining, sink if response.status == 200 else None)
             except (http.client.RemoteDisconnected, ConnectionResetError, ConnectionAbortedError, BrokenPipeError) as exc:
                 self._drop(conn)
-                # a kept-alive connection the server had closed: the request never reached it,
-                # so sending it once more on a new connection is safe
-                if reused and not answered and attempt == 0 and _is_stale(exc):
+                # a kept-alive connection that failed before any answer: the server closed it as
+                # the request went out (nothing done) or failed while carrying it out (unknown)
+                if idempotent and reused and not answered and attempt == 0 and _is_stale(exc):
                     continue
                 raise
             except TimeoutError as exc:
@@ -244,6 +255,16 @@ class CloudTransport(xmlrpc.client.Transport):
             raise (control_character_answer(raw, method.group(1).decode() if method else "the answer")
                    or MalformedResponse(f"not an XML-RPC answer: {exc}")) from exc
         return unmarshaller.close()
+
+
+def _closed_by_peer(sock: socket.socket) -> bool:
+    """Whether the server has closed (or written unasked to) an idle kept-alive connection: it is
+    readable before any request was sent."""
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
 
 
 def _is_stale(exc: BaseException) -> bool:
