@@ -193,8 +193,9 @@ class Run:
         transport = client._transport
         post = transport.post
 
-        def captured(body: bytes, timeout: float | None = None, sink: Callable[[bytes], None] | None = None) -> bytes:
-            answer = post(body, timeout)
+        def captured(body: bytes, timeout: float | None = None, sink: Callable[[bytes], None] | None = None, *,
+                     idempotent: bool = False) -> bytes:
+            answer = post(body, timeout, idempotent=idempotent)
             self._capture(Exchange("", "xmlrpc", bytes(body), answer))
             if sink is not None:  # a pool read while it arrives (tui.adapters.pool_stream)
                 sink(answer)
