@@ -22,13 +22,14 @@ START_UP_MODULES = (
 )
 
 
-def loaded_by(modules: tuple[str, ...], watched: str) -> list[str]:
-    """Which modules a fresh interpreter has loaded after importing `modules`, of those the
-    expression `watched` (over a module name `m`) selects."""
+def loaded_by(modules: tuple[str, ...], watched: str, then: str = "") -> list[str]:
+    """Which modules a fresh interpreter has loaded after importing `modules` (and running the
+    statement `then`), of those the expression `watched` (over a module name `m`) selects."""
     script = (
         "import importlib, json, sys\n"
         f"for name in {modules!r}:\n"
         "    importlib.import_module(name)\n"
+        f"{then}\n"
         f"print(json.dumps(sorted(m for m in sys.modules if {watched})))\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
@@ -70,3 +71,28 @@ VM_LIST_NEEDLESS = ("tui.screens.operation_modal", "tui.screens.operation_run", 
 
 def test_vm_list_start_up_imports_no_operation_machinery() -> None:
     assert loaded_by(VM_LIST_START_UP_MODULES, f"m in {VM_LIST_NEEDLESS!r}") == []
+
+
+#: a light verb's process: `sitetk site --help` (and `setup status --help`, `toolkit --help`) builds the
+#: noun's parser only; the verbs' modules are imported when the verb runs (tui.cli.common.verb).
+#: Before, registering `site` imported every site verb's procedures (component provisioning, market
+#: downloads, the git adapter), `setup` and `toolkit` the toolkit deployment: ~0.35-0.5 s of CPU per
+#: process (issue 24)
+LIGHT_VERB_MODULES = ("tui.__main__", "tui.cli.site", "tui.cli.setup", "tui.cli.toolkit", "tui.cli.info")
+LIGHT_VERB_NEEDLESS = ("tui.cli.site_file", "tui.cli.site_enable", "tui.cli.site_branches", "tui.cli.site_options",
+                       "tui.cli.setup_verbs", "tui.cli.toolkit_deploy", "tui.cli.toolkit_inputs",
+                       "tui.cli.toolkit_key", "tui.cli.toolkit_disk", "tui.cli.runner",
+                       "tui.procedures.components.provision", "tui.procedures.market.download",
+                       "tui.procedures.setup.facts", "tui.procedures.toolkit.instantiate",
+                       "tui.procedures.connection", "tui.procedures.operation", "tui.adapters.git_repo", "asyncio")
+
+
+def test_light_verbs_import_no_verb_machinery() -> None:
+    assert loaded_by(LIGHT_VERB_MODULES, f"m in {LIGHT_VERB_NEEDLESS!r}") == []
+
+
+def test_light_verb_parser_is_built_without_the_verbs() -> None:
+    """Building the parser of the nouns `site`, `setup`, `toolkit` and `info` (what `--help` and
+    argparse do before any verb runs) imports none of the verbs' modules either."""
+    built = "importlib.import_module('tui.__main__').build_parser(('site', 'setup', 'toolkit', 'info'))"
+    assert loaded_by(("tui.__main__",), f"m in {LIGHT_VERB_NEEDLESS!r}", then=built) == []

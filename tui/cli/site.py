@@ -31,7 +31,8 @@ platform's usual credentials (ONE_AUTH, ONE_XMLRPC).
 exit codes; read-only mode refused by the operation type, the refusal audit-logged). The verbs
 live beside this registration: `site_file` (encrypt, decrypt, edit, check, fill, confirm),
 `site_enable` (components, enable), `site_branches` (branches, open, create, submit), and what
-they share in `site_options`.
+they share in `site_options` (the options, light, in `site_args`). Each verb's module is imported
+when the verb runs (`verb`), so `sitetk site --help` imports none of them.
 """
 
 from __future__ import annotations
@@ -39,11 +40,8 @@ from __future__ import annotations
 import argparse
 
 from tui import timing
-from tui.cli.common import local_command
-from tui.cli.site_branches import branches_command, create_command, open_command, submit_command
-from tui.cli.site_enable import components_command, enable_command
-from tui.cli.site_file import check_command, confirm_command, decrypt_command, edit_command, encrypt_command, fill_command
-from tui.cli.site_options import common_options, library_options, repo_options
+from tui.cli.common import local_command, verb
+from tui.cli.site_args import common_options, library_options, repo_options
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -55,12 +53,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--dry-run", action="store_true", help="show what would change, write nothing")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     common_options(p)
-    p.set_defaults(func=local_command(encrypt_command))
+    p.set_defaults(func=local_command(verb("tui.cli.site_file", "encrypt_command")))
 
     p = verbs.add_parser("decrypt", help="print the decrypted core.yaml (nothing is written)")
     p.add_argument("path")
     common_options(p)
-    p.set_defaults(func=local_command(decrypt_command))
+    p.set_defaults(func=local_command(verb("tui.cli.site_file", "decrypt_command")))
 
     p = verbs.add_parser("edit", help="set values in an encrypted core.yaml (comments kept)")
     p.add_argument("path")
@@ -68,7 +66,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--dry-run", action="store_true", help="show the changes, write nothing")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     common_options(p)
-    p.set_defaults(func=local_command(edit_command))
+    p.set_defaults(func=local_command(verb("tui.cli.site_file", "edit_command")))
 
     p = verbs.add_parser("check", help="check a core.yaml (encrypted or plain)")
     p.add_argument("path")
@@ -76,14 +74,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--cloud", action="store_true", help="also check IDs against the cloud and take the NIC MTU from its default network")
     library_options(p)
     common_options(p)
-    p.set_defaults(func=local_command(check_command))
+    p.set_defaults(func=local_command(verb("tui.cli.site_file", "check_command")))
 
     p = verbs.add_parser("fill", help="fill core.yaml from the cloud (object store, gate, network, appliance IDs)")
     p.add_argument("path")
     p.add_argument("--dry-run", action="store_true", help="show what would change, write nothing")
     library_options(p)
     common_options(p)
-    p.set_defaults(func=local_command(fill_command))
+    p.set_defaults(func=local_command(verb("tui.cli.site_file", "fill_command")))
 
     p = verbs.add_parser("confirm", help="record that an appliance ID is right although it is not marked as the appliance")
     p.add_argument("path", help="core.yaml")
@@ -93,12 +91,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     library_options(p)
     common_options(p)
-    p.set_defaults(func=local_command(confirm_command))
+    p.set_defaults(func=local_command(verb("tui.cli.site_file", "confirm_command")))
 
     p = verbs.add_parser("components", help="list the component library")
     library_options(p)
     common_options(p, password=False)
-    p.set_defaults(func=local_command(components_command))
+    p.set_defaults(func=local_command(verb("tui.cli.site_enable", "components_command")))
 
     p = verbs.add_parser("enable", help="list a component in site_variables with its site variables")
     p.add_argument("component")
@@ -121,19 +119,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     library_options(p)
     repo_options(p)
     common_options(p)
-    p.set_defaults(func=local_command(enable_command))
+    p.set_defaults(func=local_command(verb("tui.cli.site_enable", "enable_command")))
 
     p = verbs.add_parser("branches", help="list the site branches of the sites repository")
     repo_options(p)
     common_options(p, password=False)
-    p.set_defaults(func=local_command(branches_command))
+    p.set_defaults(func=local_command(verb("tui.cli.site_branches", "branches_command")))
 
     p = verbs.add_parser("open", help="open an existing site branch in the working clone")
     p.add_argument("branch")
     p.add_argument("--site", help="site directory (default: named after the branch)")
     repo_options(p)
     common_options(p, password=False)
-    p.set_defaults(func=local_command(open_command))
+    p.set_defaults(func=local_command(verb("tui.cli.site_branches", "open_command")))
 
     p = verbs.add_parser("create", help="create a site from the template (pushed on submit)")
     p.add_argument("branch")
@@ -143,7 +141,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     repo_options(p)
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     common_options(p)
-    p.set_defaults(func=local_command(create_command))
+    p.set_defaults(func=local_command(verb("tui.cli.site_branches", "create_command")))
 
     p = verbs.add_parser("submit", help="show the decrypted diff, then commit and push core.yaml")
     p.add_argument("--branch", help="site branch (default: the open one)")
@@ -157,4 +155,4 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     repo_options(p)
     library_options(p)
     common_options(p)
-    p.set_defaults(func=local_command(submit_command))
+    p.set_defaults(func=local_command(verb("tui.cli.site_branches", "submit_command")))

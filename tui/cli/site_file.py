@@ -21,8 +21,8 @@ from tui.cli.common import (
     write_data,
 )
 from tui.cli.runner import run_cli
+from tui.cli.site_args import LIBRARY_REPO_ENV
 from tui.cli.site_options import (
-    LIBRARY_REPO_ENV,
     configured_definitions,
     findings_text,
     load_component_library,

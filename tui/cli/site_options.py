@@ -1,6 +1,6 @@
 """What the `sitetk site` verbs share: the vault password, the sites repository and the component
 library from options, environment or settings, `--set` values, the cloud when reachable, the
-site of a local operation, and the options that name them.
+site of a local operation (the options that name them: `site_args`).
 """
 
 from __future__ import annotations
@@ -18,6 +18,14 @@ from ruamel.yaml.error import YAMLError
 from tui.adapters.git_repo import GitRemote, GitRepo
 from tui.adapters.vault import VaultPassword, is_vault_text, read_password_file, read_text
 from tui.cli.common import UsageError, connect_site, emit_json
+from tui.cli.site_args import (
+    LIBRARY_REPO_ENV,
+    LIBRARY_TOKEN_ENV,
+    PASSWORD_FILE_ENV,
+    SITES_REPO_ENV,
+    SITES_TOKEN_ENV,
+    SITES_TOKEN_FILE_ENV,
+)
 from tui.domain.bounded import BoundedInputError, check_tree, guard, read_text_file, yaml_loader
 from tui.domain.components import ComponentDefinition, ComponentLibrary
 from tui.domain.naming import DEFAULT_NAMING
@@ -28,13 +36,6 @@ from tui.procedures.site.component_library import load_library
 from tui.procedures.site.repo import default_workdir
 from tui.procedures.site.workspace import library_repo, sites_repo
 from tui.settings import Settings
-
-PASSWORD_FILE_ENV = "SITETK_VAULT_PASSWORD_FILE"
-SITES_REPO_ENV = "SITETK_SITES_REPO"
-SITES_TOKEN_ENV = "SITETK_SITES_TOKEN"
-SITES_TOKEN_FILE_ENV = "SITETK_SITES_TOKEN_FILE"
-LIBRARY_REPO_ENV = "SITETK_LIBRARY_REPO"
-LIBRARY_TOKEN_ENV = "SITETK_LIBRARY_TOKEN"
 
 
 def site_settings() -> Settings:
@@ -184,22 +185,3 @@ def local_site(args: argparse.Namespace) -> SiteConnection:
 
 def needs_password(path: Path) -> bool:
     return is_vault_text(read_text(path))
-
-
-def common_options(parser: argparse.ArgumentParser, password: bool = True) -> None:
-    parser.add_argument("--json", action="store_true", help="print the result as JSON")
-    if password:
-        parser.add_argument("--vault-password-file", metavar="FILE", help=f"vault password file (default: ${PASSWORD_FILE_ENV}, else a prompt)")
-
-
-def repo_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--repo", metavar="URL", help=f"sites repository (default: ${SITES_REPO_ENV})")
-    parser.add_argument("--workdir", metavar="DIR", help="working clone (default: under the state directory)")
-    parser.add_argument("--token-file", metavar="FILE", help=f"file holding the repository token (or ${SITES_TOKEN_FILE_ENV} / ${SITES_TOKEN_ENV})")
-
-
-def library_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--library", metavar="URL", help=f"component library repository (default: ${LIBRARY_REPO_ENV})")
-    parser.add_argument("--library-workdir", metavar="DIR", help="working clone of the library")
-    parser.add_argument("--library-token-file", metavar="FILE", help=f"file holding the library token (or ${LIBRARY_TOKEN_ENV})")
-

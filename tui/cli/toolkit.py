@@ -21,7 +21,9 @@ refuses deploy, --grant and disk --apply (in the operation type, tui.procedures.
 unconfirmed deploy or grant; 3 for `validate` finding errors).
 
 The verbs live beside this registration: `toolkit_inputs` (inputs, validate), `toolkit_deploy`
-(deploy, the secrets prompt `ask_secrets`), `toolkit_key` (vms, key), `toolkit_disk` (disk).
+(deploy, the secrets prompt `ask_secrets`), `toolkit_key` (vms, key), `toolkit_disk` (disk); each
+is imported when its verb runs (`verb`), so `sitetk toolkit --help` (and `sitetk setup`, which
+takes `disk_size` from here) imports none of them.
 """
 
 from __future__ import annotations
@@ -29,15 +31,24 @@ from __future__ import annotations
 import argparse
 
 from tui import timing
-from tui.cli.common import non_negative_seconds, site_command
-from tui.cli.toolkit_deploy import ask_secrets as ask_secrets  # re-exported: `sitetk setup` asks its secrets with it
-from tui.cli.toolkit_deploy import deploy_command
-from tui.cli.toolkit_disk import disk_command, disk_size
-from tui.cli.toolkit_inputs import inputs_command, validate_command
-from tui.cli.toolkit_key import key_command, vms_command
-from tui.domain.disk_size import DEFAULT_OBJECTSTORE_DISK_MB, format_mb
-from tui.procedures.toolkit.instantiate import DEFAULT_HEARTBEAT, DEFAULT_KEY_TIMEOUT, DEFAULT_TIMEOUT
-from tui.procedures.toolkit.objectstore_disk import DEFAULT_WAIT
+from tui.cli.common import non_negative_seconds, site_command, verb
+from tui.domain.disk_size import DEFAULT_OBJECTSTORE_DISK_MB, SizeError, format_mb, parse_size_mb
+
+#: the defaults of tui.procedures.toolkit.follow (deploy) and .objectstore_disk (disk), read from
+#: the timing profile they read them from: importing those procedures here cost every verb ~60 ms
+DEFAULT_TIMEOUT = timing.PROFILE.deploy_timeout
+DEFAULT_KEY_TIMEOUT = timing.PROFILE.key_timeout
+DEFAULT_HEARTBEAT = timing.PROFILE.heartbeat
+DEFAULT_WAIT = timing.PROFILE.disk_resize_timeout
+
+
+def disk_size(text: str) -> int:
+    """argparse type of --size (and of `setup --disk-size`): MB, or a number with M, G or T (as
+    `onevm disk-resize` reads it)."""
+    try:
+        return parse_size_mb(text)
+    except SizeError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -50,7 +61,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--output", metavar="FILE", help="write the file (mode 0600) instead of printing it")
     p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=site_command(inputs_command))
+    p.set_defaults(func=site_command(verb("tui.cli.toolkit_inputs", "inputs_command")))
 
     p = verbs.add_parser("validate", help="check an input file (exit 3 when it has errors)")
     p.add_argument("file", metavar="FILE")
@@ -58,7 +69,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--offline", action="store_true",
                    help="check only the shape against the spec's 23 inputs, without the cloud (the site checks are skipped)")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=validate_command)
+    p.set_defaults(func=verb("tui.cli.toolkit_inputs", "validate_command"))
 
     p = verbs.add_parser("deploy", help="instantiate the toolkit (operation 3), follow it and record its VMs (4)")
     p.add_argument("--input", required=True, metavar="FILE", help="the input file (spec JSON shape)")
@@ -78,7 +89,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     p.add_argument("--dry-run", action="store_true", help="print the preview and change nothing")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=site_command(deploy_command))
+    p.set_defaults(func=site_command(verb("tui.cli.toolkit_deploy", "deploy_command")))
 
     p = verbs.add_parser("vms", help="the recorded toolkit VMs, read back live (operation 4)")
     p.add_argument("--service", type=int, metavar="ID", help="the service (default: the last recorded deployment)")
@@ -86,7 +97,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                    help="set an unreadable site record aside and record the deployment from the cloud (--service, "
                         "else the live toolkit service)")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=site_command(vms_command))
+    p.set_defaults(func=site_command(verb("tui.cli.toolkit_key", "vms_command")))
 
     p = verbs.add_parser("key", help="the automation VM's public key; --grant gives it to the cloud user (5)")
     p.add_argument("--service", type=int, metavar="ID", help="the service (default: the last recorded deployment)")
@@ -98,7 +109,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     p.add_argument("--dry-run", action="store_true", help="print the preview and change nothing")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=site_command(key_command))
+    p.set_defaults(func=site_command(verb("tui.cli.toolkit_key", "key_command")))
 
     p = verbs.add_parser("disk", help="the object store's data disk (disk0): its size; --apply grows it to --size")
     p.add_argument("--size", type=disk_size, default=DEFAULT_OBJECTSTORE_DISK_MB, metavar="SIZE",
@@ -112,4 +123,4 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     p.add_argument("--dry-run", action="store_true", help="print the preview and change nothing")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=site_command(disk_command))
+    p.set_defaults(func=site_command(verb("tui.cli.toolkit_disk", "disk_command")))

@@ -10,18 +10,10 @@ import argparse
 
 from tui.cli.common import EXIT_OK, emit_json
 from tui.cli.runner import run_cli
-from tui.domain.disk_size import SizeError, human_mb, parse_size_mb
+from tui.domain.disk_size import human_mb
 from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
 from tui.procedures.toolkit.objectstore_disk import DiskPlan, DiskResized, ResizeObjectstoreDisk
-
-
-def disk_size(text: str) -> int:
-    """argparse type of --size: MB, or a number with M, G or T (as `onevm disk-resize` reads it)."""
-    try:
-        return parse_size_mb(text)
-    except SizeError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _show(plan: DiskPlan) -> None:

@@ -52,7 +52,7 @@ def tn_id(text: str) -> str:
 
 
 def _values(args: argparse.Namespace, site: SiteConnection) -> tuple[dict[str, str], str]:
-    from tui.cli.setup import load_target
+    from tui.cli.setup_verbs import load_target
 
     target = load_target(getattr(args, "input", None), site)
     vault = target.vault_password.text if target.vault_password is not None else ""
