@@ -68,7 +68,7 @@ def test_an_installed_build_is_not_up_to_date_when_another_marketplace_lists_a_n
     from dataclasses import replace
 
     from tests.domain.builders import record, tagged_image
-    from tui.cli.market import STATE_MARKS
+    from tui.cli.market_verbs import STATE_MARKS
     from tui.domain.naming import DEFAULT_NAMING
     from tui.domain.upgrades import InstallState, appliance_statuses
 

@@ -13,6 +13,7 @@ from tui.domain.setup_steps import (
     StepId,
     StepState,
 )
+from tui.domain.trial_ids import DEFAULT_TN_ID
 from tui.procedures.setup.facts import SetupFacts
 from tui.procedures.setup.optional import DEAD_STATES, OptionalNames, appliance_kind, dns_servers
 from tui.procedures.setup.site_steps import parse_core_yaml, submitted_step
@@ -20,7 +21,6 @@ from tui.procedures.setup.step_forms import blocked as _blocked
 from tui.procedures.setup.step_forms import run_command as _run
 from tui.procedures.setup.step_forms import step as _step
 from tui.procedures.setup.step_forms import unknown as _unknown
-from tui.procedures.trial.network import DEFAULT_TN_ID
 
 
 def _optional_step(facts: SetupFacts, step_id: StepId, title: str, kind: Any, written: Any, write: str) -> SetupStep:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, ClassVar, Mapping, P
 
 from tui import timing
 from tui.domain.setup_steps import ComponentsMissing, SetupChecklist, SetupStep, StepId, StepState
+from tui.domain.trial_ids import DEFAULT_TN_ID
 from tui.errors import SiteError
 from tui.procedures.operation import Operation, OperationCancelled, ReadOnlyRefused, RunContext
 from tui.procedures.preview import Preview
@@ -43,7 +44,6 @@ from tui.procedures.setup.step_plan import (
 )
 from tui.procedures.setup.steps import BY_ID
 from tui.procedures.site.workspace import prompted_password
-from tui.procedures.trial.network import DEFAULT_TN_ID
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection

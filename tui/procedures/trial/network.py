@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 from tui import timing
 from tui.adapters.manager_api import CHECKED_AGAINST, ManagerApi, ManagerError
 from tui.domain.printable import escape_controls
+from tui.domain.trial_ids import DEFAULT_TN_ID, check_tn_id
 from tui.errors import SiteError
 from tui.procedures.audit import REDACTOR
 from tui.procedures.operation import Confirmation, Operation, OperationCancelled, RunContext
@@ -46,7 +47,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 MANAGER_PORT = 5000
 SAMPLE_DESCRIPTOR = "tn_init/sample_tnlcm_descriptor.yaml"
-DEFAULT_TN_ID = "sitetktest"
 DEFAULT_WAIT = timing.PROFILE.trial_network_timeout
 #: lines of the manager's log a failure shows
 LOG_TAIL = 40
@@ -62,17 +62,6 @@ def state_said(state: str) -> str:
     """The state as the manager reported it, and a note when the manager's source defines no such state."""
     known = state in STATES or state in ("", "(gone)")
     return state if known else f"{state} (a state {CHECKED_AGAINST} does not define: a newer manager?)"
-
-
-def check_tn_id(tn_id: str) -> str | None:
-    """What the manager refuses in a trial network id (core/models/trial_network.py 58, 113-116)."""
-    if not tn_id or not tn_id[0].isalpha() or not tn_id[0].isascii():
-        return "must start with a letter (a-z)"
-    if len(tn_id) > 15:
-        return f"at most 15 characters ({len(tn_id)} given)"
-    if not all(c.isascii() and (c.isalnum() or c in "-_") for c in tn_id):
-        return "letters, digits, - and _ only"
-    return None
 
 
 def log_tail(text: str, lines: int = LOG_TAIL) -> str:
