@@ -56,6 +56,9 @@ from tui.settings import Settings
 from widgets.context_bar import ContextBar, Variant
 from widgets.key_bar import KeyBar
 
+#: Textual's own switch for its animations (smooth scrolling, fades); unset, the console animates nothing
+ANIMATIONS_ENV = "TEXTUAL_ANIMATIONS"
+
 Clock = Callable[[], datetime]
 
 #: environment variable of the start-up benchmark hook (see `SiteToolkitApp.rows_shown`)
@@ -184,6 +187,11 @@ class SiteToolkitApp(App[int]):
         self._front_door_pending = False
         #: set once the start-up check passed (created in on_mount, inside the event loop)
         self._connected = asyncio.Event()
+        if ANIMATIONS_ENV not in os.environ:
+            # Textual's default ("full") slides a form to the focused field in some 12 whole-screen
+            # frames per tab, each drawn and sent over SSH; here it jumps there in one (a tab in the
+            # toolkit form: 24 layouts for 30 tabs -> 11). TEXTUAL_ANIMATIONS=full brings it back.
+            self.animation_level = "none"
         if notification_timeout is not None:
             self.NOTIFICATION_TIMEOUT = notification_timeout  # type: ignore[misc]  # per app: tests shorten toasts
         theme = connection.settings.theme
