@@ -10,12 +10,11 @@ import getpass
 import os
 import sys
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from tui.adapters.git_repo import GitRemote, GitRepo
 from tui.adapters.vault import VaultPassword, is_vault_text, read_password_file, read_text
 from tui.cli.common import UsageError, connect_site, emit_json
 from tui.cli.site_args import (
@@ -27,15 +26,15 @@ from tui.cli.site_args import (
     SITES_TOKEN_FILE_ENV,
 )
 from tui.domain.bounded import BoundedInputError, check_tree, guard, read_text_file, yaml_loader
-from tui.domain.components import ComponentDefinition, ComponentLibrary
 from tui.domain.naming import DEFAULT_NAMING
-from tui.domain.site_checks import Finding
 from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
-from tui.procedures.site.component_library import load_library
-from tui.procedures.site.repo import default_workdir
-from tui.procedures.site.workspace import library_repo, sites_repo
 from tui.settings import Settings
+
+if TYPE_CHECKING:  # the git adapter and the component library are imported by the verbs that use them (~0.2 s)
+    from tui.adapters.git_repo import GitRepo
+    from tui.domain.components import ComponentDefinition, ComponentLibrary
+    from tui.domain.site_checks import Finding
 
 
 def site_settings() -> Settings:
@@ -120,6 +119,10 @@ def _token(file_arg: str | None, file_env: str | None, env: str) -> str | None:
 
 
 def sites_repository(args: argparse.Namespace) -> GitRepo:
+    from tui.adapters.git_repo import GitRemote, GitRepo
+    from tui.procedures.site.repo import default_workdir
+    from tui.procedures.site.workspace import sites_repo
+
     url = args.repo or os.environ.get(SITES_REPO_ENV)
     if not url and not args.workdir and not args.token_file and site_settings().sites_repo:
         return sites_repo(site_settings())
@@ -131,6 +134,10 @@ def sites_repository(args: argparse.Namespace) -> GitRepo:
 
 
 def library_repository(args: argparse.Namespace) -> GitRepo:
+    from tui.adapters.git_repo import GitRemote, GitRepo
+    from tui.procedures.site.repo import default_workdir
+    from tui.procedures.site.workspace import library_repo
+
     url = args.library or os.environ.get(LIBRARY_REPO_ENV)
     if not url and not args.library_workdir and not args.library_token_file and site_settings().library_repo:
         return library_repo(site_settings())
@@ -162,6 +169,8 @@ def findings_text(findings: tuple[Finding, ...] | list[Finding]) -> str:
 
 
 async def load_component_library(args: argparse.Namespace) -> ComponentLibrary:
+    from tui.procedures.site.component_library import load_library
+
     repo = library_repository(args)
     try:
         return await load_library(repo, DEFAULT_NAMING)
