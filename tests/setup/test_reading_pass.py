@@ -105,6 +105,27 @@ async def test_other_tasks_and_a_cancelled_caller_are_left_as_they_are() -> None
     assert cloud.asked == [("list_vnets", (-2,))]
 
 
+async def test_a_task_started_in_a_pass_reads_afresh_once_the_pass_closed() -> None:
+    site, cloud = _site()
+    cloud.gate.set()
+    closed = asyncio.Event()
+
+    async def lingering() -> tuple[Any, Any]:  # started inside the pass, reads after it closed
+        during = await site.cloud.list_vnets()
+        await closed.wait()
+        return during, site.cloud
+
+    async with site.reading_pass():
+        await site.cloud.list_vnets()
+        task = asyncio.ensure_future(lingering())
+        await asyncio.sleep(0)
+    closed.set()
+    during, after = await task
+    assert during == ("vnet",) and after is cloud  # the client itself, not the closed pass's answers
+    assert await after.list_vnets() == ("vnet",)
+    assert cloud.asked == [("list_vnets", (-2,)), ("list_vnets", (-2,))]
+
+
 def test_a_status_pass_reads_each_pool_once(sim_factory, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     server: SimServer = sim_factory(scenario="deployed")
     point_at(server, monkeypatch)

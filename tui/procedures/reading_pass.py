@@ -45,6 +45,7 @@ class ReadingPass:
         self._site = site
         self._cloud = cloud
         self._reads: dict[Hashable, asyncio.Task[Any]] = {}
+        self._closed = False
 
     def __getattr__(self, name: str) -> Any:
         method = getattr(self._cloud, name)
@@ -87,9 +88,11 @@ _CURRENT: ContextVar[ReadingPass | None] = ContextVar("sitetk_reading_pass", def
 
 
 def current(site: object) -> ReadingPass | None:
-    """The pass `site` is read in by this task, None outside one."""
+    """The pass `site` is read in by this task, None outside one. A task started inside a pass keeps
+    the pass in its context after the pass has closed: a closed pass is no pass, so such a task
+    reads the site as it is now, not the answers of a moment gone."""
     reading = _CURRENT.get()
-    return reading if reading is not None and reading._site is site else None
+    return reading if reading is not None and reading._site is site and not reading._closed else None
 
 
 @asynccontextmanager
@@ -105,5 +108,6 @@ async def reading_pass(site: object, cloud: "CloudClient") -> AsyncIterator[Read
     try:
         yield reading
     finally:
+        reading._closed = True
         _CURRENT.reset(token)
         await reading._stop()
