@@ -34,6 +34,8 @@ class KeptAlive:
     fate: dict[int, str]
     requests: list[bytes] = field(default_factory=list)
     connections: int = 0
+    threads: list[threading.Thread] = field(default_factory=list)
+    open_sockets: list[socket.socket] = field(default_factory=list)
 
     def serve(self, listener: socket.socket) -> None:
         while True:
@@ -42,7 +44,10 @@ class KeptAlive:
             except OSError:
                 return
             self.connections += 1
-            threading.Thread(target=self._connection, args=(conn,), daemon=True).start()
+            self.open_sockets.append(conn)
+            thread = threading.Thread(target=self._connection, args=(conn,), daemon=True)
+            self.threads.append(thread)
+            thread.start()
 
     def _connection(self, conn: socket.socket) -> None:
         with conn:
@@ -73,12 +78,26 @@ def kept_alive() -> Iterator[tuple[KeptAlive, CloudTransport]]:
     listener.bind(("127.0.0.1", 0))
     listener.listen()
     server = KeptAlive({})
-    threading.Thread(target=server.serve, args=(listener,), daemon=True).start()
+    serving = threading.Thread(target=server.serve, args=(listener,), daemon=True)
+    serving.start()
     transport = CloudTransport(f"http://127.0.0.1:{listener.getsockname()[1]}/RPC2", 5.0)
     try:
         yield server, transport
     finally:
         transport.close()
+        # Every thread of this server has stopped before its sockets are closed: a thread still
+        # about to accept on a closed descriptor would accept on whichever socket reuses its
+        # number (a later test's site in this worker) and answer that test's requests.
+        listener.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept
+        serving.join(5.0)
+        for conn in server.open_sockets:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # closed already by its own thread
+        for thread in server.threads:
+            thread.join(5.0)
+        assert not serving.is_alive() and not any(t.is_alive() for t in server.threads), "the server did not stop"
         listener.close()
 
 
