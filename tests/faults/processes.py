@@ -1,9 +1,16 @@
 """A real `sitetk` process against the embedded site over loopback (the `sitetk` fixture), its
 stderr read line by line (to send a signal at a known step), its audit log and state dir under the
-test's tmp_path. Test modules import the fixture: `from tests.faults.processes import sitetk`."""
+test's tmp_path. Test modules import the fixture: `from tests.faults.processes import sitetk`.
+
+A process costs about a second of CPU (the interpreter, the verb's imports, ansible for a vault);
+the runs around the point under test (preparing the site, running the command again) go through
+`Runner.run_here`: the same command line and environment, in the test's own process.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import signal
@@ -17,6 +24,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from tests.waiting import wait_until
+from tui.__main__ import main
 from tui.procedures.audit import AUDIT_ENV
 from tui.sim.server import SimServer
 
@@ -75,6 +83,14 @@ class Sitetk:
 
 
 @dataclass
+class Ran:
+    """A `sitetk` command run in the test's process (`Runner.run_here`): what it wrote."""
+
+    stdout: str
+    stderr: str
+
+
+@dataclass
 class Runner:
     """Starts `sitetk` processes pointed at one embedded site, sharing a home and an audit log."""
 
@@ -116,6 +132,21 @@ class Runner:
     def run(self, *argv: str, timeout: float = 180.0) -> tuple[int, Sitetk]:
         run = self.start(*argv)
         return run.finish(timeout), run
+
+    def run_here(self, *argv: str) -> tuple[int, Ran]:
+        """`sitetk ARGV` in this process with exactly the environment `start` gives a process
+        (nothing else of the test's), its output captured: for a run that is not the one under test."""
+        saved = dict(os.environ)
+        out, err = io.StringIO(), io.StringIO()
+        try:
+            os.environ.clear()
+            os.environ.update(self.env())
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = main(list(argv))
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+        return code, Ran(out.getvalue(), err.getvalue())
 
     def audit_entries(self) -> list[dict[str, Any]]:
         if not self.audit.exists():

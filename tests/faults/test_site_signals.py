@@ -7,7 +7,9 @@ has opened the lock file), a `git` wrapper first on PATH that waits at one verb 
 the git HTTP server holding the push's request. Checked each time: the exit status (128+N, or 0
 when the work had finished), no traceback, no plain or half-written core.yaml, no `index.lock`, a
 commit either on the remote or reported as not pushed with the command that pushes it, the audit
-record, and the same command run again finishing the work.
+record, and the same command run again finishing the work. The runs before and after the one
+stopped (creating the site branch, running the command again) run in the test's own process
+(`Runner.run_here`): only the stopped run needs a process of its own.
 """
 
 from __future__ import annotations
@@ -139,7 +141,7 @@ def _submit(branch: str, repo: SitesRepo) -> tuple[str, ...]:
 
 
 def _create(runner: Runner, repo: SitesRepo, branch: str) -> None:
-    code, run = runner.run("site", "create", branch, *repo.options, "--yes")
+    code, run = runner.run_here("site", "create", branch, *repo.options, "--yes")
     assert code == 0, run.stderr
 
 
@@ -164,7 +166,7 @@ def test_a_stop_while_the_push_has_not_reached_the_remote_leaves_the_commit_repo
     assert record["outcome"] == "cancelled" and record["details"]["commit"] == commit, record
     assert record["details"]["pushed"] is False and record["details"]["resume"] == "sitetk site submit --branch lab"
 
-    code, again = runner.run(*_submit("lab", repo))
+    code, again = runner.run_here(*_submit("lab", repo))
     assert code == 0, again.stderr
     assert repo.remote_head("lab") == commit  # the same commit, pushed; nothing committed twice
     assert f"pushed {commit}" in again.stdout
@@ -191,7 +193,7 @@ def test_a_stop_after_the_remote_took_the_push_is_reported_as_pushed(
     record = [e for e in runner.audit_entries() if e["action"] == "site.submit"][-1]
     assert record["outcome"] == "ok" and record["details"]["commit"] == commit, record
 
-    code, again = runner.run(*_submit("lab", repo))
+    code, again = runner.run_here(*_submit("lab", repo))
     assert code == 0 and "lab: nothing to submit" in again.stdout, again.stderr
 
 
@@ -215,7 +217,7 @@ def test_a_stop_while_git_commits_lets_the_commit_finish_and_stops_before_the_pu
     record = [e for e in runner.audit_entries() if e["action"] == "site.submit"][-1]
     assert record["outcome"] == "cancelled" and record["details"]["commit"] == commit, record
 
-    code, again = runner.run(*_submit("lab", repo))
+    code, again = runner.run_here(*_submit("lab", repo))
     assert code == 0, again.stderr
     assert repo.remote_head("lab") == commit
 
@@ -240,7 +242,7 @@ def test_a_stop_while_the_site_is_made_from_the_template_waits_for_it(
     record = [e for e in runner.audit_entries() if e["action"] == "site.create"][-1]
     assert record["outcome"] == "ok", record
 
-    code, again = runner.run("site", "create", "lab", *repo.options, "--yes", "--json")
+    code, again = runner.run_here("site", "create", "lab", *repo.options, "--yes", "--json")
     assert code == 0 and '"created": false' in again.stdout, again.stderr
 
 
@@ -304,6 +306,6 @@ def test_a_stop_while_core_yaml_waits_to_be_written_leaves_it_as_it_was(
     assert record["outcome"] == "cancelled" and record["details"]["written"] is False, record
     assert record["details"]["left"] == f"nothing: {config} is as it was"
 
-    code, again = runner.run(*argv)
+    code, again = runner.run_here(*argv)
     assert code == 0, again.stderr
     assert is_vault_text(config.read_text()) and config.read_bytes() != before
