@@ -58,7 +58,7 @@ def test_a_second_download_that_waits_too_long_fails_naming_the_first_and_change
     first = runner.start(*argv)
     first.wait_for_line("creating the image")
     try:
-        code, second = runner.run(*argv, "--timeout", "0.2")
+        code, second = runner.run_here(*argv, "--timeout", "0.2")
     finally:
         allocation.set()
     assert code == 1, second.stderr

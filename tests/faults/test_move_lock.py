@@ -56,14 +56,14 @@ def test_a_second_move_of_the_same_vm_is_refused_at_once_naming_the_first(
     first, pid = _held_move(server, runner, vm_id)
     try:
         started = time.monotonic()
-        code, second = runner.run("hosts", "move", str(vm_id), "--host", str(BROADWELL), "--yes", "--timeout", "60")
+        code, second = runner.run_here("hosts", "move", str(vm_id), "--host", str(BROADWELL), "--yes", "--timeout", "60")
         took = time.monotonic() - started
         # the plan refuses it, before any confirmation or change, naming the holder
         assert code == 1 and took < AT_ONCE_S, second.stderr
         assert f"is being moved by process {pid} (" in second.stderr and "hosts move" in second.stderr, second.stderr
         assert "Traceback" not in second.stderr
         # --all-flagged leaves that VM out, saying why
-        code, flagged = runner.run("hosts", "move", "--all-flagged", "--dry-run", "--json")
+        code, flagged = runner.run_here("hosts", "move", "--all-flagged", "--dry-run", "--json")
         assert f"is being moved by process {pid}" in flagged.stdout + flagged.stderr
     finally:
         first.process.send_signal(signal.SIGCONT)  # type: ignore[attr-defined]
@@ -124,7 +124,7 @@ def test_a_lock_left_by_a_killed_move_is_recognised_as_stale_and_the_move_finish
     lock_files = list((runner.home / "state").rglob("move-*.lock"))
     assert len(lock_files) == 1 and read_holder(lock_files[0]).pid == pid  # what the killed move left
     assert probe(lock_files[0]) is None  # the kernel released it
-    code, again = runner.run("hosts", "move", str(vm_id), "--host", str(BROADWELL), "--yes", "--timeout", "60")
+    code, again = runner.run_here("hosts", "move", str(vm_id), "--host", str(BROADWELL), "--yes", "--timeout", "60")
     assert code == 0, again.stderr
     assert f"a lock left by process {pid} (" in again.stderr and "was stale: taken over" in again.stderr
     assert _manager(server)[1:] == (BROADWELL, ACTIVE)

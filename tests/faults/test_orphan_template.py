@@ -25,7 +25,7 @@ SERVICE_APP = "service_toolkit"
 
 
 def _download(runner: Runner, *extra: str, app: str = APP) -> tuple[int, dict]:
-    code, run = runner.run("market", "download", f"{runner.server.market_url}#{app}", "--datastore", "1", "--yes",
+    code, run = runner.run_here("market", "download", f"{runner.server.market_url}#{app}", "--datastore", "1", "--yes",
                            "--json", "--poll", POLL, *extra)
     return code, json.loads(run.stdout)
 
@@ -83,7 +83,7 @@ def test_the_next_download_deletes_an_orphan_of_ours_and_creates_the_template_ag
     runner = sitetk(sim)
     orphan_id, name, gone = _orphan(sim, runner)
 
-    code, run = runner.run("market", "download", f"{sim.market_url}#{APP}", "--datastore", "1", "--dry-run", "--json")
+    code, run = runner.run_here("market", "download", f"{sim.market_url}#{APP}", "--datastore", "1", "--dry-run", "--json")
     preview = json.loads(run.stdout)
     assert code == 0, run.stdout
     deletes = [c for c in preview["preview"]["changes"] if c["kind"] == "delete"]
@@ -195,7 +195,7 @@ def test_the_next_download_deletes_a_service_template_of_ours_whose_vm_templates
     runner = sitetk(sim)
     orphan_id, name, gone = _service_orphan(sim, runner)
 
-    code, run = runner.run("market", "download", f"{sim.market_url}#{SERVICE_APP}", "--datastore", "1",
+    code, run = runner.run_here("market", "download", f"{sim.market_url}#{SERVICE_APP}", "--datastore", "1",
                            "--dry-run", "--json")
     preview = json.loads(run.stdout)
     assert code == 0, run.stdout

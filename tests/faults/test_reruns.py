@@ -88,7 +88,7 @@ def test_a_deploy_stopped_by_a_hang_up_is_followed_by_the_next_run(
     for _ in range(frontend.site.pending_events()):  # what was held happens now, and the site runs on
         frontend.site.run_next_event()
     frontend.site.release_clock()
-    code, again = runner.run(*argv)
+    code, again = runner.run_here(*argv)
     assert code == 0, again.stderr
     assert "made earlier from the same inputs: following it instead of creating another" in again.stderr
     assert _services(frontend) == made

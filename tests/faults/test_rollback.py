@@ -22,7 +22,7 @@ def test_a_rollback_that_fails_half_way_names_what_it_deleted_and_what_is_left(
         before = set(sim.site.images)
         # the export fails at its VM template, then the rollback cannot delete its image
         sim.site.faults.fail_methods.update({"one.template.allocate": 1, "one.image.delete": 1})
-    code, run = runner.run("market", "download", f"{sim.market_url}#service_dns", "--datastore", "1", "--yes", "--json", "--poll", POLL)
+    code, run = runner.run_here("market", "download", f"{sim.market_url}#service_dns", "--datastore", "1", "--yes", "--json", "--poll", POLL)
     answer = json.loads(run.stdout)
     assert code == 1 and not answer["ok"], run.stdout
     left = _new_images(sim, before)
@@ -43,7 +43,7 @@ def test_a_rollback_that_fails_half_way_names_what_it_deleted_and_what_is_left(
     assert failed and failed[0]["state"] == "failed"
 
     # the next run finds the image left behind (same name, same app) and completes with it
-    code, run = runner.run("market", "download", f"{sim.market_url}#service_dns", "--datastore", "1", "--yes", "--json", "--poll", POLL)
+    code, run = runner.run_here("market", "download", f"{sim.market_url}#service_dns", "--datastore", "1", "--yes", "--json", "--poll", POLL)
     answer = json.loads(run.stdout)
     assert code == 0, run.stdout
     assert answer["result"]["image_ids"] == [image_id] and f"image {image_id}" in answer["result"]["reused"]

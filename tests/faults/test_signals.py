@@ -100,7 +100,7 @@ def test_a_stop_signal_during_a_move_records_the_vm_state_and_the_next_run_finis
 
     with server.site.lock:
         server.site.faults.hold_methods.clear()
-    code, again = runner.run(*argv)
+    code, again = runner.run_here(*argv)
     assert code == 0, again.stderr
     assert _manager(server)[1:] == (BROADWELL, ACTIVE)
 
