@@ -132,21 +132,23 @@ def draw_step(rng: random.Random, world: World, index: int) -> Step:
     return step
 
 
-def prepare(world: World) -> None:
+def prepare(world: World, run: Callable[..., Outcome] | None = None) -> None:
     """Open the demo site in the working clone and write a toolkit input file (secrets in it,
-    mode 0600, as an operator who saved them would)."""
-    opened = world.run("site", "open", SITE_BRANCH, "--json")
+    mode 0600, as an operator who saved them would). `run` runs a `sitetk` command to its end
+    (default `world.run`, a process of its own; the tests pass one that runs it in their process)."""
+    run = run or world.run
+    opened = run("site", "open", SITE_BRANCH, "--json")
     if opened.code != 0:
         raise RuntimeError(f"site open failed: {opened.stderr or opened.stdout}")
     world.core = Path(json.loads(opened.stdout)["site"]["path"])
-    listed = world.run("market", "list", "--json")
+    listed = run("market", "list", "--json")
     if listed.code != 0:
         raise RuntimeError(f"market list failed: {listed.stderr or listed.stdout}")
     for appliance in json.loads(listed.stdout)["appliances"]:
         # the Site Toolkit marketplace's build, by key: an id both marketplaces hold is ambiguous
         if appliance["id"] in DOWNLOADABLE and appliance["marketplace"] == TOOLKIT_MARKETPLACE:
             world.appliance_keys[appliance["id"]] = appliance["key"]
-    skeleton = world.run("toolkit", "inputs", "--json")
+    skeleton = run("toolkit", "inputs", "--json")
     if skeleton.code != 0:
         raise RuntimeError(f"toolkit inputs failed: {skeleton.stderr or skeleton.stdout}")
     file = json.loads(skeleton.stdout)["file"]
@@ -236,7 +238,9 @@ def _follow_commands(world: World, step: Step, commands: list[Command], processe
 
 
 def soak(ops: int, seed: int, *, progress: Callable[[str], None] | None = None, root: Path | None = None,
-         keep: bool = False) -> Figures:
+         keep: bool = False, prepare_run: Callable[[World], Callable[..., Outcome]] | None = None) -> Figures:
+    """`ops` steps drawn from `seed`; `prepare_run(world)`, when given, runs the preparing reads
+    (`prepare`'s `run`)."""
     rng = random.Random(seed)
     world = World.start(root=root)
     figures = Figures(seed=seed)
@@ -244,7 +248,7 @@ def soak(ops: int, seed: int, *, progress: Callable[[str], None] | None = None, 
     promised: dict[str, Any] = {}
     seen: set[str] = set()
     try:
-        prepare(world)
+        prepare(world, prepare_run(world) if prepare_run is not None else None)
         _count_injected(world, figures)
         index = 0
         try:

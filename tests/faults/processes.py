@@ -19,10 +19,11 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 import pytest
 
+from bench.soak.world import Outcome, World
 from tests.waiting import wait_until
 from tui.__main__ import main
 from tui.procedures.audit import AUDIT_ENV
@@ -134,24 +135,40 @@ class Runner:
         return run.finish(timeout), run
 
     def run_here(self, *argv: str) -> tuple[int, Ran]:
-        """`sitetk ARGV` in this process with exactly the environment `start` gives a process
-        (nothing else of the test's), its output captured: for a run that is not the one under test."""
-        saved = dict(os.environ)
-        out, err = io.StringIO(), io.StringIO()
-        try:
-            os.environ.clear()
-            os.environ.update(self.env())
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                code = main(list(argv))
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
-        return code, Ran(out.getvalue(), err.getvalue())
+        """`sitetk ARGV` in this process with exactly the environment `start` gives a process: for
+        a run that is not the one under test."""
+        return run_in_process(self.env(), argv)
 
     def audit_entries(self) -> list[dict[str, Any]]:
         if not self.audit.exists():
             return []
         return [json.loads(line) for line in self.audit.read_text().splitlines() if line.strip()]
+
+
+def run_in_process(env: dict[str, str], argv: Sequence[str]) -> tuple[int, Ran]:
+    """`sitetk ARGV` in this process with `env` as the whole environment (nothing else of the
+    test's), its output captured; the test's environment is put back afterwards."""
+    saved = dict(os.environ)
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        os.environ.clear()
+        os.environ.update(env)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(list(argv))
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return code, Ran(out.getvalue(), err.getvalue())
+
+
+def soak_run_here(world: World) -> Callable[..., Outcome]:
+    """The soak's preparing reads (`site open`, `market list`, `toolkit inputs`: bench.soak.run's
+    `prepare`) in the test's process, with the environment a command of the soak gets: only the
+    steps under test start a process."""
+    def run(*argv: str) -> Outcome:
+        code, ran = run_in_process(world.env, argv)
+        return Outcome(tuple(argv), code, ran.stdout, ran.stderr)
+    return run
 
 
 def _drain(stream: Any, sink: Callable[[str], None]) -> None:

@@ -15,6 +15,7 @@ from bench.soak.checks import change_state, cloud_findings, unrecorded_findings
 from bench.soak.operations import Operation, same_vm_moves
 from bench.soak.run import TRACEBACK, Step, documented_exit_codes, prepare, run_step
 from bench.soak.world import World
+from tests.faults.processes import soak_run_here
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.timeout(600)
 def world(tmp_path: Path) -> Iterator[World]:
     world = World.start(root=tmp_path / "soak")
     try:
-        prepare(world)
+        prepare(world, soak_run_here(world))
         yield world
     finally:
         world.stop(remove=False)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from bench.soak.run import soak
+from tests.faults.processes import soak_run_here
 
 SHORT_OPS = 30
 SHORT_SEED = 15
@@ -21,7 +22,7 @@ SHORT_SEED = 15
 @pytest.mark.timeout(1200)
 @pytest.mark.slow  # 101 s in the whole run at load 4-8
 def test_short_soak_leaves_nothing_behind(tmp_path: Path) -> None:
-    figures = soak(SHORT_OPS, SHORT_SEED, root=tmp_path / "soak")
+    figures = soak(SHORT_OPS, SHORT_SEED, root=tmp_path / "soak", prepare_run=soak_run_here)
     data = figures.as_json()
     assert data["operations"] == SHORT_OPS and data["commands"] >= SHORT_OPS
     assert sum(data["faults_injected"].values()) > 0
