@@ -8,8 +8,8 @@
     machine; the demo's site runs in a child process and is not counted).
 (b) one refresh (fetch, parse, build rows, paint) of the real console, headless, against
     `sitetk sim --vms N` in its own process, for 1,000 / 10,000 / 50,000 VMs, against the floor
-    (raw POST plus lxml parse, interleaved with the refreshes); every VM is parsed on every
-    refresh (the pool is read in pages while it arrives, tui.adapters.pool_stream); target 1.3x at
+    (raw POST plus lxml parse, interleaved with the refreshes; each side the best of its runs,
+    their medians beside, informative); every VM is parsed on every refresh (the pool is read in pages while it arrives, tui.adapters.pool_stream); target 1.3x at
     10,000 and 50,000 (issue 24). Also the time from data arrival (the adapter returned the VMs)
     to visible rows, informative; and, on the console's first load, the time from its first page
     read to that page's rows painted (limit 0.5 s at 50,000 VMs, issue 24).
@@ -47,7 +47,7 @@ from bench.console_driver import (
     timed_keystroke,
     timed_refresh,
 )
-from bench.floor import FloorSample, floor_once, median_of
+from bench.floor import FloorSample, best_of, floor_once, median_of
 from bench.rows import Row, limit_row, ratio_row
 from bench.sim_process import SimProcess, post_xmlrpc
 from bench.terminal import FirstRows, first_rows
@@ -55,7 +55,7 @@ from bench.terminal import FirstRows, first_rows
 GROUP = "vm list (issue 3)"
 ROOT = Path(__file__).resolve().parent.parent
 SIZES: tuple[int, ...] = (1_000, 10_000, 50_000)
-REFRESHES: dict[int, int] = {1_000: 7, 10_000: 5, 50_000: 3}
+REFRESHES: dict[int, int] = {1_000: 7, 10_000: 7, 50_000: 5}
 STARTUP_RUNS = 15
 DEMO_VMS = 100
 #: issue 24: every-VM-parsed refresh within 1.3x the floor at 10,000 and 50,000 VMs
@@ -163,13 +163,20 @@ async def measure_console(sim: SimProcess, size: int, refreshes: int, *, keystro
 
 def console_rows(result: SizeResult) -> list[Row]:
     size, label = result.size, f"{result.size:,} VMs"
-    floor_ms = median_of(result.floors).total_s * 1e3
-    refresh_ms = statistics.median(r.total_s for r in result.refreshes) * 1e3
+    # judged: the best of each side's interleaved runs (`bench.floor.best_of` says why); the
+    # medians are shown beside, informative
+    runs = len(result.refreshes)
+    floor_ms = best_of(result.floors).total_s * 1e3
+    refresh_ms = min(r.total_s for r in result.refreshes) * 1e3
     arrival_ms = statistics.median(r.arrival_to_visible_s for r in result.refreshes) * 1e3
     rows = [
-        limit_row(GROUP, f"floor: POST + lxml parse, {label}", floor_ms, "ms", None),
-        ratio_row(GROUP, f"refresh, every VM parsed: fetch, parse, render, {label} ({result.listed:,} rows)",
+        limit_row(GROUP, f"floor: POST + lxml parse, {label} (best of {runs})", floor_ms, "ms", None),
+        ratio_row(GROUP, f"refresh, every VM parsed: fetch, parse, render, {label} ({result.listed:,} rows), best of "
+                         f"{runs}, interleaved with the floor's",
                   refresh_ms, floor_ms, "ms", REFRESH_RATIO if size in REFRESH_TARGET_SIZES else None),
+        ratio_row(GROUP, f"medians of the same {runs}: refresh / floor, {label} (informative)",
+                  statistics.median(r.total_s for r in result.refreshes) * 1e3,
+                  median_of(result.floors).total_s * 1e3, "ms", None),
         limit_row(GROUP, f"data arrival to visible rows, {label}", arrival_ms, "ms", None),
     ]
     if result.first_page_to_rows_s is not None and result.start_to_first_rows_s is not None:

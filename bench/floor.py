@@ -3,7 +3,8 @@
 One raw XML-RPC POST of `one.vmpool.info` (http.client, one connection per call, as the
 adapter's transport gets from the simulator) plus an lxml parse of the same response: the
 `methodResponse`, then the pool document carried in its string value. No domain objects, no
-widgets. Timed with `time.perf_counter`; `measure_floor` gives the median of several runs.
+widgets. Timed with `time.perf_counter`; `measure_floor` gives the median of several runs,
+`best_of` the least (what the benchmarks judge by).
 
 `python -m bench.floor` (with ONE_XMLRPC and ONE_AUTH pointing at a site) does one floor fetch
 and parse, keeps the result alive, and prints one JSON line with its peak resident memory: the
@@ -88,6 +89,21 @@ def median_of(samples: list[FloorSample]) -> FloorResult:
         post_s=statistics.median(s.post_s for s in samples),
         parse_s=statistics.median(s.parse_s for s in samples),
         total_s=statistics.median(s.total_s for s in samples),
+        size_bytes=samples[-1].size_bytes,
+        vms=samples[-1].vms,
+        runs=len(samples),
+    )
+
+
+def best_of(samples: list[FloorSample]) -> FloorResult:
+    """The least of several runs (each part's and the total's): the floor is the least work any
+    client must do, and the least of interleaved runs is what other processes on the machine
+    disturbed least. The median of 5 moved by a third between runs (459 and 832 ms for the same
+    10,000-VM floor in one `make bench`); the compared figure is taken the same way."""
+    return FloorResult(
+        post_s=min(s.post_s for s in samples),
+        parse_s=min(s.parse_s for s in samples),
+        total_s=min(s.total_s for s in samples),
         size_bytes=samples[-1].size_bytes,
         vms=samples[-1].vms,
         runs=len(samples),
