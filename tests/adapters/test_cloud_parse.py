@@ -180,3 +180,81 @@ def test_missing_or_empty_numbers_still_read_as_their_defaults() -> None:
     vm = parse.vm_summary(xml("<VM><ID>7</ID><STATE></STATE><TEMPLATE><CPU>0.5</CPU><MEMORY>512.0</MEMORY></TEMPLATE>"
                               "<HISTORY_RECORDS><HISTORY><HID></HID></HISTORY></HISTORY_RECORDS></VM>"))
     assert (vm.id, vm.state, vm.host_id, vm.cpu, vm.memory_mb, vm.cpu_usage) == (7, 0, None, 0.5, 512, None)
+
+
+# the VM list's pages read ahead: the stylesheet's texts give what `vm_summary` gives ----------
+_TRICKY_VMS = (
+    # the platform's short body
+    "<VM><ID>7</ID><UID>2</UID><GID>1</GID><UNAME>alice</UNAME><GNAME>users</GNAME><NAME>a[/]b &amp; c</NAME>"
+    "<STATE>3</STATE><LCM_STATE>3</LCM_STATE><STIME>100</STIME><TEMPLATE><CPU><![CDATA[0.5]]></CPU>"
+    "<MEMORY><![CDATA[2048]]></MEMORY><VCPU><![CDATA[2]]></VCPU><NIC><IP><![CDATA[10.0.0.5]]></IP></NIC>"
+    "<NIC_ALIAS><IP6>fe80::1</IP6><IP6_GLOBAL>2001:db8::5</IP6_GLOBAL></NIC_ALIAS></TEMPLATE>"
+    "<MONITORING><CPU>12.5</CPU><MEMORY>1024</MEMORY></MONITORING>"
+    "<USER_TEMPLATE><SERVICE_ID>3</SERVICE_ID><ROLE_NAME>manager</ROLE_NAME></USER_TEMPLATE>"
+    "<HISTORY_RECORDS><HISTORY><HOSTNAME>kvm-1</HOSTNAME><HID>1</HID></HISTORY>"
+    "<HISTORY><HOSTNAME>kvm-2</HOSTNAME><HID>2</HID></HISTORY></HISTORY_RECORDS></VM>",
+    # bare; a role VM named by OneFlow; a service id an owner mistyped
+    "<VM><ID>1</ID></VM>",
+    "<VM><ID>2</ID><NAME>automation_0_(service_9)</NAME><STATE>3</STATE><LCM_STATE>71</LCM_STATE></VM>",
+    "<VM><ID>3</ID><USER_TEMPLATE><SERVICE_ID>twelve</SERVICE_ID><ROLE_NAME>r</ROLE_NAME></USER_TEMPLATE></VM>",
+    # repeated tags (the last wins), an empty and a missing address, empty monitored values
+    "<VM><ID>4</ID><NAME>first</NAME><NAME>second</NAME><TEMPLATE><CPU>1</CPU></TEMPLATE><TEMPLATE><CPU>2</CPU>"
+    "<CPU>3</CPU><NIC><IP></IP><MAC>m</MAC></NIC><NIC><IP>10.0.0.1</IP><IP>10.0.0.2</IP></NIC></TEMPLATE>"
+    "<MONITORING><CPU></CPU><MEMORY/></MONITORING><HISTORY_RECORDS><HISTORY><HID>5</HID><HID></HID>"
+    "</HISTORY></HISTORY_RECORDS></VM>",
+    # texts beside elements and comments: an element's text is what comes before its first child
+    "<VM><ID>5</ID><NAME>x<B>y</B>z</NAME><UNAME><!--c-->u</UNAME><GNAME><B/>g</GNAME>"
+    "<HISTORY_RECORDS><HISTORY><HOSTNAME>h</HOSTNAME><HID>1</HID></HISTORY><!-- last --></HISTORY_RECORDS>"
+    "<TEMPLATE><NIC><IP><B/>10.1.1.1</IP></NIC></TEMPLATE></VM>",
+    # what other elements hold, under names the summary reads, is not read
+    "<VM><ID>6</ID><DISK><NAME>d</NAME><IP>1.2.3.4</IP></DISK><TEMPLATE><DISK><IP>1.2.3.5</IP></DISK>"
+    "<CONTEXT><ETH0_IP>1.2.3.6</ETH0_IP></CONTEXT></TEMPLATE><USER_TEMPLATE><VM><ID>99</ID></VM></USER_TEMPLATE>"
+    "</VM>",
+    # white space and line ends kept as they are; text the whole world writes
+    "<VM><ID> 8 </ID><NAME> tab\there\nline </NAME><UNAME>Ω ✓ 名前 😀</UNAME><STIME></STIME></VM>",
+)
+
+
+def _page(*vms: str) -> etree._Element:
+    return xml("<VM_POOL>" + "".join(vms) + "<!-- c --><HOST><ID>1</ID></HOST></VM_POOL>")
+
+
+def test_a_page_read_by_the_stylesheet_gives_what_each_vm_read_alone_gives(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`vm_summary_page` (the VM list's pages parsed ahead) against `vm_summary` on every shape
+    above: the same rows, without ever falling back to the element reader."""
+    expected = [parse.vm_summary(xml(vm)) for vm in _TRICKY_VMS]
+    page = _page(*_TRICKY_VMS)
+
+    def no_fallback(vm: etree._Element) -> None:
+        raise AssertionError("the page was read element by element")
+    monkeypatch.setattr(parse, "vm_summary", no_fallback)
+    assert parse.vm_summary_page(page) == expected
+    assert expected[4].name == "second" and expected[4].ips == ("10.0.0.1", "10.0.0.2")
+    assert (expected[4].cpu, expected[4].cpu_usage, expected[4].memory_usage_kb) == (3.0, 0.0, 0)
+    assert (expected[5].name, expected[5].owner, expected[5].group, expected[5].host) == ("x", "", "", "")
+    assert parse.vm_summary_page(_page()) == []
+
+
+@pytest.mark.parametrize("text", ["\ue000", "\ue001", "a\ue000b\ue001c", "\ue001\ue001", "0\ue0000"])
+@pytest.mark.parametrize("where", ["NAME", "UNAME", "IP", "ROLE_NAME", "HOSTNAME"])
+def test_a_text_holding_a_separator_is_read_element_by_element(text: str, where: str) -> None:
+    """The stylesheet separates fields and records with two private-use characters, which a name
+    may hold: the records then do not split as the page's VMs do, and the page is read by
+    `vm_summary` instead (never a shifted field)."""
+    vm = (f"<VM><ID>9</ID><NAME>{text if where == 'NAME' else 'n'}</NAME><UNAME>{text if where == 'UNAME' else 'u'}"
+          f"</UNAME><TEMPLATE><NIC><IP>{text if where == 'IP' else '1.1.1.1'}</IP></NIC></TEMPLATE>"
+          f"<USER_TEMPLATE><ROLE_NAME>{text if where == 'ROLE_NAME' else '1'}</ROLE_NAME></USER_TEMPLATE>"
+          f"<HISTORY_RECORDS><HISTORY><HOSTNAME>{text if where == 'HOSTNAME' else 'h'}</HOSTNAME></HISTORY>"
+          "</HISTORY_RECORDS></VM>")
+    vms = (_TRICKY_VMS[0], vm, _TRICKY_VMS[2])
+    assert parse.vm_summary_page(_page(*vms)) == [parse.vm_summary(xml(v)) for v in vms]
+
+
+@pytest.mark.parametrize("bad", ["abc", "12abc", "nan", "inf", "1" * 41])
+@pytest.mark.parametrize("where", ["<STATE>{}</STATE>", "<ID>{}</ID>", "<TEMPLATE><MEMORY>{}</MEMORY></TEMPLATE>",
+                                   "<HISTORY_RECORDS><HISTORY><HID>{}</HID></HISTORY></HISTORY_RECORDS>",
+                                   "<MONITORING><CPU>{}</CPU></MONITORING>", "<MONITORING><MEMORY>{}</MEMORY></MONITORING>"])
+def test_a_malformed_number_in_a_page_read_by_the_stylesheet_is_a_malformed_answer(bad: str, where: str) -> None:
+    page = _page(_TRICKY_VMS[1], "<VM>" + where.format(bad) + "</VM>")
+    with pytest.raises(MalformedResponse, match="number"):
+        parse.vm_summary_page(page)

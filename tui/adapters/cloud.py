@@ -330,23 +330,26 @@ class CloudClient:
         return stream.close()
 
     @staticmethod
-    def _parse_fetched(chunks: list[bytes], method: str,
-                       take: Callable[[list[etree._Element]], list[T]]) -> "_ParsedPage[T]":
+    def _parse_fetched(chunks: list[bytes], method: str, take: Callable[[list[etree._Element]], list[T]],
+                       read_page: "Callable[[etree._Element], list[T]] | None" = None) -> "_ParsedPage[T]":
         """A page's answer fetched ahead, parsed whole with a plain parser (`PoolStream.tree`):
         lxml parses it without the GIL (no event calls back into Python) while another thread
-        builds the page before it (issue 24). `_read_parsed` builds its items."""
+        builds the page before it (issue 24). `_read_parsed` builds its items, with `read_page`
+        (the whole pool element) when given, else with `take` a batch at a time."""
         stream = PoolStream(method, "VM_POOL", "VM", take, plain=True)
         body = b"".join(chunks)  # one feed: the GIL handed over once, not once per chunk
         chunks.clear()
         stream.feed(body)
         del body
-        return _ParsedPage(stream.tree())
+        return _ParsedPage(stream.tree(), read_page)
 
     @staticmethod
     def _read_parsed(page: "_ParsedPage[T]", take: Callable[[list[etree._Element]], list[T]]) -> list[T]:
         tree = page.tree
         page.tree = []
-        return tree if isinstance(tree, list) else take_tree(tree, "VM", take)
+        if isinstance(tree, list):
+            return tree
+        return take_tree(tree, "VM", take) if page.read_page is None else page.read_page(tree)
 
     async def _pool(self, method: str, pool_tag: str, item_tag: str, build: Callable[[etree._Element], T],
                     *params: Any) -> tuple[T, ...]:
@@ -359,7 +362,9 @@ class CloudClient:
     async def _vm_pages(self, method: str, take: Callable[[list[etree._Element]], list[T]], vm_id: Callable[[T], int],
                         filter: int, state: int, page_size: int | None,
                         on_page: Callable[[Sequence[T]], None] | None = None,
-                        parse_ahead: bool = False) -> tuple[list[T], "PoolPager"]:
+                        parse_ahead: bool = False,
+                        read_page: "Callable[[etree._Element], list[T]] | None" = None,
+                        ) -> tuple[list[T], "PoolPager"]:
         """The whole VM pool in pages (`tui.domain.vm_scan.PoolPager`), each page read while it
         arrives and retried on its own; `on_page` sees what has been read after each page. A page
         that cannot be read fails the whole read with its SiteError: never a shorter answer.
@@ -370,7 +375,8 @@ class CloudClient:
         does ask for it next (otherwise dropped, unread); if asking for it failed, the page is
         asked for again the usual way, retries included. With `parse_ahead` (short bodies: a page's
         tree is ~9x its text) the page asked for ahead is also parsed, in the one parsing thread
-        so the parse of the next page and the build of this one use both cores."""
+        so the parse of the next page and the build of this one use both cores; `read_page` then
+        builds a page parsed ahead whole (see `_parse_fetched`)."""
         from tui.domain.vm_scan import PoolOutOfOrder, PoolPager
 
         pager = PoolPager(int(VM_PAGE_SIZE if page_size is None else page_size))
@@ -384,7 +390,7 @@ class CloudClient:
                 return chunks
             # in the one parsing thread: the trees' memory comes from one malloc arena, reused page
             # after page (parsed in any worker thread, each arena kept its own high-water mark)
-            return await self._run(method, partial(self._parse_fetched, chunks, method, take),
+            return await self._run(method, partial(self._parse_fetched, chunks, method, take, read_page),
                                    executor=self._parse_executor)
         try:
             while pager.ask is not None:
@@ -491,7 +497,8 @@ class CloudClient:
                                     -1 if start is None else int(start), -1 if end is None else int(end),
                                     int(state))
         vms, _ = await self._vm_pages(method, parse.vm_summaries, _summary_id, filter, state,
-                                      VM_LIST_PAGE_SIZE if page_size is None else page_size, on_page, parse_ahead=True)
+                                      VM_LIST_PAGE_SIZE if page_size is None else page_size, on_page, parse_ahead=True,
+                                      read_page=parse.vm_summary_page)
         return tuple(vms)
 
     async def list_vms_detail(self, filter: int = ALL_RESOURCES, state: int = ANY_BUT_DONE,
@@ -761,12 +768,15 @@ def _hex(value: str) -> str:
 
 class _ParsedPage(Generic[T]):
     """A page fetched and parsed ahead (`CloudClient._parse_fetched`): its pool element with the
-    items still in it, or the items themselves when the answer was read whole."""
+    items still in it, or the items themselves when the answer was read whole; and how to read
+    the pool element when not a batch at a time."""
 
-    __slots__ = ("tree",)
+    __slots__ = ("tree", "read_page")
 
-    def __init__(self, tree: "etree._Element | list[T]") -> None:
+    def __init__(self, tree: "etree._Element | list[T]",
+                 read_page: "Callable[[etree._Element], list[T]] | None" = None) -> None:
         self.tree = tree
+        self.read_page = read_page
 
 
 def _seen(task: "asyncio.Task[Any]") -> None:
