@@ -185,6 +185,9 @@ class VirtualTable(ScrollView, can_focus=True):
         self._row_cache: LRUCache[tuple[Any, ...], list[Segment]] = LRUCache(1024)
         #: the widget's rich style while `render_lines` paints a batch of lines (None otherwise)
         self._paint_style: Style | None = None
+        #: a row of data has been painted (rendered for the screen) at least once
+        self.rows_painted = False
+        self._painted_waiters: list[Callable[[], object]] = []
 
     # ----------------------------------------------------------------- public data API
 
@@ -479,6 +482,8 @@ class VirtualTable(ScrollView, can_focus=True):
         if index >= len(self._view):
             return Strip.blank(width, base)
         row = self._view[index]
+        if not self.rows_painted:
+            self._first_row_painted()
         cache_key = (self._generation, row.key, self._widths)
         segments = self._row_cache.get(cache_key)
         if segments is None:
@@ -489,6 +494,22 @@ class VirtualTable(ScrollView, can_focus=True):
             cursor_style = self.get_component_rich_style("virtual-table--cursor")
             strip = Strip(Segment.apply_style(strip, None, cursor_style))
         return strip.apply_style(base)
+
+    def call_after_rows_painted(self, callback: Callable[[], object]) -> None:
+        """Call `callback` once a frame has painted a row of data (at once after the next refresh
+        if one already has). After `set_rows` the rows reach the terminal only in a later frame: a
+        callback after the next refresh alone may run before it, when the screen had nothing to
+        repaint yet (each widget asks for its repaint from its own message queue)."""
+        if self.rows_painted:
+            self.call_after_refresh(callback)
+        else:
+            self._painted_waiters.append(callback)
+
+    def _first_row_painted(self) -> None:
+        self.rows_painted = True
+        waiters, self._painted_waiters = self._painted_waiters, []
+        for callback in waiters:
+            self.call_after_refresh(callback)  # once this frame is on the terminal
 
     def watch_placeholder(self) -> None:
         if not self._view:

@@ -240,3 +240,26 @@ async def test_warm_up_starts_once_the_first_rows_are_painted(sim_factory) -> No
         assert calls == [3]  # called once, and only when the rows were there
         app.site.warm_up()
         assert calls == [3]
+
+
+async def test_first_rows_are_noted_once_painted_and_the_front_door_check_waits_for_them(sim_factory) -> None:  # type: ignore[no-untyped-def]
+    """The first-rows mark (the start-up benchmark's) is taken in the frame that painted a row, not
+    merely after the next refresh (which may come before the table asked for its repaint); the
+    front door's check (its imports and OneFlow read) starts only then (issue 24)."""
+    server = sim_factory(vms=3)
+    app = console_app(server)
+    app.front_door = True
+    seen: list[tuple[bool, bool]] = []
+    check = app._open_front_door
+
+    def front_door_check() -> None:
+        table = app.screen.query_one("#vm-table")
+        seen.append((table.rows_painted, app.first_rows_at is not None))
+        check()
+
+    app._open_front_door = front_door_check  # type: ignore[method-assign]
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await wait_vms_loaded(pilot)
+        await wait_for(pilot, lambda: app.first_rows_at is not None and seen, what="the first rows and the check")
+        assert screen.table.rows_painted
+        assert seen == [(True, True)]  # once, after the rows were painted

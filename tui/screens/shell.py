@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from textual.screen import Screen
 
     from tui.procedures.connection import SiteConnection
+    from widgets.virtual_table import VirtualTable
 
 
 @runtime_checkable
@@ -52,8 +53,8 @@ class Shell(Protocol):
     def mark_unreachable(self, error: Any) -> None:
         """A poll failed: the site does not answer."""
 
-    def rows_shown(self, screen: "Screen[Any]") -> None:
-        """A list screen painted its first rows."""
+    def rows_shown(self, table: "VirtualTable") -> None:
+        """A list screen put rows of data in its table."""
 
     def open_screen(self, name: str) -> None:
         """Open a registered screen by name or alias."""

@@ -391,7 +391,7 @@ class VmListScreen(TableFilter, SiteScreen):
         table.set_rows(message.rows)
         self.timings["rows_shown"] = time.perf_counter()
         if message.rows:
-            self.shell.rows_shown(self)
+            self.shell.rows_shown(self.table)
         self.shell.mark_refreshed()
         if not message.vms:
             self._show_message("No virtual machines", "This site has no VM yet (or none your user may see). "
@@ -409,7 +409,7 @@ class VmListScreen(TableFilter, SiteScreen):
             return
         self.vms = {vm.id: vm for vm in message.vms}
         self.table.set_rows(message.rows)
-        self.shell.rows_shown(self)
+        self.shell.rows_shown(self.table)
         self.call_after_refresh(self._first_page_painted)
         self._hide_message()
         self._paint_status()
