@@ -189,7 +189,7 @@ def show_value(path: str, value: Any) -> str:
 def _changes(before: SiteConfig, changes: Sequence[tuple[str, Any]]) -> list[tuple[str, Any, Any]]:
     result = []
     for path, value in changes:
-        old = lookup(before.data, path)
+        old = before.get(path, MISSING)  # the value alone copied, not the whole file's (`data`)
         if old is MISSING or old != value or type(old) is not type(value):
             result.append((path, None if old is MISSING else old, value))
     return result
