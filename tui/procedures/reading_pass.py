@@ -12,6 +12,10 @@ read outside `READS`) goes to the client as it is. Outside the pass, and in the 
 tasks meanwhile, nothing is shared: a pass holds what one moment of the site showed, and the next
 pass (after a step changed the site, or after another operator may have) reads it all again.
 
+The repositories too: inside a pass, `synced(repo)` fetches a working clone once for every reader
+of the pass (the sites repository's facts and the input file's branch check each fetched it:
+three git commands, two of them reaching the remote, a dozen times in one setup run).
+
 A pass changes nothing: it opens around reads only (the status pass, the planning of the
 components' downloads), never around a step's run, whose own reads must see what it changes.
 """
@@ -25,6 +29,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Hashable
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.adapters.cloud import CloudClient
+    from tui.adapters.git_repo import GitRepo
 
 #: the cloud's reads a pass shares: those its checks ask more than once, each returning a value
 #: nobody changes (a tuple of frozen models, a frozen model); the reads the waits poll (an image's,
@@ -45,6 +50,7 @@ class ReadingPass:
         self._site = site
         self._cloud = cloud
         self._reads: dict[Hashable, asyncio.Task[Any]] = {}
+        self._syncs: dict[tuple[str, str], asyncio.Task[None]] = {}
         self._closed = False
 
     def __getattr__(self, name: str) -> Any:
@@ -70,7 +76,7 @@ class ReadingPass:
 
     async def _stop(self) -> None:
         """Stop the reads nobody waits for any more (a pass left by a failure) and wait for them."""
-        left = [task for task in self._reads.values() if not task.done()]
+        left = [task for task in (*self._reads.values(), *self._syncs.values()) if not task.done()]
         for task in left:
             task.cancel()
         if left:
@@ -85,6 +91,23 @@ def _retrieved(task: "asyncio.Task[Any]") -> None:
 
 
 _CURRENT: ContextVar[ReadingPass | None] = ContextVar("sitetk_reading_pass", default=None)
+
+
+async def synced(repo: "GitRepo") -> None:
+    """`repo.sync()` (clone or fetch), once per working clone and remote in the pass this task
+    reads in (the first caller's fetch shared by the others, a failure included); outside a pass,
+    every call fetches."""
+    reading = _CURRENT.get()
+    if reading is None or reading._closed:
+        await repo.sync()
+        return
+    key = (str(repo.workdir), repo.remote.url)
+    task = reading._syncs.get(key)
+    if task is None:
+        task = reading._syncs[key] = asyncio.ensure_future(repo.sync())
+        task.add_done_callback(_retrieved)
+    # shielded: a caller cancelled leaves the fetch to the others (`_stop` ends it with the pass)
+    await asyncio.shield(task)
 
 
 def current(site: object) -> ReadingPass | None:

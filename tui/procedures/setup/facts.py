@@ -40,6 +40,7 @@ from tui.domain.users import User
 from tui.domain.vms import VmDetail, VmSummary
 from tui.errors import AuthenticationFailed, SiteError
 from tui.procedures.concurrent import gather
+from tui.procedures.reading_pass import synced
 from tui.procedures.site.component_library import library_definitions
 from tui.procedures.site.verdict import site_verdict
 from tui.procedures.site.workspace import prompted_password, sites_repo, vault_password
@@ -324,7 +325,7 @@ async def read_repo(site: "SiteConnection", target: SetupTarget) -> RepoFacts:
     facts: dict[str, Any] = {"configured": str(settings.sites_repo)}
     try:
         try:
-            await repo.sync()
+            await synced(repo)
         except SiteError as error:
             return RepoFacts(reachable=False, reach_error=f"{error.title}: {error.detail}", **facts)
         facts.update(reachable=True, default_branch=await repo.default_branch(),

@@ -31,6 +31,7 @@ from tui.procedures.audit import REDACTOR, AuditLog
 from tui.procedures.operation import OperationCancelled, RunContext
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress, ProgressState
+from tui.procedures.reading_pass import synced
 from tui.procedures.site.config import invalid_yaml, parse_config, vault_cli
 from tui.procedures.site.lock import clone_lock
 from tui.procedures.site.verdict import SubmitGate
@@ -130,8 +131,9 @@ async def list_sites(repo: GitRepo) -> SiteListing:
     """Clone or fetch the repository; its default branch and the site branches."""
     _register(repo)
     async with clone_lock(repo.workdir):
-        await repo.sync()
-    return SiteListing(await repo.default_branch(), tuple(await repo.site_branches()))
+        await synced(repo)
+    default = await repo.default_branch()
+    return SiteListing(default, tuple(name for name in await repo.branches() if name != default))
 
 
 def locate_site(repo: GitRepo, branch: str, site_dir: str | None = None) -> SiteRef:
