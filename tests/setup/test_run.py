@@ -148,17 +148,26 @@ def _killed_at(server: SimServer, inputs: Path, marker: str) -> str:
     return "".join(seen)
 
 
-@pytest.mark.parametrize("marker", [
+#: the kill points, in the order a setup run passes them: each progress line marks a state a kill
+#: may leave behind (what is done, what is half done)
+KILL_POINTS = (
     "download: download ",          # images LOCKED, the service template created
     "[    ..] instantiate (",      # about to instantiate
     "instantiate: database VMs",   # the service deploying
     "[    ..] grant (",            # the key captured, not granted yet
-    "committed",                   # the commit made, not pushed
     "components: vm_kvm",          # tn_bastion enabled in the working clone, vm_kvm's download under way
-])
-def test_killed_and_run_again_finishes_with_nothing_doubled(fresh, capsys, marker: str) -> None:
+    "committed",                   # the commit made, not pushed
+)
+
+
+def test_killed_and_run_again_finishes_with_nothing_doubled(fresh, capsys) -> None:
+    """SIGKILLed at each point in turn, each run taking up what the killed one left (the runs
+    reach the points one after the other, so one site holds them all: a run per point, not a whole
+    setup per point), then a last run finishes it with nothing doubled."""
     server, inputs, values = fresh
-    _killed_at(server, inputs, marker)
+    for marker in KILL_POINTS:
+        _killed_at(server, inputs, marker)
+        assert all(count <= 1 for count in _component_downloads(server).values()), (marker, _component_downloads(server))
     code, _, err = run(capsys, "setup", "run", "--input", str(inputs), "--yes", *FAST)
     assert code == 0, err
     seen = observe(server, BRANCH, values[TOKEN])
