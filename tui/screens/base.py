@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, TypeVar
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.message import Message
@@ -142,6 +142,20 @@ class SiteScreen(Screen[None]):
         """What quitting now would lose, named for the operator ("unsaved changes to ..."), or
         None. The app asks before quitting when a screen says something here."""
         return None
+
+    #: the screen has been shown once (`_first_resume`)
+    _resumed = False
+
+    @on(events.ScreenResume)
+    def _first_resume(self, event: events.ScreenResume) -> None:
+        """The first time the screen is shown, its styles were applied a moment ago, to each widget
+        as it was mounted (focus changes restyle their widget): Textual's restyle of the whole
+        screen on every resume is then a second style pass of the same tree with the same result
+        (~15 ms of the console's start-up, issue 24). Later resumes restyle as before (a theme may
+        have changed while the screen was hidden)."""
+        if not self._resumed:
+            self._resumed = True
+            event.refresh_styles = False
 
     def on_screen_resume(self) -> None:
         self.shell.paint_context(self)
