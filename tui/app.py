@@ -56,6 +56,7 @@ from tui.screens.registry import ScreenSpec
 from tui.settings import Settings
 from widgets.context_bar import ContextBar, Variant
 from widgets.key_bar import KeyBar
+from widgets.shared_stylesheet import shared_stylesheet
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only
     from widgets.virtual_table import VirtualTable
@@ -159,6 +160,9 @@ class SiteToolkitApp(App[int]):
         front_door: bool = False,
     ) -> None:
         super().__init__()
+        # the parsed CSS rules are the process's (widgets.shared_stylesheet): a screen shown for the
+        # first time parses only its own CSS, not all of the app's again
+        self.stylesheet = shared_stylesheet(self.stylesheet)
         self.site = connection
         #: open the setup checklist after connecting when the site has no toolkit yet (the console
         #: does; tests and benchmarks that start on a given screen do not)
