@@ -119,7 +119,7 @@ def scene_app(scene: Scene, server: "SimServer | None") -> "SiteToolkitApp":
     from tui.procedures.connection import SiteConnection
 
     return SiteToolkitApp(SiteConnection(scene_settings(scene, server)), read_only=scene.read_only,
-                          clock=frozen_clock, notification_timeout=3600)
+                          clock=frozen_clock, notification_timeout=3600, initial_screen=scene.start_screen)
 
 
 def scene_driver(scene: Scene, server: "SimServer | None") -> Callable[["Pilot[Any]"], Awaitable[None]]:

@@ -68,6 +68,10 @@ class Scene:
     #: time scale of the demo site (small: state machines settle fast)
     time_scale: float = 0.01
     settings_overrides: dict[str, Any] = field(default_factory=dict)
+    #: the registered screen the console starts on (its `initial_screen`): the one the scene shows,
+    #: so that no VM list is built, loaded and painted under it first (`prepare` still opens it: a
+    #: no-op once it is shown)
+    start_screen: str = "vms"
 
     @property
     def name(self) -> str:

@@ -72,11 +72,11 @@ async def prepare_hosts_move_failed(ctx: SceneContext) -> None:
 
 
 SCENES: list[Scene] = [
-    Scene("hosts", "normal", prepare_hosts_normal, scenario="deployed"),
-    Scene("hosts", "why", prepare_hosts_why, scenario="deployed"),
-    Scene("hosts", "read-only", prepare_hosts_normal, scenario="deployed", read_only=True),
-    Scene("hosts", "move-preview", prepare_hosts_move_preview, scenario="deployed"),
-    Scene("hosts", "move-confirm", prepare_hosts_move_confirm, scenario="deployed"),
-    Scene("hosts", "move-done", prepare_hosts_move_done, scenario="deployed"),
-    Scene("hosts", "move-failed", prepare_hosts_move_failed, scenario="deployed"),
+    Scene("hosts", "normal", prepare_hosts_normal, scenario="deployed", start_screen="hosts"),
+    Scene("hosts", "why", prepare_hosts_why, scenario="deployed", start_screen="hosts"),
+    Scene("hosts", "read-only", prepare_hosts_normal, scenario="deployed", read_only=True, start_screen="hosts"),
+    Scene("hosts", "move-preview", prepare_hosts_move_preview, scenario="deployed", start_screen="hosts"),
+    Scene("hosts", "move-confirm", prepare_hosts_move_confirm, scenario="deployed", start_screen="hosts"),
+    Scene("hosts", "move-done", prepare_hosts_move_done, scenario="deployed", start_screen="hosts"),
+    Scene("hosts", "move-failed", prepare_hosts_move_failed, scenario="deployed", start_screen="hosts"),
 ]

@@ -187,15 +187,16 @@ async def prepare_market_upgraded(ctx: SceneContext) -> None:
 
 
 SCENES: list[Scene] = [
-    Scene("market", "normal", prepare_market_normal, scenario="deployed"),
-    Scene("market", "detail", prepare_market_detail),
-    Scene("market", "filtered", prepare_market_filtered),
-    Scene("market", "download", prepare_market_download),
-    Scene("market", "download-failed", prepare_market_download_failed),
-    Scene("market", "plan", prepare_market_plan, scenario="deployed"),
-    Scene("market", "upgraded", prepare_market_upgraded, scenario="deployed"),
-    Scene("market", "attributes", prepare_market_attributes, scenario="deployed", settings_overrides=_WITH_COMMUNITY),
-    Scene("market", "review-80x24", prepare_market_review, size=(80, 24)),
-    Scene("market", "normal-80x24", prepare_market_normal, size=(80, 24)),
-    Scene("market", "read-only", prepare_market_normal, scenario="deployed", read_only=True),
+    Scene("market", "normal", prepare_market_normal, scenario="deployed", start_screen="market"),
+    Scene("market", "detail", prepare_market_detail, start_screen="market"),
+    Scene("market", "filtered", prepare_market_filtered, start_screen="market"),
+    Scene("market", "download", prepare_market_download, start_screen="market"),
+    Scene("market", "download-failed", prepare_market_download_failed, start_screen="market"),
+    Scene("market", "plan", prepare_market_plan, scenario="deployed", start_screen="market"),
+    Scene("market", "upgraded", prepare_market_upgraded, scenario="deployed"),  # changes the site before opening it
+    Scene("market", "attributes", prepare_market_attributes, scenario="deployed", settings_overrides=_WITH_COMMUNITY,
+          start_screen="market"),
+    Scene("market", "review-80x24", prepare_market_review, size=(80, 24), start_screen="market"),
+    Scene("market", "normal-80x24", prepare_market_normal, size=(80, 24), start_screen="market"),
+    Scene("market", "read-only", prepare_market_normal, scenario="deployed", read_only=True, start_screen="market"),
 ]

@@ -207,13 +207,13 @@ async def prepare_setup_trial(ctx: SceneContext) -> None:
 
 
 SCENES: list[Scene] = [
-    Scene("setup", "fresh", prepare_setup_fresh),
-    Scene("setup", "halfway", prepare_setup_halfway, scenario="deployed"),
+    Scene("setup", "fresh", prepare_setup_fresh, start_screen="setup"),
+    Scene("setup", "halfway", prepare_setup_halfway, scenario="deployed", start_screen="setup"),
     Scene("setup", "blocked", prepare_setup_blocked),
     Scene("setup", "done", prepare_setup_done),
-    Scene("setup", "fresh-80x24", prepare_setup_fresh, size=SMALL),
-    Scene("setup", "confirm-80x24", prepare_setup_confirm, size=SMALL),
-    Scene("setup", "values-80x24", prepare_setup_values, size=SMALL),
+    Scene("setup", "fresh-80x24", prepare_setup_fresh, size=SMALL, start_screen="setup"),
+    Scene("setup", "confirm-80x24", prepare_setup_confirm, size=SMALL, start_screen="setup"),
+    Scene("setup", "values-80x24", prepare_setup_values, size=SMALL, start_screen="setup"),
     Scene("setup", "save-80x24", prepare_setup_save, size=SMALL),
     Scene("setup", "trial", prepare_setup_trial, scenario="deployed"),
 ]
