@@ -99,3 +99,17 @@ def test_every_nouns_parser_is_built_without_the_verbs() -> None:
     imports none of the verbs' modules either."""
     built = "importlib.import_module('tui.__main__').build_parser()"
     assert loaded_by(("tui.__main__",), f"m in {LIGHT_VERB_NEEDLESS!r}", then=built) == []
+
+
+#: the verbs that read or write the vault-encrypted core.yaml, and the console's site screen
+VAULT_USERS = ("tui.__main__", "tui.cli.site_file", "tui.cli.site_branches", "tui.cli.site_enable", "tui.cli.setup_verbs",
+               "tui.cli.toolkit_deploy", "tui.cli.toolkit_inputs", "tui.screens.site_config", "tui.adapters.vault")
+
+
+def test_the_vault_is_read_and_written_without_ansible() -> None:
+    """tui.adapters.vault builds ansible's envelope with `cryptography`: importing ansible's VaultLib
+    cost every `sitetk site ...` process ~0.45 s of CPU (issue 23). A round trip loads no ansible."""
+    round_trip = ("from tui.adapters.vault import VaultPassword, decrypt_text, encrypt_text\n"
+                  "password = VaultPassword.from_text('pw')\n"
+                  "assert decrypt_text(encrypt_text('a: 1', password), password) == 'a: 1'")
+    assert loaded_by(VAULT_USERS, "m == 'ansible' or m.startswith('ansible.')", then=round_trip) == []

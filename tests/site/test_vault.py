@@ -49,6 +49,50 @@ def test_ansible_vault_files_open_here(tmp_path: Path, password: VaultPassword, 
     assert read_vault_file(path, password) == PLAIN
 
 
+#: texts whose envelopes must open the same here and in ansible's library: empty, one padding block
+#: exactly, non-ASCII, CRLF, long (many 80-column lines)
+TEXTS = ("", "x" * 16, "site_domain: \"é.example\"  # ünïcode\n", "a: 1\r\nb: 2\r\n", PLAIN * 200)
+
+
+@pytest.mark.parametrize("plain", TEXTS, ids=["empty", "one-block", "non-ascii", "crlf", "long"])
+def test_envelopes_are_ansibles_both_ways(plain: str, password: VaultPassword) -> None:
+    """The envelope is built here (tui.adapters.vault, `cryptography`), not by ansible's VaultLib:
+    ansible's own library opens what is written here, and what it writes (1.1, and 1.2 with a vault
+    id, CRLF line ends) opens here; a wrong password and a damaged envelope are told apart as ansible does."""
+    from ansible.parsing.vault import VaultLib, VaultSecret
+
+    theirs = VaultLib([("default", VaultSecret(password.secret))])
+    ours = encrypt_text(plain, password)
+    lines = ours.split("\n")
+    assert lines[0] == "$ANSIBLE_VAULT;1.1;AES256" and ours.endswith("\n")
+    assert all(len(line) <= 80 for line in lines) and all(len(line) == 80 for line in lines[1:-2])
+    assert theirs.decrypt(ours) == plain.encode()
+    assert decrypt_text(theirs.encrypt(plain), password) == plain
+    labelled = theirs.encrypt(plain, vault_id="site").decode()
+    assert labelled.startswith("$ANSIBLE_VAULT;1.2;AES256;site\n")
+    assert decrypt_text(labelled.replace("\n", "\r\n"), password) == plain
+    other = VaultPassword.from_text("another password")
+    with pytest.raises(SiteError, match="Wrong vault password"):
+        decrypt_text(ours, other)
+    with pytest.raises(SiteError, match="Wrong vault password"):
+        decrypt_text(VaultLib([("default", VaultSecret(other.secret))]).encrypt(plain), password)
+
+
+def test_damaged_envelopes_are_said_to_be_damaged(password: VaultPassword) -> None:
+    ours = encrypt_text(PLAIN, password)
+    header, body = ours.split("\n", 1)
+    for damaged in (header + "\nzz" + body[2:],  # not hex
+                    header + "\n" + body[:40] + "\n",  # cut short
+                    "$ANSIBLE_VAULT;1.1;DES\n" + body,  # a cipher ansible does not have
+                    "$ANSIBLE_VAULT\n" + body):  # no version or cipher
+        with pytest.raises(SiteError, match="Vault file damaged"):
+            decrypt_text(damaged, password)
+    salt, mac, ciphertext = bytes.fromhex(body.replace("\n", "")).split(b"\n", 2)
+    changed = ciphertext[:-1] + (b"0" if ciphertext[-1:] != b"0" else b"1")  # its HMAC no longer matches
+    with pytest.raises(SiteError, match="Wrong vault password"):  # as ansible says ("Decryption failed")
+        decrypt_text(header + "\n" + b"\n".join([salt, mac, changed]).hex() + "\n", password)
+
+
 def test_string_level_round_trip_and_salt(password: VaultPassword) -> None:
     first = encrypt_text(PLAIN, password)
     second = encrypt_text(PLAIN, password)

@@ -1,8 +1,15 @@
-"""Vault encryption of the site configuration with ansible-core's own library.
+"""Vault encryption of the site configuration: ansible-vault's format, with `cryptography`.
 
-Files written here open with the `ansible-vault` command and files it writes open here: the same
-`VaultLib`/`VaultSecret` code, the 1.1 AES256 envelope, and a vault password file read the way
-ansible reads it (surrounding whitespace stripped; an executable file is run and its output used).
+Files written here open with the `ansible-vault` command and files it writes open here: the 1.1
+AES256 envelope as ansible-core writes and reads it (ansible/parsing/vault/__init__.py of
+ansible-core 2.19: `format_vaulttext_envelope`, `parse_vaulttext_envelope`, `VaultAES256`), and a
+vault password file read the way ansible reads it (surrounding whitespace stripped; an executable
+file is run and its output used). The envelope is built here with the same `cryptography`
+primitives ansible calls, not through ansible's `VaultLib`: importing that takes ~0.45 s of CPU
+(ansible's configuration, templating and data tagging), every `sitetk site ...` process paid it,
+and the cipher itself is a few lines (issue 23). tests/site/test_vault.py checks both ways against
+the `ansible-vault` command and ansible's library.
+
 Plain text only ever lives in memory: decrypting returns a string, editing re-encrypts before
 anything is written, and every write is atomic (temp file in the same directory, mode 0600,
 fsync, rename). A wrong password raises `SiteError` and leaves the file as it was.
@@ -12,15 +19,13 @@ Key derivation (PBKDF2, 10,000 rounds) is slow, so the async wrappers run it in 
 from __future__ import annotations
 
 import asyncio
-import functools
+import binascii
 import os
 import stat
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
-from typing import Any
 
 from tui.domain.bounded import BoundedInputError, check_size, decode_text, read_regular_file, read_text_file
 from tui.errors import SiteError
@@ -33,33 +38,96 @@ _SCRIPT_TIMEOUT = 30.0
 _MAX_PASSWORD_BYTES = 64 * 1024
 
 
-@functools.cache
-def _ansible() -> tuple[ModuleType, ModuleType]:
-    """ansible's vault and errors modules, imported on first use: they take ~0.3 s to import, which
-    the console's start-up must not pay (it reads no vault until a site screen asks).
-
-    Importing the vault imports ansible.utils.color, which calls curses.setupterm() on sys.stdout
-    when sys.stdout says it is a terminal. Inside the running console sys.stdout is Textual's
-    capture: it says so, but has no file descriptor (-1), and the import fails with ValueError,
-    which closed the console when the site screen was first opened. Ansible prints nothing for
-    us, so its colours are switched off before it reads its settings."""
-    os.environ["ANSIBLE_NOCOLOR"] = "1"
-    import ansible.errors
-    import ansible.parsing.vault
-
-    return ansible.parsing.vault, ansible.errors
+#: ansible's envelope: `$ANSIBLE_VAULT;<version>;AES256[;<vault id>]`, then hex lines of 80
+_HEADER = b"$ANSIBLE_VAULT"
+_CIPHER = "AES256"
+_LINE = 80
+#: VaultAES256: 32-byte keys for AES and the HMAC, a 16-byte counter; PBKDF2-SHA256, 10,000 rounds
+_KEY_BYTES = 32
+_IV_BYTES = 16
+_ROUNDS = 10_000
+_SALT_BYTES = 32
 
 
-def _ansible_error() -> Any:
-    return _ansible()[1].AnsibleError
+class _DecryptionFailed(Exception):
+    """The HMAC does not match: another password (ansible: "Decryption failed")."""
+
+
+class _Damaged(Exception):
+    """The envelope cannot be parsed (ansible: AnsibleVaultFormatError)."""
 
 
 def is_vault_text(text: str | bytes) -> bool:
-    """True when `text` is a vault envelope (`$ANSIBLE_VAULT;1.1;AES256` and hex lines)."""
+    """True when `text` is a vault envelope (`$ANSIBLE_VAULT;1.1;AES256` and hex lines), by
+    ansible's `is_encrypted`: ASCII throughout and starting with the header."""
     try:
-        return bool(_ansible()[0].is_encrypted(text))
-    except UnicodeError:
+        data = text.encode("ascii") if isinstance(text, str) else bytes(text).decode("ascii").encode("ascii")
+    except (UnicodeError, TypeError):
         return False
+    return data.startswith(_HEADER)
+
+
+def _keys(secret: bytes, salt: bytes) -> tuple[bytes, bytes, bytes]:
+    """VaultAES256._gen_key_initctr: the AES key, the HMAC key and the counter's start."""
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.kdf.pbkdf2 import PBKDF2HMAC
+
+    derived = PBKDF2HMAC(algorithm=hashes.SHA256(), length=2 * _KEY_BYTES + _IV_BYTES, salt=salt,
+                         iterations=_ROUNDS).derive(secret)
+    return derived[:_KEY_BYTES], derived[_KEY_BYTES:2 * _KEY_BYTES], derived[2 * _KEY_BYTES:]
+
+
+def _encrypt(plain: bytes, secret: bytes) -> bytes:
+    """VaultAES256.encrypt and format_vaulttext_envelope (version 1.1, no vault id)."""
+    from cryptography.hazmat.primitives import hashes, hmac, padding
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+    salt = os.urandom(_SALT_BYTES)
+    aes_key, hmac_key, iv = _keys(secret, salt)
+    padder = padding.PKCS7(algorithms.AES.block_size).padder()
+    encryptor = Cipher(algorithms.AES(aes_key), modes.CTR(iv)).encryptor()
+    ciphertext = encryptor.update(padder.update(plain) + padder.finalize()) + encryptor.finalize()
+    mac = hmac.HMAC(hmac_key, hashes.SHA256())
+    mac.update(ciphertext)
+    body = binascii.hexlify(b"\n".join([binascii.hexlify(salt), binascii.hexlify(mac.finalize()),
+                                        binascii.hexlify(ciphertext)]))
+    lines = [b";".join([_HEADER, b"1.1", _CIPHER.encode("ascii")])]
+    lines += [body[i:i + _LINE] for i in range(0, len(body), _LINE)]
+    return b"\n".join([*lines, b""])
+
+
+def _decrypt(envelope: bytes, secret: bytes) -> bytes:
+    """parse_vaulttext_envelope, parse_vaulttext and VaultAES256.decrypt: any vault id of a 1.2
+    header is a label only (ansible tries every password it has)."""
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives import hashes, hmac, padding
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+    lines = envelope.splitlines()
+    header = lines[0].strip().split(b";")
+    if len(header) < 3:
+        raise _Damaged("Vault envelope format error.")
+    if header[2].strip().decode("ascii") != _CIPHER:
+        raise _Damaged(f"Cipher {header[2].strip().decode('ascii')!r} could not be found.")
+    try:
+        salt_hex, mac_hex, ciphertext_hex = binascii.unhexlify(b"".join(lines[1:])).split(b"\n", 2)
+        salt, mac_expected, ciphertext = (binascii.unhexlify(salt_hex), binascii.unhexlify(mac_hex),
+                                          binascii.unhexlify(ciphertext_hex))
+    except (binascii.Error, ValueError):
+        raise _Damaged("Vault format unhexlify error.") from None
+    aes_key, hmac_key, iv = _keys(secret, salt)
+    mac = hmac.HMAC(hmac_key, hashes.SHA256())
+    mac.update(ciphertext)
+    try:
+        mac.verify(mac_expected)
+    except InvalidSignature:
+        raise _DecryptionFailed("Decryption failed (no vault secrets were found that could decrypt).") from None
+    decryptor = Cipher(algorithms.AES(aes_key), modes.CTR(iv)).decryptor()
+    unpadder = padding.PKCS7(algorithms.AES.block_size).unpadder()
+    try:
+        return unpadder.update(decryptor.update(ciphertext) + decryptor.finalize()) + unpadder.finalize()
+    except ValueError:
+        raise _Damaged("Invalid padding bytes.") from None
 
 
 @dataclass(frozen=True)
@@ -129,35 +197,29 @@ def _run_password_script(file: Path) -> bytes:
     return done.stdout.strip(b"\r\n")
 
 
-def _vault(password: VaultPassword) -> Any:
-    vault = _ansible()[0]
-    return vault.VaultLib([(_VAULT_ID, vault.VaultSecret(password.secret))])
-
-
 def encrypt_text(plain: str, password: VaultPassword) -> str:
     """Encrypt text into a vault 1.1 envelope (the format `ansible-vault encrypt` writes)."""
     if is_vault_text(plain):
         raise SiteError("Already encrypted", "The text is vault-encrypted already; decrypt it before encrypting again.")
-    try:
-        envelope: bytes = _vault(password).encrypt(plain)
-        return envelope.decode("ascii")
-    except _ansible_error() as exc:
-        raise SiteError("Vault encryption failed", str(exc)) from None
+    # ansible's to_bytes(errors="surrogate_or_strict"): bytes as they are (a test encrypts non-UTF-8 text)
+    data = plain if isinstance(plain, bytes) else plain.encode("utf-8", errors="surrogateescape")
+    return _encrypt(data, password.secret).decode("ascii")
 
 
 def decrypt_text(vault_text: str | bytes, password: VaultPassword, source: str = "the file") -> str:
     """Decrypt a vault envelope; a wrong password raises SiteError saying so."""
     if not is_vault_text(vault_text):
         raise SiteError("Not vault-encrypted", f"{source} does not start with {VAULT_HEADER}1.1;AES256; it is plain text.")
+    envelope = vault_text.encode("ascii") if isinstance(vault_text, str) else bytes(vault_text)
     try:
-        plain: bytes = _vault(password).decrypt(vault_text)
-    except _ansible_error() as exc:
-        if "Decryption failed" in str(exc):
-            raise SiteError(
-                "Wrong vault password",
-                f"The vault password from {password.source} does not decrypt {source}. Nothing was changed; "
-                "use the site's vault password (app_automation_sites_token).",
-            ) from None
+        plain = _decrypt(envelope, password.secret)
+    except _DecryptionFailed:
+        raise SiteError(
+            "Wrong vault password",
+            f"The vault password from {password.source} does not decrypt {source}. Nothing was changed; "
+            "use the site's vault password (app_automation_sites_token).",
+        ) from None
+    except _Damaged as exc:
         raise SiteError("Vault file damaged", f"{source} could not be decrypted: {exc}") from None
     try:
         check_size(plain, f"{source}, decrypted")
