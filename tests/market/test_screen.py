@@ -22,6 +22,8 @@ from widgets.progress_panel import ProgressPanel
 
 
 async def _market(pilot: Any, app: SiteToolkitApp) -> MarketplaceScreen:
+    """The marketplace screen once its catalog is laid out (the apps of these tests start on it,
+    `initial_screen="market"`, so no VM list is built and loaded first; opening it again is a no-op)."""
     await wait_for(pilot, lambda: app.info is not None, what="the connection")
     app.open_screen("market")
     return await wait_for(pilot, lambda: isinstance(s := app.screen, MarketplaceScreen) and s.catalog is not None
@@ -42,7 +44,7 @@ async def _cursor_to(pilot: Any, screen: MarketplaceScreen, record_id: str, vers
 
 
 async def test_list_shows_every_appliance_with_status_and_the_detail(sim: SimServer) -> None:
-    app = console_app(sim)
+    app = console_app(sim, initial_screen="market")
     async with app.run_test(size=SIZE) as pilot:
         screen = await _market(pilot, app)
         count = fresh_appliances(sim)
@@ -65,7 +67,7 @@ async def test_list_shows_every_appliance_with_status_and_the_detail(sim: SimSer
 
 
 async def test_a_non_conforming_version_is_flagged_in_the_row_and_the_detail(sim: SimServer) -> None:
-    app = console_app(sim)
+    app = console_app(sim, initial_screen="market")
     async with app.run_test(size=SIZE) as pilot:
         screen = await _market(pilot, app)
         await _cursor_to(pilot, screen, "service_ueransim")
@@ -80,7 +82,7 @@ async def test_a_non_conforming_version_is_flagged_in_the_row_and_the_detail(sim
 
 
 async def test_filter_narrows_keeps_the_cursor_and_escape_clears(sim: SimServer) -> None:
-    app = console_app(sim)
+    app = console_app(sim, initial_screen="market")
     async with app.run_test(size=SIZE) as pilot:
         screen = await _market(pilot, app)
         count = fresh_appliances(sim)
@@ -99,7 +101,7 @@ async def test_filter_narrows_keeps_the_cursor_and_escape_clears(sim: SimServer)
 
 
 async def test_download_flow_reviews_then_follows_every_image_to_ready(sim: SimServer) -> None:
-    app = console_app(sim)
+    app = console_app(sim, initial_screen="market")
     async with app.run_test(size=SIZE) as pilot:
         screen = await _market(pilot, app)
         await _cursor_to(pilot, screen, "service_toolkit_automation", "v0.5.0-20250403-1109")
@@ -127,7 +129,7 @@ async def test_download_flow_reviews_then_follows_every_image_to_ready(sim: SimS
 
 async def test_cancelling_a_download_deletes_what_it_created(sim_factory) -> None:  # type: ignore[no-untyped-def]
     sim: SimServer = sim_factory()
-    app = console_app(sim)
+    app = console_app(sim, initial_screen="market")
     async with app.run_test(size=SIZE) as pilot:
         screen = await _market(pilot, app)
         images_before = set(sim.site.images)
@@ -151,7 +153,8 @@ async def test_cancelling_a_download_deletes_what_it_created(sim_factory) -> Non
 async def test_read_only_hides_the_download_and_the_mutating_buttons(sim_factory) -> None:  # type: ignore[no-untyped-def]
     server = sim_factory(scenario="deployed")
     # the community marketplace (read through the settings) still lists the deployed v0.4.0
-    app = console_app(server, read_only=True, marketplace_urls=(server.market_url, community_url(server)))
+    app = console_app(server, read_only=True, marketplace_urls=(server.market_url, community_url(server)),
+                      initial_screen="market")
     async with app.run_test(size=SIZE) as pilot:
         screen = await _market(pilot, app)
         assert screen.check_action("download", ()) is False
@@ -174,7 +177,7 @@ async def test_read_only_hides_the_download_and_the_mutating_buttons(sim_factory
 async def test_attributes_flow_tags_an_untagged_image(sim: SimServer) -> None:
     from tui.procedures.market.download import download_appliance, plan_download
 
-    app = console_app(sim)
+    app = console_app(sim, initial_screen="market")
     async with app.run_test(size=SIZE) as pilot:
         screen = await _market(pilot, app)
         app_id = next(a.id for a in await app.site.cloud.list_marketapps() if a.name == "Bastion")
@@ -200,7 +203,7 @@ async def test_a_failed_attach_lists_every_image_it_reached_then_the_error(sim: 
     """One image of two is gone when the run reaches it: the results list the one tagged and the
     one that failed, read from the run's typed record (`AttachLedger`: a failure returns no
     `Attached`), then the error."""
-    app = console_app(sim)
+    app = console_app(sim, initial_screen="market")
     async with app.run_test(size=SIZE) as pilot:
         screen = await _market(pilot, app)
         spare = await app.site.cloud.image_allocate('NAME = "spare"\nTYPE = "DATABLOCK"\nSIZE = "1"\n', 1)
@@ -228,7 +231,7 @@ async def test_a_failed_attach_lists_every_image_it_reached_then_the_error(sim: 
 
 
 async def test_attributes_modal_validates_image_ids(sim: SimServer) -> None:
-    app = console_app(sim)
+    app = console_app(sim, initial_screen="market")
     async with app.run_test(size=SIZE) as pilot:
         screen = await _market(pilot, app)
         await _cursor_to(pilot, screen, "service_dns", "v1.1.0-20250520-0931")
@@ -245,7 +248,7 @@ async def test_attributes_modal_validates_image_ids(sim: SimServer) -> None:
 async def test_upgrade_plan_table_and_apply_with_a_confirmed_removal(sim_factory) -> None:  # type: ignore[no-untyped-def]
     server = sim_factory(scenario="deployed")
     free_old_images(server)
-    app = console_app(server)
+    app = console_app(server, initial_screen="market")
     async with app.run_test(size=SIZE) as pilot:
         await _market(pilot, app)
         await pilot.press("u")
@@ -273,7 +276,7 @@ async def test_upgrade_plan_table_and_apply_with_a_confirmed_removal(sim_factory
 
 async def test_an_unreadable_marketplace_is_named_in_the_status_line(sim: SimServer) -> None:
     sim.site.faults.market_faults[""] = "error"
-    app = console_app(sim)
+    app = console_app(sim, initial_screen="market")
     async with app.run_test(size=SIZE) as pilot:
         screen = await _market(pilot, app)
         status = rendered_text(screen.query_one("#mk-status"))

@@ -292,7 +292,7 @@ def test_the_console_dialog_previews_core_yaml_per_key_and_the_new_site_variable
     commits = int(_git(deployed, "rev-list", "--count", EXISTING_SITE))
     settings = demo_settings(deployed, Settings(state_dir=tmp_path / "console", audit_log=tmp_path / "audit.log"))
     app = SiteToolkitApp(SiteConnection(dataclasses.replace(settings, refresh_interval=3600.0, theme="textual-dark")),
-                         clock=frozen_clock)
+                         clock=frozen_clock, initial_screen="market")
     async def drive() -> None:
         async with app.run_test(size=SIZE) as pilot:
             await _market(pilot, app)

@@ -29,11 +29,12 @@ SIZE = (140, 40)
 def console_app(server: SimServer, *, read_only: bool = False, refresh_interval: float = 3600.0,
                 screens: tuple[ScreenSpec, ...] | None = None, session: str | None = None,
                 xmlrpc_timeout: float = 10.0, warm_up: Callable[[], None] | None = None,
-                marketplace_urls: tuple[str, ...] | None = None) -> SiteToolkitApp:
+                marketplace_urls: tuple[str, ...] | None = None, initial_screen: str | None = None) -> SiteToolkitApp:
     urls = marketplace_urls if marketplace_urls is not None else (server.market_url,)
     settings = Settings.for_site(server.xmlrpc_url, session or server.session, server.flow_url, urls)
     settings = dataclasses.replace(settings, refresh_interval=refresh_interval, xmlrpc_timeout=xmlrpc_timeout, theme="textual-dark")
-    return SiteToolkitApp(SiteConnection(settings, warm_up=warm_up), read_only=read_only, clock=frozen_clock, screens=screens)
+    return SiteToolkitApp(SiteConnection(settings, warm_up=warm_up), read_only=read_only, clock=frozen_clock,
+                          screens=screens, initial_screen=initial_screen)
 
 
 def vm_screen(app: SiteToolkitApp) -> VmListScreen | None:
