@@ -113,3 +113,15 @@ def test_the_vault_is_read_and_written_without_ansible() -> None:
                   "password = VaultPassword.from_text('pw')\n"
                   "assert decrypt_text(encrypt_text('a: 1', password), password) == 'a: 1'")
     assert loaded_by(VAULT_USERS, "m == 'ansible' or m.startswith('ansible.')", then=round_trip) == []
+
+
+#: the verbs the soak and the fault tests start as processes
+CHANGING_VERBS = ("tui.__main__", "tui.cli.market", "tui.cli.market_verbs", "tui.cli.hosts", "tui.cli.hosts_verbs",
+                  "tui.cli.toolkit_key", "tui.cli.toolkit_deploy", "tui.cli.site_file", "tui.cli.site_branches",
+                  "tui.cli.site_enable")
+
+
+def test_changing_verbs_import_no_table_library() -> None:
+    """rich (~50 ms of CPU) is imported when a table is printed (`market list`, `hosts list`), not
+    by every `market download` or `hosts move` process (issue 23)."""
+    assert loaded_by(CHANGING_VERBS, "m == 'rich' or m.startswith('rich.')") == []

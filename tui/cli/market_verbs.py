@@ -7,10 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
-
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING, Any
 
 from tui.cli.common import (
     EXIT_FAILED,
@@ -48,6 +45,9 @@ from tui.procedures.operation import RunContext
 from tui.procedures.preview import Preview
 from tui.procedures.progress import Progress
 
+if TYPE_CHECKING:  # pragma: no cover
+    from rich.table import Table
+
 #: glyphs of the install states (never colour alone)
 STATE_MARKS = {"not downloaded": "-", "up to date": "=", "update available": "^", "untagged image found": "?",
                "older build": "<", "newer build listed": "~"}
@@ -78,6 +78,9 @@ def _report_catalog_problems(catalog: MarketCatalog) -> None:
 
 
 def catalog_table(entries: list[CatalogEntry]) -> Table:
+    from rich.table import Table  # imported when a table is printed: ~50 ms of CPU (issue 23)
+    from rich.text import Text
+
     table = Table(box=None, header_style="bold", pad_edge=False)
     for name in ("NAME", "VERSION", "TYPE", "STATUS", "MARKETPLACE", "ID"):
         table.add_column(name)
@@ -359,6 +362,9 @@ def _variable_asker(args: argparse.Namespace) -> Any:
 
 
 def _upgrade_table(plan: Any) -> Table:
+    from rich.table import Table  # imported when a table is printed: ~50 ms of CPU (issue 23)
+    from rich.text import Text
+
     table = Table(box=None, header_style="bold", pad_edge=False)
     for name in ("Software", "Previous", "New"):
         table.add_column(name)
