@@ -21,6 +21,8 @@ WESTMERE, CASCADELAKE = 2, 0
 
 
 async def open_hosts(pilot: Any) -> HostsScreen:
+    """The hosts screen once loaded (the apps of these tests start on it, `initial_screen="hosts"`,
+    so no VM list is built and loaded first; opening it again is a no-op)."""
     app: SiteToolkitApp = pilot.app
     await wait_for(pilot, lambda: app.info is not None, what="the connection")
     app.open_screen("hosts")
@@ -67,7 +69,7 @@ def result_text(modal: MoveModal) -> str:
 
 async def test_tables_show_host_and_vm_verdicts(sim_factory) -> None:  # type: ignore[no-untyped-def]
     server: SimServer = sim_factory(scenario="deployed")
-    async with console_app(server).run_test(size=SIZE) as pilot:
+    async with console_app(server, initial_screen="hosts").run_test(size=SIZE) as pilot:
         screen = await open_hosts(pilot)
         hosts = screen.hosts_table
         assert cell(hosts, CASCADELAKE, "verdict") == "✔ compatible"
@@ -92,7 +94,7 @@ async def test_tables_show_host_and_vm_verdicts(sim_factory) -> None:  # type: i
 
 async def test_move_from_the_screen_after_confirmation(sim_factory) -> None:  # type: ignore[no-untyped-def]
     server: SimServer = sim_factory(scenario="deployed")
-    async with console_app(server).run_test(size=SIZE) as pilot:
+    async with console_app(server, initial_screen="hosts").run_test(size=SIZE) as pilot:
         screen = await open_hosts(pilot)
         modal = await open_move(pilot)
         preview = str(modal.query_one("#mv-preview", Static).render())
@@ -118,7 +120,7 @@ async def test_move_from_the_screen_after_confirmation(sim_factory) -> None:  # 
 
 async def test_a_failed_move_offers_resume(sim_factory) -> None:  # type: ignore[no-untyped-def]
     server: SimServer = sim_factory(scenario="deployed")
-    async with console_app(server).run_test(size=SIZE) as pilot:
+    async with console_app(server, initial_screen="hosts").run_test(size=SIZE) as pilot:
         modal = await fail_a_move(pilot, server)
         text = result_text(modal)
         assert "Stopped at step “deploy”" in text and "is now UNDEPLOYED" in text
@@ -134,7 +136,7 @@ async def test_a_failed_move_offers_resume(sim_factory) -> None:  # type: ignore
 
 async def test_put_back_where_it_was(sim_factory) -> None:  # type: ignore[no-untyped-def]
     server: SimServer = sim_factory(scenario="deployed")
-    async with console_app(server).run_test(size=SIZE) as pilot:
+    async with console_app(server, initial_screen="hosts").run_test(size=SIZE) as pilot:
         modal = await fail_a_move(pilot, server)
         await click_shown(pilot, "#mv-back")
         confirm = await wait_for_screen(pilot, ConfirmModal, what="the put-back confirmation")
@@ -149,7 +151,7 @@ async def test_cancel_mid_move_then_resume(sim_factory) -> None:  # type: ignore
     # no event of the site runs unless stepped (time_scale 1000): the undeploy stays in its first
     # state until the cancel below has landed in the step that waits for it, however loaded the machine
     server: SimServer = sim_factory(scenario="deployed", time_scale=1000.0)
-    async with console_app(server).run_test(size=SIZE) as pilot:
+    async with console_app(server, initial_screen="hosts").run_test(size=SIZE) as pilot:
         await open_hosts(pilot)
         modal = await open_move(pilot)
         await confirm_move(pilot, modal)
@@ -177,7 +179,7 @@ def _run_events(server: SimServer, stop: threading.Event) -> None:
 
 async def test_read_only_mode_offers_no_move(sim_factory) -> None:  # type: ignore[no-untyped-def]
     server: SimServer = sim_factory(scenario="deployed")
-    async with console_app(server, read_only=True).run_test(size=SIZE) as pilot:
+    async with console_app(server, read_only=True, initial_screen="hosts").run_test(size=SIZE) as pilot:
         screen = await open_hosts(pilot)
         assert screen.check_action("move", ()) is False
         assert screen.check_action("move_all", ()) is False
@@ -197,7 +199,7 @@ async def test_read_only_mode_offers_no_move(sim_factory) -> None:  # type: igno
 
 async def test_passthrough_is_offered_only_without_a_compatible_host(sim_factory) -> None:  # type: ignore[no-untyped-def]
     server: SimServer = sim_factory(scenario="deployed")
-    async with console_app(server).run_test(size=SIZE) as pilot:
+    async with console_app(server, initial_screen="hosts").run_test(size=SIZE) as pilot:
         await open_hosts(pilot)
         await pilot.press("m")
         modal = await wait_for_screen(pilot, MoveModal, what="the move modal")
@@ -207,7 +209,7 @@ async def test_passthrough_is_offered_only_without_a_compatible_host(sim_factory
     with server.site.lock:  # every compatible host goes out of service
         for host_id in (0, 1):
             server.site.hosts[host_id].state = HostState.DISABLED
-    async with console_app(server).run_test(size=SIZE) as pilot:
+    async with console_app(server, initial_screen="hosts").run_test(size=SIZE) as pilot:
         await open_hosts(pilot)
         await pilot.press("m")
         modal = await wait_for_screen(pilot, MoveModal, what="the move modal")
@@ -223,7 +225,7 @@ async def test_passthrough_is_offered_only_without_a_compatible_host(sim_factory
 
 async def test_move_every_flagged_vm(sim_factory) -> None:  # type: ignore[no-untyped-def]
     server: SimServer = sim_factory(scenario="deployed")
-    async with console_app(server).run_test(size=SIZE) as pilot:
+    async with console_app(server, initial_screen="hosts").run_test(size=SIZE) as pilot:
         screen = await open_hosts(pilot)
         await pilot.press("M")
         modal = await wait_for_screen(pilot, MoveModal, what="the move modal")
@@ -239,7 +241,7 @@ async def test_move_every_flagged_vm(sim_factory) -> None:  # type: ignore[no-un
 
 async def test_m_on_a_host_preselects_it_as_target(sim_factory) -> None:  # type: ignore[no-untyped-def]
     server: SimServer = sim_factory(scenario="deployed")
-    async with console_app(server).run_test(size=SIZE) as pilot:
+    async with console_app(server, initial_screen="hosts").run_test(size=SIZE) as pilot:
         screen = await open_hosts(pilot)
         screen.hosts_table.focus()
         screen.hosts_table.move_cursor_to_key(1)
@@ -260,7 +262,7 @@ async def test_the_move_modal_keeps_its_buttons_on_an_80x24_terminal(sim_factory
     """At 80x24 the preview is longer than the modal: it scrolls, and Move… and Close stay on screen
     (they were cut off below the preview, so a keyboard-less operator could not start the move)."""
     server: SimServer = sim_factory(scenario="deployed")
-    async with console_app(server).run_test(size=(80, 24)) as pilot:
+    async with console_app(server, initial_screen="hosts").run_test(size=(80, 24)) as pilot:
         await open_hosts(pilot)
         modal = await open_move(pilot)
         for button in ("#mv-close", "#mv-start"):
