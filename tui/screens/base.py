@@ -156,6 +156,12 @@ class SiteScreen(Screen[None]):
         if not self._resumed:
             self._resumed = True
             event.refresh_styles = False
+            # Textual's toast rack is shown or hidden on every resume (`App._refresh_notifications`,
+            # `display = bool(notifications)`): hidden here, before the first layout, so that a
+            # screen without toasts is not laid out a second time when the rack is hidden after it
+            # (a whole layout and repaint of the screen, ~20 ms of the console's start-up)
+            for rack in self.query("#textual-toastrack"):
+                rack.display = False
 
     def on_screen_resume(self) -> None:
         self.shell.paint_context(self)
