@@ -1,11 +1,13 @@
 """Issue 3: the console and its VM list, each figure against a baseline of the same run.
 
 (a) start-up: `sitetk --demo --vms 100` in a terminal (a pty) until the VM list first paints
-    rows, against a bare Textual app painting a few rows (bench.minimal_app), both timed by the
-    same hook (SITETK_BENCH_EXIT_ON_FIRST_ROWS, see tui/app.py); target 1.3x (issue 24). The demo gets 100
-    VMs because the fresh demo site has none, and an empty list paints no rows. Beside it,
-    informative: the CPU time each process used by then (steadier than the wall clock on a busy
-    machine; the demo's site runs in a child process and is not counted).
+    rows (the frame that painted a row of its table), against a bare Textual app painting a few
+    rows (bench.minimal_app), both timed by the same hook (SITETK_BENCH_EXIT_ON_FIRST_ROWS, see
+    tui/app.py); target 1.3x (issue 24), judged on the medians of runs interleaved one for one; the
+    best run of each side and each side's spread beside. The demo gets 100 VMs because the fresh
+    demo site has none, and an empty list paints no rows. Beside it, informative: the CPU time
+    each process used by then (steadier than the wall clock on a busy machine; the demo's site runs
+    in a child process and is not counted).
 (b) one refresh (fetch, parse, build rows, paint) of the real console, headless, against
     `sitetk sim --vms N` in its own process, for 1,000 / 10,000 / 50,000 VMs, against the floor
     (raw POST plus lxml parse, interleaved with the refreshes; each side the best of its runs,
@@ -118,14 +120,23 @@ def startup_rows(runs: int = STARTUP_RUNS, demo_vms: int = DEMO_VMS, warm_up: bo
     def median_ms(runs_: list[FirstRows], field_: str) -> float:
         return statistics.median(getattr(run_, field_) for run_ in runs_) * 1e3
 
+    def spread(runs_: list[FirstRows]) -> str:
+        walls = sorted(run_.wall_s * 1e3 for run_ in runs_)
+        return f"{walls[0]:,.0f}-{walls[-1]:,.0f} ms"
+
     demo_ms, minimal_ms = median_ms(demo_runs, "wall_s"), median_ms(minimal_runs, "wall_s")
     demo_cpu, minimal_cpu = median_ms(demo_runs, "cpu_s"), median_ms(minimal_runs, "cpu_s")
+    demo_best, minimal_best = (min(run_.wall_s for run_ in runs_) * 1e3 for runs_ in (demo_runs, minimal_runs))
     return [
         limit_row(GROUP, "start-up: minimal Textual app to first rows", minimal_ms, "ms", None),
         ratio_row(GROUP, f"start-up: sitetk --demo --vms {demo_vms} to first VM rows", demo_ms, minimal_ms, "ms",
                   STARTUP_RATIO),
         ratio_row(GROUP, "start-up CPU time of the process by its first rows (informative)", demo_cpu, minimal_cpu,
                   "ms", None),
+        # the medians above are judged; the best run of each side (what other processes disturbed
+        # least) and the spread of each side's runs, beside them: a shared machine moves both
+        ratio_row(GROUP, f"start-up: best of {len(demo_runs)} runs each (informative; spread: console "
+                         f"{spread(demo_runs)}, bare app {spread(minimal_runs)})", demo_best, minimal_best, "ms", None),
     ]
 
 
