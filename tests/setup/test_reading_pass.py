@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import functools
+import types
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from tests.setup.conftest import point_at, run
 from tui.adapters.cloud import CloudClient
 from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
-from tui.procedures.reading_pass import READS
+from tui.procedures.reading_pass import READS, synced
 from tui.settings import Settings
 from tui.sim.server import SimServer
 
@@ -148,3 +149,31 @@ def test_a_status_pass_reads_each_pool_once(sim_factory, monkeypatch: pytest.Mon
         # inventory among them), each once a pass, and again by the next
         assert {name for name, _ in asked} == pools
         assert set(asked.values()) == {passes}, [k for k, n in asked.items() if n != passes]
+
+
+class _Repo:
+    """A working clone that counts its fetches (`GitRepo.sync`)."""
+
+    def __init__(self, workdir: str, url: str = "file:///sites.git") -> None:
+        self.workdir = workdir
+        self.remote = types.SimpleNamespace(url=url)
+        self.fetched = 0
+
+    async def sync(self) -> None:
+        self.fetched += 1
+        await asyncio.sleep(0)
+
+
+async def test_a_pass_fetches_each_working_clone_once() -> None:
+    site, _ = _site()
+    sites, library, again = _Repo("/clones/sites"), _Repo("/clones/library"), _Repo("/clones/sites")
+    await synced(sites)
+    await synced(sites)
+    assert sites.fetched == 2  # outside a pass each call fetches
+    async with site.reading_pass():
+        await asyncio.gather(synced(sites), synced(sites), synced(library))
+        await synced(again)  # another object for the same clone and remote: the pass's fetch
+    assert (sites.fetched, library.fetched, again.fetched) == (3, 1, 0)
+    async with site.reading_pass():  # the next pass fetches again
+        await synced(sites)
+    assert sites.fetched == 4

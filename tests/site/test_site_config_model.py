@@ -178,3 +178,14 @@ def test_fill_from_cloud_values(template: SiteConfig) -> None:
     assert '  endpoint: "https://10.0.0.21:9000"' in filled.text and 'site_onegate: "10.11.32.104"' in filled.text
     assert cloud_fill(objectstore_address="2001:db8::5")[0][1] == "https://[2001:db8::5]:9000"
     assert cloud_fill() == []
+
+
+def test_an_edit_made_again_is_the_same_and_changes_no_reading(template: SiteConfig) -> None:
+    # edits copy the text's loaded tree and are kept: neither may leak into a reading or another edit
+    first = template.with_component("tn_bastion", {"template_id": 5, "image_id": 6})
+    assert template.component_variables("tn_bastion") == {"template_id": 0, "image_id": 0}
+    assert template.with_component("tn_bastion", {"template_id": 5, "image_id": 6}).text == first.text
+    as_text = template.with_component("tn_bastion", {"template_id": "5", "image_id": 6})  # the exact type counts
+    assert as_text.text != first.text and as_text.component_variables("tn_bastion")["template_id"] == "5"
+    assert first.component_variables("tn_bastion") == {"template_id": 5, "image_id": 6}
+    assert template.edit({}).text == template.text == template_core_yaml()
