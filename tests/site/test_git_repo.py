@@ -69,6 +69,23 @@ async def test_new_site_from_the_template(seeded: tuple[Path, Path], tmp_path: P
     assert not await repo.unpushed("lab-a")
 
 
+async def test_the_remote_branches_and_default_in_one_command(seeded: tuple[Path, Path], tmp_path: Path) -> None:
+    sites, _ = seeded
+    repo = GitRepo(GitRemote(str(sites)), tmp_path / "work")
+    await repo.sync()
+    branches = await repo.remote_branches()
+    assert branches.default == "main" and branches.sites == ("demo-site",)
+    assert branches.heads == {name: git("-C", str(sites), "rev-parse", name).strip() for name in ("demo-site", "main")}
+    # the remote's HEAD names the default: another branch, then none (main, else master, else no default)
+    git("-C", str(repo.workdir), "remote", "set-head", "origin", "demo-site")
+    assert (await repo.remote_branches()).default == "demo-site" and await repo.site_branches() == ["main"]
+    git("-C", str(repo.workdir), "remote", "set-head", "origin", "--delete")
+    assert await repo.default_branch() == "main"
+    git("-C", str(repo.workdir), "update-ref", "-d", "refs/remotes/origin/main")
+    with pytest.raises(SiteError, match="No default branch"):
+        await repo.default_branch()
+
+
 async def test_existing_site_open_change_submit(seeded: tuple[Path, Path], tmp_path: Path) -> None:
     sites, _ = seeded
     repo = GitRepo(GitRemote(str(sites)), tmp_path / "work")

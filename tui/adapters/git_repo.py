@@ -86,6 +86,19 @@ class GitRemote:
 
 
 @dataclass(frozen=True)
+class RemoteBranches:
+    """The remote's default branch and its branches (sorted) with their commits."""
+
+    default: str
+    heads: dict[str, str]
+
+    @property
+    def sites(self) -> tuple[str, ...]:
+        """Every branch but the default one: one per site."""
+        return tuple(name for name in self.heads if name != self.default)
+
+
+@dataclass(frozen=True)
 class TreeEntry:
     name: str
     kind: str  # "tree" (directory) or "blob" (file)
@@ -249,14 +262,29 @@ class GitRepo:
         await self._run("clone", "--", self.remote.url, str(self.workdir), cwd=self.workdir.parent, network=True, what=f"cloning {self._where()}")
 
     async def default_branch(self) -> str:
-        code, out, _ = await self._run("symbolic-ref", "--short", "refs/remotes/origin/HEAD", check=False)
-        if code == 0 and out.strip().startswith("origin/"):
-            return out.strip().removeprefix("origin/")
-        branches = await self.branches()
-        for candidate in ("main", "master"):
-            if candidate in branches:
-                return candidate
-        raise SiteError("No default branch", f"{self._where()} has no default branch (is it empty?).")
+        return (await self.remote_branches()).default
+
+    async def remote_branches(self) -> RemoteBranches:
+        """The remote's default branch and every branch's commit (after `sync`), with one git command
+        (`for-each-ref` names the remote HEAD's target too): the default is what origin/HEAD points
+        to, else main, else master."""
+        _, out, _ = await self._run("for-each-ref", "--format=%(refname)%00%(objectname)%00%(symref)", "refs/remotes/origin/")
+        heads: dict[str, str] = {}
+        default = ""
+        for line in out.splitlines():
+            name, _, rest = line.partition("\0")
+            commit, _, target = rest.partition("\0")
+            name = name.removeprefix("refs/remotes/origin/")
+            if name == "HEAD":
+                if target.startswith("refs/remotes/origin/"):
+                    default = target.removeprefix("refs/remotes/origin/")
+            elif name:
+                heads[name] = commit
+        if not default:
+            default = next((candidate for candidate in ("main", "master") if candidate in heads), "")
+        if not default:
+            raise SiteError("No default branch", f"{self._where()} has no default branch (is it empty?).")
+        return RemoteBranches(default, dict(sorted(heads.items())))
 
     async def branches(self) -> list[str]:
         """Remote branches (after `sync`), sorted."""
@@ -266,8 +294,7 @@ class GitRepo:
 
     async def site_branches(self) -> list[str]:
         """Every remote branch except the default one: one per site."""
-        default = await self.default_branch()
-        return [name for name in await self.branches() if name != default]
+        return list((await self.remote_branches()).sites)
 
     async def head(self) -> str:
         """The commit id the work tree is on."""

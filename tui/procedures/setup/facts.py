@@ -328,8 +328,8 @@ async def read_repo(site: "SiteConnection", target: SetupTarget) -> RepoFacts:
             await synced(repo)
         except SiteError as error:
             return RepoFacts(reachable=False, reach_error=f"{error.title}: {error.detail}", **facts)
-        facts.update(reachable=True, default_branch=await repo.default_branch(),
-                     branches=tuple(await repo.branches()))
+        branches = await repo.remote_branches()
+        facts.update(reachable=True, default_branch=branches.default, branches=tuple(branches.heads))
         ok, message = await repo.can_push()
         facts.update(writable=ok, write_error="" if ok else message)
         site_dir = target.site_dir or target.branch

@@ -28,8 +28,11 @@ async def load_library(repo: GitRepo, naming: NamingProfile = DEFAULT_NAMING, re
     if repo.remote.token:
         REDACTOR.register(repo.remote.token)
     await repo.sync()
-    ref = ref or f"origin/{await repo.default_branch()}"
-    commit = await repo.commit_of(ref)
+    if ref is None:
+        branches = await repo.remote_branches()
+        ref, commit = f"origin/{branches.default}", branches.heads.get(branches.default)
+    else:
+        commit = await repo.commit_of(ref)
     key = (commit or "", naming.component_manager_dir)
     if commit is not None and key in _READ:
         return _READ[key]

@@ -132,8 +132,8 @@ async def list_sites(repo: GitRepo) -> SiteListing:
     _register(repo)
     async with clone_lock(repo.workdir):
         await synced(repo)
-    default = await repo.default_branch()
-    return SiteListing(default, tuple(name for name in await repo.branches() if name != default))
+    branches = await repo.remote_branches()
+    return SiteListing(branches.default, branches.sites)
 
 
 def locate_site(repo: GitRepo, branch: str, site_dir: str | None = None) -> SiteRef:
