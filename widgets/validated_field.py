@@ -5,20 +5,28 @@ the reason beside the input. A form blocks submission with `first_invalid(form)`
 field, focus the first invalid one, return it) so the operator lands on what to fix.
 `CheckedField` is what every such field shares (the check, the reason shown in a `.field-reason`
 label, the `-invalid` class); a field with another kind of input (a multi-line one) derives
-from it and provides `value`.
+from it and provides `value`. A form that checks its fields together (the toolkit form: the TLS
+pair, the insecure flag against the endpoints) builds them with `validate_on_change=False`, checks
+the whole form once per keystroke and hands each field its reason (`show_reason`): each field
+checking itself asked the form for every problem once more per keystroke.
+
+`show_text(label, content)` changes a label's text and lays the screen out again only when the
+label's height changes: a reason that appears, changes or goes at the same number of lines repaints
+the label alone (a layout of the toolkit form is some 200 widgets, then a second one for the sizes
+it changed).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.dom import DOMNode
 from textual.message import Message
-from textual.widgets import Input, Label
+from textual.widgets import Input, Label, Static
 
 from widgets.field_input import FieldInput
 from widgets.secret_input import SecretInput
@@ -30,13 +38,26 @@ def _always_valid(_: str) -> str | None:
     return None
 
 
+def show_text(label: Static, content: Content) -> None:
+    """Show `content` in `label`; lay the screen out again only when the label's height changes
+    (its width never depends on its text here: every caller's is set by CSS)."""
+    size = label.content_size if label.is_mounted else None
+    rules: Any = label.styles  # what Textual's layout measures a label's text with (Widget.get_content_height)
+    steady = (size is not None and size.width > 0 and label.styles.max_height is None
+              and content.get_height(rules, size.width) == size.height)
+    label.update(content, layout=not steady)
+
+
 class CheckedField(Vertical):
     """A field whose `value` is checked by `check(value) -> reason | None`; the reason is shown in
     its `.field-reason` label and the field has the class `-invalid` while there is one."""
 
-    def __init__(self, check: Check | None = None, *, id: str | None = None, classes: str | None = None) -> None:
+    def __init__(self, check: Check | None = None, *, id: str | None = None, classes: str | None = None,
+                 validate_on_change: bool = True) -> None:
         super().__init__(id=id, classes=classes)
         self._check: Check = check or _always_valid
+        #: False: the form that holds the field checks it at each change (`show_reason`)
+        self._validate_on_change = validate_on_change
         self._reason: str | None = None
         #: the reason its label shows: a form checks every touched field at each keystroke, and
         #: painting the same reason again laid the whole form out again
@@ -57,13 +78,22 @@ class CheckedField(Vertical):
 
     def validate(self) -> bool:
         """Check the value now, show the reason (or clear it) and return validity."""
-        self._reason = self._check(self.value)
+        return self.show_reason(self._check(self.value))
+
+    def show_reason(self, reason: str | None) -> bool:
+        """Show `reason` (None: valid) as the field's own, found by the form that checks its fields
+        together; return validity."""
+        self._reason = reason
         if self.is_mounted:
-            if (self._reason or "") != self._shown:
-                self._shown = self._reason or ""
-                self.query_one(".field-reason", Label).update(Content(self._shown))
-            self.set_class(self._reason is not None, "-invalid")
-        return self._reason is None
+            if (reason or "") != self._shown:
+                self._shown = reason or ""
+                show_text(self.query_one(".field-reason", Label), Content(self._shown))
+            self.set_class(reason is not None, "-invalid")
+        return reason is None
+
+    def _checked(self) -> bool:
+        """Validity after a change: checked now, or the last reason when the form checks it."""
+        return self.validate() if self._validate_on_change else self._reason is None
 
 
 class ValidatedField(CheckedField):
@@ -91,8 +121,8 @@ class ValidatedField(CheckedField):
 
     def __init__(self, label: str, value: str = "", *, check: Check | None = None, secret: bool = False,
                  placeholder: str = "", help: str = "", id: str | None = None, classes: str | None = None,
-                 validate_initial: bool = False) -> None:
-        super().__init__(check, id=id, classes=classes)
+                 validate_initial: bool = False, validate_on_change: bool = True) -> None:
+        super().__init__(check, id=id, classes=classes, validate_on_change=validate_on_change)
         self.label = label
         self._initial = value
         self._secret = secret
@@ -137,7 +167,7 @@ class ValidatedField(CheckedField):
 
     def _changed(self) -> None:
         self._touched = True
-        valid = self.validate()
+        valid = self._checked()
         self.post_message(self.Changed(self, valid))
 
     def on_input_changed(self, event: Input.Changed) -> None:

@@ -70,7 +70,7 @@ from tui.screens.toolkit_deploy import DeploymentView
 from tui.screens.toolkit_deploy_actions import DeployActions
 from tui.screens.toolkit_fields import FieldWidget, MultilineField, field_help, field_widget, widget_id
 from tui.screens.toolkit_file_actions import DEFAULT_FILE
-from widgets.validated_field import ValidatedField
+from widgets.validated_field import ValidatedField, show_text
 
 NAME_HELP = ("Name of the service instance. It is advisable to include the toolkit version in it; "
              "names do not affect later steps.")
@@ -376,12 +376,16 @@ class ToolkitScreen(DeployActions):
         return check
 
     def _revalidate(self) -> None:
-        """Show reasons on touched fields (every field once Deploy was tried)."""
+        """Show reasons on touched fields (every field once Deploy was tried): the form is checked
+        once, and each field shows the first error found for it (what its own check would say)."""
+        problems = self.problems()
+        errors: dict[str, str] = {}
+        for p in problems:
+            if p.severity is Severity.ERROR:
+                errors.setdefault(p.name, p.message)
         for name, widget in self.fields.items():
             if self.submitted or name in self.touched:
-                widget.validate()
-        problems = self.problems()
-        errors = {p.name: p.message for p in problems if p.severity is Severity.ERROR}
+                widget.show_reason(None if self._building else errors.get(name))
         if self.form is not None:
             for spec in self.form.networks:
                 key = network_field(spec.name)
@@ -389,7 +393,7 @@ class ToolkitScreen(DeployActions):
                 if found is not None and found[1].is_mounted:
                     reason = errors.get(key, "") if self.submitted or key in self.touched else ""
                     if str(found[1].content) != reason:  # the same reason again: no layout of the form
-                        found[1].update(Content(reason))
+                        show_text(found[1], Content(reason))
         self._refresh_status(problems)
 
     def _refresh_status(self, problems: tuple[Problem, ...] | None = None) -> None:
@@ -418,7 +422,7 @@ class ToolkitScreen(DeployActions):
         if self._shown_status == (status, text):
             return  # a keystroke that changes neither: painting them again laid the whole form out again
         self._shown_status = (status, text)
-        self.query_one("#tk-status", Static).update(status)
+        self.query_one("#tk-status", Static).update(status, layout=False)  # one line whatever it says (toolkit.tcss)
         box = self.query_one("#tk-warnings", Static)
         if warnings:
             box.update(text)

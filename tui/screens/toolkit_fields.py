@@ -72,8 +72,9 @@ class MultilineField(CheckedField):
             return self.field
 
     def __init__(self, label: str, value: str = "", *, check: Check | None = None, secret: bool = False,
-                 help: str = "", placeholder: str = "", id: str | None = None, classes: str | None = None) -> None:
-        super().__init__(check, id=id, classes=classes)
+                 help: str = "", placeholder: str = "", id: str | None = None, classes: str | None = None,
+                 validate_on_change: bool = True) -> None:
+        super().__init__(check, id=id, classes=classes, validate_on_change=validate_on_change)
         self.label = label
         self._initial = value
         self._secret = secret
@@ -148,15 +149,18 @@ class MultilineField(CheckedField):
 
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
         event.stop()
-        valid = self.validate()
+        valid = self._checked()
         self.post_message(self.Changed(self, valid))
 
 
 def field_widget(label: str, value: str, *, check: Check, secret: bool, multiline: bool, help: str,
                  id: str, placeholder: str = "") -> FieldWidget:
+    """The form's widget for a field; the form checks its fields together at each change."""
     if multiline:
-        return MultilineField(label, value, check=check, secret=secret, help=help, id=id, placeholder=placeholder)
-    return ValidatedField(label, value, check=check, secret=secret, help=help, id=id, placeholder=placeholder)
+        return MultilineField(label, value, check=check, secret=secret, help=help, id=id, placeholder=placeholder,
+                              validate_on_change=False)
+    return ValidatedField(label, value, check=check, secret=secret, help=help, id=id, placeholder=placeholder,
+                          validate_on_change=False)
 
 
 def secret_revealed(widget: FieldWidget) -> bool:
