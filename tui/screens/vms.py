@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
 from typing import Any, ClassVar, Iterable, Sequence
 
 from rich.console import Group, RenderableType
@@ -232,28 +231,36 @@ class VmListScreen(TableFilter, SiteScreen):
         Binding("R", "sort('role')", "Sort by role", show=False, id="vms.sort-role"),
     ]
 
-    @dataclass
+    # The messages are plain classes, not dataclasses: each dataclass costs ~1 ms of CPU to
+    # create when the module is imported, on the console's start-up path (issue 24)
     class Loaded(Message):
         """A refresh finished: the VMs and their rows (built off the event loop); `partial`: only
         the first page of the first refresh, shown while the rest of the pool is read."""
-        vms: Sequence[VmSummary]
-        rows: list[TableRow]
-        fetched_at: float
-        partial: bool = False
 
-    @dataclass
+        def __init__(self, vms: Sequence[VmSummary], rows: list[TableRow], fetched_at: float,
+                     partial: bool = False) -> None:
+            super().__init__()
+            self.vms = vms
+            self.rows = rows
+            self.fetched_at = fetched_at
+            self.partial = partial
+
     class Failed(Message):
-        error: SiteError
+        def __init__(self, error: SiteError) -> None:
+            super().__init__()
+            self.error = error
 
-    @dataclass
     class DetailLoaded(Message):
-        vm_id: int
-        detail: VmDetail
+        def __init__(self, vm_id: int, detail: VmDetail) -> None:
+            super().__init__()
+            self.vm_id = vm_id
+            self.detail = detail
 
-    @dataclass
     class DetailFailed(Message):
-        vm_id: int
-        error: SiteError
+        def __init__(self, vm_id: int, error: SiteError) -> None:
+            super().__init__()
+            self.vm_id = vm_id
+            self.error = error
 
     def __init__(self) -> None:
         super().__init__()
