@@ -38,6 +38,29 @@ def _always_valid(_: str) -> str | None:
     return None
 
 
+class FieldHead(Label):
+    """A field's name in bold and, under it, its help in the muted colour: one label where there
+    were two (a form's layout, its focus chain and each key a pilot test presses walk every widget
+    of the screen). The help's colour is the CSS `$text-muted` over the field's background."""
+
+    COMPONENT_CLASSES = {"field-head--help"}
+    DEFAULT_CSS = """
+    FieldHead { width: 1fr; }
+    FieldHead > .field-head--help { color: $text-muted; }
+    """
+
+    def __init__(self, label: str, help: str = "", *, classes: str | None = None) -> None:
+        super().__init__(classes=classes)
+        self._label = label
+        self._help = help
+
+    def render(self) -> Content:
+        head = Content(self._label).stylize("bold")
+        if not self._help:
+            return head
+        return Content.assemble(head, "\n", Content(self._help).stylize(self.get_visual_style("field-head--help")))
+
+
 def show_text(label: Static, content: Content) -> None:
     """Show `content` in `label`; lay the screen out again only when the label's height changes
     (its width never depends on its text here: every caller's is set by CSS)."""
@@ -101,8 +124,7 @@ class ValidatedField(CheckedField):
 
     DEFAULT_CSS = """
     ValidatedField { height: auto; width: 1fr; margin: 0 0 1 0; }
-    ValidatedField > .field-label { width: 1fr; text-style: bold; }
-    ValidatedField > .field-help { width: 1fr; color: $text-muted; }
+    ValidatedField > .field-label { width: 1fr; }
     ValidatedField > Horizontal { height: auto; width: 1fr; }
     ValidatedField > Horizontal > Input, ValidatedField > Horizontal > SecretInput { width: 2fr; }
     ValidatedField > Horizontal > .field-reason { width: 1fr; color: $text-error; padding: 1 0 0 1; }
@@ -134,9 +156,7 @@ class ValidatedField(CheckedField):
         self._control: FieldInput | SecretInput | None = None
 
     def compose(self) -> ComposeResult:
-        yield Label(Content(self.label), classes="field-label")
-        if self._help:
-            yield Label(Content(self._help), classes="field-help")
+        yield FieldHead(self.label, self._help, classes="field-label")
         with Horizontal():
             if self._secret:
                 self._control = SecretInput(self._initial, placeholder=self._placeholder, classes="field-input")

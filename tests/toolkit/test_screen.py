@@ -76,7 +76,7 @@ async def test_the_form_has_every_input_grouped_prefilled_and_an_extra_one(toolk
         assert screen.query_one("#in-network_3a_Public", Select).value == "0"
         secret = screen.fields["app_automation_password"].query_one(SecretInput)
         assert secret.input.password is True
-        assert "Region label" in str(screen.fields["site_region"].query_one(".field-help", Label).render())
+        assert "Region label" in str(screen.fields["site_region"].query_one(".field-label", Label).render())
         # two toolkit templates: a Select offers both
         assert len(screen.query_one("#tk-template", Select)._options) == 2  # noqa: SLF001
 

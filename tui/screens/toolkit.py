@@ -70,7 +70,7 @@ from tui.screens.toolkit_deploy import DeploymentView
 from tui.screens.toolkit_deploy_actions import DeployActions
 from tui.screens.toolkit_fields import FieldWidget, MultilineField, field_help, field_widget, widget_id
 from tui.screens.toolkit_file_actions import DEFAULT_FILE
-from widgets.validated_field import ValidatedField, show_text
+from widgets.validated_field import FieldHead, ValidatedField, show_text
 
 NAME_HELP = ("Name of the service instance. It is advisable to include the toolkit version in it; "
              "names do not affect later steps.")
@@ -279,9 +279,8 @@ class ToolkitScreen(DeployActions):
             reason = Label("", classes="field-reason")
             self._networks[spec.name] = (select, reason)
             box = Vertical(
-                Label(Content(f"network {spec.name} *"), classes="field-label"),
-                Label(Content(f"The site's default network for {spec.name}: its OAM /24 on the bridge shared "
-                              "with the management interface."), classes="field-help"),
+                FieldHead(f"network {spec.name} *", f"The site's default network for {spec.name}: its OAM /24 on "
+                          "the bridge shared with the management interface.", classes="field-label"),
                 Horizontal(select, reason),
                 classes="tk-network-field",
             )

@@ -27,7 +27,7 @@ from textual.widgets import Button, Label, Static, TextArea
 
 from tui.domain.toolkit_inputs import FormField
 from widgets.secret_input import SecretInput
-from widgets.validated_field import Check, CheckedField, ValidatedField
+from widgets.validated_field import Check, CheckedField, FieldHead, ValidatedField
 
 FieldWidget = Union[ValidatedField, "MultilineField"]
 
@@ -44,8 +44,7 @@ class MultilineField(CheckedField):
 
     DEFAULT_CSS = """
     MultilineField { height: auto; width: 1fr; margin: 0 0 1 0; }
-    MultilineField > .field-label { width: 1fr; text-style: bold; }
-    MultilineField > .field-help { width: 1fr; color: $text-muted; }
+    MultilineField > .field-label { width: 1fr; }
     MultilineField > Horizontal { height: auto; width: 1fr; }
     MultilineField > Horizontal > .field-box { width: 2fr; height: auto; }
     MultilineField > Horizontal > .field-box > TextArea { height: 5; width: 1fr; }
@@ -82,9 +81,7 @@ class MultilineField(CheckedField):
         self._placeholder = placeholder
 
     def compose(self) -> ComposeResult:
-        yield Label(Content(self.label), classes="field-label")
-        if self._help:
-            yield Label(Content(self._help), classes="field-help")
+        yield FieldHead(self.label, self._help, classes="field-label")
         with Horizontal():
             with Horizontal(classes="field-box"):
                 yield TextArea(self._initial, soft_wrap=True, show_line_numbers=False, classes="field-input",
