@@ -125,3 +125,16 @@ def test_changing_verbs_import_no_table_library() -> None:
     """rich (~50 ms of CPU) is imported when a table is printed (`market list`, `hosts list`), not
     by every `market download` or `hosts move` process (issue 23)."""
     assert loaded_by(CHANGING_VERBS, "m == 'rich' or m.startswith('rich.')") == []
+
+
+#: every adapter that talks HTTP through httpx
+HTTP_ADAPTERS = ("tui.adapters.marketplace", "tui.adapters.flow", "tui.adapters.manager_api",
+                 "tui.adapters.route_manager", "tui.adapters.tls", "tui.adapters.http_errors")
+
+
+def test_http_adapters_import_no_command_line_client() -> None:
+    """httpx imports its own command-line client (click, pygments, rich: ~0.12 s of CPU) unless it
+    is marked absent (tui/adapters/__init__.py): every `market ...`, `toolkit ...` and `site submit`
+    process paid it (issue 23). A client still works without it."""
+    client = "import httpx\nassert httpx.Client().timeout is not None\nassert 'httpx._main' not in sys.modules or sys.modules['httpx._main'] is None"
+    assert loaded_by(HTTP_ADAPTERS, "m.split('.')[0] in ('rich', 'click', 'pygments')", then=client) == []
