@@ -60,13 +60,16 @@ def test_demo_site_start_up_imports_no_needless_library() -> None:
     assert loaded_by(SIM_START_UP_MODULES, f"m in {SIM_NEEDLESS!r}") == []
 
 
-#: what `sitetk --demo` (and any site with VMs) loads before the VM list's first rows
-VM_LIST_START_UP_MODULES = ("tui.console", "tui.app", "tui.screens.vms", "tui.demo_site", "widgets.terminal_driver")
+#: what `sitetk --demo` (and any site with VMs) loads before the VM list's first rows (the client with
+#: the first read)
+VM_LIST_START_UP_MODULES = ("tui.console", "tui.app", "tui.screens.vms", "tui.demo_site", "widgets.terminal_driver",
+                            "tui.adapters.cloud")
 #: loaded on first use, after the first rows: the operation modal and its dialogs (a TextArea and
 #: the tree-sitter support under it), the change runner and the audit log (~45 ms of CPU when
-#: tui.screens.base imported them for every screen, issue 24)
+#: tui.screens.base imported them for every screen, issue 24); the VM detail's models
+#: (tui.domain.vm_detail: four frozen dataclasses, ~1.3 ms of CPU each to create), with its first read
 VM_LIST_NEEDLESS = ("tui.screens.operation_modal", "tui.screens.operation_run", "tui.procedures.operation",
-                    "tui.procedures.audit", "widgets.dialog", "textual.widgets._text_area")
+                    "tui.procedures.audit", "widgets.dialog", "textual.widgets._text_area", "tui.domain.vm_detail")
 
 
 def test_vm_list_start_up_imports_no_operation_machinery() -> None:

@@ -17,8 +17,9 @@ from tui.domain.marketapps import MarketApp, Marketplace
 from tui.domain.networks import Vnet
 from tui.domain.system import SystemConfig
 from tui.domain.users import Group, User
+from tui.domain.vm_detail import VmDetail
 from tui.domain.vm_scan import VmPrefilter
-from tui.domain.vms import VmDetail, VmSummary
+from tui.domain.vms import VmSummary
 from tui.domain.vmtemplates import VmTemplate
 
 

@@ -14,8 +14,8 @@ from tui.adapters.cloud import CloudClient, json_document_template
 from tui.domain.documents import SERVICE_TEMPLATE_DOCUMENT
 from tui.domain.hosts import Host
 from tui.domain.permissions import Permissions
+from tui.domain.vm_detail import VmDetail
 from tui.domain.vm_scan import VmPrefilter
-from tui.domain.vms import VmDetail
 from tui.errors import SiteError
 from tui.sim.platform import version_key
 

@@ -10,7 +10,7 @@ import pytest
 from tests.hosts.conftest import FAST, Connect, collect
 from tui.domain.cpu import HOST_PASSTHROUGH, VmVerdictKind
 from tui.domain.one_states import HostState
-from tui.domain.vms import VmDetail
+from tui.domain.vm_detail import VmDetail
 from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
 from tui.procedures.hosts.cpu_inventory import load_inventory

@@ -61,8 +61,9 @@ if TYPE_CHECKING:  # pragma: no cover - models the first screen does not need lo
     from tui.domain.networks import Vnet
     from tui.domain.system import SystemConfig
     from tui.domain.users import Group, User
+    from tui.domain.vm_detail import VmDetail
     from tui.domain.vm_scan import PageAsk, PoolPager, VmPrefilter, VmScan
-    from tui.domain.vms import VmDetail, VmSummary
+    from tui.domain.vms import VmSummary
     from tui.domain.vmtemplates import VmTemplate
 
 T = TypeVar("T")

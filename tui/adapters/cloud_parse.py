@@ -21,10 +21,6 @@ from tui.domain.object_header import OWNED_FIELDS
 from tui.domain.permissions import PERMISSION_TAGS, Permissions
 from tui.domain.users import Group, User
 from tui.domain.vms import (
-    Disk,
-    HistoryRecord,
-    Nic,
-    VmDetail,
     VmSummary,
     new_vm_summary,
     service_from_name,
@@ -42,6 +38,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from tui.domain.marketapps import MarketApp, Marketplace
     from tui.domain.networks import AddressRange, Vnet
     from tui.domain.system import SystemConfig
+    from tui.domain.vm_detail import Disk, HistoryRecord, Nic, VmDetail
     from tui.domain.vm_scan import VmPrefilter
     from tui.domain.vmtemplates import VmTemplate
 
@@ -374,6 +371,8 @@ def _usage(monitoring: Element | None) -> tuple[float | None, int | None]:
 
 
 def _nic(values: dict[str, str]) -> Nic:
+    from tui.domain.vm_detail import Nic
+
     return Nic(
         nic_id=_int(values.get("NIC_ID")),
         network=values.get("NETWORK", ""),
@@ -387,6 +386,8 @@ def _nic(values: dict[str, str]) -> Nic:
 
 
 def _disk(values: dict[str, str]) -> Disk:
+    from tui.domain.vm_detail import Disk
+
     return Disk(
         disk_id=_int(values.get("DISK_ID")),
         image=values.get("IMAGE", ""),
@@ -400,6 +401,8 @@ def _disk(values: dict[str, str]) -> Disk:
 
 
 def _history(elem: Element) -> HistoryRecord:
+    from tui.domain.vm_detail import HistoryRecord
+
     values = _texts(elem)
     return HistoryRecord(
         seq=_int(values.get("SEQ")),
@@ -413,6 +416,8 @@ def _history(elem: Element) -> HistoryRecord:
 
 
 def vm_detail(vm: Element) -> VmDetail:
+    from tui.domain.vm_detail import VmDetail
+
     head = _Head(vm, "VM")
     values = head.values
     template = attributes(vm.find("TEMPLATE"))

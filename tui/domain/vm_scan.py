@@ -47,7 +47,7 @@ from itertools import pairwise
 from typing import TYPE_CHECKING, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
-    from tui.domain.vms import VmDetail
+    from tui.domain.vm_detail import VmDetail
 
 @dataclass(frozen=True)
 class VmPrefilter:

@@ -11,9 +11,7 @@ import re
 from dataclasses import MISSING, dataclass, fields, make_dataclass
 from typing import TYPE_CHECKING, Literal
 
-from tui.domain.attributes import EMPTY_ATTRIBUTES, Attributes
 from tui.domain.one_states import LCM_STATES, VM_STATES, LcmState, VmState
-from tui.domain.permissions import Permissions
 
 ACTIVE = VmState.ACTIVE
 
@@ -119,82 +117,3 @@ else:
     new_vm_summary = make_dataclass(
         "_VmSummaryDraft", [(field.name, field.type) for field in fields(VmSummary)], slots=True, eq=False,
         repr=False, match_args=False, namespace={"__post_init__": _become_summary})
-
-
-@dataclass(frozen=True)
-class Nic:
-    nic_id: int
-    network: str
-    network_id: int | None
-    ip: str
-    ip6: str
-    mac: str
-    bridge: str
-    attributes: dict[str, str]
-
-
-@dataclass(frozen=True)
-class Disk:
-    disk_id: int
-    image: str
-    image_id: int | None
-    datastore_id: int | None
-    size_mb: int | None
-    target: str
-    type: str
-    attributes: dict[str, str]
-
-
-@dataclass(frozen=True)
-class HistoryRecord:
-    seq: int
-    host_id: int
-    hostname: str
-    datastore_id: int
-    stime: int
-    etime: int
-    action: int
-
-
-@dataclass(frozen=True)
-class VmDetail:
-    """The full VM from `vm.info`: the list row plus what only the full body carries."""
-
-    summary: VmSummary
-    prev_state: int
-    prev_lcm_state: int
-    etime: int
-    deploy_id: str
-    permissions: Permissions
-    #: TEMPLATE/CPU_MODEL/MODEL, "" when the VM has no CPU model set
-    cpu_model: str
-    nics: tuple[Nic, ...]
-    disks: tuple[Disk, ...]
-    #: the CONTEXT vector's entries, in order
-    context: tuple[tuple[str, str], ...]
-    user_template: Attributes = EMPTY_ATTRIBUTES
-    template: Attributes = EMPTY_ATTRIBUTES
-    history: tuple[HistoryRecord, ...] = ()
-    #: TEMPLATE/CPU_MODEL/FEATURES (comma-separated on the platform): CPU flags the VM requires
-    cpu_features: tuple[str, ...] = ()
-
-    @property
-    def id(self) -> int:
-        return self.summary.id
-
-    @property
-    def name(self) -> str:
-        return self.summary.name
-
-    @property
-    def state_name(self) -> str:
-        return self.summary.state_name
-
-    @property
-    def ready(self) -> bool:
-        """Running, and the appliance published READY=YES in its USER_TEMPLATE."""
-        return self.summary.running and self.user_template.get("READY").upper() == "YES"
-
-    @property
-    def last_host(self) -> HistoryRecord | None:
-        return self.history[-1] if self.history else None

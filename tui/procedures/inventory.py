@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from tui.domain.vms import VmDetail, VmSummary
+from tui.domain.vms import VmSummary
 
 if TYPE_CHECKING:  # pragma: no cover
+    from tui.domain.vm_detail import VmDetail
     from tui.procedures.connection import SiteConnection
 
 

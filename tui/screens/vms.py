@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, ClassVar, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Sequence
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -30,13 +30,18 @@ from textual.worker import Worker
 
 from tui.domain.attributes import Attributes
 from tui.domain.printable import escape_controls
-from tui.domain.vms import VmDetail, VmSummary
+from tui.domain.vms import VmSummary
 from tui.errors import SiteError
 from tui.procedures.inventory import list_vms, vm_detail
 from tui.screens.base import SiteScreen
 from tui.screens.table_filter import TableFilter
 from widgets.state_cell import StateLook, StatePalette
 from widgets.virtual_table import Column, TableRow, VirtualTable
+
+if TYPE_CHECKING:  # pragma: no cover
+    # the detail's models are imported with its first read (tui.adapters.cloud_parse), after the
+    # list's first rows (issue 24)
+    from tui.domain.vm_detail import VmDetail
 
 #: look of a VM by its coarse state class (`VmSummary.kind`); the word is the CLI short name
 VM_STATE_PALETTE = StatePalette(

@@ -37,8 +37,8 @@ from tui.domain.cpu import (
 )
 from tui.domain.hosts import Host
 from tui.domain.naming import NamingProfile
+from tui.domain.vm_detail import VmDetail
 from tui.domain.vm_scan import VmPrefilter
-from tui.domain.vms import VmDetail
 from tui.errors import SiteError
 from tui.procedures.concurrent import gather
 from tui.procedures.site_record import load_site_record

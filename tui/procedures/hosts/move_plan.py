@@ -21,7 +21,8 @@ from tui.domain.cpu import HOST_PASSTHROUGH, HostCpu, HostVerdictKind, cpu_model
 from tui.domain.guest_ready import cannot_report_ready, ready_fix
 from tui.domain.hosts import Host
 from tui.domain.one_states import VmState
-from tui.domain.vms import ACTIVE, RUNNING, VmDetail, VmSummary
+from tui.domain.vm_detail import VmDetail
+from tui.domain.vms import ACTIVE, RUNNING, VmSummary
 from tui.errors import AuthenticationFailed, SiteError
 from tui.procedures.hosts.cpu_inventory import DbVmRow, load_inventory, rank_targets
 from tui.procedures.hosts.move_journal import MoveJournal

@@ -56,7 +56,8 @@ from tui import timing
 from tui.domain.cpu import cpu_model_update_text
 from tui.domain.one_states import LCM_STATES, LcmState
 from tui.domain.template_text import render_template
-from tui.domain.vms import ACTIVE, VmDetail
+from tui.domain.vm_detail import VmDetail
+from tui.domain.vms import ACTIVE
 from tui.errors import SiteError
 from tui.procedures.hosts.move_journal import MoveJournal, MoveOrigin
 from tui.procedures.hosts.move_lock import MoveLock

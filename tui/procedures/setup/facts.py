@@ -37,7 +37,8 @@ from tui.domain.site_config import SiteConfig, SiteConfigError
 from tui.domain.ssh_keys import SshKeyError, parse_public_key
 from tui.domain.system import SystemConfig
 from tui.domain.users import User
-from tui.domain.vms import VmDetail, VmSummary
+from tui.domain.vm_detail import VmDetail
+from tui.domain.vms import VmSummary
 from tui.errors import AuthenticationFailed, SiteError
 from tui.procedures.concurrent import gather
 from tui.procedures.reading_pass import synced

@@ -58,7 +58,7 @@ from tui.procedures.waiting import wait_ready as shared_wait
 if TYPE_CHECKING:  # pragma: no cover
     from tui.adapters.git_repo import GitRepo
     from tui.domain.naming import NamingProfile
-    from tui.domain.vms import VmDetail
+    from tui.domain.vm_detail import VmDetail
     from tui.domain.vmtemplates import VmTemplate
     from tui.procedures.connection import SiteConnection
     from tui.procedures.site.repo import SiteRef

@@ -55,7 +55,7 @@ from tui.procedures.toolkit.service import record_for_service
 if TYPE_CHECKING:  # pragma: no cover
     from tui.domain.services import Service
     from tui.domain.site_record import SiteRecord
-    from tui.domain.vms import VmDetail
+    from tui.domain.vm_detail import VmDetail
     from tui.procedures.connection import SiteConnection
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tui.domain.services import Service, ServiceRole
-from tui.domain.vms import VmDetail
+from tui.domain.vm_detail import VmDetail
 from tui.errors import AuthenticationFailed, SiteError
 from tui.procedures.concurrent import gather
 from tui.procedures.hosts.cpu_inventory import db_vm_rows, host_rows

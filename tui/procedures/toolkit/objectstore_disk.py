@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 from tui import timing
 from tui.domain.disk_size import DEFAULT_OBJECTSTORE_DISK_MB, format_mb, human_mb
 from tui.domain.one_states import VmState
-from tui.domain.vms import Disk, VmDetail
+from tui.domain.vm_detail import Disk, VmDetail
 from tui.errors import SiteError
 from tui.procedures.operation import Confirmation, Operation, OperationCancelled, RunContext
 from tui.procedures.preview import Change, Preview

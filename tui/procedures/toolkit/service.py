@@ -61,7 +61,7 @@ from tui.domain.toolkit_inputs import (
     secret_names,
     validate_inputs,
 )
-from tui.domain.vms import VmDetail
+from tui.domain.vm_detail import VmDetail
 from tui.errors import AuthenticationFailed, SiteError
 from tui.procedures.concurrent import gather
 
