@@ -46,7 +46,6 @@ from tui.domain.attributes import Attributes
 from tui.domain.bounded import is_number_limit
 from tui.domain.endpoints import endpoint_secrets, redact_endpoint
 from tui.domain.error_codes import NO_EXISTS
-from tui.domain.one_states import ImageState
 from tui.domain.permissions import Permissions
 from tui.domain.template_text import parse_template, render_template, scalar
 from tui.errors import SiteError, redact
@@ -592,6 +591,8 @@ class CloudClient:
                                     named=lambda: self._names(self.list_images(MINE)))
 
     async def image_delete(self, image_id: int) -> int:
+        from tui.domain.one_states import ImageState
+
         # an image with a SOURCE is not dropped at once: it goes to DELETE while the datastore driver
         # removes the file (src/image/ImageManagerActions.cc, ImageManager::delete_image, release-7.0.0
         # ~l.534-622); a DELETE image read back means the delete happened

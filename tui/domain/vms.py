@@ -11,7 +11,7 @@ import re
 from dataclasses import MISSING, dataclass, fields, make_dataclass
 from typing import TYPE_CHECKING, Literal
 
-from tui.domain.one_states import LCM_STATES, VM_STATES, LcmState, VmState
+from tui.domain.vm_states import LCM_STATES, VM_STATES, LcmState, VmState
 
 ACTIVE = VmState.ACTIVE
 
