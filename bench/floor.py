@@ -3,8 +3,8 @@
 One raw XML-RPC POST of `one.vmpool.info` (http.client, one connection per call, as the
 adapter's transport gets from the simulator) plus an lxml parse of the same response: the
 `methodResponse`, then the pool document carried in its string value. No domain objects, no
-widgets. Timed with `time.perf_counter`; `measure_floor` gives the median of several runs,
-`best_of` the least (what the benchmarks judge by).
+widgets. Timed with `time.perf_counter`; `median_of` gives the median of several runs (what the
+refresh is judged by, bench_vm_list), `best_of` the least (what `list_vms` is judged by).
 
 `python -m bench.floor` (with ONE_XMLRPC and ONE_AUTH pointing at a site) does one floor fetch
 and parse, keeps the result alive, and prints one JSON line with its peak resident memory: the

@@ -12,7 +12,8 @@ import math
 import pytest
 
 from bench import bench_db_search, bench_sim_pool, bench_vm_list
-from bench.floor import floor_once, parse_vmpool, post_xmlrpc, vmpool_body
+from bench.console_driver import RefreshTiming
+from bench.floor import FloorSample, floor_once, parse_vmpool, post_xmlrpc, vmpool_body
 from bench.rows import Row
 from bench.sim_process import SimProcess, SimProcessError
 
@@ -125,3 +126,19 @@ def test_one_part_of_a_benchmark_runs_alone_and_leaves_the_whole_runs_table(monk
     for argv in (["--only", "startup"], ["vm_list", "sim_pool", "--only", "startup"], ["vm_list", "--runs", "3"]):
         with pytest.raises(SystemExit):
             bench_main.main(argv)
+
+
+def test_the_refresh_is_judged_on_the_medians_of_both_sides() -> None:
+    """One lucky floor run (or refresh) moves neither side: each is the median of its runs."""
+    result = bench_vm_list.SizeResult(10_000, listed=10_000)
+    result.floors = [FloorSample(0.1, total - 0.1, 1, 10_000) for total in (0.5, 0.7, 0.72)]
+    result.refreshes = [RefreshTiming(total, 0.05, 0.0) for total in (0.97, 1.0, 1.04)]
+    result.floor_cpu_s, result.refresh_cpu_s = [0.5, 0.6, 0.7], [1.0, 1.1, 1.2]
+    rows = by_name(bench_vm_list.console_rows(result))
+    judged = next(row for name, row in rows.items() if name.startswith("refresh, every VM parsed:"))
+    assert judged.value == pytest.approx(1000.0) and judged.baseline == pytest.approx(700.0)
+    assert "spread 970-1,040 ms" in judged.name
+    best = next(row for name, row in rows.items() if name.startswith("best of the same 3"))
+    assert best.value == pytest.approx(970.0) and best.baseline == pytest.approx(500.0)
+    cpu = next(row for name, row in rows.items() if name.startswith("CPU time of the process"))
+    assert cpu.value == pytest.approx(1100.0) and cpu.baseline == pytest.approx(600.0)
