@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 #: what the console loads before its first rows, and the screen the front door opens on a fresh site
 START_UP_MODULES = (
@@ -143,3 +144,32 @@ def test_http_adapters_import_no_command_line_client() -> None:
     process paid it (issue 23). A client still works without it."""
     client = "import httpx\nassert httpx.Client().timeout is not None\nassert 'httpx._main' not in sys.modules or sys.modules['httpx._main'] is None"
     assert loaded_by(HTTP_ADAPTERS, "m.split('.')[0] in ('rich', 'click', 'pygments')", then=client) == []
+
+
+def test_a_write_to_the_cloud_imports_no_pyone(tmp_path: Path) -> None:
+    """Writes (`CloudClient._scalar`) are posted and read as reads are: through pyone they cost every
+    `market download`, `hosts move`, `toolkit key` process ~0.15-0.3 s of CPU to import pyone and the
+    requests stack under it (issue 23). A write that succeeds, and one the site refuses, load neither."""
+    write = (
+        "import asyncio, pathlib\n"
+        "from tui.sim.runner import start_sim\n"
+        "from tui.sim.state import SimConfig\n"
+        "from tui.errors import SiteError\n"
+        f"server = start_sim(SimConfig(scenario='deployed'), pathlib.Path({str(tmp_path / 'site')!r}))\n"
+        "async def writes():\n"
+        "    async with CloudClient(server.xmlrpc_url, (server.site.state_dir / 'one_auth').read_text().strip()) as c:\n"
+        "        assert await c.vm_update(0, 'SOAK_MARK=1', append=True) == 0\n"
+        "        try:\n"
+        "            await c.vm_action('resume', 424242)\n"
+        "        except SiteError:\n"
+        "            pass\n"
+        "        else:\n"
+        "            raise AssertionError('a missing VM was resumed')\n"
+        "try:\n"
+        "    asyncio.run(writes())\n"
+        "finally:\n"
+        "    server.stop()"
+    )
+    loaded = loaded_by(("tui.adapters.cloud",), "m.split('.')[0] in ('pyone', 'requests', 'xmltodict')",
+                       then="from tui.adapters.cloud import CloudClient\n" + write)
+    assert loaded == []

@@ -1,4 +1,4 @@
-"""Async clients for the cloud (XML-RPC: documents read with lxml, writes through pyone), the flow and
+"""Async clients for the cloud (XML-RPC, answers read with lxml), the flow and
 marketplace APIs (httpx), vault and git."""
 
 import sys

@@ -7,9 +7,10 @@ configuration) goes one way: the request posted through the transport, the answe
 lxml straight into domain models (`tui.adapters.cloud_parse`), pools while they arrive
 (`PoolStream`). pyone's generated bindings would build a Python object graph of each answer that
 nothing reads (2-6x the CPU of reading it: 8.1 ms against 2.5 ms for 17 marketplace apps). Writes
-(calls answering a scalar) go through pyone's dispatch (`_scalar`; the raw way is no cheaper for a
-scalar), imported (~0.15 s) on the first of them; the start-up check (`version`, `whoami`) needs
-no pyone.
+(calls answering a scalar, `_scalar`) are posted the same way, their answer read by the same
+decoder, never resent by the transport: going through pyone's dispatch cost each writing process
+~0.15-0.3 s of CPU to import pyone and the requests stack under it (issue 23). Only `acl_add`
+imports pyone (its rule parser).
 
 Wire rules kept here: append flags are sent as ints (the server is strictly typed and rejects a
 boolean), templates as text escaped by `template_text.render_template` (or already-escaped text),
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 import xmlrpc.client
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -33,7 +33,6 @@ from tui import timing
 from tui.adapters import cloud_parse as parse
 from tui.adapters.cloud_errors import to_site_error
 from tui.adapters.cloud_transport import (
-    HUGE_NUMBER,
     CloudTransport,
     MalformedResponse,
     check_result,
@@ -43,7 +42,6 @@ from tui.adapters.cloud_transport import (
 from tui.adapters.pool_stream import PoolStream, take_tree
 from tui.adapters.retry import DEFAULT_POLICY, RetryPolicy, deadline_after, reconciled_write, retry_read
 from tui.domain.attributes import Attributes
-from tui.domain.bounded import is_number_limit
 from tui.domain.endpoints import endpoint_secrets, redact_endpoint
 from tui.domain.error_codes import NO_EXISTS
 from tui.domain.permissions import Permissions
@@ -117,29 +115,6 @@ def _flag(value: bool | int) -> int:
     return 1 if value else 0
 
 
-def _pyone_server(endpoint: str, session: str, transport: CloudTransport) -> Any:
-    """pyone's XML-RPC server proxy, sending through `CloudTransport` and failing with the
-    platform's full error (code and object id) instead of pyone's per-code exceptions."""
-    # imported on first use, not at module load: pyone (and the requests stack under it) is
-    # ~0.15 s of the console's start-up, and its first screen does not go through pyone
-    from pyone.server_xrpc import OneServerXRPC
-
-    class PyoneServer(OneServerXRPC):  # type: ignore[misc]
-        def _do_request(self, method: str, params: tuple[Any, ...]) -> Any:
-            result = xmlrpc.client.ServerProxy._ServerProxy__request(self, method, params)  # type: ignore[attr-defined]
-            value = check_result(result)
-            if value == "":
-                # pyone indexes the first character of string results
-                raise MalformedResponse(f"{method} answered an empty value")
-            return result
-
-    # no timeout here: pyone would set it as the process-wide default socket timeout
-    server = PyoneServer(endpoint, session)
-    # pyone builds its own (unbounded) requests transport; route every call through ours
-    server._ServerProxy__transport = transport
-    return server
-
-
 class CloudClient:
     """Async client of one frontend's XML-RPC endpoint (`http://host:2633/RPC2`)."""
 
@@ -160,8 +135,6 @@ class CloudClient:
         self.user = session.split(":", 1)[0]
         self._session = session
         self._secrets = (session, session.split(":", 1)[1], *endpoint_secrets(endpoint))
-        self._server: Any = None  # pyone's proxy, made by the first call through it (`_pyone`)
-        self._server_lock = threading.Lock()
         self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="cloud-rpc")
         #: the thread that parses the VM list's pages fetched ahead (`_vm_pages`)
         self._parse_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cloud-parse")
@@ -259,48 +232,31 @@ class CloudClient:
                                       read_back, timeout=self.timeout, what=f"object {object_id}",
                                       policy=self.retry_policy)
 
-    def _pyone_proxy(self) -> Any:
-        """pyone's server proxy, made on first use (calls run in several worker threads)."""
-        with self._server_lock:
-            if self._server is None:
-                self._server = _pyone_server(self.endpoint, self._session, self._transport)
-            return self._server
-
-    def _pyone(self, method: str, params: tuple[Any, ...]) -> Any:
-        """Call `one.<method>` through pyone (in the worker thread)."""
-        target: Any = self._pyone_proxy()
-        for part in method.split("."):
-            target = getattr(target, part)
-        try:
-            return target(*params)
-        except MalformedResponse:
-            raise
-        except ValueError as exc:
-            if is_number_limit(exc):  # xmlrpc.client's int() of a number of over 4,300 digits
-                raise MalformedResponse(HUGE_NUMBER) from exc
-            raise MalformedResponse(f"pyone could not read the answer: {exc}") from exc
-        except (etree.LxmlError, AssertionError, LookupError, TypeError, AttributeError) as exc:
-            # raised by pyone's generated parser reading the answer
-            raise MalformedResponse(f"pyone could not read the answer: {exc}") from exc
-
     async def _scalar(self, method: str, kind: type[T], *params: Any, deadline: float | None = None,
                       idempotent: bool = False) -> T:
         """`one.<method>` answering a scalar: sent once (a write), or retried when `idempotent`
         (a second send leaves the same state: an update with the same text, chmod, chown)."""
         def work() -> T:
-            value = self._pyone(method, params)
-            if not isinstance(value, kind) or isinstance(value, bool) != (kind is bool):
-                raise MalformedResponse(f"one.{method} answered {type(value).__name__}, expected {kind.__name__}")
-            return value
+            return self._checked_scalar(method, kind, self._raw_call(f"one.{method}", *params, idempotent=False))
         if idempotent:
             return await self._read(f"one.{method}", work)
         return await self._run(f"one.{method}", work, deadline)
+
+    @staticmethod
+    def _checked_scalar(method: str, kind: type[T], value: Any) -> T:
+        """A scalar answer of `kind` (an empty value or another type is a malformed answer)."""
+        if value == "":
+            raise MalformedResponse(f"one.{method} answered an empty value")
+        if not isinstance(value, kind) or isinstance(value, bool) != (kind is bool):
+            raise MalformedResponse(f"one.{method} answered {type(value).__name__}, expected {kind.__name__}")
+        return value
 
     def _raw_call(self, method: str, *params: Any, idempotent: bool = True) -> Any:
         """POST `method` (full name) with `params` after the session, through the transport, and
         return the platform's success value (blocking: runs in a worker thread); a read unless
         `idempotent` is False (then never sent twice by the transport)."""
-        body = xmlrpc.client.dumps((self._session, *params), method, allow_none=False).encode("utf-8")
+        # encoded as xmlrpc.client.ServerProxy does (a lone surrogate sent as a character reference)
+        body = xmlrpc.client.dumps((self._session, *params), method, allow_none=False).encode("utf-8", "xmlcharrefreplace")
         return check_result(decode_response(self._transport.post(body, idempotent=idempotent), method))
 
     def _stream_pool(self, method: str, pool_tag: str, item_tag: str, take: Callable[[list[etree._Element]], list[T]],
@@ -445,15 +401,9 @@ class CloudClient:
         return work
 
     async def _fast_scalar(self, method: str, kind: type[T], *params: Any) -> T:
-        """`_scalar` without pyone (the same checks): for the start-up check, so that the console's
-        first screen needs no pyone."""
+        """A read answering a scalar (`system.version`, ...), retried like every read."""
         def work() -> T:
-            value = self._raw_call(f"one.{method}", *params)
-            if value == "":
-                raise MalformedResponse(f"one.{method} answered an empty value")
-            if not isinstance(value, kind) or isinstance(value, bool) != (kind is bool):
-                raise MalformedResponse(f"one.{method} answered {type(value).__name__}, expected {kind.__name__}")
-            return value
+            return self._checked_scalar(method, kind, self._raw_call(f"one.{method}", *params))
         return await self._read(f"one.{method}", work)
 
     async def _object(self, method: str, root_tag: str, build: Callable[[etree._Element], T], *params: Any) -> T:
@@ -746,7 +696,7 @@ class CloudClient:
     async def acl_add(self, rule: str) -> int:
         """Add a rule from its text form, e.g. `#5 IMAGE+TEMPLATE+DOCUMENT/* USE`."""
         try:
-            from pyone.acl import OneAcl  # on first use, as in `_pyone_server`
+            from pyone.acl import OneAcl  # on first use: pyone (and requests under it) is ~0.15-0.3 s of CPU
 
             fields = OneAcl().parse_rule(rule.strip())
         except Exception as exc:  # pyone raises a bare Exception naming the bad component
