@@ -122,34 +122,42 @@ class VirtualTable(ScrollView, can_focus=True):
     }
     """
 
-    @dataclass
+    # The messages are plain classes, not dataclasses: each dataclass costs ~1 ms of CPU to create
+    # when the module is imported, on the console's start-up path (issue 24)
     class RowHighlighted(Message):
         """The cursor moved to another row (`key` is None when the view is empty)."""
-        table: "VirtualTable"
-        key: Hashable | None
-        row: TableRow | None
+
+        def __init__(self, table: "VirtualTable", key: Hashable | None, row: TableRow | None) -> None:
+            super().__init__()
+            self.table = table
+            self.key = key
+            self.row = row
 
         @property
         def control(self) -> "VirtualTable":
             return self.table
 
-    @dataclass
     class RowSelected(Message):
         """Enter (or a click on the cursor row) on a row."""
-        table: "VirtualTable"
-        key: Hashable
-        row: TableRow
+
+        def __init__(self, table: "VirtualTable", key: Hashable, row: TableRow) -> None:
+            super().__init__()
+            self.table = table
+            self.key = key
+            self.row = row
 
         @property
         def control(self) -> "VirtualTable":
             return self.table
 
-    @dataclass
     class SortChanged(Message):
         """The sort column or direction changed (a header was clicked or `sort_by` was called)."""
-        table: "VirtualTable"
-        column: str | None
-        reverse: bool
+
+        def __init__(self, table: "VirtualTable", column: str | None, reverse: bool) -> None:
+            super().__init__()
+            self.table = table
+            self.column = column
+            self.reverse = reverse
 
         @property
         def control(self) -> "VirtualTable":
