@@ -7,27 +7,33 @@ and how they look is the caller's business: this module knows no product's state
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
 from rich.text import Text
 from textual.widgets import Static
 
 
-@dataclass(frozen=True)
-class StateLook:
+# A named tuple and a plain class, not frozen dataclasses: a frozen dataclass costs ~1 ms of CPU to
+# create at import, and the VM list's palette is on the console's start-up path (issue 24)
+class StateLook(NamedTuple):
     """How one state looks: a Rich style (colour) and a glyph that carries meaning without it."""
 
     style: str
     glyph: str
 
 
-@dataclass(frozen=True)
+#: the look of a word a palette does not know, unless the palette says otherwise
+UNKNOWN_LOOK = StateLook("", "?")
+
+
 class StatePalette:
     """State word -> look, with a fallback for words the caller did not foresee."""
 
-    looks: Mapping[str, StateLook] = field(default_factory=dict)
-    default: StateLook = StateLook("", "?")
+    __slots__ = ("looks", "default")
+
+    def __init__(self, looks: Mapping[str, StateLook] | None = None, default: StateLook = UNKNOWN_LOOK) -> None:
+        self.looks: Mapping[str, StateLook] = looks if looks is not None else {}
+        self.default = default
 
     def look(self, word: str) -> StateLook:
         return self.looks.get(word, self.default)
