@@ -13,9 +13,10 @@ import pytest
 
 from tests.setup.conftest import point_at, run
 from tui.adapters.cloud import CloudClient
+from tui.adapters.git_repo import GitRepo, RemoteBranches
 from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
-from tui.procedures.reading_pass import READS, synced
+from tui.procedures.reading_pass import READS, branches, synced
 from tui.settings import Settings
 from tui.sim.server import SimServer
 
@@ -158,10 +159,16 @@ class _Repo:
         self.workdir = workdir
         self.remote = types.SimpleNamespace(url=url)
         self.fetched = 0
+        self.listed = 0
 
     async def sync(self) -> None:
         self.fetched += 1
         await asyncio.sleep(0)
+
+    async def remote_branches(self) -> RemoteBranches:
+        self.listed += 1
+        await asyncio.sleep(0)
+        return RemoteBranches("main", {"main": "c0", "site-a": f"c{self.fetched}"})
 
 
 async def test_a_pass_fetches_each_working_clone_once() -> None:
@@ -177,3 +184,44 @@ async def test_a_pass_fetches_each_working_clone_once() -> None:
     async with site.reading_pass():  # the next pass fetches again
         await synced(sites)
     assert sites.fetched == 4
+
+
+async def test_a_pass_reads_a_clones_branches_once_after_its_fetch() -> None:
+    site, _ = _site()
+    sites, library = _Repo("/clones/sites"), _Repo("/clones/library")
+    await branches(sites)
+    await branches(sites)
+    assert sites.listed == 2  # outside a pass each call reads the refs
+    async with site.reading_pass():
+        await branches(sites)  # before the pass's fetch: read as they are, not kept
+        await synced(sites)
+        seen = await asyncio.gather(branches(sites), branches(sites), branches(library))
+        assert seen[0] is seen[1] and seen[0].heads["site-a"] == "c1"  # the refs of the pass's fetch
+    assert (sites.listed, library.listed) == (4, 1)  # the library was not fetched in the pass: read each time
+    async with site.reading_pass():  # the next pass fetches and reads again
+        await synced(sites)
+        assert (await branches(sites)).heads["site-a"] == "c2"
+    assert sites.listed == 5
+
+
+def test_a_status_pass_runs_each_git_read_once(sim_factory, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """The sites repository as a pass reads it: its origin checked, fetched, its default branch
+    asked, its branches listed, its write permission probed, each once, and again by the next pass."""
+    server: SimServer = sim_factory(scenario="deployed")
+    point_at(server, monkeypatch)
+    ran: collections.Counter[str] = collections.Counter()
+    git = GitRepo._run
+
+    async def counted(self: GitRepo, *args: str, **kwargs: Any) -> Any:
+        if "sites-" in self.workdir.name:
+            ran[" ".join(args[:2]) if args[0] in ("remote", "push") else args[0]] += 1
+        return await git(self, *args, **kwargs)
+
+    monkeypatch.setattr(GitRepo, "_run", counted)
+    reads = ("clone", "remote get-url", "fetch", "remote set-head", "for-each-ref", "push --dry-run")
+    for passes, fetches in ((1, 0), (2, 1), (3, 2)):  # the first pass clones, the next ones fetch
+        code, data, _ = run(capsys, "setup", "status", "--json")
+        assert code == 3 and data["steps"]
+        assert {name: ran[name] for name in reads} == {
+            "clone": 1, "remote get-url": fetches, "fetch": fetches, "remote set-head": fetches,
+            "for-each-ref": passes, "push --dry-run": passes}, ran

@@ -458,9 +458,10 @@ class GitRepo:
                                          "HEAD:refs/heads/sitetk-write-check", network=True, check=False)
         return code == 0, redact(_last_line(err if code else out), self._secrets())
 
-    async def unpushed(self, branch: str) -> bool:
-        """True when the local branch has commits the remote branch lacks (or the remote lacks it)."""
-        if branch not in await self.branches():
+    async def unpushed(self, branch: str, remote: Sequence[str] | None = None) -> bool:
+        """True when the local branch has commits the remote branch lacks (or the remote lacks it);
+        `remote`: the remote's branches when the caller has just read them (else read here)."""
+        if branch not in (await self.branches() if remote is None else remote):
             return await self._local_branch_exists(branch)
         _, out, _ = await self._run("rev-list", "--count", f"origin/{branch}..refs/heads/{branch}")
         return out.strip() != "0"

@@ -14,7 +14,9 @@ pass (after a step changed the site, or after another operator may have) reads i
 
 The repositories too: inside a pass, `synced(repo)` fetches a working clone once for every reader
 of the pass (the sites repository's facts and the input file's branch check each fetched it:
-three git commands, two of them reaching the remote, a dozen times in one setup run).
+three git commands, two of them reaching the remote, a dozen times in one setup run), and
+`branches(repo)` reads its branches once after that fetch (the facts and the input file's branch
+check each ran the same `for-each-ref`: once more per pass).
 
 A pass changes nothing: it opens around reads only (the status pass, the planning of the
 components' downloads), never around a step's run, whose own reads must see what it changes.
@@ -29,7 +31,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Hashable
 
 if TYPE_CHECKING:  # pragma: no cover
     from tui.adapters.cloud import CloudClient
-    from tui.adapters.git_repo import GitRepo
+    from tui.adapters.git_repo import GitRepo, RemoteBranches
 
 #: the cloud's reads a pass shares: those its checks ask more than once, each returning a value
 #: nobody changes (a tuple of frozen models, a frozen model); the reads the waits poll (an image's,
@@ -51,6 +53,7 @@ class ReadingPass:
         self._cloud = cloud
         self._reads: dict[Hashable, asyncio.Task[Any]] = {}
         self._syncs: dict[tuple[str, str], asyncio.Task[None]] = {}
+        self._branches: dict[tuple[str, str], asyncio.Task[RemoteBranches]] = {}
         self._closed = False
 
     def __getattr__(self, name: str) -> Any:
@@ -76,7 +79,7 @@ class ReadingPass:
 
     async def _stop(self) -> None:
         """Stop the reads nobody waits for any more (a pass left by a failure) and wait for them."""
-        left = [task for task in (*self._reads.values(), *self._syncs.values()) if not task.done()]
+        left = [task for task in (*self._reads.values(), *self._syncs.values(), *self._branches.values()) if not task.done()]
         for task in left:
             task.cancel()
         if left:
@@ -108,6 +111,23 @@ async def synced(repo: "GitRepo") -> None:
         task.add_done_callback(_retrieved)
     # shielded: a caller cancelled leaves the fetch to the others (`_stop` ends it with the pass)
     await asyncio.shield(task)
+
+
+async def branches(repo: "GitRepo") -> "RemoteBranches":
+    """`repo.remote_branches()` (after `synced(repo)`), read once per working clone in the pass
+    this task reads in, the first caller's answer shared by the others. Shared only once the
+    pass's fetch of that clone has succeeded: a pass changes no ref, so the answer cannot change
+    after it; before it (or outside a pass) every call reads the refs as they are."""
+    reading = _CURRENT.get()
+    key = (str(repo.workdir), repo.remote.url)
+    fetched = reading._syncs.get(key) if reading is not None and not reading._closed else None
+    if reading is None or fetched is None or not fetched.done() or fetched.cancelled() or fetched.exception() is not None:
+        return await repo.remote_branches()
+    task = reading._branches.get(key)
+    if task is None:
+        task = reading._branches[key] = asyncio.ensure_future(repo.remote_branches())
+        task.add_done_callback(_retrieved)
+    return await asyncio.shield(task)
 
 
 def current(site: object) -> ReadingPass | None:

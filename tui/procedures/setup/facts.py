@@ -41,6 +41,7 @@ from tui.domain.vm_detail import VmDetail
 from tui.domain.vms import VmSummary
 from tui.errors import AuthenticationFailed, SiteError
 from tui.procedures.concurrent import gather
+from tui.procedures.reading_pass import branches as pass_branches
 from tui.procedures.reading_pass import synced
 from tui.procedures.site.component_library import library_definitions
 from tui.procedures.site.verdict import site_verdict
@@ -329,7 +330,7 @@ async def read_repo(site: "SiteConnection", target: SetupTarget) -> RepoFacts:
             await synced(repo)
         except SiteError as error:
             return RepoFacts(reachable=False, reach_error=f"{error.title}: {error.detail}", **facts)
-        branches = await repo.remote_branches()
+        branches = await pass_branches(repo)
         facts.update(reachable=True, default_branch=branches.default, branches=tuple(branches.heads))
         ok, message = await repo.can_push()
         facts.update(writable=ok, write_error="" if ok else message)
@@ -342,7 +343,7 @@ async def read_repo(site: "SiteConnection", target: SetupTarget) -> RepoFacts:
         text = remote
         if target.branch and await repo.current_branch() == target.branch:
             changed = [p for p in await repo.changed_paths() if p.startswith(f"{site_dir}/")]
-            if await repo.unpushed(target.branch):
+            if await repo.unpushed(target.branch, remote=facts["branches"]):
                 changed.append(f"commits on {target.branch} not pushed")
             facts["pending"] = tuple(changed)
             if changed:  # what the next submit pushes is the working clone's file

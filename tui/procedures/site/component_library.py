@@ -14,6 +14,8 @@ from tui.adapters.git_repo import GitRepo
 from tui.domain.components import ComponentDefinitionError, ComponentLibrary, parse_public_yaml
 from tui.domain.naming import DEFAULT_NAMING, NamingProfile
 from tui.procedures.audit import REDACTOR
+from tui.procedures.reading_pass import branches as pass_branches
+from tui.procedures.reading_pass import synced
 from tui.procedures.site.workspace import library_repo
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -27,9 +29,9 @@ async def load_library(repo: GitRepo, naming: NamingProfile = DEFAULT_NAMING, re
     """Clone or fetch the library, then parse each component's public.yaml at `ref` (default branch)."""
     if repo.remote.token:
         REDACTOR.register(repo.remote.token)
-    await repo.sync()
+    await synced(repo)  # once per pass (tui.procedures.reading_pass)
     if ref is None:
-        branches = await repo.remote_branches()
+        branches = await pass_branches(repo)
         ref, commit = f"origin/{branches.default}", branches.heads.get(branches.default)
     else:
         commit = await repo.commit_of(ref)

@@ -31,6 +31,7 @@ from tui.procedures.audit import REDACTOR, AuditLog
 from tui.procedures.operation import OperationCancelled, RunContext
 from tui.procedures.preview import Change, Preview
 from tui.procedures.progress import Progress, ProgressState
+from tui.procedures.reading_pass import branches as pass_branches
 from tui.procedures.reading_pass import synced
 from tui.procedures.site.config import invalid_yaml, parse_config, vault_cli
 from tui.procedures.site.lock import clone_lock
@@ -132,7 +133,7 @@ async def list_sites(repo: GitRepo) -> SiteListing:
     _register(repo)
     async with clone_lock(repo.workdir):
         await synced(repo)
-    branches = await repo.remote_branches()
+    branches = await pass_branches(repo)
     return SiteListing(branches.default, branches.sites)
 
 
