@@ -12,8 +12,11 @@ checking itself asked the form for every problem once more per keystroke.
 
 `show_text(label, content)` changes a label's text and lays the screen out again only when the
 label's height changes: a reason that appears, changes or goes at the same number of lines repaints
-the label alone (a layout of the toolkit form is some 200 widgets, then a second one for the sizes
-it changed).
+the label alone (a layout of the toolkit form is some 180 widgets, then a second one for the sizes
+it changed). A reason label is at least the input's height (`min-height: 3`): a reason of one or
+two lines never lays out. An error that changes while the operator types (a URL's host, then its
+port: 5 lines, then 4 beside the input at 80x24) keeps the height it had until the field is valid
+or left (`show_text(..., hold=True)`, `fit_text`): the form does not jump at each key.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
@@ -61,14 +65,29 @@ class FieldHead(Label):
         return Content.assemble(head, "\n", Content(self._help).stylize(self.get_visual_style("field-head--help")))
 
 
-def show_text(label: Static, content: Content) -> None:
+def show_text(label: Static, content: Content, *, hold: bool = False) -> bool:
     """Show `content` in `label`; lay the screen out again only when the label's height changes
-    (its width never depends on its text here: every caller's is set by CSS)."""
+    (its width never depends on its text here: every caller's is set by CSS). `hold`: a shorter
+    text keeps the label's height (blank lines under it) rather than lay the screen out; returns
+    True when the label is left taller than its text (`fit_text` later gives it its own height)."""
     size = label.content_size if label.is_mounted else None
+    if size is None or size.width <= 0 or label.styles.max_height is not None:
+        label.update(content, layout=True)
+        return False
     rules: Any = label.styles  # what Textual's layout measures a label's text with (Widget.get_content_height)
-    steady = (size is not None and size.width > 0 and label.styles.max_height is None
-              and content.get_height(rules, size.width) == size.height)
-    label.update(content, layout=not steady)
+    lines = content.get_height(rules, size.width)
+    floor = label.styles.min_height  # a reason label reserves its input's height (min-height: 3)
+    if floor is not None and floor.is_cells:
+        lines = max(lines, int(floor.value) - label.styles.gutter.height)
+    held = hold and lines < size.height
+    label.update(content, layout=not held and lines != size.height)
+    return held
+
+
+def fit_text(label: Static) -> None:
+    """Give a label left taller than its text by `show_text(..., hold=True)` its own height."""
+    if label.is_mounted:
+        label.refresh(layout=True)
 
 
 class CheckedField(Vertical):
@@ -85,6 +104,8 @@ class CheckedField(Vertical):
         #: the reason its label shows: a form checks every touched field at each keystroke, and
         #: painting the same reason again laid the whole form out again
         self._shown = ""
+        #: the reason label is taller than its reason (kept while the operator types; `show_reason`)
+        self._held = False
 
     @property
     def value(self) -> str:
@@ -109,10 +130,23 @@ class CheckedField(Vertical):
         self._reason = reason
         if self.is_mounted:
             if (reason or "") != self._shown:
+                # an error that changes as the operator types (a URL's host, then its port, ...) keeps
+                # the height it had until the field is valid or left: the form does not jump at each
+                # key (nor lay out and redraw its ~180 widgets, the whole screen over SSH)
+                hold = bool(reason and self._shown)
                 self._shown = reason or ""
-                show_text(self.query_one(".field-reason", Label), Content(self._shown))
+                self._held = show_text(self._reason_label(), Content(self._shown), hold=hold)
             self.set_class(reason is not None, "-invalid")
         return reason is None
+
+    def _reason_label(self) -> Label:
+        return self.query_one(".field-reason", Label)
+
+    def on_descendant_blur(self, _: events.DescendantBlur) -> None:
+        """Leaving the field: an error kept taller than its text (`show_reason`) gets its own height."""
+        if self._held:
+            self._held = False
+            fit_text(self._reason_label())
 
     def _checked(self) -> bool:
         """Validity after a change: checked now, or the last reason when the form checks it."""
@@ -127,7 +161,7 @@ class ValidatedField(CheckedField):
     ValidatedField > .field-label { width: 1fr; }
     ValidatedField > Horizontal { height: auto; width: 1fr; }
     ValidatedField > Horizontal > Input, ValidatedField > Horizontal > SecretInput { width: 2fr; }
-    ValidatedField > Horizontal > .field-reason { width: 1fr; color: $text-error; padding: 1 0 0 1; }
+    ValidatedField > Horizontal > .field-reason { width: 1fr; color: $text-error; padding: 1 0 0 1; min-height: 3; }
     ValidatedField.-invalid > Horizontal > Input { border: tall $error; }
     """
 

@@ -131,6 +131,53 @@ async def test_typing_in_a_field_repaints_it_and_lays_nothing_out(monkeypatch: p
         assert _scrolled_to_the_end(token.query_one(SecretInput).input)
 
 
+def _host_then_port(value: str) -> str | None:
+    """A reason that changes length as the operator types: longer at odd lengths (a URL's host, then its port)."""
+    if value.endswith("ok"):
+        return None
+    if len(value) % 2:
+        return "names no valid host: expected http://<host>:<port>/RPC2, e.g. http://10.0.0.1:2633/RPC2"
+    return "names no port: expected http://<host>:<port>"
+
+
+async def test_a_reason_that_changes_as_one_types_keeps_its_height_until_the_field_is_left(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An error that gets shorter while the operator types keeps its lines (no layout of the form, no
+    jump of what is under it at each key); it grows when it needs to, and leaving the field gives it
+    its own height again."""
+    url = ValidatedField("Endpoint", "", check=_host_then_port, id="url")
+    other = ValidatedField("Other", "x", check=_not_empty, id="other")
+    app = Harness(url, other)
+    async with app.run_test(size=(60, 30)) as pilot:
+        url.focus()
+        await pilot.press("h")
+        await wait_for(pilot, lambda: url.reason is not None and "host" in url.reason, what="the long reason")
+        await pilot.pause()
+        label = url.query_one(".field-reason")
+        tall = label.size.height
+        layouts: list[object] = []
+        layout = app.screen._refresh_layout
+        monkeypatch.setattr(app.screen, "_refresh_layout", lambda *a, **k: (layouts.append(a), layout(*a, **k))[1])
+        for key in "ttp:/":
+            await pilot.press(key)
+            await pilot.pause()
+            shown = rendered_text(label)
+            assert url.reason is not None and ("host" in shown) == ("host" in url.reason), shown
+            assert label.size.height == tall, "the reason kept its height"
+        assert layouts == [], "a shorter or as long reason laid the form out"
+        await pilot.press("tab")
+        await wait_for(pilot, lambda: app.focused is other.query_one(Input), what="the other field focused")
+        await pilot.pause()
+        assert "port" in rendered_text(label) and label.size.height < tall, "left: the reason's own height"
+        url.focus()
+        await pilot.press("/")
+        await wait_for(pilot, lambda: label.size.height == tall, what="the longer reason shown whole")
+        assert rendered_text(label).rstrip().endswith("3/RPC2"), "the whole reason, to its last line"
+        await pilot.press("o", "k")
+        await wait_for(pilot, lambda: url.is_valid and label.size.height < tall, what="valid: no reason, no lines held")
+        assert rendered_text(label).strip() == ""
+
+
 async def test_progress_panel_marks_steps_with_glyphs_and_moves_the_bar() -> None:
     panel = ProgressPanel(["undeploy", "set CPU model", "deploy"])
     app = Harness(panel)

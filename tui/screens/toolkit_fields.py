@@ -51,7 +51,7 @@ class MultilineField(CheckedField):
     MultilineField > Horizontal > .field-box > .field-masked { height: 3; width: 1fr; border: tall $border-blurred;
         padding: 0 1; color: $text-muted; }
     MultilineField > Horizontal > .field-box > Button { min-width: 8; width: 8; }
-    MultilineField > Horizontal > .field-reason { width: 1fr; color: $text-error; padding: 1 0 0 1; }
+    MultilineField > Horizontal > .field-reason { width: 1fr; color: $text-error; padding: 1 0 0 1; min-height: 3; }
     MultilineField.-invalid > Horizontal > .field-box > TextArea { border: tall $error; }
     MultilineField.-invalid > Horizontal > .field-box > .field-masked { border: tall $error; }
     """
