@@ -69,10 +69,11 @@ VM_LIST_START_UP_MODULES = ("tui.console", "tui.app", "tui.screens.vms", "tui.de
 #: the tree-sitter support under it), the change runner and the audit log (~45 ms of CPU when
 #: tui.screens.base imported them for every screen, issue 24); the VM detail's models
 #: (tui.domain.vm_detail: four frozen dataclasses, ~1.3 ms of CPU each to create), with its first read;
-#: the other objects' state enums (tui.domain.one_states; the VM's are tui.domain.vm_states, ~4 ms)
+#: the other objects' state enums (tui.domain.one_states; the VM's are tui.domain.vm_states, ~4 ms);
+#: the groups' model (start-up reads the user only)
 VM_LIST_NEEDLESS = ("tui.screens.operation_modal", "tui.screens.operation_run", "tui.procedures.operation",
                     "tui.procedures.audit", "widgets.dialog", "textual.widgets._text_area", "tui.domain.vm_detail",
-                    "tui.domain.one_states")
+                    "tui.domain.one_states", "tui.domain.groups")
 
 
 def test_vm_list_start_up_imports_no_operation_machinery() -> None:

@@ -52,12 +52,13 @@ if TYPE_CHECKING:  # pragma: no cover - models the first screen does not need lo
     from tui.domain.acls import AclRule
     from tui.domain.datastores import Datastore
     from tui.domain.documents import Document
+    from tui.domain.groups import Group
     from tui.domain.hosts import Host
     from tui.domain.images import ImageInfo
     from tui.domain.marketapps import MarketApp, Marketplace
     from tui.domain.networks import Vnet
     from tui.domain.system import SystemConfig
-    from tui.domain.users import Group, User
+    from tui.domain.users import User
     from tui.domain.vm_detail import VmDetail
     from tui.domain.vm_scan import PageAsk, PoolPager, VmPrefilter, VmScan
     from tui.domain.vms import VmSummary

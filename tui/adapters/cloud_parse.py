@@ -19,7 +19,7 @@ from tui.adapters.cloud_transport import MalformedResponse
 from tui.domain.attributes import EMPTY_ATTRIBUTES, Attributes, AttrItem
 from tui.domain.object_header import OWNED_FIELDS
 from tui.domain.permissions import PERMISSION_TAGS, Permissions
-from tui.domain.users import Group, User
+from tui.domain.users import User
 from tui.domain.vms import (
     VmSummary,
     new_vm_summary,
@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from tui.domain.acls import AclRule
     from tui.domain.datastores import Datastore
     from tui.domain.documents import Document
+    from tui.domain.groups import Group
     from tui.domain.hosts import Host
     from tui.domain.images import ImageInfo
     from tui.domain.marketapps import MarketApp, Marketplace
@@ -559,6 +560,8 @@ def user(elem: Element) -> User:
 
 
 def group(elem: Element) -> Group:
+    from tui.domain.groups import Group
+
     head = _Head(elem, "GROUP")
     return Group(
         id=head.id,

@@ -1,4 +1,4 @@
-"""Cloud users and groups. A user's TEMPLATE/SSH_PUBLIC_KEY holds one or more public keys, one a line."""
+"""Cloud users (groups: tui.domain.groups). A user's TEMPLATE/SSH_PUBLIC_KEY holds one or more public keys, one a line."""
 
 from __future__ import annotations
 
@@ -38,12 +38,3 @@ class User:
         """Whether `key` (compared without its comment) is among the user's keys."""
         wanted = key_body(key)
         return any(key_body(existing) == wanted for existing in self.ssh_public_keys)
-
-
-@dataclass(frozen=True)
-class Group:
-    id: int
-    name: str
-    user_ids: tuple[int, ...]
-    admin_ids: tuple[int, ...]
-    template: Attributes = EMPTY_ATTRIBUTES
