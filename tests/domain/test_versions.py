@@ -170,3 +170,17 @@ def test_absurdly_long_numbers_do_not_raise() -> None:
     v = parse_version("v" + "9" * 5000 + ".0.0-20250101-0000")
     assert v.numbers == () and v.build == datetime(2025, 1, 1)
     assert not v.conforming and "longer than" in v.reason
+
+
+def test_a_version_text_is_parsed_once_and_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tui.domain.versions as versions
+
+    parse_version.cache_clear()
+    stamps: list[str] = []
+    stamp_time = versions._stamp_time
+    monkeypatch.setattr(versions, "_stamp_time", lambda date, clock: stamps.append(date) or stamp_time(date, clock))
+    first = parse_version("v1.0.0-20250915-1622")
+    assert parse_version("v1.0.0-20250915-1622") is first and stamps == ["20250915"]  # kept: parsed once
+    spaced = parse_version(" v1.0.0-20250915-1622 ")  # another text: parsed, and flagged, on its own
+    assert spaced is not first and not spaced.conforming and first.conforming and len(stamps) == 2
+    parse_version.cache_clear()
