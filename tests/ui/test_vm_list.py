@@ -252,3 +252,29 @@ async def test_the_first_page_shows_while_the_rest_of_the_pool_is_read(sim_facto
         await wait_for(pilot, lambda: screen.loaded_once and not screen.refreshing, what="the whole pool")
         assert sorted(_keys(screen)) == list(range(25))
         assert "25 VMs" in rendered_text(screen.query_one("#vm-status"))
+
+
+async def test_a_refresh_puts_off_young_collections_and_gives_the_threshold_back(sim_factory, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import gc
+
+    from tui.screens import vms as vms_screen
+
+    seen: list[int] = []
+    real = vms_screen.list_vms
+
+    async def list_vms(*args, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append(gc.get_threshold()[0])
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(vms_screen, "list_vms", list_vms)
+    server = sim_factory(vms=3)
+    app = console_app(server)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await wait_vms_loaded(pilot)
+        before = gc.get_threshold()
+        await _refresh(pilot, screen)
+        assert seen[-1] == vms_screen.REFRESH_GC_YOUNG and gc.get_threshold() == before
+        server.stop()  # a failed refresh gives it back too
+        await pilot.press("r")
+        await wait_for(pilot, lambda: screen.last_error is not None and not screen.refreshing, what="the failure")
+        assert seen[-1] == vms_screen.REFRESH_GC_YOUNG and gc.get_threshold() == before
