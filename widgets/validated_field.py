@@ -15,8 +15,9 @@ label's height changes: a reason that appears, changes or goes at the same numbe
 the label alone (a layout of the toolkit form is some 180 widgets, then a second one for the sizes
 it changed). A reason label is at least the input's height (`min-height: 3`): a reason of one or
 two lines never lays out. An error that changes while the operator types (a URL's host, then its
-port: 5 lines, then 4 beside the input at 80x24) keeps the height it had until the field is valid
-or left (`show_text(..., hold=True)`, `fit_text`): the form does not jump at each key.
+port: 5 lines, then 4 beside the input at 80x24), or goes while the field has the focus, keeps
+the height it had until the field is left (`show_text(..., hold=True)`, `fit_text`): the form does
+not jump at each key.
 """
 
 from __future__ import annotations
@@ -130,10 +131,10 @@ class CheckedField(Vertical):
         self._reason = reason
         if self.is_mounted:
             if (reason or "") != self._shown:
-                # an error that changes as the operator types (a URL's host, then its port, ...) keeps
-                # the height it had until the field is valid or left: the form does not jump at each
-                # key (nor lay out and redraw its ~180 widgets, the whole screen over SSH)
-                hold = bool(reason and self._shown)
+                # an error that changes or goes as the operator types (a URL's host, then its port,
+                # then valid, ...) keeps the height it had until the field is left: the form does not
+                # jump at each key (nor lay out and redraw its ~180 widgets, the whole screen over SSH)
+                hold = bool(self._shown) and (reason is not None or self.has_focus_within)
                 self._shown = reason or ""
                 self._held = show_text(self._reason_label(), Content(self._shown), hold=hold)
             self.set_class(reason is not None, "-invalid")

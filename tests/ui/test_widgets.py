@@ -142,9 +142,9 @@ def _host_then_port(value: str) -> str | None:
 
 async def test_a_reason_that_changes_as_one_types_keeps_its_height_until_the_field_is_left(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """An error that gets shorter while the operator types keeps its lines (no layout of the form, no
-    jump of what is under it at each key); it grows when it needs to, and leaving the field gives it
-    its own height again."""
+    """An error that gets shorter or goes while the operator types keeps its lines (no layout of the
+    form, no jump of what is under it at each key); it grows when it needs to, and leaving the field
+    gives it its own height again."""
     url = ValidatedField("Endpoint", "", check=_host_then_port, id="url")
     other = ValidatedField("Other", "x", check=_not_empty, id="other")
     app = Harness(url, other)
@@ -173,8 +173,15 @@ async def test_a_reason_that_changes_as_one_types_keeps_its_height_until_the_fie
         await pilot.press("/")
         await wait_for(pilot, lambda: label.size.height == tall, what="the longer reason shown whole")
         assert rendered_text(label).rstrip().endswith("3/RPC2"), "the whole reason, to its last line"
-        await pilot.press("o", "k")
-        await wait_for(pilot, lambda: url.is_valid and label.size.height < tall, what="valid: no reason, no lines held")
+        await pilot.press("o")
+        await pilot.pause()
+        layouts.clear()
+        await pilot.press("k")
+        await wait_for(pilot, lambda: url.is_valid and rendered_text(label).strip() == "", what="valid: no reason")
+        await pilot.pause()
+        assert layouts == [] and label.size.height == tall, "valid while typing: the lines kept"
+        await pilot.press("tab")
+        await wait_for(pilot, lambda: label.outer_size.height == 3, what="left: no reason, the input's height (min-height)")
         assert rendered_text(label).strip() == ""
 
 
