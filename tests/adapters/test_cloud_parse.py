@@ -10,6 +10,7 @@ from lxml import etree
 
 from tui.adapters import cloud_parse as parse
 from tui.adapters.cloud_transport import MalformedResponse
+from tui.adapters.vm_summary_page import vm_summary_page
 from tui.domain.vms import LCM_STATES, VM_STATES, service_from_name, state_kind, state_names
 
 
@@ -228,11 +229,11 @@ def test_a_page_read_by_the_stylesheet_gives_what_each_vm_read_alone_gives(monke
     def no_fallback(vm: etree._Element) -> None:
         raise AssertionError("the page was read element by element")
     monkeypatch.setattr(parse, "vm_summary", no_fallback)
-    assert parse.vm_summary_page(page) == expected
+    assert vm_summary_page(page) == expected
     assert expected[4].name == "second" and expected[4].ips == ("10.0.0.1", "10.0.0.2")
     assert (expected[4].cpu, expected[4].cpu_usage, expected[4].memory_usage_kb) == (3.0, 0.0, 0)
     assert (expected[5].name, expected[5].owner, expected[5].group, expected[5].host) == ("x", "", "", "")
-    assert parse.vm_summary_page(_page()) == []
+    assert vm_summary_page(_page()) == []
 
 
 @pytest.mark.parametrize("text", ["\ue000", "\ue001", "a\ue000b\ue001c", "\ue001\ue001", "0\ue0000"])
@@ -247,7 +248,7 @@ def test_a_text_holding_a_separator_is_read_element_by_element(text: str, where:
           f"<HISTORY_RECORDS><HISTORY><HOSTNAME>{text if where == 'HOSTNAME' else 'h'}</HOSTNAME></HISTORY>"
           "</HISTORY_RECORDS></VM>")
     vms = (_TRICKY_VMS[0], vm, _TRICKY_VMS[2])
-    assert parse.vm_summary_page(_page(*vms)) == [parse.vm_summary(xml(v)) for v in vms]
+    assert vm_summary_page(_page(*vms)) == [parse.vm_summary(xml(v)) for v in vms]
 
 
 @pytest.mark.parametrize("bad", ["abc", "12abc", "nan", "inf", "1" * 41])
@@ -257,4 +258,4 @@ def test_a_text_holding_a_separator_is_read_element_by_element(text: str, where:
 def test_a_malformed_number_in_a_page_read_by_the_stylesheet_is_a_malformed_answer(bad: str, where: str) -> None:
     page = _page(_TRICKY_VMS[1], "<VM>" + where.format(bad) + "</VM>")
     with pytest.raises(MalformedResponse, match="number"):
-        parse.vm_summary_page(page)
+        vm_summary_page(page)

@@ -41,6 +41,7 @@ from tui.adapters.cloud_transport import (
 )
 from tui.adapters.pool_stream import PoolStream, take_tree
 from tui.adapters.retry import DEFAULT_POLICY, RetryPolicy, deadline_after, reconciled_write, retry_read
+from tui.adapters.vm_summary_page import vm_summary_page
 from tui.domain.attributes import Attributes
 from tui.domain.endpoints import endpoint_secrets, redact_endpoint
 from tui.domain.error_codes import NO_EXISTS
@@ -449,7 +450,7 @@ class CloudClient:
                                     int(state))
         vms, _ = await self._vm_pages(method, parse.vm_summaries, _summary_id, filter, state,
                                       VM_LIST_PAGE_SIZE if page_size is None else page_size, on_page, parse_ahead=True,
-                                      read_page=parse.vm_summary_page)
+                                      read_page=vm_summary_page)
         return tuple(vms)
 
     async def list_vms_detail(self, filter: int = ALL_RESOURCES, state: int = ANY_BUT_DONE,
