@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from bench.soak.run import main_progress, soak
+from bench.soak.world import request_stop
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,11 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.ops < 1:
         parser.error("--ops must be at least 1")
-    def stop(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
     figures = soak(args.ops, args.seed, progress=None if args.quiet else main_progress,
                    root=Path(args.keep) if args.keep else None, keep=bool(args.keep))
     data = figures.as_json()

@@ -17,9 +17,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from tui.sim.runner import start_sim
 from tui.sim.server import SimServer
@@ -58,6 +59,8 @@ class World:
     appliance_keys: dict[str, str] = field(default_factory=dict)
     #: ids of the objects seeded before the first operation, by kind
     baseline: dict[str, set[int]] = field(default_factory=dict)
+    #: every `sitetk` started and not yet seen ended: a stopped soak ends them (`stop`)
+    spawned: list[subprocess.Popen[str]] = field(default_factory=list)
 
     @classmethod
     def start(cls, time_scale: float = 0.02, root: Path | None = None) -> "World":
@@ -80,6 +83,11 @@ class World:
         return world
 
     def stop(self, remove: bool = True) -> None:
+        """End every command still running (a soak stopped while it started one leaves it unfollowed),
+        then the site."""
+        for process in self.spawned:
+            end_group(process)
+        self.spawned.clear()
         self.server.stop()
         if remove:
             shutil.rmtree(self.root, ignore_errors=True)
@@ -152,12 +160,15 @@ class World:
     def spawn(self, argv: tuple[str, ...]) -> "Command":
         """`sitetk ARGV` in its own session (a signal to its group reaches git and ansible too,
         as a hang-up of the operator's terminal does)."""
+        self.spawned = [process for process in self.spawned if process.poll() is None]
         ready, tell = os.pipe()
         try:
-            process = subprocess.Popen([sys.executable, "-c", LAUNCHER, *argv], stdin=subprocess.DEVNULL,
-                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                       env={**self.env, READY_FD_ENV: str(tell)}, cwd=self.root,
-                                       start_new_session=True, pass_fds=(tell,))
+            with stop_held():  # a stop inside Popen, once the child exists, would leave it unknown
+                process = subprocess.Popen([sys.executable, "-c", LAUNCHER, *argv], stdin=subprocess.DEVNULL,
+                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                           env={**self.env, READY_FD_ENV: str(tell)}, cwd=self.root,
+                                           start_new_session=True, pass_fds=(tell,))
+                self.spawned.append(process)
         except BaseException:
             os.close(ready)
             raise
@@ -168,6 +179,35 @@ class World:
     def run(self, *argv: str) -> Outcome:
         """`sitetk ARGV` to completion, without faults (setup and reads)."""
         return finish(self.spawn(tuple(argv)), tuple(argv))
+
+
+class _Stop:
+    """Whether a stop (SIGINT/SIGTERM to `python -m bench.soak`) is put off, and whether one came."""
+
+    held = 0
+    pending = False
+
+
+def request_stop(signum: int, frame: object) -> None:
+    """bench.soak's SIGINT and SIGTERM handler: KeyboardInterrupt, at once or, while a command is
+    being started (`stop_held`), as soon as it has been."""
+    if _Stop.held:
+        _Stop.pending = True
+        return
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def stop_held() -> Iterator[None]:
+    """Put off `request_stop` until the block ends."""
+    _Stop.held += 1
+    try:
+        yield
+    finally:
+        _Stop.held -= 1
+        if not _Stop.held and _Stop.pending:
+            _Stop.pending = False
+            raise KeyboardInterrupt
 
 
 READY_FD_ENV = "SITETK_SOAK_READY_FD"
