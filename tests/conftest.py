@@ -63,6 +63,10 @@ settings.load_profile("sitetk")
 # every wait on a state (tests/waiting.py, tui/screenshots/pilot_waits.py) gets 4x its deadline: a
 # loaded machine must not turn a slow state into a failure; pytest-timeout (300 s) still bounds a test
 os.environ.setdefault("SITETK_WAIT_SCALE", "4")
+# every git repository the tests make (about 4,000 a run: the sites' bare repositories, sitetk's
+# working clones) without the 16 sample hooks and files git copies from its template directory:
+# a fifth of the files a run writes and then deletes; no test reads them
+os.environ.setdefault("GIT_TEMPLATE_DIR", "")
 ENV_VERSIONS = "SITETK_ONE_VERSIONS"
 ENV_EVERY_VERSION = "SITETK_EVERY_VERSION"
 #: the folders of tests/ whose subject is the platform's interface: each of their tests runs at every

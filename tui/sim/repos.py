@@ -341,7 +341,8 @@ def _build(bare: Path, commits: list[tuple[str, str | None, dict[str, str | None
     """Create `bare` from commits of (branch, parent branch or None, files), pushed in order."""
     scratch = Path(tempfile.mkdtemp(prefix=".seed-", dir=bare.parent))
     try:
-        _git("init", "--quiet", "--initial-branch", DEFAULT_BRANCH, str(scratch), cwd=bare.parent)
+        # no sample hooks (`--template=`): each site copies these repositories
+        _git("init", "--quiet", "--template=", "--initial-branch", DEFAULT_BRANCH, str(scratch), cwd=bare.parent)
         for branch, parent, files in commits:
             if parent is not None:
                 _git("checkout", "--quiet", "-b", branch, parent, cwd=scratch)
@@ -350,7 +351,8 @@ def _build(bare: Path, commits: list[tuple[str, str | None, dict[str, str | None
             _git("commit", "--quiet", "-m", f"{branch}: {', '.join(sorted(files))}", cwd=scratch)
         temp_bare = bare.with_name(bare.name + ".partial")
         shutil.rmtree(temp_bare, ignore_errors=True)
-        _git("init", "--quiet", "--bare", "--initial-branch", DEFAULT_BRANCH, str(temp_bare), cwd=bare.parent)
+        _git("init", "--quiet", "--bare", "--template=", "--initial-branch", DEFAULT_BRANCH, str(temp_bare),
+             cwd=bare.parent)
         _git("push", "--quiet", str(temp_bare), "--all", cwd=scratch)
         temp_bare.rename(bare)
     finally:
