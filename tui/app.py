@@ -46,6 +46,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Label
 
+from tui.domain.endpoints import endpoint_address
 from tui.errors import SiteError
 from tui.procedures.connection import ConnectionInfo, SiteConnection
 from tui.procedures.stop_signals import exit_code_for, on_stop_signals
@@ -188,7 +189,7 @@ class SiteToolkitApp(App[int]):
         #: INT/TERM/HUP while the app runs (tui.procedures.stop_signals): the first one received
         self.stop_signal: int | None = None
         self._stop_signals: contextlib.AbstractContextManager[bool] | None = None
-        self._context_values: dict[str, tuple[str, Variant]] = {}
+        self._context_values: dict[str, tuple[str, Variant, str]] = {}
         self._connect_started = time.monotonic()
         self._connect_ticker: Timer | None = None
         #: the front-door check waits for the first screen's first load (`_front_door_due`)
@@ -240,7 +241,7 @@ class SiteToolkitApp(App[int]):
             # collection scans it again; then the collector runs with the thresholds above
             gc.freeze()
             gc.enable()
-        self.set_context("endpoint", self.site.endpoint, "muted")
+        self._set_endpoint_context()
         self.set_context("health", "○ connecting", "muted")
         if self.site.settings.keys:
             self.set_keymap(dict(self.site.settings.keys))  # [keys] of the config file, by binding id
@@ -302,7 +303,7 @@ class SiteToolkitApp(App[int]):
             if self.info is None and self.reload_settings is not None and isinstance(self.screen, ConnectErrorScreen):
                 # a retry after a failed start: the operator may have fixed ONE_AUTH or the config
                 await self.site.use(self.reload_settings())
-                self.set_context("endpoint", self.site.endpoint, "muted")
+                self._set_endpoint_context()
             info = await self.site.connect()
         except SiteError as error:
             self.post_message(self.ConnectFailed(error))
@@ -341,7 +342,7 @@ class SiteToolkitApp(App[int]):
 
     def on_site_toolkit_app_connected(self, message: Connected) -> None:
         self.info = message.info
-        self.set_context("endpoint", self.site.endpoint, "muted")  # the demo site's is known only now
+        self._set_endpoint_context()  # the demo site's is known only now
         self.set_context("user", message.info.user)
         self.set_context("version", message.info.version)
         self.set_context("health", "● connected", "ok")
@@ -431,20 +432,24 @@ class SiteToolkitApp(App[int]):
 
     # ------------------------------------------------------------------ context bar
 
-    def set_context(self, key: str, value: str, variant: Variant = "normal") -> None:
-        """Set one context bar slot on every screen."""
-        self._context_values[key] = (value, variant)
+    def set_context(self, key: str, value: str, variant: Variant = "normal", *, compact: str = "") -> None:
+        """Set one context bar slot on every screen (`compact`: the value where the bar is narrow)."""
+        self._context_values[key] = (value, variant, compact)
         for screen in self.screen_stack:
             self.paint_context(screen, only=key)
 
+    def _set_endpoint_context(self) -> None:
+        endpoint = self.site.endpoint
+        self.set_context("endpoint", endpoint, "muted", compact=endpoint_address(endpoint))
+
     def paint_context(self, screen: Screen[Any], only: str | None = None) -> None:
         for bar in screen.query(ContextBar):
-            for key, (value, variant) in self._context_values.items():
+            for key, (value, variant, compact) in self._context_values.items():
                 if only is None or key == only:
-                    bar.set_item(key, value, variant)
+                    bar.set_item(key, value, variant, compact=compact)
 
     def context_value(self, key: str) -> str:
-        return self._context_values.get(key, ("", "normal"))[0]
+        return self._context_values.get(key, ("", "normal", ""))[0]
 
     def mark_refreshed(self) -> None:
         """A poll succeeded: healthy, refreshed now."""

@@ -4,6 +4,11 @@ The bar knows nothing of what the facts are: the app declares the slots (key and
 their values. Values are plain text (never markup) with a variant that picks a theme colour:
 "normal", "ok", "warning", "error", "muted" or "badge" (a reversed tag such as READ-ONLY). An empty
 value hides its slot.
+
+A line wider than the bar is fitted, so that the slots at its end (the health and the time of the
+last refresh) stay whole: first each slot shows its compact value where it has one (`set_item`'s
+`compact`: an endpoint's address without its scheme and path), then the labels go, and only then is
+the line cut, with an ellipsis.
 """
 
 from __future__ import annotations
@@ -48,33 +53,47 @@ class ContextBar(Widget):
         super().__init__(id=id, classes=classes)
         self._slots = tuple(slots)
         self._labels = dict(self._slots)
-        self._values: dict[str, tuple[str, Variant]] = {}
+        self._values: dict[str, tuple[str, Variant, str]] = {}
 
     def value(self, key: str) -> str:
         """The value currently shown in a slot ("" when hidden)."""
-        return self._values.get(key, ("", "normal"))[0]
+        return self._values.get(key, ("", "normal", ""))[0]
 
     def variant(self, key: str) -> Variant:
         """The variant of a slot's value ("normal" when unset)."""
-        return self._values.get(key, ("", "normal"))[1]
+        return self._values.get(key, ("", "normal", ""))[1]
 
-    def set_item(self, key: str, value: str, variant: Variant = "normal") -> None:
-        """Show `value` in slot `key` (empty hides it)."""
+    def set_item(self, key: str, value: str, variant: Variant = "normal", *, compact: str = "") -> None:
+        """Show `value` in slot `key` (empty hides it); `compact`, when given, is shown instead
+        while the whole line does not fit."""
         if key not in self._labels:
             raise KeyError(key)
-        if self._values.get(key) == (value, variant):
+        if self._values.get(key) == (value, variant, compact):
             return
-        self._values[key] = (value, variant)
+        self._values[key] = (value, variant, compact)
         self.refresh()
 
     def render(self) -> Text:
+        width = self.size.width
+        for compact, labels in ((False, True), (True, True), (True, False)):
+            text = self._line(compact, labels)
+            if width <= 0 or text.cell_len <= width:
+                return text
+            if text.cell_len == width + 1:  # only the space after the last slot is beyond the bar
+                text.right_crop(1)
+                return text
+        return text
+
+    def _line(self, compact: bool, labels: bool) -> Text:
         text = Text(no_wrap=True, overflow="ellipsis", end="")
         for key, label in self._slots:
-            value, variant = self._values.get(key, ("", "normal"))
+            value, variant, short = self._values.get(key, ("", "normal", ""))
             if not value:
                 continue
+            if compact and short:
+                value = short
             style: Style = self.get_component_rich_style(f"context-bar--{variant}")
-            shown = f"{label} {value}" if label else value
+            shown = f"{label} {value}" if label and labels else value
             text.append(f" {shown} " if variant == "badge" else shown, style)
             text.append(" ")
         return text

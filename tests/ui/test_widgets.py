@@ -11,6 +11,7 @@ from textual.containers import Vertical
 from textual.widgets import Button, Input
 
 from tests.ui.conftest import rendered_text
+from tui.domain.endpoints import endpoint_address
 from tui.screenshots import click_shown, wait_for, wait_for_screen
 from widgets.confirm_modal import ConfirmModal
 from widgets.context_bar import ContextBar
@@ -211,6 +212,41 @@ async def test_context_bar_hides_empty_slots_and_shows_text_as_is() -> None:
         bar.set_item("user", "")
         await pilot.pause()
         assert rendered_text(bar).rstrip() == " READ-ONLY"
+
+
+async def test_a_context_bar_too_narrow_shortens_its_first_slots_and_keeps_the_last_whole() -> None:
+    """At 80 columns the header lost the time of the last refresh ("... connected refreshed"): the
+    endpoint's compact value comes first, then the labels go, and only then is the line cut."""
+    bar = ContextBar((("endpoint", ""), ("user", "user"), ("version", "version"), ("health", ""),
+                      ("refresh", "refreshed")))
+    app = Harness(bar)
+    async with app.run_test(size=(80, 5)) as pilot:
+        bar.set_item("endpoint", "https://frontend.example.org:2633/RPC2", compact="frontend.example.org:2633")
+        bar.set_item("user", "oneadmin")
+        bar.set_item("version", "7.0.0")
+        bar.set_item("health", "● connected", "ok")
+        bar.set_item("refresh", "07:45:12")
+        await pilot.pause()
+        full = "https://frontend.example.org:2633/RPC2 user oneadmin version 7.0.0 ● connected refreshed 07:45:12"
+        assert len(full) > 80
+        assert rendered_text(bar).rstrip() == "frontend.example.org:2633 oneadmin 7.0.0 ● connected 07:45:12"
+        await pilot.resize_terminal(120, 5)
+        await pilot.pause()
+        assert rendered_text(bar).rstrip() == full  # room enough: all of it
+        await pilot.resize_terminal(90, 5)
+        await pilot.pause()
+        assert rendered_text(bar).rstrip() == ("frontend.example.org:2633 user oneadmin version 7.0.0 ● connected "
+                                               "refreshed 07:45:12")
+        await pilot.resize_terminal(30, 5)
+        await pilot.pause()
+        assert rendered_text(bar).startswith("frontend.example.org:2633")  # cut only when nothing else fits
+
+
+def test_an_endpoints_address_is_its_host_and_port() -> None:
+    assert endpoint_address("https://user:secret@one.example.org:2633/RPC2") == "one.example.org:2633"
+    assert endpoint_address("http://[::1]:2633/RPC2") == "[::1]:2633"
+    assert endpoint_address("the demo site (starting)") == ""
+    assert endpoint_address("http://host:port/") == ""
 
 
 def test_state_palette_gives_word_glyph_and_style() -> None:

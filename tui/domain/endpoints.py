@@ -101,6 +101,17 @@ def url_host(url: str) -> str:
         return ""
 
 
+def endpoint_address(url: str) -> str:
+    """`host:port` of an endpoint URL, shown where the whole URL does not fit (credentials, scheme
+    and path left out); "" when `url` is not one."""
+    try:
+        parts = urlsplit(url.strip())
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError:
+        return ""
+    return parts.netloc.rpartition("@")[2] if parts.scheme and parts.hostname else ""
+
+
 def frontend_host(gate_endpoint: str) -> str:
     """The address VMs reach the frontend at: the host of the platform's ONEGATE_ENDPOINT (the
     gate runs on the frontend and VMs report to it), "" when it is unset or loopback itself."""
