@@ -19,7 +19,8 @@ from tui.domain.one_states import ImageState
 from tui.procedures.market.attributes import tag_for_record
 from tui.procedures.market.download import DownloadResult, download_appliance
 from tui.procedures.market.download_journal import DownloadJournal, Leftover
-from tui.procedures.market.download_plan import DownloadPlan, find_market_app, plan_download
+from tui.procedures.market.download_plan import DownloadPlan
+from tui.procedures.market.download_planning import find_market_app, plan_download
 from tui.procedures.market.marketplaces import load_catalog
 from tui.procedures.progress import Progress
 from tui.settings import Settings

@@ -254,7 +254,7 @@ async def test_of_two_registered_marketplaces_listing_a_name_only_the_build_the_
     one's older toolkit is what the site's toolkit app holds. The list says which record the cloud
     can export and why the other cannot; disabling the community marketplace and the next
     monitoring of the site's one give the site's build back."""
-    from tui.procedures.market.download_plan import find_market_app
+    from tui.procedures.market.download_planning import find_market_app
     from tui.sim import market_monitor
 
     site = await connect(sim)
@@ -288,7 +288,7 @@ async def test_an_endpoint_without_its_slash_stops_downloads_on_6_10_0_with_the_
     """6.10.0-6.10.2's market driver builds every app's link and SOURCE from the ENDPOINT as it is
     (src/market_mad/remotes/one/monitor line 170 at release-6.10.0): without the trailing slash the
     cloud's downloads fail. The console names it, with `onemarket update`, before any change."""
-    from tui.procedures.market.download_plan import find_market_app
+    from tui.procedures.market.download_planning import find_market_app
     from tui.sim import market_monitor
 
     server = sim_factory(one_version=one_version)

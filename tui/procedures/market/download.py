@@ -61,11 +61,9 @@ from tui.procedures.market.download_plan import (
     PlannedTemplate,
     check_name,
     default_download_name,
-    find_market_app,
     image_datastores,
-    list_image_datastores,
-    plan_download,
 )
+from tui.procedures.market.download_planning import find_market_app, list_image_datastores, plan_download
 from tui.procedures.market.download_undo import (
     IMAGE,
     ORPHAN_REASONS,

@@ -4,7 +4,7 @@ A download that fails (or is cancelled) deletes what it created; when that rollb
 an object (the session expired, the site stopped answering, the rollback was cut short) the object
 is written here, before the command reports its failure: its kind, ID, name, the appliance it was
 downloaded from and why it stayed. The next download (of any appliance, by any command: `market
-download`, `setup run`, `site enable`, `market upgrades`; `download_plan.plan_download` reads the
+download`, `setup run`, `site enable`, `market upgrades`; `download_planning.plan_download` reads the
 journal, `download.download_appliance` cleans) deletes each recorded object that still
 exists and that nothing uses, and forgets it (an object found gone is
 forgotten silently, one now in use is forgotten with a note: it is the operator's now). So no
