@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import json
-import os
 import random
 import signal
 import subprocess
@@ -21,7 +20,7 @@ from typing import Any, Callable
 from bench.soak.checks import change_state, cloud_findings, config_findings, remote_findings, unrecorded_findings
 from bench.soak.operations import Operation, draw, same_vm_moves, twin
 from bench.soak.report import Figures
-from bench.soak.world import DOWNLOADABLE, Command, Outcome, World, end_group, finish, pick
+from bench.soak.world import DOWNLOADABLE, Command, Outcome, World, end_group, finish, pick, signal_group
 from tui.cli import exit_codes
 from tui.sim.scenarios import AUTOMATION_PASSWORD
 
@@ -224,12 +223,8 @@ def _follow_commands(world: World, step: Step, commands: list[Command], processe
             time.sleep(0.05)
         number = dict(SIGNALS)[step.signal]
         for process in processes:
-            if process.poll() is None:
-                try:
-                    os.killpg(process.pid, number)
-                    delivered = step.signal
-                except OSError:
-                    pass
+            if process.poll() is None and signal_group(process, number):
+                delivered = step.signal
     outcomes = [finish(c, op.argv, delivered) for c, op in zip(commands, step.operations, strict=True)]
     if outage is not None:
         outage.join()

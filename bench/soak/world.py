@@ -257,7 +257,7 @@ def finish(command: Command, argv: tuple[str, ...], signal_name: str = "") -> Ou
         out, err = process.communicate(timeout=COMMAND_TIMEOUT_S)
         hung = False
     except subprocess.TimeoutExpired:
-        _signal_group(process, signal.SIGKILL)
+        signal_group(process, signal.SIGKILL)
         out, err = process.communicate()
         hung = True
     except BaseException:  # the soak is stopped while it waits (a setup read): the command goes too
@@ -276,19 +276,21 @@ def end_group(process: subprocess.Popen[str]) -> None:
     (tui/adapters/git_repo.py), which a SIGKILL to sitetk's group would leave running; SIGKILL
     after END_GRACE_S. Reaped either way."""
     if process.poll() is None:
-        _signal_group(process, signal.SIGTERM)
+        signal_group(process, signal.SIGTERM)
         try:
             process.wait(timeout=END_GRACE_S)
         except subprocess.TimeoutExpired:
-            _signal_group(process, signal.SIGKILL)
+            signal_group(process, signal.SIGKILL)
     process.wait()
 
 
-def _signal_group(process: subprocess.Popen[str], number: int) -> None:
+def signal_group(process: subprocess.Popen[str], number: int) -> bool:
+    """`number` to the command's session (its process group); False when it is gone."""
     try:
         os.killpg(process.pid, number)
     except OSError:
-        pass
+        return False
+    return True
 
 
 def pick(rng: random.Random, options: Any) -> Any:
