@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import os
 import stat
-import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -356,6 +355,8 @@ class _Resolver:
         if not path.exists() and not path.is_symlink():
             return None  # absent: the defaults. Anything else there (/dev/zero, a FIFO, a directory, a
             # dangling link) is said, never taken for "not present" (issue 22 item 10)
+        import tomllib  # only with a config file: its regular expressions are ~2 ms of every start-up
+
         try:
             text = read_text_file(path, f"config file {path}", max_bytes=_SMALL_FILE)
             with guard(f"config file {path}"):
