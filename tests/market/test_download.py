@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from functools import partial
 from pathlib import Path
 from typing import Callable
@@ -12,6 +13,7 @@ import pytest
 from tests.market.conftest import POLL, SiteFactory, audit_entries
 from tests.operating import operate
 from tests.procedure_run import collect
+from tui import timing
 from tui.domain.attribute_file import installed_version_from_image_template
 from tui.domain.documents import SERVICE_TEMPLATE_DOCUMENT
 from tui.domain.one_states import ImageState
@@ -30,6 +32,7 @@ from tui.procedures.market.marketplaces import load_catalog
 from tui.procedures.operation import RunContext
 from tui.procedures.progress import Progress
 from tui.sim.server import SimServer
+from tui.timing import Clock
 
 IMAGE_DS = 1
 
@@ -245,6 +248,41 @@ async def test_a_hard_task_cancel_rolls_back_too(sim: SimServer, connect: SiteFa
     with pytest.raises(asyncio.CancelledError):
         await task
     assert await _snapshot(site) == before
+
+
+async def test_a_long_copy_says_every_heartbeat_which_image_it_waits_for_and_how_long(
+        sim: SimServer, connect: SiteFactory, driven_clock: Clock) -> None:
+    """A 20 GB disk copies for minutes after its last event (LOCKED): every heartbeat the first image
+    still copying says so, with the seconds waited and the timeout (the setup screen replaces each
+    such line with the next)."""
+    site = await connect(sim)
+    plan = await _plan(site, "service_toolkit_objectstore", "beat")
+    sim.site.hold_clock()  # the images stay LOCKED until the clock is released
+    events: list[Progress] = []
+    locked = asyncio.Event()
+    beat = asyncio.Event()
+
+    def seen(event: Progress) -> None:
+        events.append(event)
+        if sum(e.message.endswith(" LOCKED") for e in events) == len(plan.images):
+            locked.set()
+        if "waiting for the datastore" in event.message:
+            beat.set()
+
+    task = asyncio.create_task(collect(partial(download_appliance, site, plan, poll_interval=POLL), on_event=seen))
+    try:
+        await asyncio.wait_for(locked.wait(), 60)
+        assert not beat.is_set()  # no heartbeat before one is due
+        driven_clock.advance(timing.PROFILE.heartbeat + 1)
+        await asyncio.wait_for(beat.wait(), 60)
+    finally:
+        sim.site.release_clock()
+    await task
+    [first] = [e for e in events if "waiting for the datastore" in e.message][:1]
+    assert first.state == "running" and first.step.startswith("download ")
+    assert re.fullmatch(r"image \d+ LOCKED: waiting for the datastore to copy it; 1 more not READY "
+                        r"\(1\d s of at most 3600 s\)", first.message), first.message
+    assert events[-1].state == "done"
 
 
 async def test_a_step_timeout_fails_and_rolls_back(sim: SimServer, connect: SiteFactory) -> None:

@@ -458,9 +458,13 @@ async def _allocate(call: Awaitable[int], step: str) -> int:
 
 
 async def _follow_images(site: "SiteConnection", plan: DownloadPlan, context: RunContext, image_ids: Sequence[int],
-                         steps: Sequence[str], done: int, total: int, step_timeout: float, poll_interval: float) -> None:
-    """Poll every image until READY; ERROR or a timeout stops the run."""
+                         steps: Sequence[str], done: int, total: int, step_timeout: float, poll_interval: float,
+                         heartbeat: float = timing.PROFILE.heartbeat) -> None:
+    """Poll every image until READY; ERROR or a timeout stops the run. Every `heartbeat` seconds
+    the first image still copying says so, with the time waited and the timeout (a large disk
+    copies for minutes, and its last event was LOCKED)."""
     start = timing.monotonic()
+    next_beat = start + heartbeat
     first = done
     pending = {image_ids[n]: (steps[first + n], image.name) for n, image in enumerate(plan.images)}
     last_state: dict[int, int] = {}
@@ -487,6 +491,16 @@ async def _follow_images(site: "SiteConnection", plan: DownloadPlan, context: Ru
                 word = image_state_names(info.state)[0]
                 context.report(Progress(step, first + finished, total, f"image {info.id} {word}", ProgressState.RUNNING,
                                {"image_id": info.id, "state": word}))
+        if pending and elapsed >= next_beat - start and elapsed <= step_timeout:
+            next_beat = start + elapsed + heartbeat
+            image_id, (step, _) = next(iter(pending.items()))
+            word = image_state_names(last_state.get(image_id, ImageState.LOCKED))[0]
+            others = f"; {len(pending) - 1} more not READY" if len(pending) > 1 else ""
+            context.report(Progress(step, first + finished, total,
+                                    f"image {image_id} {word}: waiting for the datastore to copy it{others} "
+                                    f"({elapsed:.0f} s of at most {step_timeout:g} s)", ProgressState.RUNNING,
+                                    {"image_id": image_id, "state": word, "elapsed": round(elapsed, 1),
+                                     "pending": len(pending)}))
         if pending and elapsed > step_timeout:
             stuck = ", ".join(f"image {i} ({name})" for i, (_, name) in pending.items())
             raise SiteError(f"Download timed out after {step_timeout:g} s",
