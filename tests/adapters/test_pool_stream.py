@@ -23,7 +23,8 @@ from tui.adapters.cloud_transport import (
     decode_response,
     parse_document,
 )
-from tui.adapters.pool_stream import PoolStream
+from tui.adapters.heap import keep_heap
+from tui.adapters.pool_stream import PoolStream, vm_id_span
 from tui.adapters.retry import NO_RETRY
 from tui.domain.vm_scan import PageAsk, PoolPager, VmPrefilter
 from tui.domain.vms import VmSummary
@@ -196,10 +197,9 @@ async def test_pages_take_every_vm_once_while_vms_come_and_go(sim_factory: SimFa
         before = sorted(vm.id for vm in server.site.vms.values() if vm.state != 6)
     asked: list[tuple[int, int]] = []
     gone: list[int] = []
-    original = cloud._stream_pool
+    original, original_fetch = cloud._stream_pool, cloud._fetch_pool
 
-    def stream_pool(method: str, pool_tag: str, item_tag: str, take: Any, *params: Any) -> Any:
-        page = original(method, pool_tag, item_tag, take, *params)
+    def answered(params: tuple[Any, ...]) -> None:
         asked.append((params[1], params[2]))
         with server.site.lock:
             lowest_unread = min(vm.id for vm in server.site.vms.values() if vm.state != 6)
@@ -207,9 +207,19 @@ async def test_pages_take_every_vm_once_while_vms_come_and_go(sim_factory: SimFa
                 server.site.vms[lowest_unread].state = 6  # DONE before its page is read
                 server.site.vms[lowest_unread].touch()
                 gone.append(lowest_unread)
+
+    def stream_pool(method: str, pool_tag: str, item_tag: str, take: Any, *params: Any) -> Any:
+        page = original(method, pool_tag, item_tag, take, *params)
+        answered(params)
         return page
 
+    def fetch_pool(method: str, *params: Any) -> list[bytes]:  # the VM list's pages, read ahead
+        chunks = original_fetch(method, *params)
+        answered(params)
+        return chunks
+
     cloud._stream_pool = stream_pool  # type: ignore[method-assign]
+    cloud._fetch_pool = fetch_pool  # type: ignore[method-assign]
     pages: list[int] = []
     try:
         vms = await cloud.list_vms(page_size=5, on_page=lambda read: pages.append(len(read)))
@@ -246,8 +256,8 @@ async def test_paged_reads_agree_with_one_unpaged_call(sim_factory: SimFactory) 
 class PageLog:
     """Which pages a paged read asked for ahead (`_fetch_pool`), read from what it fetched ahead
     (`_read_fetched`, or `_read_parsed` when it was parsed ahead too, as the VM list's are) or
-    asked for the usual way (`_stream_pool`); `before_fetch`, `after_fetch` and `before_stream`
-    run in the worker thread with the page's (start, end)."""
+    asked for the usual way (`_stream_pool`); `before_fetch`, `after_fetch`, `before_parse` and
+    `before_stream` run in the worker thread with the page's (start, end)."""
 
     def __init__(self, cloud: CloudClient) -> None:
         self.fetched: list[tuple[int, int]] = []
@@ -256,6 +266,7 @@ class PageLog:
         self.before_fetch: Callable[[tuple[int, int]], None] = lambda ask: None
         self.after_fetch: Callable[[tuple[int, int]], None] = lambda ask: None
         self.before_stream: Callable[[tuple[int, int]], None] = lambda ask: None
+        self.before_parse: Callable[[tuple[int, int]], None] = lambda ask: None
         self._asks: dict[int, tuple[int, int]] = {}
         fetch, read, stream = cloud._fetch_pool, cloud._read_fetched, cloud._stream_pool
         parse_tree, read_tree = cloud._parse_fetched, cloud._read_parsed
@@ -275,6 +286,7 @@ class PageLog:
 
         def parse_fetched(chunks: list[bytes], *args: Any) -> Any:
             ask = self._asks[id(chunks)]
+            self.before_parse(ask)
             page = parse_tree(chunks, *args)
             self._asks[id(page)] = ask
             return page
@@ -297,27 +309,44 @@ class PageLog:
 
 
 async def test_the_next_page_is_asked_for_while_the_current_one_is_read(sim_factory: SimFactory) -> None:
-    """Pages of 5 over 40 VMs: from the third page on, each page was asked for while the one
-    before it was read (the second page's read waits here until the third has arrived: without
-    the read ahead it would wait in vain), and the VMs are those of one unpaged call."""
+    """Pages of 5 over 40 VMs. The full bodies: from the third page on, each page was asked for
+    while the one before it was read (the second page's read waits here until the third has
+    arrived: without the read ahead it would wait in vain). The VM list: every page is fetched
+    and then parsed in a parsing thread, none streamed; the second and third pages are asked for
+    as soon as the first has arrived, while it is parsed (its parse waits here until both have
+    arrived), then two pages ahead of the one read. Either way the VMs are those of one unpaged
+    call, and every page asked for ahead was read (dense ids: every guess right)."""
     server = sim_factory(vms=40)
     cloud = CloudClient(server.xmlrpc_url, server.session, 10)
     log = PageLog(cloud)
     third_arrived = threading.Event()
-    log.after_fetch = lambda ask: third_arrived.set()
+    fetches = [1]  # fetched once the third page has: the full bodies' first fetch is the third page
+    log.after_fetch = lambda ask: third_arrived.set() if len(log.fetched) >= fetches[0] else None
 
     def before_stream(ask: tuple[int, int]) -> None:
         if len(log.streamed) == 1:  # the second page (the first was streamed already)
             assert third_arrived.wait(10), "the third page was not asked for while the second was read"
-    log.before_stream = before_stream
+
+    def before_parse(ask: tuple[int, int]) -> None:
+        if ask == (0, -5):
+            assert third_arrived.wait(10), "the second and third pages were not asked for while the first was parsed"
+    log.before_stream, log.before_parse = before_stream, before_parse
     try:
         whole = await cloud.list_vms(start=-1, end=-1)
         log.streamed.clear()
+        details = await cloud.list_vms_detail(page_size=5)
+        assert [detail.summary for detail in details] == list(whole)
+        assert log.streamed[0] == (0, -5) and len(log.streamed) == 2
+        assert sorted(log.read_fetched) == sorted(log.fetched) and len(log.fetched) >= 6  # every guess right
+        log.streamed.clear(), log.fetched.clear(), log.read_fetched.clear()
+        third_arrived.clear()
+        fetches[0] = 3  # the VM list fetches its first page too
         assert await cloud.list_vms(page_size=5) == whole
     finally:
         await cloud.close()
-    assert len(whole) >= 40 and log.streamed[0] == (0, -5) and len(log.streamed) == 2
-    assert sorted(log.read_fetched) == sorted(log.fetched) and len(log.fetched) >= 6  # every guess right (dense)
+    assert len(whole) >= 40 and not log.streamed and log.fetched[0] == (0, -5)
+    assert log.read_fetched == [(0, -5), *log.read_fetched[1:]] and len(log.read_fetched) >= 8
+    assert sorted(log.read_fetched) == sorted(log.fetched)  # every page asked for ahead was read
 
 
 async def test_a_page_guessed_wrong_is_never_read_and_one_not_fetched_is_asked_for_again(
@@ -332,14 +361,13 @@ async def test_a_page_guessed_wrong_is_never_read_and_one_not_fetched_is_asked_f
     cloud = CloudClient(server.xmlrpc_url, server.session, 10)
     failed: list[tuple[int, int]] = []
     guesses: list[tuple[int, int]] = []
-    guess_next = PoolPager.guess_next
+    guesses_of = PoolPager.guesses
 
-    def guessing(pager: PoolPager) -> PageAsk | None:
-        guess = guess_next(pager)
-        if guess is not None:
-            guesses.append((guess.start, guess.end))
-        return guess
-    monkeypatch.setattr(PoolPager, "guess_next", guessing)
+    def guessing(pager: PoolPager, count: int) -> list[PageAsk]:
+        asks = guesses_of(pager, count)
+        guesses.extend((guess.start, guess.end) for guess in asks)
+        return asks
+    monkeypatch.setattr(PoolPager, "guesses", guessing)
 
     def before_fetch(ask: tuple[int, int]) -> None:
         if not failed:
@@ -352,9 +380,11 @@ async def test_a_page_guessed_wrong_is_never_read_and_one_not_fetched_is_asked_f
         assert await cloud.list_vms(page_size=4) == whole
         assert failed[0] in log.streamed  # asked for again, the usual way
         read = log.streamed + log.read_fetched
+        assert len(read) == len(set(read))
+        (open_range,) = [ask for ask in read if ask[1] == -1]  # the last read: (s, -1)
         wrong = [guess for guess in guesses if guess not in read]
-        assert len(wrong) == 1 and wrong[0][0] == log.streamed[-1][0]  # guessed (s, s+3), read (s, -1)
-        assert log.streamed[-1][1] == -1 and len(read) == len(set(read))
+        assert wrong and all(guess[0] >= open_range[0] for guess in wrong)  # guessed (s, s+3) and after it
+        assert read[-1] == open_range
         details = await cloud.list_vms_detail(page_size=4)
         assert [detail.summary for detail in details] == list(whole)
     finally:
@@ -381,3 +411,19 @@ def test_stream_results_are_kept_per_page_not_as_a_tree() -> None:
     for start in range(0, len(raw), 50):
         stream.feed(raw[start:start + 50])
     assert stream.close() == list(range(30, 0, -1)) and seen == list(range(30, 0, -1))
+
+
+def test_a_glance_at_a_page_tells_its_first_and_last_vm() -> None:
+    """`vm_id_span`: the first and last VM ids an answer not parsed yet seems to hold, and how many
+    VMs (the guess of the pages after the first rests on it, never what is read); a `<VM>` that is
+    not a pool item (in a template) is not one of them; an answer without VMs shows none."""
+    assert vm_id_span(_answer(_document(12))) == (12, 1, 12)
+    assert vm_id_span(_answer("<VM_POOL></VM_POOL>")) is None and vm_id_span(b"not xml at all") is None
+    cdata = "<VM_POOL>" + _vm(5, "a") + _vm(4, "<![CDATA[<VM><ID>99</ID>]]>") + "</VM_POOL>"
+    assert vm_id_span(_answer(cdata))[:2] == (5, 99)  # text that looks like a VM: only a guess
+
+
+def test_the_heap_is_kept_once_per_process() -> None:
+    """`keep_heap` sets glibc's thresholds once and says so on every later call (False without glibc)."""
+    first = keep_heap()
+    assert keep_heap() is first

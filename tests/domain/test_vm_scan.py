@@ -134,6 +134,52 @@ def test_a_sparse_stretch_is_guessed_as_wide_as_the_range_before_it_grows() -> N
     assert len(listing.asked) == 17 and len(misses) == 3
 
 
+@pytest.mark.parametrize("descending", [False, True])
+def test_the_ranges_after_the_next_are_guessed_as_the_next_is(descending: bool) -> None:
+    """`guesses(n)`: the next range and the ones after it, each as `guess_next` would guess it
+    once the range before it had been read as dense as the last: its first is `guess_next`; over
+    a pool without gaps every range it guesses is asked for later (but past the open end's)."""
+    ids = list(range(380, 400)) + list(range(0, 380, 60))  # dense, then sparse (ranges doubling)
+    for listing in (Listing(list(range(23)), descending), Listing(ids, descending)):
+        pager = PoolPager(4)
+        guessed: list[list[PageAsk]] = []
+        while pager.ask is not None:
+            guesses = pager.guesses(3)
+            assert guesses[:1] == [guess for guess in [pager.guess_next()] if guess is not None]
+            guessed.append(guesses)
+            pager.take(listing.page(pager.ask))
+        assert guessed[0] == [] and guessed[-1] == []
+        if listing.ids == list(range(23)):  # no gaps: each guess is asked for (but the open end)
+            later = listing.asked[2:]
+            for n, guesses in enumerate(guessed[1:-1]):
+                pairs = list(zip(guesses, later[n:], strict=False))  # guesses past the open end: never asked
+                assert pairs and all(guess == asked or asked.end == -1 for guess, asked in pairs)
+    pager = PoolPager(4)
+    pager.take([399, 398, 397, 396])
+    assert pager.guesses(2) == [PageAsk(388, 391), PageAsk(384, 387)]
+    pager.take([395])  # sparse: the widths double from here
+    assert pager.ask == PageAsk(384, 391) and pager.guesses(3) == [PageAsk(368, 383), PageAsk(336, 367), PageAsk(272, 335)]
+
+
+def test_the_ranges_after_the_first_page_are_guessed_from_a_glance_at_it() -> None:
+    """`guesses_after_first`: before the first page is read, from the first and last ids its
+    answer seems to hold, the ranges `guesses` would give once it is read; none when it seems
+    short of a page (nothing follows it), once it has been read, or when it shows one id."""
+    for descending in (True, False):
+        listing = Listing(list(range(23)), descending)
+        pager = PoolPager(5)
+        first = sorted(listing.ids, reverse=descending)[:5]
+        early = pager.guesses_after_first(first[0], first[-1], len(first), 3)
+        pager.take(listing.page(pager.ask))
+        assert pager.ask is not None and early == [pager.ask, *pager.guesses(2)]
+        assert pager.guesses_after_first(first[0], first[-1], 5, 3) == []  # the first page was read
+    pager = PoolPager(5)
+    assert pager.guesses_after_first(22, 19, 4, 3) == []  # a short page: the whole pool
+    assert pager.guesses_after_first(22, 18, 5, 0) == [] and pager.guesses_after_first(7, 7, 5, 3) == []
+    assert pager.guesses_after_first(4, 0, 5, 3) == []  # id 0 reached going down: nothing follows
+    assert pager.guesses_after_first(9, 5, 5, 3) == [PageAsk(0, 4)]
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     count=st.integers(0, 60),

@@ -39,7 +39,8 @@ from tui.adapters.cloud_transport import (
     decode_response,
     parse_document,
 )
-from tui.adapters.pool_stream import PoolStream, take_tree
+from tui.adapters.heap import keep_heap
+from tui.adapters.pool_stream import PoolStream, take_tree, vm_id_span
 from tui.adapters.retry import DEFAULT_POLICY, RetryPolicy, deadline_after, reconciled_write, retry_read
 from tui.adapters.vm_summary_page import vm_summary_page
 from tui.domain.attributes import Attributes
@@ -76,10 +77,14 @@ ANY_STATE, ANY_BUT_DONE = -2, -1
 #: VMs per page of every read of the VM pool (`tui.domain.vm_scan.PoolPager`: the first page by
 #: offset, the rest by id ranges); measured in bench/bench_vm_pages.py (README: Benchmarks)
 VM_PAGE_SIZE = 2_000
-#: the VM list's pages (short bodies), each parsed whole ahead beside the build of the one before
-#: it: two pages' trees (~11 MB each) fit the console's memory bound at 50,000 VMs, two of 2,000 did
-#: not (README: issue 24's seventh pass)
+#: the VM list's pages (short bodies), each parsed whole beside another: two pages' trees (~13 MB
+#: each) fit the console's memory bound at 50,000 VMs, two of 2,000 did not (README: issue 24's
+#: seventh pass)
 VM_LIST_PAGE_SIZE = 1_000
+#: the VM list's pages asked for ahead of the one being read (the site prepares them meanwhile)
+VM_LIST_AHEAD = 2
+#: threads parsing and building the VM list's pages, each a page at a time (one tree each)
+VM_LIST_PARSERS = 2
 #: actions `one.vm.action` knows
 VM_ACTIONS = frozenset({
     "terminate", "terminate-hard", "undeploy", "undeploy-hard", "poweroff", "poweroff-hard", "reboot",
@@ -138,8 +143,10 @@ class CloudClient:
         self._session = session
         self._secrets = (session, session.split(":", 1)[1], *endpoint_secrets(endpoint))
         self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="cloud-rpc")
-        #: the thread that parses the VM list's pages fetched ahead (`_vm_pages`)
-        self._parse_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cloud-parse")
+        #: the threads that parse and build the VM list's pages (`_vm_pages`), which keep the
+        #: C heap between pages (`keep_heap`)
+        self._parse_executor = ThreadPoolExecutor(max_workers=VM_LIST_PARSERS, thread_name_prefix="cloud-parse",
+                                                  initializer=keep_heap)
         #: how reads are retried and writes reconciled (`tui.adapters.retry`)
         self.retry_policy: RetryPolicy = DEFAULT_POLICY
 
@@ -290,24 +297,25 @@ class CloudClient:
     @staticmethod
     def _parse_fetched(chunks: list[bytes], method: str, take: Callable[[list[etree._Element]], list[T]],
                        read_page: "Callable[[etree._Element], list[T]] | None" = None) -> "_ParsedPage[T]":
-        """A page's answer fetched ahead, parsed whole with a plain parser (`PoolStream.tree`):
-        lxml parses it without the GIL (no event calls back into Python) while another thread
-        builds the page before it (issue 24). `_read_parsed` builds its items, with `read_page`
-        (the whole pool element) when given, else with `take` a batch at a time."""
+        """A page's answer fetched ahead, parsed whole with a plain parser (`PoolStream.tree`) and
+        its items built, all in a parsing thread: lxml parses without the GIL (no event calls back
+        into Python) and `read_page` (the whole pool element; else `take` a batch at a time) reads
+        the VM list's page with a stylesheet, without it too, while other threads parse and build
+        the pages before and after it (issue 24). The tree is dropped here, once read."""
         stream = PoolStream(method, "VM_POOL", "VM", take, plain=True)
         body = b"".join(chunks)  # one feed: the GIL handed over once, not once per chunk
         chunks.clear()
         stream.feed(body)
         del body
-        return _ParsedPage(stream.tree(), read_page)
+        tree = stream.tree()
+        if isinstance(tree, list):
+            return _ParsedPage(tree)
+        return _ParsedPage(take_tree(tree, "VM", take) if read_page is None else read_page(tree))
 
     @staticmethod
     def _read_parsed(page: "_ParsedPage[T]", take: Callable[[list[etree._Element]], list[T]]) -> list[T]:
-        tree = page.tree
-        page.tree = []
-        if isinstance(tree, list):
-            return tree
-        return take_tree(tree, "VM", take) if page.read_page is None else page.read_page(tree)
+        items, page.items = page.items, []
+        return items
 
     async def _pool(self, method: str, pool_tag: str, item_tag: str, build: Callable[[etree._Element], T],
                     *params: Any) -> tuple[T, ...]:
@@ -331,47 +339,46 @@ class CloudClient:
         (`PoolPager.guess_next`) is already asked for and its answer kept as it arrives, so the
         site prepares it while this client parses the current one. It is read only if the pager
         does ask for it next (otherwise dropped, unread); if asking for it failed, the page is
-        asked for again the usual way, retries included. With `parse_ahead` (short bodies: a page's
-        tree is ~9x its text) the page asked for ahead is also parsed, in the one parsing thread
-        so the parse of the next page and the build of this one use both cores; `read_page` then
-        builds a page parsed ahead whole (see `_parse_fetched`)."""
+        asked for again the usual way, retries included.
+
+        With `parse_ahead` (the VM list's short bodies, issue 24) every page, the current one
+        too, is fetched and then parsed and built in the parsing threads (`_parse_fetched`;
+        `read_page` builds a parsed page whole), and `VM_LIST_AHEAD` pages are asked for ahead
+        (`PoolPager.guesses`): the site prepares them while two pages are parsed at once, each
+        mostly without the GIL, on both cores. The pages after the first are asked for as soon as
+        the first has arrived, before it is parsed, from the ids its answer seems to hold
+        (`vm_id_span`, `PoolPager.guesses_after_first`): only a guess, read only if the pager asks
+        for that page once the first is read."""
         from tui.domain.vm_scan import PoolOutOfOrder, PoolPager
 
         pager = PoolPager(int(VM_PAGE_SIZE if page_size is None else page_size))
         read: list[T] = []
-        ahead: tuple[PageAsk, asyncio.Task[Any]] | None = None
+        ahead: _PagesAhead = _PagesAhead(lambda ask: fetch(ask))
 
         async def fetch(ask: PageAsk) -> "list[bytes] | _ParsedPage[T]":
             chunks = await self._run(method, partial(self._fetch_pool, method, int(filter), ask.start, ask.end,
                                                      int(state)))
             if not parse_ahead:
                 return chunks
-            # in the one parsing thread: the trees' memory comes from one malloc arena, reused page
+            if not ask.is_range and pager.pages == 0:  # the first page: the next ones asked for at once
+                chunks[:] = [b"".join(chunks)]
+                span = vm_id_span(chunks[0])
+                if span is not None:
+                    ahead.ask(pager.guesses_after_first(*span, VM_LIST_AHEAD))
+            # in the parsing threads: the trees' memory comes from their malloc arenas, reused page
             # after page (parsed in any worker thread, each arena kept its own high-water mark)
             return await self._run(method, partial(self._parse_fetched, chunks, method, take, read_page),
                                    executor=self._parse_executor)
         try:
             while pager.ask is not None:
                 ask = pager.ask
-                fetched: asyncio.Task[Any] | None = None
-                if ahead is not None:
-                    if ahead[0] == ask:
-                        fetched = ahead[1]
-                    else:
-                        ahead[1].cancel()
-                guess = pager.guess_next()
-                if guess is None:
-                    ahead = None
-                else:
-                    ahead = (guess, asyncio.create_task(fetch(guess)))
-                    # a guess dropped after it failed: its error is not lost unseen, it was never needed
-                    ahead[1].add_done_callback(_seen)
-                chunks: "list[bytes] | _ParsedPage[T] | None" = None
-                if fetched is not None:
-                    try:
-                        chunks = await fetched
-                    except SiteError:
-                        chunks = None  # asked for again below, the usual way
+                if parse_ahead:
+                    ahead.ask([ask])  # the VM list's page itself is parsed and built the same way
+                fetched = ahead.take(ask)
+                guesses = pager.guesses(VM_LIST_AHEAD if parse_ahead else 1)
+                ahead.keep_only(guesses)
+                ahead.ask(guesses)
+                chunks = await _settled(fetched)  # None: asked for again below, the usual way
                 page = await self._read(method, self._page_work(method, take, chunks, int(filter), ask.start, ask.end,
                                                                 int(state)))
                 try:
@@ -384,8 +391,7 @@ class CloudClient:
                 if on_page is not None:
                     on_page(read)
         finally:
-            if ahead is not None:
-                ahead[1].cancel()
+            ahead.keep_only(())
         return read, pager
 
     def _page_work(self, method: str, take: Callable[[list[etree._Element]], list[T]],
@@ -721,16 +727,49 @@ def _hex(value: str) -> str:
 
 
 class _ParsedPage(Generic[T]):
-    """A page fetched and parsed ahead (`CloudClient._parse_fetched`): its pool element with the
-    items still in it, or the items themselves when the answer was read whole; and how to read
-    the pool element when not a batch at a time."""
+    """A page fetched, parsed and built ahead (`CloudClient._parse_fetched`): its items."""
 
-    __slots__ = ("tree", "read_page")
+    __slots__ = ("items",)
 
-    def __init__(self, tree: "etree._Element | list[T]",
-                 read_page: "Callable[[etree._Element], list[T]] | None" = None) -> None:
-        self.tree = tree
-        self.read_page = read_page
+    def __init__(self, items: list[T]) -> None:
+        self.items = items
+
+
+class _PagesAhead:
+    """The pages of a paged read asked for ahead (`CloudClient._vm_pages`): a task fetching (and
+    parsing) each, by its ask."""
+
+    def __init__(self, fetch: "Callable[[PageAsk], Awaitable[Any]]") -> None:
+        self._fetch = fetch
+        self._tasks: "dict[PageAsk, asyncio.Task[Any]]" = {}
+
+    def ask(self, asks: "Iterable[PageAsk]") -> None:
+        """Ask for each of `asks` not asked for yet."""
+        for ask in asks:
+            if ask not in self._tasks:
+                task = self._tasks[ask] = asyncio.ensure_future(self._fetch(ask))
+                # a guess dropped after it failed: its error is not lost unseen, it was never needed
+                task.add_done_callback(_seen)
+
+    def take(self, ask: "PageAsk") -> "asyncio.Task[Any] | None":
+        """The task asking for `ask` (no longer kept here), or None."""
+        return self._tasks.pop(ask, None)
+
+    def keep_only(self, asks: "Iterable[PageAsk]") -> None:
+        """Drop (cancel) every page asked for but those of `asks`."""
+        kept = set(asks)
+        for ask in [ask for ask in self._tasks if ask not in kept]:
+            self._tasks.pop(ask).cancel()
+
+
+async def _settled(fetched: "asyncio.Task[T] | None") -> "T | None":
+    """What a page asked for ahead gave; None when there is none or asking for it failed."""
+    if fetched is None:
+        return None
+    try:
+        return await fetched
+    except SiteError:
+        return None
 
 
 def _seen(task: "asyncio.Task[Any]") -> None:

@@ -250,6 +250,23 @@ class PoolStream(Generic[T]):
         return self._take([child for child in root if child.tag == self.item_tag])
 
 
+#: a VM's start and its ID as the platform escapes them in the pool's string (`<VM><ID>7</ID>`)
+_VM_START = b"&lt;VM&gt;&lt;ID&gt;"
+_VM_ID = re.compile(rb"&lt;VM&gt;&lt;ID&gt;([0-9]{1,18})&lt;/ID&gt;")
+
+
+def vm_id_span(body: bytes) -> tuple[int, int, int] | None:
+    """A glance at a VM pool answer not parsed yet: the ids of its first and last VM and how many
+    VMs it seems to hold (the escaped `<VM><ID>` it holds), or None where it shows none. Only a
+    guess of which page follows it may rest on this (`PoolPager.guesses_after_first`): a text in
+    a CDATA section may look the same; the page's read says what it holds."""
+    first = _VM_ID.search(body)
+    last = _VM_ID.match(body, body.rfind(_VM_START))
+    if first is None or last is None:
+        return None
+    return int(first.group(1)), int(last.group(1)), body.count(_VM_START)
+
+
 #: items read from a parsed page per batch (`take_tree`): each batch leaves the tree once read
 TREE_BATCH = 256
 

@@ -156,14 +156,43 @@ class PoolPager:
         before the current page is read: the caller may ask for it meanwhile and use the answer
         only if `ask` turns out to equal it. None after the first page (its ids set the next
         range) and where nothing follows (an open range, or id 0 reached going down)."""
+        guesses = self.guesses(1)
+        return guesses[0] if guesses else None
+
+    def guesses(self, count: int) -> list[PageAsk]:
+        """Up to `count` asks that will follow the current one, each guessed as `guess_next`
+        guesses the first (every page as dense as the one before it): the caller may ask for
+        them all meanwhile and use each answer only if `ask` turns out to equal it."""
+        out: list[PageAsk] = []
+        ask, width = self.ask, self._width
+        while len(out) < count:
+            if ask is None or not ask.is_range or ask.end == -1 or self.descending is None:
+                break
+            width = self.size if width == self.size else min(2 * width, MAX_WIDTH_PAGES * self.size)
+            if self.descending:
+                top = ask.start - 1
+                if top < 0:
+                    break
+                ask = PageAsk(max(0, top - width + 1), top)
+            else:
+                ask = PageAsk(ask.end + 1, ask.end + width)
+            out.append(ask)
+        return out
+
+    def guesses_after_first(self, first_id: int, last_id: int, listed: int, count: int) -> list[PageAsk]:
+        """Before the first page is read: up to `count` asks that would follow it, were it to list
+        `listed` VMs from id `first_id` to id `last_id` (what a glance at its answer says, which
+        only the read of the page can tell for sure), each guessed as `guesses` guesses them."""
         ask = self.ask
-        if ask is None or not ask.is_range or ask.end == -1 or self.descending is None:
-            return None
-        width = self.size if self._width == self.size else min(2 * self._width, MAX_WIDTH_PAGES * self.size)
-        if self.descending:
-            top = ask.start - 1
-            return None if top < 0 else PageAsk(max(0, top - width + 1), top)
-        return PageAsk(ask.end + 1, ask.end + width)
+        if ask is None or ask.is_range or self.pages or listed < self.size or count < 1 or first_id == last_id:
+            return []
+        scratch = PoolPager(self.size)
+        scratch.descending = last_id < first_id
+        nxt = scratch._below(last_id) if scratch.descending else PageAsk(last_id + 1, last_id + self.size)
+        if nxt is None:
+            return []
+        scratch.ask = nxt
+        return [nxt, *scratch.guesses(count - 1)]
 
     def _below(self, lowest: int) -> PageAsk | None:
         top = lowest - 1
