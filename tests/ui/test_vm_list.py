@@ -232,16 +232,16 @@ async def test_the_first_page_shows_while_the_rest_of_the_pool_is_read(sim_facto
     release = threading.Event()
     async with app.run_test(size=SIZE) as pilot:
         cloud = app.site.cloud
-        original = cloud._stream_pool
+        original = cloud._fetch_pool
 
-        def stream_pool(method: str, *args):  # type: ignore[no-untyped-def]
-            # (pool tag, item tag, take, filter, start, end, state): an end of -1 or more is an id range,
-            # a page after the first
-            if method == "one.vmpool.info" and args[5] >= -1:
+        def fetch_pool(method: str, *args):  # type: ignore[no-untyped-def]
+            # (filter, start, end, state): an end of -1 or more is an id range, a page after the first
+            # (the VM list fetches every page, then parses it in a parsing thread)
+            if method == "one.vmpool.info" and args[2] >= -1:
                 assert release.wait(60), "the test never released the second page"
             return original(method, *args)
 
-        cloud._stream_pool = stream_pool  # type: ignore[method-assign]
+        cloud._fetch_pool = fetch_pool  # type: ignore[method-assign]
         screen = app.screen
         assert isinstance(screen, VmListScreen)
         await wait_for(pilot, lambda: screen.table.row_count == 5, what="the first page")
