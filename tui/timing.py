@@ -168,6 +168,18 @@ def monotonic() -> float:
     return CLOCK.monotonic()
 
 
+def format_elapsed(seconds: float) -> str:
+    """An elapsed time as every wait shows it: `42s`, `3m 05s`, `1h 02m`."""
+    total = max(0, int(seconds))
+    if total < 60:
+        return f"{total}s"
+    minutes, secs = divmod(total, 60)
+    if minutes < 60:
+        return f"{minutes}m {secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m"
+
+
 async def sleep(seconds: float, *, cancel: asyncio.Event | None = None,
                 until: asyncio.Future[Any] | None = None) -> None:
     """A pause on the clock (`Clock.sleep`): a poll interval, a retry's back-off, a heartbeat."""

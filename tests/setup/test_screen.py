@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from tui.screens.toolkit_files import InputFileModal
 from tui.screenshots import wait_for, wait_for_screen
 from tui.sim.repos import SIM_VAULT_PASSWORD
 from tui.sim.server import SimServer
+from tui.timing import Clock
 from widgets.confirm_modal import ConfirmModal
 from widgets.help_screen import HelpScreen
 from widgets.key_bar import KeyBar
@@ -168,3 +170,35 @@ async def test_a_stop_during_a_setup_step_stops_it_at_its_safe_point_and_audits_
 def _objects(server: SimServer) -> tuple[set[int], set[int]]:
     with server.site.lock:
         return set(server.site.images), set(server.site.templates)
+
+
+async def test_a_long_step_says_how_long_it_has_run_and_what_it_waits_for(sim_factory, tmp_path: Path,
+                                                                           driven_clock: Clock) -> None:
+    """The download of a fresh site: while its images copy, the status line counts the step's time
+    and the log's last line is the download's heartbeat (a 20 GB disk copied for a minute under
+    "running the next step… (c cancels)" and the line of its last image to go LOCKED)."""
+    server: SimServer = sim_factory()
+    app = setup_app(server, tmp_path)
+
+    def status() -> str:
+        content = screen.query_one("#setup-status", Static).content
+        return content.plain if hasattr(content, "plain") else str(content)
+
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await front_door(pilot)
+        server.site.hold_clock()  # the images stay LOCKED until released
+        try:
+            await pilot.press("n")
+            await wait_for_screen(pilot, ConfirmModal, what="the download's preview")
+            await pilot.press("tab", "enter")
+            await wait_for(pilot, lambda: sum(line.endswith(" LOCKED") for line in screen.step_log) >= 5, timeout=60,
+                           what="every image LOCKED")
+            assert "running the next step… (c cancels)" in status()  # a step under 3 s shows no count
+            driven_clock.advance(42)
+            await wait_for(pilot, lambda: re.search(r"running the next step… 4\ds \(c cancels\)", status())
+                           and "waiting for the datastore to copy it; 4 more not READY" in screen.step_log[-1],
+                           what="the step's time and the download's heartbeat")
+        finally:
+            server.site.release_clock()
+        await wait_for(pilot, lambda: not screen.running, timeout=120, what="the download to end")
+        assert "c cancels" not in status()

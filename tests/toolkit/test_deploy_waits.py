@@ -32,13 +32,13 @@ from tui.domain.template_text import scalar
 from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
 from tui.procedures.progress import Progress
-from tui.procedures.toolkit.deploy_waits import explain_roles, format_elapsed
+from tui.procedures.toolkit.deploy_waits import explain_roles
 from tui.procedures.toolkit.instantiate import follow_deployment
 from tui.procedures.toolkit.service import record_for_service
 from tui.settings import Settings
 from tui.sim.scenarios import AUTOMATION_PASSWORD
 from tui.sim.server import SimServer
-from tui.timing import Clock
+from tui.timing import Clock, format_elapsed
 
 WESTMERE = 2
 

@@ -29,9 +29,11 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.reactive import var
+from textual.timer import Timer
 from textual.widgets import Button, Input, Label, Static
 from textual.worker import Worker
 
+from tui import timing
 from tui.domain.setup_steps import SetupChecklist, SetupStep, StepId, StepState
 from tui.errors import SiteError
 from tui.screens.base import SiteScreen
@@ -204,6 +206,10 @@ class ValuesModal(SecretsModal):
 
 
 
+#: a running step's status line says for how long it has run once it has run this long (seconds):
+#: a quick step's line does not flicker a count
+RUNNING_TIME_AFTER_S = 3.0
+
 #: what a wait's heartbeat ends with: "(12 s of at most 1800 s)" (tui.procedures.waiting's callers)
 _HEARTBEAT = re.compile(r"\(\d+ s of at most [\d.]+ s\)$")
 
@@ -243,6 +249,9 @@ class SetupScreen(SiteScreen):
         self.input_path = input_path
         self.checklist: SetupChecklist | None = None
         self.running: str | None = None
+        #: when the running step started (`tui.timing`'s clock) and the ticker that shows its time
+        self._running_since = 0.0
+        self._running_ticker: Timer | None = None
         self.step_log: list[str] = []
         self.last_message = ""
         #: secrets asked here for this session (never written)
@@ -364,12 +373,17 @@ class SetupScreen(SiteScreen):
         return allowed
 
     def _paint_status(self) -> None:
+        if not self.running and self._running_ticker is not None:
+            self._running_ticker.stop()
+            self._running_ticker = None
         self.refresh_bindings()
         parts = []
         if self.running and self.change is not None and self.change.running and self.change.cancelling:
             parts.append(f"cancelling {self.running}: it stops at the next safe point…")
         elif self.running:
-            parts.append(f"running {self.running}… (c cancels)")
+            elapsed = timing.monotonic() - self._running_since
+            took = f" {timing.format_elapsed(elapsed)}" if elapsed >= RUNNING_TIME_AFTER_S else ""
+            parts.append(f"running {self.running}…{took} (c cancels)")
         elif self.reading:
             parts.append("reading the site…")
         if self.last_message:
@@ -441,6 +455,9 @@ class SetupScreen(SiteScreen):
                 self.open_form()
                 return
         self.running = only.value if only else "the next step"
+        self._running_since = timing.monotonic()
+        if self._running_ticker is None:
+            self._running_ticker = self.set_interval(1.0, self._paint_status, name="setup-running")
         self.step_log = []
         self._paint_status()
         self._run_worker(only)

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tui import timing
 from tui.screenshots.scene import Scene, SceneContext
 
 #: the scenes' input file values (fixed secrets: the scenes are pictures)
@@ -94,9 +95,9 @@ async def prepare_setup_blocked(ctx: SceneContext) -> None:
 
 async def prepare_setup_done(ctx: SceneContext) -> None:
     """The whole setup done headless first (the same procedures), then the health view."""
-    from tui.procedures.setup.facts import target_from_file
     from tui.domain.toolkit_inputs import secret_names
     from tui.procedures.operation import RunContext
+    from tui.procedures.setup.facts import target_from_file
     from tui.procedures.setup.run import RunOptions, run_setup
 
     assert ctx.server is not None
@@ -125,6 +126,9 @@ async def prepare_setup_confirm(ctx: SceneContext) -> None:
     from widgets.confirm_modal import ConfirmModal
 
     screen = await setup_loaded(ctx)
+    # the status line counts a step's time from its third second: stopped, the picture is the same
+    # however long the preview took (the harness lets the clock run again after the picture)
+    timing.CLOCK.stop()
     await ctx.pilot.press("n")
     modal = await ctx.wait_for_screen(ConfirmModal, timeout=30, what="the download's confirmation")
     await ctx.wait_for(lambda: modal.query("#confirm"), what="its buttons")
@@ -172,7 +176,6 @@ async def prepare_setup_trial(ctx: SceneContext) -> None:
     log says what it waits for with the same elapsed seconds every time (tui.timing)."""
     import threading
 
-    from tui import timing
     from tui.sim.manager_api import _admin, manager_vm, ready_manager_step
     from tui.sim.repos import EXISTING_SITE, SIM_VAULT_PASSWORD
     from widgets.confirm_modal import ConfirmModal

@@ -9,9 +9,7 @@ service's role nodes) and says, for each, what the role waits for and why it has
   document-database VM whose CPU verdict puts it at risk (its host lacks AVX or SSE4.2, or the
   verdict is unknown while it is not ready, `tui.procedures.hosts.cpu_inventory.DbVmRow.at_risk`) is named with
   its host and the verdict, and the move that fixes it (`sitetk hosts move <id>`, key `m` in the
-  deployment view or on the hosts screen); any other VM is waiting for its appliance.
-
-`format_elapsed(seconds)` is the elapsed time every waiting step shows. Reads only.
+  deployment view or on the hosts screen); any other VM is waiting for its appliance. Reads only.
 """
 
 from __future__ import annotations
@@ -29,18 +27,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from tui.procedures.connection import SiteConnection
 
 RUNNING = "RUNNING"
-
-
-def format_elapsed(seconds: float) -> str:
-    """`42s`, `3m 05s`, `1h 02m`."""
-    total = max(0, int(seconds))
-    if total < 60:
-        return f"{total}s"
-    minutes, secs = divmod(total, 60)
-    if minutes < 60:
-        return f"{minutes}m {secs:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h {minutes:02d}m"
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from tui.errors import SiteError
 from tui.procedures.operation import RunContext
 from tui.procedures.progress import Progress, ProgressState
 from tui.procedures.site_record import save_site_record
-from tui.procedures.toolkit.deploy_waits import RoleWait, explain_roles, format_elapsed
+from tui.procedures.toolkit.deploy_waits import RoleWait, explain_roles
 from tui.procedures.toolkit.service import (
     AutomationKey,
     read_automation_key,
@@ -215,7 +215,7 @@ def _waiting_events(waits: tuple[RoleWait, ...], service: Service, since: dict[s
     for wait in waits:
         key = role_step(wait.role)
         why = " ".join(f"{vm.why}." for vm in wait.vms)
-        message = f"{wait.state} for {format_elapsed(now - since.get(key, started))}: waits for {wait.waits_for}"
+        message = f"{wait.state} for {timing.format_elapsed(now - since.get(key, started))}: waits for {wait.waits_for}"
         events.append(Progress(key, done, total, message + (f". {why}" if why else ""), ProgressState.RUNNING,
                                {"service_id": service.id, "role": wait.role, "state": wait.state,
                                 "elapsed_s": round(now - since.get(key, started), 1), "waiting": wait.as_json(),
@@ -223,7 +223,7 @@ def _waiting_events(waits: tuple[RoleWait, ...], service: Service, since: dict[s
                                DeployStep(service.id, wait.role, wait)))
     names = ", ".join(f"{w.role} ({w.state})" for w in waits) or "the service's state to change"
     events.append(Progress(STEP_SERVICE, done, total,
-                           f"service {service.id} {service.state_name} for {format_elapsed(now - started)}: waits for "
+                           f"service {service.id} {service.state_name} for {timing.format_elapsed(now - started)}: waits for "
                            f"roles {names}", ProgressState.RUNNING,
                            {"service_id": service.id, "state": service.state_name,
                             "elapsed_s": round(now - started, 1)}, DeployStep(service.id)))
@@ -385,7 +385,7 @@ async def _wait_for_key(follower: _Follower, key_timeout: float, poll_interval: 
                 vm = follower.record.automation_vm
                 who = f"VM {vm.vm_id}" if vm is not None else f"role {follower.record.automation_role}'s VM"
                 context.report(Progress(STEP_KEY, follower.done, follower.total,
-                               f"waiting {format_elapsed(now - started)} (at most {format_elapsed(key_timeout)}) for "
+                               f"waiting {timing.format_elapsed(now - started)} (at most {timing.format_elapsed(key_timeout)}) for "
                                f"{who} to publish {attribute}: its appliance does once its automation server runs",
                                ProgressState.RUNNING, {"service_id": record.service_id, "elapsed_s": round(now - started, 1)},
                                DeployStep(record.service_id)))
