@@ -211,6 +211,10 @@ _TRICKY_VMS = (
     "<VM><ID>6</ID><DISK><NAME>d</NAME><IP>1.2.3.4</IP></DISK><TEMPLATE><DISK><IP>1.2.3.5</IP></DISK>"
     "<CONTEXT><ETH0_IP>1.2.3.6</ETH0_IP></CONTEXT></TEMPLATE><USER_TEMPLATE><VM><ID>99</ID></VM></USER_TEMPLATE>"
     "</VM>",
+    # addresses in document order, whatever the order of the NICs, aliases and address kinds
+    "<VM><ID>9</ID><TEMPLATE><NIC_ALIAS><IP>10.9.0.1</IP></NIC_ALIAS><NIC><IP6>fe80::9</IP6><IP>10.9.0.2</IP>"
+    "<IP6_GLOBAL>2001:db8::9</IP6_GLOBAL></NIC><NIC_ALIAS><IP6_GLOBAL>2001:db8::a</IP6_GLOBAL><IP>10.9.0.3</IP>"
+    "</NIC_ALIAS></TEMPLATE></VM>",
     # white space and line ends kept as they are; text the whole world writes
     "<VM><ID> 8 </ID><NAME> tab\there\nline </NAME><UNAME>Ω ✓ 名前 😀</UNAME><STIME></STIME></VM>",
 )
@@ -233,6 +237,7 @@ def test_a_page_read_by_the_stylesheet_gives_what_each_vm_read_alone_gives(monke
     assert expected[4].name == "second" and expected[4].ips == ("10.0.0.1", "10.0.0.2")
     assert (expected[4].cpu, expected[4].cpu_usage, expected[4].memory_usage_kb) == (3.0, 0.0, 0)
     assert (expected[5].name, expected[5].owner, expected[5].group, expected[5].host) == ("x", "", "", "")
+    assert expected[7].ips == ("10.9.0.1", "fe80::9", "10.9.0.2", "2001:db8::9", "2001:db8::a", "10.9.0.3")
     assert vm_summary_page(_page()) == []
 
 

@@ -39,20 +39,26 @@ _FIELD, _RECORD = "\ue000", "\ue001"
 #: says the same and takes ~20% longer)
 _FIRST_TEXT = "text()[1][not(preceding-sibling::node())]"
 _TEXT = "[last()]/" + _FIRST_TEXT
-_IPS = ("TEMPLATE[last()]/*[self::NIC or self::NIC_ALIAS]/*[self::IP or self::IP6_GLOBAL or self::IP6]"
-        "/text()[1][not(preceding-sibling::node())][. != '']")
+#: the sections read more than once, each picked once per VM into a variable (a path from the
+#: variable reads as the path from the VM: `$t/CPU` is `TEMPLATE[last()]/CPU`)
+_VARIABLES = (
+    ("t", "TEMPLATE[last()]"),
+    ("h", "HISTORY_RECORDS[last()]/node()[not(self::text())][last()]"),
+    ("m", "MONITORING[last()]"),
+    ("u", "USER_TEMPLATE[last()]"),
+)
+#: every non-empty address of every NIC and NIC_ALIAS, in document order (a union is in document
+#: order: the same nodes as `$t/*[self::NIC or self::NIC_ALIAS]/*[self::IP or ...]`, ~10% faster)
+_IPS = " | ".join(f"$t/{nic}/{address}/{_FIRST_TEXT}[. != '']"
+                  for nic in ("NIC", "NIC_ALIAS") for address in ("IP", "IP6_GLOBAL", "IP6"))
 #: the texts of a record after its count of addresses, in order (the addresses follow them)
 _SUMMARY_PATHS = (
-    "ID", "NAME", "UID", "GID", "UNAME", "GNAME", "STATE", "LCM_STATE", "STIME", "TEMPLATE[last()]/CPU",
-    "TEMPLATE[last()]/VCPU", "TEMPLATE[last()]/MEMORY",
-    "HISTORY_RECORDS[last()]/node()[not(self::text())][last()]/HOSTNAME",
-    "HISTORY_RECORDS[last()]/node()[not(self::text())][last()]/HID",
-    "MONITORING[last()]/CPU", "MONITORING[last()]/MEMORY", "USER_TEMPLATE[last()]/SERVICE_ID",
-    "USER_TEMPLATE[last()]/ROLE_NAME")
+    "ID", "NAME", "UID", "GID", "UNAME", "GNAME", "STATE", "LCM_STATE", "STIME", "$t/CPU", "$t/VCPU", "$t/MEMORY",
+    "$h/HOSTNAME", "$h/HID", "$m/CPU", "$m/MEMORY", "$u/SERVICE_ID", "$u/ROLE_NAME")
 #: fields of a record before its addresses: their count, then `_SUMMARY_PATHS`
 _SUMMARY_FIELDS = 1 + len(_SUMMARY_PATHS)
 #: monitored values are None when absent: present ones are written after a `=`
-_PRESENT = frozenset(("MONITORING[last()]/CPU", "MONITORING[last()]/MEMORY"))
+_PRESENT = frozenset(("$m/CPU", "$m/MEMORY"))
 
 
 def _summary_stylesheet() -> str:
@@ -60,11 +66,12 @@ def _summary_stylesheet() -> str:
         if path in _PRESENT:
             return f'<xsl:for-each select="{path}[last()]">=<xsl:value-of select="{_FIRST_TEXT}"/></xsl:for-each>'
         return f'<xsl:value-of select="{path}{_TEXT}"/>'
-    record = _FIELD.join([f'<xsl:value-of select="count({_IPS})"/>', *(field(path) for path in _SUMMARY_PATHS)])
+    variables = "".join(f'<xsl:variable name="{name}" select="{path}"/>' for name, path in (*_VARIABLES, ("ips", _IPS)))
+    record = _FIELD.join(['<xsl:value-of select="count($ips)"/>', *(field(path) for path in _SUMMARY_PATHS)])
     return f"""<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
 <xsl:output method="text" encoding="UTF-8"/>
 <xsl:template match="/"><xsl:value-of select="count(VM_POOL/VM)"/>{_RECORD}<xsl:apply-templates select="VM_POOL/VM"/></xsl:template>
-<xsl:template match="VM">{record}<xsl:for-each select="{_IPS}">{_FIELD}<xsl:value-of select="."/></xsl:for-each>{_RECORD}</xsl:template>
+<xsl:template match="VM">{variables}{record}<xsl:for-each select="$ips">{_FIELD}<xsl:value-of select="."/></xsl:for-each>{_RECORD}</xsl:template>
 </xsl:stylesheet>"""
 
 
