@@ -379,8 +379,11 @@ class CloudClient:
                 ahead.keep_only(guesses)
                 ahead.ask(guesses)
                 chunks = await _settled(fetched)  # None: asked for again below, the usual way
-                page = await self._read(method, self._page_work(method, take, chunks, int(filter), ask.start, ask.end,
-                                                                int(state)))
+                if isinstance(chunks, _ParsedPage):  # built in a parsing thread: taken here, no thread hop
+                    page = self._read_parsed(chunks, take)
+                else:
+                    page = await self._read(method, self._page_work(method, take, chunks, int(filter), ask.start,
+                                                                    ask.end, int(state)))
                 try:
                     pager.take([vm_id(item) for item in page])
                 except PoolOutOfOrder as exc:
@@ -395,15 +398,14 @@ class CloudClient:
         return read, pager
 
     def _page_work(self, method: str, take: Callable[[list[etree._Element]], list[T]],
-                   chunks: "list[bytes] | _ParsedPage[T] | None", *params: Any) -> Callable[[], list[T]]:
-        """One page's read for `_read`: the first attempt reads the answer fetched (or parsed)
-        ahead when there is one, every attempt after it (or without one) asks the site."""
+                   chunks: "list[bytes] | None", *params: Any) -> Callable[[], list[T]]:
+        """One page's read for `_read`: the first attempt reads the answer fetched ahead when
+        there is one, every attempt after it (or without one) asks the site (a page parsed and
+        built ahead is taken as it is, `_read_parsed`)."""
         def work() -> list[T]:
             nonlocal chunks
             if chunks is not None:
                 fetched, chunks = chunks, None
-                if isinstance(fetched, _ParsedPage):
-                    return self._read_parsed(fetched, take)
                 return self._read_fetched(fetched, method, "VM_POOL", "VM", take)
             return self._stream_pool(method, "VM_POOL", "VM", take, *params)
         return work
