@@ -21,10 +21,11 @@ Here the body is fed as it comes off the socket (`feed`, chunk by chunk):
 A body that is truncated, malformed, or holds a character XML cannot carry raises
 `MalformedResponse` (`ControlCharacterAnswer` for the latter), never an lxml error.
 
-`parse_tree` reads a whole page the same way with a plain parser instead (no events, so no call
-back into Python while lxml parses: the parse runs without the GIL, beside the thread building the
-page before it), and hands back the checked pool element; `take_tree` turns its items into
-results batch by batch, dropping each batch from the tree once read (issue 24).
+`PoolStream(plain=True)` reads a whole page the same way with a plain parser instead (no events,
+so no call back into Python while lxml parses: the parse runs without the GIL, beside the other
+parsing thread), and `tree` hands back the checked pool element; `take_tree` turns its items
+into results batch by batch, dropping each batch from the tree once read (issue 24).
+`vm_id_span` glances at a page not parsed yet for the ids that set the pages after it.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from tui.domain.vms import VmSummary
 
 # The VM list's pages parsed ahead: read by a compiled XSLT, off the GIL ------------------------
 # A page's rows are the same `vm_summary` gives, but the ~20 texts of each VM are picked by libxslt
-# (which runs without the GIL, beside the parse of the next page in the parsing thread) into one
+# (which runs without the GIL, in the parsing thread that parsed the page, beside the other) into one
 # text, so that Python splits strings instead of making an element proxy for each of a VM's ~60
 # elements (issue 24, a 1,000-VM page: ~40 ms of Python with the GIL held -> ~9 ms, and ~31 ms of
 # libxslt without it). Each path reads as `vm_summary` does:
