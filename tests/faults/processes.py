@@ -194,3 +194,15 @@ def sitetk(tmp_path: Path) -> Iterator[Callable[[SimServer], Runner]]:
             if run.process.poll() is None:
                 run.process.kill()
                 run.process.wait(30)
+
+
+def running_in(root: Path) -> list[str]:
+    """The ids of the processes whose working directory is in `root` (a soak's commands run there)."""
+    running = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and Path(os.readlink(proc / "cwd")).is_relative_to(root):
+                running.append(proc.name)
+        except OSError:
+            continue
+    return running

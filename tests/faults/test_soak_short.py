@@ -18,7 +18,7 @@ import pytest
 
 from bench.soak.operations import CATALOGUE
 from bench.soak.run import AUDIT_BREAKS, SIGNALS, draw_step, soak
-from tests.faults.processes import soak_run_here
+from tests.faults.processes import running_in, soak_run_here
 
 SHORT_OPS = 18
 SHORT_SEED = 21634
@@ -77,7 +77,6 @@ def test_a_stopped_soak_writes_the_figures_of_its_steps_and_leaves_no_command_ru
     """A 1,000-step run outlasted its window on a loaded machine, and a stop lost every figure:
     SIGTERM (SIGINT is ignored in a background job) now ends the step's commands, then prints and
     writes the figures of the steps run so far, saying where it stopped, and exits 1."""
-    import os
     import re
     import signal
     import subprocess
@@ -100,11 +99,4 @@ def test_a_stopped_soak_writes_the_figures_of_its_steps_and_leaves_no_command_ru
     assert stopped and int(stopped[2]) == data["operations"] >= 1, data
     assert int(stopped[1]) in (data["operations"], data["operations"] + 1), data  # in its checks, or its commands
     assert data["stopped"] in stdout
-    running = []
-    for proc in Path("/proc").iterdir():
-        try:
-            if proc.name.isdigit() and Path(os.readlink(proc / "cwd")).is_relative_to(root):
-                running.append(proc.name)
-        except OSError:
-            continue
-    assert running == []  # the sitetk commands run in the soak's root, each in a session of its own
+    assert running_in(root) == []  # the sitetk commands run in the soak's root, each in a session of its own

@@ -4,26 +4,15 @@ known, and the world ends every command it started when it stops."""
 
 from __future__ import annotations
 
-import os
 import signal
 from pathlib import Path
 
 import pytest
 
 from bench.soak.world import World, request_stop, stop_held
+from tests.faults.processes import running_in
 
 pytestmark = pytest.mark.timeout(120)
-
-
-def _running_in(root: Path) -> list[str]:
-    running = []
-    for proc in Path("/proc").iterdir():
-        try:
-            if proc.name.isdigit() and Path(os.readlink(proc / "cwd")).is_relative_to(root):
-                running.append(proc.name)
-        except OSError:
-            continue
-    return running
 
 
 def test_a_stop_while_held_comes_when_the_hold_ends_and_at_once_otherwise() -> None:
@@ -54,4 +43,4 @@ def test_a_command_started_as_the_soak_was_stopped_is_ended_with_the_world(tmp_p
         world.set_faults()
         world.stop(remove=False)
     assert process.returncode is not None
-    assert _running_in(root) == []
+    assert running_in(root) == []
