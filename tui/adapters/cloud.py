@@ -25,7 +25,7 @@ import json
 import xmlrpc.client
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Generic, Iterable, Mapping, Sequence, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Mapping, Sequence, TypeVar, Union
 
 from lxml import etree
 
@@ -40,6 +40,7 @@ from tui.adapters.cloud_transport import (
     parse_document,
 )
 from tui.adapters.heap import keep_heap
+from tui.adapters.pages_ahead import PagesAhead, ParsedPage, settled
 from tui.adapters.pool_stream import PoolStream, take_tree, vm_id_span
 from tui.adapters.retry import DEFAULT_POLICY, RetryPolicy, deadline_after, reconciled_write, retry_read
 from tui.adapters.vm_summary_page import vm_summary_page
@@ -296,7 +297,7 @@ class CloudClient:
 
     @staticmethod
     def _parse_fetched(chunks: list[bytes], method: str, take: Callable[[list[etree._Element]], list[T]],
-                       read_page: "Callable[[etree._Element], list[T]] | None" = None) -> "_ParsedPage[T]":
+                       read_page: "Callable[[etree._Element], list[T]] | None" = None) -> "ParsedPage[T]":
         """A page's answer fetched ahead, parsed whole with a plain parser (`PoolStream.tree`) and
         its items built, all in a parsing thread: lxml parses without the GIL (no event calls back
         into Python) and `read_page` (the whole pool element; else `take` a batch at a time) reads
@@ -309,11 +310,11 @@ class CloudClient:
         del body
         tree = stream.tree()
         if isinstance(tree, list):
-            return _ParsedPage(tree)
-        return _ParsedPage(take_tree(tree, "VM", take) if read_page is None else read_page(tree))
+            return ParsedPage(tree)
+        return ParsedPage(take_tree(tree, "VM", take) if read_page is None else read_page(tree))
 
     @staticmethod
-    def _read_parsed(page: "_ParsedPage[T]", take: Callable[[list[etree._Element]], list[T]]) -> list[T]:
+    def _read_parsed(page: "ParsedPage[T]", take: Callable[[list[etree._Element]], list[T]]) -> list[T]:
         items, page.items = page.items, []
         return items
 
@@ -353,9 +354,9 @@ class CloudClient:
 
         pager = PoolPager(int(VM_PAGE_SIZE if page_size is None else page_size))
         read: list[T] = []
-        ahead: _PagesAhead = _PagesAhead(lambda ask: fetch(ask))
+        ahead: PagesAhead = PagesAhead(lambda ask: fetch(ask))
 
-        async def fetch(ask: PageAsk) -> "list[bytes] | _ParsedPage[T]":
+        async def fetch(ask: PageAsk) -> "list[bytes] | ParsedPage[T]":
             chunks = await self._run(method, partial(self._fetch_pool, method, int(filter), ask.start, ask.end,
                                                      int(state)))
             if not parse_ahead:
@@ -378,8 +379,8 @@ class CloudClient:
                 guesses = pager.guesses(VM_LIST_AHEAD if parse_ahead else 1)
                 ahead.keep_only(guesses)
                 ahead.ask(guesses)
-                chunks = await _settled(fetched)  # None: asked for again below, the usual way
-                if isinstance(chunks, _ParsedPage):  # built in a parsing thread: taken here, no thread hop
+                chunks = await settled(fetched)  # None: asked for again below, the usual way
+                if isinstance(chunks, ParsedPage):  # built in a parsing thread: taken here, no thread hop
                     page = self._read_parsed(chunks, take)
                 else:
                     page = await self._read(method, self._page_work(method, take, chunks, int(filter), ask.start,
@@ -726,57 +727,6 @@ def _hex(value: str) -> str:
     except ValueError:
         raise SiteError(f"Not a hexadecimal ACL field: {value!r}", "ACL fields are hex numbers such as 100000005.") from None
     return text
-
-
-class _ParsedPage(Generic[T]):
-    """A page fetched, parsed and built ahead (`CloudClient._parse_fetched`): its items."""
-
-    __slots__ = ("items",)
-
-    def __init__(self, items: list[T]) -> None:
-        self.items = items
-
-
-class _PagesAhead:
-    """The pages of a paged read asked for ahead (`CloudClient._vm_pages`): a task fetching (and
-    parsing) each, by its ask."""
-
-    def __init__(self, fetch: "Callable[[PageAsk], Awaitable[Any]]") -> None:
-        self._fetch = fetch
-        self._tasks: "dict[PageAsk, asyncio.Task[Any]]" = {}
-
-    def ask(self, asks: "Iterable[PageAsk]") -> None:
-        """Ask for each of `asks` not asked for yet."""
-        for ask in asks:
-            if ask not in self._tasks:
-                task = self._tasks[ask] = asyncio.ensure_future(self._fetch(ask))
-                # a guess dropped after it failed: its error is not lost unseen, it was never needed
-                task.add_done_callback(_seen)
-
-    def take(self, ask: "PageAsk") -> "asyncio.Task[Any] | None":
-        """The task asking for `ask` (no longer kept here), or None."""
-        return self._tasks.pop(ask, None)
-
-    def keep_only(self, asks: "Iterable[PageAsk]") -> None:
-        """Drop (cancel) every page asked for but those of `asks`."""
-        kept = set(asks)
-        for ask in [ask for ask in self._tasks if ask not in kept]:
-            self._tasks.pop(ask).cancel()
-
-
-async def _settled(fetched: "asyncio.Task[T] | None") -> "T | None":
-    """What a page asked for ahead gave; None when there is none or asking for it failed."""
-    if fetched is None:
-        return None
-    try:
-        return await fetched
-    except SiteError:
-        return None
-
-
-def _seen(task: "asyncio.Task[Any]") -> None:
-    if not task.cancelled():
-        task.exception()
 
 
 def _summary_id(vm: "VmSummary") -> int:

@@ -464,7 +464,7 @@ async def _follow_images(site: "SiteConnection", plan: DownloadPlan, context: Ru
     the first image still copying says so, with the time waited and the timeout (a large disk
     copies for minutes, and its last event was LOCKED)."""
     start = timing.monotonic()
-    next_beat = start + heartbeat
+    beat_at = heartbeat  # seconds into the wait
     first = done
     pending = {image_ids[n]: (steps[first + n], image.name) for n, image in enumerate(plan.images)}
     last_state: dict[int, int] = {}
@@ -491,8 +491,8 @@ async def _follow_images(site: "SiteConnection", plan: DownloadPlan, context: Ru
                 word = image_state_names(info.state)[0]
                 context.report(Progress(step, first + finished, total, f"image {info.id} {word}", ProgressState.RUNNING,
                                {"image_id": info.id, "state": word}))
-        if pending and elapsed >= next_beat - start and elapsed <= step_timeout:
-            next_beat = start + elapsed + heartbeat
+        if pending and beat_at <= elapsed <= step_timeout:
+            beat_at = elapsed + heartbeat
             image_id, (step, _) = next(iter(pending.items()))
             word = image_state_names(last_state.get(image_id, ImageState.LOCKED))[0]
             others = f"; {len(pending) - 1} more not READY" if len(pending) > 1 else ""
