@@ -266,7 +266,7 @@ async def test_a_long_copy_says_every_heartbeat_which_image_it_waits_for_and_how
         events.append(event)
         if sum(e.message.endswith(" LOCKED") for e in events) == len(plan.images):
             locked.set()
-        if "waiting for the datastore" in event.message:
+        if ": copying" in event.message:
             beat.set()
 
     task = asyncio.create_task(collect(partial(download_appliance, site, plan, poll_interval=POLL), on_event=seen))
@@ -278,9 +278,9 @@ async def test_a_long_copy_says_every_heartbeat_which_image_it_waits_for_and_how
     finally:
         sim.site.release_clock()
     await task
-    [first] = [e for e in events if "waiting for the datastore" in e.message][:1]
+    [first] = [e for e in events if ": copying" in e.message][:1]
     assert first.state == "running" and first.step.startswith("download ")
-    assert re.fullmatch(r"image \d+ LOCKED: waiting for the datastore to copy it; 1 more not READY "
+    assert re.fullmatch(r"image \d+ LOCKED: copying; 1 more not READY "
                         r"\(1\d s of at most 3600 s\)", first.message), first.message
     assert events[-1].state == "done"
 

@@ -196,7 +196,7 @@ async def test_a_long_step_says_how_long_it_has_run_and_what_it_waits_for(sim_fa
             assert "running the next step… (c cancels)" in status()  # a step under 3 s shows no count
             driven_clock.advance(42)
             await wait_for(pilot, lambda: re.search(r"running the next step… 4\ds \(c cancels\)", status())
-                           and "waiting for the datastore to copy it; 4 more not READY" in screen.step_log[-1],
+                           and "LOCKED: copying; 4 more not READY (" in screen.step_log[-1],
                            what="the step's time and the download's heartbeat")
         finally:
             server.site.release_clock()

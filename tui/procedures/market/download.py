@@ -497,7 +497,7 @@ async def _follow_images(site: "SiteConnection", plan: DownloadPlan, context: Ru
             word = image_state_names(last_state.get(image_id, ImageState.LOCKED))[0]
             others = f"; {len(pending) - 1} more not READY" if len(pending) > 1 else ""
             context.report(Progress(step, first + finished, total,
-                                    f"image {image_id} {word}: waiting for the datastore to copy it{others} "
+                                    f"image {image_id} {word}: copying{others} "
                                     f"({elapsed:.0f} s of at most {step_timeout:g} s)", ProgressState.RUNNING,
                                     {"image_id": image_id, "state": word, "elapsed": round(elapsed, 1),
                                      "pending": len(pending)}))
