@@ -6,10 +6,12 @@ it, but it is one widget that repaints a line of text when the bindings change. 
 a widget per key and mounts them all again on every change (a focus move, a modal closing), which
 cost the console about 30 ms on each screen switch and at start-up.
 
-When the line is too narrow for every key (80 columns), the app's own keys (quit, go to, help)
-and the palette key (without its description) keep their place on the right; the screen's keys
-come first with their descriptions while they fit, then as keys alone, then `…` (`?` lists them
-all).
+When the line is too narrow for every key (80 columns), the descriptions an operator knows by
+heart go first, so that the screen's own keys keep theirs: the palette's, then those of the app's
+keys (quit, go to, help), which keep their place on the right as keys alone. Only if the line is
+still too narrow do the screen's keys, which come first, lose theirs: each keeps its description
+while the keys after it still fit alone; when not even every key alone fits, the last ones give
+way to `…` (`?` lists them all). `fit` is that rule.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ class _Entry(NamedTuple):
     description: str
     key: str
     enabled: bool
-    #: an app-wide key (quit, go to, help): kept when the line is too narrow
+    #: an app-wide key (quit, go to, help): kept, as a key alone, when the line is too narrow
     app_level: bool = False
 
     def width(self, described: bool = True) -> int:
@@ -123,15 +125,9 @@ class KeyBar(Widget):
     def render(self) -> Text:
         styles = (self.get_component_rich_style("key-bar--key"), self.get_component_rich_style("key-bar--description"),
                   self.get_component_rich_style("key-bar--disabled"))
-        entries, palette = self._entries()
+        entries, palette = fit(*self._entries(), self.size.width)
         text = Text(no_wrap=True, overflow="crop", end="")
         slots: list[KeySlot] = []
-        width = self.size.width
-        needed = sum(e.width() for e in entries) + (palette.width() if palette is not None else 0)
-        if needed > width and width > 0:
-            if palette is not None:  # the palette's key alone: its place is known (rightmost)
-                palette = palette._replace(description="")
-            entries = self._fitted(entries, width - (palette.width() if palette is not None else 0))
         for entry in entries:
             if entry.key == "…":
                 text.append(" … ", styles[1])
@@ -139,34 +135,11 @@ class KeyBar(Widget):
             slots.append(_append(text, entry, *styles))
         if palette is not None:
             gap = self.size.width - text.cell_len - palette.width()
-            if gap > 0:  # right-aligned, when it fits
+            if gap >= 0:  # right-aligned, when it fits
                 text.append(" " * gap, styles[1])
                 slots.append(_append(text, palette, *styles))
         self.slots = tuple(slots)
         return text
-
-    @staticmethod
-    def _fitted(entries: list[_Entry], width: int) -> list[_Entry]:
-        """The entries that fit in `width` cells: the app's keys always; the screen's with their
-        description while they fit, then as keys alone, then `…`."""
-        kept = [e for e in entries if e.app_level]
-        room = width - sum(e.width() for e in kept) - 3  # 3: the `…`
-        shown: list[_Entry] = []
-        screen_keys = [e for e in entries if not e.app_level]
-        for n, entry in enumerate(screen_keys):
-            rest = len(screen_keys) - n - 1
-            if rest == 0:
-                room += 3  # the last key: no `…` can follow it
-            if entry.width() <= room and (rest == 0 or entry.width() + 3 * rest <= room or not shown):
-                shown.append(entry)
-                room -= entry.width()
-            elif entry.width(described=False) <= room:
-                shown.append(entry._replace(description=""))
-                room -= entry.width(described=False)
-            else:
-                shown.append(_Entry("…", "", "…", False))
-                break
-        return shown + kept
 
     def on_mouse_down(self, event: events.MouseDown) -> None:
         for slot in self.slots:
@@ -176,3 +149,52 @@ class KeyBar(Widget):
                 else:
                     self.app.bell()
                 return
+
+
+def _needed(entries: list[_Entry], palette: _Entry | None) -> int:
+    return sum(e.width() for e in entries) + (palette.width() if palette is not None else 0)
+
+
+def _bare(entry: _Entry) -> _Entry:
+    return entry._replace(description="")
+
+
+def fit(entries: list[_Entry], palette: _Entry | None, width: int) -> tuple[list[_Entry], _Entry | None]:
+    """The keys as painted on `width` cells: every key described when they all fit; else, step by
+    step until they fit, the palette's key alone, then the app's keys alone (the screen's keys first,
+    the app's after them), then the screen's keys fitted by `_fitted_screen_keys`."""
+    if width <= 0 or _needed(entries, palette) <= width:
+        return entries, palette
+    if palette is not None:  # the palette's key alone: its place is known (rightmost)
+        palette = _bare(palette)
+    screen_keys = [e for e in entries if not e.app_level]
+    app_keys = [e for e in entries if e.app_level]
+    if _needed(screen_keys + app_keys, palette) <= width:
+        return screen_keys + app_keys, palette
+    app_keys = [_bare(e) for e in app_keys]
+    if _needed(screen_keys + app_keys, palette) <= width:
+        return screen_keys + app_keys, palette
+    room = width - _needed(app_keys, palette)
+    return _fitted_screen_keys(screen_keys, room) + app_keys, palette
+
+
+def _fitted_screen_keys(entries: list[_Entry], room: int) -> list[_Entry]:
+    """The screen's keys in `room` cells: each with its description while the keys after it still
+    fit alone, else alone; when not even every key alone fits, keys alone, then `…`."""
+    shown: list[_Entry] = []
+    for n, entry in enumerate(entries):
+        rest = sum(e.width(described=False) for e in entries[n + 1:])
+        fitting = next((e for e in (entry, _bare(entry)) if e.width() + rest <= room), None)
+        if fitting is None:
+            break
+        shown.append(fitting)
+        room -= fitting.width()
+    else:
+        return shown
+    room -= 3  # 3: the `…`
+    for entry in entries[len(shown):]:
+        if entry.width(described=False) > room:
+            break
+        shown.append(_bare(entry))
+        room -= entry.width(described=False)
+    return [*shown, _Entry("…", "", "…", False)]

@@ -15,7 +15,7 @@ from tui.domain.endpoints import endpoint_address
 from tui.screenshots import click_shown, wait_for, wait_for_screen
 from widgets.confirm_modal import ConfirmModal
 from widgets.context_bar import ContextBar
-from widgets.key_bar import KeyBar, _Entry
+from widgets.key_bar import KeyBar, _Entry, fit
 from widgets.progress_panel import ProgressPanel
 from widgets.secret_input import SecretInput
 from widgets.state_cell import StateLook, StatePalette
@@ -282,15 +282,78 @@ class KeyHarness(App[None]):
         return True
 
 
+def _painted(entries: list[_Entry], palette: _Entry | None, width: int) -> list[tuple[str, str]]:
+    fitted, fitted_palette = fit(entries, palette, width)
+    assert width <= 0 or sum(e.width() for e in fitted) + (fitted_palette.width() if fitted_palette else 0) <= width
+    return [(e.display, e.description) for e in (*fitted, *([fitted_palette] if fitted_palette else []))]
+
+
+#: the setup screen's keys while a step runs, the app's (quit, go to, help) and the palette's
+SETUP_KEYS = [_Entry("n", "Next step", "n", True), _Entry("d", "Do this", "d", True),
+              _Entry("i", "Input file", "i", True), _Entry("c", "Cancel", "c", True), _Entry("r", "Refresh", "r", True)]
+APP_KEYS = [_Entry("q", "Quit", "q", True, True), _Entry(":", "Go to", "colon", True, True),
+            _Entry("?", "Help", "question_mark", True, True)]
+PALETTE = _Entry("^p", "Commands", "ctrl+p", True)
+
+
+def test_key_bar_fit_drops_the_app_keys_descriptions_before_the_screens() -> None:
+    """The order in which descriptions go as the line narrows: the palette's, then the app's keys'
+    (all three), then the screen's keys' from the right, then the screen's keys themselves behind
+    `…`; the app's keys and the palette's stay, on the right. Before, the screen's keys lost their
+    descriptions first: at 80 columns a running setup step showed `c  r  q Quit  : Go to  ? Help`."""
+    entries = SETUP_KEYS + APP_KEYS
+    described = [(e.display, e.description) for e in SETUP_KEYS]
+    everything = described + [("q", "Quit"), (":", "Go to"), ("?", "Help"), ("^p", "Commands")]
+    assert _painted(entries, PALETTE, 97) == everything
+    assert _painted(entries, PALETTE, 0) == everything  # not laid out yet
+    # the palette's description alone is enough to go
+    assert _painted(entries, PALETTE, 96) == _painted(entries, PALETTE, 88) == [*everything[:-1], ("^p", "")]
+    # 80 columns: the app's keys alone, every key of the screen described
+    bare_app = [("q", ""), (":", ""), ("?", ""), ("^p", "")]
+    assert _painted(entries, PALETTE, 87) == _painted(entries, PALETTE, 80) == described + bare_app
+    assert _painted(entries, PALETTE, 72) == described + bare_app
+    # narrower: the screen's keys lose theirs from the right, never before the app's keys
+    assert _painted(entries, PALETTE, 71) == [*described[:4], ("r", ""), *bare_app]
+    assert _painted(entries, PALETTE, 50) == [("n", "Next step"), ("d", "Do this"), ("i", ""), ("c", ""), ("r", ""),
+                                              *bare_app]
+    assert _painted(entries, PALETTE, 30) == [("n", ""), ("d", ""), ("i", ""), ("c", ""), ("r", ""), *bare_app]
+    # narrower still: `…` stands for the screen's keys that are left out, the app's keys stay
+    assert _painted(entries, PALETTE, 24) == [("n", ""), ("d", ""), ("…", ""), *bare_app]
+    # no palette key (a harness without one), keys in the app's order when they all fit
+    assert _painted(entries, None, 80) == described + bare_app[:3]
+    assert _painted(APP_KEYS + SETUP_KEYS[:1], None, 80) == [("q", "Quit"), (":", "Go to"), ("?", "Help"),
+                                                            ("n", "Next step")]
+
+
+def test_key_bar_fit_keeps_the_app_keys_descriptions_when_only_the_palettes_is_in_the_way() -> None:
+    """The setup screen with no step running at 80 columns: everything but the palette's
+    description fits, so quit, go to and help keep theirs."""
+    entries = [e for e in SETUP_KEYS if e.key != "c"] + APP_KEYS
+    assert _painted(entries, PALETTE, 80) == [
+        ("n", "Next step"), ("d", "Do this"), ("i", "Input file"), ("r", "Refresh"),
+        ("q", "Quit"), (":", "Go to"), ("?", "Help"), ("^p", "")]
+
+
+def test_key_bar_fit_describes_the_marketplace_keys_the_room_allows() -> None:
+    """The marketplace at 80 columns: every key but the last described. Before, `d a u` showed
+    alone next to `q Quit  : Go to  ? Help`; a key kept no description either when only the
+    three cells of a `…` that no key needed were missing."""
+    market = [_Entry("/", "Filter", "slash", True), _Entry("esc", "Clear filter", "escape", True),
+              _Entry("r", "Reload", "r", True), _Entry("d", "Download", "d", True),
+              _Entry("a", "Attributes", "a", True), _Entry("u", "Upgrade plan", "u", True)]
+    assert _painted(market + APP_KEYS, PALETTE, 80) == [
+        ("/", "Filter"), ("esc", "Clear filter"), ("r", "Reload"), ("d", "Download"), ("a", "Attributes"), ("u", ""),
+        ("q", ""), (":", ""), ("?", ""), ("^p", "")]
+
+
 def test_key_bar_gives_the_last_key_the_room_no_ellipsis_needs() -> None:
     """The `…` is reserved only while a key could follow it: at 80 columns the setup's last key
     (r Refresh) lost its description for want of the three cells it kept for nothing."""
     entries = [_Entry("a", "Add", "a", True), _Entry("r", "Refresh", "r", True), _Entry("q", "Quit", "q", True, True)]
-    assert [(e.display, e.description) for e in KeyBar._fitted(entries, 26)] == [
-        ("a", "Add"), ("r", "Refresh"), ("q", "Quit")]
+    assert _painted(entries, None, 26) == [("a", "Add"), ("r", "Refresh"), ("q", "Quit")]
+    assert _painted(entries, None, 21) == [("a", "Add"), ("r", "Refresh"), ("q", "")]
     # one cell less: the last key alone, no `…` (nothing was left out)
-    assert [(e.display, e.description) for e in KeyBar._fitted(entries, 25)] == [
-        ("a", "Add"), ("r", ""), ("q", "Quit")]
+    assert _painted(entries, None, 20) == [("a", "Add"), ("r", ""), ("q", "")]
 
 
 async def test_key_bar_shows_active_keys_dims_disabled_ones_and_presses_on_click() -> None:
@@ -316,20 +379,21 @@ async def test_key_bar_shows_active_keys_dims_disabled_ones_and_presses_on_click
 
 
 class NarrowHarness(App[None]):
-    """The app's own keys (quit, go to, help) and a screen with more keys than 80 columns hold."""
+    """The app's own keys (quit, go to, help) and a screen with the keys `screen_keys` describes."""
 
     BINDINGS = [Binding("q", "press('q')", "Quit"), Binding("colon", "press(':')", "Go to", key_display=":"),
                 Binding("question_mark", "press('?')", "Help", key_display="?")]
 
-    def __init__(self) -> None:
+    def __init__(self, screen_keys: list[tuple[str, str]]) -> None:
         super().__init__()
         self.pressed: list[str] = []
+        self.screen_keys = screen_keys
 
     def on_mount(self) -> None:
         from textual.screen import Screen
 
         class Busy(Screen[None]):
-            BINDINGS = [Binding(k, f"app.press('{k}')", f"Long description {k}") for k in "nmdicrw"]
+            BINDINGS = [Binding(k, f"app.press('{k}')", text) for k, text in self.screen_keys]
 
             def compose(self) -> ComposeResult:
                 yield KeyBar()
@@ -340,26 +404,47 @@ class NarrowHarness(App[None]):
         self.pressed.append(key)
 
 
-async def test_key_bar_at_80_columns_keeps_quit_go_to_help_and_the_palette() -> None:
-    app = NarrowHarness()
-    async with app.run_test(size=(80, 5)) as pilot:
+async def _key_line(app: NarrowHarness, size: tuple[int, int]) -> str:
+    async with app.run_test(size=size) as pilot:
         bar = await wait_for(pilot, lambda: (found := app.screen.query(KeyBar)) and found.first().slots and found.first(),
                              what="the keys painted")
         line = rendered_text(bar)
-        assert len(line) <= 80
-        for kept in (" q Quit ", " : Go to ", " ? Help ", " ^p"):
-            assert kept in line, line
-        assert line.startswith(" n Long description n "), line  # the screen's first key, described
-        assert all(f" {k} " in line for k in "mdicrw"), line  # the others as keys alone
         at = next(slot for slot in bar.slots if slot.key == "q")
         await pilot.click(KeyBar, offset=(at.start + 1, 0))
-        assert app.pressed == ["q"]
-    wide = NarrowHarness()
-    async with wide.run_test(size=(200, 5)) as pilot:
-        bar = await wait_for(pilot, lambda: (found := wide.screen.query(KeyBar)) and found.first().slots and found.first(),
-                             what="the keys painted")
-        line = rendered_text(bar)
-        assert "Long description w" in line and "…" not in line and "^p palette" in line
+        assert app.pressed == ["q"]  # the app's key, without its description, still pressed by a click
+        return line
+
+
+async def test_key_bar_at_80_columns_describes_the_screens_keys_before_the_apps() -> None:
+    """The setup screen's keys while a step runs, at 80 columns: every one keeps its description
+    and quit, go to and help show as keys alone. Before, `c` and `r` showed bare next to `q Quit  :
+    Go to  ? Help`."""
+    setup_keys = [("n", "Next step"), ("d", "Do this"), ("i", "Input file"), ("c", "Cancel"), ("r", "Refresh")]
+    line = await _key_line(NarrowHarness(setup_keys), (80, 5))
+    assert len(line) <= 80
+    assert line.startswith(" n Next step  d Do this  i Input file  c Cancel  r Refresh  q  :  ? "), line
+    assert line.rstrip().endswith(" ^p"), line
+    # the marketplace's keys fill the 80 columns to the last cell, the palette's key in the last four
+    market_keys = [("slash", "Filter"), ("escape", "Clear filter"), ("r", "Reload"), ("d", "Download"),
+                   ("a", "Attributes"), ("u", "Upgrade plan")]
+    line = await _key_line(NarrowHarness(market_keys), (80, 5))
+    assert line == " / Filter  esc Clear filter  r Reload  d Download  a Attributes  u  q  :  ?  ^p ", line
+    # wide enough: every key described, the palette's too
+    line = await _key_line(NarrowHarness(setup_keys), (120, 5))
+    assert " c Cancel  r Refresh  q Quit  : Go to  ? Help " in line and line.rstrip().endswith("^p palette"), line
+
+
+async def test_key_bar_at_80_columns_keeps_quit_go_to_help_and_the_palette() -> None:
+    """A screen with more keys than 80 columns hold even with the app's keys alone: its first key
+    described, the others alone, the app's keys and the palette's on the right."""
+    long_keys = [(k, f"Long description {k}") for k in "nmdicrw"]
+    line = await _key_line(NarrowHarness(long_keys), (80, 5))
+    assert len(line) <= 80
+    assert line.startswith(" n Long description n "), line  # the screen's first key, described
+    assert all(f" {k} " in line for k in "dicrw"), line  # the last ones as keys alone
+    assert " w  q  :  ? " in line and line.rstrip().endswith(" ^p"), line
+    line = await _key_line(NarrowHarness(long_keys), (200, 5))
+    assert "Long description w" in line and "…" not in line and " q Quit " in line and "^p palette" in line
 
 
 async def test_dialog_buttons_have_accelerators_a_visible_focus_and_stay_in_sight() -> None:
