@@ -202,3 +202,36 @@ async def test_a_long_step_says_how_long_it_has_run_and_what_it_waits_for(sim_fa
             server.site.release_clock()
         await wait_for(pilot, lambda: not screen.running, timeout=120, what="the download to end")
         assert "c cancels" not in status()
+
+
+async def test_a_step_counts_its_time_from_its_confirmation(sim_factory, tmp_path: Path, driven_clock: Clock) -> None:
+    """A minute spent reading the download's preview is not the step's: the status line counts from
+    the confirmation, when the step starts running. Before, the count started at `n`: the step
+    showed "1m 00s" as it started and "1m 4Xs" after 42 s of its own."""
+    server: SimServer = sim_factory()
+    app = setup_app(server, tmp_path)
+
+    def status() -> str:
+        content = screen.query_one("#setup-status", Static).content
+        return content.plain if hasattr(content, "plain") else str(content)
+
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await front_door(pilot)
+        server.site.hold_clock()  # the images stay LOCKED until released
+        try:
+            await pilot.press("n")
+            await wait_for_screen(pilot, ConfirmModal, what="the download's preview")
+            driven_clock.advance(60)  # the operator reads the preview
+            screen._paint_status()  # what the ticker paints next
+            assert "running the next step… (c cancels)" in status(), status()
+            await pilot.press("tab", "enter")
+            await wait_for(pilot, lambda: any(line.endswith(" LOCKED") for line in screen.step_log), timeout=60,
+                           what="the download running")
+            screen._paint_status()
+            assert "running the next step… (c cancels)" in status(), status()  # under 3 s: no count yet
+            driven_clock.advance(42)
+            await wait_for(pilot, lambda: re.search(r"running the next step… 4\ds \(c cancels\)", status()),
+                           what="the step's own 42 s")
+        finally:
+            server.site.release_clock()
+        await wait_for(pilot, lambda: not screen.running, timeout=120, what="the download to end")

@@ -19,8 +19,9 @@ through `run_change`, as every change a screen makes); `r` reads the site again.
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from rich.text import Text
 from textual import on, work
@@ -210,6 +211,8 @@ class ValuesModal(SecretsModal):
 #: a quick step's line does not flicker a count
 RUNNING_TIME_AFTER_S = 3.0
 
+_Answer = TypeVar("_Answer")
+
 #: what a wait's heartbeat ends with: "(12 s of at most 1800 s)" (tui.procedures.waiting's callers)
 _HEARTBEAT = re.compile(r"\(\d+ s of at most [\d.]+ s\)$")
 
@@ -249,8 +252,9 @@ class SetupScreen(SiteScreen):
         self.input_path = input_path
         self.checklist: SetupChecklist | None = None
         self.running: str | None = None
-        #: when the running step started (`tui.timing`'s clock) and the ticker that shows its time
-        self._running_since = 0.0
+        #: when the running step started (`tui.timing`'s clock; None while a dialog of the step waits
+        #: for the operator: the time spent reading it is not the step's) and the ticker that shows it
+        self._running_since: float | None = None
         self._running_ticker: Timer | None = None
         self.step_log: list[str] = []
         self.last_message = ""
@@ -381,7 +385,7 @@ class SetupScreen(SiteScreen):
         if self.running and self.change is not None and self.change.running and self.change.cancelling:
             parts.append(f"cancelling {self.running}: it stops at the next safe point…")
         elif self.running:
-            elapsed = timing.monotonic() - self._running_since
+            elapsed = 0.0 if self._running_since is None else timing.monotonic() - self._running_since
             took = f" {timing.format_elapsed(elapsed)}" if elapsed >= RUNNING_TIME_AFTER_S else ""
             parts.append(f"running {self.running}…{took} (c cancels)")
         elif self.reading:
@@ -479,10 +483,21 @@ class SetupScreen(SiteScreen):
         detail = "\n".join(f"- {c.description}" for c in plan.preview.changes)
         modal = ConfirmModal("Do it", plan.preview.title, detail=detail, command=plan.preview.cli_script(),
                              destructive=plan.preview.destructive)
-        return bool(await self.app.push_screen_wait(modal))  # type: ignore[arg-type]  # App[object] wants Screen[object]
+        # App[object] wants Screen[object]
+        return bool(await self._answered(self.app.push_screen_wait(modal)))  # type: ignore[arg-type]
+
+    async def _answered(self, dialog: Awaitable[_Answer]) -> _Answer:
+        """`dialog`'s answer: while the operator reads it the running step's count stops, and it
+        counts again from zero once answered (after its confirmation the step runs; before, the
+        count started at `n` and took in the time spent reading the preview)."""
+        self._running_since = None
+        try:
+            return await dialog
+        finally:
+            self._running_since = timing.monotonic()
 
     async def _ask(self, names: list[str]) -> dict[str, str]:
-        answers = await self.app.push_screen_wait(SecretsModal(names))
+        answers = await self._answered(self.app.push_screen_wait(SecretsModal(names)))
         if not answers:
             raise SiteError("Secrets not given", "Nothing was changed; press n again and give them, or put them in "
                             "the input file (mode 0600).")
@@ -490,7 +505,7 @@ class SetupScreen(SiteScreen):
         return answers
 
     async def _ask_values(self, wanted: list[tuple[str, str]]) -> dict[str, str]:
-        answers = await self.app.push_screen_wait(ValuesModal([p for p, _ in wanted], dict(wanted)))
+        answers = await self._answered(self.app.push_screen_wait(ValuesModal([p for p, _ in wanted], dict(wanted))))
         if not answers:
             raise SiteError("Site values not given", "Nothing was changed; press n again and give them.")
         return answers
