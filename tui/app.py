@@ -196,6 +196,8 @@ class SiteToolkitApp(App[int]):
         self._front_door_pending = False
         #: a list screen showed rows that are not painted yet: the front door waits for them
         self._first_rows_due = False
+        #: the collector is off until the first rows are painted (`on_mount`, `_start_collector`)
+        self._collector_held = False
         #: set once the start-up check passed (created in on_mount, inside the event loop)
         self._connected = asyncio.Event()
         if ANIMATIONS_ENV not in os.environ:
@@ -236,11 +238,12 @@ class SiteToolkitApp(App[int]):
     def on_mount(self) -> None:
         gc.set_threshold(*GC_THRESHOLDS)
         if not gc.isenabled():
-            # `sitetk` started without the collector (tui.console): what is alive now (modules,
-            # classes, the app) lives as long as the process, so it is frozen, and no full
-            # collection scans it again; then the collector runs with the thresholds above
-            gc.freeze()
-            gc.enable()
+            # `sitetk` started without the collector (tui.console), and it stays off until the
+            # first screen's first rows are painted (the client's imports and the first page make
+            # few cycles, and ~40 young collections cost ~4 ms of the start-up, issue 24); at the
+            # latest after the warm-up delay, or at once when the connection fails
+            self._collector_held = True
+            self.set_timer(WARM_UP_DELAY_S, self._start_collector, name="collector")
         self._set_endpoint_context()
         self.set_context("health", "○ connecting", "muted")
         if self.site.settings.keys:
@@ -265,6 +268,15 @@ class SiteToolkitApp(App[int]):
             if chosen is not None:
                 return chosen
         return super().get_driver_class()
+
+    def _start_collector(self) -> None:
+        """Turn the collector back on, once (`on_mount`): what is alive now (modules, classes, the
+        app, the first rows) is frozen, so no full collection scans it again; then the collector
+        runs with `GC_THRESHOLDS`."""
+        if self._collector_held:
+            self._collector_held = False
+            gc.freeze()
+            gc.enable()
 
     def _stop_requested(self, signum: int) -> None:
         """SIGTERM, SIGHUP (a dropped SSH session) or SIGINT: every running operation is cancelled
@@ -380,6 +392,7 @@ class SiteToolkitApp(App[int]):
             self.call_later(self.open_screen, "setup")
 
     def on_site_toolkit_app_connect_failed(self, message: ConnectFailed) -> None:
+        self._start_collector()
         self._stop_connect_ticker()
         self.set_context("health", "✘ not connected", "error")
         screen = self.screen
@@ -561,6 +574,7 @@ class SiteToolkitApp(App[int]):
         self.first_rows_at = time.monotonic()
         self.first_rows_cpu = time.process_time()
         self._first_rows_due = False
+        self._start_collector()
         if self._exit_on_first_rows:
             self.exit(self.return_code_on_exit)
             return

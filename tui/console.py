@@ -159,7 +159,8 @@ def run_console(args: argparse.Namespace) -> int:
     """Run the console; returns the process exit code."""
     # No garbage collection while the console imports and starts: its imports make few cycles,
     # and full collections over them cost ~20 ms of the start-up; the app re-enables the
-    # collector (with its own thresholds, the start-up objects frozen) once it runs.
+    # collector (with its own thresholds, the start-up objects frozen) once its first rows are
+    # painted (SiteToolkitApp.on_mount).
     gc.disable()
     # the demo site starts first: its imports and seeding overlap the console's own on another core
     child = _start_demo_site(args) if getattr(args, "demo", False) else None

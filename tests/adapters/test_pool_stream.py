@@ -13,6 +13,7 @@ from typing import Any, Callable
 import pytest
 
 from tests.conftest import SimFactory
+from tui.adapters import cloud as cloud_module
 from tui.adapters import cloud_parse as parse
 from tui.adapters.cloud import CloudClient
 from tui.adapters.cloud_transport import (
@@ -23,7 +24,7 @@ from tui.adapters.cloud_transport import (
     decode_response,
     parse_document,
 )
-from tui.adapters.heap import keep_heap
+from tui.adapters.heap import KEEP_HEAP_FROM_BYTES, keep_heap
 from tui.adapters.pool_stream import PoolStream, vm_id_span
 from tui.adapters.retry import NO_RETRY
 from tui.domain.vm_scan import PageAsk, PoolPager, VmPrefilter
@@ -421,6 +422,22 @@ def test_a_glance_at_a_page_tells_its_first_and_last_vm() -> None:
     assert vm_id_span(_answer("<VM_POOL></VM_POOL>")) is None and vm_id_span(b"not xml at all") is None
     cdata = "<VM_POOL>" + _vm(5, "a") + _vm(4, "<![CDATA[<VM><ID>99</ID>]]>") + "</VM_POOL>"
     assert vm_id_span(_answer(cdata))[:2] == (5, 99)  # text that looks like a VM: only a guess
+
+
+def test_only_a_large_page_makes_the_process_keep_its_heap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The heap is kept (`keep_heap`) from the first page of `KEEP_HEAP_FROM_BYTES` on, not for the
+    small pages of a small site (whose console then never loads ctypes); the page is read either way."""
+    calls: list[int] = []
+    monkeypatch.setattr(cloud_module, "keep_heap", lambda: calls.append(1) or True)
+    small = _answer(_document(12))
+    assert [vm.id for vm in CloudClient._parse_fetched([small], "one.vmpool.info", parse.vm_summaries).items] == \
+        list(range(12, 0, -1))
+    assert calls == []
+    count = KEEP_HEAP_FROM_BYTES // len(_vm(1, "x")) + 1
+    large = _answer(_document(count))
+    assert len(large) >= KEEP_HEAP_FROM_BYTES
+    assert len(CloudClient._parse_fetched([large], "one.vmpool.info", parse.vm_summaries).items) == count
+    assert calls == [1]
 
 
 def test_the_heap_is_kept_once_per_process() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 from textual.command import CommandList, CommandPalette
 
 from tests.ui.conftest import SIZE, console_app, rendered_text, vm_screen, wait_for, wait_vms_loaded
@@ -265,3 +267,43 @@ async def test_first_rows_are_noted_once_painted_and_the_front_door_check_waits_
         [screen] = [s for s in app.screen_stack if isinstance(s, VmListScreen)]
         assert screen.table.rows_painted
         assert seen == [(True, True)]  # once, after the rows were painted
+
+
+async def test_a_console_started_without_the_collector_turns_it_on_once_its_first_rows_are_painted(sim_factory) -> None:  # type: ignore[no-untyped-def]
+    """`sitetk` starts with the collector off (tui.console); the app keeps it off while it connects
+    and reads its first page, and turns it on (the start-up objects frozen) in the frame that
+    painted the first rows (issue 24)."""
+    server = sim_factory(vms=3)
+    app = console_app(server)
+    seen: list[bool] = []
+    painted = app._first_rows_painted
+
+    def first_rows_painted() -> None:
+        seen.append(gc.isenabled())
+        painted()
+
+    app._first_rows_painted = first_rows_painted  # type: ignore[method-assign]
+    gc.disable()
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.first_rows_at is not None, what="the first rows")
+            assert seen[0] is False  # off until then
+            assert gc.isenabled()
+    finally:
+        gc.enable()
+        gc.unfreeze()
+
+
+async def test_a_failed_start_turns_the_collector_on(sim_factory) -> None:  # type: ignore[no-untyped-def]
+    """A console that cannot connect has no rows to wait for: the collector comes back at once."""
+    server = sim_factory()
+    server.stop()
+    app = console_app(server)
+    gc.disable()
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for_screen(pilot, ConnectErrorScreen, what="the connection failure screen")
+            assert gc.isenabled()
+    finally:
+        gc.enable()
+        gc.unfreeze()

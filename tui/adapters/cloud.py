@@ -39,7 +39,7 @@ from tui.adapters.cloud_transport import (
     decode_response,
     parse_document,
 )
-from tui.adapters.heap import keep_heap
+from tui.adapters.heap import KEEP_HEAP_FROM_BYTES, keep_heap
 from tui.adapters.pages_ahead import PagesAhead, ParsedPage, settled
 from tui.adapters.pool_stream import PoolStream, take_tree, vm_id_span
 from tui.adapters.retry import DEFAULT_POLICY, RetryPolicy, deadline_after, reconciled_write, retry_read
@@ -144,10 +144,9 @@ class CloudClient:
         self._session = session
         self._secrets = (session, session.split(":", 1)[1], *endpoint_secrets(endpoint))
         self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="cloud-rpc")
-        #: the threads that parse and build the VM list's pages (`_vm_pages`), which keep the
-        #: C heap between pages (`keep_heap`)
-        self._parse_executor = ThreadPoolExecutor(max_workers=VM_LIST_PARSERS, thread_name_prefix="cloud-parse",
-                                                  initializer=keep_heap)
+        #: the threads that parse and build the VM list's pages (`_vm_pages`); the first large
+        #: page makes the process keep its C heap between pages (`keep_heap`)
+        self._parse_executor = ThreadPoolExecutor(max_workers=VM_LIST_PARSERS, thread_name_prefix="cloud-parse")
         #: how reads are retried and writes reconciled (`tui.adapters.retry`)
         self.retry_policy: RetryPolicy = DEFAULT_POLICY
 
@@ -306,6 +305,8 @@ class CloudClient:
         stream = PoolStream(method, "VM_POOL", "VM", take, plain=True)
         body = b"".join(chunks)  # one feed: the GIL handed over once, not once per chunk
         chunks.clear()
+        if len(body) >= KEEP_HEAP_FROM_BYTES:
+            keep_heap()
         stream.feed(body)
         del body
         tree = stream.tree()

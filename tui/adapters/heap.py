@@ -8,6 +8,10 @@ minor page faults a page, ~40% of its parse's CPU time (10,000 VMs, one thread, 
 mapped and the next page reuses them. The peak of memory does not grow (what is kept was in use
 a moment before and is reused, not added to); what the process holds between refreshes stays
 near that peak instead of falling back. Elsewhere than glibc (no `mallopt`) nothing changes.
+
+It is set by the first page of at least `KEEP_HEAP_FROM_BYTES`, not at start-up: a smaller page
+faults in too little to matter, and a site whose pages are all small (the demo site's 100 VMs, a
+page of ~0.3 MB) never pays for loading `ctypes` (~1.5 ms of the console's start, issue 24).
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ import threading
 #: glibc's `mallopt` parameter numbers (malloc.h)
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
+#: the size of a page's answer from which the heap is kept (a page of 1,000 VMs is ~2.4 MB)
+KEEP_HEAP_FROM_BYTES = 2**20
 #: free memory a heap may keep at its top before giving it back
 TRIM_THRESHOLD = 256 * 2**20
 #: allocations at least this large get a mapping of their own (glibc's default grows to 32 MiB on
@@ -35,7 +41,7 @@ def keep_heap() -> bool:
     global _kept
     with _lock:
         if _kept is None:
-            import ctypes  # here: ~3 ms of import, in a parsing thread on the first page, not at start-up
+            import ctypes  # here: ~1.5-3 ms of import, only once a large page comes
 
             try:
                 mallopt = ctypes.CDLL(None).mallopt
