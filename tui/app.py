@@ -29,6 +29,7 @@ import asyncio
 import contextlib
 import gc
 import os
+import sys
 import time
 import traceback
 from datetime import datetime
@@ -52,7 +53,6 @@ from tui.procedures.connection import ConnectionInfo, SiteConnection
 from tui.procedures.stop_signals import exit_code_for, on_stop_signals
 from tui.screens import registry
 from tui.screens.base import CONTEXT_SLOTS, SiteScreen
-from tui.screens.connect_error import ConnectErrorScreen
 from tui.screens.registry import ScreenSpec
 from tui.settings import Settings
 from widgets.context_bar import ContextBar, Variant
@@ -60,6 +60,9 @@ from widgets.key_bar import KeyBar
 from widgets.shared_stylesheet import shared_stylesheet
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only
+    from typing import TypeGuard
+
+    from tui.screens.connect_error import ConnectErrorScreen
     from widgets.virtual_table import VirtualTable
 
 #: Textual's own switch for its animations (smooth scrolling, fades); unset, the console animates nothing
@@ -90,6 +93,13 @@ STOP_POLL_S = 0.05
 
 #: a SiteError detail longer than this (or on several lines) opens the modal, not only a toast
 _TOAST_DETAIL_LIMIT = 160
+
+
+def _is_connect_error(screen: Screen[Any]) -> "TypeGuard[ConnectErrorScreen]":
+    """Whether `screen` is the start-up failure screen; its module is imported only when a start
+    fails (~1 ms of the start-up otherwise), and until then no screen can be one."""
+    module = sys.modules.get("tui.screens.connect_error")
+    return module is not None and isinstance(screen, module.ConnectErrorScreen)
 
 
 def _local_now() -> datetime:
@@ -312,7 +322,7 @@ class SiteToolkitApp(App[int]):
         if self._connect_ticker is None:
             self._connect_ticker = self.set_interval(CONNECT_TICK_S, self._paint_connecting, name="connecting")
         try:
-            if self.info is None and self.reload_settings is not None and isinstance(self.screen, ConnectErrorScreen):
+            if self.info is None and self.reload_settings is not None and _is_connect_error(self.screen):
                 # a retry after a failed start: the operator may have fixed ONE_AUTH or the config
                 await self.site.use(self.reload_settings())
                 self._set_endpoint_context()
@@ -360,7 +370,7 @@ class SiteToolkitApp(App[int]):
         self.set_context("health", "● connected", "ok")
         self._stop_connect_ticker()
         self._connected.set()
-        if isinstance(self.screen, ConnectErrorScreen):
+        if _is_connect_error(self.screen):
             self.pop_screen()
         self.open_screen(self.initial_screen)
         if self.front_door:
@@ -396,9 +406,11 @@ class SiteToolkitApp(App[int]):
         self._stop_connect_ticker()
         self.set_context("health", "✘ not connected", "error")
         screen = self.screen
-        if isinstance(screen, ConnectErrorScreen):
+        if _is_connect_error(screen):
             screen.show_error(message.error, self.site.describe())
         else:
+            from tui.screens.connect_error import ConnectErrorScreen  # only a failed start shows it
+
             self.push_screen(ConnectErrorScreen(message.error, self.site.describe()))
 
     # ------------------------------------------------------------------ screens

@@ -87,6 +87,8 @@ class KeyBar(Widget):
         super().__init__(id=id)
         self.show_command_palette = show_command_palette
         self.slots: tuple[KeySlot, ...] = ()
+        #: the keys of the last bindings change (`_bindings_changed`)
+        self._shown: tuple[list[_Entry], _Entry | None] | None = None
 
     def on_mount(self) -> None:
         self.screen.bindings_updated_signal.subscribe(self, self._bindings_changed)
@@ -95,7 +97,12 @@ class KeyBar(Widget):
         self.screen.bindings_updated_signal.unsubscribe(self)
 
     def _bindings_changed(self, _screen: Screen[object]) -> None:
-        self.refresh()
+        # the signal comes with every focus change and bindings refresh, most of which change no
+        # key shown: repainted only when the keys differ (a render is ~1 ms, several a start-up)
+        shown = self._entries()
+        if shown != self._shown:
+            self._shown = shown
+            self.refresh()
 
     def keys(self) -> list[tuple[str, str, bool]]:
         """(key as displayed, description, enabled) of every key shown, left to right, the

@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Hashable, Iterable, Literal, Sequence
 
+from rich.cells import cell_len, set_cell_size
+from rich.control import strip_control_codes
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -30,6 +32,21 @@ from textual.strip import Strip
 
 Align = Literal["left", "right"]
 
+
+
+def _fitted_plain(value: str, width: int, align: str) -> str:
+    """A plain cell as `Text(value)` truncated with an ellipsis and padded to `width` renders it
+    (one unstyled segment), without building the `Text`: most cells of a list are plain strings,
+    and every row painted the first time renders all of its cells."""
+    text = strip_control_codes(value)
+    length = cell_len(text)
+    if length > width:
+        text = set_cell_size(text, width - 1) + "…"
+        length = cell_len(text)
+    pad = width - length
+    if pad > 0:
+        return " " * pad + text if align == "right" else text + " " * pad
+    return text
 
 @dataclass(frozen=True)
 class Column:
@@ -430,6 +447,10 @@ class VirtualTable(ScrollView, can_focus=True):
             if n:
                 segments.append(sep)
             value = cells[n] if n < len(cells) else ""
+            if isinstance(value, str) and style is None:
+                segments.append(Segment(_fitted_plain(
+                    self._text_filter(value) if self._text_filter is not None else value, width, column.align)))
+                continue
             if isinstance(value, Text):
                 cell = value.copy()
             else:

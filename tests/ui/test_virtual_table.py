@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+from rich.console import Console
+from rich.segment import Segment
 from rich.text import Text
 from textual.app import App, ComposeResult
 
 from widgets.field_input import FieldInput
-from widgets.virtual_table import Column, TableRow, VirtualTable
+from widgets.virtual_table import Column, TableRow, VirtualTable, _fitted_plain
 
 N = 50_000
 COLUMNS = [Column("id", "ID", 6, align="right"), Column("name", "NAME", 20, flex=True), Column("host", "HOST", 10)]
@@ -149,3 +153,19 @@ async def test_filter_keystrokes_repaint_without_laying_out_the_screen() -> None
         await pilot.pause()
         assert table.visible_count == 1 and not table.show_vertical_scrollbar
         assert table._layout_updates > layouts[0]
+
+
+@given(st.text(max_size=40), st.integers(min_value=0, max_value=30), st.sampled_from(["left", "right"]))
+def test_a_plain_cell_renders_as_the_text_it_stands_for(value: str, width: int, align: str) -> None:
+    """`_fitted_plain` (a plain string cell, painted without a `Text`) gives the one segment that
+    `Text(value)` truncated with an ellipsis and padded to the column's width renders: the same
+    characters, control codes dropped, wide characters counted as two cells."""
+    cell = Text(value)
+    cell.truncate(width, overflow="ellipsis")
+    pad = width - cell.cell_len
+    if pad > 0:
+        if align == "right":
+            cell.pad_left(pad)
+        else:
+            cell.pad_right(pad)
+    assert [Segment(_fitted_plain(value, width, align))] == list(cell.render(Console(), end=""))

@@ -29,6 +29,38 @@ class ConnectErrorScreen(Screen[None]):
     """What failed at start-up, what was tried and how to fix it; retry or quit."""
 
     TITLE = "Not connected"
+    # here, not in app.tcss: parsed only when a start fails
+    DEFAULT_CSS = """
+    #connect-body {
+        padding: 1 2;
+    }
+    #connect-title {
+        text-style: bold;
+        color: $text-error;
+        width: 1fr;
+    }
+    #connect-detail {
+        margin: 1 0;
+        width: 1fr;
+    }
+    .connect-heading {
+        text-style: bold underline;
+        margin: 1 0 0 0;
+    }
+    #connect-tried {
+        margin: 0 0 1 2;
+    }
+    #connect-attempts {
+        color: $text-muted;
+    }
+    #connect-buttons {
+        height: auto;
+        margin: 1 0 0 0;
+    }
+    #connect-buttons Button {
+        margin: 0 2 0 0;
+    }
+    """
     HELP_GROUP = "Connection failed"
     AUTO_FOCUS = "#connect-retry"
     BINDINGS: ClassVar[list[BindingType]] = [
