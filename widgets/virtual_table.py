@@ -13,6 +13,7 @@ as is.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Hashable, Iterable, Literal, Sequence
 
@@ -261,8 +262,13 @@ class VirtualTable(ScrollView, can_focus=True):
         return self._view[self._cursor] if self._view else None
 
     def set_rows(self, rows: Iterable[TableRow]) -> None:
-        """Replace every row; sort and filter are re-applied and the cursor follows its key."""
-        self._all = list(rows)
+        """Replace every row; sort and filter are re-applied and the cursor follows its key. The
+        very rows shown already (the same objects, in the same order) change nothing: a list read
+        in one page is set from its first page, then whole."""
+        new = list(rows)
+        if len(new) == len(self._all) and all(map(operator.is_, new, self._all)):
+            return
+        self._all = new
         self._generation += 1
         self._row_cache.clear()
         self._resort()

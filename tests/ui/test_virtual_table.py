@@ -119,6 +119,25 @@ async def test_empty_view_shows_placeholder() -> None:
         assert table.cursor_key is None and table.cursor_table_row is None
 
 
+async def test_setting_the_rows_shown_already_changes_nothing() -> None:
+    """The same row objects again (a list read in one page: its first page, then the whole) keep
+    the table as it is, cached lines included; a list that differs in one row replaces them."""
+    app = TableApp()
+    async with app.run_test(size=(60, 8)) as pilot:
+        table = app.query_one(VirtualTable)
+        rows = make_rows(5)
+        table.set_rows(rows)
+        await pilot.pause()
+        generation = table._generation
+        table.set_rows(list(rows))
+        assert table._generation == generation and table._row_cache
+        changed = [*rows[:4], make_rows(5, names={4: "renamed"})[4]]
+        table.set_rows(changed)
+        assert table._generation == generation + 1
+        await pilot.pause()
+        assert "renamed" in "".join(table.render_line(y).text for y in range(1, 7))
+
+
 class FilterApp(App[None]):
     def compose(self) -> ComposeResult:
         yield FieldInput(id="f")
