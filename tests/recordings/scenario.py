@@ -85,7 +85,7 @@ COVERS: dict[str, tuple[str, ...]] = {
     "CloudClient.template_delete": ("template: delete", "missing: template delete"),
     "CloudClient.template_instantiate": ("vm: instantiate",),
     "CloudClient.vm_info": ("vm: info", "missing: vm info"),
-    "CloudClient.list_vms": ("vms: list",),
+    "CloudClient.list_vms": ("vms: list", "vm list pages"),
     "CloudClient.list_vms_detail": ("vms: list extended",),
     "CloudClient.scan_vms_detail": ("vms: scan pages",),
     "CloudClient.vm_action": ("vm: undeploy", "vm: poweroff", "vm: terminate", "wrong state: resume",
@@ -296,6 +296,22 @@ async def scenario(run: Run) -> None:
         held.append(run.bind("vm", held_id, label))
     await run.call("vms: scan pages of two (an ID-range page)",
                    admin.scan_vms_detail(VmPrefilter(ids=(vm.id,)), page_size=2))
+    # the VM list as the console reads it (`CloudClient.list_vms`: one.vmpool.info, short bodies) in
+    # pages of two: the first by offset (-2, 0, -2, -1), the next by ID range, asked ahead from the ids
+    # the first page's answer shows (tui.domain.vm_scan.PoolPager, tui.adapters.pages_ahead); on a
+    # fresh site the first page holds vm:c and vm:b, the ID range below it vm:a
+    await run.call("vm list pages: pages of two (one.vmpool.info, the console's read)", admin.list_vms(page_size=2))
+    # a range page of the console's width holding two VMs (vm:b and vm:c: the order within a range)
+    top = held[-1]
+    await run.call("vm list pages: an ID range holding two VMs",
+                   admin.list_vms(start=held[0].id, end=held[0].id + 1))
+    # past the last VM: no VM has an id above vm:c's (the site allocates ids upwards and nothing else
+    # creates VMs meanwhile): a range of the console's width, as a guess ahead can ask it, and the
+    # open range (end -1: every id from start up) the pager asks last in ascending order
+    await run.call("vm list pages: an ID range past the last VM (empty)",
+                   admin.list_vms(start=top.id + 1, end=top.id + 2))
+    await run.call("vm list pages: the open range past the last VM (empty)",
+                   admin.list_vms(start=top.id + 1, end=-1))
     for other in held:
         await run.call(f"vm: terminate a held one ({other.symbol})", admin.vm_action("terminate-hard", other.id))
         await _wait_vm(run, admin, other, DONE)
