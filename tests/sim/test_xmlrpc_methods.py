@@ -164,7 +164,9 @@ def test_vm_pool_state_filter_owner_filter_and_pagination(sim: SimServer) -> Non
 
 def test_an_empty_pool_is_still_a_document(sim: SimServer) -> None:
     answer = call(sim, "one.vmpool.info", -2, -1, -1, -1)
-    assert answer == [True, "<VM_POOL/>", 0]
+    # oned writes the root's opening and closing tags around the rows (src/pool/PoolSQL.cc `dump`),
+    # as the real 7.4.0 answered an ID range past the last VM (tests/recordings)
+    assert answer == [True, "<VM_POOL></VM_POOL>", 0]
     assert one(sim).vmpool.info(-2, -1, -1, -1).VM == []
 
 

@@ -87,8 +87,11 @@ def owner_names(site: SimSite, uid: int, gid: int) -> tuple[str, str]:
 
 
 def pool_xml(root: str, bodies: Iterable[str]) -> str:
-    inner = "".join(bodies)
-    return f"<{root}>{inner}</{root}>" if inner else f"<{root}/>"
+    """A pool document as oned writes it: the opening tag, each row's body, the closing tag, so an
+    empty pool is `<ROOT></ROOT>`, never `<ROOT/>` (src/pool/PoolSQL.cc `dump` 197-226 at
+    release-7.4.0, the same at 6.10.5; src/acl/AclManager.cc 1193-1200 for ACL_POOL; recorded:
+    `vm list pages: an ID range past the last VM (empty)`, `user session: hosts`)."""
+    return f"<{root}>{''.join(bodies)}</{root}>"
 
 
 # VM -------------------------------------------------------------------------------------------
@@ -361,8 +364,8 @@ def cached_capacity(site: SimSite, vm: SimVm) -> tuple[int, int]:
 
 def vm_pool_escaped(site: SimSite, vms: Sequence[SimVm], full: bool) -> str:
     """VM_POOL, wire-escaped: a join of cached bodies, the hot path of a console."""
-    if not vms:
-        return "&lt;VM_POOL/&gt;"
+    if not vms:  # open and close tags, as every pool (`pool_xml`)
+        return "&lt;VM_POOL&gt;&lt;/VM_POOL&gt;"
     parts = ["&lt;VM_POOL&gt;"]
     parts.extend([vm_xml_escaped(site, vm, full) for vm in vms])
     parts.append("&lt;/VM_POOL&gt;")
