@@ -53,6 +53,7 @@ from bench.console_driver import (
 from bench.floor import FloorSample, best_of, floor_once, median_of
 from bench.rows import Row, limit_row, ratio_row
 from bench.sim_process import SimProcess, post_xmlrpc
+from bench.startup_phases import OUT_ENV as PHASES_OUT_ENV
 from bench.terminal import FirstRows, first_rows
 
 GROUP = "vm list (issue 3)"
@@ -144,6 +145,43 @@ def startup_rows(runs: int = STARTUP_RUNS, demo_vms: int = DEMO_VMS, warm_up: bo
         ratio_row(GROUP, f"start-up: best of {len(demo_runs)} runs each (informative; spread: console "
                          f"{spread(demo_runs)}, bare app {spread(minimal_runs)})", demo_best, minimal_best, "ms", None),
     ]
+
+
+#: the phases of `bench.startup_phases`, in order (the bare app reaches `imported`, `mounted` and `rows painted`)
+PHASES = ("imported", "mounted", "client", "connected", "rows set", "rows painted")
+PHASE_RUNS = 12
+
+
+def phases_rows(runs: int = PHASE_RUNS, demo_vms: int = DEMO_VMS) -> list[Row]:
+    """Where the start-up's time goes (informative): both programs run with marks at their phases
+    (bench.startup_phases), interleaved; the median CPU and wall time by each phase, the CPU of
+    the screen updates (frames) and of the collector by the first rows."""
+    programs = {"console": [sys.executable, "-m", "bench.startup_phases", "console", "--vms", str(demo_vms)],
+                "bare app": [sys.executable, "-m", "bench.startup_phases", "bare"]}
+    seen: dict[str, list[dict[str, Any]]] = {name: [] for name in programs}
+    with tempfile.TemporaryDirectory(prefix="sitetk-bench-") as home:
+        env = isolated_env(Path(home))
+        out = Path(home) / "phases.json"
+        env[PHASES_OUT_ENV] = str(out)
+        for index in range(runs + 1):  # the first of each: byte-code and file caches, not counted
+            for name in (programs if index % 2 == 0 else reversed(list(programs))):
+                first_rows(programs[name], env, ROOT)
+                if index:
+                    seen[name].append(json.loads(out.read_text(encoding="utf-8")))
+    rows: list[Row] = []
+    for name, runs_ in seen.items():
+        for phase in PHASES:
+            times = [run_["marks"][phase] for run_ in runs_ if phase in run_["marks"]]
+            if times:
+                cpu, wall = (statistics.median(t[i] for t in times) for i in (0, 1))
+                rows.append(limit_row(GROUP, f"start-up phase, {name}: {phase} (CPU; wall {wall:,.1f} ms)", cpu, "ms",
+                                      None))
+        for what, label in (("frames", "screen updates"), ("gc", "collections")):
+            count = statistics.median(run_[what]["count"] for run_ in runs_)
+            cpu = statistics.median(run_[what]["cpu_ms"] for run_ in runs_)
+            rows.append(limit_row(GROUP, f"start-up, {name}: {label} by the first rows ({count:g}; CPU)",
+                                  max(cpu, 0.001), "ms", None))
+    return rows
 
 
 # (b), (c), (e) the console against a site in its own process ------------------------------------
@@ -317,5 +355,5 @@ def refresh_rows(refreshes: int | None = None, sizes: Sequence[int] = REFRESH_TA
 
 
 #: the parts `python -m bench vm_list --only <part> [--runs N]` runs alone (bench/__main__.py)
-PARTS = {"startup": startup_rows, "refresh": refresh_rows}
+PARTS = {"startup": startup_rows, "phases": phases_rows, "refresh": refresh_rows}
 

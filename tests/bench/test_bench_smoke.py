@@ -93,6 +93,20 @@ def test_start_up_bench_times_both_apps_through_the_first_rows_hook() -> None:
     assert demo.baseline == minimal.value
 
 
+def test_the_start_up_phases_are_marked_in_order_in_both_programs() -> None:
+    """`vm_list --only phases`: each program reaches every phase it has, in order (CPU and wall
+    time growing), and reports its screen updates; the console's wrappers still find the methods
+    they mark (a rename would drop a phase here)."""
+    rows = bench_vm_list.phases_rows(runs=1, demo_vms=5)
+    assert_sane(rows)
+    names = [row.name for row in rows]
+    for program, phases in (("console", bench_vm_list.PHASES), ("bare app", ("imported", "mounted", "rows painted"))):
+        marked = [row for row in rows if row.name.startswith(f"start-up phase, {program}:")]
+        assert [row.name.split(": ", 1)[1].split(" (")[0] for row in marked] == list(phases)
+        assert [row.value for row in marked] == sorted(row.value for row in marked)
+        assert any(name.startswith(f"start-up, {program}: screen updates") for name in names)
+
+
 def test_the_database_search_benchmark_measures_every_page_size() -> None:
     rows = by_name(bench_db_search.run(sizes=(VMS,), runs=1, pages=(50, 150)))
     assert_sane(list(rows.values()))
