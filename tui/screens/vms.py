@@ -469,7 +469,9 @@ class VmListScreen(TableFilter, SiteScreen):
 
     def _hide_message(self) -> None:
         self.query_one("#vm-message").set_class(False, "-active")
-        self.query_one("#vm-main").display = True
+        main = self.query_one("#vm-main")
+        if not main.display:  # setting it as it is asks for a layout of the screen all the same
+            main.display = True
 
     def _paint_status(self) -> None:
         status = self.query_one("#vm-status", Label)
