@@ -285,10 +285,10 @@ async def test_a_cancelled_run_ends_and_reaps_its_git(tmp_path: Path, trap_term:
     event loop had closed: found by the soak, `site enable` under SIGTERM)."""
     import asyncio
 
-    import tui.adapters.git_repo as git_repo
+    import tui.adapters.git_process as git_process
     from tests.waiting import wait_until
 
-    monkeypatch.setattr(git_repo, "_STOP_GRACE_S", 0.5)
+    monkeypatch.setattr(git_process, "_STOP_GRACE_S", 0.5)
     slow, pid_file = _slow_git(tmp_path, trap_term)
     repo = GitRepo(GitRemote(str(tmp_path / "remote.git")), tmp_path / "work", git=slow)
     (tmp_path / "work").mkdir()

@@ -16,11 +16,9 @@ vault text is never committed.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import re
 import shutil
-import signal
 import socket
 import stat
 import tempfile
@@ -30,6 +28,7 @@ from pathlib import Path, PurePosixPath
 from typing import Sequence
 from urllib.parse import urlsplit
 
+from tui.adapters import git_process
 from tui.adapters.vault import is_vault_text
 from tui.domain.bounded import MAX_FILE_BYTES, read_regular_file
 from tui.errors import SiteError
@@ -105,38 +104,6 @@ class TreeEntry:
 
 
 
-#: seconds a cancelled run's git has to end after SIGTERM before it is killed
-_STOP_GRACE_S = 5.0
-
-
-async def _reap(process: asyncio.subprocess.Process) -> None:
-    """End a git whose run was cancelled, and wait for it, before the cancellation goes on.
-
-    SIGTERM first: git removes its lock files on it (SIGKILL would leave `index.lock` behind for
-    the next run to trip on). Waiting matters as much: a child still running when the command's
-    event loop closes is reported from asyncio's child-watcher thread as a traceback
-    ("Event loop is closed"). A second cancellation while waiting does not cut the wait short.
-    The signals go to git's whole process group: a push's remote helper (git-remote-http) holds
-    git's pipes open while it waits for the server, and asyncio's wait ends only once they close.
-    """
-    if process.returncode is None:
-        _signal_group(process, signal.SIGTERM)
-    waiting = asyncio.ensure_future(process.wait())
-    try:
-        await asyncio.wait_for(asyncio.shield(waiting), _STOP_GRACE_S)
-    except (asyncio.TimeoutError, asyncio.CancelledError):
-        _signal_group(process, signal.SIGKILL)
-    while not waiting.done():
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.shield(waiting)
-
-
-def _signal_group(process: asyncio.subprocess.Process, signum: int) -> None:
-    """`signum` to git and its helpers (git runs in a process group of its own, see `_run`)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signum)
-
-
 class GitRepo:
     """One working clone of a remote repository, driven by the git command."""
 
@@ -190,33 +157,19 @@ class GitRepo:
     async def _run(self, *args: str, cwd: Path | None = None, network: bool = False, check: bool = True, what: str = "") -> tuple[int, str, str]:
         argv = [self.git, "-c", "credential.helper=", "-c", "core.quotePath=false", *args]
         try:
-            process = await asyncio.create_subprocess_exec(
-                *argv,
-                cwd=str(cwd or self.workdir),
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                env=self._env(network),
-                # a group of its own: a stop ends git and its remote helper together (`_reap`), and the
-                # terminal's ctrl+c reaches sitetk, which decides what to stop, rather than git directly
-                process_group=0,
-            )
+            # returns only once git has ended and asyncio has closed its pipes and transport, on every
+            # path: a timeout or a cancellation stops git's process group first (`git_process`)
+            finished = await git_process.run(argv, cwd=str(cwd or self.workdir), env=self._env(network),
+                                             timeout=self.timeout)
         except FileNotFoundError:
             raise SiteError("git is not installed", f"The {self.git!r} command was not found; install git.") from None
-        try:
-            out, err = await asyncio.wait_for(process.communicate(), self.timeout)
         except asyncio.TimeoutError:
-            _signal_group(process, signal.SIGKILL)
-            await process.wait()
             raise SiteError("git timed out", f"git {args[0]} took longer than {self.timeout:.0f}s ({self._where()}).", retryable=True) from None
-        except asyncio.CancelledError:
-            await _reap(process)
-            raise
-        stdout = out.decode("utf-8", errors="replace")
-        stderr = redact(err.decode("utf-8", errors="replace"), self._secrets())
-        if check and process.returncode != 0:
+        stdout = finished.stdout.decode("utf-8", errors="replace")
+        stderr = redact(finished.stderr.decode("utf-8", errors="replace"), self._secrets())
+        if check and finished.returncode != 0:
             raise self._error(args[0], stderr, what)
-        return process.returncode or 0, stdout, stderr
+        return finished.returncode, stdout, stderr
 
     def _where(self) -> str:
         return redact(self.remote.url, self._secrets())
