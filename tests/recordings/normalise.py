@@ -211,7 +211,24 @@ def _xmlrpc(context: Context, exchange: Exchange) -> dict[str, Any]:
         record["answer"] = {"fault": fault.faultCode, "message": context.message(fault.faultString)}
         return record
     record["answer"] = _result(context, method, list(result))
+    if method == "one.vm.diskresize" and record["answer"].get("ok") and "int" in record["answer"]:
+        record["answer"]["int"] = _disk_resize_answer(context, rest, result[1])
     return record
+
+
+def _disk_resize_answer(context: Context, params: tuple[Any, ...], value: Any) -> Any:
+    """`one.vm.diskresize(vm, disk, size)` answers the disk's ID before 7.4 and the VM's from 7.4 on
+    (`success_response(did, att)`, src/rm/RequestManagerVirtualMachine.cc at release-7.0.2; from
+    7.4 `response(ec, oid, att)`, src/rm/xml-rpc/VirtualMachineXRPC.cc; the embedded site:
+    `tui.sim.platform.disk_resize_answers_vm_id`): the VM's ID becomes its symbol (`vm:a`), the
+    disk's `disk:<id>` (a disk's ID is the same on every site). The scenario's VM never has its
+    disk's ID, so the two cannot be mistaken."""
+    if isinstance(value, int) and not isinstance(value, bool) and len(params) >= 2:
+        if value == params[0]:
+            return context.id_value("vm", str(value))
+        if value == params[1]:
+            return f"disk:{value}"
+    return _param(context, value, "vm")
 
 
 def _method_kind(method: str) -> str | None:
