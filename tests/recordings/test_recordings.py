@@ -27,7 +27,7 @@ from tests.recordings.record import closest_embedded
 from tests.recordings.wire import Endpoints, Run
 from tui.adapters.cloud import CloudClient
 from tui.adapters.flow import FlowClient
-from tui.sim.platform import series
+from tui.sim.platform import disk_resize_answers_vm_id, series
 
 RECORDINGS = sorted(Path(recorded_scenario.__file__).parent.glob("*.json"))
 
@@ -68,6 +68,19 @@ def test_every_allowance_names_a_recorded_version_and_says_why() -> None:
         assert any(allowance.covers(v) for v in versions), \
             f"allowed.txt line {allowance.line}: no recording of version {allowance.versions!r}"
         assert len(allowance.reason) >= 10, f"allowed.txt line {allowance.line}: say why ({allowance.reason!r})"
+
+
+@pytest.mark.parametrize("path", RECORDINGS, ids=[p.stem for p in RECORDINGS])
+def test_each_recording_shows_which_id_a_disk_resize_answers(path: Path) -> None:
+    """`one.vm.diskresize` answers the disk's ID before 7.4 and the VM's from 7.4 on
+    (`tui.sim.platform.disk_resize_answers_vm_id`). The scenario's VM never has its disk's ID, so
+    every recording must show which one its platform answered, and the replay then compares it."""
+    recording = _load(path)
+    (resize,) = [c for c in recording["calls"] if c["step"] == "vm: disk resize (POWEROFF)"]
+    vm_symbol, disk_id = resize["request"][1], resize["request"][2]
+    assert vm_symbol == "vm:a" and disk_id == 0, f"{path.name}: {resize['request']}"
+    expected = vm_symbol if disk_resize_answers_vm_id(recording["version"]) else f"disk:{disk_id}"
+    assert resize["answer"] == {"ok": True, "int": expected}, f"{path.name}: {resize['answer']}"
 
 
 def _public_methods(cls: type) -> set[str]:
