@@ -31,9 +31,14 @@ from widgets.confirm_modal import ConfirmModal
 SIZE = (140, 40)
 
 
-def setup_app(server: SimServer, tmp_path: Path, *, read_only: bool = False) -> SiteToolkitApp:
+def setup_app(server: SimServer, tmp_path: Path, *, read_only: bool = False,
+              call_timeout: float | None = None) -> SiteToolkitApp:
+    """The console on `server`, opening on the setup checklist. `call_timeout`: the site's calls'
+    deadline (a test that drives the clock past it would time out a call in flight)."""
     settings = demo_settings(server, Settings(state_dir=tmp_path / "console-state", audit_log=tmp_path / "audit.log"))
     settings = dataclasses.replace(settings, refresh_interval=3600.0, theme="textual-dark")
+    if call_timeout is not None:
+        settings = dataclasses.replace(settings, xmlrpc_timeout=call_timeout)
     return SiteToolkitApp(SiteConnection(settings), read_only=read_only, clock=frozen_clock, front_door=True)
 
 

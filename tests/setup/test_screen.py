@@ -178,7 +178,8 @@ async def test_a_long_step_says_how_long_it_has_run_and_what_it_waits_for(sim_fa
     and the log's last line is the download's heartbeat (a 20 GB disk copied for a minute under
     "running the next step… (c cancels)" and the line of its last image to go LOCKED)."""
     server: SimServer = sim_factory()
-    app = setup_app(server, tmp_path)
+    # the clock is driven on by up to a minute: no call in flight may time out for it
+    app = setup_app(server, tmp_path, call_timeout=600.0)
 
     def status() -> str:
         content = screen.query_one("#setup-status", Static).content
@@ -207,9 +208,11 @@ async def test_a_long_step_says_how_long_it_has_run_and_what_it_waits_for(sim_fa
 async def test_a_step_counts_its_time_from_its_confirmation(sim_factory, tmp_path: Path, driven_clock: Clock) -> None:
     """A minute spent reading the download's preview is not the step's: the status line counts from
     the confirmation, when the step starts running. Before, the count started at `n`: the step
-    showed "1m 00s" as it started and "1m 4Xs" after 42 s of its own."""
+    showed "1m 00s" as it started and "1m 4Xs" after 42 s of its own. While the preview is open
+    the line says the step waits for the operator, not that it runs."""
     server: SimServer = sim_factory()
-    app = setup_app(server, tmp_path)
+    # the clock is driven on by up to a minute: no call in flight may time out for it
+    app = setup_app(server, tmp_path, call_timeout=600.0)
 
     def status() -> str:
         content = screen.query_one("#setup-status", Static).content
@@ -223,7 +226,9 @@ async def test_a_step_counts_its_time_from_its_confirmation(sim_factory, tmp_pat
             await wait_for_screen(pilot, ConfirmModal, what="the download's preview")
             driven_clock.advance(60)  # the operator reads the preview
             screen._paint_status()  # what the ticker paints next
-            assert "running the next step… (c cancels)" in status(), status()
+            # not "running": nothing runs until the operator answers (and c cancels nothing yet)
+            assert status().startswith("the next step: waiting for your answer"), status()
+            assert "running" not in status() and "c cancels" not in status()
             await pilot.press("tab", "enter")
             await wait_for(pilot, lambda: any(line.endswith(" LOCKED") for line in screen.step_log), timeout=60,
                            what="the download running")

@@ -384,8 +384,10 @@ class SetupScreen(SiteScreen):
         parts = []
         if self.running and self.change is not None and self.change.running and self.change.cancelling:
             parts.append(f"cancelling {self.running}: it stops at the next safe point…")
-        elif self.running:
-            elapsed = 0.0 if self._running_since is None else timing.monotonic() - self._running_since
+        elif self.running and self._running_since is None:  # a dialog of the step is open (`_answered`)
+            parts.append(f"{self.running}: waiting for your answer")
+        elif self.running and self._running_since is not None:
+            elapsed = timing.monotonic() - self._running_since
             took = f" {timing.format_elapsed(elapsed)}" if elapsed >= RUNNING_TIME_AFTER_S else ""
             parts.append(f"running {self.running}…{took} (c cancels)")
         elif self.reading:
@@ -491,10 +493,13 @@ class SetupScreen(SiteScreen):
         counts again from zero once answered (after its confirmation the step runs; before, the
         count started at `n` and took in the time spent reading the preview)."""
         self._running_since = None
+        self._paint_status()
         try:
-            return await dialog
+            answer = await dialog
         finally:
             self._running_since = timing.monotonic()
+        self._paint_status()  # not when the wait was cancelled: the screen may be going
+        return answer
 
     async def _ask(self, names: list[str]) -> dict[str, str]:
         answers = await self._answered(self.app.push_screen_wait(SecretsModal(names)))
