@@ -18,6 +18,7 @@ from tests.setup.driving import SIZE, front_door, setup_app
 from tests.setup.inputs import BRANCH, SITE_VALUES, write_inputs
 from tests.setup.observe import observe
 from tests.setup.test_run import assert_set_up
+from tui.app import SiteToolkitApp
 from tui.domain.setup_steps import StepId, StepState
 from tui.screens.operation_run import runs_on
 from tui.screens.setup import SetupScreen, ValuesModal
@@ -172,21 +173,31 @@ def _objects(server: SimServer) -> tuple[set[int], set[int]]:
         return set(server.site.images), set(server.site.templates)
 
 
+def clock_driven_app(server: SimServer, tmp_path: Path) -> SiteToolkitApp:
+    """The setup app for a test that drives the clock on by up to a minute: the site's calls get a
+    deadline beyond it, so that no call in flight times out for it."""
+    return setup_app(server, tmp_path, call_timeout=600.0)
+
+
+def status_line(screen: SetupScreen) -> str:
+    """The setup screen's status line as shown."""
+    content = screen.query_one("#setup-status", Static).content
+    return content.plain if hasattr(content, "plain") else str(content)
+
+
 async def test_a_long_step_says_how_long_it_has_run_and_what_it_waits_for(sim_factory, tmp_path: Path,
                                                                            driven_clock: Clock) -> None:
     """The download of a fresh site: while its images copy, the status line counts the step's time
     and the log's last line is the download's heartbeat (a 20 GB disk copied for a minute under
     "running the next step… (c cancels)" and the line of its last image to go LOCKED)."""
     server: SimServer = sim_factory()
-    # the clock is driven on by up to a minute: no call in flight may time out for it
-    app = setup_app(server, tmp_path, call_timeout=600.0)
-
-    def status() -> str:
-        content = screen.query_one("#setup-status", Static).content
-        return content.plain if hasattr(content, "plain") else str(content)
-
+    app = clock_driven_app(server, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         screen = await front_door(pilot)
+
+        def status() -> str:
+            return status_line(screen)
+
         server.site.hold_clock()  # the images stay LOCKED until released
         try:
             await pilot.press("n")
@@ -211,15 +222,13 @@ async def test_a_step_counts_its_time_from_its_confirmation(sim_factory, tmp_pat
     showed "1m 00s" as it started and "1m 4Xs" after 42 s of its own. While the preview is open
     the line says the step waits for the operator, not that it runs."""
     server: SimServer = sim_factory()
-    # the clock is driven on by up to a minute: no call in flight may time out for it
-    app = setup_app(server, tmp_path, call_timeout=600.0)
-
-    def status() -> str:
-        content = screen.query_one("#setup-status", Static).content
-        return content.plain if hasattr(content, "plain") else str(content)
-
+    app = clock_driven_app(server, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         screen = await front_door(pilot)
+
+        def status() -> str:
+            return status_line(screen)
+
         server.site.hold_clock()  # the images stay LOCKED until released
         try:
             await pilot.press("n")
