@@ -94,6 +94,9 @@ _SITE_ENV = {
 
 @dataclass(frozen=True)
 class Settings:
+    """The console's settings, resolved once from the config file, the platform CLI's variables and
+    files, and the defaults (`load`); `sources` says where each came from."""
+
     xmlrpc_url: str = DEFAULT_XMLRPC
     one_user: str = ""
     one_password: str = field(default="", repr=False)

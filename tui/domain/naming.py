@@ -13,6 +13,9 @@ from typing import Any
 
 @dataclass(frozen=True)
 class NamingProfile:
+    """The names the toolkit's objects and attributes carry on a site (prefixes, role names): one place,
+    so that every check and procedure reads the same."""
+
     attribute_prefix: str = "PLATFORM"
     input_prefix: str = "app_"
     role_objectstore: str = "objectstore"

@@ -21,6 +21,8 @@ def key_body(key: str) -> str:
 
 @dataclass(frozen=True)
 class User:
+    """A user of the cloud as `one.user.info` answers it."""
+
     id: int
     name: str
     gid: int

@@ -30,6 +30,8 @@ OWNER_ONLY = Permissions(owner_u=1, owner_m=1)
 
 @dataclass
 class SimUser:
+    """A user of the embedded site, as oned keeps it (USER: its groups, auth driver, template)."""
+
     id: int
     name: str
     password: str
@@ -43,6 +45,8 @@ class SimUser:
 
 @dataclass
 class SimGroup:
+    """A group of the embedded site (GROUP: its template and admins)."""
+
     id: int
     name: str
     template: Template = field(default_factory=list)
@@ -51,6 +55,8 @@ class SimGroup:
 
 @dataclass
 class SimHost:
+    """A host of the embedded site: its state, capacity and the template its monitoring reports."""
+
     id: int
     name: str
     state: int  # tui.domain.one_states.HostState
@@ -66,6 +72,8 @@ class SimHost:
 
 @dataclass
 class SimDatastore:
+    """A datastore of the embedded site (DATASTORE)."""
+
     id: int
     name: str
     type: int  # tui.domain.one_states.DatastoreType
@@ -82,6 +90,8 @@ class SimDatastore:
 
 @dataclass
 class SimAddressRange:
+    """One address range of a virtual network (AR) and its leases."""
+
     ar_id: int
     ip: str
     mac: str
@@ -94,6 +104,8 @@ class SimAddressRange:
 
 @dataclass
 class SimVnet:
+    """A virtual network of the embedded site (VNET) with its address ranges."""
+
     id: int
     name: str
     bridge: str
@@ -109,6 +121,8 @@ class SimVnet:
 
 @dataclass
 class SimImage:
+    """An image of the embedded site (IMAGE): its state, size and the VMs using it."""
+
     id: int
     name: str
     uid: int
@@ -133,6 +147,8 @@ class SimImage:
 
 @dataclass
 class SimVmTemplate:
+    """A VM template of the embedded site (VMTEMPLATE)."""
+
     id: int
     name: str
     uid: int
@@ -170,6 +186,8 @@ class SimHistory:
 
 @dataclass
 class SimVm:
+    """A VM of the embedded site: its states, templates, history, owner and permissions."""
+
     id: int
     name: str
     uid: int
@@ -203,6 +221,8 @@ class SimVm:
 
 @dataclass
 class SimMarketplace:
+    """A marketplace registered on the embedded site (MARKETPLACE)."""
+
     id: int
     name: str
     market_mad: str
@@ -216,6 +236,8 @@ class SimMarketplace:
 
 @dataclass
 class SimMarketApp:
+    """An appliance of a marketplace of the embedded site (MARKETPLACEAPP)."""
+
     id: int
     name: str
     marketplace_id: int
@@ -241,6 +263,8 @@ class SimMarketApp:
 
 @dataclass
 class SimDocument:
+    """A document of the embedded site (DOCUMENT: OneFlow's services and templates)."""
+
     id: int
     name: str
     uid: int
@@ -255,6 +279,8 @@ class SimDocument:
 
 @dataclass
 class SimAcl:
+    """An ACL rule of the embedded site: user, resource, rights and zone, the numbers oned stores."""
+
     id: int
     user: int
     resource: int
@@ -319,6 +345,8 @@ class Faults:
 
 @dataclass
 class SimConfig:
+    """How an embedded site is made: platform version, scenario, extra VMs, time scale, database."""
+
     one_version: str = "7.0.0"
     time_scale: float = 1.0
     scenario: str = "fresh"
