@@ -168,8 +168,9 @@ def _bare(entry: _Entry) -> _Entry:
 
 def fit(entries: list[_Entry], palette: _Entry | None, width: int) -> tuple[list[_Entry], _Entry | None]:
     """The keys as painted on `width` cells: every key described when they all fit; else, step by
-    step until they fit, the palette's key alone, then the app's keys alone (the screen's keys first,
-    the app's after them), then the screen's keys fitted by `_fitted_screen_keys`."""
+    step until they fit, the palette's key alone, then the app's keys alone one by one from the
+    right (the screen's keys first, the app's after them), then the screen's keys fitted by
+    `_fitted_screen_keys`."""
     if width <= 0 or _needed(entries, palette) <= width:
         return entries, palette
     if palette is not None:  # the palette's key alone: its place is known (rightmost)
@@ -178,9 +179,12 @@ def fit(entries: list[_Entry], palette: _Entry | None, width: int) -> tuple[list
     app_keys = [e for e in entries if e.app_level]
     if _needed(screen_keys + app_keys, palette) <= width:
         return screen_keys + app_keys, palette
+    # the app's keys lose their descriptions one at a time, from the right (help, go to, quit)
+    for kept in range(len(app_keys) - 1, -1, -1):
+        shown = app_keys[:kept] + [_bare(e) for e in app_keys[kept:]]
+        if _needed(screen_keys + shown, palette) <= width:
+            return screen_keys + shown, palette
     app_keys = [_bare(e) for e in app_keys]
-    if _needed(screen_keys + app_keys, palette) <= width:
-        return screen_keys + app_keys, palette
     room = width - _needed(app_keys, palette)
     return _fitted_screen_keys(screen_keys, room) + app_keys, palette
 

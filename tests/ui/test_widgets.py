@@ -298,7 +298,7 @@ PALETTE = _Entry("^p", "Commands", "ctrl+p", True)
 
 def test_key_bar_fit_drops_the_app_keys_descriptions_before_the_screens() -> None:
     """The order in which descriptions go as the line narrows: the palette's, then the app's keys'
-    (all three), then the screen's keys' from the right, then the screen's keys themselves behind
+    (help's, go to's, quit's), then the screen's keys' from the right, then the screen's keys themselves behind
     `…`; the app's keys and the palette's stay, on the right. Before, the screen's keys lost their
     descriptions first: at 80 columns a running setup step showed `c  r  q Quit  : Go to  ? Help`."""
     entries = SETUP_KEYS + APP_KEYS
@@ -308,10 +308,14 @@ def test_key_bar_fit_drops_the_app_keys_descriptions_before_the_screens() -> Non
     assert _painted(entries, PALETTE, 0) == everything  # not laid out yet
     # the palette's description alone is enough to go
     assert _painted(entries, PALETTE, 96) == _painted(entries, PALETTE, 88) == [*everything[:-1], ("^p", "")]
-    # 80 columns: the app's keys alone, every key of the screen described
+    # then the app's keys lose theirs one at a time, from the right: help, go to, quit; at 80
+    # columns (a running setup step) quit keeps its description, every key of the screen its own
+    assert _painted(entries, PALETTE, 87) == _painted(entries, PALETTE, 83) == described + [
+        ("q", "Quit"), (":", "Go to"), ("?", ""), ("^p", "")]
+    assert _painted(entries, PALETTE, 82) == _painted(entries, PALETTE, 80) == _painted(entries, PALETTE, 77) == \
+        described + [("q", "Quit"), (":", ""), ("?", ""), ("^p", "")]
     bare_app = [("q", ""), (":", ""), ("?", ""), ("^p", "")]
-    assert _painted(entries, PALETTE, 87) == _painted(entries, PALETTE, 80) == described + bare_app
-    assert _painted(entries, PALETTE, 72) == described + bare_app
+    assert _painted(entries, PALETTE, 76) == _painted(entries, PALETTE, 72) == described + bare_app
     # narrower: the screen's keys lose theirs from the right, never before the app's keys
     assert _painted(entries, PALETTE, 71) == [*described[:4], ("r", ""), *bare_app]
     assert _painted(entries, PALETTE, 50) == [("n", "Next step"), ("d", "Do this"), ("i", ""), ("c", ""), ("r", ""),
@@ -320,7 +324,7 @@ def test_key_bar_fit_drops_the_app_keys_descriptions_before_the_screens() -> Non
     # narrower still: `…` stands for the screen's keys that are left out, the app's keys stay
     assert _painted(entries, PALETTE, 24) == [("n", ""), ("d", ""), ("…", ""), *bare_app]
     # no palette key (a harness without one), keys in the app's order when they all fit
-    assert _painted(entries, None, 80) == described + bare_app[:3]
+    assert _painted(entries, None, 80) == described + [("q", "Quit"), (":", "Go to"), ("?", "")]
     assert _painted(APP_KEYS + SETUP_KEYS[:1], None, 80) == [("q", "Quit"), (":", "Go to"), ("?", "Help"),
                                                             ("n", "Next step")]
 
@@ -422,7 +426,7 @@ async def test_key_bar_at_80_columns_describes_the_screens_keys_before_the_apps(
     setup_keys = [("n", "Next step"), ("d", "Do this"), ("i", "Input file"), ("c", "Cancel"), ("r", "Refresh")]
     line = await _key_line(NarrowHarness(setup_keys), (80, 5))
     assert len(line) <= 80
-    assert line.startswith(" n Next step  d Do this  i Input file  c Cancel  r Refresh  q  :  ? "), line
+    assert line.startswith(" n Next step  d Do this  i Input file  c Cancel  r Refresh  q Quit  :  ? "), line
     assert line.rstrip().endswith(" ^p"), line
     # the marketplace's keys fill the 80 columns to the last cell, the palette's key in the last four
     market_keys = [("slash", "Filter"), ("escape", "Clear filter"), ("r", "Reload"), ("d", "Download"),
