@@ -20,6 +20,7 @@ answered), `rows set` (a list showed its first rows), `rows painted`. The bare a
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import os
@@ -59,25 +60,17 @@ def _on_gc(phase: str, _info: dict[str, Any]) -> None:
         _gc["cpu_ms"] += (time.process_time() - _gc_started[0]) * 1e3
 
 
-def _wrap(owner: Any, name: str, before: Callable[[], None] | None = None,
-          after: Callable[[], None] | None = None) -> None:
-    """Replace `owner.name` by a function calling `before`, the original, then `after`. The
-    wrapper takes the original's own arguments (Textual looks at a handler's signature)."""
+def _wrap(owner: Any, name: str, before: Callable[[], None]) -> None:
+    """Replace `owner.name` by a function calling `before`, then the original; with the original's
+    signature (`functools.wraps`), which Textual reads to call a handler with its event or not."""
     original = getattr(owner, name)
 
+    @functools.wraps(original)
     def wrapped(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if before is not None:
-            before()
-        result = original(self, *args, **kwargs)
-        if after is not None:
-            after()
-        return result
+        before()
+        return original(self, *args, **kwargs)
 
-    import functools
-    import inspect
-
-    wrapped.__signature__ = inspect.signature(original)  # type: ignore[attr-defined]
-    setattr(owner, name, functools.wraps(original)(wrapped))
+    setattr(owner, name, wrapped)
 
 
 def _count_frames() -> None:
@@ -122,10 +115,10 @@ def console(argv: list[str]) -> int:
 
         mark("imported")
         _count_frames()
-        _wrap(SiteToolkitApp, "on_mount", before=lambda: mark("mounted"))
-        _wrap(SiteToolkitApp, "on_site_toolkit_app_connected", before=lambda: mark("connected"))
-        _wrap(SiteToolkitApp, "rows_shown", before=lambda: mark("rows set"))
-        _wrap(SiteToolkitApp, "_first_rows_painted", before=_painted)
+        _wrap(SiteToolkitApp, "on_mount", lambda: mark("mounted"))
+        _wrap(SiteToolkitApp, "on_site_toolkit_app_connected", lambda: mark("connected"))
+        _wrap(SiteToolkitApp, "rows_shown", lambda: mark("rows set"))
+        _wrap(SiteToolkitApp, "_first_rows_painted", _painted)
         cloud = SiteConnection.cloud
 
         def made(self: Any) -> Any:
@@ -147,8 +140,8 @@ def bare() -> int:
 
     mark("imported")
     _count_frames()
-    _wrap(minimal_app.MinimalApp, "on_mount", before=lambda: mark("mounted"))
-    _wrap(minimal_app.MinimalApp, "_painted", before=_painted)
+    _wrap(minimal_app.MinimalApp, "on_mount", lambda: mark("mounted"))
+    _wrap(minimal_app.MinimalApp, "_painted", _painted)
     return minimal_app.main()
 
 

@@ -177,14 +177,12 @@ def fit(entries: list[_Entry], palette: _Entry | None, width: int) -> tuple[list
         palette = _bare(palette)
     screen_keys = [e for e in entries if not e.app_level]
     app_keys = [e for e in entries if e.app_level]
-    if _needed(screen_keys + app_keys, palette) <= width:
-        return screen_keys + app_keys, palette
     # the app's keys lose their descriptions one at a time, from the right (help, go to, quit)
-    for kept in range(len(app_keys) - 1, -1, -1):
+    for kept in range(len(app_keys), -1, -1):
         shown = app_keys[:kept] + [_bare(e) for e in app_keys[kept:]]
         if _needed(screen_keys + shown, palette) <= width:
             return screen_keys + shown, palette
-    app_keys = [_bare(e) for e in app_keys]
+    app_keys = shown  # every one alone
     room = width - _needed(app_keys, palette)
     return _fitted_screen_keys(screen_keys, room) + app_keys, palette
 

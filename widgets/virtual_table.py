@@ -34,7 +34,6 @@ from textual.strip import Strip
 Align = Literal["left", "right"]
 
 
-
 def _fitted_plain(value: str, width: int, align: str) -> str:
     """A plain cell as `Text(value)` truncated with an ellipsis and padded to `width` renders it
     (one unstyled segment), without building the `Text`: most cells of a list are plain strings,
@@ -48,6 +47,7 @@ def _fitted_plain(value: str, width: int, align: str) -> str:
     if pad > 0:
         return " " * pad + text if align == "right" else text + " " * pad
     return text
+
 
 @dataclass(frozen=True)
 class Column:
