@@ -5,11 +5,14 @@ read-only hiding the keys that change the site."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
 import signal
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual.widgets import Button, Input, Static
@@ -185,6 +188,19 @@ def status_line(screen: SetupScreen) -> str:
     return content.plain if hasattr(content, "plain") else str(content)
 
 
+@contextlib.asynccontextmanager
+async def download_preview(pilot: Any, server: SimServer) -> AsyncIterator[None]:
+    """The download's preview open on the checklist of a fresh site whose clock is held: its images
+    stay LOCKED until the block ends."""
+    server.site.hold_clock()
+    try:
+        await pilot.press("n")
+        await wait_for_screen(pilot, ConfirmModal, what="the download's preview")
+        yield
+    finally:
+        server.site.release_clock()
+
+
 async def test_a_long_step_says_how_long_it_has_run_and_what_it_waits_for(sim_factory, tmp_path: Path,
                                                                            driven_clock: Clock) -> None:
     """The download of a fresh site: while its images copy, the status line counts the step's time
@@ -198,10 +214,7 @@ async def test_a_long_step_says_how_long_it_has_run_and_what_it_waits_for(sim_fa
         def status() -> str:
             return status_line(screen)
 
-        server.site.hold_clock()  # the images stay LOCKED until released
-        try:
-            await pilot.press("n")
-            await wait_for_screen(pilot, ConfirmModal, what="the download's preview")
+        async with download_preview(pilot, server):
             await pilot.press("tab", "enter")
             await wait_for(pilot, lambda: sum(line.endswith(" LOCKED") for line in screen.step_log) >= 5, timeout=60,
                            what="every image LOCKED")
@@ -210,8 +223,6 @@ async def test_a_long_step_says_how_long_it_has_run_and_what_it_waits_for(sim_fa
             await wait_for(pilot, lambda: re.search(r"running the next step… 4\ds \(c cancels\)", status())
                            and "LOCKED: copying; 4 more not READY (" in screen.step_log[-1],
                            what="the step's time and the download's heartbeat")
-        finally:
-            server.site.release_clock()
         await wait_for(pilot, lambda: not screen.running, timeout=120, what="the download to end")
         assert "c cancels" not in status()
 
@@ -229,10 +240,7 @@ async def test_a_step_counts_its_time_from_its_confirmation(sim_factory, tmp_pat
         def status() -> str:
             return status_line(screen)
 
-        server.site.hold_clock()  # the images stay LOCKED until released
-        try:
-            await pilot.press("n")
-            await wait_for_screen(pilot, ConfirmModal, what="the download's preview")
+        async with download_preview(pilot, server):
             driven_clock.advance(60)  # the operator reads the preview
             screen._paint_status()  # what the ticker paints next
             # not "running": nothing runs until the operator answers (and c cancels nothing yet)
@@ -246,6 +254,4 @@ async def test_a_step_counts_its_time_from_its_confirmation(sim_factory, tmp_pat
             driven_clock.advance(42)
             await wait_for(pilot, lambda: re.search(r"running the next step… 4\ds \(c cancels\)", status()),
                            what="the step's own 42 s")
-        finally:
-            server.site.release_clock()
         await wait_for(pilot, lambda: not screen.running, timeout=120, what="the download to end")
