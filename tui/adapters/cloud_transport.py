@@ -119,6 +119,7 @@ class CloudTransport(xmlrpc.client.Transport):
                 self._host, self._port, timeout=timeout, context=self._ssl_context)
         else:
             conn = http.client.HTTPConnection(self._host, self._port, timeout=timeout)
+        conn._create_connection = _create_connection  # type: ignore[attr-defined]
         with self._lock:
             self._all.add(conn)
         return conn
@@ -255,6 +256,17 @@ class CloudTransport(xmlrpc.client.Transport):
             raise (control_character_answer(raw, method.group(1).decode() if method else "the answer")
                    or MalformedResponse(f"not an XML-RPC answer: {exc}")) from exc
         return unmarshaller.close()
+
+
+def _create_connection(address: tuple[str, int], timeout: float | None,
+                       source_address: tuple[str, int] | None) -> socket.socket:
+    """`socket.create_connection` for `http.client`'s connections (its `_create_connection` hook):
+    an ASCII host name goes to the resolver as bytes, as the `idna` codec would have encoded it
+    (`getaddrinfo` encodes a `str` host with that codec, whose first use imports `encodings.idna`
+    and `stringprep`, ~1 ms of every start-up, issue 24); another one as it is."""
+    host, port = address
+    name: Any = host.encode("ascii") if host.isascii() else host  # typeshed says str; getaddrinfo takes bytes too
+    return socket.create_connection((name, port), timeout, source_address)
 
 
 def _closed_by_peer(sock: socket.socket) -> bool:
