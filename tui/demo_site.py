@@ -22,7 +22,6 @@ beside `tui.console` rather than in `tui.sim`.
 from __future__ import annotations
 
 import json
-import shlex
 import shutil
 import subprocess
 import sys
@@ -163,6 +162,8 @@ class SimChild:
     @property
     def command_text(self) -> str:
         """The command as an operator would type it (without the temp state dir)."""
+        import shlex  # for messages only: not on the start-up path
+
         return "sitetk sim " + shlex.join(self.sim_args) if self.sim_args else "sitetk sim"
 
     def start(self) -> "SimChild":

@@ -47,7 +47,6 @@ from tui.adapters.vm_summary_page import vm_summary_page
 from tui.domain.attributes import Attributes
 from tui.domain.endpoints import endpoint_secrets, redact_endpoint
 from tui.domain.error_codes import NO_EXISTS
-from tui.domain.permissions import Permissions
 from tui.domain.template_text import parse_template, render_template, scalar
 from tui.errors import SiteError, redact
 
@@ -60,6 +59,7 @@ if TYPE_CHECKING:  # pragma: no cover - models the first screen does not need lo
     from tui.domain.images import ImageInfo
     from tui.domain.marketapps import MarketApp, Marketplace
     from tui.domain.networks import Vnet
+    from tui.domain.permissions import Permissions
     from tui.domain.system import SystemConfig
     from tui.domain.users import User
     from tui.domain.vm_detail import VmDetail
@@ -739,6 +739,8 @@ def _detail_id(vm: "VmDetail") -> int:
 
 
 def _perm_args(perms: Permissions | Iterable[int]) -> tuple[int, ...]:
+    from tui.domain.permissions import Permissions
+
     args = perms.as_args() if isinstance(perms, Permissions) else tuple(int(x) for x in perms)
     if len(args) != 9 or any(x not in (-1, 0, 1) for x in args):
         raise SiteError("Bad permissions", "chmod takes nine values, each 1, 0 or -1 (unchanged).")

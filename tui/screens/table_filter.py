@@ -15,7 +15,6 @@ from textual.css.query import DOMQuery
 from textual.widget import Widget
 from textual.widgets import Input
 
-from widgets.field_input import FieldInput
 from widgets.virtual_table import VirtualTable
 
 
@@ -48,6 +47,8 @@ class TableFilter:
         found = self.query(f"#{self.FILTER_ID}")
         if found:
             return found.first(Input)
+        from widgets.field_input import FieldInput  # on first use: not on the start-up path
+
         field = FieldInput(placeholder=self.FILTER_PLACEHOLDER, id=self.FILTER_ID)
         await self.query_one(f"#{self.FILTER_ID}-bar").mount(field)
         return field
