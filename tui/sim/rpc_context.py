@@ -76,6 +76,14 @@ class Call:
         if not allowed:
             raise not_authorized(self.user.id, op, kind, oid)
 
+    def get(self, table: dict[int, Any], kind: str, oid: int, op: str) -> Any:
+        """Object `oid` of `table` once the caller may do `op` on it; NO_EXISTS when there is none."""
+        obj = table.get(oid)
+        if obj is None:
+            raise no_exists(kind, oid)
+        self.require(kind, op, obj)
+        return obj
+
     def can_use(self, kind: str, obj: Any) -> bool:
         return authorize(self.site, self.user, kind, "USE", obj.id, getattr(obj, "uid", -1),
                          getattr(obj, "gid", -1), getattr(obj, "perms", None))

@@ -32,11 +32,7 @@ from tui.sim.xml_render import pool_xml, vm_pool_escaped, vm_xml_escaped
 
 
 def _get(call: Call, table: dict[int, Any], kind: str, oid: int) -> Any:
-    obj = table.get(oid)
-    if obj is None:
-        raise no_exists(kind, oid)
-    call.require(kind, "USE", obj)
-    return obj
+    return call.get(table, kind, oid, "USE")
 
 
 # system ---------------------------------------------------------------------------------------

@@ -72,10 +72,7 @@ _ADMIN_ACTIONS = frozenset({"resched", "unresched"})
 
 
 def _vm(call: Call, vm_id: int, op: str = "MANAGE") -> SimVm:
-    vm = call.site.vms.get(vm_id)
-    if vm is None:
-        raise no_exists("VM", vm_id)
-    call.require("VM", op, vm)
+    vm: SimVm = call.get(call.site.vms, "VM", vm_id, op)
     return vm
 
 

@@ -27,25 +27,17 @@ from tui.sim.rpc_errors import OneError, name_taken, no_exists
 from tui.sim.state import OWNER_ONLY, SimDocument, SimSite, SimVmTemplate
 
 
-def _get(call: Call, table: dict[int, Any], kind: str, oid: int, op: str) -> Any:
-    obj = table.get(oid)
-    if obj is None:
-        raise no_exists(kind, oid)
-    call.require(kind, op, obj)
-    return obj
-
-
 def _register_ownership(prefix: str, kind: str, table: Callable[[SimSite], dict[int, Any]],
                         chmod_optional: str = "") -> None:
     """one.<prefix>.chmod (id + 9 bits, -1 unchanged) and one.<prefix>.chown (id, uid, gid)."""
 
     def do_chmod(call: Call, oid: int, *values: Any) -> int:
-        obj = _get(call, table(call.site), kind, oid, "MANAGE")
+        obj = call.get(table(call.site), kind, oid, "MANAGE")
         obj.perms = chmod(obj.perms, values[:9])
         return oid
 
     def do_chown(call: Call, oid: int, uid: int, gid: int) -> int:
-        chown(call, _get(call, table(call.site), kind, oid, "ADMIN" if uid >= 0 else "MANAGE"), uid, gid)
+        chown(call, call.get(table(call.site), kind, oid, "ADMIN" if uid >= 0 else "MANAGE"), uid, gid)
         return oid
 
     method(f"one.{prefix}.chmod", "i" * 10, chmod_optional)(do_chmod)
@@ -78,7 +70,7 @@ def image_allocate(call: Call, text: str, ds_id: int, skip_capacity_check: bool 
 
 @method("one.image.update", "is", "i")
 def image_update(call: Call, image_id: int, text: str, append: int = 0) -> int:
-    image = _get(call, call.site.images, "IMAGE", image_id, "MANAGE")
+    image = call.get(call.site.images, "IMAGE", image_id, "MANAGE")
     check_update_type(append)
     image.template = apply_update(image.template, text, append)
     image.modtime = int(time.time())
@@ -87,7 +79,7 @@ def image_update(call: Call, image_id: int, text: str, append: int = 0) -> int:
 
 @method("one.image.delete", "i", "b")
 def image_delete(call: Call, image_id: int, force: bool = False) -> int:
-    _get(call, call.site.images, "IMAGE", image_id, "MANAGE")
+    call.get(call.site.images, "IMAGE", image_id, "MANAGE")
     delete_image(call.site, image_id)
     return image_id
 
@@ -119,7 +111,7 @@ def template_allocate(call: Call, text: str) -> int:
 
 @method("one.template.update", "is", "i")
 def template_update(call: Call, template_id: int, text: str, append: int = 0) -> int:
-    tpl = _get(call, call.site.templates, "TEMPLATE", template_id, "MANAGE")
+    tpl = call.get(call.site.templates, "TEMPLATE", template_id, "MANAGE")
     check_update_type(append)
     tpl.template = [a for a in apply_update(tpl.template, text, append) if a[0] != "NAME"]
     return template_id
@@ -127,7 +119,7 @@ def template_update(call: Call, template_id: int, text: str, append: int = 0) ->
 
 @method("one.template.delete", "i", "b")
 def template_delete(call: Call, template_id: int, recursive: bool = False) -> int:
-    tpl = _get(call, call.site.templates, "TEMPLATE", template_id, "MANAGE")
+    tpl = call.get(call.site.templates, "TEMPLATE", template_id, "MANAGE")
     if recursive:
         for name, disk in tpl.template:
             if name == "DISK" and isinstance(disk, list):
@@ -185,7 +177,7 @@ def document_allocate(call: Call, text: str, doc_type: int) -> int:
 
 @method("one.document.update", "is", "i")
 def document_update(call: Call, doc_id: int, text: str, append: int = 0) -> int:
-    doc = _get(call, call.site.documents, "DOCUMENT", doc_id, "MANAGE")
+    doc = call.get(call.site.documents, "DOCUMENT", doc_id, "MANAGE")
     check_update_type(append)
     new = update_text(text)
     current = list(doc.template)
@@ -198,7 +190,7 @@ def document_update(call: Call, doc_id: int, text: str, append: int = 0) -> int:
 
 @method("one.document.delete", "i")
 def document_delete(call: Call, doc_id: int) -> int:
-    _get(call, call.site.documents, "DOCUMENT", doc_id, "MANAGE")
+    call.get(call.site.documents, "DOCUMENT", doc_id, "MANAGE")
     del call.site.documents[doc_id]
     return doc_id
 

@@ -21,7 +21,7 @@ from xml.parsers.expat import ExpatError
 
 # importing the method modules registers their methods
 from tui.domain.error_codes import ACTION, AUTHENTICATION, INTERNAL, NO_EXISTS
-from tui.sim import rpc_identity, rpc_read, rpc_vm, rpc_write  # noqa: F401
+from tui.sim import rpc_identity, rpc_read, rpc_vm, rpc_vnet, rpc_write  # noqa: F401
 from tui.sim.rpc_context import METHODS, Call, Method, WireEscaped
 from tui.sim.rpc_errors import OneError
 from tui.sim.state import SimSite
