@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import xmlrpc.client
+
 import pyone
 import pytest
+import requests
 
 from tests.sim.one_client import call, one
 from tests.waiting import wait_until
@@ -168,6 +171,29 @@ def test_an_empty_pool_is_still_a_document(sim: SimServer) -> None:
     # as the real 7.4.0 answered an ID range past the last VM (tests/recordings)
     assert answer == [True, "<VM_POOL></VM_POOL>", 0]
     assert one(sim).vmpool.info(-2, -1, -1, -1).VM == []
+
+
+def test_a_network_without_address_ranges_writes_an_empty_ar_pool_with_both_tags(sim: SimServer) -> None:
+    # byte for byte as oned writes it (AddressRangePool::to_xml, src/vnm/AddressRangePool.cc 323-330
+    # at release-7.4.0; Template::to_xml for the pool's stored body); the recordings compare
+    # elements, not bytes, so only this test sees `<AR_POOL/>` come back
+    template = 'NAME = "bare"\nVN_MAD = "bridge"\nBRIDGE = "br-bare"'
+    bare = call(sim, "one.vn.allocate", template, -1)[1]
+    ranged = call(sim, "one.vn.allocate", template.replace("bare", "ranged")
+                  + '\nAR = [ TYPE = "IP4", IP = "10.99.0.1", SIZE = "4" ]', -1)[1]
+    assert "<AR_POOL><AR><AR_ID><![CDATA[0]]></AR_ID>" in call(sim, "one.vn.info", ranged)[1]
+    assert call(sim, "one.vn.rm_ar", ranged, 0) == [True, ranged, 0]
+    for vnet_id in (bare, ranged):
+        info = call(sim, "one.vn.info", vnet_id)[1]
+        assert info.endswith("</TEMPLATE><AR_POOL></AR_POOL></VNET>") and "<AR_POOL/>" not in info
+        listed = call(sim, "one.vnpool.info", -2, vnet_id, vnet_id)[1]
+        assert listed.startswith("<VNET_POOL><VNET>") and listed.endswith("</TEMPLATE><AR_POOL></AR_POOL></VNET></VNET_POOL>")
+    # and on the wire, escaped inside the answer's string, as the real 7.4.0, 7.0.2 and 6.10.5 sent it
+    body = xmlrpc.client.dumps((sim.session, bare), "one.vn.info").encode()
+    answer = requests.post(sim.xmlrpc_url, data=body, headers={"Content-Type": "text/xml"}, timeout=10).content
+    assert b"&lt;AR_POOL&gt;&lt;/AR_POOL&gt;&lt;/VNET&gt;</string>" in answer
+    assert call(sim, "one.vn.delete", bare) == [True, bare, 0]
+    assert call(sim, "one.vn.info", bare)[:3] == [False, f"[one.vn.info] Error getting virtual network [{bare}].", 0x400]
 
 
 def test_short_and_full_vm_bodies(sim: SimServer) -> None:

@@ -212,7 +212,8 @@ def render_vnet(site: SimSite, vnet: SimVnet, extended: bool) -> str:
         f"<BRIDGE_TYPE>{cdata('linux')}</BRIDGE_TYPE><STATE>{VirtualNetworkState.READY:d}</STATE>"
         f"<PREV_STATE>{VirtualNetworkState.READY:d}</PREV_STATE>"
         f"<PARENT_NETWORK_ID>{cdata('')}</PARENT_NETWORK_ID>"
-        + (f"<TEMPLATE_ID>{cdata('-1')}</TEMPLATE_ID>" if seven_four else "")
+        # no network template: `<TEMPLATE_ID/>` (VirtualNetwork.cc 725-732 at release-7.4.0; recorded)
+        + ("<TEMPLATE_ID/>" if seven_four else "")
         + f"<VN_MAD>{cdata(vnet.vn_mad)}</VN_MAD><PHYDEV>{cdata(vnet.phydev)}</PHYDEV>"
         f"<VLAN_ID>{cdata(vnet.vlan_id)}</VLAN_ID><OUTER_VLAN_ID>{cdata('')}</OUTER_VLAN_ID>"
         f"<VLAN_ID_AUTOMATIC>0</VLAN_ID_AUTOMATIC><OUTER_VLAN_ID_AUTOMATIC>0</OUTER_VLAN_ID_AUTOMATIC>"
@@ -222,7 +223,11 @@ def render_vnet(site: SimSite, vnet: SimVnet, extended: bool) -> str:
         + ids_xml("UPDATED_VMS", sorted({vm_id for ar in vnet.ars for vm_id in ar.leases.values()}))
         + "<OUTDATED_VMS/><UPDATING_VMS/><ERROR_VMS/>"
         + template_xml("TEMPLATE", vnet.template)
-        + ("<AR_POOL>" + "".join(ars) + "</AR_POOL>" if ars else "<AR_POOL/>")
+        # opening and closing tags around the ranges, so no range is `<AR_POOL></AR_POOL>`
+        # (AddressRangePool::to_xml, src/vnm/AddressRangePool.cc 323-330 at release-7.4.0, and the
+        # stored template's Template::to_xml, src/template/Template.cc 353-369; recorded: `network:
+        # info (no address range)`, `network: info (its only address range removed)`)
+        + "<AR_POOL>" + "".join(ars) + "</AR_POOL>"
         + "</VNET>"
     )
 
