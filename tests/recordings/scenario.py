@@ -5,10 +5,10 @@ invalid name, a wrong state, a refused query.
 
 It runs on any site: it creates what it needs (a group, a user and an ACL rule, an image exported
 from a marketplace app as the console downloads one, a VM template, a VM it deploys, moves and
-terminates, a document, a OneFlow service template and two services, a marketplace) under names
-carrying a per-run token, and finds the few things it cannot create (two monitored x86_64
-hosts, an image datastore, a bridged network, marketplace apps of each type) by what they are,
-never by ID. Every object is known by a symbol (`image:os`, `host:a`), so the recordings of two
+terminates, a document, a OneFlow service template and two services, a marketplace, two networks
+without address ranges) under names carrying a per-run token, and finds the few things it cannot
+create (two monitored x86_64 hosts, an image datastore, a bridged network, marketplace apps of each
+type) by what they are, never by ID. Every object is known by a symbol (`image:os`, `host:a`), so the recordings of two
 sites compare. Each step's label is its key in the recording.
 
 `COVERS` maps each public method of the adapters to the steps that exercise it; a test fails when
@@ -24,6 +24,7 @@ from tui.adapters.cloud import json_document_template
 from tui.adapters.vnet_leases import vnet_leases
 from tui.domain.cpu import cpu_model_update_text
 from tui.domain.documents import SERVICE_DOCUMENT, SERVICE_TEMPLATE_DOCUMENT
+from tui.domain.one_states import VirtualNetworkState
 from tui.domain.permissions import Permissions
 from tui.domain.template_text import parse_template, render_template
 from tui.domain.vm_scan import VmPrefilter
@@ -184,6 +185,31 @@ async def _found(run: Run, admin: Any) -> _Found:
     return _Found(host_a, host_b, image_ds, oam, next(a for a in ready if a.id == app_refs[1].id))
 
 
+async def _networks_without_ranges(run: Run, admin: Any) -> None:
+    """How the platform writes a network's empty address-range pool (AddressRangePool::to_xml, src/vnm/
+    AddressRangePool.cc 323-330 at release-7.4.0): one network allocated without an address range,
+    one whose only range was removed (one.vn.rm_ar), read as the console reads networks (one.vn.info,
+    one.vnpool.info), then deleted. The console creates no networks: these are raw calls."""
+    def text(name: str, *extra: tuple[str, Any]) -> str:
+        return render_template([("NAME", run.name(name)), ("VN_MAD", "bridge"), ("BRIDGE", "br-rec"), *extra])
+
+    empty = run.bind("vnet", await run.need("network: allocate without an address range",
+                                            admin.raw("one.vn.allocate", text("vnet-no-ar"), -1)), "no-ar")
+    await _wait_vnet_ready(run, admin, empty)
+    await run.call("network: info (no address range)", admin.vnet_info(empty.id))
+    ranged = run.bind("vnet", await run.need(
+        "network: allocate with one address range",
+        admin.raw("one.vn.allocate", text("vnet-ar-removed", ("AR", [("IP", "10.99.0.1"), ("SIZE", "4"),
+                                                                       ("TYPE", "IP4")])), -1)), "ar-removed")
+    await _wait_vnet_ready(run, admin, ranged)
+    await run.call("network: remove its only address range (one.vn.rm_ar)", admin.raw("one.vn.rm_ar", ranged.id, 0))
+    await run.call("network: info (its only address range removed)", admin.vnet_info(ranged.id))
+    await run.call("networks: list (two without address ranges)", admin.list_vnets())
+    for vnet in (empty, ranged):
+        await run.call(f"network: delete ({vnet.symbol})", admin.raw("one.vn.delete", vnet.id))
+        await _wait_gone(run, f"{vnet.symbol} deleted", lambda vnet=vnet: admin.vnet_info(vnet.id))
+
+
 async def scenario(run: Run) -> None:
     admin = run.cloud()
     flow = run.flow()
@@ -197,6 +223,7 @@ async def scenario(run: Run) -> None:
     await run.call("refused: wrong password (flow)", run.flow(password=f"wrong-{run.token}").list_services())
 
     host_a, host_b, image_ds, oam, image_app = await _found(run, admin)
+    await _networks_without_ranges(run, admin)
 
     # identities and ACL rules ----------------------------------------------------------------------
     group_name = run.name("group")
@@ -455,6 +482,24 @@ async def _wait_vm(run: Run, cloud: Any, vm: Ref, state: int, lcm: int | None = 
     def done(detail: Any) -> bool:
         return bool(detail.summary.state == state and (lcm is None or detail.summary.lcm_state == lcm))
     await run.wait(f"{vm.symbol} in state {state}/{lcm}", lambda: cloud.vm_info(vm.id), done)
+
+
+async def _wait_vnet_ready(run: Run, cloud: Any, vnet: Ref) -> None:
+    """A new network is LOCK_CREATE (2) until its driver's create action answers, READY (1) after, with
+    VLAN_ID and OUTER_VLAN_ID added to its template (recorded on 7.4.0 when read at once)."""
+    await run.wait(f"{vnet.symbol} READY", lambda: cloud.vnet_info(vnet.id), lambda v: v.state == VirtualNetworkState.READY)
+
+
+async def _wait_gone(run: Run, what: str, probe: Any) -> None:
+    """Until `probe` fails (a network is LOCK_DELETE until its driver's delete action answers)."""
+    async def gone() -> bool:
+        try:
+            await probe()
+        except SiteError:
+            return True
+        return False
+
+    await run.wait(what, gone, bool)
 
 
 async def _wait_service(run: Run, flow: Any, service: Ref) -> Any:
