@@ -8,6 +8,9 @@
     demo site has none, and an empty list paints no rows. Beside it, informative: the CPU time
     each process used by then (steadier than the wall clock on a busy machine; the demo's site runs
     in a child process and is not counted).
+    Also informative: the instructions each executed by its first rows, counted by valgrind where it
+    is installed (bench.instructions): a ratio of work that neither the machine's speed nor its load
+    moves (`--only instructions`).
 (b) one refresh (fetch, parse, build rows, paint) of the real console, headless, against
     `sitetk sim --vms N` in its own process, for 1,000 / 10,000 / 50,000 VMs, against the floor
     (raw POST plus lxml parse, interleaved with the refreshes, warm-ups discarded, the order
@@ -51,6 +54,7 @@ from bench.console_driver import (
     timed_refresh,
 )
 from bench.floor import FloorSample, best_of, floor_once, median_of
+from bench.instructions import instructions_to_first_rows, valgrind
 from bench.rows import Row, limit_row, ratio_row
 from bench.sim_process import SimProcess, post_xmlrpc
 from bench.startup_phases import OUT_ENV as PHASES_OUT_ENV
@@ -145,6 +149,28 @@ def startup_rows(runs: int = STARTUP_RUNS, demo_vms: int = DEMO_VMS, warm_up: bo
         ratio_row(GROUP, f"start-up: best of {len(demo_runs)} runs each (informative; spread: console "
                          f"{spread(demo_runs)}, bare app {spread(minimal_runs)})", demo_best, minimal_best, "ms", None),
     ]
+
+
+def instruction_rows(runs: int = 1, demo_vms: int = DEMO_VMS) -> list[Row]:
+    """The start-up's work (informative): instructions each program executed by its first rows,
+    counted by valgrind (bench.instructions; the median of `runs` each), console / bare app. Not
+    measured (no row) where valgrind is not installed."""
+    if valgrind() is None:
+        print("  vm list: start-up instructions not measured (valgrind is not installed)", file=sys.stderr, flush=True)
+        return []
+    demo = [sys.executable, "-m", "tui", "--demo", "--vms", str(demo_vms)]
+    minimal = [sys.executable, "-m", "bench.minimal_app"]
+    counts: dict[str, list[int]] = {"console": [], "bare": []}
+    with tempfile.TemporaryDirectory(prefix="sitetk-bench-") as home:
+        env = isolated_env(Path(home))
+        first_rows(minimal, env, ROOT)  # byte-code caches for both, as the timed start-ups have them
+        first_rows(demo, env, ROOT)
+        for _ in range(runs):
+            counts["bare"].append(instructions_to_first_rows(minimal, env, ROOT))
+            counts["console"].append(instructions_to_first_rows(demo, env, ROOT))
+    console, bare = (statistics.median(counts[side]) / 1e6 for side in ("console", "bare"))
+    return [ratio_row(GROUP, f"start-up work: instructions executed by the first rows, sitetk --demo --vms {demo_vms} "
+                             "/ bare app (valgrind; informative: the same on any load)", console, bare, "M", None)]
 
 
 #: the phases of `bench.startup_phases`, in order (the bare app reaches `imported`, `mounted` and `rows painted`)
@@ -331,6 +357,8 @@ def run(sizes: Sequence[int] = SIZES, refreshes: int | None = None, startup_runs
         keystroke_size: int = KEYSTROKE_SIZE, stall_size: int = STALL_SIZE, memory_size: int = MEMORY_SIZE) -> list[Row]:
     print("  vm list: start-up", file=sys.stderr, flush=True)
     rows = startup_rows(startup_runs) if startup_runs else []
+    if startup_runs:
+        rows.extend(instruction_rows())
     for size in sizes:
         print(f"  vm list: {size:,} VMs", file=sys.stderr, flush=True)
         with SimProcess(vms=size) as sim:
@@ -355,5 +383,5 @@ def refresh_rows(refreshes: int | None = None, sizes: Sequence[int] = REFRESH_TA
 
 
 #: the parts `python -m bench vm_list --only <part> [--runs N]` runs alone (bench/__main__.py)
-PARTS = {"startup": startup_rows, "phases": phases_rows, "refresh": refresh_rows}
+PARTS = {"startup": startup_rows, "instructions": instruction_rows, "phases": phases_rows, "refresh": refresh_rows}
 

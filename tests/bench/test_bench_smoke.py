@@ -8,6 +8,9 @@ reaches the states it measures and reports sane rows. The site runs in its own p
 from __future__ import annotations
 
 import math
+import os
+import shutil
+import sys
 
 import pytest
 
@@ -156,3 +159,29 @@ def test_the_refresh_is_judged_on_the_medians_of_both_sides() -> None:
     assert best.value == pytest.approx(970.0) and best.baseline == pytest.approx(500.0)
     cpu = next(row for name, row in rows.items() if name.startswith("CPU time of the process"))
     assert cpu.value == pytest.approx(1100.0) and cpu.baseline == pytest.approx(600.0)
+
+
+def test_the_instruction_count_is_read_from_cachegrinds_summary() -> None:
+    from bench.instructions import NoCount, summary_instructions
+
+    assert summary_instructions("desc: I1 cache: 32768 B\ncmd: python\nevents: Ir\nsummary: 987654321\n") == 987654321
+    for broken in ("", "events: Ir\n", "summary: lots\n"):
+        with pytest.raises(NoCount):
+            summary_instructions(broken)
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_a_programs_instructions_to_its_first_rows_are_counted_the_same_twice(tmp_path) -> None:
+    """Under valgrind, in a pty, up to the first-rows mark; hash randomisation off, so a program
+    that does the same work counts the same (here within 0.5 %), and more work counts more."""
+    from bench.instructions import instructions_to_first_rows
+
+    def program(loops: int) -> list[str]:
+        return [sys.executable, "-c", f"import time\nfor _ in range({loops}): pass\n"
+                "print('sitetk-bench first-rows %f cpu %f' % (time.monotonic(), time.process_time()), flush=True)"]
+
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
+    small = [instructions_to_first_rows(program(1), env) for _ in range(2)]
+    large = instructions_to_first_rows(program(200_000), env)
+    assert abs(small[0] - small[1]) <= 0.005 * small[0]
+    assert large > small[0] + 1_000_000
