@@ -8,7 +8,9 @@ is one line of text, naming what differs:
 - `ok`, `code`, `message`, `resp_id`, `fault`, `status`, `text`, `int`, `bool`: `<field>: recorded A, embedded B`;
 - in an XML or JSON body: `missing: <line>` (the platform wrote it, the embedded site does not),
   `extra: <line>` (the other way round), `value: <path>: recorded A, embedded B`, `order: <line>`
-  (both hold it, in another place).
+  (both hold it, in another place);
+- how an element both XML answers hold is written (its `forms`, tests.recordings.normalise.element_forms):
+  `form: <path>: recorded <X></X>, embedded <X/>` (`<X/>`, `<X></X>`, `text`, `cdata`, `children`...).
 
 `allowed.txt` explains differences, one per line: `versions | call or step | difference | reason`,
 each of the first three an fnmatch pattern (`*` spans `/`): versions against the recorded version,
@@ -24,6 +26,8 @@ import fnmatch
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
+
+from tests.recordings.normalise import CHILDREN, NO_FORM
 
 ALLOWED = Path(__file__).with_name("allowed.txt")
 
@@ -121,7 +125,34 @@ def _exchange(step: str, recorded: dict[str, Any], replayed: dict[str, Any]) -> 
     for key in ("xml", "json"):
         if key in before or key in after:
             found += diff_lines(*_without_one_sided_shapes(before.get(key) or [], after.get(key) or []))
+    found += form_differences(before, after)
     return [Difference(step, call, what) for what in found]
+
+
+def form_differences(recorded: dict[str, Any], replayed: dict[str, Any]) -> list[str]:
+    """How the elements both XML answers hold are written, where it differs: the same line in
+    both (or the same path, its value differing) paired as `diff_lines` pairs them. An element
+    that holds elements on one side and none on the other differs in what it holds (the lines say
+    so, or it is a site object's list), not in how it is written."""
+    if "forms" not in recorded or "forms" not in replayed:
+        return []
+    before = list(zip(recorded["xml"], recorded["forms"], strict=True))
+    after = list(zip(replayed["xml"], replayed["forms"], strict=True))
+    pairs: list[tuple[str, str, str]] = []
+    matcher = difflib.SequenceMatcher(None, [line for line, _ in before], [line for line, _ in after], autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            pairs += [(_path(line), form, other) for (line, form), (_, other) in zip(before[i1:i2], after[j1:j2], strict=True)]
+        else:
+            unpaired = list(after[j1:j2])
+            for line, form in before[i1:i2]:
+                other = next((item for item in unpaired if _path(item[0]) == _path(line)), None)
+                if other is not None:
+                    unpaired.remove(other)
+                    pairs.append((_path(line), form, other[1]))
+    found = [f"form: {path}: recorded {form}, embedded {other}" for path, form, other in pairs
+             if form != other and NO_FORM not in (form, other) and (CHILDREN in form) == (CHILDREN in other)]
+    return list(dict.fromkeys(found))
 
 
 def _shape_tag(line: str) -> str | None:

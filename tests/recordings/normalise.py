@@ -4,14 +4,18 @@ Each exchange becomes one JSON object: its `step`, its `call` (`one.vm.action`, 
 /service/<document:service>/action`), its `request` (parameters after the session, the session
 named by whose it is) and its `answer`:
 
-- XML-RPC success: `{"ok": true, "int": ...}` / `"bool"` / `"text"`, or `"xml": [lines]`;
+- XML-RPC success: `{"ok": true, "int": ...}` / `"bool"` / `"text"`, or `"xml": [lines]` with
+  `"forms": [form of each line's element]` (`element_forms`: how the platform wrote it);
 - XML-RPC failure: `{"ok": false, "code": 2048, "message": "...", "resp_id": -1}`; a fault:
   `{"fault": -501, "message": "..."}`;
 - HTTP: `{"status": 200, "json": [lines]}` or `{"status": 404, "text": "..."}`.
 
 An XML or JSON body is a list of lines `/PATH = value` in document order (an element with
 children is a line `/PATH` of its own; JSON keys sorted, as JSON objects have no order): the tag
-tree, the order of elements and the values at once, and a readable diff in git.
+tree, the order of elements and the values at once, and a readable diff in git. The elements alone
+cannot say how an element was written, which a parser of the XML text sees the same either way
+(`<X/>` or `<X></X>`, `<X>1</X>` or `<X><![CDATA[1]]></X>`): an XML answer's `forms` says it for
+each line, read from the answer's text (`-` for a line that is no element of it).
 
 What varies between two runs on the same site, or between two sites, is replaced:
 - IDs: an ID of an object the run knows (`tests.recordings.wire.Bindings`) becomes its symbol
@@ -298,7 +302,9 @@ def _result(context: Context, method: str, result: list[Any]) -> dict[str, Any]:
         return {"ok": True, "int": _param(context, value, kind)}
     if isinstance(value, str) and value.lstrip().startswith("<"):
         root = etree.fromstring(value.encode(), parser=etree.XMLParser(huge_tree=True, resolve_entities=False))
-        return {"ok": True, "xml": xml_lines(context, root)}
+        mark_forms(root, element_forms(value))
+        lines = xml_lines(context, root)
+        return {"ok": True, "xml": lines, "forms": [line.form if isinstance(line, Line) else NO_FORM for line in lines]}
     return {"ok": True, "text": context.text(str(value))}
 
 
@@ -365,6 +371,78 @@ def _tag(name: str) -> str:
     return name if re.fullmatch(r"[A-Za-z_][\w.-]*", name) else "_" + re.sub(r"\W", "_", name)
 
 
+# How elements are written ------------------------------------------------------------------------
+#: a line that is no element of the answer (a pool's order, a JSON body's keys)
+NO_FORM = "-"
+#: an element's form when it holds elements (whatever is between them: `children+text` when text is)
+CHILDREN = "children"
+_FORM = "{urn:sitetk:recordings}form"
+_TOKEN = re.compile(r"<!\[CDATA\[.*?\]\]>|<!--.*?-->|<\?.*?\?>|<![^>]*>|<[^>]*>|[^<]+", re.DOTALL)
+
+
+class Line(str):
+    """A line of an XML answer that knows how its element was written (`element_forms`)."""
+
+    form: str = NO_FORM
+
+
+def element_forms(text: str) -> list[str]:
+    """How each element of an XML text is written, in document order: `<X/>` (an empty-element
+    tag), `<X></X>` (start and end tag, nothing between), `text`, `cdata` (one CDATA section),
+    `children` (elements, nothing else between), or what is between the tags joined by `+`
+    (`text+cdata`, `children+text`). A parser gives the same tree for each way of writing an
+    element; the platform writes each element one way (src/common/ObjectXML*, Template::to_xml,
+    the objects' to_xml), so the form is compared like a value."""
+    forms: list[str] = []
+    open_: list[tuple[int, list[str]]] = []
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        if token.startswith("<![CDATA["):
+            if open_:
+                open_[-1][1].append("cdata")
+        elif token.startswith(("<!", "<?")):
+            continue
+        elif token.startswith("</"):
+            index, parts = open_.pop()
+            forms[index] = _form(parts)
+        elif token.startswith("<"):
+            if open_:
+                open_[-1][1].append(CHILDREN)
+            forms.append("<X/>")
+            if not token.endswith("/>"):
+                open_.append((len(forms) - 1, []))
+        elif open_:
+            open_[-1][1].append("text")
+    return forms
+
+
+def _form(parts: list[str]) -> str:
+    if not parts:
+        return "<X></X>"
+    if CHILDREN in parts:
+        return CHILDREN if set(parts) == {CHILDREN} else "children+text"
+    return "+".join(parts)
+
+
+def mark_forms(root: etree._Element, forms: list[str]) -> None:
+    """Note on each element of `root` (parsed from the text `forms` was read from) its form."""
+    elements = list(root.iter(etree.Element))
+    if len(elements) != len(forms):
+        raise ValueError(f"{len(elements)} elements parsed, {len(forms)} read as text")
+    for element, form in zip(elements, forms, strict=True):
+        element.set(_FORM, form)
+
+
+def _line(element: etree._Element, text: str) -> str:
+    """A line of `element`, with its form when the answer's text gave one (`mark_forms`)."""
+    form = element.get(_FORM)
+    if form is None:
+        return text
+    line = Line(text)
+    line.form = form
+    return line
+
+
 # XML -------------------------------------------------------------------------------------------
 def xml_lines(context: Context, root: etree._Element) -> list[str]:
     """An XML answer (an object, a pool, the ACL list) as lines."""
@@ -392,7 +470,7 @@ def _own_id(context: Context, element: etree._Element, pool: str = "") -> tuple[
 def _pool(context: Context, root: etree._Element) -> list[str]:
     """A pool: the run's objects with their values, the site objects the run uses (`[host:a]`) with
     their tag tree, the others left out (sites hold different ones); the order of all by ID."""
-    lines = [f"/{root.tag}"]
+    lines = [_line(root, f"/{root.tag}")]
     items = [i for i in root if isinstance(i.tag, str)]
     main = items[0].tag if items else None
     ids = [int(t) for t in (str(i.findtext("ID") or "").strip().strip('"') for i in items if i.tag == main)
@@ -419,7 +497,7 @@ def _pool(context: Context, root: etree._Element) -> list[str]:
 
 
 def _shape(element: etree._Element, path: str) -> set[str]:
-    paths = {path}
+    paths = {_line(element, path)}
     for child in element:
         if isinstance(child.tag, str):
             paths |= _shape(child, f"{path}/{child.tag}")
@@ -439,7 +517,7 @@ def _object(context: Context, element: etree._Element, path: str) -> list[str]:
 def _tags(element: etree._Element, path: str) -> list[str]:
     """The tag tree alone, in order (an object of the site's own); siblings repeating the same tree
     (a host's PCI devices, a datastore's image IDs) once, as their number is the site's."""
-    lines = [path]
+    lines = [_line(element, path)]
     if str(element.tag) in LIST_TAGS or str(element.tag) == "LEASES":
         return lines  # which objects a site's own object lists (its VMs, images, leases) is the site's
     previous: list[str] = []
@@ -458,14 +536,14 @@ def _values(context: Context, element: etree._Element, path: str, kind: str | No
         placed = True
     children = [c for c in element if isinstance(c.tag, str)]
     if any(fnmatch.fnmatchcase(path, pattern) for pattern in MONITORED_SUBTREES):
-        return [path]
+        return [_line(element, path)]
     if children:
-        lines = [path]
+        lines = [_line(element, path)]
         list_kind = LIST_TAGS.get(str(element.tag))
         for child in children:
             if child.tag == "ID" and (list_kind or kind) and not len(child):
                 value = context.id_value(list_kind or kind or "", child.text or "")
-                lines.append(f"{path}/ID = {json.dumps(value) if child.get('json') == 'str' else value}")
+                lines.append(_line(child, f"{path}/ID = {json.dumps(value) if child.get('json') == 'str' else value}"))
             else:
                 child_kind = OBJECT_TAGS.get(str(child.tag))
                 own = _own_id(context, child)
@@ -486,8 +564,8 @@ def _values(context: Context, element: etree._Element, path: str, kind: str | No
             # a JSON text inside XML (a document's BODY): its keys and values as lines of their own
             node = etree.Element("BODY")
             _json_into(node, body)
-            return [f"{path} = {{json}}"] + _values(context, node, f"{path}/{{}}", None)[1:]
-    return [f"{path} = {_leaf(context, element, path, placed)}"]
+            return [_line(element, f"{path} = {{json}}")] + _values(context, node, f"{path}/{{}}", None)[1:]
+    return [_line(element, f"{path} = {_leaf(context, element, path, placed)}")]
 
 
 def _leaf(context: Context, element: etree._Element, path: str, placed: bool = False) -> str:
@@ -531,7 +609,7 @@ def _acl_known(context: Context, element: etree._Element) -> bool:
 
 def _acl(context: Context, element: etree._Element, path: str) -> list[str]:
     """An ACL rule: its ID and the IDs inside its fields as symbols."""
-    lines = [path]
+    lines = [_line(element, path)]
     for child in element:
         if not isinstance(child.tag, str):
             continue
@@ -542,15 +620,15 @@ def _acl(context: Context, element: etree._Element, path: str) -> list[str]:
             value = context.symbol("acl", int(text)) if text.isdigit() else None
             about_run = any(symbol in (element.findtext("STRING") and _acl_string(context, element.findtext("STRING") or ""))
                             for symbol in context.bindings.created)
-            lines.append(f"{path}/ID = {value or ('<id>' if about_run else text)}")
+            lines.append(_line(child, f"{path}/ID = {value or ('<id>' if about_run else text)}"))
         elif child.tag == "USER":
-            lines.append(f"{path}/USER = {_acl_field(context, text, _ACL_USER_FLAGS)}")
+            lines.append(_line(child, f"{path}/USER = {_acl_field(context, text, _ACL_USER_FLAGS)}"))
         elif child.tag == "RESOURCE":
-            lines.append(f"{path}/RESOURCE = {_acl_resource(context, text)}")
+            lines.append(_line(child, f"{path}/RESOURCE = {_acl_resource(context, text)}"))
         elif child.tag == "STRING":
-            lines.append(f"{path}/STRING = {_acl_string(context, text)}")
+            lines.append(_line(child, f"{path}/STRING = {_acl_string(context, text)}"))
         else:
-            lines.append(f"{path}/{child.tag} = {text}")
+            lines.append(_line(child, f"{path}/{child.tag} = {text}"))
     return lines
 
 

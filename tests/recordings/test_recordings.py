@@ -21,8 +21,8 @@ import pytest
 
 from tests.conftest import SimFactory, selected_versions
 from tests.recordings import scenario as recorded_scenario
-from tests.recordings.compare import compare, judge, load_allowed, recording_label
-from tests.recordings.normalise import normalise_run
+from tests.recordings.compare import compare, form_differences, judge, load_allowed, recording_label
+from tests.recordings.normalise import element_forms, normalise_run
 from tests.recordings.record import closest_embedded
 from tests.recordings.wire import Endpoints, Run
 from tui.adapters.cloud import CloudClient
@@ -81,6 +81,29 @@ def test_each_recording_shows_which_id_a_disk_resize_answers(path: Path) -> None
     assert vm_symbol == "vm:a" and disk_id == 0, f"{path.name}: {resize['request']}"
     expected = vm_symbol if disk_resize_answers_vm_id(recording["version"]) else f"disk:{disk_id}"
     assert resize["answer"] == {"ok": True, "int": expected}, f"{path.name}: {resize['answer']}"
+
+
+@pytest.mark.parametrize("path", RECORDINGS, ids=[p.stem for p in RECORDINGS])
+def test_each_recording_keeps_how_its_elements_are_written(path: Path) -> None:
+    """Every XML answer of a recording says how each of its elements was written (`forms`), so the
+    replay compares that too: a recording normalised before forms were kept would check nothing."""
+    for call in _load(path)["calls"]:
+        answer = call["answer"]
+        if "xml" in answer:
+            assert len(answer.get("forms", [])) == len(answer["xml"]), f"{path.name} {call['step']!r}: no forms"
+
+
+def test_the_form_of_an_element_is_compared_as_written() -> None:
+    """`<X/>`, `<X></X>`, a CDATA section and plain text parse to the same element; the replay
+    tells them apart, and an element holding elements on one side only is no difference of form."""
+    text = "<A><B/><C></C><D><![CDATA[1]]></D><E>1</E><F><G>1</G></F><H/></A>"
+    assert element_forms(text) == ["children", "<X/>", "<X></X>", "cdata", "text", "children", "text", "<X/>"]
+    lines = ["/A", "/A/B", "/A/C", "/A/D = 1", "/A/E = 1", "/A/H"]
+    recorded = {"xml": lines, "forms": ["children", "<X/>", "<X></X>", "cdata", "text", "<X></X>"]}
+    replayed = {"xml": lines[:4] + ["/A/E = 2", "/A/H"], "forms": ["children", "<X></X>", "<X/>", "text", "cdata", "children"]}
+    assert form_differences(recorded, replayed) == [
+        "form: /A/B: recorded <X/>, embedded <X></X>", "form: /A/C: recorded <X></X>, embedded <X/>",
+        "form: /A/D: recorded cdata, embedded text", "form: /A/E: recorded text, embedded cdata"]
 
 
 def _public_methods(cls: type) -> set[str]:
