@@ -63,8 +63,10 @@ def attrs_xml(attrs: Iterable[Attr], order: dict[str, int] | None = None) -> str
 
 
 def template_xml(tag: str, attrs: Iterable[Attr], order: dict[str, int] | None = None) -> str:
-    inner = attrs_xml(attrs, order)
-    return f"<{tag}>{inner}</{tag}>" if inner else f"<{tag}/>"
+    """A template as Template::to_xml writes it: opening tag, attributes, closing tag, so an empty one
+    is `<TAG></TAG>` (src/template/Template.cc 353-369 at release-7.4.0, the same at 7.0.2 and
+    6.10.5); the few the platform writes `<TAG/>` when empty are written so where they are built."""
+    return f"<{tag}>{attrs_xml(attrs, order)}</{tag}>"
 
 
 #: the PERMISSIONS element with a {} for each bit (one format: every VM and object renders it)
@@ -76,8 +78,16 @@ def perms_xml(perms: Permissions) -> str:
 
 
 def ids_xml(tag: str, ids: Iterable[int]) -> str:
-    inner = "".join(f"<ID>{i}</ID>" for i in ids)
-    return f"<{tag}>{inner}</{tag}>" if inner else f"<{tag}/>"
+    """A list of IDs as ObjectCollection::to_xml writes it (src/pool/ObjectCollection.cc 86-102 at
+    release-7.4.0, the same at 7.0.2 and 6.10.5): `<TAG></TAG>` when empty, never `<TAG/>` (a host's
+    VMS, a datastore's IMAGES, a group's USERS and ADMINS, a network's VROUTERS and UPDATED_VMS...)."""
+    return f"<{tag}>{''.join(f'<ID>{i}</ID>' for i in ids)}</{tag}>"
+
+
+def values_xml(pairs: Iterable[tuple[str, object]]) -> str:
+    """Elements whose values are written through one_util::escape_xml, which wraps them in CDATA
+    (include/NebulaUtil.h 281-295 at release-7.4.0), empty ones too (`<X><![CDATA[]]></X>`)."""
+    return "".join(f"<{tag}>{cdata(str(value))}</{tag}>" for tag, value in pairs)
 
 
 def owner_names(site: SimSite, uid: int, gid: int) -> tuple[str, str]:
@@ -159,19 +169,26 @@ def _short_template_xml(vm: SimVm) -> str:
             scalars[name] = value
         elif name == "DISK" and isinstance(value, list):
             found = dict(value)
-            disks.append("<DISK>" + "".join(f"<{k}>{esc(found.get(k, ''))}</{k}>" for k in _SHORT_DISK_KEYS)
-                         + "</DISK>")
+            # every value through escape_xml: CDATA (XML_DISK_ATTR, src/vm/VirtualMachineDisk.cc 665-681
+            # at release-7.4.0; XML_NIC_ATTR and the optional ones, VirtualMachineNic.cc 191-262)
+            disks.append("<DISK>" + values_xml((k, found.get(k, "")) for k in _SHORT_DISK_KEYS) + "</DISK>")
         elif name == "NIC" and isinstance(value, list):
             found = dict(value)
-            nics.append("<NIC>" + "".join(f"<{k}>{esc(found[k])}</{k}>" for k in _SHORT_NIC_OPTIONAL if found.get(k))
-                        + "".join(f"<{k}>{esc(found.get(k, ''))}</{k}>" for k in _SHORT_NIC_KEYS) + "</NIC>")
+            nics.append("<NIC>" + values_xml((k, found[k]) for k in _SHORT_NIC_OPTIONAL if found.get(k))
+                        + values_xml((k, found.get(k, "")) for k in _SHORT_NIC_KEYS) + "</NIC>")
         elif name == "GRAPHICS" and not graphics:
             graphics = _attr_xml(name, value)
-    head = "".join(f"<{k}>{cdata(scalars[k])}</{k}>" for k in ("CPU", "MEMORY", "VCPU") if k in scalars)
+    # CPU, MEMORY and VCPU as plain text (VirtualMachine::to_xml_short, src/vm/VirtualMachine.cc 2749-2752
+    # at release-7.4.0)
+    head = "".join(f"<{k}>{esc(scalars[k])}</{k}>" for k in ("CPU", "MEMORY", "VCPU") if k in scalars)
     return "<TEMPLATE>" + head + "".join(disks) + "".join(nics) + graphics + "</TEMPLATE>"
 
 
 def _short_user_template_xml(vm: SimVm) -> str:
+    """`<USER_TEMPLATE/>` when the VM's user template is empty (VirtualMachineTemplate::to_xml_short,
+    src/vm/VirtualMachineTemplate.cc 44-46 at release-7.4.0)."""
+    if not vm.user_template:
+        return "<USER_TEMPLATE/>"
     kept = [a for a in vm.user_template if a[0] in ("LABELS", "ERROR") or a[0].startswith("SCHED_")]
     return template_xml("USER_TEMPLATE", kept)
 
@@ -194,16 +211,18 @@ def vm_capacity(vm: SimVm) -> tuple[int, int]:
 
 
 def _monitoring(vm: SimVm, full: bool) -> str:
+    """The full body's MONITORING is a template (VirtualMachineMonitorInfo::to_xml, Template::to_xml:
+    `<MONITORING></MONITORING>` when empty, values in CDATA); the short body's is `<MONITORING/>`
+    when empty, else CPU, MEMORY, STATE through escape_xml (to_xml_short,
+    src/vm/VirtualMachineMonitorInfo.cc 26-27, 32-37, 42-64 at release-7.4.0)."""
     if not (vm.state == VmState.ACTIVE and vm.lcm_state == LcmState.RUNNING):
-        return "<MONITORING/>"
+        return "<MONITORING></MONITORING>" if full else "<MONITORING/>"
     cpu = (vm.id * 7) % 40 / 10.0
     mem = vm_capacity(vm)[1] * 6 // 10
     if full:
-        return (
-            f"<MONITORING><CPU>{cpu}</CPU><ID>{vm.id}</ID><MEMORY>{mem}</MEMORY>"
-            f"<TIMESTAMP>{vm.last_poll or vm.stime}</TIMESTAMP></MONITORING>"
-        )
-    return f"<MONITORING><CPU>{cpu}</CPU><MEMORY>{mem}</MEMORY><STATE>a</STATE></MONITORING>"
+        return template_xml("MONITORING", [("CPU", str(cpu)), ("ID", str(vm.id)), ("MEMORY", str(mem)),
+                                           ("TIMESTAMP", str(vm.last_poll or vm.stime))])
+    return f"<MONITORING>{values_xml((('CPU', cpu), ('MEMORY', mem), ('STATE', 'a')))}</MONITORING>"
 
 
 def history_parts(site: SimSite, h: SimHistory) -> tuple[int, str, str]:
@@ -218,9 +237,11 @@ def _history_short(site: SimSite, vm: SimVm) -> str:
     h = vm.history[-1]
     cid, vm_mad, tm_mad = history_parts(site, h)
     return (
-        f"<HISTORY_RECORDS><HISTORY><OID>{vm.id}</OID><SEQ>{h.seq}</SEQ><HOSTNAME>{esc(h.hostname)}</HOSTNAME>"
+        # HOSTNAME, the drivers and ACTION through escape_xml (History::to_xml_short, src/vm/History.cc
+        # 376-394 at release-7.4.0)
+        f"<HISTORY_RECORDS><HISTORY><OID>{vm.id}</OID><SEQ>{h.seq}</SEQ><HOSTNAME>{cdata(h.hostname)}</HOSTNAME>"
         f"<HID>{h.host_id}</HID><CID>{cid}</CID><DS_ID>{h.ds_id}</DS_ID><VM_MAD>{cdata(vm_mad)}</VM_MAD>"
-        f"<TM_MAD>{cdata(tm_mad)}</TM_MAD><ACTION>{h.action}</ACTION></HISTORY></HISTORY_RECORDS>"
+        f"<TM_MAD>{cdata(tm_mad)}</TM_MAD><ACTION>{cdata(str(h.action))}</ACTION></HISTORY></HISTORY_RECORDS>"
     )
 
 
@@ -249,9 +270,13 @@ def _history_full(site: SimSite, vm: SimVm) -> str:
 
 
 def _backups_xml(vm: SimVm) -> str:
+    """`<BACKUP_CONFIG/>` when the VM has no backup configuration, else its template; the backups'
+    IDs an ObjectCollection, `<BACKUP_IDS></BACKUP_IDS>` when none (Backups::to_xml,
+    src/vm/Backups.cc 145-169 at release-7.4.0)."""
     values = {k: v for k, v in vm.backup_config if isinstance(v, str)}
     inner = "".join(f"<{k}>{cdata(values[k])}</{k}>" for k in _BACKUP_CONFIG_KEYS if k in values)
-    return f"<BACKUPS><BACKUP_CONFIG>{inner}</BACKUP_CONFIG><BACKUP_IDS/></BACKUPS>"
+    config = f"<BACKUP_CONFIG>{inner}</BACKUP_CONFIG>" if inner else "<BACKUP_CONFIG/>"
+    return f"<BACKUPS>{config}{ids_xml('BACKUP_IDS', ())}</BACKUPS>"
 
 
 def _head(site: SimSite, vm: SimVm) -> tuple[str, str]:
@@ -275,11 +300,11 @@ def render_vm_short(site: SimSite, vm: SimVm) -> str:
 
 
 def _sched_action_ids_xml(vm: SimVm) -> str:
-    """VM/SCHED_ACTIONS: the IDs of the VM's scheduled actions (src/vm/VirtualMachine.cc release-7.4.0
-    line 2606); the actions themselves sit in VM/TEMPLATE (tui.sim.sched_actions)."""
+    """VM/SCHED_ACTIONS: the IDs of the VM's scheduled actions, an ObjectCollection (src/vm/VirtualMachine.cc
+    release-7.4.0 line 2606); the actions themselves sit in VM/TEMPLATE (tui.sim.sched_actions)."""
     ids = "".join(f"<ID>{i}</ID>" for k, v in vm.template if k == "SCHED_ACTION" and isinstance(v, list)
                   for i in [dict(v).get("ID", "")])
-    return f"<SCHED_ACTIONS>{ids}</SCHED_ACTIONS>" if ids else "<SCHED_ACTIONS/>"
+    return f"<SCHED_ACTIONS>{ids}</SCHED_ACTIONS>"
 
 
 def render_vm_full(site: SimSite, vm: SimVm) -> str:
