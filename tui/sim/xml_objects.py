@@ -39,6 +39,7 @@ from tui.sim.xml_render import (
     perms_xml,
     pool_xml,
     template_xml,
+    values_xml,
 )
 
 
@@ -85,11 +86,15 @@ def render_host(site: SimSite, host: SimHost, usage: tuple[list[int], int, int] 
     monitored = host.state in (HostState.MONITORING_MONITORED, HostState.MONITORED) and not pool
     free_cpu = max(host.total_cpu - cpu_usage // 2, 0) if monitored else 0
     used_mem_real = mem_usage * 6 // 10
+    # TIMESTAMP and ID as text, CAPACITY and SYSTEM templates (values in CDATA); `<MONITORING/>` when
+    # none (HostMonitoringTemplate::to_xml, src/host/HostMonitoringTemplate.cc 26, 260-283 at release-7.4.0)
     monitoring = (
         f"<MONITORING><TIMESTAMP>{site.config.seed + 1_700_000_000}</TIMESTAMP><ID>{host.id}</ID>"
-        f"<CAPACITY><FREE_CPU>{free_cpu}</FREE_CPU><FREE_MEMORY>{max(host.total_mem - used_mem_real, 0)}</FREE_MEMORY>"
-        f"<USED_CPU>{host.total_cpu - free_cpu}</USED_CPU><USED_MEMORY>{used_mem_real}</USED_MEMORY></CAPACITY>"
-        f"<SYSTEM><NETRX>{host.id * 1_000_003}</NETRX><NETTX>{host.id * 700_001}</NETTX></SYSTEM></MONITORING>"
+        + template_xml("CAPACITY", [("FREE_CPU", str(free_cpu)),
+                                    ("FREE_MEMORY", str(max(host.total_mem - used_mem_real, 0))),
+                                    ("USED_CPU", str(host.total_cpu - free_cpu)), ("USED_MEMORY", str(used_mem_real))])
+        + template_xml("SYSTEM", [("NETRX", str(host.id * 1_000_003)), ("NETTX", str(host.id * 700_001))])
+        + "</MONITORING>"
         if monitored
         else "<MONITORING/>"
     )
@@ -104,7 +109,9 @@ def render_host(site: SimSite, host: SimHost, usage: tuple[list[int], int, int] 
         f"<RUNNING_VMS>{len(vm_ids)}</RUNNING_VMS><VMS_THREAD>{len(vm_ids)}</VMS_THREAD>"
         f"<DATASTORES><DISK_USAGE>0</DISK_USAGE>{ds_xml}<FREE_DISK>{free_disk}</FREE_DISK>"
         f"<MAX_DISK>{total_disk}</MAX_DISK><USED_DISK>{total_disk - free_disk}</USED_DISK></DATASTORES>"
-        f"<PCI_DEVICES/><NUMA_NODES/></HOST_SHARE>"
+        # PCI_DEVICES a template, NUMA_NODES HostShareNUMA::to_xml: both `<X></X>` when empty
+        # (include/HostSharePCI.h 54, src/host/HostShareNUMA.cc 899-917 at release-7.4.0)
+        f"<PCI_DEVICES></PCI_DEVICES><NUMA_NODES></NUMA_NODES></HOST_SHARE>"
         + ids_xml("VMS", sorted(vm_ids))
         + template_xml("TEMPLATE", host.template)
         + monitoring
@@ -142,11 +149,13 @@ def render_image(site: SimSite, image: SimImage) -> str:
         f"<TARGET_SNAPSHOT>-1</TARGET_SNAPSHOT><DATASTORE_ID>{image.datastore_id}</DATASTORE_ID>"
         f"<DATASTORE>{esc(ds.name if ds else '')}</DATASTORE>"
         + ids_xml("VMS", sorted(image.vm_ids))
-        + "<CLONES/><APP_CLONES/>"
+        + ids_xml("CLONES", ()) + ids_xml("APP_CLONES", ())
         + template_xml("TEMPLATE", image.template)
-        # BACKUP_DISK_IDS after the increments (Image::to_xml, src/image/Image.cc 441 at release-7.0.0; 6.10.0 too)
-        + "<SNAPSHOTS><ALLOW_ORPHANS><![CDATA[NO]]></ALLOW_ORPHANS><CURRENT_BASE>-1</CURRENT_BASE>"
-        "<NEXT_SNAPSHOT>0</NEXT_SNAPSHOT></SNAPSHOTS><BACKUP_INCREMENTS/><BACKUP_DISK_IDS/></IMAGE>"
+        # BACKUP_DISK_IDS after the increments (Image::to_xml, src/image/Image.cc 441 at release-7.0.0; 6.10.0 too);
+        # SNAPSHOTS a template, its values in CDATA (src/vm/Snapshots.cc 39-43 at release-7.4.0); the
+        # increments a template and the disk IDs an ObjectCollection, `<X></X>` when empty
+        + template_xml("SNAPSHOTS", [("ALLOW_ORPHANS", "NO"), ("CURRENT_BASE", "-1"), ("NEXT_SNAPSHOT", "0")])
+        + template_xml("BACKUP_INCREMENTS", []) + ids_xml("BACKUP_DISK_IDS", ()) + "</IMAGE>"
     )
 
 
@@ -188,14 +197,17 @@ def render_vnet(site: SimSite, vnet: SimVnet, extended: bool) -> str:
             + f"<AR_ID>{cdata(str(ar.ar_id))}</AR_ID>"
             + (f"<IP>{cdata(ar.ip)}</IP>" if ar.ip else "")
             + f"<MAC>{cdata(ar.mac)}</MAC>"
-            + (f"<NEXT_INDEX>{len(ar.leases)}</NEXT_INDEX>" if seven_four else "")
-            + ("<SHARED><![CDATA[NO]]></SHARED>" if seven_four else "")
-            + f"<SIZE>{ar.size}</SIZE><TYPE>{cdata(ar.type)}</TYPE>"
+            # every attribute of a range through escape_xml (AddressRange::to_xml, src/vnm/AddressRange.cc
+            # 881-891 at release-7.4.0, 786-796 for the stored range; the pool's stored template the same, Template::to_xml)
+            + (values_xml((("NEXT_INDEX", len(ar.leases)), ("SHARED", "NO"))) if seven_four else "")
+            + values_xml((("SIZE", ar.size), ("TYPE", ar.type)))
         )
         if extended:
+            # each lease a VectorAttribute, its values through escape_xml (AddressRange.cc 963-1037 at
+            # release-7.4.0, VectorAttribute::to_xml, src/common/Attribute.cc 64-81)
             leases = "".join(
                 f"<LEASE>{f'<IP>{cdata(ip_at(ar, off))}</IP>' if ar.ip else ''}"
-                f"<MAC>{cdata(mac_at(ar, off))}</MAC><VM>{vm_id}</VM></LEASE>"
+                f"<MAC>{cdata(mac_at(ar, off))}</MAC><VM>{cdata(str(vm_id))}</VM></LEASE>"
                 for off, vm_id in sorted(ar.leases.items())
             )
             body += (
@@ -206,22 +218,27 @@ def render_vnet(site: SimSite, vnet: SimVnet, extended: bool) -> str:
             )
         ars.append(f"<AR>{body}</AR>")
     return (
-        f"<VNET>{_owned_head(site, vnet)}{perms_xml(vnet.perms)}"
-        f"<CLUSTERS><ID>0</ID></CLUSTERS><BRIDGE>{cdata(vnet.bridge)}</BRIDGE>"
-        # PREV_STATE = STATE: VirtualNetworkPool::update sets it (src/vnm/VirtualNetworkPool.cc 208, release-7.0.0)
-        f"<BRIDGE_TYPE>{cdata('linux')}</BRIDGE_TYPE><STATE>{VirtualNetworkState.READY:d}</STATE>"
-        f"<PREV_STATE>{VirtualNetworkState.READY:d}</PREV_STATE>"
-        f"<PARENT_NETWORK_ID>{cdata('')}</PARENT_NETWORK_ID>"
+        f"<VNET>{_owned_head(site, vnet)}{perms_xml(vnet.perms)}<CLUSTERS><ID>0</ID></CLUSTERS>"
+        # BRIDGE, BRIDGE_TYPE, STATE and PREV_STATE through escape_xml (CDATA), then PARENT_NETWORK_ID,
+        # TEMPLATE_ID (7.4), VN_MAD, PHYDEV, VLAN_ID and OUTER_VLAN_ID `<X/>` when unset
+        # (VirtualNetwork::to_xml_extended, src/vnm/VirtualNetwork.cc 711-768 at release-7.4.0; 6.10.5
+        # and 7.0.2 the same but for TEMPLATE_ID); PREV_STATE = STATE: VirtualNetworkPool::update sets
+        # it (src/vnm/VirtualNetworkPool.cc 208, release-7.0.0)
+        + values_xml((("BRIDGE", vnet.bridge), ("BRIDGE_TYPE", "linux"), ("STATE", f"{VirtualNetworkState.READY:d}"),
+                      ("PREV_STATE", f"{VirtualNetworkState.READY:d}")))
+        + "<PARENT_NETWORK_ID/>"
         # no network template: `<TEMPLATE_ID/>` (VirtualNetwork.cc 725-732 at release-7.4.0; recorded)
         + ("<TEMPLATE_ID/>" if seven_four else "")
-        + f"<VN_MAD>{cdata(vnet.vn_mad)}</VN_MAD><PHYDEV>{cdata(vnet.phydev)}</PHYDEV>"
-        f"<VLAN_ID>{cdata(vnet.vlan_id)}</VLAN_ID><OUTER_VLAN_ID>{cdata('')}</OUTER_VLAN_ID>"
-        f"<VLAN_ID_AUTOMATIC>0</VLAN_ID_AUTOMATIC><OUTER_VLAN_ID_AUTOMATIC>0</OUTER_VLAN_ID_AUTOMATIC>"
-        f"<USED_LEASES>{used_leases(vnet)}</USED_LEASES><VROUTERS/>"
-        # the VMs given a NIC of it (VirtualNetwork::nic_attribute, updated.add, src/vnm/VirtualNetwork.cc
-        # 1104 at release-7.0.0, 1100 at 6.10.0), until the lease goes back
+        + "".join(f"<{tag}>{cdata(value)}</{tag}>" if value else f"<{tag}/>"
+                  for tag, value in (("VN_MAD", vnet.vn_mad), ("PHYDEV", vnet.phydev), ("VLAN_ID", vnet.vlan_id),
+                                     ("OUTER_VLAN_ID", "")))
+        + f"<VLAN_ID_AUTOMATIC>0</VLAN_ID_AUTOMATIC><OUTER_VLAN_ID_AUTOMATIC>0</OUTER_VLAN_ID_AUTOMATIC>"
+        f"<USED_LEASES>{used_leases(vnet)}</USED_LEASES>"
+        # ObjectCollections (VirtualNetwork.cc 776-800 at release-7.4.0): the VMs given a NIC of it (VirtualNetwork::nic_attribute,
+        # updated.add, src/vnm/VirtualNetwork.cc 1104 at release-7.0.0, 1100 at 6.10.0), until the lease goes back
+        + ids_xml("VROUTERS", ())
         + ids_xml("UPDATED_VMS", sorted({vm_id for ar in vnet.ars for vm_id in ar.leases.values()}))
-        + "<OUTDATED_VMS/><UPDATING_VMS/><ERROR_VMS/>"
+        + ids_xml("OUTDATED_VMS", ()) + ids_xml("UPDATING_VMS", ()) + ids_xml("ERROR_VMS", ())
         + template_xml("TEMPLATE", vnet.template)
         # opening and closing tags around the ranges, so no range is `<AR_POOL></AR_POOL>`
         # (AddressRangePool::to_xml, src/vnm/AddressRangePool.cc 323-330 at release-7.4.0, and the
@@ -244,7 +261,9 @@ def render_vmtemplate(site: SimSite, tpl: SimVmTemplate) -> str:
     )
 
 
-_EMPTY_QUOTAS = "<DATASTORE_QUOTA/><NETWORK_QUOTA/><VM_QUOTA/><IMAGE_QUOTA/>"
+#: a Quota is a Template: `<VM_QUOTA></VM_QUOTA>` when it holds no limits (include/Quota.h 136,
+#: Template::to_xml, src/template/Template.cc 353-369 at release-7.4.0)
+_EMPTY_QUOTAS = "<DATASTORE_QUOTA></DATASTORE_QUOTA><NETWORK_QUOTA></NETWORK_QUOTA><VM_QUOTA></VM_QUOTA><IMAGE_QUOTA></IMAGE_QUOTA>"
 
 
 def _user_body(site: SimSite, user: SimUser) -> str:
@@ -254,8 +273,9 @@ def _user_body(site: SimSite, user: SimUser) -> str:
     return (
         f"<ID>{user.id}</ID><GID>{user.gid}</GID><GROUPS>{groups}</GROUPS>"
         f"<GNAME>{esc(group.name if group else '')}</GNAME><NAME>{esc(user.name)}</NAME>"
-        f"<PASSWORD>{esc(password)}</PASSWORD><AUTH_DRIVER>{esc(user.auth_driver)}</AUTH_DRIVER>"
-        f"<ENABLED>{1 if user.enabled else 0}</ENABLED>" + template_xml("TEMPLATE", user.template)
+        # PASSWORD and AUTH_DRIVER through escape_xml (User::to_xml, src/um/User.cc 261-262 at release-7.4.0)
+        + values_xml((("PASSWORD", password), ("AUTH_DRIVER", user.auth_driver)))
+        + f"<ENABLED>{1 if user.enabled else 0}</ENABLED>" + template_xml("TEMPLATE", user.template)
     )
 
 
@@ -294,7 +314,8 @@ def _group_body(site: SimSite, group: SimGroup) -> str:
 def _vlan_rules(site: SimSite, group: SimGroup) -> str:
     """A group's VLAN rules, from 7.4 only (include/GroupVlans.h, src/group/Group.cc 259-263 at
     release-7.4.0; release-7.0.0's Group has none)."""
-    return f"<VLAN_RULES><ID>{group.id}</ID></VLAN_RULES>" if version_key(site.config.one_version) >= (7, 4) else ""
+    # a template with the group's ID (GroupVlans::to_xml, src/um/GroupVlans.cc 187-190, 204): CDATA
+    return template_xml("VLAN_RULES", [("ID", str(group.id))]) if version_key(site.config.one_version) >= (7, 4) else ""
 
 
 def render_group(site: SimSite, group: SimGroup) -> str:
