@@ -319,9 +319,15 @@ def test_recover_while_the_cause_remains_fails_again(sim: SimServer) -> None:
     service_id = _instantiate(sim, template_id)
     wait_until(lambda: _state(sim, service_id) == FAILED_DEPLOYING, what="the deployment to fail")
     with flow_client(sim) as client:
-        assert client.post(f"/service/{service_id}/action",
-                           json={"action": {"perform": "recover"}}).status_code == 204
-        assert service_body(client, service_id)["state"] == DEPLOYING
+        # the clock held: the retried VM stays in its boot, so the service is read DEPLOYING before it
+        # fails again (under load the site's scheduler could fail it between the two requests)
+        sim.site.hold_clock()
+        try:
+            assert client.post(f"/service/{service_id}/action",
+                               json={"action": {"perform": "recover"}}).status_code == 204
+            assert service_body(client, service_id)["state"] == DEPLOYING
+        finally:
+            sim.site.release_clock()
         wait_until(lambda: service_body(client, service_id)["state"] == FAILED_DEPLOYING, what="a second failure")
         errors = [e for e in service_body(client, service_id)["log"] if e["severity"] == "E"]
     assert len(errors) == 2
