@@ -79,14 +79,16 @@ async def test_a_time_limit_on_the_clock_stops_the_body_when_advanced_past(drive
 def test_a_pause_advanced_from_another_thread_ends() -> None:
     clock = Clock()
 
-    async def pause() -> float:
-        started = time.monotonic()
-        await clock.sleep(3600)
-        return time.monotonic() - started
+    async def pause_then_advance_elsewhere() -> None:
+        pause = asyncio.ensure_future(clock.sleep(3600))
+        await asyncio.sleep(0)  # the pause has begun: its sleeper is registered on the clock
+        mover = threading.Thread(target=clock.advance, args=(3600,))
+        mover.start()
+        try:
+            await asyncio.wait_for(pause, 10)
+        finally:
+            mover.join()
 
-    mover = threading.Timer(0.05, clock.advance, (3600,))
-    mover.start()
-    try:
-        assert asyncio.run(asyncio.wait_for(pause(), 10)) < 10
-    finally:
-        mover.cancel()
+    # before, a timer thread advanced the clock after 0.05 s: at load 19 that came before the pause
+    # had begun, which then waited its whole hour from the advanced clock
+    asyncio.run(pause_then_advance_elsewhere())
