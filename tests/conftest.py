@@ -35,6 +35,7 @@ toolkit's `toolkit_site`) or that starts none runs once, outside this rule.
 
 from __future__ import annotations
 
+import gc
 import inspect
 import os
 import re
@@ -113,6 +114,26 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     return home
+
+
+@pytest.fixture(autouse=True)
+def collector_untouched() -> Iterator[None]:
+    """No test leaves the garbage collector of its process other than it found it (thresholds, on or
+    off, frozen objects): its pytest worker runs hundreds of tests after it. The console's app kept
+    its thresholds (tui.app.GC_THRESHOLDS: full collections a hundred times rarer) after it exited,
+    so each worker piled up the cyclic garbage of every later test, and pytest's collections at the
+    session's end took 9-21 s (the first freed 290,000-660,000 objects): execnet interrupted the
+    last worker in them after its 5 s (a KeyboardInterrupt inside hypothesis's gc callback)."""
+    found = _collector_settings()
+    yield
+    left = _collector_settings()
+    if left != found:
+        pytest.fail(f"the test left the garbage collector changed: {left} (threshold, enabled, frozen objects), "
+                    f"found {found}", pytrace=False)
+
+
+def _collector_settings() -> tuple[tuple[int, ...], bool, int]:
+    return gc.get_threshold(), gc.isenabled(), gc.get_freeze_count()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -208,6 +208,8 @@ class SiteToolkitApp(App[int]):
         self._first_rows_due = False
         #: the collector is off until the first rows are painted (`on_mount`, `_start_collector`)
         self._collector_held = False
+        #: the collector's thresholds before `on_mount` set the console's, put back by `on_unmount`
+        self._thresholds_found: tuple[int, ...] | None = None
         #: set once the start-up check passed (created in on_mount, inside the event loop)
         self._connected = asyncio.Event()
         if ANIMATIONS_ENV not in os.environ:
@@ -246,6 +248,7 @@ class SiteToolkitApp(App[int]):
         yield KeyBar()
 
     def on_mount(self) -> None:
+        self._thresholds_found = gc.get_threshold()
         gc.set_threshold(*GC_THRESHOLDS)
         if not gc.isenabled():
             # `sitetk` started without the collector (tui.console), and it stays off until the
@@ -597,5 +600,11 @@ class SiteToolkitApp(App[int]):
         if self._stop_signals is not None:
             self._stop_signals.__exit__(None, None, None)
             self._stop_signals = None
+        if self._thresholds_found is not None:
+            # the thresholds are the process's, not the app's: an app run inside a longer-lived
+            # process (a pytest worker runs hundreds) left its full collections a hundred times
+            # rarer for the rest of it, so the cyclic garbage of every later test piled up
+            gc.set_threshold(*self._thresholds_found)
+            self._thresholds_found = None
         await self.site.close()
 

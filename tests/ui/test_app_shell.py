@@ -7,7 +7,7 @@ import gc
 from textual.command import CommandList, CommandPalette
 
 from tests.ui.conftest import SIZE, console_app, rendered_text, vm_screen, wait_for, wait_vms_loaded
-from tui.app import SiteToolkitApp
+from tui.app import GC_THRESHOLDS, SiteToolkitApp
 from tui.errors import SiteError
 from tui.procedures.connection import SiteConnection
 from tui.screens.connect_error import ConnectErrorScreen
@@ -292,6 +292,19 @@ async def test_a_console_started_without_the_collector_turns_it_on_once_its_firs
     finally:
         gc.enable()
         gc.unfreeze()
+
+
+async def test_the_console_gives_the_process_its_collector_thresholds_back_when_it_exits(sim_factory) -> None:  # type: ignore[no-untyped-def]
+    """The console's thresholds (rare full collections) hold while it runs; once it exits, the
+    process collects as before: one that runs apps one after another (a pytest worker, hundreds of
+    them) must not pile up the cyclic garbage of everything it runs later."""
+    server = sim_factory(vms=3)
+    app = console_app(server)
+    found = gc.get_threshold()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.first_rows_at is not None, what="the first rows")
+        assert gc.get_threshold()[1:] == GC_THRESHOLDS[1:]  # the first one moves while a refresh builds rows
+    assert gc.get_threshold() == found != GC_THRESHOLDS
 
 
 async def test_a_failed_start_turns_the_collector_on(sim_factory) -> None:  # type: ignore[no-untyped-def]
