@@ -6,19 +6,35 @@ so tests can check the token never travels in a URL.
 
 `hold` ("before-receive" or "after-receive") holds the next push: its request waits, before or
 after `git http-backend` updated the branch, until `release` is set (`reached` is set when it
-waits): a push the client stops there landed, or did not, without the client knowing which.
+waits): a push the client stops there landed, or did not, without the client knowing which. A push
+held before it is received whose client has gone by the release is dropped, not applied.
 """
 
 from __future__ import annotations
 
 import base64
 import os
+import select
+import socket
 import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 HTTP_BACKEND = "/usr/lib/git-core/git-http-backend"
+
+
+def _client_gone(connection: socket.socket) -> bool:
+    """Whether the client has closed its end (readable, and nothing more to read): a push it sent
+    whole before it was stopped is buffered here, yet a real remote whose client went away before
+    the pack was received never applies it."""
+    readable, _, _ = select.select([connection], [], [], 0)
+    if not readable:
+        return False
+    try:
+        return connection.recv(1, socket.MSG_PEEK) == b""
+    except OSError:
+        return True
 
 
 class GitHttpServer:
@@ -52,8 +68,11 @@ class GitHttpServer:
                     self.end_headers()
                     return
                 path, _, query = self.path.partition("?")
+                pushing = self.command == "POST" and path.endswith("/git-receive-pack")
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
+                if server._wait_if(pushing, "before-receive") and _client_gone(self.connection):
+                    return  # the client was stopped while held: its push never reached the remote
                 env = {
                     "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
                     "GIT_PROJECT_ROOT": str(server.root),
@@ -72,8 +91,6 @@ class GitHttpServer:
                     env["HTTP_CONTENT_ENCODING"] = self.headers["Content-Encoding"]
                 if self.headers.get("Git-Protocol"):
                     env["GIT_PROTOCOL"] = self.headers["Git-Protocol"]
-                pushing = self.command == "POST" and path.endswith("/git-receive-pack")
-                server._wait_if(pushing, "before-receive")
                 done = subprocess.run([HTTP_BACKEND], input=body, capture_output=True, env=env, check=False)
                 server._wait_if(pushing, "after-receive")
                 head, _, payload = done.stdout.partition(b"\r\n\r\n")
@@ -95,11 +112,14 @@ class GitHttpServer:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
-    def _wait_if(self, pushing: bool, point: str) -> None:
+    def _wait_if(self, pushing: bool, point: str) -> bool:
+        """Hold a push at `point` when asked to; whether it was held."""
         if pushing and self.hold == point:
             self.hold = ""
             self.reached.set()
             self.release.wait(120)
+            return True
+        return False
 
     @property
     def base_url(self) -> str:
