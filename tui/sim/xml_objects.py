@@ -263,7 +263,7 @@ def render_vmtemplate(site: SimSite, tpl: SimVmTemplate) -> str:
 
 #: a Quota is a Template: `<VM_QUOTA></VM_QUOTA>` when it holds no limits (include/Quota.h 136,
 #: Template::to_xml, src/template/Template.cc 353-369 at release-7.4.0)
-_EMPTY_QUOTAS = "<DATASTORE_QUOTA></DATASTORE_QUOTA><NETWORK_QUOTA></NETWORK_QUOTA><VM_QUOTA></VM_QUOTA><IMAGE_QUOTA></IMAGE_QUOTA>"
+_EMPTY_QUOTAS = "".join(template_xml(tag, []) for tag in ("DATASTORE_QUOTA", "NETWORK_QUOTA", "VM_QUOTA", "IMAGE_QUOTA"))
 
 
 def _user_body(site: SimSite, user: SimUser) -> str:

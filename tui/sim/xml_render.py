@@ -77,7 +77,7 @@ def perms_xml(perms: Permissions) -> str:
     return _PERMS_XML.format(*perms.as_args())
 
 
-def ids_xml(tag: str, ids: Iterable[int]) -> str:
+def ids_xml(tag: str, ids: Iterable[int | str]) -> str:
     """A list of IDs as ObjectCollection::to_xml writes it (src/pool/ObjectCollection.cc 86-102 at
     release-7.4.0, the same at 7.0.2 and 6.10.5): `<TAG></TAG>` when empty, never `<TAG/>` (a host's
     VMS, a datastore's IMAGES, a group's USERS and ADMINS, a network's VROUTERS and UPDATED_VMS...)."""
@@ -302,9 +302,8 @@ def render_vm_short(site: SimSite, vm: SimVm) -> str:
 def _sched_action_ids_xml(vm: SimVm) -> str:
     """VM/SCHED_ACTIONS: the IDs of the VM's scheduled actions, an ObjectCollection (src/vm/VirtualMachine.cc
     release-7.4.0 line 2606); the actions themselves sit in VM/TEMPLATE (tui.sim.sched_actions)."""
-    ids = "".join(f"<ID>{i}</ID>" for k, v in vm.template if k == "SCHED_ACTION" and isinstance(v, list)
-                  for i in [dict(v).get("ID", "")])
-    return f"<SCHED_ACTIONS>{ids}</SCHED_ACTIONS>"
+    return ids_xml("SCHED_ACTIONS", (dict(v).get("ID", "") for k, v in vm.template
+                                     if k == "SCHED_ACTION" and isinstance(v, list)))
 
 
 def render_vm_full(site: SimSite, vm: SimVm) -> str:
