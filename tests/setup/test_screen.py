@@ -211,20 +211,17 @@ async def test_a_long_step_says_how_long_it_has_run_and_what_it_waits_for(sim_fa
     async with app.run_test(size=SIZE) as pilot:
         screen = await front_door(pilot)
 
-        def status() -> str:
-            return status_line(screen)
-
         async with download_preview(pilot, server):
             await pilot.press("tab", "enter")
             await wait_for(pilot, lambda: sum(line.endswith(" LOCKED") for line in screen.step_log) >= 5, timeout=60,
                            what="every image LOCKED")
-            assert "running the next step… (c cancels)" in status()  # a step under 3 s shows no count
+            assert "running the next step… (c cancels)" in status_line(screen)  # a step under 3 s shows no count
             driven_clock.advance(42)
-            await wait_for(pilot, lambda: re.search(r"running the next step… 4\ds \(c cancels\)", status())
+            await wait_for(pilot, lambda: re.search(r"running the next step… 4\ds \(c cancels\)", status_line(screen))
                            and "LOCKED: copying; 4 more not READY (" in screen.step_log[-1],
                            what="the step's time and the download's heartbeat")
         await wait_for(pilot, lambda: not screen.running, timeout=120, what="the download to end")
-        assert "c cancels" not in status()
+        assert "c cancels" not in status_line(screen)
 
 
 async def test_a_step_counts_its_time_from_its_confirmation(sim_factory, tmp_path: Path, driven_clock: Clock) -> None:
@@ -237,21 +234,18 @@ async def test_a_step_counts_its_time_from_its_confirmation(sim_factory, tmp_pat
     async with app.run_test(size=SIZE) as pilot:
         screen = await front_door(pilot)
 
-        def status() -> str:
-            return status_line(screen)
-
         async with download_preview(pilot, server):
             driven_clock.advance(60)  # the operator reads the preview
             screen._paint_status()  # what the ticker paints next
             # not "running": nothing runs until the operator answers (and c cancels nothing yet)
-            assert status().startswith("the next step: waiting for your answer"), status()
-            assert "running" not in status() and "c cancels" not in status()
+            assert status_line(screen).startswith("the next step: waiting for your answer"), status_line(screen)
+            assert "running" not in status_line(screen) and "c cancels" not in status_line(screen)
             await pilot.press("tab", "enter")
             await wait_for(pilot, lambda: any(line.endswith(" LOCKED") for line in screen.step_log), timeout=60,
                            what="the download running")
             screen._paint_status()
-            assert "running the next step… (c cancels)" in status(), status()  # under 3 s: no count yet
+            assert "running the next step… (c cancels)" in status_line(screen), status_line(screen)  # under 3 s: no count yet
             driven_clock.advance(42)
-            await wait_for(pilot, lambda: re.search(r"running the next step… 4\ds \(c cancels\)", status()),
+            await wait_for(pilot, lambda: re.search(r"running the next step… 4\ds \(c cancels\)", status_line(screen)),
                            what="the step's own 42 s")
         await wait_for(pilot, lambda: not screen.running, timeout=120, what="the download to end")
