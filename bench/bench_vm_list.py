@@ -54,11 +54,11 @@ from bench.console_driver import (
     timed_refresh,
 )
 from bench.floor import FloorSample, best_of, floor_once, median_of
-from bench.instructions import instructions_to_first_rows, valgrind
+from bench.instructions import NoCount, instructions_to_first_rows, valgrind
 from bench.rows import Row, limit_row, ratio_row
 from bench.sim_process import SimProcess, post_xmlrpc
 from bench.startup_phases import OUT_ENV as PHASES_OUT_ENV
-from bench.terminal import FirstRows, first_rows
+from bench.terminal import FirstRows, TerminalRunError, first_rows
 
 GROUP = "vm list (issue 3)"
 ROOT = Path(__file__).resolve().parent.parent
@@ -114,9 +114,13 @@ def isolated_env(home: Path) -> dict[str, str]:
 
 
 # (a) start-up ---------------------------------------------------------------------------------
+def _startup_programs(demo_vms: int) -> tuple[list[str], list[str]]:
+    """The start-up's two programs: `sitetk --demo --vms <demo_vms>` and the bare app."""
+    return [sys.executable, "-m", "tui", "--demo", "--vms", str(demo_vms)], [sys.executable, "-m", "bench.minimal_app"]
+
+
 def startup_rows(runs: int = STARTUP_RUNS, demo_vms: int = DEMO_VMS, warm_up: bool = True) -> list[Row]:
-    demo = [sys.executable, "-m", "tui", "--demo", "--vms", str(demo_vms)]
-    minimal = [sys.executable, "-m", "bench.minimal_app"]
+    demo, minimal = _startup_programs(demo_vms)
     demo_runs: list[FirstRows] = []
     minimal_runs: list[FirstRows] = []
     with tempfile.TemporaryDirectory(prefix="sitetk-bench-") as home:
@@ -158,16 +162,19 @@ def instruction_rows(runs: int = 1, demo_vms: int = DEMO_VMS) -> list[Row]:
     if valgrind() is None:
         print("  vm list: start-up instructions not measured (valgrind is not installed)", file=sys.stderr, flush=True)
         return []
-    demo = [sys.executable, "-m", "tui", "--demo", "--vms", str(demo_vms)]
-    minimal = [sys.executable, "-m", "bench.minimal_app"]
+    demo, minimal = _startup_programs(demo_vms)
     counts: dict[str, list[int]] = {"console": [], "bare": []}
     with tempfile.TemporaryDirectory(prefix="sitetk-bench-") as home:
         env = isolated_env(Path(home))
         first_rows(minimal, env, ROOT)  # byte-code caches for both, as the timed start-ups have them
         first_rows(demo, env, ROOT)
-        for _ in range(runs):
-            counts["bare"].append(instructions_to_first_rows(minimal, env, ROOT))
-            counts["console"].append(instructions_to_first_rows(demo, env, ROOT))
+        try:
+            for _ in range(runs):
+                counts["bare"].append(instructions_to_first_rows(minimal, env, ROOT))
+                counts["console"].append(instructions_to_first_rows(demo, env, ROOT))
+        except (TerminalRunError, NoCount) as error:  # informative: a broken valgrind does not end the run
+            print(f"  vm list: start-up instructions not measured: {error}", file=sys.stderr, flush=True)
+            return []
     console, bare = (statistics.median(counts[side]) / 1e6 for side in ("console", "bare"))
     return [ratio_row(GROUP, f"start-up work: instructions executed by the first rows, sitetk --demo --vms {demo_vms} "
                              "/ bare app (valgrind; informative: the same on any load)", console, bare, "M", None)]

@@ -185,3 +185,18 @@ def test_a_programs_instructions_to_its_first_rows_are_counted_the_same_twice(tm
     large = instructions_to_first_rows(program(200_000), env)
     assert abs(small[0] - small[1]) <= 0.005 * small[0]
     assert large > small[0] + 1_000_000
+
+
+def test_a_broken_valgrind_leaves_the_instructions_unmeasured_not_the_run_ended(monkeypatch, capsys) -> None:
+    """The figure is informative: valgrind installed but writing no count gives no row and a line
+    saying why, and the rest of `make bench` goes on."""
+    from bench.instructions import NoCount
+
+    def no_count(*_args: object, **_kwargs: object) -> int:
+        raise NoCount("no instruction count in cachegrind's output")
+
+    monkeypatch.setattr(bench_vm_list, "valgrind", lambda: "/usr/bin/valgrind")
+    monkeypatch.setattr(bench_vm_list, "first_rows", lambda *_args, **_kwargs: None)
+    monkeypatch.setattr(bench_vm_list, "instructions_to_first_rows", no_count)
+    assert bench_vm_list.instruction_rows(runs=1, demo_vms=5) == []
+    assert "start-up instructions not measured: no instruction count" in capsys.readouterr().err
